@@ -1,0 +1,20 @@
+"""The wire contract between the runner (GPU box) and the harness (host).
+
+Documents are JSON (encoded with orjson) and validated against the JSON Schemas in
+the repository's top-level `schemas/` folder before they are written or after they are read.
+"""
+
+from protocol.codec import decode, encode
+from protocol.validation import SCHEMA_DIR, DocumentError, validate
+from protocol.version import RESULT_SCHEMA_VERSION, RUN_PROTOCOL_VERSION, check_version
+
+__all__ = [
+    "RESULT_SCHEMA_VERSION",
+    "RUN_PROTOCOL_VERSION",
+    "SCHEMA_DIR",
+    "DocumentError",
+    "check_version",
+    "decode",
+    "encode",
+    "validate",
+]

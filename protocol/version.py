@@ -1,0 +1,31 @@
+"""Semantic versions of the documents that cross a process or machine boundary.
+
+Major means breaking: a reader refuses a document whose major version is newer than its own.
+"""
+
+from __future__ import annotations
+
+RESULT_SCHEMA_VERSION = "1.0.0"
+RUN_PROTOCOL_VERSION = "1.0.0"
+
+
+class VersionError(ValueError):
+    pass
+
+
+def check_version(found: str, supported: str, what: str) -> None:
+    """Refuse `found` if its major version is not the one this tool understands."""
+    try:
+        major = int(str(found).split(".", 1)[0])
+    except ValueError:
+        raise VersionError(f"{what}: schema_version {found!r} is not a semantic version") from None
+    ours = int(supported.split(".", 1)[0])
+    if major > ours:
+        raise VersionError(
+            f"{what}: schema_version {found} is newer than this tool understands ({supported}); "
+            "upgrade kernelgap to read it"
+        )
+    if major < ours:
+        raise VersionError(
+            f"{what}: schema_version {found} is older than {supported} and has no migration"
+        )

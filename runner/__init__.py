@@ -1,0 +1,1 @@
+"""kernelgap runner: everything that touches the GPU (cuda-python is imported lazily)."""

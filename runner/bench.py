@@ -1,0 +1,281 @@
+"""`runner bench`: build, gate and time every case of a suite, one worker process per case.
+
+This process never creates a CUDA context: the environment probe and each case run in
+worker processes (runner.isolation), so a case that faults or hangs is killed and
+recorded as a structured error while the remaining cases still run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocol.codec import encode
+from protocol.validation import validate
+from runner import driver, environment, manifest, ptx, result, toolchains
+from runner.isolation import run_worker
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    case_ids: tuple[str, ...] = ()
+    mode: str | None = None
+    samples: int | None = None
+    warmup: int | None = None
+    target_sample_ms: float | None = None
+    timeout_s: float | None = None
+    arch: str | None = None
+    skip_check: bool = False
+    device: int = 0
+    output: Path | None = None
+    quiet: bool = False
+
+
+class Progress:
+    """Human progress on stderr: one line per case and phase (silent with -q)."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+
+    def __call__(self, text: str) -> None:
+        if not self.quiet:
+            print(text, file=sys.stderr, flush=True)
+
+
+def timing_settings(case: manifest.CaseSpec, options: BenchOptions) -> dict:
+    s = case.settings
+    return {
+        "mode": options.mode or s.mode,
+        "samples": options.samples or s.samples,
+        "warmup": s.warmup if options.warmup is None else options.warmup,
+        "target_sample_s": (options.target_sample_ms or s.target_sample_ms) / 1000.0,
+    }
+
+
+def probe_environment(options: BenchOptions) -> dict:
+    """The device and software block, measured in a worker (raises NoGpuError without a GPU)."""
+    outcome = run_worker(
+        {"job": "environment", "device": options.device},
+        timeout_s=180,
+        echo_stderr=not options.quiet,
+    )
+    record = outcome.record or {}
+    if record.get("no_gpu"):
+        raise driver.NoGpuError(record["error"]["message"])
+    if record.get("status") != "ok":
+        why = record.get("error", {}).get("message") or (
+            "timed out" if outcome.timed_out else "\n".join(outcome.stderr_tail)
+        )
+        raise driver.NoGpuError(f"the environment probe failed: {why}")
+    return record["environment"]
+
+
+def _case_skeleton(case: manifest.CaseSpec) -> dict:
+    canonical, check = case.geometry(case.dims), case.geometry(case.check_dims)
+    return {
+        "id": case.id,
+        "version": case.version,
+        "description": case.description,
+        "status": "ok",
+        "baseline": case.baseline.name,
+        "dims": canonical.dims,
+        "check_dims": check.dims,
+        "launch": {
+            "grid": list(canonical.grid),
+            "block": list(canonical.block),
+            "shared_bytes": canonical.shared_bytes,
+        },
+        "implementations": {
+            i.name: {
+                "role": i.role,
+                "toolchain": i.toolchain,
+                "source": i.source_rel,
+                "entry": i.entry,
+            }
+            for i in case.impls
+        },
+    }
+
+
+def _fail(case_doc: dict, phase: str, message: str, cuda_error: str | None = None) -> None:
+    case_doc["status"] = "failed"
+    case_doc["error"] = {"phase": phase, "message": message}
+    if cuda_error:
+        case_doc["error"]["cuda_error"] = cuda_error
+
+
+def build_case(case: manifest.CaseSpec, arch: str, case_doc: dict, say) -> dict[str, str]:
+    """Build and signature-check every implementation; returns PTX text by name."""
+    built: dict[str, str] = {}
+    for impl in case.impls:
+        doc = case_doc["implementations"][impl.name]
+        where = f"case {case.id}, implementation {impl.name} ({impl.source_rel})"
+        try:
+            b = toolchains.build(impl.toolchain, impl.source, arch, impl.flags)
+        except toolchains.ToolchainMissing as exc:
+            doc["status"] = "skipped"
+            doc["skip_reason"] = str(exc)
+            say(f"  {impl.name}: skipped: {exc}")
+            continue
+        except toolchains.BuildError as exc:
+            _fail(case_doc, "build", f"{where}: {exc}")
+            return {}
+        doc["build"] = b.provenance()
+        try:
+            module = ptx.parse(b.ptx)
+            ptx.check_signature(module, impl.entry, case.signature(), where=where)
+        except (ptx.PtxError, ptx.SignatureError) as exc:
+            _fail(case_doc, "signature", str(exc))
+            return {}
+        doc["ptx"] = ptx.describe(module)
+        built[impl.name] = b.ptx
+    if case.baseline.name not in built:
+        _fail(
+            case_doc,
+            "build",
+            f"case {case.id}: the baseline {case.baseline.name} could not be built",
+        )
+        return {}
+    return built
+
+
+def run_one(
+    suite: manifest.Suite,
+    case: manifest.CaseSpec,
+    arch: str,
+    options: BenchOptions,
+    peaks: dict,
+    say,
+) -> dict:
+    case_doc = _case_skeleton(case)
+    settings = timing_settings(case, options)
+    case_doc["settings"] = {**settings, "timeout_s": options.timeout_s or case.settings.timeout_s}
+    say(f"[{case.id}] build (arch {arch})")
+    built = build_case(case, arch, case_doc, say)
+    if case_doc["status"] == "failed":
+        say(f"[{case.id}] FAILED in {case_doc['error']['phase']}: {case_doc['error']['message']}")
+        return case_doc
+    job = {
+        "job": "case",
+        "manifest": str(suite.path.resolve()),
+        "case": case.id,
+        "ptx": built,
+        "timing": settings,
+        "skip_check": options.skip_check,
+        "device": options.device,
+    }
+
+    def on_event(event):
+        if event.get("event") == "phase":
+            extra = f" ({event['mode']})" if "mode" in event else ""
+            say(f"[{case.id}] {event['phase']}{extra}")
+
+    timeout_s = case_doc["settings"]["timeout_s"]
+    outcome = run_worker(job, timeout_s=timeout_s, on_event=on_event, echo_stderr=not options.quiet)
+    record = outcome.record
+    if outcome.timed_out:
+        _fail(
+            case_doc,
+            "timeout",
+            f"case {case.id} did not finish within {timeout_s:g} s (last phase: {outcome.last_phase or 'start'}); "
+            "its worker process was killed, which ends its kernels and its context",
+        )
+    elif record is None:
+        tail = "\n".join(outcome.stderr_tail[-10:])
+        _fail(
+            case_doc,
+            "crash",
+            f"case {case.id}: the worker exited with status {outcome.returncode} "
+            f"during phase {outcome.last_phase or 'start'} without a result\n{tail}",
+        )
+    elif record.get("status") != "ok":
+        err = record.get("error", {})
+        _fail(
+            case_doc,
+            err.get("phase", "unknown"),
+            err.get("message", "unknown error"),
+            err.get("cuda_error"),
+        )
+    if options.skip_check:
+        for impl in case_doc["implementations"].values():
+            impl.setdefault("check", {"status": "not_checked"})
+    result.finish_case(case_doc, record, case.geometry(case.dims), case.flop_dtype, peaks)
+    case_doc["worker_wall_s"] = outcome.wall_s
+    if case_doc["status"] == "ok":
+        gaps = [
+            f"{n} {i['gap']['ratio_of_medians']:.3f}x [{i['gap']['ci_low']:.3f}, {i['gap']['ci_high']:.3f}]"
+            for n, i in case_doc["implementations"].items()
+            if i.get("gap")
+        ]
+        say(f"[{case.id}] ok: {'; '.join(gaps) or 'no candidates timed'}")
+    else:
+        say(
+            f"[{case.id}] FAILED in {case_doc['error']['phase']}: {case_doc['error']['message'].splitlines()[0]}"
+        )
+    return case_doc
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, int]:
+    """Returns (result document, exit status). Raises ManifestError / NoGpuError for exit 2."""
+    say = Progress(options.quiet)
+    suite = manifest.load(manifest_path)
+    cases = [suite.case(cid) for cid in options.case_ids] if options.case_ids else list(suite.cases)
+    started = environment.utc_now()
+    say(f"kernelgap: {suite.name} v{suite.version}, {len(cases)} case(s); probing the GPU")
+    env = probe_environment(options)
+    env["sensors_start"] = env.pop("sensors", None)
+    device = env["device"]
+    arch = options.arch or device["arch"]
+    env["toolchains"] = {}
+    say(
+        f"kernelgap: {device['name']} ({device['arch']}, {device['sm_count']} SMs), driver {device.get('driver_version_string')}"
+    )
+    suite_block = {
+        "name": suite.name,
+        "version": suite.version,
+        "path": str(suite.path),
+        "sha256": suite.sha256,
+        "gpu": suite.gpu,
+        **environment.git_commit(suite.root),
+    }
+    options_block = {
+        "mode": options.mode,
+        "samples": options.samples,
+        "warmup": options.warmup,
+        "target_sample_ms": options.target_sample_ms,
+        "arch": arch,
+        "skip_check": options.skip_check,
+        "cases": list(options.case_ids),
+    }
+    case_docs = []
+    for case in cases:
+        case_docs.append(run_one(suite, case, arch, options, env["peaks"], say))
+        for impl in case_docs[-1]["implementations"].values():
+            if "build" in impl:
+                env["toolchains"][impl["toolchain"]] = {"version": impl["build"]["version"]}
+        if options.output:  # after every case, so a crash never loses the earlier ones
+            _write_atomic(
+                options.output,
+                encode(
+                    result.document(suite_block, env, options_block, case_docs, started, None),
+                    pretty=True,
+                ),
+            )
+    env["sensors_end"] = environment.nvml_sensors(options.device, uuid=device.get("uuid"))
+    doc = result.document(
+        suite_block, env, options_block, case_docs, started, environment.utc_now()
+    )
+    validate(doc, "result", "result document")
+    status = 0 if all(c["status"] == "ok" for c in case_docs) else 1
+    return doc, status

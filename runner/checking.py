@@ -1,0 +1,59 @@
+"""`runner check`: validate a suite and build every implementation without a GPU (CI runs it)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import click
+
+from runner import manifest
+from runner.bench import _case_skeleton, build_case
+
+
+def assemble(ptx_text: str, arch: str) -> str | None:
+    """Run ptxas on the PTX; returns None when it assembles, else ptxas's message."""
+    ptxas = shutil.which("ptxas")
+    if ptxas is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="kernelgap-ptxas-") as tmp:
+        src = Path(tmp) / "module.ptx"
+        src.write_text(ptx_text.rstrip("\0"))  # ptxas rejects the NUL the driver wants
+        done = subprocess.run(
+            [ptxas, f"-arch={arch}", str(src), "-o", str(Path(tmp) / "module.cubin")],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        return None if done.returncode == 0 else (done.stderr or done.stdout).strip()
+
+
+def check_suite(suite: manifest.Suite, arch: str) -> int:
+    """Print one line per implementation; 0 when every buildable implementation assembles."""
+    failures = 0
+    have_ptxas = shutil.which("ptxas") is not None
+    for case in suite.cases:
+        doc = _case_skeleton(case)
+        notes: list[str] = []
+        built = build_case(case, arch, doc, notes.append)
+        if doc["status"] == "failed":
+            failures += 1
+            click.echo(f"FAIL  {case.id}: {doc['error']['phase']}: {doc['error']['message']}")
+            continue
+        for name, impl in doc["implementations"].items():
+            if name not in built:
+                click.echo(f"skip  {case.id}/{name}: {impl.get('skip_reason', 'not built')}")
+                continue
+            problem = assemble(built[name], arch)
+            if problem:
+                failures += 1
+                click.echo(f"FAIL  {case.id}/{name}: ptxas -arch={arch}: {problem}")
+            else:
+                how = f"ptxas -arch={arch} ok" if have_ptxas else "ptxas not found: not assembled"
+                click.echo(
+                    f"ok    {case.id}/{name}: {impl['toolchain']}, PTX {impl['ptx']['version']} {impl['ptx']['target']}, {how}"
+                )
+    click.echo(f"{suite.path}: {len(suite.cases)} case(s), {failures} failure(s)")
+    return 1 if failures else 0

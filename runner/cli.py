@@ -1,0 +1,155 @@
+"""`python -m runner`: bench, run, info, check. Exit status: 0 ok, 1 some case failed, 2 bad input or environment."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from protocol.codec import encode
+
+
+def _die(message: str, status: int = 2) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(status)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main():
+    """kernelgap runner: correctness-gated, paired GPU kernel timing.
+
+    Progress goes to stderr; stdout carries only the JSON document asked for.
+    """
+
+
+@main.command()
+@click.argument("cases", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--case", "case_ids", multiple=True, help="Run only this case id (repeatable).")
+@click.option(
+    "--mode",
+    type=click.Choice(["hot", "cold"]),
+    help="Timing mode (default: the manifest's, usually hot).",
+)
+@click.option(
+    "--samples", type=click.IntRange(min=1), help="Paired rounds per case (>= 30 recommended)."
+)
+@click.option(
+    "--warmup",
+    type=click.IntRange(min=0),
+    help="Untimed launches per implementation before timing.",
+)
+@click.option(
+    "--target-sample-ms",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Hot mode: calibrate a sample to about this long.",
+)
+@click.option(
+    "--timeout-s",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Per-case limit (default: the manifest's, 60 s).",
+)
+@click.option("--arch", help="Compile for this target (e.g. sm_90) instead of the device's.")
+@click.option(
+    "--skip-check",
+    is_flag=True,
+    help="Time without the correctness gate (results then carry no gap).",
+)
+@click.option("--device", type=int, default=0, show_default=True, help="CUDA device ordinal.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the document here (rewritten after every case) instead of stdout.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+def bench(
+    cases,
+    case_ids,
+    mode,
+    samples,
+    warmup,
+    target_sample_ms,
+    timeout_s,
+    arch,
+    skip_check,
+    device,
+    output,
+    quiet,
+):
+    """Build, check and time every case of the suite CASES (a cases.toml)."""
+    from protocol.validation import DocumentError
+    from runner import driver, manifest
+    from runner.bench import BenchOptions, run_suite
+
+    options = BenchOptions(
+        tuple(case_ids),
+        mode,
+        samples,
+        warmup,
+        target_sample_ms,
+        timeout_s,
+        arch,
+        skip_check,
+        device,
+        output,
+        quiet,
+    )
+    try:
+        doc, status = run_suite(cases, options)
+    except manifest.ManifestError as exc:
+        _die(str(exc))
+    except driver.NoGpuError as exc:
+        _die(str(exc))
+    except DocumentError as exc:
+        _die(f"internal error: {exc}")
+    data = encode(doc, pretty=True)
+    if output:
+        output.write_bytes(data)
+    else:
+        sys.stdout.buffer.write(data)
+    sys.exit(status)
+
+
+@main.command()
+def run():
+    """Launch one kernel from a JSON request on stdin; one JSON response on stdout."""
+    from runner import oneshot
+
+    sys.exit(oneshot.main(sys.stdin.buffer, sys.stdout.buffer))
+
+
+@main.command()
+@click.option("--device", type=int, default=0, show_default=True)
+@click.option(
+    "--no-bandwidth",
+    is_flag=True,
+    help="Skip the device-to-device copy that measures peak bandwidth.",
+)
+def info(device, no_bandwidth):
+    """Print the environment block (GPU, driver, clocks, software) as JSON."""
+    from runner import driver, environment
+
+    try:
+        with driver.Context(device) as ctx:
+            env = environment.capture(ctx, measure_bandwidth=not no_bandwidth)
+    except driver.NoGpuError as exc:
+        _die(str(exc))
+    sys.stdout.buffer.write(encode(env, pretty=True))
+
+
+@main.command()
+@click.argument("cases", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--arch", default="sm_90", show_default=True, help="Target to compile and assemble for."
+)
+def check(cases, arch):
+    """Validate the manifest and build every implementation it can (no GPU needed); ptxas where present."""
+    from runner import manifest
+    from runner.checking import check_suite
+
+    try:
+        suite = manifest.load(cases)
+    except manifest.ManifestError as exc:
+        _die(str(exc))
+    sys.exit(check_suite(suite, arch))

@@ -1,0 +1,158 @@
+// kernelgap internal kernels: device input generator, L2 flush, host-released spin.
+//
+// The PTX next to this file is generated from it (`python -m runner.device`) and committed, so
+// the GPU box needs no compiler for these. runner/generator.py holds the numpy twin of the
+// generator; the two must produce identical bits (tests/test_generator.py compiles the shared
+// part below as host code and compares).
+//
+// Host builds (tests only) must disable floating-point contraction (-ffp-contract=off), as the
+// device build does with -fmad=false: a fused multiply-add would change the rounding.
+
+#ifdef __CUDACC__
+#define KG_HD __host__ __device__ __forceinline__
+#else
+// Plain C++ build of the shared section below (g++ -x c++): no kernels, host math only.
+#include <math.h>
+#define KG_HD static inline
+#endif
+
+typedef unsigned long long kg_u64;
+
+// ---- shared generator (host and device) --------------------------------------------------------
+
+#define KG_GOLDEN 0x9E3779B97F4A7C15ULL
+
+enum { KG_F32 = 0, KG_F64 = 1, KG_I32 = 2, KG_U32 = 3, KG_I64 = 4, KG_U64 = 5 };
+
+// splitmix64 finalizer (Steele, Lea, Flood 2014): a bijection on uint64 with full avalanche.
+KG_HD kg_u64 kg_mix64(kg_u64 z) {
+    z ^= z >> 30;
+    z *= 0xBF58476D1CE4E5B9ULL;
+    z ^= z >> 27;
+    z *= 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return z;
+}
+
+// Per-(seed, stream) key; hoisted out of the element loop.
+KG_HD kg_u64 kg_key(kg_u64 seed, kg_u64 stream) { return kg_mix64(seed ^ kg_mix64(stream + KG_GOLDEN)); }
+
+// bits(seed, stream, index) = mix64(key(seed, stream) + index * golden), wrapping.
+KG_HD kg_u64 kg_bits_at(kg_u64 key, kg_u64 index) { return kg_mix64(key + index * KG_GOLDEN); }
+
+KG_HD kg_u64 kg_bits(kg_u64 seed, kg_u64 stream, kg_u64 index) {
+    return kg_bits_at(kg_key(seed, stream), index);
+}
+
+// v = lo + (hi - lo) * u with u = (bits >> 11) * 2^-53 in [0, 1), each step rounded to nearest
+// and never fused; a v that rounded up to hi is moved one ulp down so v lies in [lo, hi).
+KG_HD double kg_uniform_f64(kg_u64 bits, double lo, double hi) {
+    double u = (double)(bits >> 11) * 0x1.0p-53;
+#ifdef __CUDA_ARCH__
+    double v = __dadd_rn(lo, __dmul_rn(__dsub_rn(hi, lo), u));
+#else
+    double v = lo + (hi - lo) * u;
+#endif
+    return v >= hi ? nextafter(v, -HUGE_VAL) : v;
+}
+
+// The f64 value rounded to nearest f32, then stepped one f32 ulp back inside [lo, hi) where the
+// rounding crossed a bound (bounds need not be f32 values; runner/generator.py checks that some
+// f32 lies in [lo, hi)).
+KG_HD float kg_uniform_f32(kg_u64 bits, double lo, double hi) {
+    double v = kg_uniform_f64(bits, lo, hi);
+#ifdef __CUDA_ARCH__
+    float f = __double2float_rn(v);
+#else
+    float f = (float)v;
+#endif
+    if ((double)f >= hi) f = nextafterf(f, -HUGE_VALF);
+    if ((double)f < lo) f = nextafterf(f, HUGE_VALF);
+    return f;
+}
+
+// ilo + bits mod span (wrapping; span 0 = all 2^64 values); the caller keeps the low bits.
+KG_HD kg_u64 kg_integer(kg_u64 bits, kg_u64 ilo, kg_u64 span) {
+    return ilo + (span ? bits % span : bits);
+}
+
+// Elements first, first + step, ... < n of `out`; the kernel passes its grid stride, the host
+// test passes (0, 1). Unknown dtype codes write nothing (the Python side validates them).
+KG_HD void kg_fill_strided(void* out, kg_u64 n, kg_u64 first, kg_u64 step, kg_u64 seed,
+                           kg_u64 stream, int dtype, double lo, double hi, kg_u64 ilo,
+                           kg_u64 span) {
+    kg_u64 key = kg_key(seed, stream);
+    kg_u64 i;
+    switch (dtype) {
+        case KG_F32:
+            for (i = first; i < n; i += step)
+                ((float*)out)[i] = kg_uniform_f32(kg_bits_at(key, i), lo, hi);
+            break;
+        case KG_F64:
+            for (i = first; i < n; i += step)
+                ((double*)out)[i] = kg_uniform_f64(kg_bits_at(key, i), lo, hi);
+            break;
+        case KG_I32:
+        case KG_U32:
+            for (i = first; i < n; i += step)
+                ((unsigned int*)out)[i] = (unsigned int)kg_integer(kg_bits_at(key, i), ilo, span);
+            break;
+        case KG_I64:
+        case KG_U64:
+            for (i = first; i < n; i += step)
+                ((kg_u64*)out)[i] = kg_integer(kg_bits_at(key, i), ilo, span);
+            break;
+        default:
+            break;
+    }
+}
+
+// ---- kernels (device build only) ---------------------------------------------------------------
+
+#ifdef __CUDACC__
+
+#define KG_FLUSH_MAGIC 0x6B65726E656C6761ULL  // "kernelga": never the XOR of a real flush buffer
+
+extern "C" __global__ void kg_fill_random(void* out, kg_u64 n, kg_u64 seed, kg_u64 stream,
+                                          int dtype, double lo, double hi, kg_u64 ilo,
+                                          kg_u64 span) {
+    kg_u64 first = (kg_u64)blockIdx.x * blockDim.x + threadIdx.x;
+    kg_u64 step = (kg_u64)gridDim.x * blockDim.x;
+    kg_fill_strided(out, n, first, step, seed, stream, dtype, lo, hi, ilo, span);
+}
+
+// Reads every word so the L2 ends up holding clean lines of `buf` (dirty lines of the previous
+// kernel are written back here, not during the next timed kernel); the store is never taken but
+// keeps the loads alive.
+extern "C" __global__ void kg_flush_l2(const kg_u64* buf, kg_u64 n_words, kg_u64* sink) {
+    kg_u64 acc = 0;
+    kg_u64 step = (kg_u64)gridDim.x * blockDim.x;
+    for (kg_u64 i = (kg_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n_words; i += step)
+        acc ^= buf[i];
+    if (acc == KG_FLUSH_MAGIC) *sink = acc;
+}
+
+__device__ __forceinline__ kg_u64 kg_globaltimer_ns() {
+    kg_u64 t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// Holds the stream until the host sets *flag (mapped pinned memory), so launches queued behind
+// it start back to back; gives up after timeout_ns and reports it in *status (1 timed out, 0 not).
+extern "C" __global__ void kg_spin(volatile unsigned int* flag, kg_u64 timeout_ns,
+                                   unsigned int* status) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    kg_u64 start = kg_globaltimer_ns();
+    unsigned int timed_out = 0;
+    while (*flag == 0) {
+        if (kg_globaltimer_ns() - start > timeout_ns) {
+            timed_out = 1;
+            break;
+        }
+        __nanosleep(100);
+    }
+    *status = timed_out;
+}
+
+#endif  // __CUDACC__

@@ -1,0 +1,270 @@
+"""The correctness gate: every implementation is checked before anything is timed.
+
+Each implementation runs twice at the case's correctness size, its output buffers
+poisoned first with all-ones bytes (NaN for floats) and then with 0x5A bytes. An element
+that no thread writes keeps a poison value and so fails against the reference in at least
+one of the two runs, whatever its expected value. Outputs are compared with the case's
+numpy reference and with the baseline's outputs; inputs are compared bit for bit with
+what the generator wrote, so a kernel that writes to a buffer declared `input` is caught.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from runner import driver, generator, manifest
+from runner.manifest import CaseSpec, Geometry
+
+POISON_BYTES = (0xFF, 0x5A)
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float
+    atol: float
+    exact: bool
+
+    def describe(self) -> str:
+        return "exact" if self.exact else f"|out - ref| <= {self.atol:g} + {self.rtol:g} * |ref|"
+
+
+def compare(out: np.ndarray, expected: np.ndarray, tol: Tolerance) -> dict:
+    """Element-wise comparison; NaN matches only NaN. Returns errors and the first mismatch."""
+    n = int(out.size)
+    if tol.exact or out.dtype.kind in "iu":
+        if out.dtype.kind in "iu":
+            expected_cast = np.asarray(expected).astype(out.dtype, copy=False)
+            bad = out != expected_cast
+            diff = np.abs(out.astype(np.float64) - expected_cast.astype(np.float64))
+        else:
+            expected_cast = np.asarray(expected).astype(out.dtype)
+            bad = ~((out == expected_cast) | (np.isnan(out) & np.isnan(expected_cast)))
+            diff = np.abs(out.astype(np.float64) - expected_cast.astype(np.float64))
+        ref = expected_cast.astype(np.float64)
+    else:
+        got = out.astype(np.float64)
+        ref = np.asarray(expected, dtype=np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            diff = np.abs(got - ref)
+            both_nan = np.isnan(got) & np.isnan(ref)
+            ok = (diff <= tol.atol + tol.rtol * np.abs(ref)) | both_nan
+        bad = ~ok
+    with np.errstate(invalid="ignore", divide="ignore"):
+        finite = np.isfinite(diff)
+        rel = np.where(ref != 0, diff / np.abs(ref), np.where(diff == 0, 0.0, np.inf))
+    mismatches = int(np.count_nonzero(bad))
+    result = {
+        "elements": n,
+        "mismatches": mismatches,
+        "max_abs_err": float(diff[finite].max()) if finite.any() else (0.0 if n == 0 else None),
+        "max_rel_err": float(rel[np.isfinite(rel)].max())
+        if np.isfinite(rel).any()
+        else (0.0 if n == 0 else None),
+        "nonfinite_errors": int(np.count_nonzero(~finite & bad)),
+    }
+    if mismatches:
+        i = int(np.flatnonzero(bad)[0])
+        result["first_mismatch"] = {
+            "index": i,
+            "got": _scalar(out[i]),
+            "expected": _scalar(np.asarray(expected)[i]),
+        }
+    return result
+
+
+def _scalar(value):
+    value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return "nan" if np.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
+
+
+def poison_pattern(dtype: str, byte: int) -> np.ndarray:
+    return np.frombuffer(
+        bytes([byte]) * np.dtype(generator.DTYPES[dtype]).itemsize, dtype=generator.DTYPES[dtype]
+    )
+
+
+def unwritten(runs: list[np.ndarray], dtype: str) -> int:
+    """Elements that still hold the poison of their run in every run: nobody wrote them."""
+    left = np.ones(runs[0].shape, dtype=bool)
+    for out, byte in zip(runs, POISON_BYTES, strict=True):
+        pattern = poison_pattern(dtype, byte)[0]
+        left &= out.view(np.dtype(f"u{out.itemsize}")) == pattern.view(np.dtype(f"u{out.itemsize}"))
+    return int(np.count_nonzero(left))
+
+
+class DeviceBuffers:
+    """The case's buffers on the device at one geometry, filled by the device generator."""
+
+    def __init__(self, case: CaseSpec, geometry: Geometry, internal, stream: driver.Stream):
+        self.case, self.geometry, self.internal, self.stream = case, geometry, internal, stream
+        self.buffers: dict[str, driver.Buffer] = {}
+        try:
+            for b in case.buffers:
+                itemsize = np.dtype(generator.DTYPES[b.dtype]).itemsize
+                self.buffers[b.name] = driver.Buffer(geometry.lengths[b.name] * itemsize)
+        except BaseException:
+            self.free()
+            raise
+
+    def fill_inputs(self) -> None:
+        """(Re)generate every input and inout buffer on the device."""
+        for b in self.case.buffers:
+            if b.dist is not None:
+                n = self.geometry.lengths[b.name]
+                tail = generator.launch_args(
+                    b.dtype, b.dist, b.seed, generator.stream_id(b.name), n
+                )
+                self.internal.fill_random(self.stream, self.buffers[b.name], n, tail)
+
+    def poison_outputs(self, byte: int) -> None:
+        for b in self.case.buffers:
+            if b.role == "output":
+                self.buffers[b.name].fill_bytes(byte, self.stream)
+
+    def host_inputs(self) -> dict[str, np.ndarray]:
+        """The numpy twin of what fill_inputs() writes."""
+        return {
+            b.name: generator.generate(
+                b.dtype, b.dist, b.seed, generator.stream_id(b.name), self.geometry.lengths[b.name]
+            )
+            for b in self.case.buffers
+            if b.dist is not None
+        }
+
+    def download(self, name: str) -> np.ndarray:
+        spec = self.case.buffer(name)
+        return self.buffers[name].download(
+            generator.DTYPES[spec.dtype], self.geometry.lengths[name]
+        )
+
+    def kernel_args(self) -> driver.KernelArgs:
+        values = []
+        for p in self.case.params:
+            values.append(
+                ("ptr", self.buffers[p.buffer].ptr)
+                if p.kind == "ptr"
+                else (p.kind, self.geometry.scalars[p.name])
+            )
+        return driver.KernelArgs(values)
+
+    def free(self) -> None:
+        for buffer in self.buffers.values():
+            buffer.free()
+        self.buffers.clear()
+
+
+def expected_outputs(
+    case: CaseSpec, geometry: Geometry, reference, host_inputs: dict
+) -> dict[str, np.ndarray]:
+    """Run the numpy reference on copies of the generated inputs; one array per written buffer."""
+    result = manifest.call_reference(
+        reference, case, geometry, {k: v.copy() for k, v in host_inputs.items()}
+    )
+    expected = {}
+    for b in case.buffers:
+        if not b.written:
+            continue
+        if b.name not in result:
+            raise manifest.ManifestError(
+                f"{case.where}: reference {case.reference}: returned no array for output {b.name!r}"
+            )
+        array = np.asarray(result[b.name]).reshape(-1)
+        if array.size != geometry.lengths[b.name]:
+            raise manifest.ManifestError(
+                f"{case.where}: reference {case.reference}: output {b.name!r} has {array.size} elements, "
+                f"expected {geometry.lengths[b.name]}"
+            )
+        expected[b.name] = array
+    return expected
+
+
+def run_checked(buffers: DeviceBuffers, launch, byte: int) -> dict[str, np.ndarray]:
+    """Fresh inputs, poisoned outputs, one launch; returns every buffer's contents afterwards."""
+    buffers.fill_inputs()
+    buffers.poison_outputs(byte)
+    launch()
+    buffers.stream.synchronize()
+    return {b.name: buffers.download(b.name) for b in buffers.case.buffers}
+
+
+def check_impl(
+    case: CaseSpec,
+    buffers: DeviceBuffers,
+    launch,
+    expected: dict,
+    host_inputs: dict,
+    tol: Tolerance,
+) -> tuple[dict, dict]:
+    """Gate one implementation. Returns (check record, its outputs of the first run)."""
+    runs = [run_checked(buffers, launch, byte) for byte in POISON_BYTES]
+    record = {
+        "status": "passed",
+        "tolerance": tol.describe(),
+        "against": [],
+        "unwritten_elements": 0,
+        "inputs_modified": [],
+        "problems": [],
+    }
+    record["dims"] = dict(buffers.geometry.dims)
+    for b in case.buffers:
+        if b.written:
+            for run_index, run in enumerate(runs):
+                found = compare(run[b.name], expected[b.name], tol)
+                found.update(
+                    {
+                        "against": "reference",
+                        "buffer": b.name,
+                        "poison": f"0x{POISON_BYTES[run_index]:02X}",
+                    }
+                )
+                record["against"].append(found)
+                if found["mismatches"]:
+                    record["problems"].append(
+                        f"{b.name}: {found['mismatches']} of {found['elements']} elements differ from the reference "
+                        f"(poison 0x{POISON_BYTES[run_index]:02X}; first at index {found['first_mismatch']['index']}: "
+                        f"got {found['first_mismatch']['got']}, expected {found['first_mismatch']['expected']})"
+                    )
+            if b.role == "output":
+                left = unwritten([run[b.name] for run in runs], b.dtype)
+                record["unwritten_elements"] += left
+                if left:
+                    record["problems"].append(f"{b.name}: {left} elements were never written")
+        else:
+            for run in runs:
+                if not np.array_equal(
+                    run[b.name].view(np.uint8), host_inputs[b.name].view(np.uint8)
+                ):
+                    record["inputs_modified"].append(b.name)
+                    record["problems"].append(
+                        f'{b.name}: the kernel wrote to this buffer, which is declared role = "input"; '
+                        'declare it role = "inout" so that it is reset before every run'
+                    )
+                    break
+    if record["problems"]:
+        record["status"] = "failed"
+    return record, runs[0]
+
+
+def cross_check(
+    record: dict,
+    outputs: dict,
+    baseline_name: str,
+    baseline_outputs: dict,
+    case: CaseSpec,
+    tol: Tolerance,
+) -> None:
+    """Compare a candidate's outputs with the baseline's (same tolerance) and record the result."""
+    for b in case.buffers:
+        if b.written:
+            found = compare(outputs[b.name], baseline_outputs[b.name], tol)
+            found.update({"against": f"baseline:{baseline_name}", "buffer": b.name})
+            record["against"].append(found)
+            if found["mismatches"]:
+                record["status"] = "failed"
+                record["problems"].append(
+                    f"{b.name}: {found['mismatches']} elements differ from baseline {baseline_name}"
+                )

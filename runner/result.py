@@ -1,0 +1,150 @@
+"""Assembly of the result document from raw samples: statistics, gaps and throughput.
+
+The worker returns raw per-launch samples; everything derived from them is computed
+here by the pure functions of runner.stats, so a document can always be recomputed
+from its own raw samples.
+"""
+
+from __future__ import annotations
+
+from protocol.version import RESULT_SCHEMA_VERSION
+from runner import stats
+
+
+def throughput(
+    nbytes: float | None, flops: float | None, median_s: float, peaks: dict, flop_dtype: str | None
+) -> dict:
+    """Achieved rates at the median and their fraction of the device's measured or nominal peaks."""
+    out = {}
+    if nbytes is not None and median_s > 0:
+        out["bytes"] = nbytes
+        out["bytes_per_s"] = nbytes / median_s
+        peak = peaks.get("measured_memory_bytes_per_s") or peaks.get("nominal_memory_bytes_per_s")
+        if peak:
+            out["fraction_of_peak_bandwidth"] = out["bytes_per_s"] / peak
+            out["peak_bandwidth_source"] = (
+                "measured" if peaks.get("measured_memory_bytes_per_s") else "nominal"
+            )
+    if flops is not None and median_s > 0:
+        out["flops"] = flops
+        out["flops_per_s"] = flops / median_s
+        peak = peaks.get(f"nominal_{flop_dtype or 'f64'}_flops_per_s")
+        if peak:
+            out["fraction_of_peak_flops"] = out["flops_per_s"] / peak
+            out["peak_flops_source"] = f"nominal {flop_dtype or 'f64'}"
+    return out
+
+
+def timing_block(timing: dict, measurement: dict) -> dict:
+    samples = timing["samples_s"]
+    return {
+        "mode": measurement["mode"],
+        "method": timing["method"],
+        "batch": timing["batch"],
+        "warmup": measurement["warmup"],
+        "calibration_s": timing["calibration_s"],
+        "samples_s": samples,
+        "stats": stats.summarize(samples),
+    }
+
+
+def gap_block(baseline_samples: list[float], candidate_samples: list[float], stable: bool) -> dict:
+    g = stats.gap(baseline_samples, candidate_samples)
+    return {
+        "ratio_of_medians": g["ratio_of_medians"],
+        "median_of_round_ratios": g["median_of_round_ratios"],
+        "ci_low": g["ci_low"],
+        "ci_high": g["ci_high"],
+        "confidence": g["confidence"],
+        "resamples": g["resamples"],
+        "rounds": g["rounds"],
+        "stable": stable,
+    }
+
+
+def finish_case(
+    case_doc: dict, worker_record: dict | None, geometry, flop_dtype, peaks: dict
+) -> dict:
+    """Fill `case_doc` (already holding builds and errors) from the worker's raw record."""
+    record = worker_record or {}
+    for name, impl in case_doc["implementations"].items():
+        raw = record.get("impls", {}).get(name, {})
+        for key in ("load_s", "ptx", "check"):
+            if key in raw:
+                impl[key] = raw[key]
+    measurement = record.get("measurement")
+    if measurement and case_doc["status"] == "ok":
+        baseline = case_doc["baseline"]
+        for name, timing in measurement["impls"].items():
+            impl = case_doc["implementations"][name]
+            impl["timing"] = timing_block(timing, measurement)
+            impl["throughput"] = throughput(
+                geometry.bytes,
+                geometry.flops,
+                impl["timing"]["stats"]["median_s"],
+                peaks,
+                flop_dtype,
+            )
+        base_timing = case_doc["implementations"][baseline]["timing"]
+        for impl in case_doc["implementations"].values():
+            if impl["role"] == "candidate" and "timing" in impl:
+                checked = impl.get("check", {}).get("status") == "passed"
+                if not checked:
+                    impl["gap"] = None
+                    impl["gap_note"] = "not checked: no gap is given for an unchecked result"
+                    continue
+                stable = impl["timing"]["stats"]["stable"] and base_timing["stats"]["stable"]
+                impl["gap"] = gap_block(
+                    base_timing["samples_s"], impl["timing"]["samples_s"], stable
+                )
+        case_doc["timing_wall_s"] = measurement["wall_s"]
+        case_doc["round_orders"] = measurement["orders"][:2]
+    case_doc.setdefault("phases_s", {}).update(record.get("phases_s", {}))
+    return case_doc
+
+
+def summary(cases: list[dict]) -> dict:
+    """Counts and the geometric-mean gap per candidate name over stable, checked cases."""
+    ok = [c for c in cases if c["status"] == "ok"]
+    per_candidate: dict[str, list[float]] = {}
+    for c in ok:
+        for name, impl in c["implementations"].items():
+            gap = impl.get("gap")
+            if gap and gap["stable"]:
+                per_candidate.setdefault(name, []).append(gap["ratio_of_medians"])
+    return {
+        "cases": len(cases),
+        "ok": len(ok),
+        "failed": sum(c["status"] == "failed" for c in cases),
+        "skipped": sum(c["status"] == "skipped" for c in cases),
+        "unstable": sum(
+            any(i.get("gap") and not i["gap"]["stable"] for i in c["implementations"].values())
+            for c in ok
+        ),
+        "geomean_gap": {
+            name: {"value": stats.geometric_mean(values), "cases": len(values)}
+            for name, values in per_candidate.items()
+        },
+    }
+
+
+def document(
+    suite_block: dict,
+    environment: dict,
+    options: dict,
+    cases: list[dict],
+    started: str,
+    finished: str | None,
+) -> dict:
+    return {
+        "schema_version": RESULT_SCHEMA_VERSION,
+        "kind": "kernelgap.result",
+        "complete": finished is not None,
+        "suite": suite_block,
+        "options": options,
+        "environment": environment,
+        "started_utc": started,
+        "finished_utc": finished,
+        "cases": cases,
+        "summary": summary(cases),
+    }

@@ -1,0 +1,187 @@
+"""Statistics over timing samples (seconds, as floats): pure functions, no GPU.
+
+Location and spread use order statistics (median, MAD) because kernel timings have a long
+right tail (clock dips, interrupts) that would drag a mean. Gaps between implementations
+come from paired rounds: `gap()` bootstraps the ratio of medians by resampling whole
+rounds, so the pairing that cancels drift is kept inside every resample.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = [
+    "UNSTABLE_NOISE",
+    "gap",
+    "geometric_mean",
+    "mad",
+    "median",
+    "percentile",
+    "summarize",
+]
+
+UNSTABLE_NOISE = 0.03
+"""A result whose noise (MAD / median) is above this is marked unstable."""
+
+Samples = Sequence[float] | np.ndarray
+
+
+def _as_samples(values: Samples, what: str = "samples") -> np.ndarray:
+    """Return `values` as a 1-D float64 array of finite, non-negative numbers, or raise."""
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim != 1:
+        raise ValueError(f"{what}: expected a flat sequence of numbers, got shape {array.shape}")
+    if array.size == 0:
+        raise ValueError(f"{what}: no samples (expected at least one timing in seconds)")
+    bad = np.flatnonzero(~np.isfinite(array))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(
+            f"{what}: sample at index {i} is {float(array[i])!r}; expected a finite number"
+        )
+    negative = np.flatnonzero(array < 0)
+    if negative.size:
+        i = int(negative[0])
+        raise ValueError(
+            f"{what}: sample at index {i} is {float(array[i])!r}; times cannot be negative"
+        )
+    return array
+
+
+def percentile(values: Samples, q: float) -> float:
+    """q-th percentile (q in [0, 100]) by linear interpolation between order statistics.
+
+    Hyndman & Fan (1996) type 7, numpy's default: with sorted x[0..n-1], h = (n - 1) q / 100,
+    the result is x[floor(h)] + (h - floor(h)) (x[floor(h) + 1] - x[floor(h)]).
+    """
+    if not (isinstance(q, int | float) and math.isfinite(q) and 0 <= q <= 100):
+        raise ValueError(f"percentile: q must be a number in [0, 100], got {q!r}")
+    return float(np.percentile(_as_samples(values), q, method="linear"))
+
+
+def median(values: Samples) -> float:
+    """Sample median: the middle order statistic, or the mean of the two middle ones for even n."""
+    return float(np.median(_as_samples(values)))
+
+
+def mad(values: Samples) -> float:
+    """Median absolute deviation from the median: median(|x_i - median(x)|).
+
+    UNSCALED: no 1.4826 consistency factor is applied, so this is not an estimate of the
+    standard deviation; noise = MAD / median uses it as is.
+    """
+    array = _as_samples(values)
+    return float(np.median(np.abs(array - np.median(array))))
+
+
+def _noise(mad_s: float, median_s: float) -> float:
+    """Relative spread MAD / median; 0 when both are 0, infinite when only the median is 0."""
+    if median_s == 0:
+        return 0.0 if mad_s == 0 else math.inf
+    return mad_s / median_s
+
+
+def summarize(samples_s: Samples) -> dict:
+    """Summary of one implementation's samples.
+
+    Keys: median_s, p95_s (type-7 percentile), mad_s (unscaled MAD), min_s, max_s, mean_s
+    (arithmetic mean), count, noise = mad_s / median_s (0.0 when both are 0, inf when only the
+    median is 0) and stable = noise <= UNSTABLE_NOISE.
+    """
+    array = _as_samples(samples_s, "samples_s")
+    median_s = float(np.median(array))
+    mad_s = float(np.median(np.abs(array - median_s)))
+    noise = _noise(mad_s, median_s)
+    return {
+        "median_s": median_s,
+        "p95_s": float(np.percentile(array, 95, method="linear")),
+        "mad_s": mad_s,
+        "min_s": float(array.min()),
+        "max_s": float(array.max()),
+        "mean_s": float(array.mean()),
+        "count": int(array.size),
+        "noise": noise,
+        "stable": bool(noise <= UNSTABLE_NOISE),
+    }
+
+
+def gap(
+    baseline_s: Samples,
+    candidate_s: Samples,
+    *,
+    resamples: int = 10000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict:
+    """Gap of a candidate over a baseline from paired rounds (sample r of each from round r).
+
+    - ratio_of_medians = median(candidate) / median(baseline); 1.0 is parity, lower is better.
+    - median_of_round_ratios = median over r of candidate[r] / baseline[r].
+    - ci_low, ci_high: percentile bootstrap (Efron) of the ratio of medians: `resamples` times,
+      draw n round indices with replacement (pairs stay together), recompute the ratio of
+      medians, and take the (1 - confidence) / 2 and (1 + confidence) / 2 type-7 percentiles
+      of those ratios. Indices come from numpy's PCG64 seeded with `seed`, so the interval is
+      reproducible. With one round every resample is that round, so the interval is the ratio.
+
+    Every baseline sample must be positive, since each round's ratio divides by it.
+    """
+    baseline = _as_samples(baseline_s, "baseline_s")
+    candidate = _as_samples(candidate_s, "candidate_s")
+    if baseline.size != candidate.size:
+        raise ValueError(
+            f"gap: paired samples need one baseline and one candidate sample per round, got "
+            f"{baseline.size} baseline and {candidate.size} candidate samples"
+        )
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
+        raise ValueError(f"gap: resamples must be a positive int, got {resamples!r}")
+    if not (isinstance(confidence, int | float) and 0 < confidence < 1):
+        raise ValueError(f"gap: confidence must be a number in (0, 1), got {confidence!r}")
+    baseline_median_s = float(np.median(baseline))
+    if baseline_median_s == 0:
+        raise ValueError("gap: baseline median is 0 s; a ratio needs a positive baseline time")
+    zero = np.flatnonzero(baseline == 0)
+    if zero.size:
+        raise ValueError(
+            f"gap: baseline_s sample at index {int(zero[0])} is 0 s; each round's ratio "
+            f"divides by its baseline time, so every baseline sample must be positive"
+        )
+
+    rounds = int(baseline.size)
+    rng = np.random.Generator(np.random.PCG64(seed))
+    # One (resamples x rounds) index matrix, indexing both sides, keeps each pair together.
+    idx = rng.integers(0, rounds, size=(resamples, rounds))
+    boot = _row_medians(candidate[idx]) / _row_medians(baseline[idx])
+    tail = (1 - confidence) / 2 * 100
+    ci_low, ci_high = np.percentile(boot, [tail, 100 - tail], method="linear")
+    return {
+        "ratio_of_medians": float(np.median(candidate)) / baseline_median_s,
+        "median_of_round_ratios": float(np.median(candidate / baseline)),
+        "ci_low": float(ci_low),
+        "ci_high": float(ci_high),
+        "confidence": float(confidence),
+        "resamples": resamples,
+        "rounds": rounds,
+    }
+
+
+def _row_medians(matrix: np.ndarray) -> np.ndarray:
+    """Median of each row: mean of the two middle order statistics (one when n is odd)."""
+    # A full sort is several times faster here than np.median's two-kth partition.
+    ordered = np.sort(matrix, axis=1)
+    n = matrix.shape[1]
+    return (ordered[:, (n - 1) // 2] + ordered[:, n // 2]) / 2
+
+
+def geometric_mean(values: Samples) -> float:
+    """Geometric mean exp(mean(ln x_i)), for aggregating gaps (ratios); every value must be > 0."""
+    array = _as_samples(values, "values")
+    nonpositive = np.flatnonzero(array <= 0)
+    if nonpositive.size:
+        i = int(nonpositive[0])
+        raise ValueError(
+            f"geometric_mean: value at index {i} is {float(array[i])!r}; expected a positive number"
+        )
+    return float(np.exp(np.mean(np.log(array))))

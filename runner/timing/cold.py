@@ -1,0 +1,28 @@
+"""cold: one launch per sample with a clean, unrelated L2 and no host latency inside the events."""
+
+from __future__ import annotations
+
+import time
+
+from runner.timing.base import Backend, ImplTiming, Measurement, TimingSettings, round_order
+
+
+class ColdMode:
+    name = "cold"
+    method = "one launch behind a blocking kernel after reset and a read-only L2 flush"
+
+    def measure(self, backend: Backend, names: list[str], settings: TimingSettings) -> Measurement:
+        t0 = time.perf_counter()
+        timings = {n: ImplTiming(n, method=self.method) for n in names}
+        for n in names:
+            backend.reset(n)
+            backend.warmup(n, settings.warmup)
+        orders = []
+        for r in range(settings.samples):
+            order = round_order(names, r)
+            orders.append(order)
+            for n in order:
+                backend.reset(n)  # restores inputs first, so the flush evicts them too
+                backend.flush_l2()
+                timings[n].samples_s.append(backend.timed_cold(n))
+        return Measurement("cold", timings, orders, settings.warmup, time.perf_counter() - t0)

@@ -1,0 +1,185 @@
+"""The CUDA backend of the timing strategies: kernels on one explicit stream, timed with events.
+
+Host latency is kept outside every timed region: each sample is queued behind a
+blocking kernel that spins on a mapped host flag, and the flag is released only after
+the start event, the work and the end event have all been queued.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from runner import driver
+
+
+class TimingError(RuntimeError):
+    """A measurement could not be taken as specified (e.g. the blocking kernel timed out)."""
+
+
+@dataclass
+class Launchable:
+    """One implementation: a resolved kernel and its packed arguments."""
+
+    kernel: driver.Kernel
+    args: driver.KernelArgs
+
+    def enqueue(self, stream: driver.Stream) -> None:
+        self.kernel.launch(stream, self.args)
+
+
+class InternalKernels:
+    """The runner's own kernels (runner/device/kernels.cu): generator, L2 flush, blocking spin."""
+
+    SPIN_TIMEOUT_NS = 10_000_000_000  # a blocker never outlives a dead host by more than this
+
+    def __init__(self, ctx: driver.Context):
+        from runner.device import load_ptx
+
+        self.module = driver.Module(load_ptx(), "kernelgap internal kernels")
+        self.sm_count = ctx.attribute("MULTIPROCESSOR_COUNT")
+        self.l2_bytes = ctx.attribute("L2_CACHE_SIZE")
+        self._flush_buffer: driver.Buffer | None = None
+        self._flag: driver.HostFlag | None = None
+        self._status: driver.Buffer | None = None
+
+    def fill_random(
+        self, stream: driver.Stream, buffer: driver.Buffer, n: int, tail_args: list
+    ) -> None:
+        """Queue the device generator over `n` elements (`tail_args` from generator.launch_args)."""
+        if n == 0:
+            return
+        grid = min(math.ceil(n / 256), self.sm_count * 16)
+        kernel = self.module.kernel("kg_fill_random", (grid, 1, 1), (256, 1, 1))
+        args = driver.KernelArgs([("ptr", buffer.ptr), *tail_args])
+        kernel.launch(stream, args)
+
+    def flush_l2(self, stream: driver.Stream) -> None:
+        if self._flush_buffer is None:
+            self._flush_buffer = driver.Buffer(max(3 * self.l2_bytes, 64 << 20))
+            self._flush_buffer.fill_bytes(0x3C)
+            self._flush_sink = driver.Buffer(8)
+            self._flush_kernel = self.module.kernel(
+                "kg_flush_l2", (self.sm_count * 4, 1, 1), (256, 1, 1)
+            )
+            self._flush_args = driver.KernelArgs(
+                [
+                    ("ptr", self._flush_buffer.ptr),
+                    ("u64", self._flush_buffer.nbytes // 8),
+                    ("ptr", self._flush_sink.ptr),
+                ]
+            )
+        self._flush_kernel.launch(stream, self._flush_args)
+
+    def block(self, stream: driver.Stream) -> None:
+        """Queue the blocking kernel; nothing behind it on `stream` runs until `release()`."""
+        if self._flag is None:
+            self._flag = driver.HostFlag()
+            self._status = driver.Buffer(4)
+            self._spin = self.module.kernel("kg_spin", (1, 1, 1), (1, 1, 1))
+            self._spin_args = driver.KernelArgs(
+                [
+                    ("ptr", self._flag.device_ptr),
+                    ("u64", self.SPIN_TIMEOUT_NS),
+                    ("ptr", self._status.ptr),
+                ]
+            )
+        self._flag.set(0)
+        self._spin.launch(stream, self._spin_args)
+
+    def release(self) -> None:
+        self._flag.set(1)
+
+    def check_blocker(self) -> None:
+        if self._status is not None and int(self._status.download("u4", 1)[0]) != 0:
+            raise TimingError(
+                "the blocking kernel timed out before the host released it: the sample included host "
+                "latency; the host was stalled for over 10 s"
+            )
+
+    def close(self) -> None:
+        for thing in (
+            self._flush_buffer,
+            getattr(self, "_flush_sink", None),
+            self._status,
+            self._flag,
+        ):
+            if thing is not None:
+                thing.free()
+        self.module.unload()
+
+
+class CudaBackend:
+    """Implements timing.base.Backend for kernels on one stream of one context."""
+
+    def __init__(
+        self,
+        stream: driver.Stream,
+        internal: InternalKernels,
+        launchables: dict[str, Launchable],
+        resets: list[tuple[driver.Buffer, driver.Buffer]],
+        graph_launches: int,
+    ):
+        self.stream = stream
+        self.internal = internal
+        self.launchables = launchables
+        self.resets = resets  # (destination, pristine copy) of every buffer the kernels overwrite
+        self.graph_launches = graph_launches
+        self.start, self.end = driver.Event(), driver.Event()
+        self._graphs: dict[tuple[str, int], driver.Graph] = {}
+
+    def warmup(self, name: str, launches: int) -> None:
+        for _ in range(launches):
+            self.launchables[name].enqueue(self.stream)
+        self.stream.synchronize()
+
+    def reset(self, name: str) -> None:
+        for destination, pristine in self.resets:
+            destination.copy_from(pristine, self.stream)
+
+    def _graph(self, name: str, launches: int) -> driver.Graph:
+        key = (name, launches)
+        if key not in self._graphs:
+            item = self.launchables[name]
+
+            def enqueue(stream, item=item, launches=launches):
+                for _ in range(launches):
+                    item.enqueue(stream)
+
+            self._graphs[key] = driver.Graph(self.stream, enqueue)
+        return self._graphs[key]
+
+    def _timed(self, enqueue_work) -> float:
+        self.internal.block(self.stream)
+        self.start.record(self.stream)
+        enqueue_work()
+        self.end.record(self.stream)
+        self.internal.release()
+        self.end.synchronize()
+        self.internal.check_blocker()
+        return self.end.elapsed_s(self.start)
+
+    def timed_batch(self, name: str, batch: int) -> float:
+        per_graph = min(batch, self.graph_launches)
+        if batch % per_graph:
+            raise ValueError(f"batch {batch} is not a whole number of {per_graph}-launch graphs")
+        graph = self._graph(name, per_graph)
+
+        def work():
+            for _ in range(batch // per_graph):
+                graph.launch(self.stream)
+
+        return self._timed(work)
+
+    def flush_l2(self) -> None:
+        self.internal.flush_l2(self.stream)
+
+    def timed_cold(self, name: str) -> float:
+        return self._timed(lambda: self.launchables[name].enqueue(self.stream))
+
+    def close(self) -> None:
+        for graph in self._graphs.values():
+            graph.destroy()
+        self._graphs.clear()
+        self.start.destroy()
+        self.end.destroy()

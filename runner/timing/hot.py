@@ -1,0 +1,62 @@
+"""hot: steady-state time per launch from CUDA-graph replays of a calibrated batch."""
+
+from __future__ import annotations
+
+import math
+import time
+
+from runner.timing.base import (
+    Backend,
+    ImplTiming,
+    Measurement,
+    TimingSettings,
+    quantize_batch,
+    round_order,
+)
+
+
+def calibrate(time_batch, settings: TimingSettings) -> int:
+    """Batch size whose sample lasts about `target_sample_s`.
+
+    Starts from one launch and rescales from the measured per-launch time; the first
+    estimate includes the replay overhead, so a few steps converge from above.
+    """
+    batch = 1
+    for _ in range(settings.calibration_steps):
+        elapsed = time_batch(batch)
+        if 0.5 * settings.target_sample_s <= elapsed <= 1.5 * settings.target_sample_s:
+            break
+        per_launch = max(elapsed / batch, 1e-9)
+        wanted = min(max(1, math.ceil(settings.target_sample_s / per_launch)), settings.max_batch)
+        wanted = quantize_batch(wanted, settings.graph_launches)
+        if wanted == batch:
+            break
+        batch = wanted
+    return batch
+
+
+class HotMode:
+    name = "hot"
+    method = "CUDA graph of back-to-back launches, replayed between two events; time / batch"
+
+    def measure(self, backend: Backend, names: list[str], settings: TimingSettings) -> Measurement:
+        t0 = time.perf_counter()
+        timings = {n: ImplTiming(n, method=self.method) for n in names}
+        for n in names:  # warm-up: never timed
+            backend.reset(n)
+            backend.warmup(n, settings.warmup)
+        for n in names:
+            c0 = time.perf_counter()
+            backend.reset(n)
+            timings[n].batch = calibrate(lambda b, n=n: backend.timed_batch(n, b), settings)
+            timings[n].calibration_s = time.perf_counter() - c0
+        orders = []
+        for r in range(settings.samples):
+            order = round_order(names, r)
+            orders.append(order)
+            for n in order:
+                backend.reset(n)
+                timings[n].samples_s.append(
+                    backend.timed_batch(n, timings[n].batch) / timings[n].batch
+                )
+        return Measurement("hot", timings, orders, settings.warmup, time.perf_counter() - t0)
