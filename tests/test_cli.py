@@ -1,0 +1,89 @@
+"""The command lines as a user meets them: exit statuses, messages, stdout kept for documents."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from runner.isolation import run_worker
+from tests.conftest import ROOT, gpu_unavailable_reason
+
+needs_no_gpu = pytest.mark.skipif(gpu_unavailable_reason() is None, reason="checks the no-GPU path; this machine has a GPU")
+
+
+def runner(*args, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "runner", *args], cwd=ROOT, input=stdin, capture_output=True, timeout=300
+    )
+
+
+@needs_no_gpu
+def test_bench_without_gpu_fails_fast_and_says_what_to_do():
+    done = runner("bench", "benchmarks/cases.toml")
+    assert done.returncode == 2
+    assert done.stdout == b""
+    err = done.stderr.decode()
+    assert "no NVIDIA driver found" in err or "no CUDA device" in err
+    assert "runner check" in err and "harness run" in err
+
+
+@needs_no_gpu
+def test_info_without_gpu_exits_2():
+    done = runner("info")
+    assert done.returncode == 2 and done.stdout == b""
+    assert "error:" in done.stderr.decode()
+
+
+def test_bench_rejects_a_bad_manifest_before_any_gpu_work(tmp_path):
+    bad = tmp_path / "cases.toml"
+    bad.write_text((ROOT / "benchmarks" / "cases.toml").read_text().replace('role = "inout"', 'role = "sideways"'))
+    done = runner("bench", str(bad))
+    assert done.returncode == 2
+    err = done.stderr.decode()
+    assert str(bad) in err and "axpy_f64" in err and "role" in err and "probing the GPU" not in err
+
+
+def test_bench_rejects_malformed_toml(tmp_path):
+    bad = tmp_path / "cases.toml"
+    bad.write_text("[suite\nname = 1\n")
+    done = runner("bench", str(bad))
+    assert done.returncode == 2 and "malformed TOML" in done.stderr.decode()
+
+
+def test_check_builds_and_assembles_the_suite():
+    done = runner("check", "benchmarks/cases.toml")
+    assert done.returncode == 0, done.stderr.decode()
+    out = done.stdout.decode()
+    assert "axpy_f64/cuda: nvcc" in out and "axpy_f64/handptx: ptx, PTX 6.0 sm_70" in out
+    assert "0 failure(s)" in out
+
+
+def test_check_reports_a_signature_mismatch(tmp_path):
+    text = (ROOT / "benchmarks" / "cases.toml").read_text().replace('type = "f64", value = 2.5', 'type = "f32", value = 2.5')
+    manifest = tmp_path / "cases.toml"
+    manifest.write_text(text.replace('source = "kernels/', f'source = "{ROOT}/benchmarks/kernels/').replace(
+        '"reference.py:', f'"{ROOT}/benchmarks/reference.py:'))
+    done = runner("check", str(manifest))
+    assert done.returncode == 1
+    out = done.stdout.decode()
+    assert "signature" in out and "parameter 2 'a'" in out and "f32 (4 bytes)" in out and ".param .f64 (8 bytes)" in out
+
+
+def test_help_works_without_a_gpu():
+    done = runner("--help")
+    assert done.returncode == 0 and b"bench" in done.stdout and b"run" in done.stdout
+
+
+def test_run_answers_json_on_garbage():
+    done = runner("run", stdin=b"{not json")
+    assert done.returncode == 2
+    assert done.stdout.startswith(b"{") and b'"status":"error"' in done.stdout.replace(b" ", b"")
+
+
+def test_worker_reports_an_unknown_job_as_data():
+    outcome = run_worker({"job": "nonsense"}, timeout_s=60, echo_stderr=False)
+    assert not outcome.timed_out
+    assert outcome.record["status"] == "failed"
+    assert outcome.record["error"]["phase"] == "worker" and "nonsense" in outcome.record["error"]["message"]
