@@ -44,160 +44,162 @@ def _kernel(module: driver.Module, entry: str, geometry: manifest.Geometry) -> d
     return kernel
 
 
-def run_case(job: dict, emit) -> dict:
-    """Run the case that `job` names; `emit(event_dict)` reports phases as they start."""
-    suite = manifest.load(job["manifest"])
-    case = suite.case(job["case"])
-    settings = TimingSettings(**job["timing"])
-    names = [i.name for i in case.impls if i.name in job["ptx"]]
-    record = {"impls": {n: {} for n in names}, "phases_s": {}}
-    state = {"phase": "setup"}
+class CaseRun:
+    """The GPU state of one case (context, stream, modules) and its phases, in order."""
 
-    def phase(name: str, **extra):
-        state["phase"] = name
-        emit({"event": "phase", "phase": name, **extra})
+    def __init__(self, job: dict, emit):
+        self.job, self.emit = job, emit
+        self.suite = manifest.load(job["manifest"])
+        self.case = self.suite.case(job["case"])
+        self.settings = TimingSettings(**job["timing"])
+        self.names = [i.name for i in self.case.impls if i.name in job["ptx"]]
+        self.record = {"impls": {n: {} for n in self.names}, "phases_s": {}}
+        self.phase = "setup"
+        self.ctx = self.stream = self.internal = None
+        self.modules: dict[str, driver.Module] = {}
 
-    ctx = stream = internal = None
-    modules: dict[str, driver.Module] = {}
-    try:
-        phase("setup")
-        ctx = driver.Context(job.get("device", 0))
-        stream = driver.Stream()
-        internal = InternalKernels(ctx)
+    def enter(self, phase: str, **extra) -> None:
+        self.phase = phase
+        self.emit({"event": "phase", "phase": phase, **extra})
 
-        phase("load")
-        for name in names:
-            text = job["ptx"][name]
-            module_info = ptx.parse(text)
-            modules[name] = driver.Module(text, f"{case.id}/{name}")
-            record["impls"][name]["load_s"] = modules[name].load_s
-            record["impls"][name]["ptx"] = ptx.describe(module_info)
+    def setup(self) -> None:
+        self.enter("setup")
+        self.ctx = driver.Context(self.job.get("device", 0))
+        self.stream = driver.Stream()
+        self.internal = InternalKernels(self.ctx)
 
-        reference = manifest.load_reference(suite, case)
-        base_tol = gate.Tolerance(case.rtol, case.atol, case.exact)
-        cross_tol = replace(
-            base_tol, rtol=2 * case.rtol, atol=2 * case.atol
-        )  # both sides may err by tol
+    def load(self) -> None:
+        self.enter("load")
+        for name in self.names:
+            text = self.job["ptx"][name]
+            self.modules[name] = driver.Module(text, f"{self.case.id}/{name}")
+            self.record["impls"][name]["load_s"] = self.modules[name].load_s
+            self.record["impls"][name]["ptx"] = ptx.describe(ptx.parse(text))
 
-        if not job.get("skip_check"):
-            phase("check")
-            t0 = time.perf_counter()
-            geometry = case.geometry(case.check_dims)
-            buffers = gate.DeviceBuffers(case, geometry, internal, stream)
-            try:
-                host_inputs = buffers.host_inputs()
-                expected = gate.expected_outputs(case, geometry, reference, host_inputs)
-                args = buffers.kernel_args()
-                outputs = {}
-                ordered = [case.baseline.name] + [n for n in names if n != case.baseline.name]
-                for name in ordered:
-                    if name not in modules:
-                        continue
-                    kernel = _kernel(
-                        modules[name],
-                        case.impls[[i.name for i in case.impls].index(name)].entry,
-                        geometry,
-                    )
-                    try:
-                        check, outputs[name] = gate.check_impl(
-                            case,
-                            buffers,
-                            lambda k=kernel: k.launch(stream, args),
-                            expected,
-                            host_inputs,
-                            base_tol,
-                        )
-                    except driver.CudaError as exc:
-                        record["impls"][name]["check"] = {
-                            "status": "failed",
-                            "problems": [str(exc)],
-                            "cuda_error": exc.name,
-                        }
-                        raise PhaseError(
-                            "check", f"implementation {name}: {exc}", exc.name
-                        ) from exc
-                    if name != case.baseline.name and case.baseline.name in outputs:
-                        gate.cross_check(
-                            check,
-                            outputs[name],
-                            case.baseline.name,
-                            outputs[case.baseline.name],
-                            case,
-                            cross_tol,
-                        )
-                    record["impls"][name]["check"] = check
-            finally:
-                buffers.free()
-            record["phases_s"]["check_s"] = time.perf_counter() - t0
-            failed = [
-                n for n in names if record["impls"][n].get("check", {}).get("status") != "passed"
-            ]
-            if failed:
-                details = "; ".join(
-                    f"{n}: {' / '.join(record['impls'][n]['check']['problems'][:3])}"
-                    for n in failed
-                )
-                raise PhaseError(
-                    "check", f"correctness gate failed for {', '.join(failed)}: {details}"
-                )
+    def kernel(self, name: str, geometry: manifest.Geometry) -> driver.Kernel:
+        return _kernel(self.modules[name], self.case.impl(name).entry, geometry)
 
-        phase("inputs")
+    def check(self) -> None:
+        """The correctness gate at check_dims; raises PhaseError unless every implementation passed."""
+        self.enter("check")
+        case, impls = self.case, self.record["impls"]
         t0 = time.perf_counter()
-        geometry = case.geometry(case.dims)
-        buffers = gate.DeviceBuffers(case, geometry, internal, stream)
-        pristine = []
+        tol = gate.Tolerance(case.rtol, case.atol, case.exact)
+        cross_tol = replace(
+            tol, rtol=2 * case.rtol, atol=2 * case.atol
+        )  # both sides may err by tol
+        geometry = case.geometry(case.check_dims)
+        reference = manifest.load_reference(self.suite, case)
+        buffers = gate.DeviceBuffers(case, geometry, self.internal, self.stream)
+        try:
+            host_inputs = buffers.host_inputs()
+            expected = gate.expected_outputs(case, geometry, reference, host_inputs)
+            args = buffers.kernel_args()
+            outputs = {}
+            baseline = case.baseline.name
+            for name in [baseline] + [n for n in self.names if n != baseline]:
+                kernel = self.kernel(name, geometry)
+                try:
+                    impls[name]["check"], outputs[name] = gate.check_impl(
+                        case,
+                        buffers,
+                        lambda k=kernel: k.launch(self.stream, args),
+                        expected,
+                        host_inputs,
+                        tol,
+                    )
+                except driver.CudaError as exc:
+                    impls[name]["check"] = {"status": "failed", "problems": [str(exc)]}
+                    raise PhaseError("check", f"implementation {name}: {exc}", exc.name) from exc
+                if name != baseline:
+                    gate.cross_check(
+                        impls[name]["check"],
+                        outputs[name],
+                        baseline,
+                        outputs[baseline],
+                        case,
+                        cross_tol,
+                    )
+        finally:
+            buffers.free()
+        self.record["phases_s"]["check_s"] = time.perf_counter() - t0
+        failed = [n for n in self.names if impls[n]["check"]["status"] != "passed"]
+        if failed:
+            details = "; ".join(
+                f"{n}: {' / '.join(impls[n]['check']['problems'][:3])}" for n in failed
+            )
+            raise PhaseError("check", f"correctness gate failed for {', '.join(failed)}: {details}")
+
+    def time(self) -> None:
+        """Inputs at the canonical size, then the timing strategy; raw samples into the record."""
+        self.enter("inputs")
+        t0 = time.perf_counter()
+        geometry = self.case.geometry(self.case.dims)
+        buffers = gate.DeviceBuffers(self.case, geometry, self.internal, self.stream)
+        pristine = []  # (buffer, copy) of every inout buffer, restored before each sample
         try:
             buffers.fill_inputs()
-            for b in case.buffers:
+            for b in self.case.buffers:
                 if b.role == "inout":
                     copy = driver.Buffer(buffers.buffers[b.name].nbytes)
-                    copy.copy_from(buffers.buffers[b.name], stream)
+                    copy.copy_from(buffers.buffers[b.name], self.stream)
                     pristine.append((buffers.buffers[b.name], copy))
-            stream.synchronize()
-            record["phases_s"]["inputs_s"] = time.perf_counter() - t0
+            self.stream.synchronize()
+            self.record["phases_s"]["inputs_s"] = time.perf_counter() - t0
             args = buffers.kernel_args()
-            launchables = {
-                n: Launchable(
-                    _kernel(modules[n], next(i.entry for i in case.impls if i.name == n), geometry),
-                    args,
-                )
-                for n in names
-            }
-            phase("timing", mode=settings.mode)
-            backend = CudaBackend(stream, internal, launchables, pristine, settings.graph_launches)
+            launchables = {n: Launchable(self.kernel(n, geometry), args) for n in self.names}
+            self.enter("timing", mode=self.settings.mode)
+            backend = CudaBackend(
+                self.stream, self.internal, launchables, pristine, self.settings.graph_launches
+            )
             try:
-                m = measure(backend, names, settings)
+                m = measure(backend, self.names, self.settings)
             finally:
                 backend.close()
-            ctx.synchronize()
+            self.ctx.synchronize()
         finally:
             for _, copy in pristine:
                 copy.free()
             buffers.free()
-        record["measurement"] = {
+        self.record["measurement"] = {
             "mode": m.mode,
             "warmup": m.warmup,
             "wall_s": m.wall_s,
             "orders": m.orders,
             "impls": {n: vars(t) for n, t in m.impls.items()},
         }
-        record["status"] = "ok"
-    except BaseException as exc:
-        record["status"] = "failed"
-        record["error"] = error_record(getattr(exc, "phase", state["phase"]), exc)
-        record["sticky"] = (isinstance(exc, driver.CudaError) and exc.sticky) or bool(
-            isinstance(exc, PhaseError) and exc.cuda_error in driver.STICKY_ERRORS
+
+    def close(self) -> None:
+        """Release everything unless a sticky error poisoned the context (the process then exits)."""
+        if self.record.get("sticky"):
+            return
+        for module in self.modules.values():
+            module.unload()
+        if self.internal is not None:
+            self.internal.close()
+        if self.stream is not None:
+            self.stream.destroy()
+        if self.ctx is not None:
+            self.ctx.close()
+
+
+def run_case(job: dict, emit) -> dict:
+    """Run the case that `job` names; `emit(event_dict)` reports phases as they start."""
+    run = CaseRun(job, emit)
+    try:
+        run.setup()
+        run.load()
+        if not job.get("skip_check"):
+            run.check()
+        run.time()
+        run.record["status"] = "ok"
+    except Exception as exc:
+        run.record["status"] = "failed"
+        run.record["error"] = error_record(getattr(exc, "phase", run.phase), exc)
+        cuda_error = (
+            exc.name if isinstance(exc, driver.CudaError) else getattr(exc, "cuda_error", None)
         )
-        if isinstance(exc, KeyboardInterrupt):
-            raise
+        run.record["sticky"] = cuda_error in driver.STICKY_ERRORS
     finally:
-        if not record.get("sticky"):
-            for module in modules.values():
-                module.unload()
-            if internal is not None:
-                internal.close()
-            if stream is not None:
-                stream.destroy()
-            if ctx is not None:
-                ctx.close()
-    return record
+        run.close()
+    return run.record

@@ -30,30 +30,34 @@ class Tolerance:
         return "exact" if self.exact else f"|out - ref| <= {self.atol:g} + {self.rtol:g} * |ref|"
 
 
+def _abs_diff(out: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """|out - ref| as float64: exact for integers of any width, 0 where equal (inf == inf too)."""
+    if out.dtype.kind in "iu":
+        wide = np.dtype(f"u{out.itemsize}")
+        hi, lo = np.maximum(out, ref), np.minimum(out, ref)
+        return (hi.astype(wide) - lo.astype(wide)).astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        got, want = out.astype(np.float64), ref.astype(np.float64)
+        return np.where(got == want, 0.0, np.abs(got - want))
+
+
 def compare(out: np.ndarray, expected: np.ndarray, tol: Tolerance) -> dict:
     """Element-wise comparison; NaN matches only NaN. Returns errors and the first mismatch."""
     n = int(out.size)
-    if tol.exact or out.dtype.kind in "iu":
-        if out.dtype.kind in "iu":
-            expected_cast = np.asarray(expected).astype(out.dtype, copy=False)
-            bad = out != expected_cast
-            diff = np.abs(out.astype(np.float64) - expected_cast.astype(np.float64))
-        else:
-            expected_cast = np.asarray(expected).astype(out.dtype)
-            bad = ~((out == expected_cast) | (np.isnan(out) & np.isnan(expected_cast)))
-            diff = np.abs(out.astype(np.float64) - expected_cast.astype(np.float64))
-        ref = expected_cast.astype(np.float64)
+    expected = np.asarray(expected)
+    exact = tol.exact or out.dtype.kind in "iu"
+    ref = expected.astype(out.dtype) if exact else expected.astype(np.float64)
+    diff = _abs_diff(out, ref)
+    both_nan = np.isnan(out) & np.isnan(ref) if out.dtype.kind == "f" else np.zeros(out.shape, bool)
+    if exact:
+        bad = ~((out == ref) | both_nan)
     else:
-        got = out.astype(np.float64)
-        ref = np.asarray(expected, dtype=np.float64)
         with np.errstate(invalid="ignore", over="ignore"):
-            diff = np.abs(got - ref)
-            both_nan = np.isnan(got) & np.isnan(ref)
-            ok = (diff <= tol.atol + tol.rtol * np.abs(ref)) | both_nan
-        bad = ~ok
+            bad = ~((diff <= tol.atol + tol.rtol * np.abs(ref)) | both_nan)
+    ref64 = ref.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         finite = np.isfinite(diff)
-        rel = np.where(ref != 0, diff / np.abs(ref), np.where(diff == 0, 0.0, np.inf))
+        rel = np.where(ref64 != 0, diff / np.abs(ref64), np.where(diff == 0, 0.0, np.inf))
     mismatches = int(np.count_nonzero(bad))
     result = {
         "elements": n,
@@ -69,7 +73,7 @@ def compare(out: np.ndarray, expected: np.ndarray, tol: Tolerance) -> dict:
         result["first_mismatch"] = {
             "index": i,
             "got": _scalar(out[i]),
-            "expected": _scalar(np.asarray(expected)[i]),
+            "expected": _scalar(expected[i]),
         }
     return result
 

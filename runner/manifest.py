@@ -121,6 +121,9 @@ class CaseSpec:
     def baseline(self) -> ImplSpec:
         return next(i for i in self.impls if i.role == "baseline")
 
+    def impl(self, name: str) -> ImplSpec:
+        return next(i for i in self.impls if i.name == name)
+
     def buffer(self, name: str) -> BufferSpec:
         return next(b for b in self.buffers if b.name == name)
 

@@ -10,12 +10,18 @@ import pytest
 from runner.isolation import run_worker
 from tests.conftest import ROOT, gpu_unavailable_reason
 
-needs_no_gpu = pytest.mark.skipif(gpu_unavailable_reason() is None, reason="checks the no-GPU path; this machine has a GPU")
+needs_no_gpu = pytest.mark.skipif(
+    gpu_unavailable_reason() is None, reason="checks the no-GPU path; this machine has a GPU"
+)
 
 
 def runner(*args, stdin: bytes | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "runner", *args], cwd=ROOT, input=stdin, capture_output=True, timeout=300
+        [sys.executable, "-m", "runner", *args],
+        cwd=ROOT,
+        input=stdin,
+        capture_output=True,
+        timeout=300,
     )
 
 
@@ -38,7 +44,11 @@ def test_info_without_gpu_exits_2():
 
 def test_bench_rejects_a_bad_manifest_before_any_gpu_work(tmp_path):
     bad = tmp_path / "cases.toml"
-    bad.write_text((ROOT / "benchmarks" / "cases.toml").read_text().replace('role = "inout"', 'role = "sideways"'))
+    bad.write_text(
+        (ROOT / "benchmarks" / "cases.toml")
+        .read_text()
+        .replace('role = "inout"', 'role = "sideways"')
+    )
     done = runner("bench", str(bad))
     assert done.returncode == 2
     err = done.stderr.decode()
@@ -61,14 +71,26 @@ def test_check_builds_and_assembles_the_suite():
 
 
 def test_check_reports_a_signature_mismatch(tmp_path):
-    text = (ROOT / "benchmarks" / "cases.toml").read_text().replace('type = "f64", value = 2.5', 'type = "f32", value = 2.5')
+    text = (
+        (ROOT / "benchmarks" / "cases.toml")
+        .read_text()
+        .replace('type = "f64", value = 2.5', 'type = "f32", value = 2.5')
+    )
     manifest = tmp_path / "cases.toml"
-    manifest.write_text(text.replace('source = "kernels/', f'source = "{ROOT}/benchmarks/kernels/').replace(
-        '"reference.py:', f'"{ROOT}/benchmarks/reference.py:'))
+    manifest.write_text(
+        text.replace('source = "kernels/', f'source = "{ROOT}/benchmarks/kernels/').replace(
+            '"reference.py:', f'"{ROOT}/benchmarks/reference.py:'
+        )
+    )
     done = runner("check", str(manifest))
     assert done.returncode == 1
     out = done.stdout.decode()
-    assert "signature" in out and "parameter 2 'a'" in out and "f32 (4 bytes)" in out and ".param .f64 (8 bytes)" in out
+    assert (
+        "signature" in out
+        and "parameter 2 'a'" in out
+        and "f32 (4 bytes)" in out
+        and ".param .f64 (8 bytes)" in out
+    )
 
 
 def test_help_works_without_a_gpu():
@@ -86,4 +108,7 @@ def test_worker_reports_an_unknown_job_as_data():
     outcome = run_worker({"job": "nonsense"}, timeout_s=60, echo_stderr=False)
     assert not outcome.timed_out
     assert outcome.record["status"] == "failed"
-    assert outcome.record["error"]["phase"] == "worker" and "nonsense" in outcome.record["error"]["message"]
+    assert (
+        outcome.record["error"]["phase"] == "worker"
+        and "nonsense" in outcome.record["error"]["message"]
+    )

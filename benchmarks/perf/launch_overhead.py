@@ -45,7 +45,9 @@ def main() -> int:
     args = parser.parse_args()
 
     ctx = driver.Context(0)
-    arch = f"sm_{ctx.attribute('COMPUTE_CAPABILITY_MAJOR')}{ctx.attribute('COMPUTE_CAPABILITY_MINOR')}"
+    arch = (
+        f"sm_{ctx.attribute('COMPUTE_CAPABILITY_MAJOR')}{ctx.attribute('COMPUTE_CAPABILITY_MINOR')}"
+    )
     build = toolchains.build("nvcc", SOURCE, arch)
     module = driver.Module(build.ptx, "axpy_f64")
     internal = InternalKernels(ctx)
@@ -57,37 +59,60 @@ def main() -> int:
         n = 1 << log2n
         x, y, y0 = (driver.Buffer(8 * n) for _ in range(3))
         for buf, name in ((x, "x"), (y, "y")):
-            internal.fill_random(stream, buf, n, generator.launch_args("f64", dist, 1, generator.stream_id(name), n))
+            internal.fill_random(
+                stream, buf, n, generator.launch_args("f64", dist, 1, generator.stream_id(name), n)
+            )
         y0.copy_from(y, stream)
         grid = min((n + 255) // 256, 4224)
-        item = Launchable(module.kernel("axpy_f64", (grid, 1, 1), (256, 1, 1)),
-                          driver.KernelArgs([("ptr", x.ptr), ("ptr", y.ptr), ("f64", 2.5), ("i64", n)]))
+        item = Launchable(
+            module.kernel("axpy_f64", (grid, 1, 1), (256, 1, 1)),
+            driver.KernelArgs([("ptr", x.ptr), ("ptr", y.ptr), ("f64", 2.5), ("i64", n)]),
+        )
         backend = CudaBackend(stream, internal, {"axpy": item}, [(y, y0)], graph_launches=1000)
-        hot_settings = TimingSettings(mode="hot", samples=args.samples, target_sample_s=args.target_sample_ms / 1e3)
+        hot_settings = TimingSettings(
+            mode="hot", samples=args.samples, target_sample_s=args.target_sample_ms / 1e3
+        )
         hot = measure(backend, ["axpy"], hot_settings).impls["axpy"]
         loop = []
         for _ in range(args.samples):
             backend.reset("axpy")
             loop.append(loop_per_launch_s(stream, start, end, item, hot.batch))
-        cold = measure(backend, ["axpy"], TimingSettings(mode="cold", samples=args.samples)).impls["axpy"]
+        cold = measure(backend, ["axpy"], TimingSettings(mode="cold", samples=args.samples)).impls[
+            "axpy"
+        ]
         backend.close()
         for buf in (x, y, y0):
             buf.free()
-        row = (log2n, hot.batch, statistics.median(hot.samples_s), statistics.median(loop), statistics.median(cold.samples_s))
+        row = (
+            log2n,
+            hot.batch,
+            statistics.median(hot.samples_s),
+            statistics.median(loop),
+            statistics.median(cold.samples_s),
+        )
         rows.append(row)
-        print(f"n=2^{log2n}: hot {row[2] * 1e6:.3f} us, loop {row[3] * 1e6:.3f} us, cold {row[4] * 1e6:.3f} us", file=sys.stderr)
+        print(
+            f"n=2^{log2n}: hot {row[2] * 1e6:.3f} us, loop {row[3] * 1e6:.3f} us, cold {row[4] * 1e6:.3f} us",
+            file=sys.stderr,
+        )
     gpu = driver.cu().cuDeviceGetName(64, ctx.device)[1].split(b"\0")[0].decode()
-    print(f"# {gpu}, axpy_f64 grid-stride (block 256, grid min(n/256, 4224)), median of {args.samples} samples, per launch")
+    print(
+        f"# {gpu}, axpy_f64 grid-stride (block 256, grid min(n/256, 4224)), median of {args.samples} samples, per launch"
+    )
     print("| n | batch B | hot (us) | Python loop (us) | cold (us) | hot / loop |")
     print("| --- | --- | --- | --- | --- | --- |")
     ok = True
     for log2n, batch, hot_s, loop_s, cold_s in rows:
-        print(f"| 2^{log2n} | {batch} | {hot_s * 1e6:.3f} | {loop_s * 1e6:.3f} | {cold_s * 1e6:.3f} | {hot_s / loop_s:.3f} |")
+        print(
+            f"| 2^{log2n} | {batch} | {hot_s * 1e6:.3f} | {loop_s * 1e6:.3f} | {cold_s * 1e6:.3f} | {hot_s / loop_s:.3f} |"
+        )
         ok &= hot_s <= loop_s
     big = [r for r in rows if r[0] == 27]
     if big:
         within = abs(big[0][2] / big[0][3] - 1) <= 0.05
-        print(f"target: hot never above loop: {'met' if ok else 'MISSED'}; within 5% of loop at 2^27: {'met' if within else 'MISSED'}")
+        print(
+            f"target: hot never above loop: {'met' if ok else 'MISSED'}; within 5% of loop at 2^27: {'met' if within else 'MISSED'}"
+        )
     internal.close()
     module.unload()
     ctx.close()

@@ -29,10 +29,20 @@ def calibrate(time_batch, settings: TimingSettings) -> int:
         per_launch = max(elapsed / batch, 1e-9)
         wanted = min(max(1, math.ceil(settings.target_sample_s / per_launch)), settings.max_batch)
         wanted = quantize_batch(wanted, settings.graph_launches)
+        if wanted > settings.max_batch:  # rounding up to whole graphs must not pass the cap
+            wanted = max(
+                settings.graph_launches,
+                settings.max_batch // settings.graph_launches * settings.graph_launches,
+            )
         if wanted == batch:
             break
         batch = wanted
     return batch
+
+
+def _reset_then_time(backend: Backend, name: str, batch: int) -> float:
+    backend.reset(name)  # every batch, calibration included, starts from the same inputs
+    return backend.timed_batch(name, batch)
 
 
 class HotMode:
@@ -47,8 +57,7 @@ class HotMode:
             backend.warmup(n, settings.warmup)
         for n in names:
             c0 = time.perf_counter()
-            backend.reset(n)
-            timings[n].batch = calibrate(lambda b, n=n: backend.timed_batch(n, b), settings)
+            timings[n].batch = calibrate(lambda b, n=n: _reset_then_time(backend, n, b), settings)
             timings[n].calibration_s = time.perf_counter() - c0
         orders = []
         for r in range(settings.samples):

@@ -1,0 +1,311 @@
+"""Assembly of the result document from a worker's raw record: throughput, gaps, summary."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from protocol.validation import DocumentError, validate
+from runner import result, stats
+from runner.manifest import Geometry
+from runner.timing import HotMode
+
+FIXTURE = json.loads(
+    (Path(__file__).parent / "fixtures" / "result-1.0.0-h200-axpy.json").read_text()
+)
+PEAKS = FIXTURE["environment"]["peaks"]
+N = 1 << 27
+GEOMETRY = Geometry(
+    dims={"n": N},
+    lengths={"x": N, "y": N},
+    grid=(4224, 1, 1),
+    block=(256, 1, 1),
+    shared_bytes=0,
+    scalars={"n": N, "a": 2.0},
+    bytes=24.0 * N,
+    flops=2.0 * N,
+)
+
+
+# --- throughput ----------------------------------------------------------------------------
+
+
+def test_throughput_against_measured_peak():
+    peaks = {
+        "measured_memory_bytes_per_s": 4e12,
+        "nominal_memory_bytes_per_s": 5e12,
+        "nominal_f64_flops_per_s": 3e13,
+        "nominal_f32_flops_per_s": 6e13,
+    }
+    out = result.throughput(2e9, 3e9, 1e-3, peaks, "f64")
+    assert out == {
+        "bytes": 2e9,
+        "bytes_per_s": 2e12,
+        "fraction_of_peak_bandwidth": 0.5,
+        "peak_bandwidth_source": "measured",
+        "flops": 3e9,
+        "flops_per_s": 3e12,
+        "fraction_of_peak_flops": pytest.approx(0.1),
+        "peak_flops_source": "nominal f64",
+    }
+    f32 = result.throughput(None, 3e9, 1e-3, peaks, "f32")
+    assert "bytes_per_s" not in f32
+    assert f32["fraction_of_peak_flops"] == pytest.approx(0.05)
+    assert f32["peak_flops_source"] == "nominal f32"
+
+
+def test_throughput_falls_back_to_nominal_peaks():
+    peaks = {"measured_memory_bytes_per_s": None, "nominal_memory_bytes_per_s": 5e12}
+    out = result.throughput(2e9, 1e9, 1e-3, peaks, None)
+    assert out["fraction_of_peak_bandwidth"] == pytest.approx(0.4)
+    assert out["peak_bandwidth_source"] == "nominal"
+    # no f64 peak known: the rate is given, the fraction is not
+    assert out["flops_per_s"] == 1e12 and "fraction_of_peak_flops" not in out
+
+
+def test_throughput_without_peaks_or_time():
+    assert result.throughput(2e9, None, 1e-3, {}, None) == {"bytes": 2e9, "bytes_per_s": 2e12}
+    assert result.throughput(2e9, 1e9, 0.0, PEAKS, "f64") == {}
+
+
+# --- finish_case ---------------------------------------------------------------------------
+
+
+def samples(median_s: float, noise: float, seed: int, n: int = 30) -> list[float]:
+    rng = np.random.default_rng(seed)
+    return list(median_s * (1 + noise * rng.standard_normal(n)))
+
+
+def skeleton(names: dict[str, str]) -> dict:
+    """A case document as bench._case_skeleton leaves it; `names` maps name -> role."""
+    return {
+        "id": "axpy_f64",
+        "version": 1,
+        "description": "y = a*x + y",
+        "status": "ok",
+        "baseline": next(n for n, r in names.items() if r == "baseline"),
+        "dims": {"n": N},
+        "check_dims": {"n": 100003},
+        "launch": {"grid": [4224, 1, 1], "block": [256, 1, 1], "shared_bytes": 0},
+        "implementations": {
+            n: {"role": r, "toolchain": "nvcc", "source": f"kernels/{n}.cu", "entry": "axpy_f64"}
+            for n, r in names.items()
+        },
+        "settings": {"mode": "hot", "samples": 30, "warmup": 10, "target_sample_s": 0.05},
+    }
+
+
+def check(status: str = "passed") -> dict:
+    if status != "passed":
+        return {"status": status}
+    return {
+        "status": "passed",
+        "tolerance": "|out - ref| <= 1e-15 + 1e-15 * |ref|",
+        "against": [
+            {
+                "elements": 100003,
+                "mismatches": 0,
+                "max_abs_err": 0.0,
+                "max_rel_err": 0.0,
+                "nonfinite_errors": 0,
+                "against": "reference",
+                "buffer": "y",
+                "poison": "0xFF",
+            }
+        ],
+        "unwritten_elements": 0,
+        "inputs_modified": [],
+        "problems": [],
+        "dims": {"n": 100003},
+    }
+
+
+def worker_record(timings: dict[str, list[float]], checks: dict[str, str]) -> dict:
+    """The record runner.case returns: per-implementation facts and the raw measurement."""
+    names = list(timings)
+    return {
+        "status": "ok",
+        "impls": {
+            n: {
+                "load_s": 0.01,
+                "ptx": {"version": "9.0", "target": "sm_90", "address_size": 64, "entries": ["k"]},
+                "check": check(checks[n]),
+            }
+            for n in names
+        },
+        "phases_s": {"check_s": 0.02, "inputs_s": 0.001},
+        "measurement": {
+            "mode": "hot",
+            "warmup": 10,
+            "wall_s": 3.2,
+            "orders": [names if r % 2 == 0 else names[::-1] for r in range(30)],
+            "impls": {
+                n: {
+                    "name": n,
+                    "samples_s": s,
+                    "batch": 64,
+                    "calibration_s": 0.05,
+                    "method": HotMode.method,
+                }
+                for n, s in timings.items()
+            },
+        },
+    }
+
+
+def finished(
+    base_s: list[float], cand_s: list[float], cand_check: str = "passed", base_check: str = "passed"
+) -> dict:
+    doc = skeleton({"cuda": "baseline", "handptx": "candidate"})
+    record = worker_record(
+        {"cuda": base_s, "handptx": cand_s}, {"cuda": base_check, "handptx": cand_check}
+    )
+    return result.finish_case(doc, record, GEOMETRY, "f64", PEAKS)
+
+
+def test_finish_case_gives_a_stable_gap_of_one_and_a_half():
+    base = samples(7.8e-4, 0.002, seed=1)
+    doc = finished(base, [1.5 * s for s in base])
+    base_doc, cand = doc["implementations"]["cuda"], doc["implementations"]["handptx"]
+    assert base_doc["load_s"] == 0.01 and cand["check"]["status"] == "passed"
+    assert "gap" not in base_doc  # the baseline has no gap to itself
+    gap = cand["gap"]
+    assert gap["ratio_of_medians"] == pytest.approx(1.5)
+    assert gap["median_of_round_ratios"] == pytest.approx(1.5)
+    assert gap["ci_low"] == pytest.approx(1.5) and gap["ci_high"] == pytest.approx(1.5)
+    assert gap["rounds"] == 30 and gap["stable"] is True
+    for impl in (base_doc, cand):
+        t = impl["timing"]
+        assert t["mode"] == "hot" and t["batch"] == 64 and t["warmup"] == 10
+        assert t["stats"]["count"] == 30 and t["stats"]["stable"] is True
+        assert len(t["samples_s"]) == 30
+        assert impl["throughput"]["bytes_per_s"] == pytest.approx(
+            GEOMETRY.bytes / t["stats"]["median_s"]
+        )
+    assert cand["timing"]["stats"]["median_s"] == pytest.approx(
+        1.5 * base_doc["timing"]["stats"]["median_s"]
+    )
+    assert doc["timing_wall_s"] == 3.2
+    assert doc["round_orders"] == [["cuda", "handptx"], ["handptx", "cuda"]]
+    assert doc["phases_s"] == {"check_s": 0.02, "inputs_s": 0.001}
+
+
+def test_a_noisy_side_makes_the_gap_unstable():
+    base, noisy = samples(1e-3, 0.002, seed=1), samples(1.5e-3, 0.2, seed=2)
+    doc = finished(base, noisy)
+    assert doc["implementations"]["handptx"]["timing"]["stats"]["stable"] is False
+    assert doc["implementations"]["handptx"]["gap"]["stable"] is False
+    doc = finished(noisy, base)  # an unstable baseline spoils every candidate's gap
+    assert doc["implementations"]["cuda"]["timing"]["stats"]["stable"] is False
+    assert doc["implementations"]["handptx"]["timing"]["stats"]["stable"] is True
+    assert doc["implementations"]["handptx"]["gap"]["stable"] is False
+
+
+def test_no_gap_for_an_unchecked_candidate():
+    base = samples(1e-3, 0.002, seed=1)
+    doc = finished(base, [1.5 * s for s in base], cand_check="not_checked")
+    cand = doc["implementations"]["handptx"]
+    assert "timing" in cand  # timed and shown, but not compared
+    assert cand["gap"] is None and "not checked" in cand["gap_note"]
+
+
+def test_failed_case_keeps_checks_and_gets_no_timing():
+    base = samples(1e-3, 0.002, seed=1)
+    doc = skeleton({"cuda": "baseline", "handptx": "candidate"})
+    doc["status"] = "failed"
+    doc["error"] = {"phase": "check", "message": "handptx: y: 3 elements were never written"}
+    record = worker_record({"cuda": base, "handptx": base}, {"cuda": "passed", "handptx": "failed"})
+    result.finish_case(doc, record, GEOMETRY, "f64", PEAKS)
+    for impl in doc["implementations"].values():
+        assert "check" in impl and "timing" not in impl and "gap" not in impl
+    assert "timing_wall_s" not in doc
+
+
+def test_finish_case_without_a_worker_record():
+    doc = skeleton({"cuda": "baseline", "handptx": "candidate"})
+    doc["status"] = "failed"
+    doc["error"] = {"phase": "crash", "message": "the worker exited with status -11"}
+    result.finish_case(doc, None, GEOMETRY, "f64", PEAKS)
+    assert doc["phases_s"] == {}
+    assert all(
+        set(i) == {"role", "toolchain", "source", "entry"} for i in doc["implementations"].values()
+    )
+
+
+# --- summary and document ------------------------------------------------------------------
+
+
+def case_with_gap(ratio: float, stable: bool = True, status: str = "ok") -> dict:
+    gap = {"ratio_of_medians": ratio, "stable": stable}
+    return {
+        "status": status,
+        "implementations": {"cuda": {"role": "baseline"}, "handptx": {"gap": gap}},
+    }
+
+
+def test_summary_counts_and_geomean_over_stable_gaps():
+    cases = [
+        case_with_gap(2.0),
+        case_with_gap(0.5),
+        case_with_gap(4.0),
+        case_with_gap(100.0, stable=False),  # unstable: counted, left out of the mean
+        {"status": "ok", "implementations": {"handptx": {"gap": None, "gap_note": "not checked"}}},
+        {"status": "failed", "implementations": {}},
+        {"status": "skipped", "implementations": {}},
+    ]
+    s = result.summary(cases)
+    assert (s["cases"], s["ok"], s["failed"], s["skipped"], s["unstable"]) == (7, 5, 1, 1, 1)
+    assert s["geomean_gap"] == {"handptx": {"value": pytest.approx(math.cbrt(4.0)), "cases": 3}}
+
+
+def test_summary_of_nothing():
+    s = result.summary([])
+    assert s == {"cases": 0, "ok": 0, "failed": 0, "skipped": 0, "unstable": 0, "geomean_gap": {}}
+
+
+def test_document_from_a_synthetic_case_validates():
+    base = samples(7.8e-4, 0.002, seed=1)
+    ok = finished(base, [1.5 * s for s in base])
+    ok["worker_wall_s"] = 4.4
+    unchecked = finished(base, samples(7.9e-4, 0.002, seed=5), cand_check="not_checked")
+    failed = skeleton({"cuda": "baseline", "handptx": "candidate"})
+    failed["status"] = "failed"
+    failed["error"] = {"phase": "build", "message": "nvcc failed"}
+    result.finish_case(failed, None, GEOMETRY, "f64", PEAKS)
+    doc = result.document(
+        copy.deepcopy(FIXTURE["suite"]),
+        copy.deepcopy(FIXTURE["environment"]),
+        copy.deepcopy(FIXTURE["options"]),
+        [ok, unchecked, failed],
+        "2026-11-29T12:01:04.517730Z",
+        "2026-11-29T12:01:10.855029Z",
+    )
+    validate(doc, "result")
+    assert doc["complete"] is True and doc["kind"] == "kernelgap.result"
+    assert doc["summary"]["ok"] == 2 and doc["summary"]["failed"] == 1
+    assert doc["summary"]["geomean_gap"]["handptx"] == {"value": pytest.approx(1.5), "cases": 1}
+    partial = result.document(doc["suite"], doc["environment"], {}, [ok], doc["started_utc"], None)
+    validate(partial, "result")
+    assert partial["complete"] is False
+
+    broken = copy.deepcopy(doc)
+    del broken["cases"][0]["implementations"]["handptx"]["gap"]["rounds"]
+    with pytest.raises(DocumentError, match="rounds"):
+        validate(broken, "result")
+
+
+def test_the_frozen_fixture_is_recomputed_from_its_raw_samples():
+    validate(FIXTURE, "result")
+    assert result.summary(FIXTURE["cases"]) == FIXTURE["summary"]
+    impls = FIXTURE["cases"][0]["implementations"]
+    base, cand = impls["cuda"]["timing"], impls["handptx"]["timing"]
+    for t in (base, cand):
+        assert stats.summarize(t["samples_s"]) == pytest.approx(t["stats"])
+    assert result.gap_block(base["samples_s"], cand["samples_s"], True) == pytest.approx(
+        impls["handptx"]["gap"]
+    )

@@ -1,0 +1,227 @@
+"""The timing strategies (hot, cold) driven by a fake device: calibration, ordering, drift."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from fake_device import FakeBackend
+
+from runner import stats
+from runner.timing import MODES, ColdMode, HotMode, TimingSettings, hot, measure
+from runner.timing.base import quantize_batch, round_order
+from runner.timing.hot import calibrate
+
+TIMED = ("timed_batch", "timed_cold")
+
+
+def timed_names(calls: list[tuple]) -> list[str]:
+    return [c[1] for c in calls if c[0] in TIMED]
+
+
+def batch_of(per_launch_s: float, settings: TimingSettings, overhead_s: float = 5e-6) -> int:
+    backend = FakeBackend({"k": per_launch_s}, overhead_s=overhead_s)
+    return calibrate(lambda b: backend.timed_batch("k", b), settings)
+
+
+# --- calibration ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("per_launch_s", [1e-6, 3e-6, 1e-5, 1e-4, 1e-3, 7e-3, 2e-2])
+@pytest.mark.parametrize("target_s", [0.05, 0.01])
+def test_calibration_reaches_the_target_sample_time(per_launch_s, target_s):
+    settings = TimingSettings(target_sample_s=target_s)
+    batch = batch_of(per_launch_s, settings)
+    if per_launch_s > 1.5 * target_s:  # one launch already overshoots: the smallest batch
+        assert batch == 1
+        return
+    assert 0.5 * target_s <= batch * per_launch_s <= 1.5 * target_s, batch
+    if batch > settings.graph_launches:
+        assert batch % settings.graph_launches == 0
+
+
+def test_a_kernel_longer_than_the_target_runs_once_per_sample():
+    assert batch_of(0.2, TimingSettings()) == 1
+    assert batch_of(0.08, TimingSettings()) == 1  # 1.6 x target: one launch is the closest
+
+
+def test_calibration_stops_at_max_batch():
+    settings = TimingSettings(max_batch=20_000, graph_launches=1000)
+    assert batch_of(1e-8, settings) == 20_000
+    assert batch_of(1e-8, TimingSettings()) == TimingSettings().max_batch
+
+
+def test_max_batch_holds_when_not_a_multiple_of_graph_launches():
+    assert batch_of(1e-8, TimingSettings(max_batch=1500, graph_launches=1000)) <= 1500
+
+
+def test_quantize_batch():
+    assert quantize_batch(999, 1000) == 999
+    assert quantize_batch(1000, 1000) == 1000
+    assert quantize_batch(1001, 1000) == 2000
+    assert quantize_batch(7, 1) == 7
+
+
+# --- hot mode ------------------------------------------------------------------------------
+
+
+def run_hot(per_launch_s: dict, **settings) -> tuple[FakeBackend, object]:
+    backend = FakeBackend(per_launch_s)
+    return backend, HotMode().measure(backend, list(per_launch_s), TimingSettings(**settings))
+
+
+def test_hot_samples_are_per_launch_times():
+    per = {"A": 2e-6, "B": 4e-4}
+    backend, m = run_hot(per, samples=12)
+    assert m.mode == "hot" and set(m.impls) == {"A", "B"}
+    for name, t in m.impls.items():
+        assert len(t.samples_s) == 12
+        assert t.batch >= 1 and t.method == HotMode.method and t.calibration_s >= 0
+        # elapsed / batch, with the fake's fixed replay overhead spread over the batch
+        expected = (backend.overhead_s + t.batch * per[name]) / t.batch
+        assert t.samples_s == pytest.approx([expected] * 12, rel=1e-12)
+        assert t.samples_s[0] == pytest.approx(per[name], rel=0.01)
+    sample_calls = [c for c in backend.calls if c[0] == "timed_batch"][-24:]
+    assert all(c[2] == m.impls[c[1]].batch for c in sample_calls)
+
+
+def test_hot_warmup_comes_first_and_uses_the_setting():
+    backend, _ = run_hot({"A": 1e-5, "B": 2e-5, "C": 3e-5}, warmup=7, samples=4)
+    warmups = [c for c in backend.calls if c[0] == "warmup"]
+    assert warmups == [("warmup", n, 7) for n in "ABC"]
+    first_timed = min(i for i, c in enumerate(backend.calls) if c[0] in TIMED)
+    last_warmup = max(i for i, c in enumerate(backend.calls) if c[0] == "warmup")
+    assert last_warmup < first_timed
+
+
+@pytest.mark.parametrize(
+    ("names", "rounds"),
+    [("AB", ["AB", "BA", "AB", "BA", "AB"]), ("ABC", ["ABC", "CBA", "ABC", "CBA"])],
+)
+def test_hot_rounds_alternate_forward_and_reverse(names, rounds):
+    backend, m = run_hot({n: 1e-4 for n in names}, samples=len(rounds))
+    assert m.orders == [list(r) for r in rounds]
+    sample_calls = timed_names(backend.calls)[-len(names) * len(rounds) :]
+    assert "".join(sample_calls) == "".join(rounds)
+    for t in m.impls.values():
+        assert len(t.samples_s) == len(rounds)
+
+
+def test_round_order():
+    assert round_order(["A", "B", "C"], 0) == ["A", "B", "C"]
+    assert round_order(["A", "B", "C"], 1) == ["C", "B", "A"]
+    assert round_order(["A"], 5) == ["A"]
+
+
+def test_hot_resets_before_every_timed_call():
+    backend, _ = run_hot({"A": 1e-5, "B": 1e-3}, samples=6)
+    calls = backend.calls
+    samples_start = len(calls) - 2 * 6 * 2  # each sample is one reset and one timed call
+    for i, c in enumerate(calls):
+        if c[0] != "timed_batch":
+            continue
+        # the latest reset before this call is of the same implementation, with nothing of
+        # another implementation in between
+        j = max(k for k in range(i) if calls[k][0] == "reset")
+        assert calls[j] == ("reset", c[1])
+        assert all(x[1] == c[1] for x in calls[j:i])
+        if i >= samples_start:
+            assert calls[i - 1] == ("reset", c[1])
+
+
+# --- cold mode -----------------------------------------------------------------------------
+
+
+def test_cold_sample_is_reset_flush_launch():
+    backend = FakeBackend({"A": 1e-4, "B": 3e-4}, cold_factor=1.5)
+    m = ColdMode().measure(backend, ["A", "B"], TimingSettings(mode="cold", samples=5, warmup=3))
+    assert m.mode == "cold" and m.warmup == 3
+    assert not [c for c in backend.calls if c[0] == "timed_batch"]
+    assert [c for c in backend.calls if c[0] == "warmup"] == [
+        ("warmup", "A", 3),
+        ("warmup", "B", 3),
+    ]
+    timed = [i for i, c in enumerate(backend.calls) if c[0] == "timed_cold"]
+    assert len(timed) == 10
+    for i in timed:
+        name = backend.calls[i][1]
+        assert backend.calls[i - 2 : i] == [("reset", name), ("flush",)]
+    assert "".join(timed_names(backend.calls)) == "ABBAABBAAB"
+    for name, t in m.impls.items():
+        assert t.batch == 1 and len(t.samples_s) == 5 and t.method == ColdMode.method
+        assert t.samples_s == pytest.approx([backend.per_launch_s[name] * 1.5] * 5)
+
+
+# --- drift and gaps ------------------------------------------------------------------------
+
+
+def drifting_gap(candidate_factor: float, mode: str, drift: float = 0.01) -> dict:
+    backend = FakeBackend(
+        {"base": 1e-4, "cand": 1e-4 * candidate_factor}, drift_per_call=drift, overhead_s=0.0
+    )
+    m = measure(backend, ["base", "cand"], TimingSettings(mode=mode, samples=30))
+    return stats.gap(m.impls["base"].samples_s, m.impls["cand"].samples_s)
+
+
+@pytest.mark.parametrize("mode", ["hot", "cold"])
+def test_linear_drift_cancels_in_paired_rounds(mode):
+    g = drifting_gap(1.0, mode)
+    assert g["ratio_of_medians"] == pytest.approx(1.0, rel=0.005)
+    assert g["ci_low"] <= 1.0 <= g["ci_high"]
+
+
+def test_drift_would_bias_a_fixed_order(monkeypatch):
+    # The same drift with A B every round: the later side looks ~1 % slower per call of lag.
+    monkeypatch.setattr(hot, "round_order", lambda names, r: list(names))
+    g = drifting_gap(1.0, "hot")
+    assert g["ratio_of_medians"] > 1.005
+
+
+@pytest.mark.parametrize("mode", ["hot", "cold"])
+def test_a_twice_slower_candidate_has_gap_two(mode):
+    g = drifting_gap(2.0, mode, drift=0.002)
+    assert g["ratio_of_medians"] == pytest.approx(2.0, rel=0.01)
+    assert g["ci_low"] <= 2.0 <= g["ci_high"] and g["ci_high"] - g["ci_low"] < 0.1
+
+
+def test_noisy_candidate_gap():
+    backend = FakeBackend({"base": 1e-5, "cand": 2e-5}, noise=0.01, seed=3)
+    m = measure(backend, ["base", "cand"], TimingSettings(samples=40))
+    g = stats.gap(m.impls["base"].samples_s, m.impls["cand"].samples_s)
+    assert g["ratio_of_medians"] == pytest.approx(2.0, rel=0.02)
+    assert g["ci_low"] < g["ratio_of_medians"] < g["ci_high"]
+    assert stats.summarize(m.impls["cand"].samples_s)["stable"]
+
+
+# --- settings and dispatch -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "label"),
+    [
+        ({"mode": "warm"}, "TimingSettings.mode"),
+        ({"samples": 0}, "samples >= 1"),
+        ({"warmup": -1}, "warmup >= 0"),
+        ({"target_sample_s": 0.0}, "TimingSettings.target_sample_s"),
+        ({"target_sample_s": -1.0}, "TimingSettings.target_sample_s"),
+        ({"target_sample_s": math.nan}, "TimingSettings.target_sample_s"),
+    ],
+)
+def test_settings_reject_bad_values(kwargs, label):
+    with pytest.raises(ValueError, match=label):
+        TimingSettings(**kwargs)
+
+
+def test_settings_defaults_follow_the_design():
+    s = TimingSettings()
+    assert (s.mode, s.warmup, s.samples, s.target_sample_s) == ("hot", 10, 30, 0.050)
+
+
+def test_measure_dispatches_by_mode():
+    assert {"hot": HotMode, "cold": ColdMode} == MODES
+    for mode, timed in (("hot", "timed_batch"), ("cold", "timed_cold")):
+        backend = FakeBackend({"A": 1e-4})
+        m = measure(backend, ["A"], TimingSettings(mode=mode, samples=3))
+        assert m.mode == mode
+        assert {c[0] for c in backend.calls if c[0] in TIMED} == {timed}
+        assert len(m.impls["A"].samples_s) == 3
