@@ -6,10 +6,20 @@ import functools
 from pathlib import Path
 
 import orjson
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import best_match
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
+
+
+# JSON Schema's "integer" admits 30.0; a sample count or a version must be a real integer.
+StrictValidator = validators.extend(
+    Draft202012Validator,
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _, value: isinstance(value, int) and not isinstance(value, bool)
+    ),
+)
+MESSAGE_CHARS = 300
 
 
 class DocumentError(ValueError):
@@ -21,7 +31,15 @@ def validator(schema_name: str) -> Draft202012Validator:
     path = SCHEMA_DIR / f"{schema_name}.schema.json"
     schema = orjson.loads(path.read_bytes())
     Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema)
+    return StrictValidator(schema)
+
+
+def message(error) -> str:
+    """The error's message, with a long instance dump (not/oneOf rules print it whole) cut short."""
+    text = error.message
+    if len(text) > MESSAGE_CHARS:
+        text = f"{text[: MESSAGE_CHARS // 2]} ... {text[-MESSAGE_CHARS // 2 :]}"
+    return text
 
 
 def _where(error) -> str:
@@ -34,7 +52,7 @@ def errors(document, schema_name: str) -> list[str]:
     found = sorted(
         validator(schema_name).iter_errors(document), key=lambda e: -len(e.absolute_path)
     )
-    return [f"{_where(e)}: {e.message}" for e in found]
+    return [f"{_where(e)}: {message(e)}" for e in found]
 
 
 def validate(document, schema_name: str, what: str = "document") -> None:
@@ -45,5 +63,5 @@ def validate(document, schema_name: str, what: str = "document") -> None:
         more = f" (and {count - 1} more)" if count > 1 else ""
         raise DocumentError(
             f"{what}: does not match schemas/{schema_name}.schema.json at {_where(error)}: "
-            f"{error.message}{more}"
+            f"{message(error)}{more}"
         )

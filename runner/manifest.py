@@ -241,12 +241,26 @@ def _schema_location(doc: dict, error) -> str:
 def _schema_check(doc: dict, path: Path) -> None:
     from jsonschema.exceptions import best_match
 
+    from protocol.validation import message
+
     error = best_match(validator("cases").iter_errors(doc))
-    if error is not None:
-        message = error.message
-        if error.validator == "additionalProperties":
-            message = f"unknown field: {message}"
-        raise ManifestError(f"{path}: {_schema_location(doc, error)}: {message}")
+    if error is None:
+        return
+    text = message(error)
+    parts = list(error.absolute_path)
+    if error.validator == "additionalProperties":
+        text = f"unknown field: {text}"
+    elif (
+        error.validator == "oneOf"
+        and len(parts) >= 2
+        and parts[-2] == "params"
+        and isinstance(error.instance, dict)
+    ):
+        text = (
+            'a parameter takes either buffer = "<buffer name>" or both type and value '
+            f"(got keys: {', '.join(sorted(error.instance))})"
+        )
+    raise ManifestError(f"{path}: {_schema_location(doc, error)}: {text}")
 
 
 def load(path: str | Path) -> Suite:
