@@ -63,38 +63,13 @@ def main():
     help="Write the document here (rewritten after every case) instead of stdout.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
-def bench(
-    cases,
-    case_ids,
-    mode,
-    samples,
-    warmup,
-    target_sample_ms,
-    timeout_s,
-    arch,
-    skip_check,
-    device,
-    output,
-    quiet,
-):
+def bench(cases, case_ids, **settings):
     """Build, check and time every case of the suite CASES (a cases.toml)."""
     from protocol.validation import DocumentError
     from runner import driver, manifest
     from runner.bench import BenchOptions, run_suite
 
-    options = BenchOptions(
-        tuple(case_ids),
-        mode,
-        samples,
-        warmup,
-        target_sample_ms,
-        timeout_s,
-        arch,
-        skip_check,
-        device,
-        output,
-        quiet,
-    )
+    options = BenchOptions(case_ids=tuple(case_ids), **settings)
     try:
         doc, status = run_suite(cases, options)
     except manifest.ManifestError as exc:
@@ -104,8 +79,8 @@ def bench(
     except DocumentError as exc:
         _die(f"internal error: {exc}")
     data = encode(doc, pretty=True)
-    if output:
-        output.write_bytes(data)
+    if options.output:
+        options.output.write_bytes(data)
     else:
         sys.stdout.buffer.write(data)
     sys.exit(status)

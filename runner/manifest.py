@@ -15,9 +15,11 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from protocol.validation import validator
 from runner import expr
-from runner.generator import Distribution, is_float
+from runner.generator import DTYPES, Distribution, is_float
 
 PARAM_KINDS = ("i32", "u32", "i64", "u64", "f32", "f64")
 TOOLCHAINS = ("nvcc", "ptx")
@@ -203,18 +205,11 @@ def resolve(case: CaseSpec, dims: dict) -> Geometry:
     return Geometry(dict(dims), lengths, grid, block, shared, scalars, nbytes, flops)
 
 
-_INT_RANGES = {
-    "i32": (-(2**31), 2**31 - 1),
-    "u32": (0, 2**32 - 1),
-    "i64": (-(2**63), 2**63 - 1),
-    "u64": (0, 2**64 - 1),
-}
-
-
 def _check_scalar_ranges(case: CaseSpec, scalars: dict) -> None:
     for p in case.params:
-        if p.kind in _INT_RANGES:
-            lo, hi = _INT_RANGES[p.kind]
+        if p.kind in ("i32", "u32", "i64", "u64"):
+            info = np.iinfo(DTYPES[p.kind])
+            lo, hi = int(info.min), int(info.max)
             if not lo <= scalars[p.name] <= hi:
                 raise ManifestError(
                     f"{case.where}: params.{p.name}.value: {scalars[p.name]} does not fit {p.kind} ([{lo}, {hi}])"

@@ -82,3 +82,10 @@ def round_order(names: list[str], round_index: int) -> list[str]:
 def quantize_batch(batch: int, quantum: int) -> int:
     """A batch above one graph's launches is a whole number of graph replays."""
     return batch if batch <= quantum else math.ceil(batch / quantum) * quantum
+
+
+def warm_up(backend: Backend, names: list[str], settings: TimingSettings) -> None:
+    """Untimed launches of every implementation, each from reset inputs."""
+    for name in names:
+        backend.reset(name)
+        backend.warmup(name, settings.warmup)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import time
 
-from runner.timing.base import Backend, ImplTiming, Measurement, TimingSettings, round_order
+from runner.timing.base import (
+    Backend,
+    ImplTiming,
+    Measurement,
+    TimingSettings,
+    round_order,
+    warm_up,
+)
 
 
 class ColdMode:
@@ -14,9 +21,7 @@ class ColdMode:
     def measure(self, backend: Backend, names: list[str], settings: TimingSettings) -> Measurement:
         t0 = time.perf_counter()
         timings = {n: ImplTiming(n, method=self.method) for n in names}
-        for n in names:
-            backend.reset(n)
-            backend.warmup(n, settings.warmup)
+        warm_up(backend, names, settings)
         orders = []
         for r in range(settings.samples):
             order = round_order(names, r)

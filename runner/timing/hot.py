@@ -12,6 +12,7 @@ from runner.timing.base import (
     TimingSettings,
     quantize_batch,
     round_order,
+    warm_up,
 )
 
 
@@ -52,9 +53,7 @@ class HotMode:
     def measure(self, backend: Backend, names: list[str], settings: TimingSettings) -> Measurement:
         t0 = time.perf_counter()
         timings = {n: ImplTiming(n, method=self.method) for n in names}
-        for n in names:  # warm-up: never timed
-            backend.reset(n)
-            backend.warmup(n, settings.warmup)
+        warm_up(backend, names, settings)
         for n in names:
             c0 = time.perf_counter()
             timings[n].batch = calibrate(lambda b, n=n: _reset_then_time(backend, n, b), settings)
