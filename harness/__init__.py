@@ -1,0 +1,1 @@
+"""kernelgap harness: everything on the host (transports, history, comparisons, exports). Never imports CUDA."""

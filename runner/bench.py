@@ -32,6 +32,7 @@ class BenchOptions:
     device: int = 0
     output: Path | None = None
     quiet: bool = False
+    commit: str | None = None  # recorded as the suite's commit (a shipped tree is no checkout)
 
 
 class Progress:
@@ -249,6 +250,8 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
         "gpu": suite.gpu,
         **environment.git_commit(suite.root),
     }
+    if options.commit:
+        suite_block.update(commit=options.commit, dirty=None)
     options_block = {
         "mode": options.mode,
         "samples": options.samples,

@@ -63,6 +63,7 @@ def main():
     help="Write the document here (rewritten after every case) instead of stdout.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+@click.option("--commit", help="Record this commit as the suite's (default: git of the suite's checkout).")
 def bench(cases, case_ids, **settings):
     """Build, check and time every case of the suite CASES (a cases.toml)."""
     from protocol.validation import DocumentError

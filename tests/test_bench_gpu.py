@@ -5,8 +5,11 @@ Run on the GPU box with `pytest -m gpu`; skipped (with the reason) where no GPU 
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import orjson
 import pytest
@@ -28,6 +31,9 @@ def _bench(tmp_path_factory, *args) -> tuple[dict, subprocess.CompletedProcess]:
         timeout=540,
     )
     assert out.exists(), f"no document written; stderr:\n{done.stderr}"
+    keep = os.environ.get("KERNELGAP_TEST_ARTIFACTS")  # e.g. $OUT on the GPU box, for the notes
+    if keep:
+        shutil.copy(out, Path(keep) / f"gpu-suite{'-'.join(('', *args)).replace('--', '')}.json")
     return orjson.loads(out.read_bytes()), done
 
 

@@ -1,0 +1,1 @@
+"""The `python -m harness` subcommands, one module per area."""

@@ -1,0 +1,1 @@
+"""Exporters behind one interface: `render(document) -> bytes`, one module per format."""
