@@ -22,7 +22,6 @@ from runner import expr
 from runner.generator import DTYPES, Distribution, is_float
 
 PARAM_KINDS = ("i32", "u32", "i64", "u64", "f32", "f64")
-TOOLCHAINS = ("nvcc", "ptx")
 DEFAULT_SETTINGS = {
     "block": 256,
     "warmup": 10,
@@ -80,6 +79,7 @@ class ImplSpec:
     source_rel: str
     entry: str
     flags: tuple[str, ...] = ()
+    command: str | None = None  # toolchain = "command": the compiler's command template
 
 
 @dataclass(frozen=True)
@@ -338,6 +338,11 @@ def _case(raw: dict, defaults: dict, root: Path, path: Path) -> CaseSpec:
             raise ManifestError(
                 f"{w}: impl {m['name']!r}: source: file {m['source']} not found (looked at {source})"
             )
+        if (m["toolchain"] == "command") != ("command" in m):
+            raise ManifestError(
+                f"{w}: impl {m['name']!r}: command: give a command template (e.g. "
+                '"mycc --arch {arch} {source} -o {output}") exactly when toolchain = "command"'
+            )
         impls.append(
             ImplSpec(
                 m["name"],
@@ -347,6 +352,7 @@ def _case(raw: dict, defaults: dict, root: Path, path: Path) -> CaseSpec:
                 m["source"],
                 m["entry"],
                 tuple(m.get("flags", ())),
+                m.get("command"),
             )
         )
     baselines = [m.name for m in impls if m.role == "baseline"]
