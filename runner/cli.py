@@ -121,11 +121,32 @@ def info(device, no_bandwidth):
 )
 def check(cases, arch):
     """Validate the manifest and build every implementation it can (no GPU needed); ptxas where present."""
-    from runner import manifest
+    from runner import lock, manifest
     from runner.checking import check_suite
 
     try:
         suite = manifest.load(cases)
-    except manifest.ManifestError as exc:
+        problems = lock.verify(suite) if lock.lock_path(suite).exists() else []
+    except (manifest.ManifestError, lock.LockError) as exc:
         _die(str(exc))
-    sys.exit(check_suite(suite, arch))
+    for problem in problems:
+        click.echo(f"FAIL  {problem}")
+    status = check_suite(suite, arch)
+    sys.exit(1 if problems else status)
+
+
+@main.command("lock")
+@click.argument("cases", type=click.Path(dir_okay=False, path_type=Path))
+def lock_command(cases):
+    """Record the content hash of every new (case, version) in the suite's .lock file."""
+    from runner import lock, manifest
+
+    try:
+        suite = manifest.load(cases)
+        added = lock.record(suite)
+    except (manifest.ManifestError, lock.LockError) as exc:
+        _die(str(exc))
+    for case_id, version in added:
+        click.echo(f"recorded {case_id} version {version} in {lock.lock_path(suite)}")
+    if not added:
+        click.echo(f"{lock.lock_path(suite)}: every case version is already recorded")

@@ -1,0 +1,53 @@
+// attention_f32_naive: causal single-head attention, O = softmax(Q K^T / sqrt(d), causal) V.
+// f32 inputs and output, f64 arithmetic inside. One block per query row, one thread per key
+// (blockDim.x == seq); the scores live in dynamic shared memory (seq doubles).
+extern "C" __global__ void attention_f32_naive(const float* __restrict__ q, const float* __restrict__ k,
+                                               const float* __restrict__ v, float* __restrict__ o,
+                                               long long seq, long long d)
+{
+    extern __shared__ double scores[];
+    __shared__ double row_max;
+    __shared__ double row_sum;
+    long long query = blockIdx.x;
+    long long key = threadIdx.x;
+    double scale = 1.0 / sqrt((double)d);
+
+    double dot = 0.0;
+    for (long long j = 0; j < d; ++j) {
+        dot += (double)q[query * d + j] * (double)k[key * d + j];
+    }
+    scores[key] = key > query ? -1e30 : dot * scale;
+    __syncthreads();
+
+    if (threadIdx.x == 0) {
+        double m = scores[0];
+        for (long long j = 1; j < seq; ++j) {
+            m = scores[j] > m ? scores[j] : m;
+        }
+        row_max = m;
+    }
+    __syncthreads();
+
+    scores[key] = exp(scores[key] - row_max);
+    __syncthreads();
+
+    if (threadIdx.x == 0) {
+        double s = 0.0;
+        for (long long j = 0; j < seq; ++j) {
+            s += scores[j];
+        }
+        row_sum = s;
+    }
+    __syncthreads();
+
+    scores[key] = scores[key] / row_sum;
+    __syncthreads();
+
+    for (long long j = threadIdx.x; j < d; j += blockDim.x) {
+        double acc = 0.0;
+        for (long long t = 0; t < seq; ++t) {
+            acc += scores[t] * (double)v[t * d + j];
+        }
+        o[query * d + j] = (float)acc;
+    }
+}

@@ -1,0 +1,109 @@
+"""github-action-benchmark's `customSmallerIsBetter` format: a JSON array of entries.
+
+Each entry is {"name", "unit", "value", "range", "extra"}; the action charts `value` per `name`
+over commits and alerts on a rise, and shows `range` and `extra` as text (it coerces them to
+strings, so they are written as strings). Entries:
+- `<case>/v<version>/<impl>`: median per-launch time in `us`, range = ± MAD in us;
+- `<case>/v<version>/gap` (`.../gap/<candidate>` when the case has several candidates):
+  ratio of medians in `x <baseline>`, range = its 95% bootstrap interval;
+- `suite/geomean_gap` (`suite/geomean_gap/<candidate>` when the suite has several candidate
+  names): geometric-mean gap over stable cases, range = the smallest and largest case gap.
+Unstable results are left out: the action alerts on every entry it gets, and DESIGN.md keeps
+unstable results out of alerts. `extra` carries the series key (GPU, mode, versions, source
+hashes), the driver and the commit.
+"""
+
+from __future__ import annotations
+
+from protocol.codec import encode
+
+from harness.series import series_key
+from harness.summary import geomean_gaps
+
+__all__ = ["entries", "render"]
+
+US_PER_S = 1e6
+
+
+def _extra(document: dict, key: dict | None = None, **more) -> str:
+    env = document["environment"]
+    lines = [f"{k}: {v}" for k, v in (key or {}).items()]
+    lines += [
+        f"gpu: {env['device']['name']}" if key is None else None,
+        f"driver: {(env.get('sensors_start') or {}).get('driver_version', 'unknown')}",
+        f"cuda: {env['device'].get('driver_version_string', env['device']['driver_version'])}",
+        f"suite: {document['suite']['name']} v{document['suite']['version']}",
+        f"commit: {document['suite']['commit'] or 'unknown'}",
+        f"started_utc: {document['started_utc']}",
+    ]
+    lines += [f"{k}: {v}" for k, v in more.items()]
+    return "\n".join(line for line in lines if line)
+
+
+def _gap_name(prefix: str, candidates: list[str], name: str) -> str:
+    return f"{prefix}/gap" if len(candidates) == 1 else f"{prefix}/gap/{name}"
+
+
+def entries(document: dict) -> list[dict]:
+    """The entries for one (validated) result document, in document order, geomeans last."""
+    out = []
+    baselines = set()
+    for case in document["cases"]:
+        if case["status"] != "ok":
+            continue
+        prefix = f"{case['id']}/v{case['version']}"
+        impls = case["implementations"]
+        candidates = [n for n, i in impls.items() if i["role"] == "candidate"]
+        for name, impl in impls.items():
+            timing = impl.get("timing")
+            if not timing or not timing["stats"]["stable"]:
+                continue
+            stats = timing["stats"]
+            key = series_key(document, case, name)
+            out.append(
+                {
+                    "name": f"{prefix}/{name}",
+                    "unit": "us",
+                    "value": stats["median_s"] * US_PER_S,
+                    "range": f"± {stats['mad_s'] * US_PER_S:.4g}",
+                    "extra": _extra(
+                        document, key, samples=stats["count"], noise=f"{stats['noise']:.3%}"
+                    ),
+                }
+            )
+            gap = impl.get("gap")
+            if gap and gap["stable"]:
+                baselines.add(case["baseline"])
+                conf = f"{gap['confidence']:.0%}"
+                out.append(
+                    {
+                        "name": _gap_name(prefix, candidates, name),
+                        "unit": f"x {case['baseline']}",
+                        "value": gap["ratio_of_medians"],
+                        "range": f"{gap['ci_low']:.4f} to {gap['ci_high']:.4f} ({conf} CI)",
+                        "extra": _extra(document, key, rounds=gap["rounds"]),
+                    }
+                )
+    geomeans = geomean_gaps(document)
+    unit = f"x {next(iter(baselines))}" if len(baselines) == 1 else "x baseline"
+    for name, (value, cases) in sorted(geomeans.items()):
+        gaps = [e["value"] for e in out if e["unit"].startswith("x ") and _is_gap_of(e, name)]
+        out.append(
+            {
+                "name": "suite/geomean_gap" if len(geomeans) == 1 else f"suite/geomean_gap/{name}",
+                "unit": unit,
+                "value": value,
+                "range": f"{min(gaps):.4f} to {max(gaps):.4f} over {cases} cases",
+                "extra": _extra(document, candidate=name, stable_cases=cases),
+            }
+        )
+    return out
+
+
+def _is_gap_of(entry: dict, candidate: str) -> bool:
+    return entry["extra"].startswith("gpu:") and f"\nimpl: {candidate}\n" in entry["extra"]
+
+
+def render(document: dict) -> bytes:
+    """The entries as a JSON array (UTF-8, indented, newline-terminated)."""
+    return encode(entries(document), pretty=True)

@@ -1,0 +1,80 @@
+"""Series keys: which results may sit on one history line.
+
+A series is keyed by GPU model, timing mode, suite version, case id and version, implementation
+name, and the sha256 of the implementation's source and of the baseline's source (DESIGN.md,
+"Series that must never mix"). Two results with different keys are never compared as points of
+one series; a changed key starts a new series.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import orjson
+
+__all__ = ["KEY_FIELDS", "series_id", "series_key", "series_label"]
+
+KEY_FIELDS = (
+    "gpu",
+    "mode",
+    "suite_version",
+    "case_id",
+    "case_version",
+    "impl",
+    "source_sha256",
+    "baseline_source_sha256",
+)
+ID_HEX_DIGITS = 16
+
+
+def _source_sha256(case: dict, impl_name: str | None) -> str | None:
+    impl = case["implementations"].get(impl_name) if impl_name else None
+    return ((impl or {}).get("build") or {}).get("source_sha256")
+
+
+def _mode(document: dict, case: dict, impl: dict) -> str | None:
+    """The timing mode: the implementation's timing block, else the case's settings, else options."""
+    for block in (impl.get("timing"), case.get("settings"), document.get("options")):
+        if isinstance(block, dict) and block.get("mode"):
+            return block["mode"]
+    return None
+
+
+def series_key(document: dict, case: dict, impl_name: str) -> dict:
+    """The series key of implementation `impl_name` of `case` (an entry of document["cases"]).
+
+    Fields (KEY_FIELDS): gpu (environment.device.name), mode (hot or cold), suite_version,
+    case_id, case_version, impl, source_sha256 (its build's source hash; None when the build
+    never ran) and baseline_source_sha256 (the same for the case's baseline).
+    """
+    impl = case["implementations"].get(impl_name)
+    if impl is None:
+        raise KeyError(f"case {case.get('id')!r}: no implementation {impl_name!r}")
+    return {
+        "gpu": document["environment"]["device"]["name"],
+        "mode": _mode(document, case, impl),
+        "suite_version": document["suite"]["version"],
+        "case_id": case["id"],
+        "case_version": case["version"],
+        "impl": impl_name,
+        "source_sha256": _source_sha256(case, impl_name),
+        "baseline_source_sha256": _source_sha256(case, case.get("baseline")),
+    }
+
+
+def series_id(key: dict) -> str:
+    """First 16 hex digits of sha256 over the key's canonical JSON (sorted keys, no spaces)."""
+    canonical = orjson.dumps(
+        {field: key[field] for field in KEY_FIELDS}, option=orjson.OPT_SORT_KEYS
+    )
+    return hashlib.sha256(canonical).hexdigest()[:ID_HEX_DIGITS]
+
+
+def series_label(key: dict) -> str:
+    """A one-line human name: 'case v1 / impl @source8 (base @source8) | GPU | mode | suite v1'."""
+    source = (key["source_sha256"] or "unbuilt")[:8]
+    base = (key["baseline_source_sha256"] or "unbuilt")[:8]
+    return (
+        f"{key['case_id']} v{key['case_version']} / {key['impl']} @{source} (base @{base}) | "
+        f"{key['gpu']} | {key['mode']} | suite v{key['suite_version']}"
+    )

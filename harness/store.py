@@ -1,0 +1,646 @@
+"""The history store: one SQLite file of runs and of points on series that never mix.
+
+Layout (schema version STORE_SCHEMA_VERSION, kept in PRAGMA user_version; PRAGMA application_id
+marks the file as kernelgap's):
+- runs: one row per result document; run_id = sha256 of the document's canonical JSON (sorted
+  keys, compact), so the same run ingested twice is stored once whatever its formatting. The raw
+  document is kept zlib-compressed with every samples_s array set to null; the samples live in
+  `points` as little-endian float64 blobs and go back in place in `raw_document()` (float64
+  round-trips exactly, so the document read back equals the one ingested).
+- series: one row per series key (harness.series), with its point count and first/last date.
+- points: one row per implementation per case per run: status (a failed case is a point with
+  its error), check status, samples, statistics and, for candidates, the gap.
+
+Writes happen only in a trusted ingest, one transaction per document; an untrusted ingest
+validates and plans but never opens the file for writing (nor creates it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import zlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+from harness.series import KEY_FIELDS, series_id, series_key, series_label
+from protocol.validation import validate
+from protocol.version import RESULT_SCHEMA_VERSION, check_version
+
+__all__ = [
+    "STORE_SCHEMA_VERSION",
+    "GpuMismatchError",
+    "IngestReport",
+    "Store",
+    "StoreError",
+    "run_id",
+]
+
+STORE_SCHEMA_VERSION = 1
+APPLICATION_ID = 0x4B474150  # "KGAP": tells a kernelgap history from any other SQLite file
+ZLIB_LEVEL = 6  # ~12x on a result document without samples, ~1 ms for 30 cases
+
+SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE runs (
+    run_id TEXT PRIMARY KEY,
+    started_utc TEXT NOT NULL,
+    finished_utc TEXT,
+    commit_sha TEXT,
+    dirty INTEGER,
+    gpu TEXT NOT NULL,
+    suite_name TEXT NOT NULL,
+    suite_version INTEGER NOT NULL,
+    suite_sha256 TEXT NOT NULL,
+    suite_gpu TEXT,
+    schema_version TEXT NOT NULL,
+    environment BLOB NOT NULL,
+    document BLOB NOT NULL,
+    ingested_utc TEXT NOT NULL
+);
+CREATE INDEX runs_by_date ON runs (started_utc);
+CREATE TABLE series (
+    series_id TEXT PRIMARY KEY,
+    gpu TEXT NOT NULL,
+    mode TEXT,
+    suite_version INTEGER NOT NULL,
+    case_id TEXT NOT NULL,
+    case_version INTEGER NOT NULL,
+    impl TEXT NOT NULL,
+    source_sha256 TEXT,
+    baseline_source_sha256 TEXT,
+    role TEXT NOT NULL,
+    baseline TEXT NOT NULL,
+    points INTEGER NOT NULL DEFAULT 0,
+    first_utc TEXT,
+    last_utc TEXT
+) WITHOUT ROWID;
+CREATE INDEX series_by_case ON series (case_id);
+CREATE TABLE points (
+    series_id TEXT NOT NULL REFERENCES series (series_id),
+    started_utc TEXT NOT NULL,
+    run_id TEXT NOT NULL REFERENCES runs (run_id),
+    case_index INTEGER NOT NULL,
+    case_status TEXT NOT NULL,
+    error_phase TEXT,
+    error_message TEXT,
+    check_status TEXT,
+    samples BLOB,
+    median_s REAL,
+    mad_s REAL,
+    noise REAL,
+    stable INTEGER,
+    p95_s REAL,
+    min_s REAL,
+    max_s REAL,
+    mean_s REAL,
+    count INTEGER,
+    gap REAL,
+    gap_median_of_round_ratios REAL,
+    gap_ci_low REAL,
+    gap_ci_high REAL,
+    gap_confidence REAL,
+    gap_stable INTEGER,
+    PRIMARY KEY (series_id, started_utc, run_id)
+) WITHOUT ROWID;
+CREATE INDEX points_by_run ON points (run_id);
+"""
+
+POINT_COLUMNS = [
+    "series_id",
+    "started_utc",
+    "run_id",
+    "case_index",
+    "case_status",
+    "error_phase",
+    "error_message",
+    "check_status",
+    "samples",
+    "median_s",
+    "mad_s",
+    "noise",
+    "stable",
+    "p95_s",
+    "min_s",
+    "max_s",
+    "mean_s",
+    "count",
+    "gap",
+    "gap_median_of_round_ratios",
+    "gap_ci_low",
+    "gap_ci_high",
+    "gap_confidence",
+    "gap_stable",
+]
+STAT_COLUMNS = (
+    "median_s",
+    "mad_s",
+    "noise",
+    "stable",
+    "p95_s",
+    "min_s",
+    "max_s",
+    "mean_s",
+    "count",
+)
+GAP_COLUMNS = {
+    "gap": "ratio_of_medians",
+    "gap_median_of_round_ratios": "median_of_round_ratios",
+    "gap_ci_low": "ci_low",
+    "gap_ci_high": "ci_high",
+    "gap_confidence": "confidence",
+    "gap_stable": "stable",
+}
+# What points() returns: the run's commit comes from a join, the samples only on request.
+POINT_FIELDS = (
+    "p.run_id, p.started_utc, r.commit_sha, p.case_status, p.error_phase, p.error_message, "
+    "p.check_status, p.median_s, p.mad_s, p.noise, p.stable, p.p95_s, p.min_s, p.max_s, "
+    "p.mean_s, p.count, p.gap, p.gap_median_of_round_ratios, p.gap_ci_low, p.gap_ci_high, "
+    "p.gap_stable"
+)
+BOOL_FIELDS = ("stable", "gap_stable")
+
+
+class StoreError(RuntimeError):
+    """The history database cannot be used as asked; the message names the file and why."""
+
+
+class GpuMismatchError(StoreError):
+    """A run on another GPU model than the suite pins: refused for the canonical history."""
+
+
+def run_id(document: dict) -> str:
+    """sha256 (hex) of the document's canonical JSON: sorted keys, compact, orjson floats."""
+    return hashlib.sha256(orjson.dumps(document, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def normalize_utc(text: str) -> str:
+    """'YYYY-MM-DDTHH:MM:SS[.f]Z' with exactly 6 fraction digits, so text order is time order."""
+    body = text[:-1] if text.endswith("Z") else text
+    whole, _, fraction = body.partition(".")
+    return f"{whole}.{(fraction + '000000')[:6]}Z"
+
+
+def _now_utc() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _samples_blob(samples_s) -> bytes:
+    return np.asarray(samples_s, dtype="<f8").tobytes()
+
+
+def _samples_list(blob: bytes) -> list[float]:
+    return np.frombuffer(blob, dtype="<f8").tolist()
+
+
+@dataclass
+class PlannedPoint:
+    """One point an ingest stores (or would store)."""
+
+    key: dict
+    series_id: str
+    role: str
+    baseline: str
+    row: tuple
+    new_series: bool = False
+
+    @property
+    def values(self) -> dict:
+        return dict(zip(POINT_COLUMNS, self.row, strict=True))
+
+
+@dataclass
+class IngestReport:
+    """What an ingest stored, or (untrusted) would store."""
+
+    path: Path
+    what: str
+    run_id: str
+    trusted: bool
+    commit: str | None
+    started_utc: str
+    gpu: str
+    suite: str
+    points: list[PlannedPoint] = field(default_factory=list)
+    already_stored: bool = False
+    stored: bool = False
+    skipped_cases: int = 0
+
+    @property
+    def new_series(self) -> list[PlannedPoint]:
+        return [p for p in self.points if p.new_series]
+
+    def headline(self) -> str:
+        if self.already_stored:
+            return f"{self.what}: run {self.run_id[:12]} already stored in {self.path}; nothing written"
+        verb = "stored" if self.stored else "would store (untrusted: nothing written)"
+        failed = sum(p.values["case_status"] != "ok" for p in self.points)
+        return (
+            f"{self.what}: {verb} run {self.run_id[:12]} in {self.path}: {len(self.points)} points "
+            f"({failed} failed), {len(self.new_series)} new series"
+        )
+
+    def text(self) -> str:
+        """The headline, the run's identity and one line per point."""
+        lines = [
+            self.headline(),
+            f"  run {self.run_id}  commit {self.commit or '-'}  started {self.started_utc}",
+            f"  gpu {self.gpu}  suite {self.suite}",
+        ]
+        if self.skipped_cases:
+            lines.append(f"  {self.skipped_cases} skipped case(s) not stored")
+        for p in self.points:
+            v = p.values
+            if v["case_status"] != "ok":
+                what = f"{v['case_status']}: {v['error_phase']}: {v['error_message']}"
+            elif v["median_s"] is None:
+                what = f"no timing (check {v['check_status']})"
+            else:
+                what = f"median {v['median_s'] * 1e6:.3f} us" + ("" if v["stable"] else " unstable")
+                if v["gap"] is not None:
+                    what += f", gap {v['gap']:.4f}x [{v['gap_ci_low']:.4f}, {v['gap_ci_high']:.4f}]"
+            tag = "new series" if p.new_series else "series"
+            lines.append(f"  {tag} {p.series_id}  {series_label(p.key)}: {what}")
+        return "\n".join(lines)
+
+
+class Store:
+    """The history database at `path`; use as a context manager.
+
+    readonly=True opens an existing file read-only (an error if it is missing). Otherwise the
+    file is created, with its schema, at the first trusted ingest, and reads of a file that does
+    not exist yet see an empty history.
+    """
+
+    def __init__(self, path: str | Path, readonly: bool = False):
+        self.path = Path(path)
+        self.readonly = readonly
+        self._db: sqlite3.Connection | None = None
+        self._empty = True
+        if readonly and not self.path.exists():
+            raise StoreError(
+                f"{self.path}: no history database here; create one with "
+                "`python -m harness ingest RESULT.json --db PATH --trusted`"
+            )
+        if self.path.exists():
+            self._open()
+
+    # -- opening and checking the file ------------------------------------------------------
+    def _open(self) -> None:
+        try:
+            if self.readonly:
+                db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
+            else:
+                db = sqlite3.connect(self.path)
+            db.isolation_level = None  # transactions are explicit: BEGIN IMMEDIATE per ingest
+            self._db = db
+            self._empty = self._check_file()
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise StoreError(
+                f"{self.path}: not a readable SQLite database ({exc}); "
+                "is --db pointing at the right file? kernelgap will not overwrite it"
+            ) from None
+
+    def _check_file(self) -> bool:
+        """Refuse a file that is not a kernelgap history of this schema; True if it is empty."""
+        db = self._db
+        app_id = db.execute("PRAGMA application_id").fetchone()[0]
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        if app_id == 0 and version == 0 and not tables:
+            return True
+        if app_id != APPLICATION_ID:
+            raise StoreError(
+                f"{self.path}: not a kernelgap history database (application_id {app_id:#x}, "
+                f"expected {APPLICATION_ID:#x}; tables: {', '.join(tables) or 'none'})"
+            )
+        if version > STORE_SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: history schema version {version} is newer than this kernelgap "
+                f"understands ({STORE_SCHEMA_VERSION}); upgrade kernelgap to read it"
+            )
+        if version < STORE_SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: history schema version {version} is older than "
+                f"{STORE_SCHEMA_VERSION} and has no migration"
+            )
+        return False
+
+    def _prepare_writes(self) -> None:
+        """Open (creating the file) and lay the schema if the file is new; WAL mode."""
+        if self._db is None:
+            self._open()
+        db = self._db
+        db.execute("PRAGMA journal_mode=WAL")
+        # In WAL mode NORMAL may lose the last commits on power loss, never integrity.
+        db.execute("PRAGMA synchronous=NORMAL")
+        if not self._empty:
+            return
+        db.execute("BEGIN IMMEDIATE")  # executescript would commit between statements
+        for statement in SCHEMA.split(";"):
+            if statement.strip():
+                db.execute(statement)
+        db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        db.execute(f"PRAGMA user_version = {STORE_SCHEMA_VERSION}")
+        db.execute(
+            "INSERT INTO meta VALUES ('application', 'kernelgap history'), ('created_utc', ?)",
+            (_now_utc(),),
+        )
+        db.execute("COMMIT")
+        self._empty = False
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def _query(self, sql: str, params=()) -> list[tuple]:
+        if self._db is None or self._empty:
+            return []  # not created yet: an empty history
+        try:
+            return self._db.execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: reading the history failed: {exc}") from None
+
+    # -- ingest ------------------------------------------------------------------------------
+    def ingest(
+        self, document: dict, trusted: bool = False, *, what: str = "result", check: bool = True
+    ) -> IngestReport:
+        """Store one result document (trusted) or only say what would be stored (untrusted).
+
+        check=False skips schema validation for a document the caller validated already.
+        Raises protocol's DocumentError/VersionError for a bad document, GpuMismatchError for
+        a run on another GPU model than the suite pins, StoreError for an incomplete document
+        or an unusable database.
+        """
+        if check:
+            check_version(document.get("schema_version"), RESULT_SCHEMA_VERSION, what)
+            validate(document, "result", what)
+        report = self._plan(document, trusted, what)
+        if not trusted or report.already_stored:
+            return report
+        if self.readonly:
+            raise StoreError(f"{self.path}: opened read-only; a trusted ingest writes")
+        try:
+            self._prepare_writes()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: cannot write the history: {exc}") from None
+        self._write(document, report)
+        return report
+
+    def _plan(self, document: dict, trusted: bool, what: str) -> IngestReport:
+        suite, device = document["suite"], document["environment"]["device"]
+        if not document["complete"] or document["finished_utc"] is None:
+            raise StoreError(
+                f"{what}: an incomplete result document (complete: false) is not history; "
+                "ingest the final document the run wrote"
+            )
+        pinned = suite.get("gpu")
+        if pinned is not None and pinned.strip().casefold() != device["name"].strip().casefold():
+            raise GpuMismatchError(
+                f"{what}: ran on {device['name']!r} but suite {suite['name']!r} pins the GPU "
+                f"model {pinned!r}; refused for the canonical history"
+            )
+        rid = run_id(document)
+        started = normalize_utc(document["started_utc"])
+        report = IngestReport(
+            path=self.path,
+            what=what,
+            run_id=rid,
+            trusted=trusted,
+            commit=suite.get("commit"),
+            started_utc=started,
+            gpu=device["name"],
+            suite=f"{suite['name']} v{suite['version']}",
+        )
+        if self._query("SELECT 1 FROM runs WHERE run_id = ?", (rid,)):
+            report.already_stored = True
+        for index, case in enumerate(document["cases"]):
+            if case["status"] == "skipped":
+                report.skipped_cases += 1
+                continue
+            for name, impl in case["implementations"].items():
+                if impl.get("status") == "skipped":
+                    continue
+                key = series_key(document, case, name)
+                row = _point_row(series_id(key), started, rid, index, case, impl)
+                report.points.append(PlannedPoint(key, row[0], impl["role"], case["baseline"], row))
+        known = self._known_series({p.series_id for p in report.points})
+        for p in report.points:
+            p.new_series = p.series_id not in known
+        return report
+
+    def _known_series(self, ids: set[str]) -> set[str]:
+        if not ids:
+            return set()
+        marks = ",".join("?" * len(ids))
+        rows = self._query(f"SELECT series_id FROM series WHERE series_id IN ({marks})", list(ids))
+        return {r[0] for r in rows}
+
+    def _write(self, document: dict, report: IngestReport) -> None:
+        suite = document["suite"]
+        db = self._db
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (report.run_id,)).fetchone():
+                db.execute("ROLLBACK")  # another writer stored it since the plan
+                report.already_stored = True
+                return
+            db.execute(
+                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    report.run_id,
+                    report.started_utc,
+                    document["finished_utc"],
+                    suite.get("commit"),
+                    suite.get("dirty"),
+                    report.gpu,
+                    suite["name"],
+                    suite["version"],
+                    suite["sha256"],
+                    suite.get("gpu"),
+                    document["schema_version"],
+                    orjson.dumps(document["environment"]),
+                    zlib.compress(orjson.dumps(_without_samples(document)), ZLIB_LEVEL),
+                    _now_utc(),
+                ),
+            )
+            db.executemany(
+                "INSERT OR IGNORE INTO series (series_id, gpu, mode, suite_version, case_id, "
+                "case_version, impl, source_sha256, baseline_source_sha256, role, baseline) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (p.series_id, *(p.key[f] for f in KEY_FIELDS), p.role, p.baseline)
+                    for p in report.points
+                ],
+            )
+            db.executemany(
+                f"INSERT INTO points VALUES ({','.join('?' * len(POINT_COLUMNS))})",
+                [p.row for p in report.points],
+            )
+            db.executemany(
+                "UPDATE series SET points = points + 1, "
+                "first_utc = min(coalesce(first_utc, ?1), ?1), "
+                "last_utc = max(coalesce(last_utc, ?1), ?1) WHERE series_id = ?2",
+                [(report.started_utc, p.series_id) for p in report.points],
+            )
+            db.execute("COMMIT")
+        except sqlite3.IntegrityError as exc:
+            db.execute("ROLLBACK")
+            raise StoreError(
+                f"{report.what}: cannot store run {report.run_id[:12]}: {exc} "
+                "(a case id or implementation listed twice?)"
+            ) from None
+        except sqlite3.DatabaseError as exc:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise StoreError(f"{self.path}: writing the history failed: {exc}") from None
+        report.stored = True
+
+    # -- reading -----------------------------------------------------------------------------
+    def list_series(self, case_id: str | None = None) -> list[dict]:
+        """Every series (optionally of one case): series_id, label, the KEY_FIELDS, role,
+        baseline, points (count), first_utc and last_utc; ordered by case, impl, last date."""
+        sql = (
+            f"SELECT series_id, {', '.join(KEY_FIELDS)}, role, baseline, points, first_utc, "
+            "last_utc FROM series"
+        )
+        params: tuple = ()
+        if case_id is not None:
+            sql, params = f"{sql} WHERE case_id = ?", (case_id,)
+        names = ("series_id", *KEY_FIELDS, "role", "baseline", "points", "first_utc", "last_utc")
+        rows = [dict(zip(names, r, strict=True)) for r in self._query(sql, params)]
+        for row in rows:
+            row["label"] = series_label(row)
+        rows.sort(key=lambda r: (r["case_id"], r["impl"], r["gpu"], r["mode"] or "", r["last_utc"]))
+        return rows
+
+    def points(self, series_id: str, *, with_samples: bool = False) -> list[dict]:
+        """The series' points, oldest first: run_id, started_utc, commit_sha, case_status,
+        error_phase, error_message, check_status, median_s, mad_s, noise, stable, p95_s, min_s,
+        max_s, mean_s, count, gap (ratio of medians), gap_median_of_round_ratios, gap_ci_low,
+        gap_ci_high, gap_stable (and samples_s when asked)."""
+        return self._points(
+            "WHERE p.series_id = ? ORDER BY p.started_utc, p.run_id", (series_id,), with_samples
+        )
+
+    def recent(self, series_id: str, window: int) -> list[dict]:
+        """The newest point and, before it, up to `window` points with stable times and up to
+        `window` with stable gaps (what a regression check needs), oldest first."""
+        newest = self._points(
+            "WHERE p.series_id = ? ORDER BY p.started_utc DESC, p.run_id DESC LIMIT 1",
+            (series_id,),
+        )
+        if not newest:
+            return []
+        before = "WHERE p.series_id = ? AND p.started_utc < ? AND p.{} = 1 "
+        order = "ORDER BY p.started_utc DESC, p.run_id DESC LIMIT ?"
+        found = {newest[0]["run_id"]: newest[0]}
+        for flag in BOOL_FIELDS:
+            for point in self._points(
+                before.format(flag) + order, (series_id, newest[0]["started_utc"], window)
+            ):
+                found[point["run_id"]] = point
+        return sorted(found.values(), key=lambda p: (p["started_utc"], p["run_id"]))
+
+    def _points(self, where: str, params: tuple, with_samples: bool = False) -> list[dict]:
+        fields = POINT_FIELDS + (", p.samples" if with_samples else "")
+        sql = f"SELECT {fields} FROM points p JOIN runs r ON r.run_id = p.run_id {where}"
+        names = [f.strip().split(".")[-1] for f in fields.split(",")]
+        out = []
+        for row in self._query(sql, params):
+            point = dict(zip(names, row, strict=True))
+            for flag in BOOL_FIELDS:
+                if point[flag] is not None:
+                    point[flag] = bool(point[flag])
+            if with_samples:
+                blob = point.pop("samples")
+                point["samples_s"] = None if blob is None else _samples_list(blob)
+            out.append(point)
+        return out
+
+    def runs(self) -> list[dict]:
+        """Every run, oldest first: run_id, started_utc, finished_utc, commit_sha, dirty, gpu,
+        suite_name, suite_version, suite_sha256, suite_gpu, schema_version, ingested_utc."""
+        names = [
+            "run_id",
+            "started_utc",
+            "finished_utc",
+            "commit_sha",
+            "dirty",
+            "gpu",
+            "suite_name",
+            "suite_version",
+            "suite_sha256",
+            "suite_gpu",
+            "schema_version",
+            "ingested_utc",
+        ]
+        rows = self._query(f"SELECT {', '.join(names)} FROM runs ORDER BY started_utc, run_id")
+        return [dict(zip(names, r, strict=True)) for r in rows]
+
+    def raw_document(self, run_id: str) -> dict:
+        """The result document of run `run_id` exactly as ingested (samples put back)."""
+        rows = self._query("SELECT document FROM runs WHERE run_id = ?", (run_id,))
+        if not rows:
+            raise KeyError(f"{self.path}: no run {run_id!r}")
+        try:
+            document = orjson.loads(zlib.decompress(rows[0][0]))
+        except (zlib.error, orjson.JSONDecodeError) as exc:
+            raise StoreError(
+                f"{self.path}: run {run_id}: stored document is corrupt: {exc}"
+            ) from None
+        sql = (
+            "SELECT p.case_index, s.impl, p.samples FROM points p JOIN series s "
+            "ON s.series_id = p.series_id WHERE p.run_id = ? AND p.samples IS NOT NULL"
+        )
+        for index, impl, blob in self._query(sql, (run_id,)):
+            document["cases"][index]["implementations"][impl]["timing"]["samples_s"] = (
+                _samples_list(blob)
+            )
+        return document
+
+
+def _without_samples(document: dict) -> dict:
+    """A shallow copy of `document` with every timing.samples_s set to None (the input is kept)."""
+
+    def impl_copy(impl: dict) -> dict:
+        timing = impl.get("timing")
+        return {**impl, "timing": {**timing, "samples_s": None}} if timing else impl
+
+    cases = [
+        {**c, "implementations": {n: impl_copy(i) for n, i in c["implementations"].items()}}
+        for c in document["cases"]
+    ]
+    return {**document, "cases": cases}
+
+
+def _point_row(sid: str, started: str, rid: str, index: int, case: dict, impl: dict) -> tuple:
+    error = case.get("error") or {}
+    timing = impl.get("timing")
+    stats = timing["stats"] if timing else {}
+    gap = impl.get("gap") or {}
+    return (
+        sid,
+        started,
+        rid,
+        index,
+        case["status"],
+        error.get("phase"),
+        error.get("message"),
+        (impl.get("check") or {}).get("status"),
+        _samples_blob(timing["samples_s"]) if timing else None,
+        *(stats.get(c) for c in STAT_COLUMNS),
+        *(gap.get(k) for k in GAP_COLUMNS.values()),
+    )

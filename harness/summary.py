@@ -1,0 +1,180 @@
+"""A concise markdown summary of one result document, for `$GITHUB_STEP_SUMMARY` or a PR.
+
+Sections: the geometric-mean gap per candidate over stable cases, every gap with its interval,
+unstable and failed results, and the hardware and toolchain signature of the run.
+"""
+
+from __future__ import annotations
+
+import math
+
+from harness.export.table import MARKDOWN, Column, first_line, format_time, render
+
+__all__ = ["geomean_gaps", "markdown", "signature"]
+
+
+def geomean_gaps(document: dict) -> dict[str, tuple[float, int]]:
+    """{candidate: (geometric mean gap, number of cases)} over ok cases whose gap is stable.
+
+    Geometric mean = exp(mean(ln ratio_of_medians)), the mean that treats 2x and 0.5x as
+    symmetric. The same rule as the runner's summary.geomean_gap, recomputed here so a
+    partial document (complete: false) and the document's own cases always agree.
+    """
+    logs: dict[str, list[float]] = {}
+    for case in document["cases"]:
+        if case["status"] != "ok":
+            continue
+        for name, impl in case["implementations"].items():
+            gap = impl.get("gap")
+            if gap and gap["stable"]:
+                logs.setdefault(name, []).append(math.log(gap["ratio_of_medians"]))
+    return {name: (math.exp(sum(v) / len(v)), len(v)) for name, v in logs.items()}
+
+
+def _cuda_version(device: dict) -> str:
+    """CUDA driver API version: the runner's string, else 13000 -> '13.0'."""
+    if device.get("driver_version_string"):
+        return device["driver_version_string"]
+    version = device["driver_version"]
+    return f"{version // 1000}.{version % 1000 // 10}"
+
+
+def signature(document: dict) -> list[tuple[str, str]]:
+    """(what, value) pairs naming the hardware and toolchain a run's numbers belong to."""
+    env = document["environment"]
+    device, software = env["device"], env["software"]
+    sensors = env.get("sensors_start") or {}
+    memory_gib = device["memory_bytes"] / 2**30
+    pairs = [
+        (
+            "GPU",
+            f"{device['name']} ({device['arch']}, {device['sm_count']} SMs, "
+            f"{memory_gib:.0f} GiB, L2 {device['l2_bytes'] / 2**20:.0f} MiB)",
+        ),
+        ("Driver", str(sensors.get("driver_version") or "unknown (NVML unavailable)")),
+        ("CUDA (driver API)", _cuda_version(device)),
+    ]
+    for name, toolchain in sorted(env["toolchains"].items()):
+        pairs.append((f"Toolchain {name}", str(toolchain["version"])))
+    pairs += [
+        (
+            "Python / cuda-bindings / numpy",
+            " / ".join(str(software.get(k, "?")) for k in ("python", "cuda_bindings", "numpy")),
+        ),
+        ("Host", str(software["hostname"])),
+    ]
+    suite = document["suite"]
+    commit = suite["commit"] or "unknown"
+    dirty = " (dirty)" if suite["dirty"] else ""
+    pairs.append(
+        (
+            "Suite",
+            f"{suite['name']} v{suite['version']}, commit {commit}{dirty}, "
+            f"sha256 {suite['sha256'][:12]}",
+        )
+    )
+    return pairs
+
+
+def _gap_rows(document: dict) -> list[tuple]:
+    rows = []
+    for case in document["cases"]:
+        impls = case["implementations"]
+        base = impls.get(case["baseline"], {}).get("timing")
+        for name, impl in impls.items():
+            gap = impl.get("gap")
+            if not gap:
+                continue
+            rows.append(
+                (
+                    f"{case['id']} v{case['version']}",
+                    f"{name} vs {case['baseline']}",
+                    f"{gap['ratio_of_medians']:.4f}x",
+                    f"{gap['ci_low']:.4f} – {gap['ci_high']:.4f}",
+                    format_time(base["stats"]["median_s"]) if base else "-",
+                    format_time(impl["timing"]["stats"]["median_s"]),
+                    "stable" if gap["stable"] else "**unstable**",
+                )
+            )
+    return rows
+
+
+def _unstable_lines(document: dict) -> list[str]:
+    lines = []
+    for case in document["cases"]:
+        for name, impl in case["implementations"].items():
+            stats = (impl.get("timing") or {}).get("stats")
+            if stats and not stats["stable"]:
+                lines.append(
+                    f"- `{case['id']}` / `{name}`: noise (MAD / median) {stats['noise']:.2%} "
+                    f"over {stats['count']} samples"
+                )
+    return lines
+
+
+def _problem_lines(document: dict) -> list[str]:
+    """Failed and skipped cases (phase, CUDA error, first line), then results without a gap."""
+    lines = []
+    for case in document["cases"]:
+        error = case.get("error")
+        if case["status"] != "ok":
+            detail = "no error recorded"
+            if error:
+                cuda = f" {error['cuda_error']}" if error.get("cuda_error") else ""
+                detail = f"{error['phase']}{cuda}: {first_line(error['message'])}"
+            lines.append(f"- `{case['id']}` v{case['version']} {case['status']}: {detail}")
+            continue
+        for name, impl in case["implementations"].items():
+            if impl.get("status") == "skipped":
+                reason = first_line(impl.get("skip_reason", "")) or "no reason recorded"
+                lines.append(f"- `{case['id']}` / `{name}` skipped: {reason}")
+            elif impl["role"] == "candidate" and not impl.get("gap"):
+                note = impl.get("gap_note") or f"check {impl.get('check', {}).get('status')}"
+                lines.append(f"- `{case['id']}` / `{name}` has no gap: {first_line(note)}")
+    return lines
+
+
+def markdown(document: dict) -> str:
+    """The summary as markdown (one document; validate it before calling)."""
+    suite, counts = document["suite"], document["summary"]
+    device = document["environment"]["device"]["name"]
+    incomplete = "" if document["complete"] else " **Incomplete run: not every case finished.**"
+    parts = [
+        f"## kernelgap: {suite['name']} v{suite['version']} on {device}\n\n"
+        f"{counts['cases']} cases: {counts['ok']} ok, {counts['failed']} failed, "
+        f"{counts['skipped']} skipped, {counts['unstable']} with an unstable gap; started "
+        f"{document['started_utc']}. Gap = median(candidate) / median(baseline): 1.0x is "
+        f"parity, lower is better.{incomplete}\n"
+    ]
+    geomeans = geomean_gaps(document)
+    if geomeans:
+        rows = [(n, f"{v:.4f}x", str(k)) for n, (v, k) in sorted(geomeans.items())]
+        columns = [Column("Candidate"), Column("Geomean gap", True), Column("Stable cases", True)]
+        parts.append("### Geometric-mean gap (stable cases)\n\n" + render(MARKDOWN, columns, rows))
+    else:
+        parts.append("### Geometric-mean gap (stable cases)\n\nNo stable gap in this run.\n")
+    gap_rows = _gap_rows(document)
+    if gap_rows:
+        columns = [
+            Column("Case"),
+            Column("Candidate"),
+            Column("Gap", True),
+            Column("95% CI", True),
+            Column("Baseline", True),
+            Column("Candidate time", True),
+            Column("Status"),
+        ]
+        parts.append("### Gaps per case\n\n" + render(MARKDOWN, columns, gap_rows))
+    unstable = _unstable_lines(document)
+    if unstable:
+        parts.append(
+            "### Unstable (noise above the limit; left out of the geomean and of alerts)\n\n"
+            + "\n".join(unstable)
+            + "\n"
+        )
+    problems = _problem_lines(document)
+    if problems:
+        parts.append("### Failed, skipped or without a gap\n\n" + "\n".join(problems) + "\n")
+    columns = [Column("What"), Column("Value")]
+    parts.append("### Hardware and toolchain\n\n" + render(MARKDOWN, columns, signature(document)))
+    return "\n".join(parts)
