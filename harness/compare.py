@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy.stats import mannwhitneyu
 
-from harness.export.table import MARKDOWN, Column, format_time, render
+from harness.export.table import MARKDOWN, Column, format_table, format_time
 from harness.series import series_key
 
 __all__ = [
@@ -140,8 +140,9 @@ def _samples(values, what: str) -> np.ndarray:
     array = np.asarray(values, dtype=np.float64)
     if array.ndim != 1 or array.size == 0 or not np.all(np.isfinite(array)):
         raise ValueError(f"{what}: expected a non-empty flat sequence of finite times in seconds")
-    if np.median(array) <= 0:
-        raise ValueError(f"{what}: the median time is {np.median(array)!r} s; expected > 0")
+    median_s = float(np.median(array))
+    if median_s <= 0:
+        raise ValueError(f"{what}: the median time is {median_s!r} s; expected > 0")
     return array
 
 
@@ -232,6 +233,10 @@ class TimeChange:
     p_value: float
     verdict: str
 
+    @property
+    def label(self) -> str:
+        return f"{self.case_id}/{self.impl}"
+
 
 @dataclass(frozen=True)
 class GapChange:
@@ -246,6 +251,10 @@ class GapChange:
     change: Change
     p_value: float
     verdict: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.case_id}/{self.candidate} gap"
 
 
 @dataclass(frozen=True)
@@ -507,7 +516,7 @@ def markdown(comparison: Comparison) -> str:
             for r in c.times
         ]
         columns = _columns("Case", "Implementation", "Base", "Head", conf)
-        parts.append(render(MARKDOWN, columns, rows))
+        parts.append(format_table(MARKDOWN, columns, rows))
     if c.gaps:
         rows = [
             (
@@ -524,7 +533,8 @@ def markdown(comparison: Comparison) -> str:
         ]
         columns = _columns("Case", "Candidate", "Base gap", "Head gap", conf)
         parts.append(
-            "### Gaps (candidate / baseline; lower is better)\n\n" + render(MARKDOWN, columns, rows)
+            "### Gaps (candidate / baseline; lower is better)\n\n"
+            + format_table(MARKDOWN, columns, rows)
         )
     if c.not_compared:
         items = [

@@ -8,6 +8,7 @@ one series; a changed key starts a new series.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 import orjson
@@ -64,8 +65,13 @@ def series_key(document: dict, case: dict, impl_name: str) -> dict:
 
 def series_id(key: dict) -> str:
     """First 16 hex digits of sha256 over the key's canonical JSON (sorted keys, no spaces)."""
+    return _series_id(tuple(key[field] for field in KEY_FIELDS))
+
+
+@functools.lru_cache(maxsize=65536)  # an ingest meets the same few hundred keys again and again
+def _series_id(values: tuple) -> str:
     canonical = orjson.dumps(
-        {field: key[field] for field in KEY_FIELDS}, option=orjson.OPT_SORT_KEYS
+        dict(zip(KEY_FIELDS, values, strict=True)), option=orjson.OPT_SORT_KEYS
     )
     return hashlib.sha256(canonical).hexdigest()[:ID_HEX_DIGITS]
 

@@ -17,11 +17,13 @@ validates and plans but never opens the file for writing (nor creates it).
 
 from __future__ import annotations
 
+import array
 import hashlib
 import sqlite3
+import sys
 import zlib
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -42,12 +44,14 @@ __all__ = [
 
 STORE_SCHEMA_VERSION = 1
 APPLICATION_ID = 0x4B474150  # "KGAP": tells a kernelgap history from any other SQLite file
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 ZLIB_LEVEL = 6  # ~12x on a result document without samples, ~1 ms for 30 cases
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE runs (
-    run_id TEXT PRIMARY KEY,
+    run INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL UNIQUE,
     started_utc TEXT NOT NULL,
     finished_utc TEXT,
     commit_sha TEXT,
@@ -64,7 +68,8 @@ CREATE TABLE runs (
 );
 CREATE INDEX runs_by_date ON runs (started_utc);
 CREATE TABLE series (
-    series_id TEXT PRIMARY KEY,
+    series INTEGER PRIMARY KEY,
+    series_id TEXT NOT NULL UNIQUE,
     gpu TEXT NOT NULL,
     mode TEXT,
     suite_version INTEGER NOT NULL,
@@ -78,12 +83,12 @@ CREATE TABLE series (
     points INTEGER NOT NULL DEFAULT 0,
     first_utc TEXT,
     last_utc TEXT
-) WITHOUT ROWID;
+);
 CREATE INDEX series_by_case ON series (case_id);
 CREATE TABLE points (
-    series_id TEXT NOT NULL REFERENCES series (series_id),
-    started_utc TEXT NOT NULL,
-    run_id TEXT NOT NULL REFERENCES runs (run_id),
+    series INTEGER NOT NULL REFERENCES series (series),
+    started_us INTEGER NOT NULL,
+    run INTEGER NOT NULL REFERENCES runs (run),
     case_index INTEGER NOT NULL,
     case_status TEXT NOT NULL,
     error_phase TEXT,
@@ -104,50 +109,14 @@ CREATE TABLE points (
     gap_ci_low REAL,
     gap_ci_high REAL,
     gap_confidence REAL,
-    gap_stable INTEGER,
-    PRIMARY KEY (series_id, started_utc, run_id)
-) WITHOUT ROWID;
-CREATE INDEX points_by_run ON points (run_id);
+    gap_stable INTEGER
+);
+CREATE UNIQUE INDEX points_by_series ON points (series, started_us, run);
+CREATE INDEX points_by_run ON points (run);
 """
 
-POINT_COLUMNS = [
-    "series_id",
-    "started_utc",
-    "run_id",
-    "case_index",
-    "case_status",
-    "error_phase",
-    "error_message",
-    "check_status",
-    "samples",
-    "median_s",
-    "mad_s",
-    "noise",
-    "stable",
-    "p95_s",
-    "min_s",
-    "max_s",
-    "mean_s",
-    "count",
-    "gap",
-    "gap_median_of_round_ratios",
-    "gap_ci_low",
-    "gap_ci_high",
-    "gap_confidence",
-    "gap_stable",
-]
-STAT_COLUMNS = (
-    "median_s",
-    "mad_s",
-    "noise",
-    "stable",
-    "p95_s",
-    "min_s",
-    "max_s",
-    "mean_s",
-    "count",
-)
-GAP_COLUMNS = {
+STAT_COLUMNS = "median_s mad_s noise stable p95_s min_s max_s mean_s count".split()  # noqa: SIM905
+GAP_COLUMNS = {  # points column: key of the document's gap block
     "gap": "ratio_of_medians",
     "gap_median_of_round_ratios": "median_of_round_ratios",
     "gap_ci_low": "ci_low",
@@ -155,14 +124,24 @@ GAP_COLUMNS = {
     "gap_confidence": "confidence",
     "gap_stable": "stable",
 }
+# The points columns after (series, started_us, run), which the write adds.
+VALUE_COLUMNS = (
+    *("case_index", "case_status", "error_phase", "error_message", "check_status", "samples"),
+    *STAT_COLUMNS,
+    *GAP_COLUMNS,
+)
 # What points() returns: the run's commit comes from a join, the samples only on request.
 POINT_FIELDS = (
-    "p.run_id, p.started_utc, r.commit_sha, p.case_status, p.error_phase, p.error_message, "
+    "r.run_id, r.started_utc, r.commit_sha, p.case_status, p.error_phase, p.error_message, "
     "p.check_status, p.median_s, p.mad_s, p.noise, p.stable, p.p95_s, p.min_s, p.max_s, "
     "p.mean_s, p.count, p.gap, p.gap_median_of_round_ratios, p.gap_ci_low, p.gap_ci_high, "
     "p.gap_stable"
 )
 BOOL_FIELDS = ("stable", "gap_stable")
+RUN_FIELDS = (
+    *("run_id", "started_utc", "finished_utc", "commit_sha", "dirty", "gpu", "suite_name"),
+    *("suite_version", "suite_sha256", "suite_gpu", "schema_version", "ingested_utc"),
+)
 
 
 class StoreError(RuntimeError):
@@ -185,12 +164,22 @@ def normalize_utc(text: str) -> str:
     return f"{whole}.{(fraction + '000000')[:6]}Z"
 
 
+def _microseconds(normalized_utc: str) -> int:
+    """Microseconds since 1970-01-01 UTC of a normalize_utc() string (exact integer)."""
+    moment = datetime.strptime(normalized_utc, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    return (moment - EPOCH) // timedelta(microseconds=1)
+
+
 def _now_utc() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _samples_blob(samples_s) -> bytes:
-    return np.asarray(samples_s, dtype="<f8").tobytes()
+def _samples_blob(samples_s: list[float]) -> bytes:
+    """Little-endian float64 bytes (array is several times faster than numpy for 30 floats)."""
+    values = array.array("d", samples_s)
+    if sys.byteorder == "big":
+        values.byteswap()
+    return values.tobytes()
 
 
 def _samples_list(blob: bytes) -> list[float]:
@@ -205,12 +194,12 @@ class PlannedPoint:
     series_id: str
     role: str
     baseline: str
-    row: tuple
+    row: tuple  # VALUE_COLUMNS
     new_series: bool = False
 
     @property
     def values(self) -> dict:
-        return dict(zip(POINT_COLUMNS, self.row, strict=True))
+        return dict(zip(VALUE_COLUMNS, self.row, strict=True))
 
 
 @dataclass
@@ -281,6 +270,7 @@ class Store:
         self.readonly = readonly
         self._db: sqlite3.Connection | None = None
         self._empty = True
+        self._series_cache: dict[str, int] = {}
         if readonly and not self.path.exists():
             raise StoreError(
                 f"{self.path}: no history database here; create one with "
@@ -434,19 +424,25 @@ class Store:
                 if impl.get("status") == "skipped":
                     continue
                 key = series_key(document, case, name)
-                row = _point_row(series_id(key), started, rid, index, case, impl)
-                report.points.append(PlannedPoint(key, row[0], impl["role"], case["baseline"], row))
-        known = self._known_series({p.series_id for p in report.points})
+                report.points.append(
+                    PlannedPoint(
+                        key,
+                        series_id(key),
+                        impl["role"],
+                        case["baseline"],
+                        _values(index, case, impl),
+                    )
+                )
+        known = self._series_rowids()
         for p in report.points:
             p.new_series = p.series_id not in known
         return report
 
-    def _known_series(self, ids: set[str]) -> set[str]:
-        if not ids:
-            return set()
-        marks = ",".join("?" * len(ids))
-        rows = self._query(f"SELECT series_id FROM series WHERE series_id IN ({marks})", list(ids))
-        return {r[0] for r in rows}
+    def _series_rowids(self) -> dict[str, int]:
+        """series_id -> series rowid of every stored series (cached: series are never removed)."""
+        if not self._series_cache:
+            self._series_cache = dict(self._query("SELECT series_id, series FROM series"))
+        return self._series_cache
 
     def _write(self, document: dict, report: IngestReport) -> None:
         suite = document["suite"]
@@ -457,8 +453,8 @@ class Store:
                 db.execute("ROLLBACK")  # another writer stored it since the plan
                 report.already_stored = True
                 return
-            db.execute(
-                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            run = db.execute(
+                "INSERT INTO runs VALUES (NULL,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     report.run_id,
                     report.started_utc,
@@ -472,28 +468,21 @@ class Store:
                     suite.get("gpu"),
                     document["schema_version"],
                     orjson.dumps(document["environment"]),
-                    zlib.compress(orjson.dumps(_without_samples(document)), ZLIB_LEVEL),
+                    zlib.compress(orjson.dumps(_stripped(document)), ZLIB_LEVEL),
                     _now_utc(),
                 ),
-            )
+            ).lastrowid
+            rowids = {**self._series_rowids(), **self._insert_series(report.points)}
+            started_us = _microseconds(report.started_utc)
             db.executemany(
-                "INSERT OR IGNORE INTO series (series_id, gpu, mode, suite_version, case_id, "
-                "case_version, impl, source_sha256, baseline_source_sha256, role, baseline) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                [
-                    (p.series_id, *(p.key[f] for f in KEY_FIELDS), p.role, p.baseline)
-                    for p in report.points
-                ],
-            )
-            db.executemany(
-                f"INSERT INTO points VALUES ({','.join('?' * len(POINT_COLUMNS))})",
-                [p.row for p in report.points],
+                f"INSERT INTO points VALUES ({','.join('?' * (3 + len(VALUE_COLUMNS)))})",
+                [(rowids[p.series_id], started_us, run, *p.row) for p in report.points],
             )
             db.executemany(
                 "UPDATE series SET points = points + 1, "
                 "first_utc = min(coalesce(first_utc, ?1), ?1), "
-                "last_utc = max(coalesce(last_utc, ?1), ?1) WHERE series_id = ?2",
-                [(report.started_utc, p.series_id) for p in report.points],
+                "last_utc = max(coalesce(last_utc, ?1), ?1) WHERE series = ?2",
+                [(report.started_utc, rowids[p.series_id]) for p in report.points],
             )
             db.execute("COMMIT")
         except sqlite3.IntegrityError as exc:
@@ -506,7 +495,28 @@ class Store:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise StoreError(f"{self.path}: writing the history failed: {exc}") from None
+        self._series_cache = rowids  # only after COMMIT: a rolled-back rowid must not linger
         report.stored = True
+
+    def _insert_series(self, points: list[PlannedPoint]) -> dict[str, int]:
+        """Insert the series this run starts; their rowids. Inside the ingest's transaction."""
+        added: dict[str, int] = {}
+        for p in points:
+            if p.series_id in self._series_cache or p.series_id in added:
+                continue
+            cursor = self._db.execute(
+                "INSERT OR IGNORE INTO series (series_id, gpu, mode, suite_version, case_id, "
+                "case_version, impl, source_sha256, baseline_source_sha256, role, baseline) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (p.series_id, *(p.key[f] for f in KEY_FIELDS), p.role, p.baseline),
+            )
+            if cursor.rowcount:
+                added[p.series_id] = cursor.lastrowid
+            else:  # another writer added it since this store loaded its cache
+                added[p.series_id] = self._db.execute(
+                    "SELECT series FROM series WHERE series_id = ?", (p.series_id,)
+                ).fetchone()[0]
+        return added
 
     # -- reading -----------------------------------------------------------------------------
     def list_series(self, case_id: str | None = None) -> list[dict]:
@@ -531,35 +541,40 @@ class Store:
         error_phase, error_message, check_status, median_s, mad_s, noise, stable, p95_s, min_s,
         max_s, mean_s, count, gap (ratio of medians), gap_median_of_round_ratios, gap_ci_low,
         gap_ci_high, gap_stable (and samples_s when asked)."""
-        return self._points(
-            "WHERE p.series_id = ? ORDER BY p.started_utc, p.run_id", (series_id,), with_samples
-        )
+        return self._points("ORDER BY p.started_us, p.run", series_id, (), with_samples)
 
     def recent(self, series_id: str, window: int) -> list[dict]:
         """The newest point and, before it, up to `window` points with stable times and up to
         `window` with stable gaps (what a regression check needs), oldest first."""
-        newest = self._points(
-            "WHERE p.series_id = ? ORDER BY p.started_utc DESC, p.run_id DESC LIMIT 1",
-            (series_id,),
-        )
+        newest = self._points("ORDER BY p.started_us DESC, p.run DESC LIMIT 1", series_id, ())
         if not newest:
             return []
-        before = "WHERE p.series_id = ? AND p.started_utc < ? AND p.{} = 1 "
-        order = "ORDER BY p.started_utc DESC, p.run_id DESC LIMIT ?"
         found = {newest[0]["run_id"]: newest[0]}
+        before_us = _microseconds(newest[0]["started_utc"])
         for flag in BOOL_FIELDS:
             for point in self._points(
-                before.format(flag) + order, (series_id, newest[0]["started_utc"], window)
+                f"AND p.started_us < ? AND p.{flag} = 1 "
+                "ORDER BY p.started_us DESC, p.run DESC LIMIT ?",
+                series_id,
+                (before_us, window),
             ):
                 found[point["run_id"]] = point
         return sorted(found.values(), key=lambda p: (p["started_utc"], p["run_id"]))
 
-    def _points(self, where: str, params: tuple, with_samples: bool = False) -> list[dict]:
+    def _points(self, tail: str, sid: str, params: tuple, with_samples: bool = False) -> list:
+        rowid = self._series_rowids().get(sid)
+        if rowid is None:
+            rows = self._query("SELECT series FROM series WHERE series_id = ?", (sid,))
+            if not rows:
+                return []
+            rowid = rows[0][0]
         fields = POINT_FIELDS + (", p.samples" if with_samples else "")
-        sql = f"SELECT {fields} FROM points p JOIN runs r ON r.run_id = p.run_id {where}"
+        sql = (
+            f"SELECT {fields} FROM points p JOIN runs r ON r.run = p.run WHERE p.series = ? {tail}"
+        )
         names = [f.strip().split(".")[-1] for f in fields.split(",")]
         out = []
-        for row in self._query(sql, params):
+        for row in self._query(sql, (rowid, *params)):
             point = dict(zip(names, row, strict=True))
             for flag in BOOL_FIELDS:
                 if point[flag] is not None:
@@ -573,47 +588,36 @@ class Store:
     def runs(self) -> list[dict]:
         """Every run, oldest first: run_id, started_utc, finished_utc, commit_sha, dirty, gpu,
         suite_name, suite_version, suite_sha256, suite_gpu, schema_version, ingested_utc."""
-        names = [
-            "run_id",
-            "started_utc",
-            "finished_utc",
-            "commit_sha",
-            "dirty",
-            "gpu",
-            "suite_name",
-            "suite_version",
-            "suite_sha256",
-            "suite_gpu",
-            "schema_version",
-            "ingested_utc",
-        ]
-        rows = self._query(f"SELECT {', '.join(names)} FROM runs ORDER BY started_utc, run_id")
-        return [dict(zip(names, r, strict=True)) for r in rows]
+        rows = self._query(f"SELECT {', '.join(RUN_FIELDS)} FROM runs ORDER BY started_utc, run")
+        return [dict(zip(RUN_FIELDS, r, strict=True)) for r in rows]
 
     def raw_document(self, run_id: str) -> dict:
         """The result document of run `run_id` exactly as ingested (samples put back)."""
-        rows = self._query("SELECT document FROM runs WHERE run_id = ?", (run_id,))
+        sql = "SELECT run, environment, document FROM runs WHERE run_id = ?"
+        rows = self._query(sql, (run_id,))
         if not rows:
             raise KeyError(f"{self.path}: no run {run_id!r}")
+        run, environment, blob = rows[0]
         try:
-            document = orjson.loads(zlib.decompress(rows[0][0]))
+            document = orjson.loads(zlib.decompress(blob))
+            document["environment"] = orjson.loads(environment)
         except (zlib.error, orjson.JSONDecodeError) as exc:
             raise StoreError(
                 f"{self.path}: run {run_id}: stored document is corrupt: {exc}"
             ) from None
         sql = (
             "SELECT p.case_index, s.impl, p.samples FROM points p JOIN series s "
-            "ON s.series_id = p.series_id WHERE p.run_id = ? AND p.samples IS NOT NULL"
+            "ON s.series = p.series WHERE p.run = ? AND p.samples IS NOT NULL"
         )
-        for index, impl, blob in self._query(sql, (run_id,)):
-            document["cases"][index]["implementations"][impl]["timing"]["samples_s"] = (
-                _samples_list(blob)
-            )
+        for index, impl, samples in self._query(sql, (run,)):
+            timing = document["cases"][index]["implementations"][impl]["timing"]
+            timing["samples_s"] = _samples_list(samples)
         return document
 
 
-def _without_samples(document: dict) -> dict:
-    """A shallow copy of `document` with every timing.samples_s set to None (the input is kept)."""
+def _stripped(document: dict) -> dict:
+    """A shallow copy of `document` without what has its own column: environment and every
+    timing.samples_s are set to None (the input is left as it was)."""
 
     def impl_copy(impl: dict) -> dict:
         timing = impl.get("timing")
@@ -623,18 +627,16 @@ def _without_samples(document: dict) -> dict:
         {**c, "implementations": {n: impl_copy(i) for n, i in c["implementations"].items()}}
         for c in document["cases"]
     ]
-    return {**document, "cases": cases}
+    return {**document, "environment": None, "cases": cases}
 
 
-def _point_row(sid: str, started: str, rid: str, index: int, case: dict, impl: dict) -> tuple:
+def _values(index: int, case: dict, impl: dict) -> tuple:
+    """The VALUE_COLUMNS of one implementation's point."""
     error = case.get("error") or {}
     timing = impl.get("timing")
     stats = timing["stats"] if timing else {}
     gap = impl.get("gap") or {}
     return (
-        sid,
-        started,
-        rid,
         index,
         case["status"],
         error.get("phase"),

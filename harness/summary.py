@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from harness.export.table import MARKDOWN, Column, first_line, format_time, render
+from harness.export.table import MARKDOWN, Column, first_line, format_table, format_time
 
 __all__ = ["geomean_gaps", "markdown", "signature"]
 
@@ -150,7 +150,9 @@ def markdown(document: dict) -> str:
     if geomeans:
         rows = [(n, f"{v:.4f}x", str(k)) for n, (v, k) in sorted(geomeans.items())]
         columns = [Column("Candidate"), Column("Geomean gap", True), Column("Stable cases", True)]
-        parts.append("### Geometric-mean gap (stable cases)\n\n" + render(MARKDOWN, columns, rows))
+        parts.append(
+            "### Geometric-mean gap (stable cases)\n\n" + format_table(MARKDOWN, columns, rows)
+        )
     else:
         parts.append("### Geometric-mean gap (stable cases)\n\nNo stable gap in this run.\n")
     gap_rows = _gap_rows(document)
@@ -164,7 +166,7 @@ def markdown(document: dict) -> str:
             Column("Candidate time", True),
             Column("Status"),
         ]
-        parts.append("### Gaps per case\n\n" + render(MARKDOWN, columns, gap_rows))
+        parts.append("### Gaps per case\n\n" + format_table(MARKDOWN, columns, gap_rows))
     unstable = _unstable_lines(document)
     if unstable:
         parts.append(
@@ -176,5 +178,7 @@ def markdown(document: dict) -> str:
     if problems:
         parts.append("### Failed, skipped or without a gap\n\n" + "\n".join(problems) + "\n")
     columns = [Column("What"), Column("Value")]
-    parts.append("### Hardware and toolchain\n\n" + render(MARKDOWN, columns, signature(document)))
+    parts.append(
+        "### Hardware and toolchain\n\n" + format_table(MARKDOWN, columns, signature(document))
+    )
     return "\n".join(parts)

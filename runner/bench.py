@@ -115,7 +115,7 @@ def build_case(case: manifest.CaseSpec, arch: str, case_doc: dict, say) -> dict[
         doc = case_doc["implementations"][impl.name]
         where = f"case {case.id}, implementation {impl.name} ({impl.source_rel})"
         try:
-            b = toolchains.build(impl.toolchain, impl.source, arch, impl.flags)
+            b = toolchains.build(impl.toolchain, impl.source, arch, impl.flags, impl.command)
         except toolchains.ToolchainMissing as exc:
             doc["status"] = "skipped"
             doc["skip_reason"] = str(exc)

@@ -354,6 +354,7 @@ def test_real_benchmark_manifest_loads():
     case = suite.case("axpy_f64")
     assert [(i.name, i.role, i.toolchain) for i in case.impls] == [
         ("cuda", "baseline", "nvcc"),
+        ("llvm", "candidate", "clang"),
         ("handptx", "candidate", "ptx"),
     ]
     assert all(i.source.is_file() for i in case.impls)

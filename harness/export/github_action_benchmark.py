@@ -15,10 +15,9 @@ hashes), the driver and the commit.
 
 from __future__ import annotations
 
-from protocol.codec import encode
-
 from harness.series import series_key
 from harness.summary import geomean_gaps
+from protocol.codec import encode
 
 __all__ = ["entries", "render"]
 
@@ -48,6 +47,7 @@ def entries(document: dict) -> list[dict]:
     """The entries for one (validated) result document, in document order, geomeans last."""
     out = []
     baselines = set()
+    stable_gaps: dict[str, list[float]] = {}  # candidate -> its stable case gaps, for the range
     for case in document["cases"]:
         if case["status"] != "ok":
             continue
@@ -74,6 +74,7 @@ def entries(document: dict) -> list[dict]:
             gap = impl.get("gap")
             if gap and gap["stable"]:
                 baselines.add(case["baseline"])
+                stable_gaps.setdefault(name, []).append(gap["ratio_of_medians"])
                 conf = f"{gap['confidence']:.0%}"
                 out.append(
                     {
@@ -87,21 +88,17 @@ def entries(document: dict) -> list[dict]:
     geomeans = geomean_gaps(document)
     unit = f"x {next(iter(baselines))}" if len(baselines) == 1 else "x baseline"
     for name, (value, cases) in sorted(geomeans.items()):
-        gaps = [e["value"] for e in out if e["unit"].startswith("x ") and _is_gap_of(e, name)]
+        gaps = stable_gaps[name]
         out.append(
             {
                 "name": "suite/geomean_gap" if len(geomeans) == 1 else f"suite/geomean_gap/{name}",
                 "unit": unit,
                 "value": value,
-                "range": f"{min(gaps):.4f} to {max(gaps):.4f} over {cases} cases",
+                "range": f"{min(gaps):.4f} to {max(gaps):.4f} over {cases} case{'s' * (cases != 1)}",
                 "extra": _extra(document, candidate=name, stable_cases=cases),
             }
         )
     return out
-
-
-def _is_gap_of(entry: dict, candidate: str) -> bool:
-    return entry["extra"].startswith("gpu:") and f"\nimpl: {candidate}\n" in entry["extra"]
 
 
 def render(document: dict) -> bytes:

@@ -18,9 +18,9 @@ __all__ = [
     "ImplRow",
     "Markup",
     "first_line",
+    "format_table",
     "format_time",
     "impl_rows",
-    "render",
 ]
 
 
@@ -67,7 +67,7 @@ MARKDOWN = Markup(
 CSV = Markup(row=_csv_row, divider=None, pad=False)
 
 
-def render(markup: Markup, columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> str:
+def format_table(markup: Markup, columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> str:
     """The table as text, one line per row, ending in a newline."""
     escape = _markdown_cell if markup is MARKDOWN else str
     cells = [[escape(c.title) for c in columns]] + [[escape(x) for x in row] for row in rows]

@@ -23,7 +23,6 @@ import os
 import struct
 import subprocess
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import BinaryIO, Protocol
@@ -225,9 +224,8 @@ class GuardedProcess:
         except (BrokenPipeError, OSError):
             pass
 
-    def run(self, timeout_s: float) -> tuple[int | None, float]:
-        """(exit status or None when the limit stopped it, seconds it ran)."""
-        start = time.monotonic()
+    def run(self, timeout_s: float) -> int | None:
+        """The exit status, or None when the whole-job limit stopped it."""
         proc = subprocess.Popen(
             self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
@@ -255,4 +253,4 @@ class GuardedProcess:
             self._close(proc.stdin)
         for thread in threads[1:]:
             thread.join(timeout=STOP_GRACE_S)
-        return status, time.monotonic() - start
+        return status

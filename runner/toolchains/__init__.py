@@ -1,16 +1,23 @@
-"""Toolchains behind one interface: `build(source, arch, flags) -> Build` (PTX text plus provenance).
+"""Toolchains behind one interface: `build(toolchain, source, arch, flags, template) -> Build`.
 
-One module per toolchain; `TOOLCHAINS` maps the manifest's `toolchain` names to them.
+One module per toolchain; `TOOLCHAINS` maps the manifest's `toolchain` names to them. Each module
+has `build(source, arch, flags, template) -> (ptx_text, command)` and `version(template) -> str`;
+`template` is the implementation's command template and only the `command` toolchain reads it.
+A module raises `ToolchainMissing` when its compiler is not installed here (the implementation is
+then skipped with that reason) and `BuildError` when the compiler rejects the source.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.toolchains import nvcc, prebuilt
+# The modules import BuildError and friends from here lazily, inside their functions.
+from runner.toolchains import clang, command, nvcc, nvrtc, prebuilt
 
 
 class BuildError(RuntimeError):
@@ -47,21 +54,64 @@ class Build:
         }
 
 
-TOOLCHAINS = {"nvcc": nvcc, "ptx": prebuilt}
+def cuda_roots() -> list[Path]:
+    """CUDA toolkit folders, best first, without duplicates.
+
+    Order: $CUDA_PATH and $CUDA_HOME (taken as given), then the guesses that look like a toolkit
+    (an nvvm/ folder or include/cuda.h): the folder above the real `nvcc` on PATH (symlinks
+    resolved), /usr/local/cuda, /usr/local/cuda-* (newest first), /usr/lib/cuda (Debian). nvcc may
+    be a shell wrapper, which resolves to its own folder: hence the /usr/local guesses.
+    """
+    given = [Path(os.environ[var]) for var in ("CUDA_PATH", "CUDA_HOME") if os.environ.get(var)]
+    guessed = [Path("/usr/local/cuda")]
+    nvcc_path = shutil.which("nvcc")
+    if nvcc_path:
+        guessed.insert(0, Path(nvcc_path).resolve().parent.parent)
+    guessed += sorted(Path("/usr/local").glob("cuda-*"), key=_version_key, reverse=True)
+    guessed.append(Path("/usr/lib/cuda"))
+    roots: list[Path] = []
+    for root in given + [
+        g for g in guessed if (g / "nvvm").is_dir() or (g / "include/cuda.h").is_file()
+    ]:
+        if root.is_dir() and root.resolve() not in {r.resolve() for r in roots}:
+            roots.append(root)
+    return roots
 
 
-def build(toolchain: str, source: Path, arch: str, flags: tuple[str, ...] = ()) -> Build:
-    """Build `source` for `arch` (e.g. "sm_90") with the named toolchain."""
-    module = TOOLCHAINS[toolchain]
+def _version_key(path: Path) -> tuple[int, ...]:
+    """`cuda-13.0` -> (13, 0), so that cuda-12.10 sorts after cuda-12.9."""
+    return tuple(int(part) for part in path.name.removeprefix("cuda-").split(".") if part.isdigit())
+
+
+TOOLCHAINS = {"nvcc": nvcc, "nvrtc": nvrtc, "clang": clang, "command": command, "ptx": prebuilt}
+
+
+def build(
+    toolchain: str,
+    source: Path,
+    arch: str,
+    flags: tuple[str, ...] = (),
+    template: str | None = None,
+) -> Build:
+    """Build `source` for `arch` (e.g. "sm_90") with the named toolchain.
+
+    `template` is the command template of the `command` toolchain (ignored by the others).
+    build_s is the wall time of the compile alone, version look-up excluded.
+    """
+    module = TOOLCHAINS.get(toolchain)
+    if module is None:
+        raise BuildError(
+            f"{source}: unknown toolchain {toolchain!r}; expected one of {sorted(TOOLCHAINS)}"
+        )
     source_bytes = Path(source).read_bytes()
     t0 = time.perf_counter()
-    ptx, command = module.build(Path(source), arch, list(flags))
+    ptx, command_line = module.build(Path(source), arch, list(flags), template)
     elapsed = time.perf_counter() - t0
     return Build(
         ptx=ptx,
         toolchain=toolchain,
-        version=module.version(),
-        command=command,
+        version=module.version(template),
+        command=command_line,
         flags=list(flags),
         source_sha256=hashlib.sha256(source_bytes).hexdigest(),
         build_s=elapsed,

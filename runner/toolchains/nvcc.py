@@ -23,7 +23,7 @@ def _program() -> str:
 
 
 @functools.cache
-def version() -> str:
+def version(template: str | None = None) -> str:
     out = subprocess.run(
         [_program(), "--version"], capture_output=True, text=True, timeout=60
     ).stdout
@@ -31,7 +31,9 @@ def version() -> str:
     return lines[-1].strip() if lines else "unknown"
 
 
-def build(source: Path, arch: str, flags: list[str]) -> tuple[str, list[str]]:
+def build(
+    source: Path, arch: str, flags: list[str], template: str | None = None
+) -> tuple[str, list[str]]:
     from runner.toolchains import BuildError
 
     with tempfile.TemporaryDirectory(prefix="kernelgap-nvcc-") as tmp:

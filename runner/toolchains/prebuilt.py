@@ -5,11 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def version() -> str:
+def version(template: str | None = None) -> str:
     return "prebuilt"
 
 
-def build(source: Path, arch: str, flags: list[str]) -> tuple[str, list[str]]:
+def build(
+    source: Path, arch: str, flags: list[str], template: str | None = None
+) -> tuple[str, list[str]]:
     from runner.toolchains import BuildError
 
     data = source.read_bytes().rstrip(b"\0")  # a trailing NUL or none: both load

@@ -1,0 +1,144 @@
+"""`harness compare`, `harness summary` and `harness export`: read result documents, write reports.
+
+Reports go to stdout, messages to stderr. Exit status: 0 ok, 1 the `--fail-on` gate tripped,
+2 bad input (a missing file, malformed JSON, a document that does not match the schema).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import click
+
+from protocol.codec import decode, encode
+from protocol.validation import validate
+from protocol.version import RESULT_SCHEMA_VERSION, check_version
+
+__all__ = ["EXPORT_FORMATS", "compare", "export", "load_result", "summary"]
+
+# --format name -> module under harness.export with render(document) -> bytes
+EXPORT_FORMATS = {
+    "github-action-benchmark": "github_action_benchmark",
+    "markdown": "markdown",
+    "nvbench-markdown": "nvbench_markdown",
+    "csv": "csv",
+}
+
+
+class BadInput(click.ClickException):
+    exit_code = 2
+
+    def show(self, file=None):
+        click.echo(f"error: {self.message}", err=True)
+
+
+def load_result(path: Path) -> dict:
+    """Read, version-check and validate a result document ('-' reads stdin); BadInput if not."""
+    what = "stdin" if str(path) == "-" else str(path)
+    try:
+        data = sys.stdin.buffer.read() if what == "stdin" else path.read_bytes()
+    except OSError as exc:
+        raise BadInput(f"{what}: cannot read the result document: {exc.strerror}") from None
+    try:
+        document = decode(data, what)
+        if isinstance(document, dict) and "schema_version" in document:
+            check_version(document["schema_version"], RESULT_SCHEMA_VERSION, what)
+        validate(document, "result", what)
+    except ValueError as exc:  # malformed JSON, DocumentError, VersionError
+        raise BadInput(str(exc)) from None
+    return document
+
+
+def _write_stdout(data: bytes) -> None:
+    sys.stdout.flush()
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+
+
+RESULT = click.Path(dir_okay=False, allow_dash=True, path_type=Path)
+
+
+@click.command()
+@click.argument("base", type=RESULT)
+@click.argument("head", type=RESULT)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["markdown", "json"]),
+    default="markdown",
+    show_default=True,
+    help="markdown for a pull-request comment or job summary; json for tools.",
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice(["slower", "unstable", "never"]),
+    default="never",
+    show_default=True,
+    help="Exit 1 when a time or gap is slower (`slower`), or slower or unstable (`unstable`).",
+)
+@click.option(
+    "--min-effect",
+    type=click.FloatRange(min=0),
+    default=0.02,
+    show_default=True,
+    help="Smallest change of the median that counts, as a fraction (0.02 = 2%).",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="Mann-Whitney U p-value below which a change is significant.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+def compare(base, head, output_format, fail_on, min_effect, alpha, seed):
+    """Compare result document HEAD with BASE, case by case and implementation by implementation.
+
+    A time or gap is `slower` or `faster` when the Mann-Whitney U test on the raw samples is
+    significant AND the median moved by at least --min-effect; `unstable` when the runner marked
+    either side unstable; else `same`. Results whose series key differs (GPU model, timing
+    mode, suite or case version, source hashes) are listed as not comparable.
+    """
+    from harness import compare as comparing
+
+    base_doc, head_doc = load_result(base), load_result(head)
+    policy = comparing.Policy(min_effect=min_effect, alpha=alpha)
+    try:
+        result = comparing.compare(base_doc, head_doc, policy, comparing.Bootstrap(seed=seed))
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    if output_format == "json":
+        _write_stdout(encode(result.to_json(), pretty=True))
+    else:
+        click.echo(comparing.markdown(result), nl=False)
+    tripped = comparing.gate(result, fail_on)
+    if tripped:
+        names = ", ".join(f"{r.label} {r.verdict}" for r in tripped)
+        click.echo(f"compare: --fail-on {fail_on} tripped by {len(tripped)}: {names}", err=True)
+        sys.exit(1)
+
+
+@click.command()
+@click.argument("result", type=RESULT)
+def summary(result):
+    """Markdown summary of RESULT for $GITHUB_STEP_SUMMARY: geomean gap, gaps, failures, hardware."""
+    from harness.summary import markdown
+
+    click.echo(markdown(load_result(result)), nl=False)
+
+
+@click.command()
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(list(EXPORT_FORMATS)),
+    required=True,
+    help="github-action-benchmark: its customSmallerIsBetter JSON; others: tables.",
+)
+@click.argument("result", type=RESULT)
+def export(output_format, result):
+    """Write RESULT in another format to stdout (bytes; redirect to a file)."""
+    module = importlib.import_module(f"harness.export.{EXPORT_FORMATS[output_format]}")
+    _write_stdout(module.render(load_result(result)))

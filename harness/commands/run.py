@@ -1,0 +1,394 @@
+"""`harness run`: ship the suite to a GPU box, run the runner there, keep its result document.
+
+One session per invocation: `--target local`, `ssh://user@host[:port]` (one SSH connection) or
+`vast:<GPU model>` (one rented machine, destroyed at the end). Every step (installing
+dependencies, GPU tests, the benchmark) runs in that one session; each step ships the tree
+(`harness.shipping`) as one tar stream on the same SSH invocation that runs it.
+
+Exit status: 0 every case ok, 1 some case failed (the document is still saved) or the GPU tests
+failed, 2 bad input, no GPU, an unreachable target, a timeout or a dropped connection (what had
+arrived on stdout is kept in a `.partial` file).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+
+from harness import shipping
+from harness.transport.base import Completed, Transport, TransportError
+from harness.transport.local import LocalTransport
+from harness.transport.ssh import SshTarget, SshTargetError, SshTransport
+from harness.transport.vast import DEFAULT_IMAGE, VastTransport
+from protocol.codec import decode
+from protocol.validation import validate
+from protocol.version import RESULT_SCHEMA_VERSION, check_version
+
+__all__ = ["local_commit", "make_transport", "result_name", "run", "save_new"]
+
+GIT_TIMEOUT_S = 10.0
+TAIL_LINES = 8
+INSTALL_TIMEOUT_S = 1800.0
+# runs argv with its stdout on stderr, so pytest's report streams live (stdout is for documents)
+STDOUT_TO_STDERR = "import os, sys; os.dup2(2, 1); os.execvp(sys.argv[1], sys.argv[1:])"
+
+
+class RunFailed(click.ClickException):
+    """Exit 2 with `error: <message>` on stderr."""
+
+    exit_code = 2
+
+    def show(self, file=None):
+        click.echo(f"error: {self.message}", err=True)
+
+
+class StderrTail:
+    """The remote's stderr: written to ours as it arrives, with the last lines kept for messages."""
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr.buffer
+        self.data = b""
+
+    def __call__(self, chunk: bytes) -> None:
+        self.stream.write(chunk)
+        self.stream.flush()
+        self.data = (self.data + chunk)[-16384:]
+
+    def lines(self, count: int = TAIL_LINES) -> str:
+        text = self.data.decode("utf-8", "replace").rstrip().splitlines()
+        return "\n".join(f"  | {line}" for line in text[-count:]) or "  | (nothing on stderr)"
+
+
+def local_commit(path: Path) -> str | None:
+    """`git rev-parse HEAD` of the checkout holding `path`, with "-dirty" when it has changes."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(path), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+        )
+        status = subprocess.run(
+            ["git", "-C", str(path), "status", "--porcelain"],
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if head.returncode != 0 or status.returncode != 0 or not head.stdout.strip():
+        return None
+    return head.stdout.strip() + ("-dirty" if status.stdout.strip() else "")
+
+
+def make_transport(
+    target: str,
+    *,
+    identity: Path | None,
+    known_hosts: Path | None,
+    connect_timeout_s: float,
+    python: str,
+    vast_image: str = DEFAULT_IMAGE,
+    orphan_after_s: float | None = None,
+) -> Transport:
+    """The transport for `--target`: local, ssh://user@host[:port] or vast:<GPU model>."""
+    if target == "local":
+        return LocalTransport(python)
+    if target.startswith("ssh://"):
+        return SshTransport(
+            SshTarget.parse(target),
+            identity=identity,
+            known_hosts=known_hosts,
+            connect_timeout_s=connect_timeout_s,
+            python=python,
+        )
+    if target.startswith("vast:"):
+        if known_hosts is not None:
+            raise SshTargetError(
+                "--known-hosts does not apply to vast: a freshly rented machine's host key "
+                "cannot be known beforehand; it is recorded at first connection and held for the rental"
+            )
+        extra = {"orphan_after_s": orphan_after_s} if orphan_after_s else {}
+        return VastTransport(
+            target.removeprefix("vast:").strip(),
+            identity=identity,
+            python=python,
+            connect_timeout_s=connect_timeout_s,
+            image=vast_image,
+            **extra,
+        )
+    raise SshTargetError(
+        f"--target {target!r}: expected local, ssh://user@host[:port] or vast:<GPU model>"
+    )
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9.]+", "-", str(text).lower()).strip("-") or "unknown"
+
+
+def result_name(document: dict) -> str:
+    """`<start, UTC>-<gpu>-<short commit>.json`, e.g. 20261129T120104Z-nvidia-h200-00de148a1b2c.json."""
+    try:
+        started = datetime.strptime(document["started_utc"], "%Y-%m-%dT%H:%M:%S.%fZ")
+    except (KeyError, TypeError, ValueError):
+        started = datetime.now(UTC)
+    gpu = ((document.get("environment") or {}).get("device") or {}).get("name") or "gpu"
+    commit = (document.get("suite") or {}).get("commit") or "nocommit"
+    short = commit.split("-", 1)[0][:12] + ("-dirty" if commit.endswith("-dirty") else "")
+    return f"{started:%Y%m%dT%H%M%SZ}-{_slug(gpu)}-{_slug(short)}.json"
+
+
+def save_new(directory: Path, name: str, data: bytes) -> Path:
+    """Write `data` to directory/name, or name-2, name-3 ... when taken; never overwrites."""
+    directory.mkdir(parents=True, exist_ok=True)
+    stem, dot, suffix = name.partition(".")
+    for index in range(1, 1000):
+        path = directory / (name if index == 1 else f"{stem}-{index}{dot}{suffix}")
+        try:
+            with path.open("xb") as file:
+                file.write(data)
+            return path
+        except FileExistsError:
+            continue
+    raise RunFailed(f"{directory}: cannot find a free name for {name}")
+
+
+def _save_partial(out: Path, target: str, data: bytes) -> str:
+    if not data:
+        return "nothing had arrived on the runner's stdout"
+    name = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{_slug(target)}.partial"
+    return f"what had arrived on its stdout is kept in {save_new(out, name, data)}"
+
+
+def _dependencies(tests: bool) -> list[str]:
+    """The runner's pip requirements from pyproject.toml (and the test extra for --pytest-gpu)."""
+    project = tomllib.loads((shipping.REPO_ROOT / "pyproject.toml").read_text())["project"]
+    extra = project.get("optional-dependencies", {}).get("test", []) if tests else []
+    return [*project["dependencies"], *extra]
+
+
+class Session:
+    """The steps of one `harness run` on one opened transport."""
+
+    def __init__(self, transport: Transport, plan: shipping.Shipment, options: dict):
+        self.transport = transport
+        self.plan = plan
+        self.options = options
+        self.tail = StderrTail()
+        self.tree = plan.tar()
+
+    def step(
+        self, what: str, command: list[str], *, ship: bool = True, timeout_s=None
+    ) -> Completed:
+        python = self.options["python"]
+        click.echo(f"harness: {what} on {self.transport.description}", err=True)
+        try:
+            return self.transport.run(
+                shipping.in_shipped_tree(python, command) if ship else command,
+                self.tree if ship else None,
+                timeout_s=timeout_s or self.options["job_timeout_s"],
+                stderr_sink=self.tail,
+            )
+        except TransportError as exc:
+            kept = _save_partial(self.options["out"], self.options["target"], exc.stdout)
+            raise RunFailed(f"{what}: {exc}; {kept}") from None
+
+    def install(self) -> None:
+        python = self.options["python"]
+        command = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        done = self.step(
+            "installing the runner's dependencies",
+            [*command, *_dependencies(self.options["pytest_gpu"])],
+            ship=False,
+            timeout_s=INSTALL_TIMEOUT_S,
+        )
+        if done.returncode != 0:
+            raise RunFailed(
+                f"pip install exited {done.returncode} on the target:\n{self.tail.lines()}"
+            )
+
+    def pytest_gpu(self) -> bool:
+        """`pytest -m gpu` in the shipped tree; True when it passed."""
+        python = self.options["python"]
+        argv = [python, "-c", STDOUT_TO_STDERR, python, "-m", "pytest", "-m", "gpu"]
+        done = self.step("GPU tests (pytest -m gpu)", [*argv, "-p", "no:cacheprovider"])
+        if done.returncode != 0:
+            click.echo(
+                f"harness: GPU tests failed (pytest exit status {done.returncode})", err=True
+            )
+        return done.returncode == 0
+
+    def check(self) -> int:
+        python = self.options["python"]
+        command = [python, "-m", "runner", "check", self.plan.cases, *self.options["runner_args"]]
+        done = self.step("runner check", command)
+        sys.stdout.buffer.write(done.stdout)
+        sys.stdout.flush()
+        if done.returncode not in (0, 1):
+            raise RunFailed(
+                f"runner check exited {done.returncode} on {self.transport.description}:\n"
+                f"{self.tail.lines()}"
+            )
+        return done.returncode
+
+    def bench(self) -> int:
+        python = self.options["python"]
+        command = [python, "-m", "runner", "bench", self.plan.cases]
+        if self.options["commit"]:
+            command += ["--commit", self.options["commit"]]
+        if self.plan.bundle:
+            command += ["--bundle", self.plan.bundle]
+        done = self.step("runner bench", [*command, *self.options["runner_args"]])
+        return self.keep(done)
+
+    def keep(self, done: Completed) -> int:
+        """Validate and save the runner's document; the exit status for it."""
+        where = self.transport.description
+        if done.returncode not in (0, 1):
+            kept = _save_partial(self.options["out"], self.options["target"], done.stdout)
+            meaning = " (bad input or no GPU)" if done.returncode == 2 else ""
+            raise RunFailed(
+                f"the runner on {where} exited {done.returncode}{meaning}; {kept}; "
+                f"its last lines on stderr:\n{self.tail.lines()}"
+            )
+        what = f"result document from {where}"
+        try:
+            document = decode(done.stdout, what)
+            if isinstance(document, dict) and "schema_version" in document:
+                check_version(document["schema_version"], RESULT_SCHEMA_VERSION, what)
+            validate(document, "result", what)
+        except ValueError as exc:
+            kept = _save_partial(self.options["out"], self.options["target"], done.stdout)
+            raise RunFailed(f"{exc}; {kept}") from None
+        path = save_new(self.options["out"], result_name(document), done.stdout)
+        click.echo(str(path))
+        if done.returncode == 1:
+            click.echo("harness: some case failed; the document records which and why", err=True)
+        return done.returncode
+
+
+@click.command("run", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--target",
+    required=True,
+    help="Where to run: local, ssh://user@host[:port] or vast:<GPU model> (e.g. vast:H200).",
+)
+@click.option(
+    "--identity",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="SSH private key (ssh -i).",
+)
+@click.option(
+    "--known-hosts",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The only known_hosts file trusted for ssh targets (default: your ssh's own files).",
+)
+@click.option(
+    "--cases",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=Path("benchmarks/cases.toml"),
+    show_default=True,
+    help="The suite to run; its folder is shipped with it.",
+)
+@click.option(
+    "--bundle",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A PTX bundle folder (runner build) to ship and time instead of compiling there.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("results"),
+    show_default=True,
+    help="Folder for result documents (named <UTC start>-<gpu>-<commit>.json).",
+)
+@click.option(
+    "--connect-timeout",
+    "connect_timeout_s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=15.0,
+    show_default=True,
+    help="Seconds to establish the SSH connection.",
+)
+@click.option(
+    "--job-timeout",
+    "job_timeout_s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=3600.0,
+    show_default=True,
+    help="Seconds each remote step may run before it is stopped.",
+)
+@click.option(
+    "--python",
+    default="python3",
+    show_default=True,
+    help="Python on the target (with the runner's dependencies, unless --install).",
+)
+@click.option("--check-only", is_flag=True, help="Run `runner check` there instead of bench.")
+@click.option(
+    "--pytest-gpu",
+    is_flag=True,
+    help="Run `pytest -m gpu` there first, in the same session (ships tests/).",
+)
+@click.option(
+    "--install/--no-install",
+    default=None,
+    help="pip install the runner's dependencies there first (default: on for vast only).",
+)
+@click.option(
+    "--vast-image",
+    default=DEFAULT_IMAGE,
+    show_default=True,
+    help="Docker image for a vast machine (needs python3 and nvcc).",
+)
+@click.argument("runner_args", nargs=-1, type=click.UNPROCESSED)
+def run(target, identity, known_hosts, cases, bundle, runner_args, **settings):
+    """Ship the suite to TARGET, run `python -m runner bench` there and save its document.
+
+    Arguments after `--` go to the runner (e.g. `-- --case axpy_f64 --samples 50`). The
+    remote's progress streams to stderr; the saved document's path goes to stdout.
+    """
+    try:
+        plan = shipping.plan(cases, bundle=bundle, tests=settings["pytest_gpu"])
+        steps = 1 + settings["pytest_gpu"]
+        transport = make_transport(
+            target,
+            identity=identity,
+            known_hosts=known_hosts,
+            connect_timeout_s=settings["connect_timeout_s"],
+            python=settings["python"],
+            vast_image=settings["vast_image"],
+            orphan_after_s=steps * settings["job_timeout_s"] + INSTALL_TIMEOUT_S + 3600.0,
+        )
+    except (ValueError, TransportError) as exc:  # ShippingError, SshTargetError, VastError
+        raise RunFailed(str(exc)) from None
+    install = settings["install"]
+    options = {
+        **settings,
+        "target": target,
+        "runner_args": list(runner_args),
+        "commit": local_commit(Path(cases).resolve().parent),
+        "install": target.startswith("vast:") if install is None else install,
+    }
+    try:
+        with transport:
+            status = _steps(Session(transport, plan, options), options)
+    except TransportError as exc:  # could not connect, rent or destroy
+        earlier = exc.__context__  # a step's failure that a failing destroy would hide
+        also = f"\n(before that: {earlier.message})" if isinstance(earlier, RunFailed) else ""
+        raise RunFailed(f"{exc}{also}") from None
+    sys.exit(status)
+
+
+def _steps(session: Session, options: dict) -> int:
+    if options["install"]:
+        session.install()
+    tests_passed = session.pytest_gpu() if options["pytest_gpu"] else True
+    status = session.check() if options["check_only"] else session.bench()
+    return max(status, 0 if tests_passed else 1)

@@ -1,0 +1,48 @@
+"""CSV: one row per case and implementation with the main numbers, in seconds (RFC 4180 quoting).
+
+Empty cells where a value does not apply (no timing, no gap); booleans as true/false; floats
+in full precision (Python's shortest round-trip repr).
+"""
+
+from __future__ import annotations
+
+from harness.export.table import CSV, Column, format_table, impl_rows
+
+__all__ = ["COLUMNS", "render"]
+
+# column name -> ImplRow field
+COLUMNS = {
+    "case": "case_id",
+    "case_version": "case_version",
+    "implementation": "impl",
+    "role": "role",
+    "status": "status",
+    "baseline": "baseline",
+    "mode": "mode",
+    "samples": "samples",
+    "median_s": "median_s",
+    "mad_s": "mad_s",
+    "noise": "noise",
+    "stable": "stable",
+    "gap": "gap",
+    "gap_ci_low": "gap_ci_low",
+    "gap_ci_high": "gap_ci_high",
+    "gap_stable": "gap_stable",
+    "bytes_per_s": "bytes_per_s",
+    "fraction_of_peak_bandwidth": "fraction_of_peak_bandwidth",
+    "source_sha256": "source_sha256",
+    "error": "error",
+}
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def render(document: dict) -> bytes:
+    rows = [[_cell(getattr(r, field)) for field in COLUMNS.values()] for r in impl_rows(document)]
+    return format_table(CSV, [Column(c) for c in COLUMNS], rows).encode()

@@ -1,0 +1,173 @@
+"""What `harness run` ships to a target: the source tree the runner needs, as one tar stream.
+
+The tree holds `runner/`, `protocol/`, `schemas/`, `pyproject.toml` and `README.md` (so
+`pip install .` works there), the suite file's folder at its place in the repository (or under
+`suite/` for a suite kept elsewhere) plus any file the suite references outside that folder,
+`tests/` when GPU tests run remotely, and a PTX bundle under `bundle/` when one is given. On the
+target `in_shipped_tree` unpacks it into a fresh temporary directory, runs the command there and
+removes the directory.
+"""
+
+from __future__ import annotations
+
+import inspect
+import io
+import os
+import tarfile
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+RUNNER_TREE = ("runner", "protocol", "schemas", "pyproject.toml", "README.md")
+SKIPPED_NAMES = {"__pycache__"}  # and every name starting with a dot
+BUNDLE_DIR = "bundle"
+OUTSIDE_SUITE_DIR = "suite"
+
+
+class ShippingError(ValueError):
+    """The tree cannot be assembled (a missing path, a reference leaving the shipped tree)."""
+
+
+@dataclass(frozen=True)
+class Shipment:
+    """Files to ship as (local path, path inside the tree), and where the suite file lands."""
+
+    files: tuple[tuple[Path, str], ...]
+    cases: str  # the suite file's path inside the tree, relative (the runner's argument)
+    bundle: str | None  # the bundle folder inside the tree, when one is shipped
+
+    def tar(self) -> bytes:
+        """The tree as one uncompressed tar archive (files in a fixed order)."""
+        buffer = io.BytesIO()
+        with tarfile.open(
+            fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT, dereference=True
+        ) as archive:  # links ship as the files they point to
+            for path, name in self.files:
+                archive.add(path, arcname=name, recursive=False)
+        return buffer.getvalue()
+
+
+def _walk(folder: Path):
+    """Files under `folder`, sorted, skipping caches and hidden entries."""
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_NAMES and d[0] != ".")
+        for name in sorted(filenames):
+            if name[0] != "." and not name.endswith(".pyc"):
+                yield Path(dirpath) / name
+
+
+def _add_tree(files: dict[str, Path], path: Path, name: str) -> None:
+    if path.is_dir():
+        for file in _walk(path):
+            files[str(PurePosixPath(name, *file.relative_to(path).parts))] = file
+    elif path.is_file():
+        files[name] = path
+    else:
+        raise ShippingError(f"{path}: not found (needed on the target as {name})")
+
+
+def referenced_files(cases: Path) -> list[str]:
+    """Paths the suite names, relative to its folder: each case's reference file and sources.
+
+    A malformed suite yields no references here; the runner on the target reports it properly.
+    """
+    try:
+        doc = tomllib.loads(cases.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return []
+    found = []
+    for case in doc.get("case", []) if isinstance(doc.get("case"), list) else []:
+        if isinstance(case, dict) and isinstance(case.get("reference"), str):
+            found.append(case["reference"].split(":", 1)[0])
+        for impl in case.get("impl", []) if isinstance(case, dict) else []:
+            if isinstance(impl, dict) and isinstance(impl.get("source"), str):
+                found.append(impl["source"])
+    return found
+
+
+def plan(
+    cases: Path,
+    *,
+    bundle: Path | None = None,
+    tests: bool = False,
+    root: Path = REPO_ROOT,
+) -> Shipment:
+    """The tree for running the suite `cases` (a cases.toml) on a target."""
+    cases = Path(cases).resolve()
+    if not cases.is_file():
+        raise ShippingError(f"{cases}: suite file not found")
+    root = root.resolve()
+    suite_dir = cases.parent
+    inside = suite_dir.is_relative_to(root)
+    suite_name = (
+        str(PurePosixPath(*suite_dir.relative_to(root).parts)) if inside else OUTSIDE_SUITE_DIR
+    )
+    files: dict[str, Path] = {}
+    for name in RUNNER_TREE + (("tests",) if tests else ()):
+        _add_tree(files, root / name, name)
+    _add_tree(files, suite_dir, suite_name if suite_name != "." else "")
+    for reference in referenced_files(cases):
+        path = (suite_dir / reference).resolve()
+        if path.is_relative_to(suite_dir) or not path.is_file():
+            continue  # shipped with the folder, or missing: the runner names it
+        if not (inside and path.is_relative_to(root)):
+            raise ShippingError(
+                f"{cases}: {reference!r} lies outside the suite's folder"
+                + (" and outside the repository" if inside else "")
+                + "; keep a suite's files under its folder so they can be shipped"
+            )
+        _add_tree(files, path, str(PurePosixPath(*path.relative_to(root).parts)))
+    if bundle is not None:
+        if not Path(bundle).is_dir():
+            raise ShippingError(f"{bundle}: --bundle must be a folder (a PTX bundle)")
+        _add_tree(files, Path(bundle).resolve(), BUNDLE_DIR)
+    files.pop("", None)
+    cases_name = str(PurePosixPath(suite_name, cases.name)) if suite_name != "." else cases.name
+    return Shipment(
+        files=tuple(sorted((path, name) for name, path in files.items())),
+        cases=cases_name,
+        bundle=BUNDLE_DIR if bundle is not None else None,
+    )
+
+
+def unpack_main() -> None:
+    """Runs on the target as `python -c <this source> ARGV...` (standard library only).
+
+    Extracts the tar archive on stdin into a fresh temporary directory, runs ARGV there with no
+    stdin, removes the directory, and exits with ARGV's status (2 when the archive is unreadable).
+    """
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import tarfile
+    import tempfile
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # still remove the directory
+    workdir = tempfile.mkdtemp(prefix="kernelgap-")
+    status = 2
+    try:
+        try:
+            with tarfile.open(fileobj=sys.stdin.buffer, mode="r|") as archive:
+                if hasattr(tarfile, "data_filter"):  # Python >= 3.11.4: refuse escaping paths
+                    archive.extraction_filter = tarfile.data_filter
+                archive.extractall(workdir)
+            sys.stdin.buffer.read()  # the archive's padding, up to the end of the payload
+        except (tarfile.TarError, OSError) as exc:
+            print(
+                f"kernelgap: cannot unpack the shipped tree into {workdir}: {exc}", file=sys.stderr
+            )
+        else:
+            status = subprocess.call(sys.argv[1:], cwd=workdir, stdin=subprocess.DEVNULL)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    sys.exit(status if status >= 0 else 128 - status)
+
+
+UNPACK_SOURCE = inspect.getsource(unpack_main) + "\nunpack_main()\n"
+
+
+def in_shipped_tree(python: str, command: list[str]) -> list[str]:
+    """argv that unpacks the tar on its stdin into a fresh directory and runs `command` there."""
+    return [python, "-c", UNPACK_SOURCE, *command]
