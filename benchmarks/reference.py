@@ -28,7 +28,9 @@ def block_sums(x, blocks):
 
 def matmul(a, b, n):
     """c = a @ b for row-major n x n matrices."""
-    return {"c": (a.reshape(n, n).astype(np.float64) @ b.reshape(n, n).astype(np.float64)).reshape(-1)}
+    return {
+        "c": (a.reshape(n, n).astype(np.float64) @ b.reshape(n, n).astype(np.float64)).reshape(-1)
+    }
 
 
 def causal_attention(q, k, v, seq, d):

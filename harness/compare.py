@@ -479,7 +479,7 @@ def _verdict_cell(verdict: str) -> str:
 
 
 def _label(run: dict) -> str:
-    commit = (run["commit"] or "unknown commit")[:12]
+    commit = run["commit"][:12] if run["commit"] else "unknown commit"
     return f"`{commit}` ({run['started_utc'][:16].replace('T', ' ')} UTC, {run['gpu']})"
 
 

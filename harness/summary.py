@@ -141,7 +141,7 @@ def markdown(document: dict) -> str:
     incomplete = "" if document["complete"] else " **Incomplete run: not every case finished.**"
     parts = [
         f"## kernelgap: {suite['name']} v{suite['version']} on {device}\n\n"
-        f"{counts['cases']} cases: {counts['ok']} ok, {counts['failed']} failed, "
+        f"{counts['cases']} case{'s' * (counts['cases'] != 1)}: {counts['ok']} ok, {counts['failed']} failed, "
         f"{counts['skipped']} skipped, {counts['unstable']} with an unstable gap; started "
         f"{document['started_utc']}. Gap = median(candidate) / median(baseline): 1.0x is "
         f"parity, lower is better.{incomplete}\n"

@@ -16,6 +16,7 @@ from pathlib import Path
 from protocol.codec import encode
 from protocol.validation import validate
 from runner import driver, environment, manifest, ptx, result, toolchains
+from runner.bundle import Bundle, BundleError
 from runner.isolation import run_worker
 
 
@@ -33,6 +34,7 @@ class BenchOptions:
     output: Path | None = None
     quiet: bool = False
     commit: str | None = None  # recorded as the suite's commit (a shipped tree is no checkout)
+    bundle: Path | None = None  # PTX built elsewhere (python -m runner build)
 
 
 class Progress:
@@ -108,14 +110,28 @@ def _fail(case_doc: dict, phase: str, message: str, cuda_error: str | None = Non
         case_doc["error"]["cuda_error"] = cuda_error
 
 
-def build_case(case: manifest.CaseSpec, arch: str, case_doc: dict, say) -> dict[str, str]:
-    """Build and signature-check every implementation; returns PTX text by name."""
+def obtain_ptx(case: manifest.CaseSpec, impl: manifest.ImplSpec, arch: str, bundle: Bundle | None):
+    """(PTX, provenance) from the bundle when it has the implementation, else built here."""
+    found = bundle.lookup(case, impl) if bundle is not None else None
+    if found is not None:
+        return found
+    b = toolchains.build(impl.toolchain, impl.source, arch, impl.flags, impl.command)
+    return b.ptx, b.provenance()
+
+
+def build_case(
+    case: manifest.CaseSpec, arch: str, case_doc: dict, say, bundle: Bundle | None = None
+) -> dict[str, str]:
+    """Build (or take from the bundle) and signature-check every implementation; PTX by name."""
     built: dict[str, str] = {}
     for impl in case.impls:
         doc = case_doc["implementations"][impl.name]
         where = f"case {case.id}, implementation {impl.name} ({impl.source_rel})"
         try:
-            b = toolchains.build(impl.toolchain, impl.source, arch, impl.flags, impl.command)
+            text, doc["build"] = obtain_ptx(case, impl, arch, bundle)
+        except BundleError as exc:
+            _fail(case_doc, "build", f"{where}: {exc}")
+            return {}
         except toolchains.ToolchainMissing as exc:
             doc["status"] = "skipped"
             doc["skip_reason"] = str(exc)
@@ -124,15 +140,14 @@ def build_case(case: manifest.CaseSpec, arch: str, case_doc: dict, say) -> dict[
         except toolchains.BuildError as exc:
             _fail(case_doc, "build", f"{where}: {exc}")
             return {}
-        doc["build"] = b.provenance()
         try:
-            module = ptx.parse(b.ptx)
+            module = ptx.parse(text)
             ptx.check_signature(module, impl.entry, case.signature(), where=where)
         except (ptx.PtxError, ptx.SignatureError) as exc:
             _fail(case_doc, "signature", str(exc))
             return {}
         doc["ptx"] = ptx.describe(module)
-        built[impl.name] = b.ptx
+        built[impl.name] = text
     if case.baseline.name not in built:
         _fail(
             case_doc,
@@ -150,12 +165,13 @@ def run_one(
     options: BenchOptions,
     peaks: dict,
     say,
+    bundle: Bundle | None = None,
 ) -> dict:
     case_doc = _case_skeleton(case)
     settings = timing_settings(case, options)
     case_doc["settings"] = {**settings, "timeout_s": options.timeout_s or case.settings.timeout_s}
     say(f"[{case.id}] build (arch {arch})")
-    built = build_case(case, arch, case_doc, say)
+    built = build_case(case, arch, case_doc, say, bundle)
     if case_doc["status"] == "failed":
         say(f"[{case.id}] FAILED in {case_doc['error']['phase']}: {case_doc['error']['message']}")
         return case_doc
@@ -232,6 +248,9 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
     say = Progress(options.quiet)
     suite = manifest.load(manifest_path)
     cases = [suite.case(cid) for cid in options.case_ids] if options.case_ids else list(suite.cases)
+    bundle = (
+        Bundle.load(options.bundle) if options.bundle else None
+    )  # bad input: before any GPU work
     started = environment.utc_now()
     say(f"kernelgap: {suite.name} v{suite.version}, {len(cases)} case(s); probing the GPU")
     env = probe_environment(options)
@@ -260,10 +279,11 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
         "arch": arch,
         "skip_check": options.skip_check,
         "cases": list(options.case_ids),
+        "bundle": str(options.bundle) if options.bundle else None,
     }
     case_docs = []
     for case in cases:
-        case_docs.append(run_one(suite, case, arch, options, env["peaks"], say))
+        case_docs.append(run_one(suite, case, arch, options, env["peaks"], say, bundle))
         for impl in case_docs[-1]["implementations"].values():
             if "build" in impl:
                 env["toolchains"][impl["toolchain"]] = {"version": impl["build"]["version"]}

@@ -49,15 +49,22 @@ def write_bundle(suite: Suite, arch: str, out: Path, say=lambda text: None) -> d
                 continue
             except toolchains.BuildError as exc:
                 failures += 1
-                manifest["skipped"].append({"case": case.id, "impl": impl.name, "reason": f"build failed: {exc}"})
+                manifest["skipped"].append(
+                    {"case": case.id, "impl": impl.name, "reason": f"build failed: {exc}"}
+                )
                 say(f"FAIL  {case.id}/{impl.name}: {exc}")
                 continue
             rel = f"{case.id}/{impl.name}.ptx"
             (out / case.id).mkdir(exist_ok=True)
             (out / rel).write_text(b.ptx)
-            provenance = {k: v for k, v in b.provenance().items()}
             manifest["implementations"].append(
-                {"case": case.id, "case_version": case.version, "impl": impl.name, "file": rel, "build": provenance}
+                {
+                    "case": case.id,
+                    "case_version": case.version,
+                    "impl": impl.name,
+                    "file": rel,
+                    "build": b.provenance(),
+                }
             )
             say(f"ok    {case.id}/{impl.name}: {b.toolchain} ({b.version}) -> {rel}")
     validate(manifest, "bundle", f"{out}/bundle.json")
@@ -86,17 +93,30 @@ class Bundle:
     def lookup(self, case: CaseSpec, impl: ImplSpec) -> tuple[str, dict] | None:
         """(PTX, provenance) of `impl` if the bundle has it; BundleError if it is stale."""
         entry = next(
-            (e for e in self.manifest["implementations"] if e["case"] == case.id and e["impl"] == impl.name), None
+            (
+                e
+                for e in self.manifest["implementations"]
+                if e["case"] == case.id and e["impl"] == impl.name
+            ),
+            None,
         )
         if entry is None:
             return None
         where = f"{self.root}/bundle.json: {case.id}/{impl.name}"
         if entry["case_version"] != case.version:
-            raise BundleError(f"{where}: built for case version {entry['case_version']}, the suite has {case.version}")
+            raise BundleError(
+                f"{where}: built for case version {entry['case_version']}, the suite has {case.version}"
+            )
         source_sha = hashlib.sha256(impl.source.read_bytes()).hexdigest()
         if entry["build"]["source_sha256"] != source_sha:
-            raise BundleError(f"{where}: built from another source ({impl.source_rel} changed since); rebuild the bundle")
+            raise BundleError(
+                f"{where}: built from another source ({impl.source_rel} changed since); rebuild the bundle"
+            )
         ptx = (self.root / entry["file"]).read_text()
         if hashlib.sha256(ptx.encode()).hexdigest() != entry["build"]["ptx_sha256"]:
             raise BundleError(f"{where}: {entry['file']} does not match its recorded sha256")
-        return ptx, {**entry["build"], "bundle": str(self.root), "bundle_arch": self.manifest["arch"]}
+        return ptx, {
+            **entry["build"],
+            "bundle": str(self.root),
+            "bundle_arch": self.manifest["arch"],
+        }

@@ -63,17 +63,25 @@ def main():
     help="Write the document here (rewritten after every case) instead of stdout.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
-@click.option("--commit", help="Record this commit as the suite's (default: git of the suite's checkout).")
+@click.option(
+    "--commit", help="Record this commit as the suite's (default: git of the suite's checkout)."
+)
+@click.option(
+    "--bundle",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Take PTX from this bundle (python -m runner build) where it has the implementation.",
+)
 def bench(cases, case_ids, **settings):
     """Build, check and time every case of the suite CASES (a cases.toml)."""
     from protocol.validation import DocumentError
     from runner import driver, manifest
     from runner.bench import BenchOptions, run_suite
+    from runner.bundle import BundleError
 
     options = BenchOptions(case_ids=tuple(case_ids), **settings)
     try:
         doc, status = run_suite(cases, options)
-    except manifest.ManifestError as exc:
+    except (manifest.ManifestError, BundleError) as exc:
         _die(str(exc))
     except driver.NoGpuError as exc:
         _die(str(exc))
@@ -133,6 +141,33 @@ def check(cases, arch):
         click.echo(f"FAIL  {problem}")
     status = check_suite(suite, arch)
     sys.exit(1 if problems else status)
+
+
+@main.command()
+@click.argument("cases", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Bundle folder to write.",
+)
+@click.option("--arch", default="sm_90", show_default=True, help="Target to compile for.")
+def build(cases, out, arch):
+    """Build every implementation it can into a PTX bundle (no GPU needed) for `bench --bundle`."""
+    from runner import manifest
+    from runner.bundle import write_bundle
+
+    try:
+        suite = manifest.load(cases)
+    except manifest.ManifestError as exc:
+        _die(str(exc))
+    result = write_bundle(suite, arch, out, lambda text: click.echo(text, err=True))
+    click.echo(
+        f"{out}/bundle.json: {len(result['implementations'])} built, "
+        f"{len(result['skipped'])} skipped or failed",
+        err=True,
+    )
+    sys.exit(1 if result["failures"] else 0)
 
 
 @main.command("lock")

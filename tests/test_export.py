@@ -390,6 +390,7 @@ def test_workflow_rents_once_and_writes_history_only_on_trusted_pushes():
     scripts = [s.get("run", "") for s in steps]
     rentals = [s for s in scripts if "harness run" in s]
     assert len(rentals) == 1 and '--target vast:"H200"' in rentals[0]
+    assert "--pytest-gpu" in rentals[0]  # the GPU tests share the rental with the benchmark
     assert "${{ secrets.VAST_API_KEY }}" in str(
         next(s for s in steps if "harness run" in s.get("run", ""))
     )

@@ -71,7 +71,11 @@ def test_an_edit_without_a_version_bump_fails_and_a_bump_passes(suite_copy):
             "tolerance = { rtol = 1e-14, atol = 1e-15 }",
             "tolerance",
         ),
-        ("dims = { n = 134217728 }        # 2^27", "dims = { n = 134217729 }        # 2^27", "dimensions"),
+        (
+            "dims = { n = 134217728 }        # 2^27",
+            "dims = { n = 134217729 }        # 2^27",
+            "dimensions",
+        ),
         (
             '{ name = "a", type = "f64", value = 2.5 }',
             '{ name = "a", type = "f64", value = 3.5 }',

