@@ -3,9 +3,9 @@
 The tree holds `runner/`, `protocol/`, `schemas/`, `pyproject.toml` and `README.md` (so
 `pip install .` works there), the suite file's folder at its place in the repository (or under
 `suite/` for a suite kept elsewhere) plus any file the suite references outside that folder,
-`tests/` when GPU tests run remotely, and a PTX bundle under `bundle/` when one is given. On the
-target `in_shipped_tree` unpacks it into a fresh temporary directory, runs the command there and
-removes the directory.
+`tests/` (and `harness/`, which some tests import) when GPU tests run remotely, and a PTX
+bundle under `bundle/` when one is given. On the target `in_shipped_tree` unpacks it into a
+fresh temporary directory, runs the command there and removes the directory.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RUNNER_TREE = ("runner", "protocol", "schemas", "pyproject.toml", "README.md")
+TEST_TREE = ("tests", "harness")  # pytest imports every test module, harness tests included
 SKIPPED_NAMES = {"__pycache__"}  # and every name starting with a dot
 BUNDLE_DIR = "bundle"
 OUTSIDE_SUITE_DIR = "suite"
@@ -104,7 +105,7 @@ def plan(
         str(PurePosixPath(*suite_dir.relative_to(root).parts)) if inside else OUTSIDE_SUITE_DIR
     )
     files: dict[str, Path] = {}
-    for name in RUNNER_TREE + (("tests",) if tests else ()):
+    for name in RUNNER_TREE + (TEST_TREE if tests else ()):
         _add_tree(files, root / name, name)
     _add_tree(files, suite_dir, suite_name if suite_name != "." else "")
     for reference in referenced_files(cases):

@@ -86,7 +86,7 @@ def running_sshd(directory: Path):
                 "PermitRootLogin prohibit-password",  # tests run as root here and in CI
                 "StrictModes no",
                 "UsePAM no",
-                "LogLevel ERROR",
+                "LogLevel INFO",  # "Accepted publickey" lines count connections
                 "",
             ]
         )

@@ -1,4 +1,4 @@
-"""The SSH transport against a real sshd on 127.0.0.1: shipping, quoting, host keys, timeouts, streaming."""
+"""The SSH transport against a real sshd on 127.0.0.1: shipping, quoting, host keys, timeouts."""
 
 from __future__ import annotations
 

@@ -112,7 +112,8 @@ def make_transport(
         if known_hosts is not None:
             raise SshTargetError(
                 "--known-hosts does not apply to vast: a freshly rented machine's host key "
-                "cannot be known beforehand; it is recorded at first connection and held for the rental"
+                "cannot be known beforehand; it is recorded at first connection and held for "
+                "the rental"
             )
         extra = {"orphan_after_s": orphan_after_s} if orphan_after_s else {}
         return VastTransport(
@@ -133,7 +134,7 @@ def _slug(text: str) -> str:
 
 
 def result_name(document: dict) -> str:
-    """`<start, UTC>-<gpu>-<short commit>.json`, e.g. 20261129T120104Z-nvidia-h200-00de148a1b2c.json."""
+    """`<UTC start>-<gpu>-<short commit>.json`: 20261129T120104Z-nvidia-h200-00de148a1b2c.json."""
     try:
         started = datetime.strptime(document["started_utc"], "%Y-%m-%dT%H:%M:%S.%fZ")
     except (KeyError, TypeError, ValueError):

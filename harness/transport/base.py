@@ -18,6 +18,7 @@ connection drops. Without it a remote job outlives its SSH session (no pty, no S
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import struct
@@ -87,6 +88,7 @@ def guard_main() -> None:
     gone: the guard then kills ARGV's process group (SIGTERM, SIGKILL 5 s later). Exit status:
     ARGV's, or 128 + signal number when a signal ended it.
     """
+    import contextlib
     import os
     import queue as queue_module
     import signal
@@ -95,7 +97,13 @@ def guard_main() -> None:
     import sys
     import threading
 
-    child = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, bufsize=0, start_new_session=True)
+    try:
+        child = subprocess.Popen(
+            sys.argv[1:], stdin=subprocess.PIPE, bufsize=0, start_new_session=True
+        )
+    except OSError as exc:
+        print(f"kernelgap guard: cannot start {sys.argv[1]!r}: {exc}", file=sys.stderr)
+        sys.exit(127)
     finished = threading.Event()
 
     def read_exact(count):
@@ -108,10 +116,8 @@ def guard_main() -> None:
         return data
 
     def kill_group(sig):
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(child.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
     def feed(queue):  # a separate writer, so stdin is read to its EOF even if ARGV stops reading
         sink = child.stdin
@@ -122,10 +128,8 @@ def guard_main() -> None:
                     view = view[sink.write(view) :]
             except BrokenPipeError:
                 pass
-        try:
+        with contextlib.suppress(BrokenPipeError):
             sink.close()
-        except BrokenPipeError:
-            pass
 
     def pump():
         queue = queue_module.SimpleQueue()
@@ -219,10 +223,8 @@ class GuardedProcess:
 
     @staticmethod
     def _close(pipe) -> None:
-        try:
+        with contextlib.suppress(OSError):
             pipe.close()
-        except (BrokenPipeError, OSError):
-            pass
 
     def run(self, timeout_s: float) -> int | None:
         """The exit status, or None when the whole-job limit stopped it."""

@@ -15,7 +15,7 @@ from harness.transport.base import (
 
 
 class LocalTransport:
-    """Runs commands on this machine with `python` (each command starts in a fresh process group)."""
+    """Runs commands on this machine with `python`, each in a fresh process group."""
 
     description = "local"
 

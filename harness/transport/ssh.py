@@ -8,6 +8,7 @@ every piece (paths, case ids, options) as one quoted word and interprets none of
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import shutil
 import subprocess
@@ -72,7 +73,7 @@ class SshTarget:
 
 
 def _config_path(path: str | Path, what: str) -> str:
-    """A path as an ssh option value: `%` escaped (ssh expands %-tokens), quoted if it has spaces."""
+    """A path as an ssh option value: `%` escaped (ssh expands %-tokens), quoted if spaced."""
     text = str(path)
     if "${" in text or '"' in text:
         raise SshTargetError(f"{what} {text!r}: ssh cannot take a path containing '${{' or '\"'")
@@ -206,15 +207,13 @@ class SshTransport:
             if self._master.poll() is None and not self.control_path.exists():
                 self._master.terminate()  # still connecting: nothing to close politely
             elif self._master.poll() is None:
-                try:
+                with contextlib.suppress(subprocess.TimeoutExpired):
                     subprocess.run(
                         [self.ssh, "-O", "exit", *self.options(), "--", self.target.host],
                         stdin=subprocess.DEVNULL,
                         capture_output=True,
                         timeout=CLOSE_TIMEOUT_S,
                     )
-                except subprocess.TimeoutExpired:
-                    pass
             try:
                 self._master.wait(timeout=CLOSE_TIMEOUT_S)
             except subprocess.TimeoutExpired:

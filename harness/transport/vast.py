@@ -1,4 +1,4 @@
-"""`--target vast:<GPU model>`: rent one Vast.ai machine of exactly that model, run over SSH, destroy it.
+"""`--target vast:<GPU model>`: rent one Vast.ai machine of that exact model, run, destroy it.
 
     with VastTransport("H200", identity=key) as target:  # rents; every run shares the rental
         target.run(...)
@@ -56,7 +56,7 @@ class VastApi(Protocol):
 
 
 class VastSdk:
-    """`VastApi` over the `vastai` package's `VastAI` class (API key from VAST_API_KEY or its config)."""
+    """`VastApi` over `vastai.VastAI` (API key from VAST_API_KEY or the vastai config file)."""
 
     def __init__(self, api_key: str | None = None):
         try:
@@ -97,7 +97,7 @@ def normalise_gpu_name(name: str) -> str:
 
 
 def choose_offer(offers: list[dict], gpu_model: str) -> dict:
-    """The cheapest offer whose `gpu_name` is exactly `gpu_model`; an error naming what was found."""
+    """The cheapest offer whose `gpu_name` is exactly `gpu_model`, else an error naming the found."""
     wanted = normalise_gpu_name(gpu_model)
     exact = [o for o in offers if normalise_gpu_name(o.get("gpu_name", "")) == wanted]
     if exact:
@@ -233,7 +233,8 @@ class VastTransport:
             if self.monotonic() >= deadline:
                 raise VastError(
                     f"{self.description}: no SSH endpoint after {self.ssh_wait_s:g} s "
-                    f"(status {last.get('actual_status')!r}: {last.get('status_msg') or 'no message'})"
+                    f"(status {last.get('actual_status')!r}: "
+                    f"{last.get('status_msg') or 'no message'})"
                 )
             self.sleep(self.poll_s)
 

@@ -1,0 +1,254 @@
+"""`harness ingest`, `harness history` and `harness regressions`: the history store's commands.
+
+Reports go to stdout, messages to stderr. Exit status: 0 ok, 1 `regressions` found an alert,
+2 bad input (a missing or malformed file, a document that does not match the schema, a run
+refused for the history, a database that is not a kernelgap history or is newer than this tool).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import click
+import orjson
+
+from harness.commands.compare import RESULT, BadInput, load_result
+from harness.regressions import Finding, Policy, current_series, review
+from harness.store import Store, StoreError
+
+__all__ = ["history", "ingest", "regressions"]
+
+DEFAULT_DB = "history.sqlite"
+DB_OPTION = click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=DEFAULT_DB,
+    show_default=True,
+    help="The history database (one SQLite file).",
+)
+
+
+@contextlib.contextmanager
+def _opened(db: Path, readonly: bool = True):
+    """The store at `db`; any StoreError (missing, corrupt, foreign, newer) becomes exit 2."""
+    try:
+        with Store(db, readonly=readonly) as store:
+            yield store
+    except StoreError as exc:
+        raise BadInput(str(exc)) from None
+
+
+def _echo_json(value) -> None:
+    click.echo(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode())
+
+
+@click.command()
+@click.argument("result", type=RESULT)
+@DB_OPTION
+@click.option(
+    "--trusted",
+    is_flag=True,
+    help="Write to the history. Without it (the default, for pull-request runs) the document is "
+    "validated and what would be stored is printed; nothing is written.",
+)
+def ingest(result: Path, db: Path, trusted: bool):
+    """Store the result document RESULT in the history (only with --trusted).
+
+    The same run ingested twice is stored once. A run on another GPU model than the suite pins
+    is refused; a result whose series key changed (source, case version, ...) starts a new series.
+    """
+    document = load_result(result)
+    what = "stdin" if str(result) == "-" else str(result)
+    # Untrusted: an existing file is opened read-only; a missing one is never created.
+    with _opened(db, readonly=not trusted and db.exists()) as store:
+        report = store.ingest(document, trusted=trusted, what=what, check=False)
+    click.echo(report.text())
+
+
+def _us(value: float | None) -> str:
+    return "-" if value is None else f"{value * 1e6:.3f} us"
+
+
+def _gap(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}x"
+
+
+def _select(store: Store, case_id: str | None, wanted: str | None) -> list[dict]:
+    """Series of `case_id` (or all) matching `wanted`: a series id, a unique id prefix, or
+    'case/impl' (every series of that implementation, across key changes)."""
+    series = store.list_series(case_id)
+    if wanted is None:
+        return series
+    exact = [s for s in series if s["series_id"] == wanted]
+    by_prefix = [s for s in series if s["series_id"].startswith(wanted)]
+    by_name = [s for s in series if f"{s['case_id']}/{s['impl']}" == wanted]
+    chosen = exact or by_name or (by_prefix if len(by_prefix) == 1 else [])
+    if chosen:
+        return chosen
+    if len(by_prefix) > 1:
+        ids = ", ".join(s["series_id"] for s in by_prefix[:5])
+        raise BadInput(f"--series {wanted}: ambiguous id prefix ({ids}, ...); give more digits")
+    names = sorted({f"{s['case_id']}/{s['impl']}" for s in series})[:10]
+    raise BadInput(
+        f"--series {wanted}: no such series in {store.path}; give a series id or CASE/IMPL "
+        f"(known: {', '.join(names) or 'none'})"
+    )
+
+
+def _series_table(series: list[dict]) -> list[str]:
+    lines = [
+        "series            case                      v  impl            role       gpu"
+        "                mode  suite  source    baseline  points  first                 last"
+    ]
+    for s in series:
+        lines.append(
+            f"{s['series_id']:<17} {s['case_id']:<25} {s['case_version']:<2} {s['impl']:<15} "
+            f"{s['role']:<10} {s['gpu']:<18} {s['mode'] or '-':<5} v{s['suite_version']:<5} "
+            f"{(s['source_sha256'] or 'unbuilt')[:8]:<9} "
+            f"{(s['baseline_source_sha256'] or 'unbuilt')[:8]:<9} {s['points']:>6}  "
+            f"{(s['first_utc'] or '-')[:19]:<21} {(s['last_utc'] or '-')[:19]}"
+        )
+    return lines
+
+
+def _points_table(points: list[dict]) -> list[str]:
+    lines = [
+        "  date                 commit        median          noise    stable  gap       "
+        "gap 95% CI            check        status"
+    ]
+    for p in points:
+        ci = "-" if p["gap_ci_low"] is None else f"[{p['gap_ci_low']:.4f}, {p['gap_ci_high']:.4f}]"
+        status = p["case_status"]
+        if p["error_message"]:
+            status += f": {p['error_phase']}: {p['error_message']}"
+        noise = "-" if p["noise"] is None else f"{p['noise'] * 100:.2f}%"
+        stable = "-" if p["stable"] is None else ("yes" if p["stable"] else "NO")
+        lines.append(
+            f"  {p['started_utc'][:19]:<20} {(p['commit_sha'] or '-')[:12]:<13} "
+            f"{_us(p['median_s']):<15} {noise:<8} {stable:<7} {_gap(p['gap']):<9} {ci:<21} "
+            f"{p['check_status'] or '-':<12} {status}"
+        )
+    return lines
+
+
+@click.command()
+@DB_OPTION
+@click.option("--case", "case_id", help="Only the series of this case id.")
+@click.option(
+    "--series",
+    "wanted",
+    metavar="KEY_OR_ID",
+    help="A series id (or a unique prefix of one), or CASE/IMPL for every series of that "
+    "implementation.",
+)
+@click.option(
+    "--last",
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
+    help="Points shown per series (newest ones; 0 = all) when --case or --series is given.",
+)
+@click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table")
+def history(db: Path, case_id: str | None, wanted: str | None, last: int, output_format: str):
+    """List the history's series; with --case or --series, their points too (oldest first)."""
+    with _opened(db) as store:
+        series = _select(store, case_id, wanted)
+        with_points = case_id is not None or wanted is not None
+        if with_points:
+            for s in series:
+                points = store.points(s["series_id"])
+                s["shown"] = points[-last:] if last else points
+    if output_format == "json":
+        _echo_json({"db": str(db), "series": series})  # "points" is the count, "shown" the points
+        return
+    if not series:
+        click.echo(f"{db}: no series" + (f" for case {case_id!r}" if case_id else ""))
+        return
+    if not with_points:
+        click.echo("\n".join(_series_table(series)))
+        return
+    for s in series:
+        shown = s["shown"]
+        click.echo(f"{s['series_id']}  {s['label']}  ({len(shown)} of {s['points']} points)")
+        click.echo("\n".join(_points_table(shown)))
+        click.echo("")
+
+
+def _finding_row(f: Finding) -> str:
+    value = _gap if f.metric == "gap" else _us
+    change = "-" if f.relative is None else f"{f.relative * 100:+.1f}%"
+    limit = "-" if f.threshold is None else f"±{f.threshold * 100:.1f}%"
+    mark = {"alert": "**ALERT**", "unstable": "unstable (no alert)"}.get(f.status, f.status)
+    cells = [
+        mark,
+        f"{f.case_id} / {f.impl} ({f.role})",
+        f.metric,
+        value(f.newest),
+        value(f.reference),
+        f"{change} {f.direction or ''}".strip(),
+        limit,
+        str(f.history),
+        f"{f.started_utc[:19]} {(f.commit or '-')[:12]}",
+        f"`{f.series_id}`",
+        f.note.replace("|", "\\|"),
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _markdown(findings: list[Finding], policy: Policy, series_count: int) -> str:
+    alerts = [f for f in findings if f.alert]
+    head = (
+        f"## Regressions: {len(alerts)} alert(s) over {series_count} current series\n\n"
+        f"Newest point against the median of up to {policy.window} previous stable points; "
+        f"alert when |change| > max({policy.min_change * 100:g}%, {policy.mad_factor:g} x the "
+        "history's MAD / median). Unstable newest points are shown, never alerted.\n\n"
+        "| status | case / impl | metric | newest | reference | change | threshold | history "
+        "| run | series | note |\n|---|---|---|---|---|---|---|---|---|---|---|"
+    )
+    order = {"alert": 0, "unstable": 1, "failed": 2, "short": 3, "ok": 4}
+    ranked = sorted(findings, key=lambda f: (order[f.status], f.case_id, f.impl, f.metric))
+    return "\n".join([head, *(_finding_row(f) for f in ranked)]) + "\n"
+
+
+@click.command()
+@DB_OPTION
+@click.option(
+    "--window",
+    type=click.IntRange(min=1),
+    default=Policy.window,
+    show_default=True,
+    help="Previous stable points the newest one is compared with.",
+)
+@click.option("--case", "case_id", help="Only the series of this case id.")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["markdown", "json"]),
+    default="markdown",
+    show_default=True,
+)
+def regressions(db: Path, window: int, case_id: str | None, output_format: str):
+    """Check the newest point of every current series against its recent history.
+
+    Alerts (exit 1) when a candidate's gap or absolute time, or a baseline's absolute time,
+    changed by more than max(5%, 3 x the history's relative MAD), in either direction.
+    """
+    policy = Policy(window=window)
+    with _opened(db) as store:
+        series = current_series(store.list_series(case_id))
+        points_of = {s["series_id"]: store.recent(s["series_id"], window) for s in series}
+    findings = review(series, points_of, policy)
+    if output_format == "json":
+        _echo_json(
+            {
+                "db": str(db),
+                "policy": {k: getattr(policy, k) for k in Policy.__dataclass_fields__},
+                "alerts": sum(f.alert for f in findings),
+                "findings": [f.to_dict() for f in findings],
+            }
+        )
+    else:
+        click.echo(_markdown(findings, policy, len(series)), nl=False)
+    if any(f.alert for f in findings):
+        raise SystemExit(1)

@@ -1,0 +1,337 @@
+"""`harness run` end to end: local and SSH targets, what is shipped, what is saved, exit statuses.
+
+Where a GPU result is needed, `--python` points at a stand-in interpreter that answers
+`-m runner bench` with a prepared document and exit status (and runs everything else, such as the
+guard and the unpacker, with the real Python).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from sshd import running_sshd
+
+from harness import shipping
+from harness.commands.run import local_commit, result_name
+from tests.conftest import ROOT, gpu_unavailable_reason
+
+FIXTURE = ROOT / "tests" / "fixtures" / "result-1.0.0-h200-axpy.json"
+needs_no_gpu = pytest.mark.skipif(
+    gpu_unavailable_reason() is None, reason="checks the no-GPU path; this machine has a GPU"
+)
+
+FAKE_PYTHON = '''#!{real}
+"""Stands in for python: `-m runner bench` prints {doc} and exits with the status in {rc}."""
+import json, os, sys, time
+args = sys.argv[1:]
+if args[:3] != ["-m", "runner", "bench"]:
+    os.execv({real!r}, [{real!r}, *args])
+bundle = sorted(os.listdir("bundle")) if os.path.isdir("bundle") else None
+with open({argv!r}, "w") as f:
+    json.dump({{"args": args[3:], "bundle": bundle, "cwd": os.getcwd()}}, f)
+print("fake runner: measuring", file=sys.stderr, flush=True)
+data = open({doc!r}, "rb").read()
+if os.path.exists({hang!r}):
+    sys.stdout.buffer.write(data[:100]); sys.stdout.flush(); time.sleep(60)
+sys.stdout.buffer.write(data)
+sys.exit(int(open({rc!r}).read()))
+'''
+
+
+class FakeRunner:
+    def __init__(self, folder: Path):
+        folder.mkdir(parents=True, exist_ok=True)
+        self.doc, self.rc, self.argv = folder / "doc.json", folder / "rc", folder / "argv.json"
+        self.hang = folder / "hang"
+        self.python = folder / "python"
+        self.python.write_text(
+            FAKE_PYTHON.format(
+                real=sys.executable,
+                doc=str(self.doc),
+                rc=str(self.rc),
+                argv=str(self.argv),
+                hang=str(self.hang),
+            )
+        )
+        self.python.chmod(0o755)
+        self.answer(FIXTURE.read_bytes(), 0)
+
+    def answer(self, document: bytes | dict, status: int) -> None:
+        data = document if isinstance(document, bytes) else orjson.dumps(document)
+        self.doc.write_bytes(data)
+        self.rc.write_text(str(status))
+
+    @property
+    def seen(self) -> dict:
+        return json.loads(self.argv.read_text())
+
+
+@pytest.fixture
+def fake(tmp_path) -> FakeRunner:
+    return FakeRunner(tmp_path / "fake")
+
+
+def harness(*args, cwd=ROOT, timeout_s=600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "harness", "run", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+
+
+def fixture_document() -> dict:
+    return json.loads(FIXTURE.read_text())
+
+
+# -- local target, stand-in runner ---------------------------------------------------------------
+
+
+def test_a_document_is_validated_and_saved_under_a_time_sorted_name(fake, tmp_path):
+    out = tmp_path / "results"
+    done = harness("--target", "local", "--python", fake.python, "--out", out)
+    assert done.returncode == 0, done.stderr
+    saved = Path(done.stdout.strip())
+    assert saved.parent == out and saved.read_bytes() == FIXTURE.read_bytes()
+    assert re.fullmatch(r"20261129T120104Z-nvidia-h200-nocommit\.json", saved.name)
+    assert "fake runner: measuring" in done.stderr  # the remote's progress reached our stderr
+    args = fake.seen["args"]
+    assert args[0] == "benchmarks/cases.toml" and "-q" not in args and "--quiet" not in args
+    commit = local_commit(ROOT / "benchmarks")
+    assert commit and args[args.index("--commit") + 1] == commit
+    assert Path(fake.seen["cwd"]) != ROOT  # it ran in a temporary copy of the tree
+    assert not Path(fake.seen["cwd"]).exists()  # which is gone afterwards
+
+
+def test_a_run_with_failed_cases_still_saves_and_exits_1(fake, tmp_path):
+    fake.answer(FIXTURE.read_bytes(), 1)
+    done = harness("--target", "local", "--python", fake.python, "--out", tmp_path)
+    assert done.returncode == 1
+    assert Path(done.stdout.strip()).read_bytes() == FIXTURE.read_bytes()
+    assert "some case failed" in done.stderr
+
+
+def test_two_runs_never_overwrite_each_other(fake, tmp_path):
+    first = harness("--target", "local", "--python", fake.python, "--out", tmp_path)
+    second = harness("--target", "local", "--python", fake.python, "--out", tmp_path)
+    paths = {first.stdout.strip(), second.stdout.strip()}
+    assert len(paths) == 2 and all(Path(p).is_file() for p in paths)
+
+
+def test_runner_exit_2_is_exit_2_with_the_remote_stderr_tail(fake, tmp_path):
+    fake.answer(b"", 2)
+    done = harness("--target", "local", "--python", fake.python, "--out", tmp_path / "r")
+    assert done.returncode == 2 and done.stdout == ""
+    assert "exited 2 (bad input or no GPU)" in done.stderr
+    assert "  | fake runner: measuring" in done.stderr
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda d: d.pop("cases"), "does not match schemas/result.schema.json"),
+        (lambda d: d.update(schema_version="2.0.0"), "newer than this tool understands"),
+    ],
+)
+def test_an_invalid_document_is_refused_and_kept_as_partial(fake, tmp_path, change, expected):
+    document = fixture_document()
+    change(document)
+    fake.answer(document, 0)
+    done = harness("--target", "local", "--python", fake.python, "--out", tmp_path)
+    assert done.returncode == 2 and expected in done.stderr
+    (partial,) = tmp_path.glob("*.partial")
+    assert partial.read_bytes() == orjson.dumps(document)
+    assert str(partial) in done.stderr and not list(tmp_path.glob("*.json"))
+
+
+def test_a_truncated_document_is_kept_as_partial(fake, tmp_path):
+    fake.answer(FIXTURE.read_bytes()[:5000], 0)
+    done = harness("--target", "local", "--python", fake.python, "--out", tmp_path)
+    assert done.returncode == 2 and "malformed JSON" in done.stderr
+    (partial,) = tmp_path.glob("*.partial")
+    assert partial.read_bytes() == FIXTURE.read_bytes()[:5000]
+
+
+def test_a_job_timeout_stops_the_runner_and_keeps_what_arrived(fake, tmp_path):
+    fake.hang.touch()
+    done = harness(
+        "--target", "local", "--python", fake.python, "--out", tmp_path, "--job-timeout", "3"
+    )
+    assert done.returncode == 2 and "job limit of 3 s" in done.stderr
+    (partial,) = tmp_path.glob("*.partial")
+    assert partial.read_bytes() == FIXTURE.read_bytes()[:100]
+
+
+def test_runner_arguments_and_the_bundle_are_passed_on(fake, tmp_path):
+    bundle = tmp_path / "ptx bundle"
+    (bundle / "axpy_f64").mkdir(parents=True)
+    (bundle / "bundle.json").write_text("{}")
+    (bundle / "axpy_f64" / "cuda.ptx").write_text("// ptx")
+    done = harness(
+        "--target", "local", "--python", fake.python, "--out", tmp_path, "--bundle", bundle,
+        "--", "--case", "axpy_f64", "--samples", "40",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    args = fake.seen["args"]
+    assert args[-4:] == ["--case", "axpy_f64", "--samples", "40"]
+    assert args[args.index("--bundle") + 1] == "bundle"
+    assert fake.seen["bundle"] == ["axpy_f64", "bundle.json"]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--target", "ftp://host"], "expected local, ssh://user@host[:port] or vast:<GPU model>"),
+        (["--target", "ssh://"], "expected ssh://user@host"),
+        (["--target", "vast:H200", "--known-hosts", FIXTURE], "--known-hosts does not apply"),
+        (["--target", "vast: "], "give the model"),
+    ],
+)
+def test_bad_targets_exit_2_with_a_message(args, expected):
+    done = harness(*args)
+    assert done.returncode == 2 and expected in done.stderr
+
+
+@needs_no_gpu
+def test_local_bench_without_a_gpu_exits_2_with_the_runners_message(tmp_path):
+    done = harness("--target", "local", "--python", sys.executable, "--out", tmp_path)
+    assert done.returncode == 2
+    assert "no NVIDIA driver found" in done.stderr or "no CUDA device" in done.stderr
+    assert not list(tmp_path.iterdir())
+
+
+# -- what is shipped -----------------------------------------------------------------------------
+
+
+def test_the_runner_tree_and_the_suite_folder_are_shipped():
+    plan = shipping.plan(ROOT / "benchmarks" / "cases.toml")
+    names = {name for _, name in plan.files}
+    assert plan.cases == "benchmarks/cases.toml" and plan.bundle is None
+    assert {"runner/cli.py", "protocol/validation.py", "schemas/result.schema.json"} <= names
+    assert {"pyproject.toml", "benchmarks/reference.py", "benchmarks/kernels/axpy_f64.cu"} <= names
+    assert not any("__pycache__" in n or n.startswith(("harness/", "tests/")) for n in names)
+    with_tests = {
+        name for _, name in shipping.plan(ROOT / "benchmarks" / "cases.toml", tests=True).files
+    }
+    assert "tests/conftest.py" in with_tests
+
+
+def test_a_reference_outside_the_suite_folder_is_shipped_or_refused(tmp_path):
+    root = tmp_path / "repo"
+    for name in shipping.RUNNER_TREE:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).symlink_to(ROOT / name)
+    suite = root / "suites" / "mine"
+    suite.mkdir(parents=True)
+    (root / "shared").mkdir()
+    (root / "shared" / "kernel.cu").write_text("// kernel")
+    text = '[suite]\nname = "x"\n[[case]]\nid = "a"\nreference = "ref.py:f"\n'
+    (suite / "cases.toml").write_text(text + '[[case.impl]]\nsource = "../../shared/kernel.cu"\n')
+    plan = shipping.plan(suite / "cases.toml", root=root)
+    assert plan.cases == "suites/mine/cases.toml"
+    assert "shared/kernel.cu" in {name for _, name in plan.files}
+
+    (suite / "cases.toml").write_text(text + f'[[case.impl]]\nsource = "{FIXTURE}"\n')
+    with pytest.raises(shipping.ShippingError, match="outside the suite's folder"):
+        shipping.plan(suite / "cases.toml", root=root)
+
+
+def test_a_suite_kept_outside_the_repository_ships_under_suite(tmp_path):
+    shutil.copytree(ROOT / "tests" / "gpu_suite", tmp_path / "elsewhere")
+    plan = shipping.plan(tmp_path / "elsewhere" / "cases.toml")
+    assert plan.cases == "suite/cases.toml"
+    assert "suite/kernels/scale.cu" in {name for _, name in plan.files}
+
+
+def test_result_names_sort_by_start_time_and_name_gpu_and_commit():
+    document = fixture_document()
+    assert result_name(document) == "20261129T120104Z-nvidia-h200-nocommit.json"
+    document["suite"]["commit"] = "0123456789abcdef0123456789abcdef01234567-dirty"
+    assert result_name(document) == "20261129T120104Z-nvidia-h200-0123456789ab-dirty.json"
+
+
+# -- SSH target, real sshd -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    with running_sshd(tmp_path_factory.mktemp("sshd")) as server:
+        yield server
+
+
+def ssh_args(server) -> list:
+    return [
+        "--target", server.url, "--identity", server.identity,
+        "--known-hosts", server.known_hosts, "--python", sys.executable,
+    ]  # fmt: skip
+
+
+def connections(server) -> int:
+    return server.log.read_text().count("Accepted publickey")
+
+
+def test_check_only_over_ssh_matches_a_local_check(sshd, tmp_path):
+    done = harness(*ssh_args(sshd), "--check-only", "--out", tmp_path)
+    here = subprocess.run(
+        [sys.executable, "-m", "runner", "check", "benchmarks/cases.toml"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert "benchmarks/cases.toml:" in done.stdout, done.stderr
+    assert (done.returncode, done.stdout) == (here.returncode, here.stdout)
+
+
+@needs_no_gpu
+def test_bench_over_ssh_without_a_gpu_exits_2_with_the_remote_message(sshd, tmp_path):
+    done = harness(*ssh_args(sshd), "--out", tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "no NVIDIA driver found" in done.stderr or "no CUDA device" in done.stderr
+    assert f"the runner on {sshd.url} exited 2" in done.stderr
+    assert not list(tmp_path.iterdir())
+
+
+def test_gpu_tests_and_bench_share_one_connection(sshd, fake, tmp_path):
+    before = connections(sshd)
+    done = harness(
+        "--target", sshd.url, "--identity", sshd.identity, "--known-hosts", sshd.known_hosts,
+        "--python", fake.python, "--out", tmp_path, "--pytest-gpu",
+    )  # fmt: skip
+    assert "GPU tests (pytest -m gpu)" in done.stderr and "runner bench" in done.stderr
+    assert re.search(r"\d+ (passed|skipped|deselected)", done.stderr), done.stderr
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()).read_bytes() == FIXTURE.read_bytes()
+    assert connections(sshd) - before == 1
+
+
+def test_case_ids_with_shell_syntax_reach_the_runner_verbatim_over_ssh(sshd, tmp_path):
+    canaries = [tmp_path / "canary-a", tmp_path / "canary-b", tmp_path / "canary-c"]
+    case = f"x; touch {canaries[0]} $(touch {canaries[1]}) `touch {canaries[2]}` 'it''s\""
+    done = harness(*ssh_args(sshd), "--out", tmp_path / "r", "--", "--case", case)
+    assert done.returncode == 2
+    assert f"no case with id {case!r}" in done.stderr
+    assert not [c for c in canaries if c.exists()]
+
+
+def test_a_wrong_host_key_stops_harness_run_before_anything_runs(sshd, fake, tmp_path):
+    wrong = tmp_path / "known_hosts"
+    wrong.write_text(f"[127.0.0.1]:{sshd.port} {FIXTURE_KEY}\n")
+    done = harness(
+        "--target", sshd.url, "--identity", sshd.identity, "--known-hosts", wrong,
+        "--python", fake.python, "--out", tmp_path / "r",
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "Host key verification failed" in done.stderr
+    assert not fake.argv.exists()
+
+
+FIXTURE_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIIXmSRTE7SpQh0hMHniI513TJ35siBmsgshPbXCRI37s"
