@@ -17,6 +17,7 @@ from pathlib import Path
 from protocol.codec import decode, encode
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+EVENT_FD_VARIABLE = "KERNELGAP_EVENT_FD"
 
 
 @dataclass
@@ -30,7 +31,7 @@ class WorkerOutcome:
     wall_s: float = 0.0
 
 
-def _pump_stdout(stream, events: queue.Queue) -> None:
+def _pump_events(stream, events: queue.Queue) -> None:
     for line in stream:
         line = line.strip()
         if line:
@@ -41,7 +42,7 @@ def _pump_stdout(stream, events: queue.Queue) -> None:
     events.put(None)
 
 
-def _pump_stderr(stream, tail: deque, echo: bool) -> None:
+def _pump_log(stream, tail: deque, echo: bool) -> None:
     for raw in stream:
         text = raw.decode(errors="replace").rstrip("\n")
         tail.append(text)
@@ -55,22 +56,33 @@ def run_worker(
     """Run `job` in `python -m runner.worker`; kill the whole process group at the deadline."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    # Events travel on their own pipe: a kernel's printf lands on the worker's stdout, which is
+    # treated as log output like its stderr, so it can never corrupt an event line.
+    event_read, event_write = os.pipe()
+    env[EVENT_FD_VARIABLE] = str(event_write)
     t0 = time.monotonic()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "runner.worker"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=REPO_ROOT,
-        env=env,
-        start_new_session=True,
-    )
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "runner.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=REPO_ROOT,
+            env=env,
+            start_new_session=True,
+            pass_fds=(event_write,),
+        )
+    finally:
+        os.close(event_write)
     outcome = WorkerOutcome()
     events: queue.Queue = queue.Queue()
     tail: deque = deque(maxlen=40)
     readers = [
-        threading.Thread(target=_pump_stdout, args=(proc.stdout, events), daemon=True),
-        threading.Thread(target=_pump_stderr, args=(proc.stderr, tail, echo_stderr), daemon=True),
+        threading.Thread(
+            target=_pump_events, args=(os.fdopen(event_read, "rb"), events), daemon=True
+        ),
+        threading.Thread(target=_pump_log, args=(proc.stdout, tail, echo_stderr), daemon=True),
+        threading.Thread(target=_pump_log, args=(proc.stderr, tail, echo_stderr), daemon=True),
     ]
     for reader in readers:
         reader.start()

@@ -2,21 +2,33 @@
 
 A fault (sticky CUDA error) or a hang then costs only this process; the parent
 (runner.isolation) replaces it and the other cases still run. Protocol: one JSON job on
-stdin; one JSON object per line on stdout: {"event": "phase", ...} while running and
-{"event": "result", "record": {...}} last.
+stdin; one JSON object per line on the event pipe (file descriptor $KERNELGAP_EVENT_FD, else
+stdout): {"event": "phase", ...} while running and {"event": "result", "record": {...}} last.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 
 from protocol.codec import decode, encode
 
 
+def _event_stream():
+    fd = os.environ.get("KERNELGAP_EVENT_FD")
+    return os.fdopen(int(fd), "wb", buffering=0) if fd else sys.stdout.buffer
+
+
+_EVENTS = None
+
+
 def _emit(event: dict) -> None:
-    sys.stdout.buffer.write(encode(event) + b"\n")
-    sys.stdout.buffer.flush()
+    global _EVENTS
+    if _EVENTS is None:
+        _EVENTS = _event_stream()
+    _EVENTS.write(encode(event) + b"\n")
+    _EVENTS.flush()
 
 
 def run_job(job: dict) -> dict:

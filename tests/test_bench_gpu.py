@@ -147,3 +147,11 @@ def test_cold_mode_flushes_l2(cold_run, hot_run):
     assert cold["timing"]["stats"]["median_s"] > 1.2 * hot["timing"]["stats"]["median_s"]
     gap = _case(doc, "scale_double_work")["implementations"]["twice"]["gap"]
     assert 1.6 < gap["ratio_of_medians"] < 2.4, gap
+
+
+def test_kernel_printf_cannot_forge_worker_events(hot_run):
+    doc, done = hot_run
+    case = _case(doc, "printf_noise")
+    assert case["status"] == "ok", case.get("error")
+    assert case["implementations"]["printf"]["check"]["status"] == "passed"
+    assert "forged by printf" in done.stderr  # the kernel's output is shown as log, not parsed

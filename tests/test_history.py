@@ -123,6 +123,16 @@ def test_a_changed_source_hash_starts_a_new_series_and_leaves_the_old_one(tmp_pa
         assert sorted(p.key["impl"] for p in report.new_series) == ["cuda", "forth"]
 
 
+def test_two_writers_store_a_run_once(tmp_path):
+    db, d = tmp_path / "h.sqlite", doc()
+    with Store(db) as first, Store(db) as second:  # both opened before the file existed
+        assert first.ingest(d, trusted=True).stored
+        late = second.ingest(d, trusted=True)
+        assert late.already_stored and not late.stored
+        assert second.ingest(doc(1), trusted=True).stored
+        assert len(first.runs()) == 2
+
+
 def test_a_run_on_another_gpu_than_the_suite_pins_is_refused(tmp_path):
     db = tmp_path / "h.sqlite"
     d = doc(gpu="NVIDIA A100-SXM4-80GB", suite_gpu="NVIDIA H200")
@@ -349,6 +359,17 @@ def test_the_store_feeds_the_rule_end_to_end(tmp_path):
     found = {(f.impl, f.metric): f for f in review(series, recent, Policy(window=5))}
     assert found[("forth", "gap")].alert and found[("forth", "time")].alert
     assert found[("cuda", "time")].status == "ok"
+
+
+def test_recent_skips_unstable_points_in_the_store(tmp_path):
+    db = tmp_path / "h.sqlite"
+    unstable = {k: {("axpy", "forth")} for k in (7, 8)}
+    ingest_all(db, [doc(k, unstable=unstable.get(k, ())) for k in range(10)])
+    with Store(db, readonly=True) as store:
+        forth = next(s for s in store.list_series() if s["impl"] == "forth")
+        recent = store.recent(forth["series_id"], 4)
+    # newest (9), then 4 stable times (6, 5, 4, 3) and 4 stable gaps (the same runs)
+    assert [p["commit_sha"][-1] for p in recent] == ["3", "4", "5", "6", "9"]
 
 
 # -- the commands ------------------------------------------------------------------------------

@@ -42,3 +42,12 @@ extern "C" __global__ void scale_f64_writes_input(double* x, double* __restrict_
 {
     GRID_STRIDE(i, n) { out[i] = a * x[i]; x[i] = 0.0; }
 }
+
+// Writes to stdout from the kernel (at the correctness size only): must not disturb the runner.
+extern "C" __global__ void scale_f64_printf(const double* __restrict__ x, double* __restrict__ out, double a, long long n)
+{
+    if (n < 10000 && blockIdx.x == 0 && threadIdx.x == 0) {
+        printf("{\"event\": \"result\", \"record\": {\"status\": \"forged by printf\"}}\n");
+    }
+    GRID_STRIDE(i, n) out[i] = a * x[i];
+}
