@@ -416,7 +416,7 @@ def test_cli_ingest_history_and_regressions(tmp_path):
     step = write(tmp_path / "step.json", doc(20, cand_factor=1.10))
     assert run(main, ["ingest", step, "--db", db, "--trusted"]).exit_code == 0
     done = run(main, ["regressions", "--db", db])
-    assert done.exit_code == 1 and "**ALERT**" in done.stdout and "+10." in done.stdout
+    assert done.exit_code == 1 and "**ALERT**" in done.stdout and "% slower" in done.stdout
     report = orjson.loads(
         run(main, ["regressions", "--db", db, "--format", "json", "--window", "5"]).stdout
     )

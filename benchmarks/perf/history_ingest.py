@@ -172,6 +172,12 @@ def main() -> int:
     size = sum(p.stat().st_size for p in db.parent.glob(db.name + "*"))
 
     regress_s, findings = regressions_in_process(db, Policy.window)
+    with Store(db, readonly=True) as store:  # what a dashboard does: every point of one series
+        t0 = time.perf_counter()
+        listed = store.list_series()
+        longest = max(listed, key=lambda s: s["points"])
+        series_points = store.points(longest["series_id"])
+        points_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     cli = subprocess.run(
         [sys.executable, "-m", "harness", "regressions", "--db", str(db), "--format", "json"],
@@ -199,6 +205,10 @@ def main() -> int:
         f"regressions: {regress_s:.3f} s in process over {len(set(f.series_id for f in findings))} "
         f"current series, target < 2 s: {'met' if regress_s < 2 else 'MISSED'}; "
         f"`python -m harness regressions`: {cli_s:.2f} s wall, exit {cli.returncode}"
+    )
+    print(
+        f"dashboard:   list_series() + points() of a {len(series_points)}-point series: "
+        f"{points_s:.3f} s"
     )
     print(f"db size:     {size / 2**20:.1f} MiB ({size / args.documents / 1024:.1f} KiB/document)")
     print(f"alerts ({len(alerts)}): {alerts}")

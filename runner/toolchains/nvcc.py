@@ -34,26 +34,31 @@ def version(template: str | None = None) -> str:
 def build(
     source: Path, arch: str, flags: list[str], template: str | None = None
 ) -> tuple[str, list[str]]:
+    """PTX of `source`. nvcc hands file names to a shell, so it only ever sees safe ones: the
+    source is copied to `kernel.cu` in a temporary folder, and its own folder (for #include)
+    is reached through a symbolic link named `src`."""
     from runner.toolchains import BuildError
 
     with tempfile.TemporaryDirectory(prefix="kernelgap-nvcc-") as tmp:
-        out = Path(tmp) / (source.stem + ".ptx")
-        command = [
-            _program(),
-            "-ptx",
-            f"-arch={arch}",
-            *FIXED_FLAGS,
+        work = Path(tmp)
+        (work / "src").symlink_to(source.resolve().parent, target_is_directory=True)
+        shutil.copyfile(source, work / "kernel.cu")
+        head = [_program(), "-ptx", f"-arch={arch}", *FIXED_FLAGS]
+        command = [*head, "-I", "src", *flags, "kernel.cu", "-o", "kernel.ptx"]
+        recorded = [
+            *head,
+            "-I",
+            str(source.resolve().parent),
             *flags,
             str(source),
             "-o",
-            str(out),
+            f"{source.stem}.ptx",
         ]
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+            done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=work)
         except subprocess.TimeoutExpired:
             raise BuildError(f"{source}: nvcc did not finish within 300 s") from None
         if done.returncode != 0:
-            raise BuildError(
-                f"{source}: nvcc exited with {done.returncode}:\n{(done.stderr or done.stdout).strip()}"
-            )
-        return out.read_text(), command
+            message = (done.stderr or done.stdout).strip().replace("kernel.cu", source.name)
+            raise BuildError(f"{source}: nvcc exited with {done.returncode}:\n{message}")
+        return (work / "kernel.ptx").read_text(), recorded  # what it means, with the real paths
