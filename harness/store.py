@@ -4,15 +4,18 @@ Layout (schema version STORE_SCHEMA_VERSION, kept in PRAGMA user_version; PRAGMA
 marks the file as kernelgap's):
 - runs: one row per result document; run_id = sha256 of the document's canonical JSON (sorted
   keys, compact), so the same run ingested twice is stored once whatever its formatting. The raw
-  document is kept zlib-compressed with every samples_s array set to null; the samples live in
-  `points` as little-endian float64 blobs and go back in place in `raw_document()` (float64
-  round-trips exactly, so the document read back equals the one ingested).
+  document is kept zlib-compressed with its environment (a JSON column of its own) and every
+  samples_s array set to null; the samples live in `points` as little-endian float64 blobs, and
+  `raw_document()` puts both back (float64 round-trips exactly: the document read back equals
+  the one ingested).
 - series: one row per series key (harness.series), with its point count and first/last date.
 - points: one row per implementation per case per run: status (a failed case is a point with
-  its error), check status, samples, statistics and, for candidates, the gap.
+  its error), check status, samples, statistics and, for candidates, the gap. Rows refer to
+  runs and series by integer rowid and are indexed by (series, start time) for the readers.
 
 Writes happen only in a trusted ingest, one transaction per document; an untrusted ingest
-validates and plans but never opens the file for writing (nor creates it).
+validates and plans but never opens the file for writing (nor creates it). Readers see a
+file that does not exist yet as an empty history, except with readonly=True (an error).
 """
 
 from __future__ import annotations

@@ -35,6 +35,10 @@ class BenchOptions:
     quiet: bool = False
     commit: str | None = None  # recorded as the suite's commit (a shipped tree is no checkout)
     bundle: Path | None = None  # PTX built elsewhere (python -m runner build)
+    emit_partial: bool = False  # the partial document on stderr after each case (for harness run)
+
+
+PARTIAL_PREFIX = b"kernelgap-partial-document: "
 
 
 class Progress:
@@ -287,14 +291,13 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
         for impl in case_docs[-1]["implementations"].values():
             if "build" in impl:
                 env["toolchains"][impl["toolchain"]] = {"version": impl["build"]["version"]}
-        if options.output:  # after every case, so a crash never loses the earlier ones
-            _write_atomic(
-                options.output,
-                encode(
-                    result.document(suite_block, env, options_block, case_docs, started, None),
-                    pretty=True,
-                ),
-            )
+        # After every case, so a crash or a dropped connection never loses the earlier ones.
+        partial = result.document(suite_block, env, options_block, case_docs, started, None)
+        if options.output:
+            _write_atomic(options.output, encode(partial, pretty=True))
+        if options.emit_partial:
+            sys.stderr.buffer.write(PARTIAL_PREFIX + encode(partial) + b"\n")
+            sys.stderr.flush()
     env["sensors_end"] = environment.nvml_sensors(options.device, uuid=device.get("uuid"))
     doc = result.document(
         suite_block, env, options_block, case_docs, started, environment.utc_now()

@@ -71,6 +71,12 @@ def main():
     type=click.Path(file_okay=False, path_type=Path),
     help="Take PTX from this bundle (python -m runner build) where it has the implementation.",
 )
+@click.option(
+    "--emit-partial",
+    is_flag=True,
+    help="After each case, write the partial document to stderr as one line starting "
+    "'kernelgap-partial-document: ' (harness run keeps the last one if the connection drops).",
+)
 def bench(cases, case_ids, **settings):
     """Build, check and time every case of the suite CASES (a cases.toml)."""
     from protocol.validation import DocumentError

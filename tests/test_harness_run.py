@@ -335,3 +335,21 @@ def test_a_wrong_host_key_stops_harness_run_before_anything_runs(sshd, fake, tmp
 
 
 FIXTURE_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIIXmSRTE7SpQh0hMHniI513TJ35siBmsgshPbXCRI37s"
+
+
+def test_stderr_tail_keeps_the_partial_document_out_of_sight(tmp_path):
+    import io
+
+    from harness.commands.run import PARTIAL_PREFIX, StderrTail, _save_partial
+
+    shown = io.BytesIO()
+    tail = StderrTail(shown)
+    doc = b'{"complete": false, "cases": [1]}'
+    stream = b"[a] build\n" + PARTIAL_PREFIX + doc + b"\n50% ..." + b" done\n" + PARTIAL_PREFIX + b'{"cases": [1, 2]}\n'
+    for i in range(0, len(stream), 7):  # chunks split lines, the prefix and the document anywhere
+        tail(stream[i : i + 7])
+    assert shown.getvalue() == b"[a] build\n50% ... done\n"
+    assert tail.partial == b'{"cases": [1, 2]}'
+    message = _save_partial(tmp_path, "ssh://h", b"", tail.partial)
+    kept = next(tmp_path.glob("*.partial.json"))
+    assert str(kept) in message and kept.read_bytes() == b'{"cases": [1, 2]}'

@@ -48,17 +48,49 @@ class RunFailed(click.ClickException):
         click.echo(f"error: {self.message}", err=True)
 
 
+PARTIAL_PREFIX = b"kernelgap-partial-document: "  # runner bench --emit-partial
+
+
 class StderrTail:
-    """The remote's stderr: written to ours as it arrives, with the last lines kept for messages."""
+    """The remote's stderr: written to ours as it arrives, with the last lines kept for messages.
+
+    Lines carrying the runner's partial document are not shown; the last one is kept, so a
+    dropped connection still leaves every case measured so far on disk.
+    """
 
     def __init__(self, stream=None):
         self.stream = stream or sys.stderr.buffer
         self.data = b""
+        self.partial: bytes | None = None
+        self._pending = b""  # the start of a line that may be a partial document
+        self._mid_line = False  # part of the current line was already shown: it is ordinary
 
     def __call__(self, chunk: bytes) -> None:
-        self.stream.write(chunk)
-        self.stream.flush()
-        self.data = (self.data + chunk)[-16384:]
+        shown = []
+        data = self._pending + chunk
+        self._pending = b""
+        while data:
+            end = data.find(b"\n")
+            if end < 0:
+                if not self._mid_line and (
+                    data.startswith(PARTIAL_PREFIX) or PARTIAL_PREFIX.startswith(data)
+                ):
+                    self._pending = data  # wait for the rest of the line
+                else:  # an unfinished ordinary line is shown at once (progress without a newline)
+                    shown.append(data)
+                    self._mid_line = True
+                break
+            line, data = data[: end + 1], data[end + 1 :]
+            if not self._mid_line and line.startswith(PARTIAL_PREFIX):
+                self.partial = line[len(PARTIAL_PREFIX) :].rstrip(b"\n")
+            else:
+                shown.append(line)
+            self._mid_line = False
+        if shown:
+            text = b"".join(shown)
+            self.stream.write(text)
+            self.stream.flush()
+            self.data = (self.data + text)[-16384:]
 
     def lines(self, count: int = TAIL_LINES) -> str:
         text = self.data.decode("utf-8", "replace").rstrip().splitlines()
@@ -160,11 +192,17 @@ def save_new(directory: Path, name: str, data: bytes) -> Path:
     raise RunFailed(f"{directory}: cannot find a free name for {name}")
 
 
-def _save_partial(out: Path, target: str, data: bytes) -> str:
+def _save_partial(out: Path, target: str, data: bytes, partial: bytes | None = None) -> str:
+    """Keep what was measured: the runner's last partial document, else whatever stdout held."""
+    stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{_slug(target)}"
+    if partial:
+        path = save_new(out, f"{stamp}.partial.json", partial)
+        return (
+            f"the cases finished before that are kept in {path} (a document with complete: false)"
+        )
     if not data:
         return "nothing had arrived on the runner's stdout"
-    name = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{_slug(target)}.partial"
-    return f"what had arrived on its stdout is kept in {save_new(out, name, data)}"
+    return f"what had arrived on its stdout is kept in {save_new(out, stamp + '.partial', data)}"
 
 
 def _dependencies(tests: bool) -> list[str]:
@@ -197,7 +235,9 @@ class Session:
                 stderr_sink=self.tail,
             )
         except TransportError as exc:
-            kept = _save_partial(self.options["out"], self.options["target"], exc.stdout)
+            kept = _save_partial(
+                self.options["out"], self.options["target"], exc.stdout, self.tail.partial
+            )
             raise RunFailed(f"{what}: {exc}; {kept}") from None
 
     def install(self) -> None:
@@ -240,7 +280,7 @@ class Session:
 
     def bench(self) -> int:
         python = self.options["python"]
-        command = [python, "-m", "runner", "bench", self.plan.cases]
+        command = [python, "-m", "runner", "bench", self.plan.cases, "--emit-partial"]
         if self.options["commit"]:
             command += ["--commit", self.options["commit"]]
         if self.plan.bundle:
@@ -252,7 +292,9 @@ class Session:
         """Validate and save the runner's document; the exit status for it."""
         where = self.transport.description
         if done.returncode not in (0, 1):
-            kept = _save_partial(self.options["out"], self.options["target"], done.stdout)
+            kept = _save_partial(
+                self.options["out"], self.options["target"], done.stdout, self.tail.partial
+            )
             meaning = " (bad input or no GPU)" if done.returncode == 2 else ""
             raise RunFailed(
                 f"the runner on {where} exited {done.returncode}{meaning}; {kept}; "
@@ -265,7 +307,9 @@ class Session:
                 check_version(document["schema_version"], RESULT_SCHEMA_VERSION, what)
             validate(document, "result", what)
         except ValueError as exc:
-            kept = _save_partial(self.options["out"], self.options["target"], done.stdout)
+            kept = _save_partial(
+                self.options["out"], self.options["target"], done.stdout, self.tail.partial
+            )
             raise RunFailed(f"{exc}; {kept}") from None
         path = save_new(self.options["out"], result_name(document), done.stdout)
         click.echo(str(path))
