@@ -1,0 +1,625 @@
+"""Build the static dashboard site from the history store.
+
+The site, every file beside index.html so that it works from file:// and from any web server:
+  index.html          the page (page.html as is: it holds no data)
+  app.js              draws the headline, the table and the charts from data.js with Plotly
+  plotly.min.js       plotly.js as shipped inside the plotly Python package (no CDN; copied
+                      once: an identical file already there is left alone)
+  data.js             `window.KERNELGAP_DATA = {...};` (layout DATA_FORMAT_VERSION, below)
+  runs/<run_id>.json  raw result documents, named by content hash and so never rewritten
+  gab/data.js         with --format github-action-benchmark only: the same history in that
+                      action's layout, `window.BENCHMARK_DATA = {...};`
+
+What is drawn is trimmed for display only (the store keeps every point): a series of more than
+max_points points shows every k-th point, k = ceil(n / (max_points - TAIL_POINTS)) counted back
+from the newest, plus the newest TAIL_POINTS, every unstable point and both sides of every step
+(a change of more than STEP_FRACTION from the previous point in the median time or the gap).
+
+Headline: the geometric-mean gap exp(mean(ln gap)) per candidate over the ok cases of the newest
+run whose gap is stable (the rule of harness.summary.geomean_gaps), and its change against the
+previous run of the same GPU model, timing mode and suite version that has one. A series never
+joins points of different series keys: each key is its own trace, labelled with what changed
+against the implementation's previous key ("source changed", "suite v2", "mode cold", ...).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+from harness.export.github_action_benchmark import entries as gab_entries
+from harness.series import series_label
+from harness.store import Store, StoreError
+from harness.summary import signature
+
+__all__ = [
+    "DATA_FORMAT_VERSION",
+    "GAB_DATA",
+    "BuildReport",
+    "DashboardError",
+    "build_site",
+    "collect",
+    "display_indices",
+    "github_action_benchmark_data",
+]
+
+DATA_FORMAT_VERSION = 1
+MAX_POINTS = 300  # per drawn series; enough to see a trend across a 1400 px wide chart
+TAIL_POINTS = 30  # the newest points are always drawn: they are the ones people check
+STEP_FRACTION = 0.05  # the regression rule's minimum effect; a step this big is always drawn
+RAW_RUNS = 50  # raw documents published per build (newest drawn runs); older ones stay
+GAB_DATA = Path("gab") / "data.js"
+PALETTE = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#8c564b", "#7f7f7f")
+BASELINE_COLOR = "#333333"
+RUN_ID = re.compile(r"[0-9a-f]{64}")  # store run ids; anything else never becomes a file name
+UNITS = ((1e-6, "ns", 1e9), (1e-3, "µs", 1e6), (1.0, "ms", 1e3), (math.inf, "s", 1.0))
+CHANGE_WORDS = {  # key field -> how a change of it is named in a legend
+    "gpu": lambda v: f"GPU {v}",
+    "mode": lambda v: f"mode {v}",
+    "suite_version": lambda v: f"suite v{v}",
+    "case_version": lambda v: f"case v{v}",
+    "source_sha256": lambda v: "source changed",
+    "baseline_source_sha256": lambda v: "baseline source changed",
+}
+SUITE_FIELDS = ("gpu", "mode", "suite_version")
+
+
+class DashboardError(ValueError):
+    """The dashboard cannot be built as asked; the message says why and what to do."""
+
+
+@dataclass
+class BuildReport:
+    """What build_site() wrote."""
+
+    out: Path
+    runs: int
+    cases: int
+    series: int
+    points_stored: int
+    points_drawn: int
+    raw_written: int
+    raw_published: int
+    files: dict[str, int] = field(default_factory=dict)  # path in the site -> bytes
+
+    def text(self) -> str:
+        sizes = ", ".join(f"{name} {size / 1e3:.0f} kB" for name, size in self.files.items())
+        return (
+            f"dashboard: {self.out / 'index.html'}\n"
+            f"  {self.runs} runs, {self.cases} cases, {self.series} series; "
+            f"{self.points_drawn} of {self.points_stored} points drawn\n"
+            f"  raw documents: {self.raw_written} written, {self.raw_published} in runs/\n"
+            f"  {sizes}"
+        )
+
+
+def display_indices(
+    n: int,
+    unstable: np.ndarray,
+    values: tuple[np.ndarray, ...] = (),
+    max_points: int = MAX_POINTS,
+    tail: int = TAIL_POINTS,
+) -> np.ndarray:
+    """Indices (ascending) of the points of an n-point series that are drawn (module doc)."""
+    if n <= max_points:
+        return np.arange(n)
+    keep = np.zeros(n, dtype=bool)
+    stride = math.ceil(n / max(1, max_points - tail))
+    keep[(n - 1) % stride :: stride] = True
+    keep[0] = True
+    keep[-tail:] = True
+    keep |= unstable
+    for v in values:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.abs(v[1:] / v[:-1] - 1.0) > STEP_FRACTION  # NaN compares False
+        keep[1:] |= step
+        keep[:-1] |= step
+    return np.flatnonzero(keep)
+
+
+def _round(values: np.ndarray, digits: int = 6) -> list:
+    """`values` to `digits` significant digits as a list (NaN -> None): a smaller data.js."""
+    a = np.asarray(values, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        magnitude = np.floor(np.log10(np.abs(a)))
+    scale = 10.0 ** (digits - 1 - np.where(np.isfinite(magnitude), magnitude, 0))
+    rounded = np.round(a * scale) / scale
+    return [None if math.isnan(x) else x for x in rounded.tolist()]
+
+
+def _flags(values: list) -> np.ndarray:
+    return np.array([bool(v) for v in values], dtype=bool)
+
+
+def _floats(values: list) -> np.ndarray:
+    return np.array([math.nan if v is None else v for v in values], dtype=float)
+
+
+def _unit(seconds: float | None) -> tuple[str, float]:
+    """The display unit of a case's times: the one that puts its baseline in [1, 1000)."""
+    for limit, name, scale in UNITS:
+        if seconds is not None and seconds < limit:
+            return name, scale
+    return "µs", 1e6
+
+
+def _change(previous: dict | None, key: dict) -> str:
+    """What differs in `key` from the previous key of the same implementation, in words."""
+    if previous is None:
+        return ""
+    words = [
+        describe(key[name])
+        for name, describe in CHANGE_WORDS.items()
+        if key[name] != previous[name]
+        # The baseline's own source hash is also its "baseline source": say it once.
+        and not (name == "baseline_source_sha256" and key["source_sha256"] != previous["source_sha256"] and key["impl"] == key.get("baseline"))
+    ]
+    return ", ".join(words) or "key changed"
+
+
+def _run_labels(runs: list[dict]) -> list[str]:
+    """A unique x-axis category per run: the short commit, '#2' on a commit's second run."""
+    seen: dict[str, int] = defaultdict(int)
+    labels = []
+    for run in runs:
+        base = run["commit_sha"][:7] if run["commit_sha"] else f"run {run['run_id'][:7]}"
+        seen[base] += 1
+        labels.append(base if seen[base] == 1 else f"{base}#{seen[base]}")
+    return labels
+
+
+def _anchor(case_id: str, taken: set) -> str:
+    anchor = "case-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", case_id).strip("-") or "x")
+    while anchor in taken:
+        anchor += "-"
+    taken.add(anchor)
+    return anchor
+
+
+@dataclass
+class _Series:
+    """One series' points as arrays (ok points only: a failed case has nothing to draw)."""
+
+    info: dict
+    run: np.ndarray
+    median_s: np.ndarray
+    mad_s: np.ndarray
+    noise: np.ndarray
+    stable: np.ndarray
+    gap: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    gap_stable: np.ndarray
+
+    @classmethod
+    def read(cls, store: Store, info: dict, run_index: dict[str, int]) -> _Series:
+        points = [
+            p for p in store.points(info["series_id"]) if p["case_status"] == "ok" and p["median_s"] is not None
+        ]
+        column = {name: [p[name] for p in points] for name in points[0]} if points else {}
+        get = column.get
+        return cls(
+            info,
+            np.array([run_index[r] for r in get("run_id", [])], dtype=np.int64),
+            _floats(get("median_s", [])),
+            _floats(get("mad_s", [])),
+            _floats(get("noise", [])),
+            _flags(get("stable", [])),
+            _floats(get("gap", [])),
+            _floats(get("gap_ci_low", [])),
+            _floats(get("gap_ci_high", [])),
+            _flags(get("gap_stable", [])),
+        )
+
+
+def collect(store: Store, *, repo_url: str | None = None, max_points: int = MAX_POINTS, title: str | None = None) -> dict:
+    """The dashboard's data (what data.js holds) from the history in `store`.
+
+    Every run in data["runs"] is one that a drawn point, the headline or the table refers to;
+    its "raw" flags are all 0 here (build_site sets them for the documents it publishes).
+    """
+    runs = store.runs()
+    if not runs:
+        raise DashboardError(
+            f"{store.path}: the history has no runs; store one with "
+            "`python -m harness ingest RESULT.json --db PATH --trusted`"
+        )
+    run_index = {r["run_id"]: i for i, r in enumerate(runs)}
+    latest_doc = store.raw_document(runs[-1]["run_id"])
+    all_series = [_Series.read(store, info, run_index) for info in store.list_series()]
+    used = {len(runs) - 1}
+    colors = _colors(all_series)
+    case_order = _case_order(latest_doc, all_series)
+    anchors: set = set()
+    cases = []
+    for case_id in case_order:
+        members = [s for s in all_series if s.info["case_id"] == case_id]
+        cases.append(_case(case_id, members, colors, max_points, used, _anchor(case_id, anchors)))
+    suite, headline = _suite(all_series, runs, colors, max_points, used)
+    anchor_of = {c["id"]: c["anchor"] for c in cases}
+    compact = {g: i for i, g in enumerate(sorted(used))}
+    for case in cases:
+        for s in case["series"]:
+            s["run"] = [compact[g] for g in s["run"]]
+    for trace in suite:
+        trace["run"] = [compact[g] for g in trace["run"]]
+    for card in headline:
+        card["run"] = compact[card["run"]]
+        if card["previous"]:
+            card["previous"]["run"] = compact[card["previous"]["run"]]
+    labels = _run_labels(runs)
+    chosen = [runs[g] for g in sorted(used)]
+    suite_doc = latest_doc["suite"]
+    return {
+        "format": DATA_FORMAT_VERSION,
+        "title": title or f"{suite_doc['name']}: kernel gap dashboard",
+        "generated_utc": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "repo_url": (repo_url or "").rstrip("/") or None,
+        "colors": colors,
+        "counts": {
+            "runs": len(runs),
+            "series": len(all_series),
+            "points_stored": sum(s.info["points"] for s in all_series),
+            "points_drawn": sum(len(s["run"]) for c in cases for s in c["series"]),
+        },
+        "runs": {
+            "id": [r["run_id"] for r in chosen],
+            "commit": [r["commit_sha"] for r in chosen],
+            "date": [r["started_utc"][:19].replace("T", " ") for r in chosen],
+            "label": [labels[g] for g in sorted(used)],
+            "raw": [0] * len(chosen),
+        },
+        "latest": {
+            "run": compact[len(runs) - 1],
+            "suite": f"{suite_doc['name']} v{suite_doc['version']}",
+            "gpu": latest_doc["environment"]["device"]["name"],
+            "mode": latest_doc["options"].get("mode"),
+            "complete": latest_doc["complete"],
+            "cards": headline,
+            "signature": [list(pair) for pair in signature(latest_doc)],
+        },
+        "table": _table(latest_doc, anchor_of),
+        "cases": cases,
+        "suite": suite,
+    }
+
+
+def _colors(all_series: list[_Series]) -> dict[str, str]:
+    """One colour per candidate name, the same in every chart; baselines are dark grey."""
+    names = sorted({s.info["impl"] for s in all_series if s.info["role"] == "candidate"})
+    colors = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(names)}
+    for s in all_series:
+        if s.info["role"] == "baseline":
+            colors.setdefault(s.info["impl"], BASELINE_COLOR)
+    return colors
+
+
+def _case_order(latest_doc: dict, all_series: list[_Series]) -> list[str]:
+    """The newest run's cases in its order, then cases no longer run, by id."""
+    order = [c["id"] for c in latest_doc["cases"]]
+    rest = sorted({s.info["case_id"] for s in all_series} - set(order))
+    present = {s.info["case_id"] for s in all_series}
+    return [c for c in order if c in present] + rest
+
+
+def _case(case_id, members, colors, max_points, used, anchor) -> dict:
+    """One case's chart data: its series (one trace per series key), times in one unit."""
+    members = [s for s in members if len(s.run)]
+    members.sort(key=lambda s: (s.info["role"] != "baseline", s.info["impl"], s.info["first_utc"]))
+    latest = max(members, key=lambda s: s.info["last_utc"]) if members else None
+    baseline = latest.info["baseline"] if latest else ""
+    base_medians = [s.median_s[-1] for s in members if s.info["role"] == "baseline"]
+    unit, scale = _unit(base_medians[-1] if base_medians else (latest.median_s[-1] if latest else None))
+    previous: dict[str, dict] = {}
+    segments: dict[str, int] = defaultdict(int)
+    series = []
+    for s in members:
+        info = s.info
+        change = _change(previous.get(info["impl"]), {**info, "baseline": info["baseline"]})
+        previous[info["impl"]] = info
+        keep = display_indices(
+            len(s.run), ~s.stable | ~s.gap_stable, (s.median_s, s.gap), max_points
+        )
+        used.update(s.run[keep].tolist())
+        name = info["impl"] + (" (baseline)" if info["role"] == "baseline" else "")
+        entry = {
+            "impl": info["impl"],
+            "role": info["role"],
+            "name": f"{name} · {change}" if change else name,
+            "change": change,
+            "segment": segments[info["impl"]],
+            "color": colors[info["impl"]],
+            "key": series_label(info),
+            "stored": info["points"],
+            "run": s.run[keep].tolist(),
+            "t": _round(s.median_s[keep] * scale),
+            "mad": _round(s.mad_s[keep] * scale, 3),
+            "noise": _round(s.noise[keep], 3),
+            "ok": s.stable[keep].astype(int).tolist(),
+        }
+        segments[info["impl"]] += 1
+        if info["role"] == "candidate":
+            entry.update(
+                gap=_round(s.gap[keep]),
+                lo=_round(s.ci_low[keep]),
+                hi=_round(s.ci_high[keep]),
+                gap_ok=s.gap_stable[keep].astype(int).tolist(),
+            )
+        series.append(entry)
+    version = latest.info["case_version"] if latest else None
+    return {
+        "id": case_id,
+        "version": version,
+        "anchor": anchor,
+        "baseline": baseline,
+        "unit": unit,
+        "series": series,
+    }
+
+
+def _suite(all_series, runs, colors, max_points, used) -> tuple[list[dict], list[dict]]:
+    """The suite geomean gap per run (one trace per candidate and GPU/mode/suite version) and
+    the headline cards of the newest run."""
+    # (gpu, mode, suite version, candidate) -> run -> [sum of ln gap, stable cases, cases]
+    sums: dict[tuple, dict[int, list]] = defaultdict(lambda: defaultdict(lambda: [0.0, 0, 0]))
+    baselines: dict[tuple, set] = defaultdict(set)
+    for s in all_series:
+        if s.info["role"] != "candidate":
+            continue
+        key = (*(s.info[f] for f in SUITE_FIELDS), s.info["impl"])
+        per_run = sums[key]
+        has_gap = ~np.isnan(s.gap)
+        logs = np.log(np.where(has_gap, s.gap, 1.0))
+        for run, ln, stable, present in zip(s.run.tolist(), logs.tolist(), s.gap_stable.tolist(), has_gap.tolist(), strict=True):
+            if not present:
+                continue
+            acc = per_run[run]
+            acc[2] += 1
+            if stable:
+                acc[0] += ln
+                acc[1] += 1
+        if len(s.run) and s.run[-1] == len(runs) - 1:
+            baselines[key].add(s.info["baseline"])
+    latest = len(runs) - 1
+    traces, cards = [], []
+    previous_key: dict[str, tuple] = {}
+    for key in sorted(sums, key=lambda k: (k[3], min(sums[k]))):
+        impl = key[3]
+        runs_sorted = sorted(r for r, acc in sums[key].items() if acc[1])
+        if latest in sums[key]:
+            cards.append(_card(key, sums[key], latest, baselines[key]))
+            used.add(latest)
+        if not runs_sorted:
+            continue
+        run_arr = np.array(runs_sorted, dtype=np.int64)
+        gap = np.array([math.exp(sums[key][r][0] / sums[key][r][1]) for r in runs_sorted])
+        counts = np.array([sums[key][r][1] for r in runs_sorted])
+        keep = display_indices(len(run_arr), np.zeros(len(run_arr), bool), (gap,), max_points)
+        used.update(run_arr[keep].tolist())
+        prev = previous_key.get(impl)
+        change = _change(dict(zip(SUITE_FIELDS, prev, strict=True)), dict(zip(SUITE_FIELDS, key, strict=True))) if prev else ""
+        previous_key[impl] = key
+        traces.append(
+            {
+                "impl": impl,
+                "name": f"{impl} · {change}" if change else impl,
+                "change": change,
+                "color": colors[impl],
+                "suite": f"{key[0]} | {key[1]} | suite v{key[2]}",
+                "run": run_arr[keep].tolist(),
+                "gap": _round(gap[keep]),
+                "cases": counts[keep].tolist(),
+            }
+        )
+    for card in cards:
+        if card["previous"]:
+            used.add(card["previous"]["run"])
+    return traces, cards
+
+
+def _card(key: tuple, per_run: dict, latest: int, baselines: set) -> dict:
+    """A headline card: the newest run's geomean gap of one candidate and its previous one."""
+    total, stable, cases = per_run[latest]
+    gap = math.exp(total / stable) if stable else None
+    earlier = [r for r, acc in per_run.items() if r < latest and acc[1]]
+    previous = None
+    if earlier:
+        r = max(earlier)
+        previous = {"run": r, "gap": math.exp(per_run[r][0] / per_run[r][1]), "cases": per_run[r][1]}
+    return {
+        "candidate": key[3],
+        "baseline": ", ".join(sorted(baselines)) or "baseline",
+        "gpu": key[0],
+        "mode": key[1],
+        "suite_version": key[2],
+        "gap": gap,
+        "cases": stable,
+        "of": cases,
+        "run": latest,
+        "previous": previous,
+        "change": (gap / previous["gap"] - 1.0) if gap is not None and previous else None,
+    }
+
+
+def _table(document: dict, anchor_of: dict[str, str]) -> list[dict]:
+    """Rows of the newest run: one per candidate of each case (one per case that failed)."""
+    rows = []
+    for case in document["cases"]:
+        base = {
+            "case": case["id"],
+            "version": case["version"],
+            "anchor": anchor_of.get(case["id"]),
+            "baseline": case["baseline"],
+        }
+        impls = case["implementations"]
+        if case["status"] != "ok":
+            error = case.get("error") or {}
+            note = f"{error.get('phase', '')}: {error.get('message', '')}".strip(": ")
+            rows.append({**base, "candidate": None, "status": case["status"], "note": note.splitlines()[0] if note else ""})
+            continue
+        base_stats = ((impls.get(case["baseline"]) or {}).get("timing") or {}).get("stats")
+        for name, impl in impls.items():
+            if impl["role"] != "candidate":
+                continue
+            stats = (impl.get("timing") or {}).get("stats")
+            gap = impl.get("gap")
+            row = {
+                **base,
+                "candidate": name,
+                "base_s": base_stats["median_s"] if base_stats else None,
+                "cand_s": stats["median_s"] if stats else None,
+                "gap": gap["ratio_of_medians"] if gap else None,
+                "lo": gap["ci_low"] if gap else None,
+                "hi": gap["ci_high"] if gap else None,
+            }
+            if impl.get("status") == "skipped":
+                row.update(status="skipped", note=impl.get("skip_reason", ""))
+            elif not gap:
+                row.update(status="no gap", note=impl.get("gap_note") or f"check {impl.get('check', {}).get('status')}")
+            elif not gap["stable"]:
+                noisy = [n for n in (case["baseline"], name) if not impls[n]["timing"]["stats"]["stable"]]
+                row.update(status="unstable", note=f"noise above the limit: {', '.join(noisy) or 'gap'}")
+            else:
+                row.update(status="stable", note="")
+            rows.append(row)
+    return rows
+
+
+def github_action_benchmark_data(store: Store, repo_url: str | None = None) -> dict:
+    """Every run of the history in github-action-benchmark's data.js layout.
+
+    One entry per run under "kernelgap", oldest first, with the benches of
+    harness.export.github_action_benchmark (the names and units `harness export` gives that
+    action). The history knows no commit message, author or commit time: message names the
+    run, author and committer are "unknown" (that action's page shows committer.username) and
+    timestamp is the run's start.
+    """
+    repo = (repo_url or "").rstrip("/")
+    entries = []
+    for run in store.runs():
+        document = store.raw_document(run["run_id"])
+        started = datetime.fromisoformat(run["started_utc"].replace("Z", "+00:00"))
+        sha = run["commit_sha"]
+        person = {"name": "unknown", "email": "", "username": "unknown"}
+        entries.append(
+            {
+                "commit": {
+                    "id": sha or run["run_id"],
+                    "message": f"kernelgap run {run['run_id'][:12]} on {run['gpu']}",
+                    "timestamp": started.isoformat(),
+                    "url": f"{repo}/commit/{sha}" if repo and sha else repo,
+                    "author": person,
+                    "committer": person,
+                },
+                "date": int(started.timestamp() * 1000),
+                "tool": "customSmallerIsBetter",
+                "benches": gab_entries(document),
+            }
+        )
+    return {
+        "lastUpdate": int(datetime.now(UTC).timestamp() * 1000),
+        "repoUrl": repo,
+        "entries": {"kernelgap": entries},
+    }
+
+
+def _write_if_changed(path: Path, data: bytes) -> None:
+    if not (path.exists() and path.stat().st_size == len(data) and path.read_bytes() == data):
+        path.write_bytes(data)
+
+
+def _copy_plotly(out: Path) -> None:
+    """plotly.min.js from the plotly package into `out`, unless an identical copy is there."""
+    source = resources.files("plotly") / "package_data" / "plotly.min.js"
+    if not source.is_file():
+        raise DashboardError(
+            f"plotly.min.js not found in the plotly package ({source}); reinstall plotly>=5.20"
+        )
+    _write_if_changed(out / "plotly.min.js", source.read_bytes())
+
+
+def _publish_runs(store: Store, data: dict, out: Path, raw_runs: int) -> int:
+    """Write raw documents of the newest `raw_runs` drawn runs (and always the newest run)
+    that are not in runs/ yet; flag every drawn run whose document is there. Files written."""
+    folder = out / "runs"
+    folder.mkdir(exist_ok=True)
+    present = {p.stem for p in folder.glob("*.json")}
+    ids = data["runs"]["id"]
+    wanted = [run_id for run_id in reversed(ids)][: max(raw_runs, 1)]
+    written = 0
+    for run_id in wanted:
+        if run_id in present or not RUN_ID.fullmatch(run_id):
+            continue
+        document = store.raw_document(run_id)
+        (folder / f"{run_id}.json").write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2))
+        present.add(run_id)
+        written += 1
+    data["runs"]["raw"] = [int(run_id in present) for run_id in ids]
+    return written
+
+
+def build_site(
+    db: str | Path,
+    out: str | Path,
+    *,
+    repo_url: str | None = None,
+    formats: tuple[str, ...] = (),
+    max_points: int = MAX_POINTS,
+    raw_runs: int = RAW_RUNS,
+    title: str | None = None,
+) -> BuildReport:
+    """Build the site for the history at `db` into the folder `out` (created if missing).
+
+    formats: ("github-action-benchmark",) also writes gab/data.js. raw_runs: raw documents
+    published (runs/<run_id>.json) for the newest drawn runs; documents already in runs/ stay.
+    Raises StoreError for an unusable database and DashboardError for an empty history.
+    """
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise DashboardError(f"--out {out}: exists and is not a folder")
+    unknown = set(formats) - {"github-action-benchmark"}
+    if unknown:
+        raise DashboardError(f"--format {', '.join(sorted(unknown))}: unknown; known: github-action-benchmark")
+    with Store(db, readonly=True) as store:
+        data = collect(store, repo_url=repo_url, max_points=max_points, title=title)
+        out.mkdir(parents=True, exist_ok=True)
+        written = _publish_runs(store, data, out, raw_runs)
+        gab = github_action_benchmark_data(store, repo_url) if formats else None
+    package = resources.files("harness.dashboard")
+    _write_if_changed(out / "index.html", (package / "page.html").read_bytes())
+    _write_if_changed(out / "app.js", (package / "app.js").read_bytes())
+    _copy_plotly(out)
+    (out / "data.js").write_bytes(b"window.KERNELGAP_DATA = " + orjson.dumps(data) + b";\n")
+    names = ["index.html", "app.js", "plotly.min.js", "data.js"]
+    if gab is not None:
+        (out / GAB_DATA).parent.mkdir(exist_ok=True)
+        (out / GAB_DATA).write_bytes(
+            b"window.BENCHMARK_DATA = " + orjson.dumps(gab, option=orjson.OPT_INDENT_2) + b";\n"
+        )
+        names.append(GAB_DATA.as_posix())
+    files = {name: (out / name).stat().st_size for name in names}
+    files["runs/"] = sum(p.stat().st_size for p in (out / "runs").glob("*.json"))
+    counts = data["counts"]
+    return BuildReport(
+        out=out,
+        runs=counts["runs"],
+        cases=len(data["cases"]),
+        series=counts["series"],
+        points_stored=counts["points_stored"],
+        points_drawn=counts["points_drawn"],
+        raw_written=written,
+        raw_published=sum(data["runs"]["raw"]),
+        files=files,
+    )
+
+
+__all__ += ["StoreError"]
