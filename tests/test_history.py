@@ -447,3 +447,30 @@ def test_cli_bad_input_exits_2_naming_file_and_field(tmp_path):
         assert done.exit_code == 2 and str(garbage) in done.stderr, command
     done = run(main, ["regressions", "--db", str(tmp_path / "missing.sqlite")])
     assert done.exit_code == 2 and "no history database" in done.stderr
+
+
+def test_regressions_fail_on_slower_by_default_but_show_improvements(tmp_path):
+    from click.testing import CliRunner
+
+    from harness.commands.history import regressions
+    from harness.store import Store
+
+    db = tmp_path / "h.sqlite"
+    with Store(db) as store:
+        for i, factor in enumerate([1.0] * 6 + [0.8]):  # a 20% improvement at the end
+            day = f"2026-11-{10 + i:02d}T12:00:00Z"
+            doc = make_document(
+                {
+                    "c": {
+                        "cuda": samples(1e-3, 30, 0.002, i),
+                        "llvm": samples(1.2e-3 * factor, 30, 0.002, 50 + i),
+                    }
+                },
+                commit=f"{i:040x}",
+                started_utc=day,
+            )
+            store.ingest(doc, trusted=True)
+    shown = CliRunner().invoke(regressions, ["--db", str(db)])
+    assert shown.exit_code == 0, shown.output
+    assert "faster" in shown.output
+    assert CliRunner().invoke(regressions, ["--db", str(db), "--fail-on", "any"]).exit_code == 1

@@ -228,11 +228,19 @@ def _markdown(findings: list[Finding], policy: Policy, series_count: int) -> str
     default="markdown",
     show_default=True,
 )
-def regressions(db: Path, window: int, case_id: str | None, output_format: str):
+@click.option(
+    "--fail-on",
+    type=click.Choice(["slower", "any", "never"]),
+    default="slower",
+    show_default=True,
+    help="Which alerts make the exit status 1 (every alert is shown either way).",
+)
+def regressions(db: Path, window: int, case_id: str | None, output_format: str, fail_on: str):
     """Check the newest point of every current series against its recent history.
 
-    Alerts (exit 1) when a candidate's gap or absolute time, or a baseline's absolute time,
-    changed by more than max(5%, 3 x the history's relative MAD), in either direction.
+    Alerts when a candidate's gap or absolute time, or a baseline's absolute time, changed by
+    more than max(5%, 3 x the history's relative MAD), in either direction; by default only
+    slower ones set exit status 1.
     """
     policy = Policy(window=window)
     with _opened(db) as store:
@@ -250,5 +258,10 @@ def regressions(db: Path, window: int, case_id: str | None, output_format: str):
         )
     else:
         click.echo(_markdown(findings, policy, len(series)), nl=False)
-    if any(f.alert for f in findings):
+    tripped = [
+        f
+        for f in findings
+        if f.alert and (fail_on == "any" or (fail_on == "slower" and f.direction == "slower"))
+    ]
+    if tripped:
         raise SystemExit(1)
