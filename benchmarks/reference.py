@@ -43,11 +43,14 @@ def causal_attention(q, k, v, seq, d):
     return {"o": (p @ v).reshape(-1)}
 
 
-def horner(x, c, degree):
-    """y = c[0] x^degree + ... + c[degree], by Horner's rule in float64."""
-    acc = np.full_like(x, c[0], dtype=np.float64)
-    for k in range(1, degree + 1):
-        acc = acc * x + c[k]
+HORNER_COEFFICIENTS = [(-1.0 if k % 2 else 1.0) / (k + 1) for k in range(129)]
+
+
+def horner_128(x):
+    """y = sum c_k x^(128-k), c_k = (-1)^k / (k+1), by Horner's rule in float64 (as the kernels)."""
+    acc = np.full_like(x, HORNER_COEFFICIENTS[0], dtype=np.float64)
+    for c in HORNER_COEFFICIENTS[1:]:
+        acc = acc * x + c
     return {"y": acc}
 
 

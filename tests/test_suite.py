@@ -72,8 +72,8 @@ def test_an_edit_without_a_version_bump_fails_and_a_bump_passes(suite_copy):
             "tolerance",
         ),
         (
-            "dims = { n = 134217728 }        # 2^27",
-            "dims = { n = 134217729 }        # 2^27",
+            "dims = { n = 134217728, blocks = 4224 }        # 2^27",
+            "dims = { n = 134217729, blocks = 4224 }        # 2^27",
             "dimensions",
         ),
         (
@@ -207,11 +207,20 @@ def test_attention_reference():
 
 def test_horner_reference():
     g, x, want = _inputs("polynomial_f64")
-    c = [float(v) for v in x["c"]]
+    c = [(-1.0) ** k / (k + 1) for k in range(129)]
     for i in (0, 9, g.lengths["x"] - 1):
         xi = float(x["x"][i])
         direct = math.fsum(ck * xi ** (len(c) - 1 - k) for k, ck in enumerate(c))
         assert want["y"][i] == pytest.approx(direct, rel=1e-10, abs=1e-10)
+
+
+def test_grid_stride_cases_run_many_sweeps_at_the_check_size():
+    # A loop that is never taken at the check size would let a broken back-edge through the gate.
+    for case in SUITE.cases:
+        if "grid-stride" in case.description:
+            g = case.geometry(case.check_dims)
+            threads = g.grid[0] * g.block[0]
+            assert g.lengths["x"] / threads > 10, case.id
 
 
 def test_transpose_reference():

@@ -10,13 +10,13 @@ extern "C" __global__ void attention_f32_naive(const float* __restrict__ q, cons
     __shared__ double row_sum;
     long long query = blockIdx.x;
     long long key = threadIdx.x;
-    double scale = 1.0 / sqrt((double)d);
+    double root_d = sqrt((double)d);
 
     double dot = 0.0;
     for (long long j = 0; j < d; ++j) {
         dot += (double)q[query * d + j] * (double)k[key * d + j];
     }
-    scores[key] = key > query ? -1e30 : dot * scale;
+    scores[key] = key > query ? -1e30 : dot / root_d;
     __syncthreads();
 
     if (threadIdx.x == 0) {
