@@ -15,6 +15,7 @@ from runner.timing import TimingSettings, measure
 from runner.timing.cuda import CudaBackend, InternalKernels, Launchable
 
 DYNAMIC_SHARED_DEFAULT_LIMIT = 48 * 1024
+CHECK_GUARD_BYTES = 64 * 1024  # canary bands around every buffer at the correctness size
 
 
 class PhaseError(RuntimeError):
@@ -90,7 +91,7 @@ class CaseRun:
         )  # both sides may err by tol
         geometry = case.geometry(case.check_dims)
         reference = manifest.load_reference(self.suite, case)
-        buffers = gate.DeviceBuffers(case, geometry, self.internal, self.stream)
+        buffers = gate.DeviceBuffers(case, geometry, self.internal, self.stream, CHECK_GUARD_BYTES)
         try:
             host_inputs = buffers.host_inputs()
             expected = gate.expected_outputs(case, geometry, reference, host_inputs)
@@ -148,6 +149,8 @@ class CaseRun:
             self.record["phases_s"]["inputs_s"] = time.perf_counter() - t0
             args = buffers.kernel_args()
             launchables = {n: Launchable(self.kernel(n, geometry), args) for n in self.names}
+            if not self.job.get("skip_check"):
+                self.cross_check_timed_size(buffers, launchables, pristine)
             self.enter("timing", mode=self.settings.mode)
             backend = CudaBackend(
                 self.stream, self.internal, launchables, pristine, self.settings.graph_launches
@@ -168,6 +171,49 @@ class CaseRun:
             "orders": m.orders,
             "impls": {n: vars(t) for n, t in m.impls.items()},
         }
+
+    def cross_check_timed_size(
+        self, buffers: gate.DeviceBuffers, launchables: dict, pristine: list
+    ) -> None:
+        """One launch of each implementation at the timed size, its outputs compared with the
+        baseline's: behaviour that only shows at the large size (a loop that runs only there,
+        a size-dependent branch) cannot slip past the gate into the timing."""
+        self.enter("check", size="timed")
+        t0 = time.perf_counter()
+        case, impls, baseline = self.case, self.record["impls"], self.case.baseline.name
+        tol = replace(
+            gate.Tolerance(case.rtol, case.atol, case.exact), rtol=2 * case.rtol, atol=2 * case.atol
+        )
+        written = [b.name for b in case.buffers if b.written]
+        reference = None
+        for name in [baseline] + [n for n in self.names if n != baseline]:
+            for destination, copy in pristine:
+                destination.copy_from(copy, self.stream)
+            buffers.poison_outputs(gate.POISON_BYTES[0])
+            launchables[name].enqueue(self.stream)
+            self.stream.synchronize()
+            outputs = {b: buffers.download(b) for b in written}
+            if reference is None:
+                reference = outputs
+                continue
+            check = impls[name].setdefault("check", {"status": "passed", "problems": []})
+            for b in written:
+                found = gate.compare(outputs[b], reference[b], tol)
+                found.update({"against": f"baseline:{baseline}", "buffer": b, "size": "timed"})
+                check.setdefault("against", []).append(found)
+                if found["mismatches"]:
+                    check["status"] = "failed"
+                    check["problems"].append(
+                        f"{b}: at the timed size {found['mismatches']} of {found['elements']} elements differ "
+                        f"from baseline {baseline} (first at index {found['first_mismatch']['index']})"
+                    )
+            del outputs
+        self.record["phases_s"]["check_timed_size_s"] = time.perf_counter() - t0
+        failed = [n for n in self.names if impls[n].get("check", {}).get("status") == "failed"]
+        if failed:
+            raise PhaseError(
+                "check", f"at the timed size, {', '.join(failed)} disagree with baseline {baseline}"
+            )
 
     def close(self) -> None:
         """Release everything unless a sticky error poisoned the context (the process then exits)."""

@@ -203,6 +203,16 @@ class Buffer:
             "cuMemcpyDtoDAsync",
         )
 
+    def view(self, offset: int, nbytes: int) -> Buffer:
+        """Bytes [offset, offset + nbytes) of this allocation, as a Buffer that owns nothing."""
+        if offset < 0 or offset + nbytes > self.nbytes:
+            raise ValueError(
+                f"view [{offset}, {offset + nbytes}) outside a {self.nbytes}-byte buffer"
+            )
+        view = Buffer.__new__(Buffer)
+        view.nbytes, view.ptr, view._handle = int(nbytes), self.ptr + offset, None
+        return view
+
     def free(self) -> None:
         if self._handle is not None:
             cu().cuMemFree(self._handle)
@@ -224,9 +234,6 @@ class HostFlag:
 
     def set(self, value: int) -> None:
         self._word.value = value
-
-    def get(self) -> int:
-        return self._word.value
 
     def free(self) -> None:
         if self.host_ptr:

@@ -100,19 +100,61 @@ def unwritten(runs: list[np.ndarray], dtype: str) -> int:
     return int(np.count_nonzero(left))
 
 
-class DeviceBuffers:
-    """The case's buffers on the device at one geometry, filled by the device generator."""
+GUARD_BYTE = 0xA7
 
-    def __init__(self, case: CaseSpec, geometry: Geometry, internal, stream: driver.Stream):
+
+class DeviceBuffers:
+    """The case's buffers on the device at one geometry, filled by the device generator.
+
+    With `guard_bytes`, each buffer sits between two guard bands of that many canary bytes,
+    so a kernel writing just past either end of a buffer is caught instead of landing in
+    allocation padding or in a neighbour.
+    """
+
+    def __init__(
+        self,
+        case: CaseSpec,
+        geometry: Geometry,
+        internal,
+        stream: driver.Stream,
+        guard_bytes: int = 0,
+    ):
         self.case, self.geometry, self.internal, self.stream = case, geometry, internal, stream
+        self.guard_bytes = guard_bytes
+        self._allocations: dict[str, driver.Buffer] = {}
         self.buffers: dict[str, driver.Buffer] = {}
         try:
             for b in case.buffers:
-                itemsize = np.dtype(generator.DTYPES[b.dtype]).itemsize
-                self.buffers[b.name] = driver.Buffer(geometry.lengths[b.name] * itemsize)
+                nbytes = geometry.lengths[b.name] * np.dtype(generator.DTYPES[b.dtype]).itemsize
+                allocation = driver.Buffer(nbytes + 2 * guard_bytes)
+                self._allocations[b.name] = allocation
+                self.buffers[b.name] = allocation.view(guard_bytes, nbytes)
+            self.fill_guards()
         except BaseException:
             self.free()
             raise
+
+    def _guards(self, name: str) -> tuple[driver.Buffer, driver.Buffer]:
+        allocation, g = self._allocations[name], self.guard_bytes
+        return allocation.view(0, g), allocation.view(allocation.nbytes - g, g)
+
+    def fill_guards(self) -> None:
+        if self.guard_bytes:
+            for name in self.buffers:
+                for band in self._guards(name):
+                    band.fill_bytes(GUARD_BYTE, self.stream)
+
+    def guard_damage(self) -> dict[str, tuple[int, int]]:
+        """{buffer: (bytes changed before its start, bytes changed past its end)} where any changed."""
+        damage = {}
+        for name in self.buffers if self.guard_bytes else ():
+            before, after = (
+                int(np.count_nonzero(band.download(np.uint8) != GUARD_BYTE))
+                for band in self._guards(name)
+            )
+            if before or after:
+                damage[name] = (before, after)
+        return damage
 
     def fill_inputs(self) -> None:
         """(Re)generate every input and inout buffer on the device."""
@@ -156,8 +198,9 @@ class DeviceBuffers:
         return driver.KernelArgs(values)
 
     def free(self) -> None:
-        for buffer in self.buffers.values():
-            buffer.free()
+        for allocation in self._allocations.values():
+            allocation.free()
+        self._allocations.clear()
         self.buffers.clear()
 
 
@@ -186,13 +229,15 @@ def expected_outputs(
     return expected
 
 
-def run_checked(buffers: DeviceBuffers, launch, byte: int) -> dict[str, np.ndarray]:
-    """Fresh inputs, poisoned outputs, one launch; returns every buffer's contents afterwards."""
+def run_checked(buffers: DeviceBuffers, launch, byte: int) -> tuple[dict[str, np.ndarray], dict]:
+    """Fresh inputs and guards, poisoned outputs, one launch; every buffer's contents afterwards
+    and the guard bands it damaged."""
+    buffers.fill_guards()
     buffers.fill_inputs()
     buffers.poison_outputs(byte)
     launch()
     buffers.stream.synchronize()
-    return {b.name: buffers.download(b.name) for b in buffers.case.buffers}
+    return {b.name: buffers.download(b.name) for b in buffers.case.buffers}, buffers.guard_damage()
 
 
 def check_impl(
@@ -204,15 +249,23 @@ def check_impl(
     tol: Tolerance,
 ) -> tuple[dict, dict]:
     """Gate one implementation. Returns (check record, its outputs of the first run)."""
-    runs = [run_checked(buffers, launch, byte) for byte in POISON_BYTES]
+    results = [run_checked(buffers, launch, byte) for byte in POISON_BYTES]
+    runs = [contents for contents, _ in results]
     record = {
         "status": "passed",
         "tolerance": tol.describe(),
         "against": [],
         "unwritten_elements": 0,
         "inputs_modified": [],
+        "out_of_bounds_writes": {},
         "problems": [],
     }
+    for name, (before, after) in results[0][1].items():
+        record["out_of_bounds_writes"][name] = {"bytes_before": before, "bytes_after": after}
+        record["problems"].append(
+            f"{name}: the kernel wrote outside the buffer ({before} bytes changed in the {buffers.guard_bytes} "
+            f"before its start, {after} in the {buffers.guard_bytes} past its end)"
+        )
     record["dims"] = dict(buffers.geometry.dims)
     for b in case.buffers:
         if b.written:

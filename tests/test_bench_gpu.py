@@ -155,3 +155,21 @@ def test_kernel_printf_cannot_forge_worker_events(hot_run):
     assert case["status"] == "ok", case.get("error")
     assert case["implementations"]["printf"]["check"]["status"] == "passed"
     assert "forged by printf" in done.stderr  # the kernel's output is shown as log, not parsed
+
+
+def test_a_write_past_the_end_of_a_buffer_fails_the_gate(hot_run):
+    case = _case(hot_run[0], "bug_past_end")
+    assert case["status"] == "failed" and case["error"]["phase"] == "check"
+    check = case["implementations"]["past_end"]["check"]
+    assert check["out_of_bounds_writes"] == {"out": {"bytes_before": 0, "bytes_after": 8}}
+    assert case["implementations"]["cuda"]["check"]["out_of_bounds_writes"] == {}
+
+
+def test_a_bug_that_shows_only_at_the_timed_size_fails_before_timing(hot_run):
+    case = _case(hot_run[0], "bug_large_only")
+    assert case["status"] == "failed" and case["error"]["phase"] == "check"
+    assert "at the timed size" in case["error"]["message"]
+    check = case["implementations"]["large_only"]["check"]
+    timed = [a for a in check["against"] if a.get("size") == "timed"]
+    assert timed and timed[0]["mismatches"] == 1
+    assert "timing" not in case["implementations"]["cuda"]

@@ -370,10 +370,13 @@ def test_gpu_suite_manifest_loads():
         "scale_aa",
         "scale_double_work",
         "scale_small",
+        "printf_noise",
         "fault_oob",
         "fault_hang",
         "bug_unwritten",
         "bug_writes_input",
+        "bug_past_end",
+        "bug_large_only",
     ]
     hang = suite.case("fault_hang")
     assert hang.settings.timeout_s == 8.0 and [i.name for i in hang.impls] == ["hang"]

@@ -51,3 +51,16 @@ extern "C" __global__ void scale_f64_printf(const double* __restrict__ x, double
     }
     GRID_STRIDE(i, n) out[i] = a * x[i];
 }
+
+// Planted bug: an off-by-one bound writes one element past the end of `out`.
+extern "C" __global__ void scale_f64_past_end(const double* __restrict__ x, double* __restrict__ out, double a, long long n)
+{
+    GRID_STRIDE(i, n + 1) out[i] = a * (i < n ? x[i] : 0.0);
+}
+
+// Planted bug: right at the correctness size, wrong from 2^20 elements on (as a miscompiled
+// loop that only runs at large sizes would be).
+extern "C" __global__ void scale_f64_large_only(const double* __restrict__ x, double* __restrict__ out, double a, long long n)
+{
+    GRID_STRIDE(i, n) out[i] = (n >= (1LL << 20) && i == n - 7) ? 0.0 : a * x[i];
+}
