@@ -398,11 +398,11 @@ def test_resolve_axpy_at_both_sizes():
     assert type(timed.scalars["a"]) is float and type(timed.scalars["n"]) is int
     assert (timed.bytes, timed.flops) == (3 * 8 * n, 2 * n)
     checked = manifest.resolve(case, case.check_dims)
-    # ceil_div(100003, 256) = 391 (390 full blocks and a tail of 163)
-    assert checked.grid == (391, 1, 1) and checked.block == (256, 1, 1)
+    # min(ceil_div(100003, 256), 13) = 13 blocks: 30 grid-stride sweeps over 3328 threads
+    assert checked.grid == (13, 1, 1) and checked.block == (256, 1, 1)
     assert checked.lengths == {"x": 100003, "y": 100003}
     assert checked.scalars == {"a": 2.5, "n": 100003}
-    assert checked.dims == {"n": 100003} and case.geometry(case.check_dims) == checked
+    assert checked.dims == {"n": 100003, "blocks": 13} and case.geometry(case.check_dims) == checked
     # the H200 run recorded the same launch and bytes
     fixture = json.loads((ROOT / "tests" / "fixtures" / "result-1.0.0-h200-axpy.json").read_text())
     recorded = fixture["cases"][0]
