@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from protocol.codec import encode
-from protocol.validation import validate
+from protocol.validation import DocumentError, validate
 from runner import driver, environment, manifest, ptx, result, toolchains
 from runner.bundle import Bundle, BundleError
 from runner.isolation import run_worker
@@ -239,7 +239,7 @@ def run_one(
     return case_doc
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     with os.fdopen(fd, "wb") as f:
@@ -261,6 +261,11 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
     env["sensors_start"] = env.pop("sensors", None)
     device = env["device"]
     arch = options.arch or device["arch"]
+    if bundle is not None and bundle.manifest["arch"] != arch:
+        raise BundleError(
+            f"{options.bundle}: built for {bundle.manifest['arch']}, but this run targets {arch} "
+            f"({device['name']}); rebuild it with --arch {arch}, or pass --arch {bundle.manifest['arch']}"
+        )
     env["toolchains"] = {}
     say(
         f"kernelgap: {device['name']} ({device['arch']}, {device['sm_count']} SMs), driver {device.get('driver_version_string')}"
@@ -273,8 +278,9 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
         "gpu": suite.gpu,
         **environment.git_commit(suite.root),
     }
-    if options.commit:
-        suite_block.update(commit=options.commit, dirty=None)
+    if options.commit:  # "<sha>-dirty" from harness run: a checkout with uncommitted changes
+        sha, dirty = options.commit.removesuffix("-dirty"), options.commit.endswith("-dirty")
+        suite_block.update(commit=sha, dirty=dirty)
     options_block = {
         "mode": options.mode,
         "samples": options.samples,
@@ -287,14 +293,20 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
     }
     case_docs = []
     for case in cases:
-        case_docs.append(run_one(suite, case, arch, options, env["peaks"], say, bundle))
+        try:
+            case_docs.append(run_one(suite, case, arch, options, env["peaks"], say, bundle))
+        except Exception as exc:  # a bug or an unforeseen failure costs this case, not the run
+            case_doc = _case_skeleton(case)
+            _fail(case_doc, "unknown", f"case {case.id}: {type(exc).__name__}: {exc}")
+            say(f"[{case.id}] FAILED: {type(exc).__name__}: {exc}")
+            case_docs.append(case_doc)
         for impl in case_docs[-1]["implementations"].values():
             if "build" in impl:
                 env["toolchains"][impl["toolchain"]] = {"version": impl["build"]["version"]}
         # After every case, so a crash or a dropped connection never loses the earlier ones.
         partial = result.document(suite_block, env, options_block, case_docs, started, None)
         if options.output:
-            _write_atomic(options.output, encode(partial, pretty=True))
+            write_atomic(options.output, encode(partial, pretty=True))
         if options.emit_partial:
             sys.stderr.buffer.write(PARTIAL_PREFIX + encode(partial) + b"\n")
             sys.stderr.flush()
@@ -302,6 +314,10 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
     doc = result.document(
         suite_block, env, options_block, case_docs, started, environment.utc_now()
     )
-    validate(doc, "result", "result document")
+    try:
+        validate(doc, "result", "result document")
+    except DocumentError as exc:
+        exc.document = doc  # written out all the same: nothing measured is lost
+        raise
     status = 0 if all(c["status"] == "ok" for c in case_docs) else 1
     return doc, status

@@ -88,6 +88,9 @@ class Bundle:
             raise BundleError(f"{path}: cannot read the bundle manifest: {exc.strerror}") from None
         except (ValueError, DocumentError) as exc:
             raise BundleError(str(exc)) from None
+        missing = [e["file"] for e in doc["implementations"] if not (root / e["file"]).is_file()]
+        if missing:
+            raise BundleError(f"{path}: files listed but missing: {', '.join(missing)}")
         return cls(root, doc)
 
     def lookup(self, case: CaseSpec, impl: ImplSpec) -> tuple[str, dict] | None:
@@ -112,7 +115,10 @@ class Bundle:
             raise BundleError(
                 f"{where}: built from another source ({impl.source_rel} changed since); rebuild the bundle"
             )
-        ptx = (self.root / entry["file"]).read_text()
+        try:
+            ptx = (self.root / entry["file"]).read_text()
+        except OSError as exc:
+            raise BundleError(f"{where}: cannot read {entry['file']}: {exc.strerror}") from None
         if hashlib.sha256(ptx.encode()).hexdigest() != entry["build"]["ptx_sha256"]:
             raise BundleError(f"{where}: {entry['file']} does not match its recorded sha256")
         return ptx, {

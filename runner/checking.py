@@ -41,6 +41,8 @@ def check_suite(suite: manifest.Suite, arch: str) -> int:
         if doc["status"] == "failed":
             failures += 1
             click.echo(f"FAIL  {case.id}: {doc['error']['phase']}: {doc['error']['message']}")
+            for note in notes:  # e.g. why the baseline was skipped
+                click.echo(f"      {note.strip()}")
             continue
         for name, impl in doc["implementations"].items():
             if name not in built:

@@ -32,7 +32,7 @@ def main():
     help="Timing mode (default: the manifest's, usually hot).",
 )
 @click.option(
-    "--samples", type=click.IntRange(min=1), help="Paired rounds per case (>= 30 recommended)."
+    "--samples", type=click.IntRange(min=30), help="Paired rounds per case (at least 30)."
 )
 @click.option(
     "--warmup",
@@ -81,8 +81,15 @@ def bench(cases, case_ids, **settings):
     """Build, check and time every case of the suite CASES (a cases.toml)."""
     from protocol.validation import DocumentError
     from runner import driver, manifest
-    from runner.bench import BenchOptions, run_suite
+    from runner.bench import BenchOptions, run_suite, write_atomic
     from runner.bundle import BundleError
+
+    def emit(doc) -> None:
+        data = encode(doc, pretty=True)
+        if options.output:
+            write_atomic(options.output, data)
+        else:
+            sys.stdout.buffer.write(data)
 
     options = BenchOptions(case_ids=tuple(case_ids), **settings)
     try:
@@ -92,12 +99,9 @@ def bench(cases, case_ids, **settings):
     except driver.NoGpuError as exc:
         _die(str(exc))
     except DocumentError as exc:
-        _die(f"internal error: {exc}")
-    data = encode(doc, pretty=True)
-    if options.output:
-        options.output.write_bytes(data)
-    else:
-        sys.stdout.buffer.write(data)
+        emit(exc.document)
+        _die(f"internal error, the document was written anyway: {exc}")
+    emit(doc)
     sys.exit(status)
 
 
@@ -106,7 +110,7 @@ def run():
     """Launch one kernel from a JSON request on stdin; one JSON response on stdout."""
     from runner import oneshot
 
-    sys.exit(oneshot.main(sys.stdin.buffer, sys.stdout.buffer))
+    sys.exit(oneshot.main(sys.stdin.buffer, oneshot.private_stdout()))
 
 
 @main.command()

@@ -39,7 +39,11 @@ def _function_source(file: Path, name: str) -> str:
     """The reference function's syntax tree (so reformatting is no change, any edit of code is)."""
     for node in ast.walk(ast.parse(file.read_text())):
         if isinstance(node, ast.FunctionDef) and node.name == name:
-            if node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant):
+            if (
+                node.body
+                and isinstance(node.body[0], ast.Expr)
+                and isinstance(node.body[0].value, ast.Constant)
+            ):
                 node.body = node.body[1:]  # the docstring is prose, not code
             return ast.dump(node)
     raise ManifestError(f"{file}: no function {name!r} (the reference of a case)")

@@ -19,6 +19,7 @@ import base64
 import binascii
 import math
 import os
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -490,6 +491,15 @@ class _SingleAnswer:
         """Watchdog: answer with the timeout document and end the process (tears the context down)."""
         if self.write(_checked(document)):
             os._exit(1)
+
+
+def private_stdout() -> BinaryIO:
+    """The process's stdout for the response alone: file descriptor 1 then points at stderr, so a
+    kernel's printf (written to fd 1 by the driver) can never land in the JSON answer."""
+    sys.stdout.flush()
+    response = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    return response
 
 
 def main(stdin: BinaryIO, stdout: BinaryIO) -> int:

@@ -137,11 +137,11 @@ def test_settings_merge_defaults_then_case(tmp_path):
         'block = 128\nsettings = { mode = "cold", seed = 9 }\n',
     )
     path.write_text(
-        path.read_text().replace("[[case]]", "[defaults]\nsamples = 5\nseed = 3\n\n[[case]]")
+        path.read_text().replace("[[case]]", "[defaults]\nsamples = 45\nseed = 3\n\n[[case]]")
     )
     case = manifest.load(path).cases[0]
     assert case.settings == Settings(
-        **{**DEFAULT_SETTINGS, "samples": 5, "mode": "cold", "seed": 9}
+        **{**DEFAULT_SETTINGS, "samples": 45, "mode": "cold", "seed": 9}
     )
     assert case.buffer("x").seed == 9  # the buffer seed follows the case's settings
 
@@ -222,10 +222,12 @@ REJECTED = [
      ["case 'scale'", "version", "'1' is not of type 'integer'"]),
     ("case_version_fraction", "version = 1\ndescription", "version = 1.5\ndescription",
      ["case 'scale'", "version", "1.5 is not of type 'integer'"]),
+    ("samples_below_30", "block = 128\n", "block = 128\nsettings = { samples = 10 }\n",
+     ["case 'scale'", "settings.samples", "10 is less than the minimum of 30"]),
     ("samples_float", "block = 128\n", "block = 128\nsettings = { samples = 30.5 }\n",
      ["case 'scale'", "settings.samples", "30.5 is not of type 'integer'"]),
-    ("defaults_samples_float", "[[case]]\n", "[defaults]\nsamples = 2.5\n\n[[case]]\n",
-     ["defaults.samples", "2.5 is not of type 'integer'"]),
+    ("defaults_samples_float", "[[case]]\n", "[defaults]\nsamples = 32.5\n\n[[case]]\n",
+     ["defaults.samples", "32.5 is not of type 'integer'"]),
     ("bad_mode", "block = 128\n", 'block = 128\nsettings = { mode = "warm" }\n',
      ["case 'scale'", "settings.mode", "'warm'", "'hot', 'cold'"]),
     ("dims_empty", "dims = { n = 1000 }", "dims = {}",

@@ -541,3 +541,36 @@ def test_hanging_kernel_times_out():
     assert document["phase"] == "timeout", document
     assert "timeout_s=2" in document["error"]
     assert wall_s < 10
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_kernel_printf_never_reaches_the_json_answer(tmp_path):
+    source = tmp_path / "hello.cu"
+    source.write_text(
+        '#include <cstdio>\nextern "C" __global__ void hello(long long* out) {\n'
+        '    printf("{\\"status\\": \\"forged\\"}\\n");\n    out[0] = 42;\n}\n'
+    )
+    subprocess.run(
+        ["nvcc", "-ptx", "-arch=sm_75", str(source), "-o", str(tmp_path / "hello.ptx")], check=True
+    )
+    request = {
+        "ptx": (tmp_path / "hello.ptx").read_text(),
+        "kernel": "hello",
+        "grid": [1],
+        "block": [1],
+        "params": [{"type": "i64[]", "count": 1}],
+        "outputs": [{"param": 0}],
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "runner", "run"],
+        input=encode(request),
+        capture_output=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    answer = decode(done.stdout)  # exactly one JSON document, nothing else
+    assert (
+        done.returncode == 0 and answer["status"] == "ok" and answer["outputs"][0]["values"] == [42]
+    )
+    assert b"forged" in done.stderr

@@ -57,7 +57,8 @@ class InternalKernels:
     def flush_l2(self, stream: driver.Stream) -> None:
         if self._flush_buffer is None:
             self._flush_buffer = driver.Buffer(max(3 * self.l2_bytes, 64 << 20))
-            self._flush_buffer.fill_bytes(0x3C)
+            self._flush_buffer.fill_bytes(0x3C, stream)
+            stream.synchronize()  # the fill must not overlap a measurement
             self._flush_sink = driver.Buffer(8)
             self._flush_kernel = self.module.kernel(
                 "kg_flush_l2", (self.sm_count * 4, 1, 1), (256, 1, 1)
@@ -151,10 +152,12 @@ class CudaBackend:
 
     def _timed(self, enqueue_work) -> float:
         self.internal.block(self.stream)
-        self.start.record(self.stream)
-        enqueue_work()
-        self.end.record(self.stream)
-        self.internal.release()
+        try:
+            self.start.record(self.stream)
+            enqueue_work()
+            self.end.record(self.stream)
+        finally:
+            self.internal.release()  # never leave the stream held by the spin kernel
         self.end.synchronize()
         self.internal.check_blocker()
         return self.end.elapsed_s(self.start)
