@@ -36,17 +36,33 @@ def lock_path(suite: Suite) -> Path:
 
 
 def _function_source(file: Path, name: str) -> str:
-    """The reference function's syntax tree (so reformatting is no change, any edit of code is)."""
-    for node in ast.walk(ast.parse(file.read_text())):
-        if isinstance(node, ast.FunctionDef) and node.name == name:
-            if (
-                node.body
-                and isinstance(node.body[0], ast.Expr)
-                and isinstance(node.body[0].value, ast.Constant)
-            ):
-                node.body = node.body[1:]  # the docstring is prose, not code
-            return ast.dump(node)
-    raise ManifestError(f"{file}: no function {name!r} (the reference of a case)")
+    """The reference function's syntax tree, with the module-level definitions it uses (helper
+    functions, constants), so reformatting is no change and any edit of code it runs is.
+    (The generator is pinned by golden values in tests/test_generator.py.)"""
+    module = ast.parse(file.read_text())
+    defined: dict[str, ast.AST] = {}
+    for node in module.body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            defined[node.name] = node
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Name):
+                    defined[target.id] = node
+    if not isinstance(defined.get(name), ast.FunctionDef):
+        raise ManifestError(f"{file}: no function {name!r} (the reference of a case)")
+    parts, seen, todo = [], set(), [name]
+    while todo:
+        current = todo.pop()
+        if current in seen or current not in defined:
+            continue
+        seen.add(current)
+        node = defined[current]
+        body = getattr(node, "body", None)
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            node.body = body[1:]  # a docstring is prose, not code
+        parts.append(ast.dump(node))
+        todo.extend(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+    return "\n".join(sorted(parts))
 
 
 def case_content(suite: Suite, case: CaseSpec) -> dict:

@@ -104,6 +104,24 @@ def test_reference_source_changes_are_caught(suite_copy):
     )
 
 
+def test_a_constant_the_reference_uses_is_part_of_its_content(suite_copy):
+    ref = suite_copy.parent / "reference.py"
+    ref.write_text(
+        ref.read_text().replace("for k in range(129)]", "for k in range(129)][:128] + [0.0]")
+    )
+    problems = lock.verify(manifest.load(suite_copy))
+    assert len(problems) == 1 and "'polynomial_f64'" in problems[0]
+
+
+def test_reformatting_or_redocumenting_a_reference_is_no_change(suite_copy):
+    ref = suite_copy.parent / "reference.py"
+    text = ref.read_text().replace('"""y = a * x + y', '"""Now with other prose: y = a * x + y')
+    ref.write_text(
+        text.replace('    return {"y": np.float64(a)', '    return  {"y" : np.float64(a)')
+    )
+    assert lock.verify(manifest.load(suite_copy)) == []
+
+
 def test_a_new_candidate_needs_recording_but_no_version_bump(suite_copy):
     text = suite_copy.read_text()
     suite_copy.write_text(
