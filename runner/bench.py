@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from protocol.codec import encode
+from protocol.progress import PARTIAL_DOCUMENT_PREFIX
 from protocol.validation import DocumentError, validate
 from runner import driver, environment, manifest, ptx, result, toolchains
 from runner.bundle import Bundle, BundleError
@@ -36,9 +37,6 @@ class BenchOptions:
     commit: str | None = None  # recorded as the suite's commit (a shipped tree is no checkout)
     bundle: Path | None = None  # PTX built elsewhere (python -m runner build)
     emit_partial: bool = False  # the partial document on stderr after each case (for harness run)
-
-
-PARTIAL_PREFIX = b"kernelgap-partial-document: "
 
 
 class Progress:
@@ -308,7 +306,7 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
         if options.output:
             write_atomic(options.output, encode(partial, pretty=True))
         if options.emit_partial:
-            sys.stderr.buffer.write(PARTIAL_PREFIX + encode(partial) + b"\n")
+            sys.stderr.buffer.write(PARTIAL_DOCUMENT_PREFIX + encode(partial) + b"\n")
             sys.stderr.flush()
     env["sensors_end"] = environment.nvml_sensors(options.device, uuid=device.get("uuid"))
     doc = result.document(

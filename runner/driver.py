@@ -376,10 +376,16 @@ class Graph:
         try:
             enqueue(stream)
         except BaseException:
-            d.cuStreamEndCapture(stream.handle)
+            result = d.cuStreamEndCapture(stream.handle)
+            if int(result[0]) == 0 and result[1] is not None:
+                d.cuGraphDestroy(result[1])  # the partial graph
             raise
         self.graph = check(d.cuStreamEndCapture(stream.handle), "cuStreamEndCapture")
-        self.exec = check(d.cuGraphInstantiate(self.graph, 0), "cuGraphInstantiate")
+        try:
+            self.exec = check(d.cuGraphInstantiate(self.graph, 0), "cuGraphInstantiate")
+        except CudaError:
+            d.cuGraphDestroy(self.graph)
+            raise
 
     def launch(self, stream: Stream) -> None:
         check(cu().cuGraphLaunch(self.exec, stream.handle), "cuGraphLaunch")

@@ -49,14 +49,7 @@ RESPONSE_SCHEMA = "run-response"
 DEFAULT_TIMEOUT_S = 60.0
 PHASES = ("input", "environment", "load", "signature", "launch", "timeout")
 
-DTYPES = {
-    "i32": np.dtype(np.int32),
-    "u32": np.dtype(np.uint32),
-    "i64": np.dtype(np.int64),
-    "u64": np.dtype(np.uint64),
-    "f32": np.dtype(np.float32),
-    "f64": np.dtype(np.float64),
-}
+DTYPES = {kind: np.dtype(t) for kind, t in generator.DTYPES.items()}
 _NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
 
@@ -338,7 +331,8 @@ def _timeout_document(request: Request) -> dict:
 
 
 def _execute(request: Request, on_timeout: Callable[[dict], None] | None) -> dict:
-    from runner import driver, ptx
+    from runner import generator
+from runner import driver, ptx
 
     try:
         context = driver.Context()

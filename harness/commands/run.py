@@ -27,6 +27,7 @@ from harness.transport.local import LocalTransport
 from harness.transport.ssh import SshTarget, SshTargetError, SshTransport
 from harness.transport.vast import DEFAULT_IMAGE, VastTransport
 from protocol.codec import decode
+from protocol.progress import PARTIAL_DOCUMENT_PREFIX as PARTIAL_PREFIX
 from protocol.validation import validate
 from protocol.version import RESULT_SCHEMA_VERSION, check_version
 
@@ -46,9 +47,6 @@ class RunFailed(click.ClickException):
 
     def show(self, file=None):
         click.echo(f"error: {self.message}", err=True)
-
-
-PARTIAL_PREFIX = b"kernelgap-partial-document: "  # runner bench --emit-partial
 
 
 class StderrTail:
