@@ -28,6 +28,7 @@ from typing import BinaryIO
 import numpy as np
 
 from protocol import RUN_PROTOCOL_VERSION, check_version, decode, encode, validate
+from runner import generator
 
 __all__ = [
     "DTYPES",
@@ -331,8 +332,7 @@ def _timeout_document(request: Request) -> dict:
 
 
 def _execute(request: Request, on_timeout: Callable[[dict], None] | None) -> dict:
-    from runner import generator
-from runner import driver, ptx
+    from runner import driver, ptx
 
     try:
         context = driver.Context()
