@@ -139,9 +139,13 @@ def info(device, no_bandwidth):
 )
 def check(cases, arch):
     """Validate the manifest and build every implementation it can (no GPU needed); ptxas where present."""
+    import shutil
+
     from runner import lock, manifest
     from runner.checking import check_suite
 
+    if require_ptxas and shutil.which("ptxas") is None:
+        _die("ptxas is not on PATH (--require-ptxas): install the CUDA toolkit")
     try:
         suite = manifest.load(cases)
         problems = lock.verify(suite) if lock.lock_path(suite).exists() else []

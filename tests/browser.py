@@ -15,6 +15,7 @@ failed to load) are collected as they arrive, so a test can assert that a page m
 from __future__ import annotations
 
 import base64
+import contextlib
 import fcntl
 import json
 import os
@@ -91,7 +92,7 @@ class Browser:
             stdout=subprocess.DEVNULL,
             stderr=self._stderr,
             pass_fds=(3, 4),
-            preexec_fn=fds_3_and_4,  # noqa: PLW1509 (single-threaded caller; dup2 only)
+            preexec_fn=fds_3_and_4,  # only dup2 calls: safe in a single-threaded caller
         )
         os.close(commands_read)
         os.close(replies_write)
@@ -189,6 +190,17 @@ class Browser:
                 raise BrowserError(f"waited {timeout_s} s for {expression!r}")
             time.sleep(poll_s)
 
+    def mouse(self, x: float, y: float, click: bool = False) -> None:
+        """Move the mouse to (x, y) in CSS pixels of the viewport; then click there if asked."""
+        point = {"x": x, "y": y}
+        self.send("Input.dispatchMouseEvent", {"type": "mouseMoved", **point})
+        if click:
+            for kind in ("mousePressed", "mouseReleased"):
+                self.send(
+                    "Input.dispatchMouseEvent",
+                    {"type": kind, **point, "button": "left", "buttons": 1, "clickCount": 1},
+                )
+
     def screenshot(self, path: Path, full_page: bool = False) -> Path:
         """A PNG of the viewport (or of the whole page) written to `path`."""
         params: dict = {"format": "png"}
@@ -227,10 +239,8 @@ class Browser:
                 self._process.kill()
                 self._process.wait()
         for fd in (self._commands, self._replies):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         self._stderr.close()
         self._profile.cleanup()
 

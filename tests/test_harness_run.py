@@ -345,7 +345,15 @@ def test_stderr_tail_keeps_the_partial_document_out_of_sight(tmp_path):
     shown = io.BytesIO()
     tail = StderrTail(shown)
     doc = b'{"complete": false, "cases": [1]}'
-    stream = b"[a] build\n" + PARTIAL_PREFIX + doc + b"\n50% ..." + b" done\n" + PARTIAL_PREFIX + b'{"cases": [1, 2]}\n'
+    stream = (
+        b"[a] build\n"
+        + PARTIAL_PREFIX
+        + doc
+        + b"\n50% ..."
+        + b" done\n"
+        + PARTIAL_PREFIX
+        + b'{"cases": [1, 2]}\n'
+    )
     for i in range(0, len(stream), 7):  # chunks split lines, the prefix and the document anywhere
         tail(stream[i : i + 7])
     assert shown.getvalue() == b"[a] build\n50% ... done\n"

@@ -494,9 +494,13 @@ def test_nvcc_never_lets_a_path_reach_its_shell(tmp_path):
     folder.mkdir()
     (folder / "common.h").write_text("#define SCALE 2.0\n")
     source = folder / "k;echo x.cu"
-    source.write_text('#include "common.h"\nextern "C" __global__ void k(double* y) { y[0] *= SCALE; }\n')
+    source.write_text(
+        '#include "common.h"\nextern "C" __global__ void k(double* y) { y[0] *= SCALE; }\n'
+    )
     built = toolchains.build("nvcc", source, "sm_90")
     assert ".entry k(" in built.ptx
     assert str(source) in built.command, "the recorded command names the real source"
-    assert not any(p.name.startswith("canary") for p in tmp_path.rglob("*")), "a shell ran part of the path"
+    assert not any(p.name.startswith("canary") for p in tmp_path.rglob("*")), (
+        "a shell ran part of the path"
+    )
     assert not list(Path.cwd().glob("canary*"))

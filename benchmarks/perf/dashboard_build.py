@@ -23,6 +23,7 @@ Targets: build under 5 s, render under 2 s.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import statistics
 import subprocess
 import sys
@@ -49,7 +50,10 @@ def make_history(db: Path, documents: int, cases: int) -> float:
     t0 = time.perf_counter()
     with Store(db) as store:
         for k in range(documents):
-            store.ingest(variants.document(k), trusted=True, check=False)
+            document = variants.document(k)
+            # Commit hashes like git's (the variants number them, so all start 0000000).
+            document["suite"]["commit"] = hashlib.sha1(f"commit {k}".encode()).hexdigest()
+            store.ingest(document, trusted=True, check=False)
     return time.perf_counter() - t0
 
 
@@ -57,8 +61,9 @@ def folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
-def render(index: Path, loads: int) -> list[tuple[float, float]]:
-    """(first view ms, every chart ms) per load of the page, in a fresh browser each time."""
+def render(index: Path, loads: int) -> list[dict]:
+    """The page's timings (ms since navigation start) per load, in a fresh browser each time:
+    script (plotly.min.js and data.js loaded, app.js starts), first_view, first_chart, rendered."""
     out = []
     for _ in range(loads):
         with Browser(width=1400, height=1000) as browser:
@@ -69,7 +74,7 @@ def render(index: Path, loads: int) -> list[tuple[float, float]]:
             )
             if state["errors"] or browser.errors():
                 raise SystemExit(f"the page reported errors: {state['errors'] or browser.errors()}")
-            out.append((state["first_view_ms"], state["rendered_ms"]))
+            out.append({k[:-3]: state[k] for k in state if k.endswith("_ms")})
     return out
 
 
@@ -109,26 +114,32 @@ def main() -> int:
     for extra, label in (([], "command"), (["--format", "github-action-benchmark"], "+ gab")):
         out = Path(tmp.name) / f"site-{len(extra)}"
         t0 = time.perf_counter()
-        subprocess.run([*command, "--out", str(out), *extra], cwd=ROOT, check=True, capture_output=True)
+        subprocess.run(
+            [*command, "--out", str(out), *extra], cwd=ROOT, check=True, capture_output=True
+        )
         wall_s = time.perf_counter() - t0
         gab = out / "gab" / "data.js"
         size = f", gab/data.js {gab.stat().st_size / 1e6:.1f} MB" if gab.exists() else ""
-        print(f"build ({label}: python -m harness dashboard {' '.join(extra)}): {wall_s:.2f} s{size}")
+        print(
+            f"build ({label}: python -m harness dashboard {' '.join(extra)}): {wall_s:.2f} s{size}"
+        )
 
     if chromium_path() is None:
         print("render: skipped (chromium is not installed)")
         return 0
     loads = render(site / "index.html", args.loads)
-    first_ms = statistics.median(f for f, _ in loads)
-    all_ms = statistics.median(a for _, a in loads)
+    ms = {key: statistics.median(load[key] for load in loads) for key in loads[0]}
+    target_ms = RENDER_TARGET_S * 1e3
     print(
-        f"render (headless Chromium, file://, 1400x1000 window, median of {len(loads)} loads): "
-        f"first view {first_ms:.0f} ms, target < {RENDER_TARGET_S * 1e3:.0f} ms: "
-        f"{'met' if first_ms < RENDER_TARGET_S * 1e3 else 'MISSED'}; every chart "
-        f"({report.cases + 1} figures) {all_ms:.0f} ms "
-        f"({'met' if all_ms < RENDER_TARGET_S * 1e3 else 'over'} the target)"
+        f"render (headless Chromium, file://, 1400x1000 window, median of {len(loads)} loads, "
+        f"ms since navigation start):\n"
+        f"  plotly.min.js + data.js loaded: {ms['script']:.0f} ms\n"
+        f"  first view painted (header, headline, table): {ms['first_view']:.0f} ms, "
+        f"target < {target_ms:.0f} ms: {'met' if ms['first_view'] < target_ms else 'MISSED'}\n"
+        f"  first case chart drawn: {ms['first_chart']:.0f} ms\n"
+        f"  every chart drawn ({report.cases + 1} figures, in the background): "
+        f"{ms['rendered']:.0f} ms ({'met' if ms['rendered'] < target_ms else 'over'} the target)"
     )
-    print("  loads (first view, every chart) ms: " + ", ".join(f"({f:.0f}, {a:.0f})" for f, a in loads))
     return 0
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 import re
-import shutil
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -38,7 +37,7 @@ import orjson
 
 from harness.export.github_action_benchmark import entries as gab_entries
 from harness.series import series_label
-from harness.store import Store, StoreError
+from harness.store import Store
 from harness.summary import signature
 
 __all__ = [
@@ -56,7 +55,8 @@ DATA_FORMAT_VERSION = 1
 MAX_POINTS = 300  # per drawn series; enough to see a trend across a 1400 px wide chart
 TAIL_POINTS = 30  # the newest points are always drawn: they are the ones people check
 STEP_FRACTION = 0.05  # the regression rule's minimum effect; a step this big is always drawn
-RAW_RUNS = 50  # raw documents published per build (newest drawn runs); older ones stay
+RAW_RUNS = 20  # raw documents written per build (newest drawn runs); older ones stay
+MAX_FAILED_MARKS = 50  # runs where a case failed, marked on its charts (the newest ones)
 GAB_DATA = Path("gab") / "data.js"
 PALETTE = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#8c564b", "#7f7f7f")
 BASELINE_COLOR = "#333333"
@@ -153,15 +153,16 @@ def _unit(seconds: float | None) -> tuple[str, float]:
 
 
 def _change(previous: dict | None, key: dict) -> str:
-    """What differs in `key` from the previous key of the same implementation, in words."""
+    """What differs in `key` from the implementation's previous key, in words ('' if first)."""
     if previous is None:
         return ""
     words = [
         describe(key[name])
         for name, describe in CHANGE_WORDS.items()
-        if key[name] != previous[name]
-        # The baseline's own source hash is also its "baseline source": say it once.
-        and not (name == "baseline_source_sha256" and key["source_sha256"] != previous["source_sha256"] and key["impl"] == key.get("baseline"))
+        if name in key
+        and key[name] != previous[name]
+        # A baseline's own source hash is also its baseline source hash: say it once.
+        and not (name == "baseline_source_sha256" and key.get("role") == "baseline")
     ]
     return ", ".join(words) or "key changed"
 
@@ -187,7 +188,7 @@ def _anchor(case_id: str, taken: set) -> str:
 
 @dataclass
 class _Series:
-    """One series' points as arrays (ok points only: a failed case has nothing to draw)."""
+    """One series' points as arrays (the ok ones), and the runs where its case failed."""
 
     info: dict
     run: np.ndarray
@@ -199,12 +200,17 @@ class _Series:
     ci_low: np.ndarray
     ci_high: np.ndarray
     gap_stable: np.ndarray
+    failed: dict[int, str]  # run -> 'phase: message' of each run where the case failed
 
     @classmethod
     def read(cls, store: Store, info: dict, run_index: dict[str, int]) -> _Series:
-        points = [
-            p for p in store.points(info["series_id"]) if p["case_status"] == "ok" and p["median_s"] is not None
-        ]
+        every = store.points(info["series_id"])
+        points = [p for p in every if p["case_status"] == "ok" and p["median_s"] is not None]
+        failed = {
+            run_index[p["run_id"]]: f"{p['case_status']}: {p['error_phase']}: {p['error_message']}"
+            for p in every
+            if p["case_status"] == "failed"
+        }
         column = {name: [p[name] for p in points] for name in points[0]} if points else {}
         get = column.get
         return cls(
@@ -218,10 +224,17 @@ class _Series:
             _floats(get("gap_ci_low", [])),
             _floats(get("gap_ci_high", [])),
             _flags(get("gap_stable", [])),
+            failed,
         )
 
 
-def collect(store: Store, *, repo_url: str | None = None, max_points: int = MAX_POINTS, title: str | None = None) -> dict:
+def collect(
+    store: Store,
+    *,
+    repo_url: str | None = None,
+    max_points: int = MAX_POINTS,
+    title: str | None = None,
+) -> dict:
     """The dashboard's data (what data.js holds) from the history in `store`.
 
     Every run in data["runs"] is one that a drawn point, the headline or the table refers to;
@@ -250,6 +263,7 @@ def collect(store: Store, *, repo_url: str | None = None, max_points: int = MAX_
     for case in cases:
         for s in case["series"]:
             s["run"] = [compact[g] for g in s["run"]]
+        case["failed"]["run"] = [compact[g] for g in case["failed"]["run"]]
     for trace in suite:
         trace["run"] = [compact[g] for g in trace["run"]]
     for card in headline:
@@ -313,22 +327,25 @@ def _case_order(latest_doc: dict, all_series: list[_Series]) -> list[str]:
 
 def _case(case_id, members, colors, max_points, used, anchor) -> dict:
     """One case's chart data: its series (one trace per series key), times in one unit."""
+    failed = {run: text for s in members for run, text in s.failed.items()}
     members = [s for s in members if len(s.run)]
     members.sort(key=lambda s: (s.info["role"] != "baseline", s.info["impl"], s.info["first_utc"]))
     latest = max(members, key=lambda s: s.info["last_utc"]) if members else None
     baseline = latest.info["baseline"] if latest else ""
     base_medians = [s.median_s[-1] for s in members if s.info["role"] == "baseline"]
-    unit, scale = _unit(base_medians[-1] if base_medians else (latest.median_s[-1] if latest else None))
+    unit, scale = _unit(
+        base_medians[-1] if base_medians else (latest.median_s[-1] if latest else None)
+    )
     previous: dict[str, dict] = {}
     segments: dict[str, int] = defaultdict(int)
     series = []
     for s in members:
         info = s.info
-        change = _change(previous.get(info["impl"]), {**info, "baseline": info["baseline"]})
+        change = _change(previous.get(info["impl"]), info)
         previous[info["impl"]] = info
-        keep = display_indices(
-            len(s.run), ~s.stable | ~s.gap_stable, (s.median_s, s.gap), max_points
-        )
+        # A baseline has no gap: only its own stability counts.
+        unstable = ~s.stable | (~s.gap_stable & ~np.isnan(s.gap))
+        keep = display_indices(len(s.run), unstable, (s.median_s, s.gap), max_points)
         used.update(s.run[keep].tolist())
         name = info["impl"] + (" (baseline)" if info["role"] == "baseline" else "")
         entry = {
@@ -356,6 +373,8 @@ def _case(case_id, members, colors, max_points, used, anchor) -> dict:
             )
         series.append(entry)
     version = latest.info["case_version"] if latest else None
+    newest_failed = sorted(failed)[-MAX_FAILED_MARKS:]
+    used.update(newest_failed)
     return {
         "id": case_id,
         "version": version,
@@ -363,6 +382,11 @@ def _case(case_id, members, colors, max_points, used, anchor) -> dict:
         "baseline": baseline,
         "unit": unit,
         "series": series,
+        "failed": {
+            "run": newest_failed,
+            "error": [failed[r].splitlines()[0] for r in newest_failed],
+        },
+        "failed_runs": len(failed),
     }
 
 
@@ -379,7 +403,9 @@ def _suite(all_series, runs, colors, max_points, used) -> tuple[list[dict], list
         per_run = sums[key]
         has_gap = ~np.isnan(s.gap)
         logs = np.log(np.where(has_gap, s.gap, 1.0))
-        for run, ln, stable, present in zip(s.run.tolist(), logs.tolist(), s.gap_stable.tolist(), has_gap.tolist(), strict=True):
+        for run, ln, stable, present in zip(
+            s.run.tolist(), logs.tolist(), s.gap_stable.tolist(), has_gap.tolist(), strict=True
+        ):
             if not present:
                 continue
             acc = per_run[run]
@@ -391,7 +417,7 @@ def _suite(all_series, runs, colors, max_points, used) -> tuple[list[dict], list
             baselines[key].add(s.info["baseline"])
     latest = len(runs) - 1
     traces, cards = [], []
-    previous_key: dict[str, tuple] = {}
+    previous_key: dict[str, dict] = {}  # candidate -> its previous suite key
     for key in sorted(sums, key=lambda k: (k[3], min(sums[k]))):
         impl = key[3]
         runs_sorted = sorted(r for r, acc in sums[key].items() if acc[1])
@@ -405,9 +431,9 @@ def _suite(all_series, runs, colors, max_points, used) -> tuple[list[dict], list
         counts = np.array([sums[key][r][1] for r in runs_sorted])
         keep = display_indices(len(run_arr), np.zeros(len(run_arr), bool), (gap,), max_points)
         used.update(run_arr[keep].tolist())
-        prev = previous_key.get(impl)
-        change = _change(dict(zip(SUITE_FIELDS, prev, strict=True)), dict(zip(SUITE_FIELDS, key, strict=True))) if prev else ""
-        previous_key[impl] = key
+        suite_key = dict(zip(SUITE_FIELDS, key[:3], strict=True))
+        change = _change(previous_key.get(impl), suite_key)
+        previous_key[impl] = suite_key
         traces.append(
             {
                 "impl": impl,
@@ -434,7 +460,11 @@ def _card(key: tuple, per_run: dict, latest: int, baselines: set) -> dict:
     previous = None
     if earlier:
         r = max(earlier)
-        previous = {"run": r, "gap": math.exp(per_run[r][0] / per_run[r][1]), "cases": per_run[r][1]}
+        previous = {
+            "run": r,
+            "gap": math.exp(per_run[r][0] / per_run[r][1]),
+            "cases": per_run[r][1],
+        }
     return {
         "candidate": key[3],
         "baseline": ", ".join(sorted(baselines)) or "baseline",
@@ -464,7 +494,14 @@ def _table(document: dict, anchor_of: dict[str, str]) -> list[dict]:
         if case["status"] != "ok":
             error = case.get("error") or {}
             note = f"{error.get('phase', '')}: {error.get('message', '')}".strip(": ")
-            rows.append({**base, "candidate": None, "status": case["status"], "note": note.splitlines()[0] if note else ""})
+            rows.append(
+                {
+                    **base,
+                    "candidate": None,
+                    "status": case["status"],
+                    "note": note.splitlines()[0] if note else "",
+                }
+            )
             continue
         base_stats = ((impls.get(case["baseline"]) or {}).get("timing") or {}).get("stats")
         for name, impl in impls.items():
@@ -484,10 +521,17 @@ def _table(document: dict, anchor_of: dict[str, str]) -> list[dict]:
             if impl.get("status") == "skipped":
                 row.update(status="skipped", note=impl.get("skip_reason", ""))
             elif not gap:
-                row.update(status="no gap", note=impl.get("gap_note") or f"check {impl.get('check', {}).get('status')}")
+                row.update(
+                    status="no gap",
+                    note=impl.get("gap_note") or f"check {impl.get('check', {}).get('status')}",
+                )
             elif not gap["stable"]:
-                noisy = [n for n in (case["baseline"], name) if not impls[n]["timing"]["stats"]["stable"]]
-                row.update(status="unstable", note=f"noise above the limit: {', '.join(noisy) or 'gap'}")
+                noisy = [
+                    n for n in (case["baseline"], name) if not impls[n]["timing"]["stats"]["stable"]
+                ]
+                row.update(
+                    status="unstable", note=f"noise above the limit: {', '.join(noisy) or 'gap'}"
+                )
             else:
                 row.update(status="stable", note="")
             rows.append(row)
@@ -548,19 +592,19 @@ def _copy_plotly(out: Path) -> None:
 
 
 def _publish_runs(store: Store, data: dict, out: Path, raw_runs: int) -> int:
-    """Write raw documents of the newest `raw_runs` drawn runs (and always the newest run)
-    that are not in runs/ yet; flag every drawn run whose document is there. Files written."""
+    """Write the raw documents of the newest `raw_runs` drawn runs that are not in runs/ yet;
+    flag every drawn run whose document is there (from this build or an earlier one)."""
     folder = out / "runs"
     folder.mkdir(exist_ok=True)
     present = {p.stem for p in folder.glob("*.json")}
     ids = data["runs"]["id"]
-    wanted = [run_id for run_id in reversed(ids)][: max(raw_runs, 1)]
+    wanted = ids[::-1][:raw_runs]
     written = 0
     for run_id in wanted:
         if run_id in present or not RUN_ID.fullmatch(run_id):
             continue
         document = store.raw_document(run_id)
-        (folder / f"{run_id}.json").write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2))
+        (folder / f"{run_id}.json").write_bytes(orjson.dumps(document))  # compact: ~40% smaller
         present.add(run_id)
         written += 1
     data["runs"]["raw"] = [int(run_id in present) for run_id in ids]
@@ -588,7 +632,9 @@ def build_site(
         raise DashboardError(f"--out {out}: exists and is not a folder")
     unknown = set(formats) - {"github-action-benchmark"}
     if unknown:
-        raise DashboardError(f"--format {', '.join(sorted(unknown))}: unknown; known: github-action-benchmark")
+        raise DashboardError(
+            f"--format {', '.join(sorted(unknown))}: unknown; known: github-action-benchmark"
+        )
     with Store(db, readonly=True) as store:
         data = collect(store, repo_url=repo_url, max_points=max_points, title=title)
         out.mkdir(parents=True, exist_ok=True)
@@ -602,9 +648,7 @@ def build_site(
     names = ["index.html", "app.js", "plotly.min.js", "data.js"]
     if gab is not None:
         (out / GAB_DATA).parent.mkdir(exist_ok=True)
-        (out / GAB_DATA).write_bytes(
-            b"window.BENCHMARK_DATA = " + orjson.dumps(gab, option=orjson.OPT_INDENT_2) + b";\n"
-        )
+        (out / GAB_DATA).write_bytes(b"window.BENCHMARK_DATA = " + orjson.dumps(gab) + b";\n")
         names.append(GAB_DATA.as_posix())
     files = {name: (out / name).stat().st_size for name in names}
     files["runs/"] = sum(p.stat().st_size for p in (out / "runs").glob("*.json"))
@@ -620,6 +664,3 @@ def build_site(
         raw_published=sum(data["runs"]["raw"]),
         files=files,
     )
-
-
-__all__ += ["StoreError"]
