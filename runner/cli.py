@@ -137,7 +137,12 @@ def info(device, no_bandwidth):
 @click.option(
     "--arch", default="sm_90", show_default=True, help="Target to compile and assemble for."
 )
-def check(cases, arch):
+@click.option(
+    "--require-ptxas",
+    is_flag=True,
+    help="Fail when ptxas is not installed (CI) instead of only compiling.",
+)
+def check(cases, arch, require_ptxas):
     """Validate the manifest and build every implementation it can (no GPU needed); ptxas where present."""
     import shutil
 
