@@ -45,6 +45,18 @@ def compare(out: np.ndarray, expected: np.ndarray, tol: Tolerance) -> dict:
     """Element-wise comparison; NaN matches only NaN. Returns errors and the first mismatch."""
     n = int(out.size)
     expected = np.asarray(expected)
+    if (
+        expected.dtype == out.dtype
+        and expected.shape == out.shape
+        and np.array_equal(out.view(np.uint8), expected.view(np.uint8))
+    ):  # bit-identical (the usual case between implementations): one cheap pass
+        return {
+            "elements": n,
+            "mismatches": 0,
+            "max_abs_err": 0.0,
+            "max_rel_err": 0.0,
+            "nonfinite_errors": 0,
+        }
     exact = tol.exact or out.dtype.kind in "iu"
     ref = expected.astype(out.dtype) if exact else expected.astype(np.float64)
     diff = _abs_diff(out, ref)
