@@ -40,10 +40,13 @@ __all__ = [
 VERDICTS = ("faster", "slower", "same", "unstable")
 FAIL_ON = {
     "never": frozenset(),
+    "gap-slower": frozenset({"slower"}),
     "slower": frozenset({"slower"}),
     "unstable": frozenset({"slower", "unstable"}),
 }
-"""Verdicts that trip `--fail-on LEVEL`; `unstable` is the strictest (slower or unstable)."""
+"""Verdicts that trip `--fail-on LEVEL`; `unstable` is the strictest (slower or unstable).
+`gap-slower` looks at gaps only: base and head measured on different machines (a fresh rental
+each time) differ in absolute time, while the gap, a ratio on one machine, does not."""
 
 # Cap on resampled values held at once (doubles), so long sample arrays do not blow up memory.
 _BLOCK_VALUES = 1 << 21
@@ -464,7 +467,8 @@ def gate(comparison: Comparison, fail_on: str) -> list[TimeChange | GapChange]:
     """The rows whose verdict trips `fail_on` (a key of FAIL_ON); empty means the gate passes."""
     if fail_on not in FAIL_ON:
         raise ValueError(f"fail_on must be one of {sorted(FAIL_ON)} (got {fail_on!r})")
-    return [r for r in (*comparison.times, *comparison.gaps) if r.verdict in FAIL_ON[fail_on]]
+    rows = comparison.gaps if fail_on == "gap-slower" else (*comparison.times, *comparison.gaps)
+    return [r for r in rows if r.verdict in FAIL_ON[fail_on]]
 
 
 # --- markdown ----------------------------------------------------------------------------

@@ -199,13 +199,23 @@ def review_series(series: dict, points: list[dict], policy: Policy = Policy()) -
 
 def current_series(series: list[dict]) -> list[dict]:
     """The series still being extended: of those sharing GPU, mode, case id and implementation,
-    the one with the latest point (older ones were superseded by a changed key)."""
+    the one with the latest point (older ones were superseded by a changed key); and of those,
+    only the ones the newest run on their GPU and mode reached (a case or implementation that
+    was removed from the suite stops being checked instead of alerting forever)."""
     latest: dict[tuple, dict] = {}
+    newest_run: dict[tuple, str] = {}
     for s in series:
         slot = (s["gpu"], s["mode"], s["case_id"], s["impl"])
         if slot not in latest or (s["last_utc"] or "") > (latest[slot]["last_utc"] or ""):
             latest[slot] = s
-    return [s for s in series if latest[(s["gpu"], s["mode"], s["case_id"], s["impl"])] is s]
+        machine = (s["gpu"], s["mode"])
+        newest_run[machine] = max(newest_run.get(machine, ""), s["last_utc"] or "")
+    return [
+        s
+        for s in series
+        if latest[(s["gpu"], s["mode"], s["case_id"], s["impl"])] is s
+        and (s["last_utc"] or "") == newest_run[(s["gpu"], s["mode"])]
+    ]
 
 
 def review(

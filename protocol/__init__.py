@@ -5,6 +5,7 @@ the repository's top-level `schemas/` folder before they are written or after th
 """
 
 from protocol.codec import decode, encode
+from protocol.documents import load_result
 from protocol.validation import SCHEMA_DIR, DocumentError, validate
 from protocol.version import RESULT_SCHEMA_VERSION, RUN_PROTOCOL_VERSION, check_version
 
@@ -16,5 +17,6 @@ __all__ = [
     "check_version",
     "decode",
     "encode",
+    "load_result",
     "validate",
 ]

@@ -25,7 +25,7 @@ from harness.compare import (
     significance,
 )
 from tests.conftest import ROOT
-from tests.harness_docs import make_document
+from tests.harness_docs import make_document, samples
 
 FAST = Bootstrap(resamples=2000)
 
@@ -374,3 +374,23 @@ def test_cli_bad_input_exits_2_naming_the_file(tmp_path, slower_pair):
         assert done.exit_code == 2, (bad, done.output)
         assert str(bad) in done.stderr and expected in done.stderr
         assert done.stdout == ""
+
+
+def test_gap_slower_gate_ignores_a_machine_wide_shift():
+    from harness.compare import Bootstrap, Policy, compare, gate
+
+    base = make_document(
+        {"c": {"cuda": samples(1e-3, 30, 0.003, 1), "llvm": samples(1.2e-3, 30, 0.003, 2)}}
+    )
+    # head ran on a machine 10% slower: both times move, the gap does not
+    head = make_document(
+        {"c": {"cuda": samples(1.1e-3, 30, 0.003, 3), "llvm": samples(1.32e-3, 30, 0.003, 4)}}
+    )
+    result = compare(base, head, Policy(), Bootstrap(resamples=500))
+    assert gate(result, "slower"), "times are slower"
+    assert gate(result, "gap-slower") == []
+    # a real slowdown of the candidate trips both
+    worse = make_document(
+        {"c": {"cuda": samples(1e-3, 30, 0.003, 5), "llvm": samples(1.44e-3, 30, 0.003, 6)}}
+    )
+    assert gate(compare(base, worse, Policy(), Bootstrap(resamples=500)), "gap-slower")

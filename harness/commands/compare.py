@@ -12,9 +12,8 @@ from pathlib import Path
 
 import click
 
-from protocol.codec import decode, encode
-from protocol.validation import validate
-from protocol.version import RESULT_SCHEMA_VERSION, check_version
+from protocol import documents
+from protocol.codec import encode
 
 __all__ = ["EXPORT_FORMATS", "compare", "export", "load_result", "summary"]
 
@@ -42,13 +41,9 @@ def load_result(path: Path) -> dict:
     except OSError as exc:
         raise BadInput(f"{what}: cannot read the result document: {exc.strerror}") from None
     try:
-        document = decode(data, what)
-        if isinstance(document, dict) and "schema_version" in document:
-            check_version(document["schema_version"], RESULT_SCHEMA_VERSION, what)
-        validate(document, "result", what)
+        return documents.load_result(data, what)
     except ValueError as exc:  # malformed JSON, DocumentError, VersionError
         raise BadInput(str(exc)) from None
-    return document
 
 
 def _write_stdout(data: bytes) -> None:
@@ -73,10 +68,11 @@ RESULT = click.Path(dir_okay=False, allow_dash=True, path_type=Path)
 )
 @click.option(
     "--fail-on",
-    type=click.Choice(["slower", "unstable", "never"]),
+    type=click.Choice(["gap-slower", "slower", "unstable", "never"]),
     default="never",
     show_default=True,
-    help="Exit 1 when a time or gap is slower (`slower`), or slower or unstable (`unstable`).",
+    help="Exit 1 when a gap is slower (`gap-slower`: for runs on different machines), a time or "
+    "gap is slower (`slower`), or slower or unstable (`unstable`).",
 )
 @click.option(
     "--min-effect",
