@@ -21,7 +21,12 @@ from harness_docs import default_source_sha, make_document, samples
 
 from harness.cli import main
 from harness.dashboard import build_site, collect, display_indices
-from harness.dashboard.build import GAB_DATA, MAX_POINTS, TAIL_POINTS
+from harness.dashboard.build import (
+    GAB_DATA,
+    MAX_POINTS,
+    TAIL_POINTS,
+    github_action_benchmark_data,
+)
 from harness.store import Store
 
 RUNS = 12
@@ -70,21 +75,38 @@ def run_document(k: int) -> dict:
     )
 
 
-def expected_geomeans(k: int) -> dict[str, float]:
-    """Geomean gap per candidate over the stable ok cases of run k, from the samples alone."""
+def expected_logs(k: int) -> dict[str, dict[str, float]]:
+    """{candidate: {case: ln gap}} over the stable ok cases of run k, from the samples alone."""
     skip = {("transpose", n) for n in FACTORS} if k == RUNS - 1 else set()
     if k == RUNS - 1:
         skip.add(("matmul", "handptx"))
     if k == UNSTABLE_RUN:
         skip.add(("matmul", "llvm"))
-    out = {}
-    for name in FACTORS:
-        logs = [
-            math.log(np.median(impls[name]) / np.median(impls["cuda"]))
+    return {
+        name: {
+            case_id: math.log(np.median(impls[name]) / np.median(impls["cuda"]))
             for case_id, impls in run_samples(k).items()
             if (case_id, name) not in skip
-        ]
-        out[name] = math.exp(sum(logs) / len(logs))
+        }
+        for name in FACTORS
+    }
+
+
+def expected_geomeans(k: int) -> dict[str, float]:
+    """Geomean gap per candidate over the stable ok cases of run k, from the samples alone."""
+    return {
+        name: math.exp(sum(logs.values()) / len(logs)) for name, logs in expected_logs(k).items()
+    }
+
+
+def expected_changes(k: int, j: int) -> dict[str, tuple[float, int]]:
+    """{candidate: (change of run k against run j, cases)} over the cases stable in both."""
+    now, before = expected_logs(k), expected_logs(j)
+    out = {}
+    for name in FACTORS:
+        common = now[name].keys() & before[name].keys()
+        ratio = math.exp(sum(now[name][c] - before[name][c] for c in common) / len(common))
+        out[name] = (ratio - 1, len(common))
     return out
 
 
@@ -199,7 +221,8 @@ def test_github_action_benchmark_layout(site):
     gab = read_js_json(site[0] / GAB_DATA, "window.BENCHMARK_DATA = ")
     assert set(gab) == {"lastUpdate", "repoUrl", "entries"}
     assert isinstance(gab["lastUpdate"], int)
-    entries = gab["entries"]["kernelgap"]
+    assert list(gab["entries"]) == ["kernelgap NVIDIA H200 hot suite v1"]
+    entries = gab["entries"]["kernelgap NVIDIA H200 hot suite v1"]
     assert len(entries) == RUNS
     assert [e["commit"]["id"] for e in entries] == [commit(k) for k in range(RUNS)]
     assert [e["date"] for e in entries] == sorted(e["date"] for e in entries)
@@ -215,6 +238,75 @@ def test_github_action_benchmark_layout(site):
     expected = expected_geomeans(RUNS - 1)
     for name, value in expected.items():
         assert names[f"suite/geomean_gap/{name}"]["value"] == pytest.approx(value, rel=1e-12)
+
+
+def test_github_action_benchmark_key_per_gpu_mode_suite(tmp_path):
+    # That action draws one line per bench name across a key's entries: runs on another GPU,
+    # mode or suite version must sit under another key, or its page would join them.
+    runs = [
+        ("NVIDIA H200", "hot", 1),
+        ("NVIDIA H100 80GB HBM3", "hot", 1),
+        ("NVIDIA H200", "hot", 1),
+        ("NVIDIA H200", "cold", 1),
+        ("NVIDIA H200", "hot", 2),
+    ]
+    db = tmp_path / "h.sqlite"
+    with Store(db) as store:
+        for k, (gpu, mode, version) in enumerate(runs):
+            cases = {"axpy": {"cuda": samples(1e-4, seed=k), "llvm": samples(1.1e-4, seed=9 + k)}}
+            doc = make_document(
+                cases,
+                gpu=gpu,
+                mode=mode,
+                suite_version=version,
+                commit=commit(k),
+                started_utc=f"2026-12-01T0{k}:00:00Z",
+                resamples=20,
+            )
+            assert store.ingest(doc, trusted=True).stored
+    with Store(db, readonly=True) as store:
+        gab = github_action_benchmark_data(store)
+    by_key = {key: [e["commit"]["id"] for e in entries] for key, entries in gab["entries"].items()}
+    assert by_key == {
+        "kernelgap NVIDIA H200 hot suite v1": [commit(0), commit(2)],
+        "kernelgap NVIDIA H100 80GB HBM3 hot suite v1": [commit(1)],
+        "kernelgap NVIDIA H200 cold suite v1": [commit(3)],
+        "kernelgap NVIDIA H200 hot suite v2": [commit(4)],
+    }
+
+
+def test_headline_change_over_common_stable_cases(tmp_path):
+    # Case b (gap 2.0) is stable in run 0 only; a (1.0) and c (1.5) do not move. Over all stable
+    # cases the geomean falls from 1.442x to 1.225x (-15%), yet no gap changed: the change over
+    # the common cases is 0 and the suite line marks run 1 as having other cases.
+    gaps = {"a": 1.0, "b": 2.0, "c": 1.5}
+    db = tmp_path / "h.sqlite"
+    with Store(db) as store:
+        for k in range(2):
+            cases = {
+                c: {"cuda": samples(1e-4, seed=k), "llvm": samples(1e-4 * g, seed=k)}
+                for c, g in gaps.items()
+            }
+            doc = make_document(
+                cases,
+                started_utc=f"2026-12-01T0{k}:00:00Z",
+                unstable=[("b", "llvm")] if k == 1 else (),
+                resamples=20,
+            )
+            assert store.ingest(doc, trusted=True).stored
+    with Store(db, readonly=True) as store:
+        data = collect(store)
+    (card,) = data["latest"]["cards"]
+    assert card["gap"] == pytest.approx(math.sqrt(1.0 * 1.5), rel=1e-9)
+    assert (card["cases"], card["of"]) == (2, 3)
+    previous = card["previous"]
+    assert previous["gap"] == pytest.approx((1.0 * 2.0 * 1.5) ** (1 / 3), rel=1e-9)
+    assert (previous["cases"], previous["common"]) == (3, 2)
+    assert previous["common_gap"] == pytest.approx(math.sqrt(1.5), rel=1e-9)
+    assert card["change"] == pytest.approx(0.0, abs=1e-12)
+    (trace,) = data["suite"]
+    assert trace["cases"] == [3, 2]
+    assert trace["cases_note"] == ["", "cases: 2 (was 3); without b"]
 
 
 def test_cli(history, tmp_path):
@@ -264,7 +356,8 @@ def test_page_in_headless_chromium(site, history, tmp_path):
         browser.screenshot(tmp_path / "dashboard-full.png", full_page=True)
         cards = browser.evaluate(
             "[...document.querySelectorAll('.card')].map(c => [c.dataset.candidate, "
-            "Number(c.dataset.gap), Number(c.dataset.change), c.querySelector('.big').textContent])"
+            "Number(c.dataset.gap), Number(c.dataset.change), c.querySelector('.big').textContent, "
+            "c.querySelector('.delta').textContent])"
         )
         traces = browser.evaluate(
             "Object.fromEntries([...document.querySelectorAll('#case-list .chart')].map(d => "
@@ -300,12 +393,15 @@ def test_page_in_headless_chromium(site, history, tmp_path):
     shutil.copyfile(shot, SCREENSHOT_COPY)
 
     assert errors == [] and state["errors"] == []
-    # Headline: the newest run's geomean gap over stable cases, and its change against run 10.
-    latest, previous = expected_geomeans(RUNS - 1), expected_geomeans(RUNS - 2)
+    # Headline: the newest run's geomean gap over stable cases, and its change against run 10
+    # over the cases stable in both (llvm: not transpose, which failed; handptx: nor matmul).
+    latest, changes = expected_geomeans(RUNS - 1), expected_changes(RUNS - 1, RUNS - 2)
+    assert {name: n for name, (_, n) in changes.items()} == {"llvm": 3, "handptx": 2}
     assert sorted(c[0] for c in cards) == sorted(FACTORS)
-    for name, gap, change, text in cards:
+    for name, gap, change, text, delta in cards:
         assert gap == pytest.approx(latest[name], rel=1e-12)
-        assert change == pytest.approx(latest[name] / previous[name] - 1, rel=1e-9)
+        assert change == pytest.approx(changes[name][0], rel=1e-9, abs=1e-12)
+        assert f"over the {changes[name][1]} stable cases in both" in delta, delta
         assert text == f"{latest[name]:.3f}x"
     assert {h["candidate"]: h["cases"] for h in state["headline"]} == {"llvm": 3, "handptx": 2}
     # Table: one row per candidate of an ok case, one for the failed case, linked to its charts.
@@ -330,6 +426,9 @@ def test_page_in_headless_chromium(site, history, tmp_path):
     # The suite geomean: one trace per candidate, a point per run.
     assert sorted(state["suite"]["traces"]) == sorted(FACTORS)
     assert state["suite"]["points"] == 2 * RUNS
+    # Points whose stable cases differ from the previous point's are marked: llvm in runs 4
+    # (matmul unstable), 5 (back) and 11; handptx in run 11.
+    assert state["suite"]["changed"] == 4
     # Hover names the commit, date, value, noise and run; a click opens the raw document.
     newest = read_js_json(out / "data.js", "window.KERNELGAP_DATA = ")["runs"]["id"][-1]
     for part in (commit(RUNS - 1)[:12], "2026-11-10 11:00:00", "noise", newest[:12], "gap 1.1"):
@@ -338,3 +437,92 @@ def test_page_in_headless_chromium(site, history, tmp_path):
     assert repo_link == f"https://x.test/r/commit/{commit(RUNS - 1)}"
     assert date_x == "date"
     assert shot.stat().st_size > 50_000
+
+
+NASTY_ERROR = "<b>bold</b> & template<T>"
+NASTY_NAMES = ("<i>x</i>", '<a href="https://x.test/evil">ev</a>')
+RAW_RUNS_SHOWN, NASTY_RUNS = 2, 5
+
+NTH_POINT_JS = """((k) => {
+  const gd = document.getElementById('chart-case-axpy');
+  gd.scrollIntoView();
+  const trace = gd._fullData.find(t => t.meta.panel === 'gap' && !t.meta.band && !t.meta.unstable);
+  const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+  const box = gd.getBoundingClientRect();
+  return [box.left + xa._offset + xa.c2p(trace.x[k]), box.top + ya._offset + ya.c2p(trace.y[k])];
+})"""
+
+FAILED_MARK_JS = """(() => {
+  const gd = document.getElementById('chart-case-bad');
+  gd.scrollIntoView();
+  const mark = [...gd.querySelectorAll('.annotation')].find(a => a.textContent === '✕');
+  const box = mark.querySelector('.annotation-text-g').getBoundingClientRect();
+  return [box.left + box.width / 2, box.top + box.height / 2];
+})()"""
+
+HOVER_JS = "(document.querySelector('#{} .hoverlayer .hovertext')?.textContent || '')"
+
+
+@pytest.mark.skipif(
+    chromium_path() is None, reason="chromium is not installed (apt-get install chromium)"
+)
+def test_page_shows_names_and_errors_literally_and_says_where_clicks_lead(tmp_path):
+    # Candidate names and a compiler error that look like Plotly's HTML subset; only the newest
+    # 2 of 5 runs get a raw document, and no --repo-url: older points must say why a click
+    # does nothing.
+    db = tmp_path / "h.sqlite"
+    with Store(db) as store:
+        for k in range(NASTY_RUNS):
+            impls = {"cuda": samples(1e-4, seed=k)}
+            impls.update({n: samples(1.1e-4, seed=7 * k + i) for i, n in enumerate(NASTY_NAMES)})
+            doc = make_document(
+                {"axpy": impls, "bad": dict(impls)},
+                commit=commit(k),
+                started_utc=f"2026-12-02T0{k}:00:00Z",
+                failed={"bad": NASTY_ERROR} if k == NASTY_RUNS - 1 else None,
+                resamples=20,
+            )
+            assert store.ingest(doc, trusted=True).stored
+    out = build_site(db, tmp_path / "site", raw_runs=RAW_RUNS_SHOWN).out
+    ids = read_js_json(out / "data.js", "window.KERNELGAP_DATA = ")["runs"]["id"]
+    assert len(ids) == NASTY_RUNS and sorted((out / "runs").iterdir()) == sorted(
+        out / "runs" / f"{run_id}.json" for run_id in ids[-RAW_RUNS_SHOWN:]
+    )
+    with Browser(width=1400, height=1600) as browser:
+        browser.open((out / "index.html").as_uri())
+        browser.wait_for("document.body.dataset.rendered === 'all'", timeout_s=60)
+        legends = browser.evaluate(
+            "[...document.querySelectorAll('#chart-case-axpy .legendtext, #chart-suite "
+            ".legendtext')].map(n => n.textContent)"
+        )
+        styled = browser.evaluate(
+            "document.querySelectorAll('.js-plotly-plot a, .js-plotly-plot [style*=italic], "
+            ".legendtext [style*=bold]').length"
+        )
+        browser.mouse(*browser.evaluate(FAILED_MARK_JS))
+        failed_hover = browser.wait_for(HOVER_JS.format("chart-case-bad"))
+        browser.evaluate("window.opened = []; window.open = (url) => { opened.push(url); }")
+        hovers = []
+        for k in (0, NASTY_RUNS - 1):  # the oldest run's point, then the newest one's
+            x, y = browser.evaluate(f"{NTH_POINT_JS}({k})")
+            browser.mouse(x, y)
+            hovers.append(
+                browser.wait_for(f"{HOVER_JS.format('chart-case-axpy')}.includes('{ids[k][:12]}')")
+                and browser.evaluate(HOVER_JS.format("chart-case-axpy"))
+            )
+            browser.mouse(x, y, click=True)
+        opened = browser.wait_for("window.opened.length && window.opened")
+        errors = browser.errors()
+    assert errors == []
+    for name in NASTY_NAMES:
+        assert name in legends, (name, legends)
+        assert f"{name} · " not in "".join(legends)  # one line per candidate, no key change
+    assert styled == 0  # no <a> or <i> from the data became markup (the page bolds titles)
+    assert NASTY_ERROR in failed_hover, failed_hover
+    old, new = hovers
+    assert (
+        f"raw document not published: only the newest {RAW_RUNS_SHOWN} runs are; "
+        f"rebuild with --raw-runs {NASTY_RUNS} to publish this one"
+    ) in old, old
+    assert "click: open the raw run document" in new and "not published" not in new, new
+    assert opened == [f"runs/{ids[-1]}.json"]  # the old point's click opened nothing

@@ -43,7 +43,8 @@ __all__ = ["dashboard"]
     multiple=True,
     type=click.Choice(["github-action-benchmark"]),
     help=f"Also write the history in that format: github-action-benchmark -> OUT/{GAB_DATA} "
-    "(window.BENCHMARK_DATA, the layout of that action's data.js).",
+    "(window.BENCHMARK_DATA, the layout of that action's data.js; one key per GPU model, "
+    "mode and suite version).",
 )
 @click.option(
     "--max-points",
@@ -59,7 +60,8 @@ __all__ = ["dashboard"]
     default=RAW_RUNS,
     show_default=True,
     help="Raw run documents written to OUT/runs/ (the newest drawn runs); ones already there "
-    "are kept and linked.",
+    "are kept and linked. Without --repo-url an older point's hover says its document is not "
+    "published and which --raw-runs would publish it.",
 )
 @click.option("--title", help="The page title (default: '<suite name>: kernel gap dashboard').")
 def dashboard(

@@ -43,6 +43,10 @@
     for (const c of children) if (c !== null && c !== undefined) node.append(c);
     return node;
   }
+  // Plotly reads every string it draws (names, annotations, hover text, titles, ticks) as its
+  // HTML subset: text from the data is escaped so `template<T>` shows as written and a name
+  // cannot become a link. Plotly turns the entities back into the characters.
+  const esc = (text) => String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
   const gapText = (g) => (g === null || g === undefined) ? "–" : g.toFixed(3) + "x";
   const pct = (f) => (f >= 0 ? "+" : "−") + Math.abs(f * 100).toFixed(1) + "%";
   function timeText(s) {
@@ -60,6 +64,13 @@
     return null;
   }
   window.kernelgapLink = runLink;
+  // What clicking a run's point does, for its hover text; said also when it does nothing.
+  const clickNotes = R.id.map((_, r) => {
+    if (D.repo_url && R.commit[r]) return "click: open commit " + esc(R.commit[r].slice(0, 12));
+    if (R.raw[r]) return "click: open the raw run document";
+    return "raw document not published: only the newest " + D.raw_runs + " runs are; " +
+           "rebuild with --raw-runs " + (R.id.length - r) + " to publish this one";
+  });
 
   // -- header, headline, table ------------------------------------------------------------
   function drawHeader() {
@@ -81,10 +92,15 @@
       let delta = el("div", { class: "delta same" }, "no earlier comparable run");
       if (c.change !== null) {
         const cls = Math.abs(c.change) < 0.0005 ? "same" : (c.change < 0 ? "better" : "worse");
-        const arrow = cls === "same" ? "=" : (c.change < 0 ? "▼" : "▲");
-        delta = el("div", { class: "delta " + cls }, arrow + " " + pct(c.change) + " vs previous run (" +
-                   commitOf(c.previous.run) + ", " + gapText(c.previous.gap) +
-                   (c.previous.cases !== c.cases ? " over " + c.previous.cases + " cases" : "") + ")");
+        const arrow = cls === "same" ? "= 0.0%" : (c.change < 0 ? "▼ " : "▲ ") + pct(c.change);
+        const p = c.previous, n = p.common;
+        // The change is over the stable cases of both runs; say so when either run had others.
+        const others = p.cases !== n || c.cases !== n
+          ? "; the previous run's own: " + gapText(p.gap) + " over " + p.cases + " case" + (p.cases === 1 ? "" : "s")
+          : "";
+        delta = el("div", { class: "delta " + cls }, arrow + " vs previous run " + commitOf(p.run),
+                   el("div", { class: "note" }, "over the " + n + " stable case" + (n === 1 ? "" : "s") +
+                      " in both: " + gapText(p.common_gap) + " → " + gapText(p.common_gap_now) + others));
       }
       const note = c.gap === null
         ? "no stable case in the newest run (" + c.of + " with a gap)"
@@ -135,7 +151,7 @@
     const vals = [];
     const step = Math.max(1, Math.ceil((last - first + 1) / 7));
     for (let v = last; v >= first; v -= step) vals.unshift(v);  // aligned on the newest run
-    return { tickmode: "array", tickvals: vals, ticktext: vals.map((v) => R.label[v]) };
+    return { tickmode: "array", tickvals: vals, ticktext: vals.map((v) => esc(R.label[v])) };
   }
   // Every chart spans the same runs, so charts read alike and a case missing lately shows it.
   const utcMs = (date) => Date.parse(date.replace(" ", "T") + "Z");
@@ -169,8 +185,10 @@
     const n = parseInt(hex.slice(1), 16);
     return "rgba(" + (n >> 16) + "," + ((n >> 8) & 255) + "," + (n & 255) + "," + alpha + ")";
   }
+  // customdata of a point: commit, date, run id, two values of its chart, run index, click note.
   function hoverData(runs, extra) {
-    return runs.map((r, k) => [commitOf(r), R.date[r], R.id[r].slice(0, 12), extra[k][0], extra[k][1], r]);
+    return runs.map((r, k) => [esc(commitOf(r)), R.date[r], R.id[r].slice(0, 12), extra[k][0], extra[k][1], r,
+                               clickNotes[r]]);
   }
   const pick = (arr, idx) => idx.map((k) => arr[k]);
   const noiseText = (n) => (n === null || n === undefined) ? "–" : (n * 100).toFixed(2) + "%";
@@ -192,14 +210,14 @@
         fillcolor: rgba(s.color, 0.18), line: { width: 0 }, hoverinfo: "skip", showlegend: false,
         legendgroup: s.name, ...axes, meta: { panel, band: true } });
     }
-    traces.push({ type: "scatter", mode: ok.length <= MARKERS_UP_TO ? "lines+markers" : "lines", name: s.name,
+    traces.push({ type: "scatter", mode: ok.length <= MARKERS_UP_TO ? "lines+markers" : "lines", name: esc(s.name),
       legendgroup: s.name, showlegend: panel === "times", x, y: pick(values, ok), ...axes,
       line: { color: s.color, width: 2, dash: DASHES[s.segment % DASHES.length] }, marker: { color: s.color, size: 5 },
       customdata: hoverData(pick(s.run, ok), pick(extra, ok)), hovertemplate: hover, meta: { panel } });
     for (const k of bad) {
       unstable.runs.push(s.run[k]);
       unstable.y.push(values[k]);
-      unstable.cd.push(hoverData([s.run[k]], [extra[k]])[0].concat([s.name]));
+      unstable.cd.push(hoverData([s.run[k]], [extra[k]])[0].concat([esc(s.name)]));
     }
     return traces;
   }
@@ -208,11 +226,11 @@
     const traces = [], shapes = [], annotations = [];
     const unstable = { gap: { runs: [], y: [], cd: [] }, times: { runs: [], y: [], cd: [] } };
     const tail = "<br>commit %{customdata[0]}<br>%{customdata[1]} UTC<br>noise %{customdata[3]}" +
-      "<br>run %{customdata[2]}<extra></extra>";
+      "<br>run %{customdata[2]}<br>%{customdata[6]}<extra></extra>";
     const gapHover = "<b>%{fullData.name}</b><br>gap %{y:.4f}x, 95% interval %{customdata[4]}" + tail;
-    const timeHover = "<b>%{fullData.name}</b><br>%{y:.4~f} " + c.unit + " ± %{customdata[4]} (MAD)" + tail;
+    const timeHover = "<b>%{fullData.name}</b><br>%{y:.4~f} " + esc(c.unit) + " ± %{customdata[4]} (MAD)" + tail;
     for (const s of c.series) {
-      const tExtra = s.run.map((_, k) => [noiseText(s.noise[k]), has(s.mad[k]) ? s.mad[k] + " " + c.unit : "–"]);
+      const tExtra = s.run.map((_, k) => [noiseText(s.noise[k]), has(s.mad[k]) ? s.mad[k] + " " + esc(c.unit) : "–"]);
       const tLow = s.t.map((t, k) => (has(t) && has(s.mad[k]) ? t - s.mad[k] : null));
       const tHigh = s.t.map((t, k) => (has(t) && has(s.mad[k]) ? t + s.mad[k] : null));
       traces.push(...seriesTraces(s, "times", s.t, tLow, tHigh, s.ok, tExtra, timeHover,
@@ -233,7 +251,7 @@
         }
         const [xa, ya] = panels[0];
         annotations.push({ xref: xa, yref: ya + " domain", x: x0, y: 1, xanchor: "left", yanchor: "top", xshift: 3,
-          text: s.impl + ": " + s.change, showarrow: false, bgcolor: "rgba(255,255,255,0.85)",
+          text: esc(s.impl + ": " + s.change), showarrow: false, bgcolor: "rgba(255,255,255,0.85)",
           font: { size: 11, color: s.color } });
       }
     }
@@ -242,43 +260,61 @@
       for (const [xa, ya] of [["x", "y"], ["x2", "y2"]]) {
         annotations.push({ xref: xa, yref: ya + " domain", x: xOf([r])[0], y: 0, yanchor: "bottom", text: "✕",
           showarrow: false, font: { size: 14, color: "#b3261e" },
-          hovertext: "failed in run " + R.id[r].slice(0, 12) + " (commit " + commitOf(r) + ", " + R.date[r] +
-                     " UTC): " + c.failed.error[k] });
+          hovertext: esc("failed in run " + R.id[r].slice(0, 12) + " (commit " + commitOf(r) + ", " + R.date[r] +
+                         " UTC): " + c.failed.error[k]) });
       }
     });
     const unstableTrace = (panel, axes, hover) => ({
       type: "scatter", mode: "markers", name: "unstable (not in geomeans)", legendgroup: "unstable",
       showlegend: panel === "times", x: xOf(unstable[panel].runs), y: unstable[panel].y, ...axes,
       marker: UNSTABLE, customdata: unstable[panel].cd, meta: { panel, unstable: true },
-      hovertemplate: hover.replace("%{fullData.name}", "%{customdata[6]} (unstable)") });
+      hovertemplate: hover.replace("%{fullData.name}", "%{customdata[7]} (unstable)") });
     if (unstable.times.runs.length) traces.push(unstableTrace("times", { xaxis: "x2", yaxis: "y2" }, timeHover));
     if (unstable.gap.runs.length) traces.push(unstableTrace("gap", { xaxis: "x", yaxis: "y" }, gapHover));
     shapes.push({ type: "line", xref: "x domain", yref: "y", x0: 0, x1: 1, y0: 1, y1: 1,
                   line: { color: "#7a828c", width: 1, dash: "dash" } });  // parity
     annotations.push(
       { xref: "x domain", yref: "paper", x: 0, y: 1.08, xanchor: "left", showarrow: false,
-        text: "<b>gap</b> (x " + c.baseline + ", lower is better; band: 95% interval)", font: { size: 13 } },
+        text: "<b>gap</b> (x " + esc(c.baseline) + ", lower is better; band: 95% interval)", font: { size: 13 } },
       { xref: "x2 domain", yref: "paper", x: 0, y: 1.08, xanchor: "left", showarrow: false,
-        text: "<b>time per launch</b> (" + c.unit + "; band: ± MAD)", font: { size: 13 } });
+        text: "<b>time per launch</b> (" + esc(c.unit) + "; band: ± MAD)", font: { size: 13 } });
     const layout = {
       margin: { l: 72, r: 16, t: 40, b: 46 }, hovermode: "closest", showlegend: true,
       legend: { orientation: "h", x: 0, y: -0.22, font: { size: 12 } },
       xaxis: xAxis([0, 0.46], "y"), xaxis2: xAxis([0.54, 1], "y2"),
-      yaxis: axis({ title: { text: "gap (x " + c.baseline + ")", font: { size: 12 } }, tickformat: ".3f" }),
-      yaxis2: axis({ anchor: "x2", title: { text: c.unit, font: { size: 12 } } }),
+      yaxis: axis({ title: { text: "gap (x " + esc(c.baseline) + ")", font: { size: 12 } }, tickformat: ".3f" }),
+      yaxis2: axis({ anchor: "x2", title: { text: esc(c.unit), font: { size: 12 } } }),
       shapes, annotations, font: { family: "system-ui, sans-serif", size: 12, color: "#1b1f24" },
     };
     return { traces, layout };
   }
 
   function suiteFigure() {
-    const traces = D.suite.map((t) => ({
-      type: "scatter", mode: t.run.length <= MARKERS_UP_TO ? "lines+markers" : "lines", name: t.name, x: xOf(t.run), y: t.gap,
-      line: { color: t.color, width: 2.5 }, marker: { color: t.color, size: 5 },
-      customdata: t.run.map((r, k) => [commitOf(r), R.date[r], R.id[r].slice(0, 12), t.cases[k], t.suite, r]),
-      hovertemplate: "<b>%{fullData.name}</b><br>geomean gap %{y:.4f}x over %{customdata[3]} stable cases" +
-        "<br>%{customdata[4]}<br>commit %{customdata[0]}<br>%{customdata[1]} UTC<br>run %{customdata[2]}<extra></extra>",
-    }));
+    const hover = (name) => "<b>" + name + "</b><br>geomean gap %{y:.4f}x over %{customdata[3]} stable cases" +
+      "%{customdata[7]}<br>%{customdata[4]}<br>commit %{customdata[0]}<br>%{customdata[1]} UTC<br>run %{customdata[2]}" +
+      "<br>%{customdata[6]}<extra></extra>";
+    // A point whose stable cases differ from the previous point's: its step is partly the
+    // change of cases, so it gets a hollow diamond and says what changed.
+    const changed = { x: [], y: [], cd: [] };
+    const traces = D.suite.map((t) => {
+      const cd = hoverData(t.run, t.cases.map((n) => [n, esc(t.suite)]))
+        .map((row, k) => row.concat([t.cases_note[k] ? "<br><b>" + esc(t.cases_note[k]) + "</b>" : "", esc(t.name)]));
+      t.cases_note.forEach((note, k) => {
+        if (!note) return;
+        changed.x.push(t.run[k]);
+        changed.y.push(t.gap[k]);
+        changed.cd.push(cd[k]);
+      });
+      return { type: "scatter", mode: t.run.length <= MARKERS_UP_TO ? "lines+markers" : "lines", name: esc(t.name),
+        x: xOf(t.run), y: t.gap, line: { color: t.color, width: 2.5 }, marker: { color: t.color, size: 5 },
+        customdata: cd, hovertemplate: hover("%{fullData.name}"), meta: { panel: "suite" } };
+    });
+    if (changed.x.length) {
+      traces.push({ type: "scatter", mode: "markers", name: "stable cases changed (hover)", x: xOf(changed.x),
+        y: changed.y, customdata: changed.cd, hovertemplate: hover("%{customdata[8]}"),
+        marker: { symbol: "diamond-open", size: 10, color: "#1b1f24", line: { width: 1.5 } },
+        meta: { panel: "suite", changed: true } });
+    }
     const layout = {
       margin: { l: 72, r: 16, t: 20, b: 46 }, hovermode: "closest",
       legend: { orientation: "h", x: 0, y: -0.2 },
@@ -328,7 +364,9 @@
       addJob(chart, () => caseFigure(c), (gd) => recordCase(c, gd));
     }
     addJob(document.getElementById("chart-suite"), suiteFigure, (gd) => {
-      state.suite = { traces: gd.data.map((t) => t.name), points: gd.data.reduce((n, t) => n + t.y.length, 0) };
+      const lines = gd.data.filter((t) => !t.meta.changed);
+      state.suite = { traces: lines.map((t) => t.name), points: lines.reduce((n, t) => n + t.y.length, 0),
+                      changed: gd.data.filter((t) => t.meta.changed).reduce((n, t) => n + t.y.length, 0) };
     });
   }
 

@@ -17,9 +17,13 @@ from the newest, plus the newest TAIL_POINTS, every unstable point and both side
 
 Headline: the geometric-mean gap exp(mean(ln gap)) per candidate over the ok cases of the newest
 run whose gap is stable (the rule of harness.summary.geomean_gaps), and its change against the
-previous run of the same GPU model, timing mode and suite version that has one. A series never
-joins points of different series keys: each key is its own trace, labelled with what changed
-against the implementation's previous key ("source changed", "suite v2", "mode cold", ...).
+latest earlier run of the same GPU model, timing mode and suite version that shares stable
+cases with it, computed over those common cases only (a case that failed, became unstable or is
+new in one of the two runs would otherwise move the change by itself). On the suite line, a
+point whose set of stable cases differs from the previous drawn point's says so ("cases: 7
+(was 8); without transpose"). A series never joins points of different series keys: each key is
+its own trace, labelled with what changed against the implementation's previous key ("source
+changed", "suite v2", "mode cold", ...).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +53,7 @@ __all__ = [
     "build_site",
     "collect",
     "display_indices",
+    "gab_key",
     "github_action_benchmark_data",
 ]
 
@@ -238,7 +244,7 @@ def collect(
     """The dashboard's data (what data.js holds) from the history in `store`.
 
     Every run in data["runs"] is one that a drawn point, the headline or the table refers to;
-    its "raw" flags are all 0 here (build_site sets them for the documents it publishes).
+    its "raw" flags and "raw_runs" are 0 here (build_site sets them when it publishes documents).
     """
     runs = store.runs()
     if not runs:
@@ -278,6 +284,7 @@ def collect(
         "title": title or f"{suite_doc['name']}: kernel gap dashboard",
         "generated_utc": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "repo_url": (repo_url or "").rstrip("/") or None,
+        "raw_runs": 0,  # how many newest drawn runs get runs/<id>.json: set by build_site
         "colors": colors,
         "counts": {
             "runs": len(runs),
@@ -393,44 +400,44 @@ def _case(case_id, members, colors, max_points, used, anchor) -> dict:
 def _suite(all_series, runs, colors, max_points, used) -> tuple[list[dict], list[dict]]:
     """The suite geomean gap per run (one trace per candidate and GPU/mode/suite version) and
     the headline cards of the newest run."""
-    # (gpu, mode, suite version, candidate) -> run -> [sum of ln gap, stable cases, cases]
-    sums: dict[tuple, dict[int, list]] = defaultdict(lambda: defaultdict(lambda: [0.0, 0, 0]))
+    # (gpu, mode, suite version, candidate) -> run -> {(case id, case version): ln gap} of the
+    # cases whose gap is stable, and -> run -> cases with a gap (stable or not).
+    logs: dict[tuple, dict[int, dict]] = defaultdict(dict)
+    gaps: dict[tuple, dict[int, int]] = defaultdict(lambda: defaultdict(int))
     baselines: dict[tuple, set] = defaultdict(set)
     for s in all_series:
         if s.info["role"] != "candidate":
             continue
         key = (*(s.info[f] for f in SUITE_FIELDS), s.info["impl"])
-        per_run = sums[key]
+        case = (s.info["case_id"], s.info["case_version"])
+        per_run, counts = logs[key], gaps[key]
         has_gap = ~np.isnan(s.gap)
-        logs = np.log(np.where(has_gap, s.gap, 1.0))
+        ln_gap = np.log(np.where(has_gap, s.gap, 1.0))
         for run, ln, stable, present in zip(
-            s.run.tolist(), logs.tolist(), s.gap_stable.tolist(), has_gap.tolist(), strict=True
+            s.run.tolist(), ln_gap.tolist(), s.gap_stable.tolist(), has_gap.tolist(), strict=True
         ):
-            if not present:
-                continue
-            acc = per_run[run]
-            acc[2] += 1
-            if stable:
-                acc[0] += ln
-                acc[1] += 1
+            if present:
+                counts[run] += 1
+                if stable:
+                    per_run.setdefault(run, {})[case] = ln
         if len(s.run) and s.run[-1] == len(runs) - 1:
             baselines[key].add(s.info["baseline"])
     latest = len(runs) - 1
     traces, cards = [], []
     previous_key: dict[str, dict] = {}  # candidate -> its previous suite key
-    for key in sorted(sums, key=lambda k: (k[3], min(sums[k]))):
-        impl = key[3]
-        runs_sorted = sorted(r for r, acc in sums[key].items() if acc[1])
-        if latest in sums[key]:
-            cards.append(_card(key, sums[key], latest, baselines[key]))
+    # A candidate that never had a gap (never checked) has no line and no card.
+    for key in sorted((k for k in gaps if gaps[k]), key=lambda k: (k[3], min(gaps[k]))):
+        impl, per_run = key[3], logs[key]
+        if latest in gaps[key]:
+            cards.append(_card(key, per_run, gaps[key][latest], latest, baselines[key]))
             used.add(latest)
-        if not runs_sorted:
+        if not per_run:
             continue
-        run_arr = np.array(runs_sorted, dtype=np.int64)
-        gap = np.array([math.exp(sums[key][r][0] / sums[key][r][1]) for r in runs_sorted])
-        counts = np.array([sums[key][r][1] for r in runs_sorted])
+        run_arr = np.array(sorted(per_run), dtype=np.int64)
+        gap = np.array([_geomean(per_run[r].values()) for r in run_arr.tolist()])
         keep = display_indices(len(run_arr), np.zeros(len(run_arr), bool), (gap,), max_points)
         used.update(run_arr[keep].tolist())
+        drawn = [per_run[r].keys() for r in run_arr[keep].tolist()]
         suite_key = dict(zip(SUITE_FIELDS, key[:3], strict=True))
         change = _change(previous_key.get(impl), suite_key)
         previous_key[impl] = suite_key
@@ -443,7 +450,9 @@ def _suite(all_series, runs, colors, max_points, used) -> tuple[list[dict], list
                 "suite": f"{key[0]} | {key[1]} | suite v{key[2]}",
                 "run": run_arr[keep].tolist(),
                 "gap": _round(gap[keep]),
-                "cases": counts[keep].tolist(),
+                "cases": [len(c) for c in drawn],
+                # How each point's cases differ from the previous drawn point's ('' if alike).
+                "cases_note": [""] + [_case_set_note(a, b) for a, b in pairwise(drawn)],
             }
         )
     for card in cards:
@@ -452,18 +461,51 @@ def _suite(all_series, runs, colors, max_points, used) -> tuple[list[dict], list
     return traces, cards
 
 
-def _card(key: tuple, per_run: dict, latest: int, baselines: set) -> dict:
-    """A headline card: the newest run's geomean gap of one candidate and its previous one."""
-    total, stable, cases = per_run[latest]
-    gap = math.exp(total / stable) if stable else None
-    earlier = [r for r, acc in per_run.items() if r < latest and acc[1]]
-    previous = None
+def _geomean(ln_gaps) -> float:
+    values = list(ln_gaps)
+    return math.exp(math.fsum(values) / len(values))
+
+
+def _case_set_note(before, after, shown: int = 3) -> str:
+    """'' when two points' stable cases are the same, else what changed:
+    'cases: 7 (was 8); without transpose; with matmul v2'."""
+    if before == after:
+        return ""
+    gone, new = before - after, after - before
+    both = {c for c, _ in gone} & {c for c, _ in new}  # a case whose version changed
+
+    def names(cases) -> str:
+        words = sorted(f"{c} v{v}" if c in both else c for c, v in cases)
+        more = f" and {len(words) - shown} more" if len(words) > shown else ""
+        return ", ".join(words[:shown]) + more
+
+    parts = [f"cases: {len(after)} (was {len(before)})"]
+    parts += [f"without {names(gone)}"] if gone else []
+    parts += [f"with {names(new)}"] if new else []
+    return "; ".join(parts)
+
+
+def _card(key: tuple, per_run: dict, with_gap: int, latest: int, baselines: set) -> dict:
+    """A headline card: the newest run's geomean gap of one candidate over its stable cases,
+    and its change against the previous run sharing stable cases with it, over those common
+    cases only: exp(mean over common cases c of (ln gap_now(c) - ln gap_before(c))) - 1, so a
+    case that became unstable, failed or new between the runs does not move the change."""
+    now = per_run.get(latest, {})
+    gap = _geomean(now.values()) if now else None
+    earlier = [r for r, before in per_run.items() if r < latest and now.keys() & before.keys()]
+    previous, change = None, None
     if earlier:
         r = max(earlier)
+        before = per_run[r]
+        common = sorted(now.keys() & before.keys())
+        change = math.exp(math.fsum(now[c] - before[c] for c in common) / len(common)) - 1.0
         previous = {
             "run": r,
-            "gap": math.exp(per_run[r][0] / per_run[r][1]),
-            "cases": per_run[r][1],
+            "gap": _geomean(before.values()),  # over all of its stable cases, as once shown
+            "cases": len(before),
+            "common": len(common),
+            "common_gap": _geomean(before[c] for c in common),
+            "common_gap_now": _geomean(now[c] for c in common),
         }
     return {
         "candidate": key[3],
@@ -472,11 +514,11 @@ def _card(key: tuple, per_run: dict, latest: int, baselines: set) -> dict:
         "mode": key[1],
         "suite_version": key[2],
         "gap": gap,
-        "cases": stable,
-        "of": cases,
+        "cases": len(now),
+        "of": with_gap,
         "run": latest,
         "previous": previous,
-        "change": (gap / previous["gap"] - 1.0) if gap is not None and previous else None,
+        "change": change,
     }
 
 
@@ -541,20 +583,21 @@ def _table(document: dict, anchor_of: dict[str, str]) -> list[dict]:
 def github_action_benchmark_data(store: Store, repo_url: str | None = None) -> dict:
     """Every run of the history in github-action-benchmark's data.js layout.
 
-    One entry per run under "kernelgap", oldest first, with the benches of
-    harness.export.github_action_benchmark (the names and units `harness export` gives that
-    action). The history knows no commit message, author or commit time: message names the
-    run, author and committer are "unknown" (that action's page shows committer.username) and
-    timestamp is the run's start.
+    One entry per run, oldest first, under one key per GPU model, timing mode and suite
+    version (gab_key(): that action's page draws each key as its own charts, so runs that must
+    not share a line never do), with the benches of harness.export.github_action_benchmark (the
+    names and units `harness export` gives that action). The history knows no commit message,
+    author or commit time: message names the run, author and committer are "unknown" (that
+    action's page shows committer.username) and timestamp is the run's start.
     """
     repo = (repo_url or "").rstrip("/")
-    entries = []
+    entries: dict[str, list[dict]] = {}
     for run in store.runs():
         document = store.raw_document(run["run_id"])
         started = datetime.fromisoformat(run["started_utc"].replace("Z", "+00:00"))
         sha = run["commit_sha"]
         person = {"name": "unknown", "email": "", "username": "unknown"}
-        entries.append(
+        entries.setdefault(gab_key(document), []).append(
             {
                 "commit": {
                     "id": sha or run["run_id"],
@@ -572,8 +615,18 @@ def github_action_benchmark_data(store: Store, repo_url: str | None = None) -> d
     return {
         "lastUpdate": int(datetime.now(UTC).timestamp() * 1000),
         "repoUrl": repo,
-        "entries": {"kernelgap": entries},
+        "entries": entries,
     }
+
+
+def gab_key(document: dict) -> str:
+    """The github-action-benchmark key of a run: 'kernelgap <GPU model> <mode> suite v<N>'.
+
+    GPU model and suite version as in its series keys; the mode is the run's (options.mode).
+    """
+    gpu = document["environment"]["device"]["name"]
+    mode = document["options"].get("mode") or "mode unknown"
+    return f"kernelgap {gpu} {mode} suite v{document['suite']['version']}"
 
 
 def _write_if_changed(path: Path, data: bytes) -> None:
@@ -608,6 +661,7 @@ def _publish_runs(store: Store, data: dict, out: Path, raw_runs: int) -> int:
         present.add(run_id)
         written += 1
     data["runs"]["raw"] = [int(run_id in present) for run_id in ids]
+    data["raw_runs"] = raw_runs  # the page names it for a point without a document
     return written
 
 
