@@ -1,4 +1,5 @@
-"""A real OpenSSH server on 127.0.0.1 for tests: its own host key, client key, config and port."""
+"""A real OpenSSH server on 127.0.0.1 for tests (its own host key, client key, config and port),
+and a look into /proc for the processes it leaves behind."""
 
 from __future__ import annotations
 
@@ -29,6 +30,28 @@ class SshServer:
     @property
     def url(self) -> str:
         return f"ssh://{self.user}@127.0.0.1:{self.port}"
+
+
+def running_with(marker: str) -> list[int]:
+    """Pids of processes whose command line contains `marker` (pytest's own excluded)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if marker.encode() in cmdline and b"pytest" not in cmdline:
+                found.append(int(entry.name))
+    return found
+
+
+def wait_gone(marker: str, limit_s: float = 15.0) -> list[int]:
+    """`running_with(marker)` once it is empty, or when `limit_s` has passed."""
+    deadline = time.monotonic() + limit_s
+    while (left := running_with(marker)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
 
 
 def sshd_binary() -> str | None:

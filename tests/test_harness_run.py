@@ -7,19 +7,23 @@ guard and the unpacker, with the real Python).
 
 from __future__ import annotations
 
+import getpass
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import orjson
 import pytest
-from sshd import running_sshd
+from sshd import running_sshd, wait_gone
 
 from harness import shipping
-from harness.commands.run import local_commit, result_name
+from harness.commands.run import Terminated, local_commit, result_name, signals_interrupt
 from tests.conftest import ROOT, gpu_unavailable_reason
 
 FIXTURE = ROOT / "tests" / "fixtures" / "result-1.0.0-h200-axpy.json"
@@ -259,6 +263,85 @@ def test_result_names_sort_by_start_time_and_name_gpu_and_commit():
     assert result_name(document) == "20261129T120104Z-nvidia-h200-0123456789ab-dirty.json"
 
 
+@pytest.mark.parametrize("started", ["2026-11-29T12:01:04Z", "2026-11-29T12:01:04.123456789Z"])
+def test_result_names_read_every_start_time_the_schema_allows(started):
+    document = fixture_document()
+    document["started_utc"] = started
+    assert result_name(document) == "20261129T120104Z-nvidia-h200-nocommit.json"
+
+
+def test_a_start_time_without_a_fraction_names_the_saved_document(fake, tmp_path):
+    document = fixture_document()
+    document["started_utc"] = "2026-11-29T12:01:04Z"
+    fake.answer(document, 0)
+    done = harness("--target", "local", "--python", fake.python, "--out", tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()).name == "20261129T120104Z-nvidia-h200-nocommit.json"
+
+
+# -- stop signals ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_signal_unwinds_every_with_and_later_ones_wait_for_the_cleanup(signum):
+    before = signal.getsignal(signum)
+    unwound = []
+    with pytest.raises(Terminated) as failure, signals_interrupt():
+        try:
+            os.kill(os.getpid(), signum)
+            time.sleep(5)  # the handler runs before this returns
+        finally:
+            os.kill(os.getpid(), signal.SIGTERM)  # a second one during cleanup: ignored
+            os.kill(os.getpid(), signal.SIGHUP)
+            unwound.append(True)
+    assert failure.value.signum == signum and unwound == [True]
+    assert f"stopped by {signal.Signals(signum).name}" in str(failure.value)
+    assert signal.getsignal(signum) is before  # restored on leaving
+
+
+FAKE_VASTAI = """
+\"\"\"Stands in for the vastai SDK: one H200 offer whose machine is this host's test sshd.\"\"\"
+import json, os
+
+LOG = os.environ["FAKE_VAST_LOG"]
+PORT = int(os.environ["FAKE_VAST_SSH_PORT"])
+
+
+def note(*call):
+    with open(LOG, "a") as f:
+        f.write(json.dumps(call) + "\\n")
+
+
+class VastAI:
+    def __init__(self, api_key=None, raw=False, quiet=False):
+        pass
+
+    def search_offers(self, query=None, order=None, limit=None):
+        note("search_offers", query)
+        return [{"id": 11, "gpu_name": "H200", "dph_total": 3.0}]
+
+    def create_instance(self, id, image=None, disk=10, label=None, ssh=False, direct=False):
+        note("create_instance", id, label)
+        return {"success": True, "new_contract": 4242}
+
+    def attach_ssh(self, instance_id, ssh_key):
+        note("attach_ssh", instance_id)
+
+    def show_instances(self):
+        return []
+
+    def show_instance(self, id):
+        destroyed = any(json.loads(line)[0] == "destroy_instance" for line in open(LOG))
+        if destroyed:
+            return None
+        return {"actual_status": "running", "ssh_host": "127.0.0.1", "ssh_port": PORT}
+
+    def destroy_instance(self, id):
+        note("destroy_instance", id)
+        return {"success": True}
+"""
+
+
 # -- SSH target, real sshd -------------------------------------------------------------------------
 
 
@@ -361,3 +444,44 @@ def test_stderr_tail_keeps_the_partial_document_out_of_sight(tmp_path):
     message = _save_partial(tmp_path, "ssh://h", b"", tail.partial)
     kept = next(tmp_path.glob("*.partial.json"))
     assert str(kept) in message and kept.read_bytes() == b'{"cases": [1, 2]}'
+
+
+@pytest.mark.skipif(getpass.getuser() != "root", reason="a vast machine is reached as root")
+def test_sigterm_during_a_vast_run_destroys_the_rental_and_stops_the_job(sshd, fake, tmp_path):
+    sdk = tmp_path / "sdk"
+    sdk.mkdir()
+    (sdk / "vastai.py").write_text(FAKE_VASTAI)
+    log = tmp_path / "vast.log"
+    log.write_text("")
+    fake.hang.touch()  # the runner sends a little, then hangs
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(sdk), os.environ.get("PYTHONPATH")])),
+        "FAKE_VAST_LOG": str(log),
+        "FAKE_VAST_SSH_PORT": str(sshd.port),
+    }
+    argv = [
+        sys.executable, "-m", "harness", "run", "--target", "vast:H200",
+        "--identity", sshd.identity, "--python", fake.python, "--no-install", "--out", tmp_path,
+    ]  # fmt: skip
+    harness_run = subprocess.Popen(
+        list(map(str, argv)), cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not fake.argv.exists() and harness_run.poll() is None:
+            assert time.monotonic() < deadline, "the runner never started"
+            time.sleep(0.1)
+        assert harness_run.poll() is None, harness_run.stderr.read().decode()
+        harness_run.send_signal(signal.SIGTERM)
+        stdout, stderr = harness_run.communicate(timeout=120)
+    finally:
+        if harness_run.poll() is None:
+            harness_run.kill()
+            harness_run.wait()
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert ["destroy_instance", 4242] in calls, stderr.decode()
+    assert harness_run.returncode == 128 + signal.SIGTERM, stderr.decode()
+    assert "stopped by SIGTERM" in stderr.decode() and stdout == b""
+    assert "vast: destroyed instance 4242" in stderr.decode()
+    assert wait_gone(str(fake.python)) == []  # the hanging runner went with the session

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -11,10 +13,17 @@ import uuid
 from pathlib import Path
 
 import pytest
-from sshd import running_sshd
+from sshd import running_sshd, running_with, wait_gone
 
 from harness import shipping
-from harness.transport.base import ConnectError, ConnectionLost, JobTimeout
+from harness.transport import base
+from harness.transport.base import (
+    GUARD_DEADLINE_EXIT,
+    GUARD_SOURCE,
+    ConnectError,
+    ConnectionLost,
+    JobTimeout,
+)
 from harness.transport.ssh import SshTarget, SshTargetError, SshTransport
 from tests.conftest import ROOT
 
@@ -50,27 +59,6 @@ class Collect:
     @property
     def text(self) -> str:
         return b"".join(self.chunks).decode()
-
-
-def running_with(marker: str) -> list[int]:
-    """Pids of processes whose command line contains `marker`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if marker.encode() in cmdline and b"pytest" not in cmdline:
-                found.append(int(entry.name))
-    return found
-
-
-def wait_gone(marker: str, limit_s: float = 15.0) -> list[int]:
-    deadline = time.monotonic() + limit_s
-    while (left := running_with(marker)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return left
 
 
 def test_target_urls_parse_and_bad_ones_are_refused():
@@ -229,7 +217,9 @@ def test_a_job_timeout_kills_the_remote_job(sshd):
     marker = f"{30 + uuid.uuid4().int % 1000 / 1000:.3f}"  # `sleep 30.xyz`: findable in /proc
     with transport(sshd) as ssh:
         start = time.monotonic()
-        with pytest.raises(JobTimeout, match="job limit of 2 s") as failure:
+        with pytest.raises(
+            JobTimeout, match=r"job limit of 2 s; the remote job was stopped$"
+        ) as failure:
             ssh.run(["sh", "-c", 'echo before; exec sleep "$0"', marker], None, timeout_s=2,
                     stderr_sink=Collect())  # fmt: skip
         assert time.monotonic() - start < 25  # stopped, not waited out
@@ -276,3 +266,52 @@ def test_a_dropped_connection_is_reported_with_the_partial_stdout(sshd, tmp_path
             ssh.run(["sh", "-c", script, marker], None, timeout_s=60, stderr_sink=sink)
     assert failure.value.stdout == b"measured so far\n"
     assert wait_gone(f"sleep\0{marker}") == []
+    deadline = r"at the latest at its guard's deadline, about [-\d]{10} [:\d]{8} UTC \(120 s "
+    assert re.search(deadline, str(failure.value)), str(failure.value)
+
+
+def test_the_guard_stops_its_job_at_its_deadline_even_while_its_stdin_stays_open():
+    """A silent partition: the caller never closes the guard's stdin, and nobody notices."""
+    marker = f"{60 + uuid.uuid4().int % 1000 / 1000:.3f}"
+    guard = subprocess.Popen(
+        [PY, "-c", GUARD_SOURCE, "2", "sh", "-c", 'exec sleep "$0"', marker],
+        stdin=subprocess.PIPE,  # kept open, never written, never closed until the end
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while not running_with(f"sleep\0{marker}") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert running_with(f"sleep\0{marker}"), "the job never started"
+        assert guard.wait(timeout=20) == GUARD_DEADLINE_EXIT
+        assert wait_gone(f"sleep\0{marker}", limit_s=1.0) == []
+        assert b"stopped the job at its 2 s deadline" in guard.stderr.read()
+    finally:
+        guard.stdin.close()
+        if guard.poll() is None:
+            guard.kill()
+            guard.wait()
+
+
+def test_a_timeout_the_guard_does_not_answer_is_not_reported_as_stopped(
+    sshd, tmp_path, monkeypatch
+):
+    """A remote `python` that ignores its stdin stands in for a guard cut off from us."""
+    marker = f"{30 + uuid.uuid4().int % 1000 / 1000:.3f}"
+    deaf = tmp_path / "deaf-python"
+    deaf.write_text(f"#!/bin/sh\nexec sleep {marker}\n")
+    deaf.chmod(0o755)
+    monkeypatch.setattr(base, "STOP_GRACE_S", 1.0)
+    try:
+        with transport(sshd, python=str(deaf)) as ssh, pytest.raises(JobTimeout) as failure:
+            ssh.run(["true"], None, timeout_s=1, stderr_sink=Collect())
+        message = str(failure.value)
+        assert "was stopped" not in message
+        assert re.search(
+            r"the remote job may still be running until its guard's deadline, "
+            r"about [-\d]{10} [:\d]{8} UTC \(61 s after it started\)$",
+            message,
+        ), message
+    finally:
+        for pid in running_with(f"sleep\0{marker}"):  # the stand-in we started, by its id
+            os.kill(pid, signal.SIGKILL)

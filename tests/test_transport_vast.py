@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
 
 import pytest
@@ -13,7 +14,9 @@ from harness.transport.vast import (
     VastSdk,
     VastTransport,
     choose_offer,
+    label_expiry,
     normalise_gpu_name,
+    rental_label,
     ssh_endpoint,
 )
 
@@ -26,16 +29,25 @@ RUNNING = {
 }
 
 
-class FakeVast:
-    """`VastApi` that records every call; offers, instances and failures are set per test."""
+EVENTS: list[str] = []  # destroys and SSH closes, in the order they happened
 
-    def __init__(self, offers=None, instances=(), statuses=None, destroy_failures=0):
+
+class FakeVast:
+    """`VastApi` that records every call; offers, instances and failures are set per test.
+
+    `create_error`: create_instance raises it; with `create_rents`, only after the rental was
+    made (as a request that times out after Vast acted on it)."""
+
+    def __init__(self, offers=None, instances=(), statuses=None, destroy_failures=0,
+                 create_error=None, create_rents=False):  # fmt: skip
         self.offers = (
             [{"id": 11, "gpu_name": "H200", "dph_total": 3.1}] if offers is None else offers
         )
         self.instances = list(instances)
         self.statuses = list(statuses or [RUNNING])  # show_instance answers, last one repeats
         self.destroy_failures = destroy_failures
+        self.create_error = create_error
+        self.create_rents = create_rents
         self.calls: list[tuple] = []
 
     def search_offers(self, query):
@@ -44,6 +56,10 @@ class FakeVast:
 
     def create_instance(self, offer_id, *, image, disk_gb, label):
         self.calls.append(("create_instance", offer_id, label))
+        if self.create_rents:
+            self.instances.append({"id": 4242, "label": label, "start_date": NOW})
+        if self.create_error is not None:
+            raise self.create_error
         return 4242
 
     def attach_ssh_key(self, instance_id, public_key):
@@ -62,6 +78,7 @@ class FakeVast:
         if self.destroy_failures:
             self.destroy_failures -= 1
             raise ConnectionError("HTTP 502 from console.vast.ai")
+        EVENTS.append(f"destroyed {instance_id}")
 
     def called(self, name):
         return [c[1:] for c in self.calls if c[0] == name]
@@ -89,6 +106,7 @@ class FakeSsh:
 
     def __exit__(self, *exc):
         self.closed = True
+        EVENTS.append("ssh closed")
 
     def run(self, command, stdin, *, timeout_s, stderr_sink):
         if FakeSsh.run_error is not None:
@@ -99,6 +117,7 @@ class FakeSsh:
 @pytest.fixture(autouse=True)
 def fresh_fake_ssh():
     FakeSsh.made, FakeSsh.refusals, FakeSsh.run_error = [], 0, None
+    EVENTS.clear()
 
 
 class Clock:
@@ -168,17 +187,28 @@ def test_the_search_asks_for_the_model_and_one_gpu():
     assert query == {"gpu_name": {"eq": "H200"}, "num_gpus": {"eq": 1}}
 
 
+def test_the_search_names_the_model_as_vast_does_with_spaces():
+    api = FakeVast(offers=[{"id": 11, "gpu_name": "RTX 4090", "dph_total": 0.4}])
+    with provider(api, model="RTX_4090"):
+        pass
+    (query,) = api.called("search_offers")[0]
+    assert query["gpu_name"] == {"eq": "RTX 4090"}
+    assert api.called("create_instance")[0][0] == 11
+
+
 def test_a_run_rents_once_connects_as_root_with_a_fresh_host_key_file_and_destroys(tmp_path):
     key = tmp_path / "id_ed25519"
     key.write_text("private")
     key.with_suffix(".pub").write_text("ssh-ed25519 AAAApublic me")
     api = FakeVast()
-    with provider(api, identity=key, python="/opt/py/bin/python3") as vast:
+    with provider(api, identity=key, python="/opt/py/bin/python3", lifetime_s=7200) as vast:
         assert vast.run(["true"], None, timeout_s=5, stderr_sink=print) == Completed(0, b"{}")
         assert vast.run(["true"], None, timeout_s=5, stderr_sink=print).returncode == 0
         (ssh,) = FakeSsh.made  # both steps on one connection to one rental
         assert api.called("destroy_instance") == []
-    assert api.called("create_instance") == [(11, LABEL)]
+    ((offer, label),) = api.called("create_instance")
+    assert offer == 11
+    assert re.fullmatch(rf"{LABEL}-[0-9a-f]{{12}}-exp{int(NOW + 7200)}", label), label
     assert api.called("attach_ssh_key") == [(4242, "ssh-ed25519 AAAApublic me")]
     assert (ssh.target.host, ssh.target.port, ssh.target.user) == ("ssh4.vast.ai", 20417, "root")
     assert ssh.settings["accept_new_host_key"] is True
@@ -247,15 +277,17 @@ def test_a_destroy_that_keeps_failing_is_loud_and_names_the_instance():
     assert len(api.called("destroy_instance")) == 3
 
 
-def test_orphaned_labelled_instances_are_destroyed_before_renting():
+def test_orphans_are_the_labelled_instances_past_their_expiry():
     hour = 3600.0
+    expired = rental_label(LABEL, NOW - 60)
     api = FakeVast(
         instances=[
-            {"id": 1, "label": LABEL, "start_date": NOW - 30 * hour},  # a dead run's machine
-            {"id": 2, "label": LABEL, "start_date": NOW - 0.5 * hour},  # a run still going
+            {"id": 1, "label": expired, "start_date": NOW - 2 * hour},  # a dead run's machine
+            # a long run still going: old, but its label says it may live on
+            {"id": 2, "label": rental_label(LABEL, NOW + hour), "start_date": NOW - 30 * hour},
             {"id": 3, "label": "someone-else", "start_date": NOW - 30 * hour},
             {"id": 4, "label": None, "start_date": NOW - 30 * hour},
-            {"id": 5, "label": LABEL},  # no start date: cannot tell, left alone
+            {"id": 5, "label": f"{LABEL}x-0123456789ab-exp1", "start_date": NOW - 30 * hour},
         ]
     )
     with provider(api, orphan_after_s=6 * hour):
@@ -263,6 +295,89 @@ def test_orphaned_labelled_instances_are_destroyed_before_renting():
     assert api.called("destroy_instance") == [(1,), (4242,)]
     first_calls = [c[0] for c in api.calls[:3]]
     assert first_calls == ["show_instances", "destroy_instance", "search_offers"]
+    assert label_expiry(expired, LABEL) == float(int(NOW - 60))
+
+
+def test_labels_without_a_readable_expiry_fall_back_to_the_age_rule():
+    hour = 3600.0
+    api = FakeVast(
+        instances=[
+            {"id": 1, "label": LABEL, "start_date": NOW - 30 * hour},  # an older harness's
+            {"id": 2, "label": LABEL, "start_date": NOW - 0.5 * hour},  # a run still going
+            {"id": 3, "label": f"{LABEL}-0123456789ab-expsoon", "start_date": NOW - 7 * hour},
+            {"id": 5, "label": LABEL},  # no start date: cannot tell, left alone
+        ]
+    )
+    with provider(api, orphan_after_s=6 * hour):
+        pass
+    assert api.called("destroy_instance") == [(1,), (3,), (4242,)]
+
+
+def test_every_rental_gets_a_label_of_its_own():
+    labels = set()
+    for _ in range(3):
+        api = FakeVast()
+        with provider(api):
+            pass
+        labels.add(api.called("create_instance")[0][1])
+    assert len(labels) == 3
+
+
+def test_a_create_that_fails_after_renting_still_destroys_the_rental():
+    api = FakeVast(
+        instances=[{"id": 7, "label": rental_label(LABEL, NOW + 3600), "start_date": NOW}],
+        create_error=TimeoutError("read timed out"),
+        create_rents=True,
+    )
+    with pytest.raises(TimeoutError, match="read timed out"):
+        provider(api).__enter__()
+    ((_, label),) = api.called("create_instance")
+    assert [i["id"] for i in api.instances if i["label"] == label] == [4242]
+    assert api.called("destroy_instance") == [(4242,)]  # and not 7, another run's rental
+
+
+def test_a_failed_create_whose_check_cannot_list_instances_names_the_label():
+    api = FakeVast(create_error=TimeoutError("read timed out"))
+    listed = []
+
+    def show_instances():
+        listed.append(1)
+        if len(listed) > 1:  # the sweep before renting works; the check after does not
+            raise ConnectionError("HTTP 503")
+        return []
+
+    api.show_instances = show_instances
+    with pytest.raises(VastError) as failure:
+        provider(api).__enter__()
+    ((_, label),) = api.called("create_instance")
+    message = str(failure.value)
+    assert "read timed out" in message and "HTTP 503" in message and repr(label) in message
+    assert isinstance(failure.value.__cause__, TimeoutError)
+
+
+def test_the_rental_is_destroyed_before_the_ssh_connection_is_closed():
+    api = FakeVast()
+    with provider(api):
+        pass
+    assert EVENTS == ["destroyed 4242", "ssh closed"]
+
+
+def test_an_interrupt_inside_the_rental_still_destroys_it():
+    api = FakeVast()
+    with pytest.raises(KeyboardInterrupt), provider(api):
+        raise KeyboardInterrupt  # what SIGTERM becomes under `harness run`
+    assert api.called("destroy_instance") == [(4242,)]
+    assert EVENTS == ["destroyed 4242", "ssh closed"]
+
+
+def test_the_ssh_connection_is_closed_even_when_the_destroy_fails():
+    api = FakeVast(destroy_failures=10)
+    with (
+        pytest.raises(VastError, match="could not destroy instance 4242"),
+        provider(api, destroy_attempts=2),
+    ):
+        pass
+    assert FakeSsh.made[0].closed
 
 
 def test_an_empty_model_is_refused():
@@ -284,6 +399,9 @@ class SdkStub:
     """`vastai.VastAI` with vastai 1.9.1's signatures (read from its source); records calls."""
 
     calls: ClassVar[list[tuple]] = []
+    destroy_reply: ClassVar[object] = {"success": True}
+    left: ClassVar[object] = None  # show_instance's answer after a destroy, or an exception
+    destroyed: ClassVar[bool] = False
 
     def __init__(self, api_key=None, server_url=None, retry=3, raw=False, explain=False,
                  quiet=False, curl=False):  # fmt: skip
@@ -311,20 +429,37 @@ class SdkStub:
         return [{"id": 99}]
 
     def show_instance(self, id):
-        return {"id": id}
+        SdkStub.calls.append(("show_instance", id))
+        if isinstance(SdkStub.left, Exception):
+            raise SdkStub.left
+        return SdkStub.left if SdkStub.destroyed else {"id": id}
 
     def destroy_instance(self, id):
         SdkStub.calls.append(("destroy_instance", id))
-        return {"success": True}
+        SdkStub.destroyed = True
+        return SdkStub.destroy_reply
 
 
-def test_the_real_adapter_calls_the_sdk_methods_by_their_real_names(monkeypatch):
+class HttpError(Exception):
+    """requests.HTTPError's shape: the reply, with its status code, on `response`."""
+
+    def __init__(self, status_code):
+        super().__init__(f"{status_code} Client Error")
+        self.response = type("Response", (), {"status_code": status_code})()
+
+
+@pytest.fixture
+def sdk(monkeypatch):
     import sys
     import types
 
     monkeypatch.setitem(sys.modules, "vastai", types.SimpleNamespace(VastAI=SdkStub))
-    SdkStub.calls = []
-    sdk = VastSdk()
+    SdkStub.calls, SdkStub.destroyed = [], False
+    SdkStub.destroy_reply, SdkStub.left = {"success": True}, None
+    return VastSdk()
+
+
+def test_the_real_adapter_calls_the_sdk_methods_by_their_real_names(sdk):
     assert sdk.search_offers({"gpu_name": {"eq": "H200"}}) == [{"id": 7, "gpu_name": "H200"}]
     assert sdk.create_instance(7, image="img", disk_gb=32.0, label=LABEL) == 99
     sdk.attach_ssh_key(99, "ssh-ed25519 AAAA")
@@ -335,5 +470,50 @@ def test_the_real_adapter_calls_the_sdk_methods_by_their_real_names(monkeypatch)
         ("search_offers", {"gpu_name": {"eq": "H200"}}, "dph_total"),
         ("create_instance", 7, "img", 32.0, LABEL, True, True),
         ("attach_ssh", 99, "ssh-ed25519 AAAA"),
+        ("show_instance", 99),
         ("destroy_instance", 99),
+        ("show_instance", 99),  # the destroy is confirmed
+    ]
+
+
+@pytest.mark.parametrize(
+    "left",
+    [None, HttpError(404), {"id": 99, "intended_status": "destroyed", "actual_status": "running"}],
+)
+def test_the_real_adapter_accepts_a_destroy_once_the_instance_is_gone(sdk, left):
+    SdkStub.left = left
+    sdk.destroy_instance(99)
+    assert SdkStub.calls[-2:] == [("destroy_instance", 99), ("show_instance", 99)]
+
+
+@pytest.mark.parametrize(
+    ("reply", "left", "expected"),
+    [
+        ({"success": False, "msg": "no such instance"}, None, "refused: .*no such instance"),
+        ("<html>502</html>", None, "refused"),
+        ({"success": True}, {"id": 99, "actual_status": "running"}, "still 'running'"),
+        ({"success": True}, HttpError(500), "500 Client Error"),
+    ],
+)
+def test_the_real_adapter_refuses_a_destroy_it_cannot_confirm(sdk, reply, left, expected):
+    SdkStub.destroy_reply, SdkStub.left = reply, left
+    with pytest.raises(Exception, match=expected):
+        sdk.destroy_instance(99)
+
+
+def test_an_unconfirmed_destroy_through_the_real_adapter_is_retried(sdk, monkeypatch):
+    replies = iter([{"success": False, "msg": "busy"}, {"success": True}])
+
+    def destroy_instance(self, id):
+        SdkStub.calls.append(("destroy_instance", id))
+        reply = next(replies)
+        SdkStub.destroyed = reply["success"]
+        return reply
+
+    monkeypatch.setattr(SdkStub, "destroy_instance", destroy_instance)
+    provider(sdk).destroy(99)
+    assert SdkStub.calls[-3:] == [
+        ("destroy_instance", 99),
+        ("destroy_instance", 99),
+        ("show_instance", 99),
     ]

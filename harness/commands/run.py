@@ -7,14 +7,18 @@ dependencies, GPU tests, the benchmark) runs in that one session; each step ship
 
 Exit status: 0 every case ok, 1 some case failed (the document is still saved) or the GPU tests
 failed, 2 bad input, no GPU, an unreachable target, a timeout or a dropped connection (what had
-arrived on stdout is kept in a `.partial` file).
+arrived on stdout is kept in a `.partial` file), 128 + N when signal N (SIGTERM, SIGHUP) stopped
+it, after the session was closed and any rented machine destroyed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
+import signal
 import subprocess
 import sys
+import threading
 import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,20 +26,28 @@ from pathlib import Path
 import click
 
 from harness import shipping
+from harness.store import normalize_utc
 from harness.transport.base import Completed, Transport, TransportError
 from harness.transport.local import LocalTransport
 from harness.transport.ssh import SshTarget, SshTargetError, SshTransport
 from harness.transport.vast import DEFAULT_IMAGE, VastTransport
-from protocol.codec import decode
+from protocol.documents import load_result
 from protocol.progress import PARTIAL_DOCUMENT_PREFIX as PARTIAL_PREFIX
-from protocol.validation import validate
-from protocol.version import RESULT_SCHEMA_VERSION, check_version
 
-__all__ = ["local_commit", "make_transport", "result_name", "run", "save_new"]
+__all__ = [
+    "Terminated",
+    "local_commit",
+    "make_transport",
+    "result_name",
+    "run",
+    "save_new",
+    "signals_interrupt",
+]
 
 GIT_TIMEOUT_S = 10.0
 TAIL_LINES = 8
 INSTALL_TIMEOUT_S = 1800.0
+RENTAL_GRACE_S = 3600.0  # a rental's lifetime beyond its steps' limits: waiting for it, SSH, slack
 # runs argv with its stdout on stderr, so pytest's report streams live (stdout is for documents)
 STDOUT_TO_STDERR = "import os, sys; os.dup2(2, 1); os.execvp(sys.argv[1], sys.argv[1:])"
 
@@ -47,6 +59,40 @@ class RunFailed(click.ClickException):
 
     def show(self, file=None):
         click.echo(f"error: {self.message}", err=True)
+
+
+class Terminated(KeyboardInterrupt):
+    """A stop signal arrived: raised where the main thread is, so every `with` unwinds."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def signals_interrupt(signums=(signal.SIGTERM, signal.SIGHUP)):
+    """Inside: SIGTERM and SIGHUP (CI cancelling, a job timeout, a closed terminal) raise
+    `Terminated`, so the transport's `__exit__` runs and a rented machine is destroyed; the
+    Python default would end the process on the spot. Later ones are ignored while that cleanup
+    runs. The previous handlers are restored on leaving."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set from the main thread
+        return
+
+    def ignore(signum, frame):
+        pass
+
+    def interrupt(signum, frame):
+        for each in signums:  # a function, not SIG_IGN: SIG_IGN would pass to ssh children
+            signal.signal(each, ignore)
+        raise Terminated(signum)
+
+    previous = {signum: signal.signal(signum, interrupt) for signum in signums}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 class StderrTail:
@@ -125,9 +171,12 @@ def make_transport(
     connect_timeout_s: float,
     python: str,
     vast_image: str = DEFAULT_IMAGE,
-    orphan_after_s: float | None = None,
+    lifetime_s: float | None = None,
 ) -> Transport:
-    """The transport for `--target`: local, ssh://user@host[:port] or vast:<GPU model>."""
+    """The transport for `--target`: local, ssh://user@host[:port] or vast:<GPU model>.
+
+    `lifetime_s` (vast only): how long the rental may live; its label carries start + this as
+    the time after which another run's sweep may destroy it as an orphan."""
     if target == "local":
         return LocalTransport(python)
     if target.startswith("ssh://"):
@@ -145,7 +194,7 @@ def make_transport(
                 "cannot be known beforehand; it is recorded at first connection and held for "
                 "the rental"
             )
-        extra = {"orphan_after_s": orphan_after_s} if orphan_after_s else {}
+        extra = {"lifetime_s": lifetime_s, "orphan_after_s": lifetime_s} if lifetime_s else {}
         return VastTransport(
             target.removeprefix("vast:").strip(),
             identity=identity,
@@ -165,9 +214,9 @@ def _slug(text: str) -> str:
 
 def result_name(document: dict) -> str:
     """`<UTC start>-<gpu>-<short commit>.json`: 20261129T120104Z-nvidia-h200-00de148a1b2c.json."""
-    try:
-        started = datetime.strptime(document["started_utc"], "%Y-%m-%dT%H:%M:%S.%fZ")
-    except (KeyError, TypeError, ValueError):
+    try:  # the schema allows the fraction to be absent or of any length
+        started = datetime.strptime(normalize_utc(document["started_utc"]), "%Y-%m-%dT%H:%M:%S.%fZ")
+    except (KeyError, TypeError, AttributeError, ValueError):
         started = datetime.now(UTC)
     gpu = ((document.get("environment") or {}).get("device") or {}).get("name") or "gpu"
     commit = (document.get("suite") or {}).get("commit") or "nocommit"
@@ -298,12 +347,8 @@ class Session:
                 f"the runner on {where} exited {done.returncode}{meaning}; {kept}; "
                 f"its last lines on stderr:\n{self.tail.lines()}"
             )
-        what = f"result document from {where}"
         try:
-            document = decode(done.stdout, what)
-            if isinstance(document, dict) and "schema_version" in document:
-                check_version(document["schema_version"], RESULT_SCHEMA_VERSION, what)
-            validate(document, "result", what)
+            document = load_result(done.stdout, f"result document from {where}")
         except ValueError as exc:
             kept = _save_partial(
                 self.options["out"], self.options["target"], done.stdout, self.tail.partial
@@ -399,7 +444,13 @@ def run(target, identity, known_hosts, cases, bundle, runner_args, **settings):
     """
     try:
         plan = shipping.plan(cases, bundle=bundle, tests=settings["pytest_gpu"])
-        steps = 1 + settings["pytest_gpu"]
+        install = settings["install"]
+        install = target.startswith("vast:") if install is None else install
+        lifetime_s = (
+            (1 + settings["pytest_gpu"]) * settings["job_timeout_s"]
+            + (INSTALL_TIMEOUT_S if install else 0.0)
+            + RENTAL_GRACE_S
+        )
         transport = make_transport(
             target,
             identity=identity,
@@ -407,21 +458,23 @@ def run(target, identity, known_hosts, cases, bundle, runner_args, **settings):
             connect_timeout_s=settings["connect_timeout_s"],
             python=settings["python"],
             vast_image=settings["vast_image"],
-            orphan_after_s=steps * settings["job_timeout_s"] + INSTALL_TIMEOUT_S + 3600.0,
+            lifetime_s=lifetime_s,
         )
     except (ValueError, TransportError) as exc:  # ShippingError, SshTargetError, VastError
         raise RunFailed(str(exc)) from None
-    install = settings["install"]
     options = {
         **settings,
         "target": target,
         "runner_args": list(runner_args),
         "commit": local_commit(Path(cases).resolve().parent),
-        "install": target.startswith("vast:") if install is None else install,
+        "install": install,
     }
     try:
-        with transport:
+        with signals_interrupt(), transport:
             status = _steps(Session(transport, plan, options), options)
+    except Terminated as exc:  # the session is closed and any rental destroyed by now
+        click.echo(f"harness: {exc}; the session on {transport.description} was closed", err=True)
+        sys.exit(128 + exc.signum)
     except TransportError as exc:  # could not connect, rent or destroy
         earlier = exc.__context__  # a step's failure that a failing destroy would hide
         also = f"\n(before that: {earlier.message})" if isinstance(earlier, RunFailed) else ""

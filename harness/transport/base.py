@@ -12,8 +12,10 @@ through a shell unquoted.
 
 On the target the command runs under a small guard (`guard_main`, sent as `python -c`): it starts
 the command in its own process group, feeds it the framed stdin, and kills the whole group when
-its own stdin reaches EOF, which is what the target sees when the caller times the job out or the
-connection drops. Without it a remote job outlives its SSH session (no pty, no SIGHUP).
+its own stdin reaches EOF (what the target sees when the caller times the job out or the
+connection drops) or when its own deadline passes (the job limit + GUARD_GRACE_S), whichever is
+first. Without it a remote job outlives its SSH session (no pty, no SIGHUP); without the deadline
+it would outlive a silent network partition until the remote sshd noticed, which can take hours.
 """
 
 from __future__ import annotations
@@ -24,13 +26,18 @@ import os
 import struct
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import BinaryIO, Protocol
 
 StderrSink = Callable[[bytes], None]
 FRAME_BYTES = 1 << 16
 STOP_GRACE_S = 10.0  # after EOF, how long the guard gets to stop the job before we kill it
+GUARD_GRACE_S = 60.0  # the guard's own deadline is the job limit + this, so ours fires first
+GUARD_STOPPED_EXIT = 253  # the guard's exit status when it stopped the job on EOF
+GUARD_DEADLINE_EXIT = 254  # ... and when it stopped the job at its deadline
 
 
 @dataclass(frozen=True)
@@ -81,12 +88,14 @@ class Transport(Protocol):
 
 
 def guard_main() -> None:
-    """The guard, run on the target as `python -c <this source> ARGV...` (standard library only).
+    """The guard, run on the target as `python -c <GUARD_SOURCE> DEADLINE_S ARGV...` (stdlib only).
 
     stdin carries frames: a 4-byte big-endian length, then that many bytes for ARGV's stdin; a
     zero length closes ARGV's stdin. EOF on the guard's stdin at any point means the caller is
-    gone: the guard then kills ARGV's process group (SIGTERM, SIGKILL 5 s later). Exit status:
-    ARGV's, or 128 + signal number when a signal ended it.
+    gone, and DEADLINE_S seconds after the guard started means the caller may be unreachable (a
+    partition the target's sshd has not noticed): either way the guard kills ARGV's process group
+    (SIGTERM, SIGKILL 5 s later). Exit status: ARGV's (128 + signal number when a signal ended
+    it), or GUARD_STOPPED_EXIT / GUARD_DEADLINE_EXIT when the guard stopped it.
     """
     import contextlib
     import os
@@ -97,14 +106,20 @@ def guard_main() -> None:
     import sys
     import threading
 
+    if len(sys.argv) < 3:
+        print("kernelgap guard: usage: DEADLINE_S COMMAND [ARG...]", file=sys.stderr)
+        sys.exit(127)
+    deadline_s = float(sys.argv[1])
     try:
         child = subprocess.Popen(
-            sys.argv[1:], stdin=subprocess.PIPE, bufsize=0, start_new_session=True
+            sys.argv[2:], stdin=subprocess.PIPE, bufsize=0, start_new_session=True
         )
     except OSError as exc:
-        print(f"kernelgap guard: cannot start {sys.argv[1]!r}: {exc}", file=sys.stderr)
+        print(f"kernelgap guard: cannot start {sys.argv[2]!r}: {exc}", file=sys.stderr)
         sys.exit(127)
     finished = threading.Event()
+    stopped_with = []  # the guard's exit status, once it has stopped the job
+    stopping = threading.Lock()
 
     def read_exact(count):
         data = b""
@@ -118,6 +133,17 @@ def guard_main() -> None:
     def kill_group(sig):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(child.pid, sig)
+
+    def stop(exit_status):
+        with stopping:
+            if finished.is_set() or stopped_with:
+                return
+            stopped_with.append(exit_status)
+        kill_group(signal.SIGTERM)
+        try:
+            child.wait(5)
+        except subprocess.TimeoutExpired:
+            kill_group(signal.SIGKILL)
 
     def feed(queue):  # a separate writer, so stdin is read to its EOF even if ARGV stops reading
         sink = child.stdin
@@ -148,28 +174,53 @@ def guard_main() -> None:
                 payload_open = length > 0
         if payload_open:
             queue.put(None)
-        if not finished.is_set():  # EOF before the command ended: the caller went away
-            kill_group(signal.SIGTERM)
-            try:
-                child.wait(5)
-            except subprocess.TimeoutExpired:
-                kill_group(signal.SIGKILL)
+        stop(GUARD_STOPPED_EXIT)  # EOF before the command ended: the caller went away
 
     threading.Thread(target=pump, daemon=True).start()
+    deadline = threading.Timer(deadline_s, stop, args=(GUARD_DEADLINE_EXIT,))
+    deadline.daemon = True
+    deadline.start()
     status = child.wait()
-    finished.set()
+    with stopping:
+        finished.set()
     kill_group(signal.SIGKILL)  # stragglers the command left in its group (worker processes)
+    if stopped_with == [GUARD_DEADLINE_EXIT]:  # never block on a stderr nobody drains
+        with contextlib.suppress(OSError):
+            os.set_blocking(2, False)
+            os.write(
+                2, f"kernelgap guard: stopped the job at its {deadline_s:g} s deadline\n".encode()
+            )
     sys.stdout.flush()
     sys.stderr.flush()
+    if stopped_with:
+        os._exit(stopped_with[0])
     os._exit(status if status >= 0 else 128 - status)
 
 
-GUARD_SOURCE = inspect.getsource(guard_main) + "\nguard_main()\n"
+GUARD_SOURCE = (
+    f"GUARD_STOPPED_EXIT = {GUARD_STOPPED_EXIT}\nGUARD_DEADLINE_EXIT = {GUARD_DEADLINE_EXIT}\n"
+    + inspect.getsource(guard_main)
+    + "\nguard_main()\n"
+)
 
 
-def guarded(python: str, command: list[str]) -> list[str]:
+def guard_deadline_s(timeout_s: float) -> float:
+    """The guard's own limit for a job whose whole-job limit here is `timeout_s`."""
+    return timeout_s + GUARD_GRACE_S
+
+
+def guarded(python: str, command: list[str], deadline_s: float) -> list[str]:
     """argv that runs `command` under the guard with the target's `python`."""
-    return [python, "-c", GUARD_SOURCE, *command]
+    return [python, "-c", GUARD_SOURCE, f"{deadline_s:.3f}", *command]
+
+
+def deadline_note(started_s: float, deadline_s: float) -> str:
+    """When a guard started about `started_s` (time.time()) stops its job at the latest."""
+    at = datetime.fromtimestamp(started_s + deadline_s, UTC)
+    return (
+        f"its guard's deadline, about {at:%Y-%m-%d %H:%M:%S} UTC "
+        f"({deadline_s:g} s after it started)"
+    )
 
 
 def _frames(stdin: bytes | BinaryIO | None):
@@ -189,7 +240,9 @@ class GuardedProcess:
     """A local process that speaks to a guard (directly, or through `ssh`), with a whole-job limit.
 
     Feeds the framed stdin, keeps the pipe open while the job runs (closing it stops the job),
-    streams stderr to the sink as it arrives and collects stdout.
+    streams stderr to the sink as it arrives and collects stdout. After a run cut short by the
+    limit, `stop_status` is the exit status the process gave after our EOF (the guard's answer
+    that it stopped the job), or None when it gave none and had to be killed here.
     """
 
     def __init__(self, argv: list[str], stdin: bytes | BinaryIO | None, stderr_sink: StderrSink):
@@ -199,6 +252,8 @@ class GuardedProcess:
         self.stdout_chunks: list[bytes] = []
         self.feed_error: BaseException | None = None
         self.fed = threading.Event()
+        self.started_s = time.time()
+        self.stop_status: int | None = None
 
     @property
     def stdout(self) -> bytes:
@@ -228,6 +283,7 @@ class GuardedProcess:
 
     def run(self, timeout_s: float) -> int | None:
         """The exit status, or None when the whole-job limit stopped it."""
+        self.started_s = time.time()
         proc = subprocess.Popen(
             self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
@@ -247,7 +303,7 @@ class GuardedProcess:
             if self.fed.is_set():  # else a close would wait on the feeding thread
                 self._close(proc.stdin)  # EOF: the guard kills the job and exits
             try:
-                proc.wait(timeout=STOP_GRACE_S if self.fed.is_set() else 0)
+                self.stop_status = proc.wait(timeout=STOP_GRACE_S if self.fed.is_set() else 0)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()

@@ -10,6 +10,7 @@ from harness.transport.base import (
     JobTimeout,
     StderrSink,
     TransportError,
+    guard_deadline_s,
     guarded,
 )
 
@@ -36,7 +37,8 @@ class LocalTransport:
         timeout_s: float,
         stderr_sink: StderrSink,
     ) -> Completed:
-        process = GuardedProcess(guarded(self.python, command), stdin, stderr_sink)
+        argv = guarded(self.python, command, guard_deadline_s(timeout_s))
+        process = GuardedProcess(argv, stdin, stderr_sink)
         try:
             status = process.run(timeout_s)
         except OSError as exc:
@@ -47,8 +49,13 @@ class LocalTransport:
                 process.stdout,
             )
         if status is None:
+            fate = (  # the guard's exit after our EOF means it stopped the job
+                "was stopped"
+                if process.stop_status is not None
+                else "did not stop when asked; its process group may still be running"
+            )
             raise JobTimeout(
-                f"local: {command[0]} ran past the job limit of {timeout_s:g} s and was stopped",
+                f"local: {command[0]} ran past the job limit of {timeout_s:g} s and {fate}",
                 process.stdout,
             )
         return Completed(status, process.stdout)

@@ -27,6 +27,8 @@ from harness.transport.base import (
     JobTimeout,
     StderrSink,
     TransportError,
+    deadline_note,
+    guard_deadline_s,
     guarded,
 )
 
@@ -224,9 +226,9 @@ class SshTransport:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
 
-    def remote_command(self, command: list[str]) -> str:
+    def remote_command(self, command: list[str], deadline_s: float) -> str:
         """The one string the remote shell runs: every word quoted, nothing interpolated."""
-        return shlex.join(guarded(self.python, command))
+        return shlex.join(guarded(self.python, command, deadline_s))
 
     def run(
         self,
@@ -236,13 +238,14 @@ class SshTransport:
         timeout_s: float,
         stderr_sink: StderrSink,
     ) -> Completed:
+        deadline_s = guard_deadline_s(timeout_s)
         argv = [
             self.ssh,
             "-o", "ControlMaster=no",
             *self.options(),
             "--",
             self.target.host,
-            self.remote_command(command),
+            self.remote_command(command, deadline_s),
         ]  # fmt: skip
         tail = _Tail(stderr_sink)
         process = GuardedProcess(argv, stdin, tail)
@@ -253,16 +256,25 @@ class SshTransport:
                 f"{process.feed_error}",
                 process.stdout,
             )
+        until = deadline_note(process.started_s, deadline_s)
         if status is None:
+            # only the guard's own exit status, relayed by ssh, says the job is gone
+            known = process.stop_status not in (None, SSH_FAILED)
+            fate = (
+                "the remote job was stopped"
+                if known
+                else f"the remote job may still be running until {until}"
+            )
             raise JobTimeout(
                 f"{self.description}: {command[0]} ran past the job limit of {timeout_s:g} s; "
-                "the remote job was stopped",
+                f"{fate}",
                 process.stdout,
             )
         if status == SSH_FAILED:
             raise ConnectionLost(
                 f"{self.description}: the connection failed or dropped (ssh exit status 255): "
-                f"{tail.last_line()}",
+                f"{tail.last_line()}; the remote job stops when the server notices, at the "
+                f"latest at {until}",
                 process.stdout,
             )
         return Completed(status, process.stdout)

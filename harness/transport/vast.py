@@ -4,20 +4,26 @@
         target.run(...)
                                                        # destroyed here, on success or failure
 
-At start, instances carrying the project's label that are older than any job could be (orphans
-of a run that died before it could destroy them) are destroyed. The offer must be the exact GPU
-model asked for (after folding case, spaces and underscores); another model is an error, never a
-fallback, because the gap depends on the GPU. The SDK (`pip install 'kernelgap[vast]'`) is used
+Each rental carries a label of its own, `kernelgap-<12 hex digits>-exp<unix seconds>`, naming
+the time by which its run must have ended (start + every step's limit + a grace period). At start,
+labelled instances past that time (orphans of a run that died before it could destroy them) are
+destroyed; a label with the prefix but no readable expiry falls back to an age rule. A failed
+create is followed by a look-up of that label, so a rental made by a request that then failed is
+destroyed too. The offer must be the exact GPU model asked for (after folding case, spaces and
+underscores); another model is an error, never a fallback, because the gap depends on the GPU.
+The SDK (`pip install 'kernelgap[vast]'`) is used
 only through `VastSdk`, a thin adapter over the five `vastai.VastAI` methods this needs, so tests
 drive the provider with a fake of that adapter.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO, Protocol
@@ -25,14 +31,16 @@ from typing import BinaryIO, Protocol
 from harness.transport.base import Completed, ConnectError, StderrSink, TransportError
 from harness.transport.ssh import SshTarget, SshTransport
 
-LABEL = "kernelgap"
+LABEL = "kernelgap"  # the prefix of every rental's label
 DEFAULT_IMAGE = "pytorch/pytorch:2.7.0-cuda12.8-cudnn9-devel"  # python3, numpy and nvcc
 DEFAULT_DISK_GB = 32.0
 SSH_WAIT_S = 900.0
 POLL_S = 10.0
 DESTROY_ATTEMPTS = 5
 DESTROY_BACKOFF_S = 5.0
-ORPHAN_AFTER_S = 6 * 3600.0
+ORPHAN_AFTER_S = 6 * 3600.0  # age rule for a labelled instance without a readable expiry
+LIFETIME_S = 6 * 3600.0  # how long a rental may live when the caller does not say
+GONE_STATUSES = {"destroyed", "destroying", "terminated", "offline"}  # as vastai's own CLI reads
 
 
 class VastError(TransportError):
@@ -52,7 +60,8 @@ class VastApi(Protocol):
 
     def show_instance(self, instance_id: int) -> dict | None: ...
 
-    def destroy_instance(self, instance_id: int) -> None: ...
+    def destroy_instance(self, instance_id: int) -> None:
+        """Returns only once the instance is confirmed gone or marked destroyed; else raises."""
 
 
 class VastSdk:
@@ -88,12 +97,43 @@ class VastSdk:
         return self.sdk.show_instance(instance_id)
 
     def destroy_instance(self, instance_id: int) -> None:
-        self.sdk.destroy_instance(instance_id)
+        answer = self.sdk.destroy_instance(instance_id)
+        if not isinstance(answer, dict) or not answer.get("success"):
+            raise VastError(f"vast: destroying instance {instance_id} was refused: {answer}")
+        try:
+            left = self.sdk.show_instance(instance_id)
+        except Exception as exc:  # the SDK raises requests' HTTPError; 404 means gone
+            if getattr(getattr(exc, "response", None), "status_code", None) == 404:
+                return
+            raise
+        status = (left or {}).get("intended_status") or (left or {}).get("actual_status")
+        if left and status not in GONE_STATUSES:
+            raise VastError(
+                f"vast: instance {instance_id} is still {status!r} after a destroy that "
+                "reported success"
+            )
 
 
 def normalise_gpu_name(name: str) -> str:
     """'RTX_4090', 'rtx  4090' and 'RTX 4090' are one model; 'H100 SXM' and 'H100 PCIe' are not."""
     return " ".join(str(name).replace("_", " ").split()).casefold()
+
+
+def offer_query(gpu_model: str) -> dict:
+    """The search for one-GPU offers of `gpu_model`, named as Vast names models ('RTX 4090')."""
+    name = " ".join(str(gpu_model).replace("_", " ").split())
+    return {"gpu_name": {"eq": name}, "num_gpus": {"eq": 1}}
+
+
+def rental_label(prefix: str, expiry_s: float) -> str:
+    """`<prefix>-<12 hex digits>-exp<unix seconds>`: unique to one rental, with its expiry."""
+    return f"{prefix}-{uuid.uuid4().hex[:12]}-exp{int(expiry_s)}"
+
+
+def label_expiry(label: object, prefix: str) -> float | None:
+    """The expiry (unix seconds) in a label made by `rental_label`, else None."""
+    found = re.fullmatch(rf"{re.escape(prefix)}-[0-9a-f]{{12}}-exp([0-9]+)", str(label))
+    return float(found.group(1)) if found else None
 
 
 def choose_offer(offers: list[dict], gpu_model: str) -> dict:
@@ -146,7 +186,8 @@ class VastTransport:
         connect_timeout_s: float = 15.0,
         image: str = DEFAULT_IMAGE,
         disk_gb: float = DEFAULT_DISK_GB,
-        label: str = LABEL,
+        label_prefix: str = LABEL,
+        lifetime_s: float = LIFETIME_S,
         ssh_wait_s: float = SSH_WAIT_S,
         poll_s: float = POLL_S,
         destroy_attempts: int = DESTROY_ATTEMPTS,
@@ -167,7 +208,9 @@ class VastTransport:
         self.connect_timeout_s = connect_timeout_s
         self.image = image
         self.disk_gb = disk_gb
-        self.label = label
+        self.label_prefix = label_prefix
+        self.lifetime_s = lifetime_s
+        self.label: str | None = None  # this rental's, set when renting
         self.ssh_wait_s = ssh_wait_s
         self.poll_s = poll_s
         self.destroy_attempts = destroy_attempts
@@ -189,32 +232,44 @@ class VastTransport:
         if self.api is None:
             self.api = VastSdk()
         self.cleanup_orphans()
-        offers = self.api.search_offers({"gpu_name": {"eq": self.gpu_model}, "num_gpus": {"eq": 1}})
-        offer = choose_offer(offers, self.gpu_model)
+        offer = choose_offer(self.api.search_offers(offer_query(self.gpu_model)), self.gpu_model)
+        self.label = rental_label(self.label_prefix, self.now() + self.lifetime_s)
         self.say(
             f"vast: renting offer {offer.get('id')} ({offer.get('gpu_name')}, "
-            f"${float(offer.get('dph_total') or 0):.2f}/h), image {self.image}"
+            f"${float(offer.get('dph_total') or 0):.2f}/h), image {self.image}, "
+            f"label {self.label}"
         )
-        self.instance_id = self.api.create_instance(
-            int(offer["id"]), image=self.image, disk_gb=self.disk_gb, label=self.label
-        )
+        try:
+            self.instance_id = self.api.create_instance(
+                int(offer["id"]), image=self.image, disk_gb=self.disk_gb, label=self.label
+            )
+        except BaseException as exc:
+            self._destroy_labelled(self.label, exc)  # the request may have rented, then failed
+            raise
         self.description = f"vast:{self.gpu_model} (instance {self.instance_id})"
         try:
             self._attach_key()
             host, port = self.wait_for_ssh()
             self.ssh = self.connect(host, port)
         except BaseException:
-            self._destroy_rental()
+            try:
+                self._destroy_rental()
+            finally:
+                self._remove_workdir()
             raise
         return self
 
     def __exit__(self, *exc) -> None:
+        # destroy first: it stops the billing, and closing a dead connection can take a while
         try:
-            if self.ssh is not None:
-                self.ssh.__exit__(None, None, None)
-                self.ssh = None
-        finally:
             self._destroy_rental()
+        finally:
+            try:
+                if self.ssh is not None:
+                    self.ssh.__exit__(None, None, None)
+                    self.ssh = None
+            finally:
+                self._remove_workdir()
 
     def _attach_key(self) -> None:
         public = Path(f"{self.identity}.pub") if self.identity else None
@@ -298,29 +353,58 @@ class VastTransport:
                 delay_s *= 2
 
     def _destroy_rental(self) -> None:
-        if self._workdir is not None:
-            shutil.rmtree(self._workdir, ignore_errors=True)
-            self._workdir = None
         if self.instance_id is not None:
             instance_id, self.instance_id = self.instance_id, None
             self.destroy(instance_id)
 
+    def _remove_workdir(self) -> None:
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+
+    def _destroy_labelled(self, label: str, cause: BaseException) -> None:
+        """After a failed create: destroy whatever rental carries `label` (normally none)."""
+        try:
+            found = [int(i["id"]) for i in self.api.show_instances() if i.get("label") == label]
+        except Exception as exc:
+            raise VastError(
+                f"vast: renting failed ({cause}) and the instances could not be listed to check "
+                f"that none was made ({exc}); look for label {label!r} at "
+                "https://cloud.vast.ai/instances/ and destroy it if present"
+            ) from cause
+        for instance_id in found:
+            self.say(f"vast: renting failed ({cause}) but made instance {instance_id}; destroying")
+            self.destroy(instance_id)
+
     def cleanup_orphans(self) -> list[int]:
-        """Destroy instances labelled `label` older than `orphan_after_s` (left by a dead run)."""
+        """Destroy rentals whose label's expiry has passed (left by a run that died).
+
+        A label that is the prefix alone, or the prefix and a dash but no readable expiry (an
+        older harness's), counts as orphaned once older than `orphan_after_s`.
+        """
         destroyed = []
+        prefix = self.label_prefix
         for instance in self.api.show_instances():
-            if instance.get("label") != self.label:
+            label = instance.get("label")
+            if not isinstance(label, str) or not (
+                label == prefix or label.startswith(prefix + "-")
+            ):
                 continue
-            started = instance.get("start_date")
-            if started is None:
-                self.say(f"vast: instance {instance.get('id')} has no start date; left alone")
-                continue
-            age_s = self.now() - float(started)
-            if age_s > self.orphan_after_s:
-                self.say(
-                    f"vast: destroying orphaned instance {instance['id']} "
-                    f"(label {self.label!r}, {age_s / 3600:.1f} h old)"
-                )
-                self.destroy(int(instance["id"]))
-                destroyed.append(int(instance["id"]))
+            expiry_s = label_expiry(label, prefix)
+            if expiry_s is not None:
+                if self.now() <= expiry_s:
+                    continue
+                why = f"label {label!r}, expired {(self.now() - expiry_s) / 3600:.1f} h ago"
+            else:
+                started = instance.get("start_date")
+                if started is None:
+                    self.say(f"vast: instance {instance.get('id')} has no start date; left alone")
+                    continue
+                age_s = self.now() - float(started)
+                if age_s <= self.orphan_after_s:
+                    continue
+                why = f"label {label!r}, {age_s / 3600:.1f} h old"
+            self.say(f"vast: destroying orphaned instance {instance['id']} ({why})")
+            self.destroy(int(instance["id"]))
+            destroyed.append(int(instance["id"]))
         return destroyed
