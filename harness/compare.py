@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy.stats import mannwhitneyu
 
-from harness.export.table import MARKDOWN, Column, format_table, format_time
+from harness.export.table import MARKDOWN, Column, first_line, format_table, format_time
 from harness.series import series_key
 
 __all__ = [
@@ -322,16 +322,12 @@ def _cases_by_id(document: dict, side: str) -> dict[str, dict]:
     return cases
 
 
-def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else ""
-
-
 def _case_problem(case: dict, side: str) -> str | None:
     if case["status"] == "ok":
         return None
     error = case.get("error")
     if error:
-        return f"{case['status']} in {side} ({error['phase']}: {_first_line(error['message'])})"
+        return f"{case['status']} in {side} ({error['phase']}: {first_line(error['message'])})"
     return f"{case['status']} in {side}"
 
 

@@ -78,7 +78,7 @@ def probe_environment(options: BenchOptions) -> dict:
     return record["environment"]
 
 
-def _case_skeleton(case: manifest.CaseSpec) -> dict:
+def case_skeleton(case: manifest.CaseSpec) -> dict:
     canonical, check = case.geometry(case.dims), case.geometry(case.check_dims)
     return {
         "id": case.id,
@@ -169,7 +169,7 @@ def run_one(
     say,
     bundle: Bundle | None = None,
 ) -> dict:
-    case_doc = _case_skeleton(case)
+    case_doc = case_skeleton(case)
     settings = timing_settings(case, options)
     case_doc["settings"] = {**settings, "timeout_s": options.timeout_s or case.settings.timeout_s}
     say(f"[{case.id}] build (arch {arch})")
@@ -294,7 +294,7 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
         try:
             case_docs.append(run_one(suite, case, arch, options, env["peaks"], say, bundle))
         except Exception as exc:  # a bug or an unforeseen failure costs this case, not the run
-            case_doc = _case_skeleton(case)
+            case_doc = case_skeleton(case)
             _fail(case_doc, "unknown", f"case {case.id}: {type(exc).__name__}: {exc}")
             say(f"[{case.id}] FAILED: {type(exc).__name__}: {exc}")
             case_docs.append(case_doc)

@@ -8,7 +8,6 @@ failure stays in the record, which names the phase and the CUDA error.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 
 from runner import driver, gate, manifest, ptx
 from runner.timing import TimingSettings, measure
@@ -54,6 +53,8 @@ class CaseRun:
         self.case = self.suite.case(job["case"])
         self.settings = TimingSettings(**job["timing"])
         self.names = [i.name for i in self.case.impls if i.name in job["ptx"]]
+        baseline = self.case.baseline.name  # bench sends a case only when its baseline was built
+        self.baseline_first = [baseline] + [n for n in self.names if n != baseline]
         self.record = {"impls": {n: {} for n in self.names}, "phases_s": {}}
         self.phase = "setup"
         self.ctx = self.stream = self.internal = None
@@ -85,10 +86,7 @@ class CaseRun:
         self.enter("check")
         case, impls = self.case, self.record["impls"]
         t0 = time.perf_counter()
-        tol = gate.Tolerance(case.rtol, case.atol, case.exact)
-        cross_tol = replace(
-            tol, rtol=2 * case.rtol, atol=2 * case.atol
-        )  # both sides may err by tol
+        tol = gate.Tolerance.of(case)
         geometry = case.geometry(case.check_dims)
         reference = manifest.load_reference(self.suite, case)
         buffers = gate.DeviceBuffers(case, geometry, self.internal, self.stream, CHECK_GUARD_BYTES)
@@ -98,7 +96,7 @@ class CaseRun:
             args = buffers.kernel_args()
             outputs = {}
             baseline = case.baseline.name
-            for name in [baseline] + [n for n in self.names if n != baseline]:
+            for name in self.baseline_first:
                 kernel = self.kernel(name, geometry)
                 try:
                     impls[name]["check"], outputs[name] = gate.check_impl(
@@ -119,7 +117,7 @@ class CaseRun:
                         baseline,
                         outputs[baseline],
                         case,
-                        cross_tol,
+                        tol.between_implementations(),
                     )
         finally:
             buffers.free()
@@ -181,12 +179,10 @@ class CaseRun:
         self.enter("check", size="timed")
         t0 = time.perf_counter()
         case, impls, baseline = self.case, self.record["impls"], self.case.baseline.name
-        tol = replace(
-            gate.Tolerance(case.rtol, case.atol, case.exact), rtol=2 * case.rtol, atol=2 * case.atol
-        )
+        tol = gate.Tolerance.of(case).between_implementations()
         written = [b.name for b in case.buffers if b.written]
         reference = None
-        for name in [baseline] + [n for n in self.names if n != baseline]:
+        for name in self.baseline_first:
             for destination, copy in pristine:
                 destination.copy_from(copy, self.stream)
             buffers.poison_outputs(gate.POISON_BYTES[0])

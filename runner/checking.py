@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from runner import manifest
-from runner.bench import _case_skeleton, build_case
+from runner.bench import build_case, case_skeleton
 
 
 def assemble(ptx_text: str, arch: str) -> str | None:
@@ -35,7 +35,7 @@ def check_suite(suite: manifest.Suite, arch: str) -> int:
     failures = 0
     have_ptxas = shutil.which("ptxas") is not None
     for case in suite.cases:
-        doc = _case_skeleton(case)
+        doc = case_skeleton(case)
         notes: list[str] = []
         built = build_case(case, arch, doc, notes.append)
         if doc["status"] == "failed":

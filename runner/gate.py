@@ -26,6 +26,14 @@ class Tolerance:
     atol: float
     exact: bool
 
+    @classmethod
+    def of(cls, case: CaseSpec) -> Tolerance:
+        return cls(case.rtol, case.atol, case.exact)
+
+    def between_implementations(self) -> Tolerance:
+        """Two implementations may each err by the tolerance, so they may differ by twice it."""
+        return Tolerance(2 * self.rtol, 2 * self.atol, self.exact)
+
     def describe(self) -> str:
         return "exact" if self.exact else f"|out - ref| <= {self.atol:g} + {self.rtol:g} * |ref|"
 

@@ -41,12 +41,7 @@ def run_job(job: dict) -> dict:
         from runner import driver, environment
 
         with driver.Context(job.get("device", 0)) as ctx:
-            return {
-                "status": "ok",
-                "environment": environment.capture(
-                    ctx, measure_bandwidth=job.get("measure_bandwidth", True)
-                ),
-            }
+            return {"status": "ok", "environment": environment.capture(ctx)}
     raise ValueError(f"unknown worker job {kind!r}")
 
 

@@ -82,7 +82,7 @@ def samples(median_s: float, noise: float, seed: int, n: int = 30) -> list[float
 
 
 def skeleton(names: dict[str, str]) -> dict:
-    """A case document as bench._case_skeleton leaves it; `names` maps name -> role."""
+    """A case document as bench.case_skeleton leaves it; `names` maps name -> role."""
     return {
         "id": "axpy_f64",
         "version": 1,

@@ -26,6 +26,7 @@ from pathlib import Path
 import click
 
 from harness import shipping
+from harness.commands.compare import BadInput
 from harness.store import normalize_utc
 from harness.transport.base import Completed, Transport, TransportError
 from harness.transport.local import LocalTransport
@@ -52,13 +53,8 @@ RENTAL_GRACE_S = 3600.0  # a rental's lifetime beyond its steps' limits: waiting
 STDOUT_TO_STDERR = "import os, sys; os.dup2(2, 1); os.execvp(sys.argv[1], sys.argv[1:])"
 
 
-class RunFailed(click.ClickException):
-    """Exit 2 with `error: <message>` on stderr."""
-
-    exit_code = 2
-
-    def show(self, file=None):
-        click.echo(f"error: {self.message}", err=True)
+class RunFailed(BadInput):
+    """The run could not produce a document: exit 2 with `error: <message>` on stderr."""
 
 
 class Terminated(KeyboardInterrupt):
