@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from runner import manifest
-from runner.bench import build_case, case_skeleton
+from runner.suite import build_case, case_skeleton
 
 
 def assemble(ptx_text: str, arch: str) -> str | None:

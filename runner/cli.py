@@ -81,7 +81,7 @@ def bench(cases, case_ids, **settings):
     """Build, check and time every case of the suite CASES (a cases.toml)."""
     from protocol.validation import DocumentError
     from runner import driver, manifest
-    from runner.bench import BenchOptions, run_suite, write_atomic
+    from runner.suite import BenchOptions, run_suite, write_atomic
     from runner.bundle import BundleError
 
     def emit(doc) -> None:

@@ -8,7 +8,7 @@ import pytest
 from fake_device import FakeBackend
 
 from runner import stats
-from runner.timing import MODES, ColdMode, HotMode, TimingSettings, hot, measure
+from runner.timing import MODES, ColdMode, HotMode, TimingSettings, base, measure
 from runner.timing.base import quantize_batch, round_order
 from runner.timing.hot import calibrate
 
@@ -172,7 +172,7 @@ def test_linear_drift_cancels_in_paired_rounds(mode):
 
 def test_drift_would_bias_a_fixed_order(monkeypatch):
     # The same drift with A B every round: the later side looks ~1 % slower per call of lag.
-    monkeypatch.setattr(hot, "round_order", lambda names, r: list(names))
+    monkeypatch.setattr(base, "round_order", lambda names, r: list(names))
     g = drifting_gap(1.0, "hot")
     assert g["ratio_of_medians"] > 1.005
 
@@ -225,3 +225,35 @@ def test_measure_dispatches_by_mode():
         assert m.mode == mode
         assert {c[0] for c in backend.calls if c[0] in TIMED} == {timed}
         assert len(m.impls["A"].samples_s) == 3
+
+
+def _timed_names(calls, kind):
+    return [c[1] for c in calls if c[0] == kind]
+
+
+@pytest.mark.parametrize("mode", ["cold", "hot"])
+def test_passes_schedule_runs_a_b_c_c_b_a_with_samples_split(mode):
+    backend = FakeBackend({"A": 1e-5, "B": 2e-5, "C": 3e-5})
+    settings = TimingSettings(mode=mode, samples=8, warmup=1, schedule="passes")
+    m = measure(backend, ["A", "B", "C"], settings)
+    kind = "timed_cold" if mode == "cold" else "timed_batch"
+    timed = _timed_names(backend.calls, kind)
+    if mode == "hot":  # calibration batches come first, implementation by implementation
+        timed = timed[-24:]
+    assert timed == ["A"] * 4 + ["B"] * 4 + ["C"] * 8 + ["B"] * 4 + ["A"] * 4
+    assert m.orders == [["A", "B", "C"], ["C", "B", "A"]]
+    assert all(len(t.samples_s) == 8 for t in m.impls.values())
+
+
+def test_passes_schedule_cancels_linear_drift():
+    backend = FakeBackend({"A": 1e-5, "B": 1e-5}, drift_per_call=1e-3)
+    m = measure(backend, ["A", "B"], TimingSettings(mode="cold", samples=30, schedule="passes"))
+    ratio = stats.median(m.impls["B"].samples_s) / stats.median(m.impls["A"].samples_s)
+    assert ratio == pytest.approx(1.0, abs=2e-3)
+
+
+def test_schedule_settings_are_checked():
+    with pytest.raises(ValueError, match="schedule must be one of rounds, passes"):
+        TimingSettings(schedule="zigzag")
+    with pytest.raises(ValueError, match="samples must be even"):
+        TimingSettings(schedule="passes", samples=7)

@@ -1,6 +1,14 @@
 """Timing strategies behind one `measure()` interface: hot (graph replay) and cold (L2 flushed)."""
 
-from runner.timing.base import Backend, ImplTiming, Measurement, TimingSettings, round_order
+from runner.timing.base import (
+    SCHEDULES,
+    Backend,
+    ImplTiming,
+    Measurement,
+    TimingSettings,
+    round_order,
+    sample_plan,
+)
 from runner.timing.cold import ColdMode
 from runner.timing.hot import HotMode
 
@@ -14,6 +22,7 @@ def measure(backend: Backend, names: list[str], settings: TimingSettings) -> Mea
 
 __all__ = [
     "MODES",
+    "SCHEDULES",
     "Backend",
     "ColdMode",
     "HotMode",
@@ -22,4 +31,5 @@ __all__ = [
     "TimingSettings",
     "measure",
     "round_order",
+    "sample_plan",
 ]

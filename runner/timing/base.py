@@ -23,10 +23,22 @@ class TimingSettings:
     graph_launches: int = 1000  # hot: launches captured in one graph; larger batches replay it
     max_batch: int = 100_000  # at most 100 graph replays are queued behind the blocking kernel
     calibration_steps: int = 5
+    # "rounds": one sample per implementation per round, rounds alternate A B C / C B A.
+    # "passes": two passes, A B C then C B A, each implementation taking its samples of a pass
+    # back to back; `samples` is split between the passes (the Python API's default).
+    schedule: str = "rounds"
 
     def __post_init__(self):
         if self.mode not in ("hot", "cold"):
             raise ValueError(f"TimingSettings.mode must be 'hot' or 'cold' (got {self.mode!r})")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(
+                f"TimingSettings.schedule must be one of {', '.join(SCHEDULES)} (got {self.schedule!r})"
+            )
+        if self.schedule == "passes" and self.samples % 2:
+            raise ValueError(
+                f"TimingSettings.samples must be even with schedule 'passes' (got {self.samples})"
+            )
         if self.samples < 1 or self.warmup < 0:
             raise ValueError(
                 f"TimingSettings needs samples >= 1 and warmup >= 0 (got {self.samples}, {self.warmup})"
@@ -74,9 +86,25 @@ class Measurement:
     wall_s: float = 0.0
 
 
+SCHEDULES = ("rounds", "passes")
+
+
 def round_order(names: list[str], round_index: int) -> list[str]:
     """Round r runs A B C when r is even and C B A when odd, so drift hits every side alike."""
     return list(names) if round_index % 2 == 0 else list(reversed(names))
+
+
+def sample_plan(names: list[str], settings: TimingSettings) -> list[list[tuple[str, int]]]:
+    """The order samples are taken in: blocks of (implementation, consecutive samples).
+
+    rounds: `samples` blocks, each one sample of every implementation in round_order.
+    passes: two blocks, A B C then C B A, each implementation taking samples / 2 in a row, so
+    the whole sequence is A B C C B A and a linear drift hits every implementation alike.
+    """
+    if settings.schedule == "passes":
+        half = settings.samples // 2
+        return [[(n, half) for n in round_order(names, p)] for p in range(2)]
+    return [[(n, 1) for n in round_order(names, r)] for r in range(settings.samples)]
 
 
 def quantize_batch(batch: int, quantum: int) -> int:

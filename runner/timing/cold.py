@@ -9,7 +9,7 @@ from runner.timing.base import (
     ImplTiming,
     Measurement,
     TimingSettings,
-    round_order,
+    sample_plan,
     warm_up,
 )
 
@@ -23,11 +23,11 @@ class ColdMode:
         timings = {n: ImplTiming(n, method=self.method) for n in names}
         warm_up(backend, names, settings)
         orders = []
-        for r in range(settings.samples):
-            order = round_order(names, r)
-            orders.append(order)
-            for n in order:
-                backend.reset(n)  # restores inputs first, so the flush evicts them too
-                backend.flush_l2()
-                timings[n].samples_s.append(backend.timed_cold(n))
+        for block in sample_plan(names, settings):
+            orders.append([n for n, _ in block])
+            for n, count in block:
+                for _ in range(count):
+                    backend.reset(n)  # restores inputs first, so the flush evicts them too
+                    backend.flush_l2()
+                    timings[n].samples_s.append(backend.timed_cold(n))
         return Measurement("cold", timings, orders, settings.warmup, time.perf_counter() - t0)

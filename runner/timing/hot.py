@@ -11,7 +11,7 @@ from runner.timing.base import (
     Measurement,
     TimingSettings,
     quantize_batch,
-    round_order,
+    sample_plan,
     warm_up,
 )
 
@@ -62,12 +62,12 @@ class HotMode:
             )  # untimed: the final graph's first replay uploads it
             timings[n].calibration_s = time.perf_counter() - c0
         orders = []
-        for r in range(settings.samples):
-            order = round_order(names, r)
-            orders.append(order)
-            for n in order:
-                backend.reset(n)
-                timings[n].samples_s.append(
-                    backend.timed_batch(n, timings[n].batch) / timings[n].batch
-                )
+        for block in sample_plan(names, settings):
+            orders.append([n for n, _ in block])
+            for n, count in block:
+                for _ in range(count):
+                    backend.reset(n)
+                    timings[n].samples_s.append(
+                        backend.timed_batch(n, timings[n].batch) / timings[n].batch
+                    )
         return Measurement("hot", timings, orders, settings.warmup, time.perf_counter() - t0)
