@@ -87,7 +87,7 @@ def _noise(mad_s: float, median_s: float) -> float:
 def summarize(samples_s: Samples) -> dict:
     """Summary of one implementation's samples.
 
-    Keys: median_s, p95_s (type-7 percentile), mad_s (unscaled MAD), min_s, max_s, mean_s
+    Keys: median_s, p10_s, p90_s, p95_s (type-7 percentiles), mad_s (unscaled MAD), min_s, max_s, mean_s
     (arithmetic mean), count, noise = mad_s / median_s (0.0 when both are 0, inf when only the
     median is 0) and stable = noise <= UNSTABLE_NOISE.
     """
@@ -97,6 +97,8 @@ def summarize(samples_s: Samples) -> dict:
     noise = _noise(mad_s, median_s)
     return {
         "median_s": median_s,
+        "p10_s": float(np.percentile(array, 10, method="linear")),
+        "p90_s": float(np.percentile(array, 90, method="linear")),
         "p95_s": float(np.percentile(array, 95, method="linear")),
         "mad_s": mad_s,
         "min_s": float(array.min()),

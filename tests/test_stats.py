@@ -49,6 +49,8 @@ def test_summarize_keys_types_and_values():
     result = summarize([1.0, 2.0, 3.0, 4.0, 100.0])
     assert set(result) == {
         "median_s",
+        "p10_s",
+        "p90_s",
         "p95_s",
         "mad_s",
         "min_s",
@@ -61,6 +63,9 @@ def test_summarize_keys_types_and_values():
     # mean = 110 / 5 = 22; noise = MAD / median = 1 / 3
     assert result["median_s"] == 3.0
     assert result["p95_s"] == pytest.approx(80.8, rel=1e-12)
+    # type 7: h = 4 q; p10 = x[0] + 0.4 (x[1] - x[0]) = 1.4, p90 = x[3] + 0.6 (x[4] - x[3]) = 61.6
+    assert result["p10_s"] == pytest.approx(1.4, rel=1e-12)
+    assert result["p90_s"] == pytest.approx(61.6, rel=1e-12)
     assert result["mad_s"] == 1.0
     assert (result["min_s"], result["max_s"], result["mean_s"]) == (1.0, 100.0, 22.0)
     assert result["count"] == 5
