@@ -72,27 +72,34 @@ class InternalKernels:
             )
         self._flush_kernel.launch(stream, self._flush_args)
 
-    def block(self, stream: driver.Stream) -> None:
-        """Queue the blocking kernel; nothing behind it on `stream` runs until `release()`."""
+    def block(self, stream: driver.Stream, timeout_ns: int | None = None) -> None:
+        """Queue the blocking kernel; nothing behind it on `stream` runs until `release()`.
+
+        It gives up after `timeout_ns` (SPIN_TIMEOUT_NS by default) and then records that it
+        timed out (see `blocker_timed_out()`).
+        """
+        timeout_ns = self.SPIN_TIMEOUT_NS if timeout_ns is None else int(timeout_ns)
         if self._flag is None:
             self._flag = driver.HostFlag()
             self._status = driver.Buffer(4)
             self._spin = self.module.kernel("kg_spin", (1, 1, 1), (1, 1, 1))
-            self._spin_args = driver.KernelArgs(
-                [
-                    ("ptr", self._flag.device_ptr),
-                    ("u64", self.SPIN_TIMEOUT_NS),
-                    ("ptr", self._status.ptr),
-                ]
+            self._spin_args: dict[int, driver.KernelArgs] = {}
+        if timeout_ns not in self._spin_args:
+            self._spin_args[timeout_ns] = driver.KernelArgs(
+                [("ptr", self._flag.device_ptr), ("u64", timeout_ns), ("ptr", self._status.ptr)]
             )
         self._flag.set(0)
-        self._spin.launch(stream, self._spin_args)
+        self._spin.launch(stream, self._spin_args[timeout_ns])
+
+    def blocker_timed_out(self) -> bool:
+        """Whether the last blocking kernel gave up before release() (read after it finished)."""
+        return self._status is not None and int(self._status.download("u4", 1)[0]) != 0
 
     def release(self) -> None:
         self._flag.set(1)
 
     def check_blocker(self) -> None:
-        if self._status is not None and int(self._status.download("u4", 1)[0]) != 0:
+        if self.blocker_timed_out():
             raise TimingError(
                 "the blocking kernel timed out before the host released it: the sample included host "
                 "latency; the host was stalled for over 10 s"
@@ -108,6 +115,27 @@ class InternalKernels:
             if thing is not None:
                 thing.free()
         self.module.unload()
+
+
+def timed_behind_blocker(
+    internal: InternalKernels,
+    stream: driver.Stream,
+    start: driver.Event,
+    end: driver.Event,
+    enqueue_work,
+) -> float:
+    """Seconds between two events around `enqueue_work()`, all queued behind the blocking
+    kernel, so the host's time to queue the work stays outside the events."""
+    internal.block(stream)
+    try:
+        start.record(stream)
+        enqueue_work()
+        end.record(stream)
+    finally:
+        internal.release()  # never leave the stream held by the spin kernel
+    end.synchronize()
+    internal.check_blocker()
+    return end.elapsed_s(start)
 
 
 class CudaBackend:
@@ -151,16 +179,7 @@ class CudaBackend:
         return self._graphs[key]
 
     def _timed(self, enqueue_work) -> float:
-        self.internal.block(self.stream)
-        try:
-            self.start.record(self.stream)
-            enqueue_work()
-            self.end.record(self.stream)
-        finally:
-            self.internal.release()  # never leave the stream held by the spin kernel
-        self.end.synchronize()
-        self.internal.check_blocker()
-        return self.end.elapsed_s(self.start)
+        return timed_behind_blocker(self.internal, self.stream, self.start, self.end, enqueue_work)
 
     def timed_batch(self, name: str, batch: int) -> float:
         per_graph = min(batch, self.graph_launches)

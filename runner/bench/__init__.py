@@ -1,0 +1,67 @@
+"""kernelgap's Python API: compare an op (a Python callable that launches GPU work) with other
+implementations of the same operation, case by case, on the runner's timing engine.
+
+    from runner import bench
+
+    for case in bench.cases(MyWorkload()):
+        bench.Runner(my_op, case).compare({"torch.matmul": torch.matmul})
+
+See README.md ("Comparing Python callables") and benchmarks/ops/ for a file to copy.
+"""
+
+from runner.bench.checking import check
+from runner.bench.implementation import Implementation
+from runner.bench.runner import (
+    CheckFailed,
+    Comparison,
+    InputsModified,
+    ReportRow,
+    Runner,
+    TimingOptions,
+)
+from runner.bench.session import Session, current, reset
+from runner.bench.verification import (
+    DEFAULT_TOLERANCES,
+    Control,
+    Custom,
+    DeclarationError,
+    Exact,
+    Noncomparable,
+    Partial,
+    ReferenceInfeasible,
+    Unestablished,
+    Verification,
+    zeroed_input,
+)
+from runner.bench.workload import Case, ReferenceUnavailable, Row, Workload, cases, params
+
+__all__ = [
+    "DEFAULT_TOLERANCES",
+    "Case",
+    "CheckFailed",
+    "Comparison",
+    "Control",
+    "Custom",
+    "DeclarationError",
+    "Exact",
+    "Implementation",
+    "InputsModified",
+    "Noncomparable",
+    "Partial",
+    "ReferenceInfeasible",
+    "ReferenceUnavailable",
+    "ReportRow",
+    "Row",
+    "Runner",
+    "Session",
+    "TimingOptions",
+    "Unestablished",
+    "Verification",
+    "Workload",
+    "cases",
+    "check",
+    "current",
+    "params",
+    "reset",
+    "zeroed_input",
+]

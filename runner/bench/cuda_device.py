@@ -1,0 +1,285 @@
+"""The GPU side of the Python API: torch callables on the runner's stream, timed by its engine.
+
+Every call runs with torch's current stream set to the runner's own non-blocking stream, in the
+device's primary context (the one torch uses), so CUDA events, the blocking kernel and the L2
+flush of runner.timing apply to callables exactly as to PTX kernels.
+
+Per implementation, once before timing:
+- capture: one call is captured into a CUDA graph (torch.cuda.CUDAGraph, private memory
+  pool). Its memcpy nodes are the call's copies. A callable that synchronizes, or otherwise
+  cannot be captured, is recorded with the reason and timed without a graph.
+- blocking probe (uncaptured callables only): one call queued behind a blocking kernel with a
+  short timeout; a call that waits for the stream (synchronizes) cannot be timed behind the
+  blocking kernel, so its events include host latency, and the row says so.
+cold: reset, flush, then one call (or, when the case leaves copies out, one launch of the
+captured graph with its memcpy nodes disabled) between events behind the blocking kernel.
+hot: a graph of up to `graph_calls` calls replayed between events; when the callable cannot be
+captured, a Python loop of calls between events (host launch overhead included, recorded).
+"""
+
+from __future__ import annotations
+
+import time
+
+from runner import driver, environment
+from runner.bench.verification import DeclarationError
+from runner.timing.cuda import InternalKernels, timed_behind_blocker
+
+__all__ = ["CallableBackend", "CudaDevice"]
+
+PROBE_TIMEOUT_NS = 200_000_000  # a call still waiting after 0.2 s behind the blocker synchronizes
+
+
+class CudaDevice:
+    """One CUDA device for callables: the primary context, one stream, the runner's kernels."""
+
+    def __init__(self, ordinal: int = 0):
+        import torch
+
+        self.torch = torch
+        self.ctx = driver.Context(ordinal)
+        torch.cuda.set_device(ordinal)
+        torch.cuda.init()
+        self.stream = driver.Stream()
+        self.torch_stream = torch.cuda.ExternalStream(int(self.stream.handle), device=ordinal)
+        self.internal = InternalKernels(self.ctx)
+        self._env: dict | None = None
+
+    def call(self, fn):
+        """fn() with the runner's stream current; returns after its work has finished."""
+        with self.torch.cuda.stream(self.torch_stream):
+            out = fn()
+        self.stream.synchronize()
+        return out
+
+    def environment(self) -> dict:
+        if self._env is None:
+            env = environment.capture(self.ctx)
+            env["sensors_start"] = env.pop("sensors", None)
+            env["toolchains"] = {"python": {"version": env["software"]["python"]}}
+            for package in ("torch", "triton", "cupti-python"):
+                version = environment._package_version(package)
+                if version:
+                    env["toolchains"][package] = {"version": version}
+                    env["software"][package.replace("-", "_")] = version
+            self._env = env
+        self._env["sensors_end"] = environment.nvml_sensors(uuid=self._env["device"].get("uuid"))
+        return self._env
+
+    def peaks(self) -> dict:
+        return self.environment()["peaks"]
+
+    def backend(self, impls: dict, case, options) -> CallableBackend:
+        return CallableBackend(self, impls, case, options)
+
+    def close(self) -> None:
+        self.stream.synchronize()
+        self.internal.close()
+        self.stream.destroy()
+        self.ctx.close()
+
+
+class _Graph:
+    """A torch CUDA graph of `calls` calls, with its copies counted (and optionally disabled)."""
+
+    def __init__(self, device: CudaDevice, run, calls: int, disable_copies: bool):
+        torch = device.torch
+        self.graph = torch.cuda.CUDAGraph(keep_graph=True)
+        with torch.cuda.graph(self.graph, stream=device.torch_stream):
+            for _ in range(calls):
+                run()
+        self.graph.instantiate()
+        d = driver.cu()
+        raw = d.CUgraph(self.graph.raw_cuda_graph())
+        count = driver.check(d.cuGraphGetNodes(raw, 0), "cuGraphGetNodes")
+        nodes = driver.check(
+            d.cuGraphGetNodes(raw, count[-1] if isinstance(count, tuple) else count),
+            "cuGraphGetNodes",
+        )
+        nodes = nodes[0] if isinstance(nodes, tuple) else nodes
+        copy_type = d.CUgraphNodeType.CU_GRAPH_NODE_TYPE_MEMCPY
+        self.copies, self.copy_bytes = 0, 0
+        exec_handle = d.CUgraphExec(self.graph.raw_cuda_graph_exec()) if disable_copies else None
+        for node in nodes:
+            if driver.check(d.cuGraphNodeGetType(node), "cuGraphNodeGetType") != copy_type:
+                continue
+            params = driver.check(d.cuGraphMemcpyNodeGetParams(node), "cuGraphMemcpyNodeGetParams")
+            self.copies += 1
+            self.copy_bytes += (
+                int(params.WidthInBytes) * max(1, int(params.Height)) * max(1, int(params.Depth))
+            )
+            if exec_handle is not None:  # a disabled node is an empty node: dependencies stay
+                driver.check(d.cuGraphNodeSetEnabled(exec_handle, node, 0), "cuGraphNodeSetEnabled")
+        self.calls = calls
+        self.copies //= calls
+        self.copy_bytes //= calls
+
+    def replay(self) -> None:
+        self.graph.replay()
+
+    def close(self) -> None:
+        self.graph.reset()
+
+
+class CallableBackend:
+    """runner.timing.base.Backend for callables; `info[name]` says how each one was timed."""
+
+    graph_calls = 100  # calls captured in one graph for hot mode; larger batches replay it
+
+    def __init__(self, device: CudaDevice, impls: dict, case, options):
+        self.device, self.impls, self.case, self.options = device, impls, case, options
+        self.stream, self.internal = device.stream, device.internal
+        self.start, self.end = driver.Event(), driver.Event()
+        self.inputs = case.inputs
+        self.count_copies = case.count_copies
+        self._graphs: dict[tuple[str, int], _Graph] = {}
+        self._capture_error: dict[str, str] = {}
+        self._synchronizes: dict[str, bool] = {}
+        self.info: dict[str, dict] = {}
+        for name in impls:
+            self.info[name] = self._prepare(name)
+
+    def _run(self, name: str):
+        impl = self.impls[name]
+        return lambda: impl.call(self.inputs)
+
+    def _graph(self, name: str, calls: int) -> _Graph:
+        key = (name, calls)
+        if key not in self._graphs:
+            self.reset(name)
+            self.stream.synchronize()
+            self._graphs[key] = _Graph(self.device, self._run(name), calls, not self.count_copies)
+        return self._graphs[key]
+
+    def _prepare(self, name: str) -> dict:
+        try:
+            graph = self._graph(name, 1)
+            copies = {
+                "known": True,
+                "counted": self.count_copies,
+                "per_call": graph.copies,
+                "bytes_per_call": graph.copy_bytes,
+            }
+        except Exception as exc:  # not capturable: why goes into the row
+            self.device.torch.cuda.synchronize()
+            self._capture_error[name] = (
+                f"not capturable: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+            )
+            copies = {"known": False, "counted": self.count_copies}
+            if not self.count_copies:
+                raise DeclarationError(
+                    f"case {self.case.id}: implementation {name!r} cannot be captured into a CUDA graph "
+                    f"({self._capture_error[name]}), so the copies it makes cannot be left out as the case's "
+                    "count_copies=False requires; register the case with bench.cases(..., count_copies=True) "
+                    "or make the callable capturable (no host synchronization inside it)"
+                ) from exc
+            self._synchronizes[name] = self._probe_synchronizes(name)
+        return {"method": self._method(name), "fallback": self._fallback(name), "copies": copies}
+
+    def _probe_synchronizes(self, name: str) -> bool:
+        self.reset(name)
+        self.internal.block(self.stream, PROBE_TIMEOUT_NS)
+        try:
+            with self.device.torch.cuda.stream(self.device.torch_stream):
+                self._run(name)()
+        finally:
+            self.internal.release()
+        self.stream.synchronize()
+        return self.internal.blocker_timed_out()
+
+    def _method(self, name: str) -> str:
+        captured = name not in self._capture_error
+        if self.options.mode == "hot":
+            if captured:
+                return "CUDA graph of back-to-back calls, replayed between two events; time / batch"
+            return "Python loop of calls between two events; time / batch (host launch overhead included)"
+        if not self.count_copies:
+            return "one launch of the call's CUDA graph (copies disabled) behind a blocking kernel after reset and a read-only L2 flush"
+        if self._synchronizes.get(name):
+            return "one call between two events after reset and a read-only L2 flush (host latency included: the call synchronizes)"
+        return "one call behind a blocking kernel after reset and a read-only L2 flush"
+
+    def _fallback(self, name: str) -> str | None:
+        why = self._capture_error.get(name)
+        if why is None:
+            return None
+        if self.options.mode == "hot":
+            return f"no CUDA graph ({why}): timed as a Python loop"
+        if self._synchronizes.get(name):
+            return f"{why}; the call waits for its stream, so it is not queued behind the blocking kernel"
+        return None
+
+    # -- runner.timing.base.Backend ------------------------------------------------------------
+
+    def warmup(self, name: str, launches: int) -> None:
+        run, impl = self._run(name), self.impls[name]
+        with self.device.torch.cuda.stream(self.device.torch_stream):
+            for _ in range(launches):
+                impl.do_reset()
+                run()
+        self.stream.synchronize()
+
+    def reset(self, name: str) -> None:
+        with self.device.torch.cuda.stream(self.device.torch_stream):
+            self.impls[name].do_reset()
+
+    def flush_l2(self) -> None:
+        self.internal.flush_l2(self.stream)
+
+    def _between_events(self, work) -> float:
+        self.start.record(self.stream)
+        with self.device.torch.cuda.stream(self.device.torch_stream):
+            work()
+        self.end.record(self.stream)
+        self.end.synchronize()
+        return self.end.elapsed_s(self.start)
+
+    def _behind_blocker(self, work) -> float:
+        def queued():
+            with self.device.torch.cuda.stream(self.device.torch_stream):
+                work()
+
+        return timed_behind_blocker(self.internal, self.stream, self.start, self.end, queued)
+
+    def timed_cold(self, name: str) -> float:
+        if not self.count_copies:
+            return self._behind_blocker(self._graph(name, 1).replay)
+        if self._synchronizes.get(name):
+            return self._between_events(self._run(name))
+        return self._behind_blocker(self._run(name))
+
+    def timed_batch(self, name: str, batch: int) -> float:
+        run = self._run(name)
+        if name in self._capture_error:
+
+            def loop():
+                for _ in range(batch):
+                    run()
+
+            return self._between_events(loop)
+        per_graph = min(batch, self.graph_calls)
+        if batch % per_graph:
+            raise ValueError(f"batch {batch} is not a whole number of {per_graph}-call graphs")
+        graph = self._graph(name, per_graph)
+
+        def replays():
+            for _ in range(batch // per_graph):
+                graph.replay()
+
+        return self._behind_blocker(replays)
+
+    def sample_wall_s(self, name: str) -> float:
+        """Host wall time of one cold sample (reset, flush, timed call), for the sample budget."""
+        t0 = time.perf_counter()
+        self.reset(name)
+        self.flush_l2()
+        self.timed_cold(name)
+        return time.perf_counter() - t0
+
+    def close(self) -> None:
+        self.stream.synchronize()
+        for graph in self._graphs.values():
+            graph.close()
+        self._graphs.clear()
+        self.start.destroy()
+        self.end.destroy()

@@ -1,0 +1,92 @@
+"""pytest integration of runner.bench, registered by the package (entry point `pytest11`).
+
+    @pytest.mark.parametrize("case", bench.cases(W), ids=lambda c: c.id)
+    def test_my_op(case):
+        bench.Runner(my_op, case).compare({"torch.matmul": torch.matmul})
+
+Options: --bench-verify (correctness checks only, nothing timed), --bench-output FILE (the
+result document at the end of the session), --bench-report FILE (the markdown report),
+--bench-mode hot|cold and --bench-budget SECONDS. A case's data is released after each test.
+`bench.params(W)` marks each row `smoke` or `full`, so `-m smoke` runs the small rows.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("kernelgap", "kernelgap: compare callables (runner.bench)")
+    group.addoption(
+        "--bench-verify",
+        action="store_true",
+        help="run only the correctness checks of bench.Runner.compare(); time nothing",
+    )
+    group.addoption(
+        "--bench-output", metavar="FILE", help="write the result document (JSON) here at the end"
+    )
+    group.addoption(
+        "--bench-report", metavar="FILE", help="write the markdown report here at the end"
+    )
+    group.addoption("--bench-mode", choices=("cold", "hot"), help="timing mode (default cold)")
+    group.addoption(
+        "--bench-budget",
+        type=float,
+        metavar="SECONDS",
+        help="timed wall time per comparison (default 1)",
+    )
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "smoke: a small row of a bench workload (bench.params)")
+    config.addinivalue_line("markers", "full: a full-size row of a bench workload (bench.params)")
+    opts = config.option
+    if not (
+        opts.bench_verify
+        or opts.bench_output
+        or opts.bench_report
+        or opts.bench_mode
+        or opts.bench_budget
+    ):
+        return  # not a benchmark session: leave the current session alone
+    from runner.bench import session
+
+    s = session.reset(session.Session(name="python-api", root=str(config.rootpath)))
+    changes = {"verify_only": bool(opts.bench_verify)}
+    if opts.bench_mode:
+        changes["mode"] = opts.bench_mode
+    if opts.bench_budget:
+        changes["budget_s"] = opts.bench_budget
+    s.configure(**changes)
+    config._kernelgap_session = s
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return
+    from runner.bench.workload import Case
+
+    for value in callspec.params.values():
+        if isinstance(value, Case):
+            value.release()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    s = getattr(session.config, "_kernelgap_session", None)
+    if s is None:
+        return
+    opts = session.config.option
+    try:
+        if s.cases and (opts.bench_output or opts.bench_report):
+            s.write(opts.bench_output, opts.bench_report)
+            for path in (opts.bench_output, opts.bench_report):
+                if path:
+                    print(f"kernelgap: wrote {path} ({len(s.cases)} comparisons)", file=sys.stderr)
+        elif opts.bench_output or opts.bench_report:
+            print("kernelgap: no comparison ran; nothing written", file=sys.stderr)
+    finally:
+        s.close()

@@ -1,0 +1,243 @@
+"""A comparison as the runner's result document case, as report rows, and as markdown.
+
+The document case uses the result schema's python frontend: the op is the case's baseline, every
+other implementation a candidate whose gap is its median time over the op's (so `harness
+ingest`, `compare` and the dashboard read it unchanged); unverified rows carry no gap.
+"""
+
+from __future__ import annotations
+
+import platform
+
+from runner import result, stats
+from runner.bench.implementation import callable_identity
+
+__all__ = ["case_document", "markdown", "rows"]
+
+FLOP_DTYPES = {"float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16"}
+
+
+def _source_block(impl) -> dict:
+    name, sha = callable_identity(impl.run)
+    return {
+        "toolchain": "python",
+        "source": name,
+        "entry": name.rsplit(".", 1)[-1],
+        "build": {
+            "toolchain": "python",
+            "version": platform.python_version(),
+            "command": name,
+            "flags": [],
+            "source_sha256": sha,
+            "build_s": 0.0,
+        },
+    }
+
+
+def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, failed=None) -> dict:
+    """The result-document case of one comparison (`timed` = (measurement, settings, info) or None)."""
+    case, op_name = runner.case, runner.name
+    workload = case.workload
+    others = ", ".join(n for n in impls if n != op_name) or "nothing"
+    doc = {
+        "id": f"{workload.name}/{case.id}/{op_name}",
+        "version": workload.version,
+        "description": f"{op_name} against {others} on {workload.name} {case.id}",
+        "frontend": "python",
+        "op": op_name,
+        "params": case.params,
+        "status": "ok",
+        "baseline": op_name,
+        "dims": {
+            k: v for k, v in case.params.items() if isinstance(v, int) and not isinstance(v, bool)
+        },
+        "settings": {
+            "mode": runner.options.mode,
+            "budget_s": runner.options.budget_s,
+            "schedule": "passes",
+            "count_copies": case.count_copies,
+            "verify_only": runner.options.verify_only,
+        },
+        "phases_s": dict(phases),
+        "implementations": {},
+    }
+    for name, impl in impls.items():
+        status = statuses[name]
+        entry = {"role": "baseline" if name == op_name else "candidate", **_source_block(impl)}
+        entry["check"] = status.check
+        entry["verification"] = status.verification
+        doc["implementations"][name] = entry
+    if failed:
+        doc["status"] = "failed"
+        names = ", ".join(failed)
+        doc["error"] = {
+            "phase": "check",
+            "message": f"failed the check against the reference: {names}",
+        }
+        return doc
+    if timed is None:
+        return doc
+    measurement, settings, info = timed
+    peaks = runner.device.peaks()
+    flop_dtype = FLOP_DTYPES.get(case.dtype)
+    for name, t in measurement.impls.items():
+        entry = doc["implementations"][name]
+        block = result.timing_block(
+            {
+                "samples_s": t.samples_s,
+                "method": info[name]["method"],
+                "batch": t.batch,
+                "calibration_s": t.calibration_s,
+            },
+            {"mode": measurement.mode, "warmup": measurement.warmup},
+        )
+        block["schedule"] = settings.schedule
+        if info[name].get("fallback"):
+            block["fallback"] = info[name]["fallback"]
+        entry["timing"] = block
+        entry["copies"] = info[name]["copies"]
+        entry["throughput"] = result.throughput(
+            case.bytes, case.flops, block["stats"]["median_s"], peaks, flop_dtype
+        )
+    op_entry = doc["implementations"][op_name]
+    op_timing = op_entry["timing"]
+    for name, entry in doc["implementations"].items():
+        if name == op_name:
+            continue
+        if not (entry["verification"]["verified"] and op_entry["verification"]["verified"]):
+            entry["gap"] = None
+            entry["gap_note"] = (
+                f"no ratio: {entry['verification']['text']}"
+                if not entry["verification"]["verified"]
+                else f"no ratio: the op is unverified ({op_entry['verification']['text']})"
+            )
+            continue
+        stable = entry["timing"]["stats"]["stable"] and op_timing["stats"]["stable"]
+        entry["gap"] = result.gap_block(
+            op_timing["samples_s"], entry["timing"]["samples_s"], stable
+        )
+    doc["timing_wall_s"] = measurement.wall_s
+    doc["round_orders"] = measurement.orders
+    return doc
+
+
+def rows(doc: dict, op_name: str) -> dict:
+    from runner.bench.runner import ReportRow
+
+    out = {}
+    for name, entry in doc["implementations"].items():
+        timing = entry.get("timing")
+        row = ReportRow(
+            name=name,
+            role="op" if name == op_name else "implementation",
+            verification=entry["verification"]["text"],
+            verified=entry["verification"]["verified"],
+            check_status=entry["check"]["status"],
+            problems=list(entry["check"].get("problems", [])),
+        )
+        if timing:
+            s = timing["stats"]
+            row.median_s, row.p10_s, row.p90_s = s["median_s"], s["p10_s"], s["p90_s"]
+            row.samples = s["count"]
+            row.method = timing["method"] + (
+                f" (fallback: {timing['fallback']})" if timing.get("fallback") else ""
+            )
+            tp = entry.get("throughput", {})
+            row.tflops = tp["flops_per_s"] / 1e12 if "flops_per_s" in tp else None
+            row.gbps = tp["bytes_per_s"] / 1e9 if "bytes_per_s" in tp else None
+            if name == op_name:
+                row.ratio = 1.0 if entry["verification"]["verified"] else None
+            elif entry.get("gap"):
+                row.ratio = entry["gap"]["ratio_of_medians"]
+        out[name] = row
+    return out
+
+
+def _us(x) -> str:
+    return "-" if x is None else f"{x * 1e6:.2f}"
+
+
+def _num(x, digits=2) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _environment_lines(env: dict, suite: dict) -> list[str]:
+    device, software = env.get("device", {}), env.get("software", {})
+    sensors = env.get("sensors_start") or {}
+    toolchains = ", ".join(f"{k} {v.get('version')}" for k, v in env.get("toolchains", {}).items())
+    lines = [
+        f"- GPU: {device.get('name')} ({device.get('arch')}, {device.get('sm_count')} SMs), "
+        f"driver {device.get('driver_version_string', device.get('driver_version'))}",
+        f"- software: Python {software.get('python')}, numpy {software.get('numpy')}, "
+        f"cuda-bindings {software.get('cuda_bindings')}"
+        + (f", {toolchains}" if toolchains else ""),
+        f"- host: {software.get('hostname')}; commit {suite.get('commit') or 'unknown'}"
+        + (" (dirty)" if suite.get("dirty") else ""),
+    ]
+    clocks = sensors.get("clocks_mhz") if isinstance(sensors, dict) else None
+    if clocks:
+        lines.append(f"- clocks at start (MHz): {clocks}")
+    return lines
+
+
+def markdown(document: dict) -> str:
+    """Environment header, then one table per op: a row per case and implementation."""
+    out = [f"# kernelgap: {document['suite']['name']}", ""]
+    out += [f"{document['started_utc']} to {document['finished_utc'] or '(running)'}", ""]
+    out += _environment_lines(document["environment"], document["suite"])
+    out += [
+        "",
+        "Times are per call (median, p10, p90 over all samples of both passes, A B C then C B A). "
+        "`time / op` is the median over the op's median, given only where both are verified "
+        "(below 1 the implementation is faster than the op).",
+    ]
+    by_op: dict[str, list[dict]] = {}
+    for case in document["cases"]:
+        by_op.setdefault(case.get("op", case["baseline"]), []).append(case)
+    for op, cases in by_op.items():
+        out += ["", f"## {op}", ""]
+        out.append(
+            "| case | implementation | verification | median (us) | p10 (us) | p90 (us) | samples "
+            "| method | TFLOP/s | GB/s | time / op |"
+        )
+        out.append("| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |")
+        for case in cases:
+            case_rows = rows(case, op)
+            label = case["id"].split("/", 1)[-1].rsplit("/", 1)[0]
+            if case["status"] == "failed":
+                label += " (FAILED: " + case["error"]["message"] + ")"
+            for name, row in case_rows.items():
+                verification = (
+                    row.verification
+                    if row.check_status != "failed"
+                    else "FAILED: " + "; ".join(row.problems)
+                )
+                copies = case["implementations"][name].get("copies")
+                method = row.method or (
+                    "not timed (--bench-verify)" if case["status"] == "ok" else "not timed"
+                )
+                if copies and copies.get("known") and copies.get("per_call"):
+                    method += f"; {copies['per_call']} copies/call {'counted' if copies['counted'] else 'left out'}"
+                out.append(
+                    f"| {_cell(label)} | {_cell(name)} | {_cell(verification)} | {_us(row.median_s)} | "
+                    f"{_us(row.p10_s)} | {_us(row.p90_s)} | {row.samples or '-'} | {_cell(method)} | "
+                    f"{_num(row.tflops, 3)} | {_num(row.gbps, 1)} | {_num(row.ratio, 3)} |"
+                )
+    geo = document["summary"]["geomean_gap"]
+    if geo:
+        out += ["", "Geometric mean of time / op over stable, verified cases:", ""]
+        for name, g in geo.items():
+            out.append(f"- {name}: {g['value']:.3f} ({g['cases']} cases)")
+    noisy = [
+        f"{c['id']} {n}"
+        for c in document["cases"]
+        for n, i in c["implementations"].items()
+        if i.get("timing") and not i["timing"]["stats"]["stable"]
+    ]
+    if noisy:
+        out += ["", f"Unstable (noise above {stats.UNSTABLE_NOISE:.0%}): " + ", ".join(noisy)]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,319 @@
+"""`Runner(op, case).compare(implementations)`: check every implementation, then time them all.
+
+Phases, in order: declare (names, reserved name, controls) -> check (each implementation
+against `case.reference`, shared inputs watched for writes) -> prepare (the device captures
+what it can) -> time (runner.timing's engine, two passes A B C then C B A) -> record (one
+document case and one report row per implementation). A failed check stops before timing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from runner import timing
+from runner.bench import arrays
+from runner.bench.implementation import Implementation, normalize
+from runner.bench.verification import DeclarationError, Verification
+from runner.bench.workload import Case, ReferenceUnavailable
+
+__all__ = [
+    "CheckFailed",
+    "Comparison",
+    "InputsModified",
+    "ReportRow",
+    "Runner",
+    "TimingOptions",
+]
+
+
+class CheckFailed(AssertionError):
+    """An implementation's outputs did not match the reference: nothing was timed."""
+
+
+class InputsModified(DeclarationError):
+    """An implementation wrote the shared case.inputs."""
+
+
+@dataclass(frozen=True)
+class TimingOptions:
+    """How the Python API times: cold by default, two passes, the budget split between them."""
+
+    mode: str = "cold"
+    budget_s: float = 1.0  # wall time for all timed samples of one comparison, both passes
+    min_samples: int = 30  # per implementation, both passes together
+    max_samples: int = 1000
+    warmup: int = 10
+    target_sample_s: float = 0.010  # hot: one sample (a replayed batch) lasts about this long
+    verify_only: bool = False
+
+    def __post_init__(self):
+        if self.mode not in ("hot", "cold"):
+            raise DeclarationError(f"timing mode must be 'hot' or 'cold' (got {self.mode!r})")
+        if not (isinstance(self.budget_s, int | float) and self.budget_s > 0):
+            raise DeclarationError(
+                f"budget_s must be a number of seconds > 0 (got {self.budget_s!r})"
+            )
+        if self.min_samples < 2 or self.min_samples % 2 or self.max_samples < self.min_samples:
+            raise DeclarationError(
+                "min_samples must be even and >= 2, max_samples >= min_samples "
+                f"(got {self.min_samples}, {self.max_samples})"
+            )
+
+    def samples_for(self, sample_wall_s: float) -> int:
+        """Samples per implementation so all of them fit the budget: even, within the limits."""
+        if sample_wall_s <= 0:
+            return self.max_samples
+        n = int(self.budget_s / sample_wall_s)
+        n = max(self.min_samples, min(self.max_samples, n))
+        return n - n % 2
+
+
+@dataclass
+class ReportRow:
+    """One implementation's line of the report."""
+
+    name: str
+    role: str  # "op" or "implementation"
+    verification: str
+    verified: bool
+    check_status: str  # passed, failed, not_checked
+    problems: list[str] = field(default_factory=list)
+    median_s: float | None = None
+    p10_s: float | None = None
+    p90_s: float | None = None
+    samples: int = 0
+    method: str = ""
+    tflops: float | None = None
+    gbps: float | None = None
+    ratio: float | None = None  # median time / the op's median time, verified rows only
+
+
+@dataclass
+class Comparison:
+    op: str
+    case: Case
+    rows: dict[str, ReportRow]
+    document_case: dict
+    timed: bool
+
+    def __getitem__(self, name: str) -> ReportRow:
+        return self.rows[name]
+
+
+def _short_name(op) -> str:
+    inner = op.run if isinstance(op, Implementation) else op
+    inner = getattr(inner, "func", inner)
+    return getattr(inner, "__name__", None) or type(inner).__name__
+
+
+def _is_reference(impl: Implementation, case: Case) -> bool:
+    """The reference passed unchanged: the same callable, no args, no reset."""
+    return impl.args is None and impl.reset is None and impl.run == case.reference
+
+
+@dataclass
+class _Status:
+    verification: dict
+    check: dict
+    outputs: tuple | None = None
+
+
+class Runner:
+    """Compares `op` with other implementations on one `case`.
+
+    `op` is a callable or a bench.Implementation (for an op that needs private arguments and a
+    reset). `name` defaults to the callable's __name__ and is reserved in compare().
+    """
+
+    def __init__(
+        self,
+        op,
+        case: Case,
+        *,
+        name: str | None = None,
+        options: TimingOptions | None = None,
+        device=None,
+        session=None,
+    ):
+        from runner.bench import session as session_module
+
+        if not isinstance(case, Case):
+            raise DeclarationError(
+                f"Runner takes a bench Case (got {type(case).__name__}); use bench.cases()"
+            )
+        self.op = op if isinstance(op, Implementation) else Implementation(run=op)
+        if self.op.noncomparable_reason is not None:
+            raise DeclarationError(
+                "the op under test cannot be noncomparable: it is what the others are compared with"
+            )
+        self.name = name or _short_name(op)
+        self.case = case
+        self.session = session or session_module.current()
+        self.options = options or self.session.options
+        self._device = device
+
+    @property
+    def device(self):
+        return self._device or self.session.device()
+
+    # -- check -------------------------------------------------------------------------------
+
+    def _run_controls(self, verification: Verification, expected: tuple) -> None:
+        for control in verification.controls:
+            changed = control.transform(self.case.inputs)
+            out = arrays.as_outputs(
+                self.device.call(lambda changed=changed: self.case.reference(*changed)),
+                f"the reference under control {control.name!r}",
+            )
+            if verification.check(out, expected).passed:
+                raise DeclarationError(
+                    f"case {self.case.id}: negative control {control.name!r} passed the check "
+                    f"({verification.describe(tuple(arrays.dtype_name(e) for e in expected))}): the declaration cannot tell a wrong result from "
+                    "a right one; tighten the tolerances or choose another control"
+                )
+
+    def _check_one(
+        self, name: str, impl: Implementation, expected, op_status: _Status | None
+    ) -> _Status:
+        case, verification = self.case, self.case.verification
+        snapshots = [arrays.snapshot(x) for x in case.inputs]
+
+        def call():
+            impl.do_reset()
+            return impl.call(case.inputs)
+
+        outputs = self.device.call(call)
+        for i, (x, before) in enumerate(zip(case.inputs, snapshots, strict=True)):
+            if not arrays.same_bytes(x, before):
+                case.release()  # the shared data is spoiled: the next access makes it again
+                raise InputsModified(
+                    f"case {case.id}: implementation {name!r} wrote case.inputs[{i}]; the inputs are "
+                    "shared by every implementation and the runner does not clone them (that would "
+                    "hide aliasing): pass a private copy in Implementation(args=...) and restore it "
+                    "in reset=..."
+                )
+        if impl.noncomparable_reason is not None:
+            text = f"unverified: noncomparable implementation: {impl.noncomparable_reason}"
+            return _Status(
+                {"kind": "noncomparable", "text": text, "verified": False},
+                {"status": "not_checked"},
+            )
+        if op_status is not None and _is_reference(impl, case):
+            inherited = op_status.verification
+            state = "verified" if inherited["verified"] else "unverified"
+            text = f"the reference, unchanged: not checked against itself; {state} as the op is"
+            return _Status(
+                {"kind": "reference", "text": text, "verified": inherited["verified"]},
+                {"status": "not_checked"},
+            )
+        if isinstance(expected, ReferenceUnavailable):
+            text = f"unverified: {expected.reason}"
+            return _Status(
+                {"kind": verification.kind, "text": text, "verified": False},
+                {"status": "not_checked"},
+            )
+        if not verification.checks:
+            text = verification.describe()
+            return _Status(
+                {"kind": verification.kind, "text": text, "verified": False},
+                {"status": "not_checked"},
+            )
+        got = arrays.as_outputs(outputs, f"implementation {name!r}")
+        outcome = verification.check(got, expected)
+        described = verification.describe(tuple(arrays.dtype_name(e) for e in expected))
+        check = {
+            "status": "passed" if outcome.passed else "failed",
+            "tolerance": described,
+            "against": [
+                {
+                    "against": "reference",
+                    "buffer": f"output {c['output']}",
+                    "elements": c["elements"],
+                    "mismatches": c["mismatches"],
+                    "max_abs_err": c["max_abs_err"],
+                    "max_rel_err": c["max_rel_err"],
+                }
+                for c in outcome.comparisons
+            ],
+        }
+        if outcome.problems:
+            check["problems"] = outcome.problems
+        return _Status(
+            {
+                "kind": verification.kind,
+                "text": described,
+                "verified": outcome.passed,
+            },
+            check,
+        )
+
+    def check(self, impls: dict[str, Implementation]) -> dict[str, _Status]:
+        expected = self.case.expected
+        expected_outputs = None
+        if not isinstance(expected, ReferenceUnavailable):
+            expected_outputs = arrays.as_outputs(expected, f"the reference of case {self.case.id}")
+            if self.case.verification.checks:
+                self._run_controls(self.case.verification, expected_outputs)
+        statuses: dict[str, _Status] = {}
+        for name, impl in impls.items():
+            op_status = statuses.get(self.name)
+            statuses[name] = self._check_one(
+                name,
+                impl,
+                expected_outputs if expected_outputs is not None else expected,
+                op_status,
+            )
+        return statuses
+
+    # -- compare -----------------------------------------------------------------------------
+
+    def compare(self, implementations=None) -> Comparison:
+        """Check, then time `op` and `implementations` ({report name: callable or Implementation})."""
+        from runner.bench import report
+
+        impls = {self.name: self.op, **normalize(self.name, implementations)}
+        t0 = time.perf_counter()
+        statuses = self.check(impls)
+        phases = {"check": time.perf_counter() - t0}
+        failed = {n: s for n, s in statuses.items() if s.check["status"] == "failed"}
+        if failed:
+            doc = report.case_document(self, impls, statuses, None, phases, failed=failed)
+            self.session.record(doc)
+            lines = [f"{n}: {'; '.join(s.check.get('problems', []))}" for n, s in failed.items()]
+            raise CheckFailed(
+                f"case {self.case.id}: {len(failed)} implementation(s) failed the check against the "
+                "reference; nothing was timed:\n  " + "\n  ".join(lines)
+            )
+        if self.options.verify_only:
+            doc = report.case_document(self, impls, statuses, None, phases)
+            self.session.record(doc)
+            return Comparison(self.name, self.case, report.rows(doc, self.name), doc, timed=False)
+        t1 = time.perf_counter()
+        backend = self.device.backend(impls, self.case, self.options)
+        try:
+            phases["prepare"] = time.perf_counter() - t1
+            names = list(impls)
+            samples = self.options.min_samples
+            if self.options.mode == "cold":
+                samples = self.options.samples_for(sum(backend.sample_wall_s(n) for n in names))
+            else:
+                samples = self.options.samples_for(len(names) * self.options.target_sample_s * 1.2)
+            settings = timing.TimingSettings(
+                mode=self.options.mode,
+                warmup=self.options.warmup,
+                samples=samples,
+                target_sample_s=self.options.target_sample_s,
+                graph_launches=backend.graph_calls,
+                max_batch=backend.graph_calls * 100,
+                schedule="passes",
+            )
+            t2 = time.perf_counter()
+            measurement = timing.measure(backend, names, settings)
+            phases["time"] = time.perf_counter() - t2
+            info = backend.info
+        finally:
+            backend.close()
+        doc = report.case_document(self, impls, statuses, (measurement, settings, info), phases)
+        self.session.record(doc)
+        return Comparison(self.name, self.case, report.rows(doc, self.name), doc, timed=True)

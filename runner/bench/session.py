@@ -1,0 +1,98 @@
+"""A session collects every comparison of one process into one result document and report.
+
+The pytest plugin configures the current session from its options and writes the files at the
+end; a script calls `bench.session.current().write(...)` itself. The GPU device is opened on
+first use only, so collecting tests or verifying on the CPU needs no GPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from protocol.codec import encode
+from protocol.validation import validate
+from runner import environment, result
+from runner.bench.runner import TimingOptions
+
+__all__ = ["Session", "current", "reset"]
+
+
+class Session:
+    def __init__(
+        self,
+        name: str = "python-api",
+        options: TimingOptions | None = None,
+        device=None,
+        root: str | Path = ".",
+    ):
+        self.name = name
+        self.options = options or TimingOptions()
+        self._device = device
+        self.root = Path(root)
+        self.cases: list[dict] = []
+        self.started = environment.utc_now()
+
+    def configure(self, **changes) -> None:
+        self.options = dataclasses.replace(self.options, **changes)
+
+    def device(self):
+        if self._device is None:
+            from runner.bench.cuda_device import CudaDevice
+
+            self._device = CudaDevice()
+        return self._device
+
+    def record(self, case_doc: dict) -> None:
+        self.cases.append(case_doc)
+
+    def document(self) -> dict:
+        """The result document of everything recorded so far (validated against the schema)."""
+        env = self.device().environment() if self._device is not None or self.cases else {}
+        suite = {
+            "name": self.name,
+            "version": 1,
+            "path": str(self.root),
+            "sha256": "0" * 64,
+            "gpu": None,
+            **environment.git_commit(self.root),
+        }
+        options = {**dataclasses.asdict(self.options), "frontend": "python"}
+        doc = result.document(suite, env, options, self.cases, self.started, environment.utc_now())
+        validate(doc, "result", "result document (runner.bench)")
+        return doc
+
+    def write(self, output: str | Path | None = None, report: str | Path | None = None) -> dict:
+        from runner.bench.report import markdown
+        from runner.suite import write_atomic
+
+        doc = self.document()
+        if output:
+            write_atomic(Path(output), encode(doc, pretty=True))
+        if report:
+            write_atomic(Path(report), markdown(doc).encode())
+        return doc
+
+    def close(self) -> None:
+        if self._device is not None:
+            self._device.close()
+            self._device = None
+
+
+_CURRENT: Session | None = None
+
+
+def current() -> Session:
+    global _CURRENT
+    if _CURRENT is None:
+        _CURRENT = Session()
+    return _CURRENT
+
+
+def reset(session: Session | None = None) -> Session:
+    """Make `session` (or a fresh one) the current session and return it."""
+    global _CURRENT
+    if _CURRENT is not None and _CURRENT is not session:
+        _CURRENT.close()
+    _CURRENT = session or Session()
+    return _CURRENT

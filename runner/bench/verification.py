@@ -1,0 +1,295 @@
+"""How a case's outputs are verified against its reference, declared once per workload.
+
+Checked kinds (Exact, Partial, Custom) compare outputs and give a ratio against the op; the
+unchecked kinds (Unestablished, ReferenceInfeasible, Noncomparable) time without a check and
+give no ratio. Each kind says in `describe()` what the report prints, and `verified` says
+whether a passing row earns a ratio. Negative controls make sure a declaration can fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from runner.bench import arrays
+
+__all__ = [
+    "DEFAULT_TOLERANCES",
+    "Control",
+    "Custom",
+    "DeclarationError",
+    "Exact",
+    "Noncomparable",
+    "Partial",
+    "ReferenceInfeasible",
+    "Unestablished",
+    "Verification",
+    "tolerance_for",
+    "zeroed_input",
+]
+
+DEFAULT_TOLERANCES = {
+    "float16": 1e-3,
+    "bfloat16": 1.6e-2,
+    "float32": 1e-5,
+    "float64": 1e-7,
+    "complex64": 1e-5,
+    "complex128": 1e-7,
+}
+"""rtol = atol by output dtype when a declaration gives none; integer and bool outputs are exact."""
+
+
+class DeclarationError(ValueError):
+    """A verification declaration, an implementation or a case is declared wrongly."""
+
+
+def tolerance_for(dtype: str) -> float:
+    return DEFAULT_TOLERANCES.get(dtype, 0.0)
+
+
+def _reason(owner: str, reason) -> str:
+    if not isinstance(reason, str) or not reason.strip():
+        raise DeclarationError(f"{owner} needs a reason: a non-empty string saying why")
+    return reason.strip()
+
+
+def _tolerance(owner: str, name: str, value) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise DeclarationError(f"{owner}.{name} must be a number >= 0 (got {value!r})")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Control:
+    """A negative control: inputs changed so that a correct check must reject the result.
+
+    `transform(inputs) -> inputs` returns new inputs (never writing the ones it is given); the
+    reference is run on them and the case's check must fail against the true expected outputs.
+    """
+
+    name: str
+    transform: Callable[[tuple], tuple]
+
+
+def zeroed_input(index: int) -> Control:
+    """The control 'input `index` zeroed'."""
+
+    def transform(inputs: tuple) -> tuple:
+        if not 0 <= index < len(inputs):
+            raise DeclarationError(
+                f"control 'input {index} zeroed': the case has {len(inputs)} inputs"
+            )
+        return tuple(arrays.zeros_like(x) if i == index else x for i, x in enumerate(inputs))
+
+    return Control(f"input {index} zeroed", transform)
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    passed: bool
+    comparisons: list[dict] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+class Verification:
+    kind = ""
+    verified = False  # a passing row earns a ratio against the op
+    checks = False  # outputs are compared at all
+    controls: tuple = ()
+
+    def describe(self, dtypes: tuple[str, ...] = ()) -> str:
+        """The report's text; `dtypes` (of the expected outputs) make default tolerances concrete."""
+        raise NotImplementedError
+
+    def check(self, outputs: tuple, expected: tuple) -> CheckOutcome:
+        raise NotImplementedError(f"{type(self).__name__} does not check outputs")
+
+
+def _compare_outputs(
+    outputs: tuple, expected: tuple, count: int, rtol: float | None, atol: float | None
+) -> CheckOutcome:
+    problems, comparisons = [], []
+    if len(outputs) < count or len(expected) < count:
+        problems.append(
+            f"{len(outputs)} outputs returned, {len(expected)} expected; {count} are checked"
+        )
+        return CheckOutcome(False, comparisons, problems)
+    for i in range(count):
+        dtype = arrays.dtype_name(expected[i])
+        r = tolerance_for(dtype) if rtol is None else rtol
+        a = tolerance_for(dtype) if atol is None else atol
+        result = arrays.compare(outputs[i], expected[i], r, a)
+        result["output"] = i
+        result["tolerance"] = f"rtol={r:g}, atol={a:g} ({dtype})"
+        comparisons.append(result)
+        if result["mismatches"]:
+            problems.append(f"output {i}: {result['problem']}")
+    return CheckOutcome(not problems, comparisons, problems)
+
+
+def _tolerance_text(rtol, atol, dtypes: tuple[str, ...] = ()) -> str:
+    parts = []
+    for dtype in dict.fromkeys(dtypes) or [None]:
+        r = rtol if rtol is not None else (tolerance_for(dtype) if dtype else None)
+        a = atol if atol is not None else (tolerance_for(dtype) if dtype else None)
+        if r is None or a is None:
+            text = f"rtol={'per dtype' if r is None else f'{r:g}'}, atol={'per dtype' if a is None else f'{a:g}'}"
+        elif r == 0 and a == 0:
+            text = "bit-exact"
+        else:
+            text = f"rtol={r:g}, atol={a:g}"
+        parts.append(f"{text} ({dtype})" if dtype and len(dict.fromkeys(dtypes)) > 1 else text)
+    return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class Exact(Verification):
+    """Every output within tolerance of the reference's."""
+
+    rtol: float | None = None
+    atol: float | None = None
+    controls: tuple[Control, ...] = ()
+    kind = "exact"
+    verified = True
+    checks = True
+
+    def __post_init__(self):
+        _tolerance("Exact", "rtol", self.rtol)
+        _tolerance("Exact", "atol", self.atol)
+        object.__setattr__(self, "controls", tuple(self.controls))
+        for c in self.controls:
+            if not isinstance(c, Control):
+                raise DeclarationError(
+                    f"Exact.controls takes bench.Control values (got {type(c).__name__})"
+                )
+
+    def describe(self, dtypes: tuple[str, ...] = ()) -> str:
+        return f"exact: every output, {_tolerance_text(self.rtol, self.atol, dtypes)}"
+
+    def check(self, outputs, expected):
+        return _compare_outputs(outputs, expected, len(expected), self.rtol, self.atol)
+
+
+@dataclass(frozen=True)
+class Partial(Verification):
+    """Only the first `outputs` outputs are checked; the others are named in the report."""
+
+    outputs: int
+    reason: str
+    rtol: float | None = None
+    atol: float | None = None
+    controls: tuple[Control, ...] = ()
+    kind = "partial"
+    verified = True
+    checks = True
+
+    def __post_init__(self):
+        if isinstance(self.outputs, bool) or not isinstance(self.outputs, int) or self.outputs < 1:
+            raise DeclarationError(
+                f"Partial.outputs must be an int >= 1, the number of leading outputs checked (got {self.outputs!r})"
+            )
+        object.__setattr__(self, "reason", _reason("Partial", self.reason))
+        _tolerance("Partial", "rtol", self.rtol)
+        _tolerance("Partial", "atol", self.atol)
+        object.__setattr__(self, "controls", tuple(self.controls))
+
+    def describe(self, dtypes: tuple[str, ...] = ()) -> str:
+        checked = "output 0" if self.outputs == 1 else f"outputs 0-{self.outputs - 1}"
+        total = len(dtypes)
+        if total and total <= self.outputs:
+            unchecked = "none left unchecked"
+        elif total:
+            last = total - 1
+            unchecked = (
+                f"output {last}" if last == self.outputs else f"outputs {self.outputs}-{last}"
+            )
+            unchecked += " not checked"
+        else:
+            unchecked = f"outputs from {self.outputs} on not checked"
+        tol = _tolerance_text(self.rtol, self.atol, tuple(dtypes[: self.outputs]))
+        return f"partial: {checked} checked ({tol}); {unchecked}: {self.reason}"
+
+    def check(self, outputs, expected):
+        outcome = _compare_outputs(outputs, expected, self.outputs, self.rtol, self.atol)
+        return outcome
+
+
+@dataclass(frozen=True)
+class Custom(Verification):
+    """`validator(outputs, expected)` decides: None or True passes; False, a string or an
+    exception fails (the string or the exception's text is the reason)."""
+
+    validator: Callable
+    reason: str
+    controls: tuple[Control, ...] = ()
+    kind = "custom"
+    verified = True
+    checks = True
+
+    def __post_init__(self):
+        if not callable(self.validator):
+            raise DeclarationError(
+                f"Custom.validator must be callable (got {type(self.validator).__name__})"
+            )
+        object.__setattr__(self, "reason", _reason("Custom", self.reason))
+        object.__setattr__(self, "controls", tuple(self.controls))
+
+    def describe(self, dtypes: tuple[str, ...] = ()) -> str:
+        name = getattr(self.validator, "__qualname__", type(self.validator).__name__)
+        return f"custom: {name}: {self.reason}"
+
+    def check(self, outputs, expected):
+        try:
+            verdict = self.validator(outputs, expected)
+        except Exception as exc:  # the validator's own failure is a failed check, with its text
+            return CheckOutcome(False, [], [f"{type(exc).__name__}: {exc}"])
+        if verdict is None or verdict is True:
+            return CheckOutcome(True)
+        text = verdict if isinstance(verdict, str) else "the validator returned False"
+        return CheckOutcome(False, [], [text])
+
+
+@dataclass(frozen=True)
+class Unestablished(Verification):
+    """No reference result is established yet: rows are timed, unverified, without a ratio."""
+
+    reason: str
+    kind = "unestablished"
+
+    def __post_init__(self):
+        object.__setattr__(self, "reason", _reason("Unestablished", self.reason))
+
+    def describe(self, dtypes: tuple[str, ...] = ()) -> str:
+        return f"unverified: no reference established: {self.reason}"
+
+
+@dataclass(frozen=True)
+class ReferenceInfeasible(Verification):
+    """A reference cannot be computed (`missing` names what is lacking)."""
+
+    missing: str
+    reason: str
+    kind = "reference_infeasible"
+
+    def __post_init__(self):
+        object.__setattr__(self, "missing", _reason("ReferenceInfeasible.missing", self.missing))
+        object.__setattr__(self, "reason", _reason("ReferenceInfeasible", self.reason))
+
+    def describe(self, dtypes: tuple[str, ...] = ()) -> str:
+        return f"unverified: reference infeasible, missing {self.missing}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Noncomparable(Verification):
+    """The implementations do not compute the same thing: timed side by side, never compared."""
+
+    reason: str
+    kind = "noncomparable"
+
+    def __post_init__(self):
+        object.__setattr__(self, "reason", _reason("Noncomparable", self.reason))
+
+    def describe(self, dtypes: tuple[str, ...] = ()) -> str:
+        return f"unverified: noncomparable: {self.reason}"

@@ -1,0 +1,104 @@
+"""A CPU stand-in for runner.bench's CUDA device: callables run on numpy arrays, times are
+programmed per implementation through tests/fake_device.FakeBackend (which records every call).
+
+`per_call_s[name]` is the time of one call, `copy_s[name]` the part of it spent in
+device-to-device copies; a case with count_copies=False times the call without that part.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fake_device import FakeBackend
+
+FIXTURE = Path(__file__).parent / "fixtures" / "result-1.0.0-h200-axpy.json"
+
+
+class FakeCallableBackend(FakeBackend):
+    graph_calls = 100
+
+    def __init__(self, device, impls, case, options):
+        counted = case.count_copies
+        times = {
+            n: device.per_call_s.get(n, device.default_s)
+            + (device.copy_s.get(n, 0.0) if counted else 0.0)
+            for n in impls
+        }
+        super().__init__(
+            times, noise=device.noise, seed=device.seed, cold_factor=1.0, overhead_s=0.0
+        )
+        self.device, self.impls, self.inputs = device, impls, case.inputs
+        self.info = {
+            n: {
+                "method": "fake clock",
+                "fallback": None,
+                "copies": {
+                    "known": True,
+                    "counted": counted,
+                    "per_call": int(n in device.copy_s),
+                    "bytes_per_call": 0,
+                },
+            }
+            for n in impls
+        }
+        device.backends.append(self)
+
+    def reset(self, name):
+        super().reset(name)
+        self.impls[name].do_reset()
+
+    def warmup(self, name, launches):
+        super().warmup(name, launches)
+        for _ in range(launches):
+            self.impls[name].do_reset()
+            self.impls[name].call(self.inputs)
+
+    def timed_cold(self, name):
+        self.impls[name].call(self.inputs)
+        return super().timed_cold(name)
+
+    def timed_batch(self, name, batch):
+        for _ in range(min(batch, 3)):  # a few real calls stand for the batch
+            self.impls[name].call(self.inputs)
+        return super().timed_batch(name, batch)
+
+    def sample_wall_s(self, name):
+        return self.device.sample_wall_s
+
+    def close(self):
+        self.closed = True
+
+
+class FakeCallableDevice:
+    def __init__(
+        self, per_call_s=None, default_s=1e-5, copy_s=None, noise=0.0, seed=0, sample_wall_s=1e-3
+    ):
+        self.per_call_s = dict(per_call_s or {})
+        self.copy_s = dict(copy_s or {})
+        self.default_s, self.noise, self.seed, self.sample_wall_s = (
+            default_s,
+            noise,
+            seed,
+            sample_wall_s,
+        )
+        self.backends: list[FakeCallableBackend] = []
+        self.calls = 0
+
+    def call(self, fn):
+        self.calls += 1
+        return fn()
+
+    def environment(self) -> dict:
+        env = json.loads(FIXTURE.read_text())["environment"]
+        env["toolchains"] = {"python": {"version": "3.11"}}
+        return env
+
+    def peaks(self) -> dict:
+        return self.environment()["peaks"]
+
+    def backend(self, impls, case, options):
+        return FakeCallableBackend(self, impls, case, options)
+
+    def close(self):
+        pass
