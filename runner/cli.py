@@ -81,8 +81,8 @@ def bench(cases, case_ids, **settings):
     """Build, check and time every case of the suite CASES (a cases.toml)."""
     from protocol.validation import DocumentError
     from runner import driver, manifest
-    from runner.suite import BenchOptions, run_suite, write_atomic
     from runner.bundle import BundleError
+    from runner.suite import BenchOptions, run_suite, write_atomic
 
     def emit(doc) -> None:
         data = encode(doc, pretty=True)

@@ -1,12 +1,14 @@
 """kernelgap's Python API: compare an op (a Python callable that launches GPU work) with other
 implementations of the same operation, case by case, on the runner's timing engine.
 
+    import pytest
     from runner import bench
 
-    for case in bench.cases(MyWorkload()):
+    @pytest.mark.parametrize("case", bench.cases(MyWorkload()), ids=lambda c: c.id)
+    def test_my_op(case):
         bench.Runner(my_op, case).compare({"torch.matmul": torch.matmul})
 
-See README.md ("Comparing Python callables") and benchmarks/ops/ for a file to copy.
+See README.md ("Comparing Python callables") and benchmarks/ops/bench_matmul.py, a file to copy.
 """
 
 from runner.bench.checking import check

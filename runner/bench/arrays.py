@@ -144,6 +144,6 @@ def compare(actual, expected, rtol: float, atol: float) -> dict:
         index = tuple(int(v) for v in np.unravel_index(i, e.shape)) if e.ndim else ()
         out["problem"] = (
             f"{bad.size} of {e.size} elements outside rtol={rtol:g}, atol={atol:g}; first at "
-            f"{list(index)}: got {a.reshape(-1)[i]!r}, expected {e.reshape(-1)[i]!r}"
+            f"{list(index)}: got {a.reshape(-1)[i].item()!r}, expected {e.reshape(-1)[i].item()!r}"
         )
     return out

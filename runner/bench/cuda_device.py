@@ -191,13 +191,13 @@ class CallableBackend:
         captured = name not in self._capture_error
         if self.options.mode == "hot":
             if captured:
-                return "CUDA graph of back-to-back calls, replayed between two events; time / batch"
-            return "Python loop of calls between two events; time / batch (host launch overhead included)"
+                return "hot: CUDA graph of back-to-back calls replayed between events; time / batch"
+            return "hot: Python loop of calls between events; time / batch (host launch overhead included)"
         if not self.count_copies:
-            return "one launch of the call's CUDA graph (copies disabled) behind a blocking kernel after reset and a read-only L2 flush"
+            return "cold: one launch of the call's CUDA graph, copies disabled, behind a blocking kernel"
         if self._synchronizes.get(name):
-            return "one call between two events after reset and a read-only L2 flush (host latency included: the call synchronizes)"
-        return "one call behind a blocking kernel after reset and a read-only L2 flush"
+            return "cold: one call between events, host latency included (the call synchronizes)"
+        return "cold: one call behind a blocking kernel"
 
     def _fallback(self, name: str) -> str | None:
         why = self._capture_error.get(name)

@@ -40,7 +40,9 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, fail
     workload = case.workload
     others = ", ".join(n for n in impls if n != op_name) or "nothing"
     doc = {
-        "id": f"{workload.name}/{case.id}/{op_name}",
+        # copies counted or not is a different timing rule: a different case, never one series
+        "id": f"{workload.name}/{case.id}/{op_name}"
+        + ("/copies-counted" if case.count_copies else ""),
         "version": workload.version,
         "description": f"{op_name} against {others} on {workload.name} {case.id}",
         "frontend": "python",
@@ -168,7 +170,9 @@ def _cell(text: str) -> str:
 def _environment_lines(env: dict, suite: dict) -> list[str]:
     device, software = env.get("device", {}), env.get("software", {})
     sensors = env.get("sensors_start") or {}
-    toolchains = ", ".join(f"{k} {v.get('version')}" for k, v in env.get("toolchains", {}).items())
+    toolchains = ", ".join(
+        f"{k} {v.get('version')}" for k, v in env.get("toolchains", {}).items() if k != "python"
+    )
     lines = [
         f"- GPU: {device.get('name')} ({device.get('arch')}, {device.get('sm_count')} SMs), "
         f"driver {device.get('driver_version_string', device.get('driver_version'))}",
@@ -191,9 +195,10 @@ def markdown(document: dict) -> str:
     out += _environment_lines(document["environment"], document["suite"])
     out += [
         "",
-        "Times are per call (median, p10, p90 over all samples of both passes, A B C then C B A). "
-        "`time / op` is the median over the op's median, given only where both are verified "
-        "(below 1 the implementation is faster than the op).",
+        "Times are device time per call: median, p10 and p90 over all samples of both passes "
+        "(A B C, then C B A). cold: each sample is one call after the implementation's reset and "
+        "a read-only L2 flush; hot: back-to-back calls. `time / op` is the median over the op's "
+        "median, given only where both rows are verified (below 1: faster than the op).",
     ]
     by_op: dict[str, list[dict]] = {}
     for case in document["cases"]:
@@ -207,7 +212,9 @@ def markdown(document: dict) -> str:
         out.append("| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |")
         for case in cases:
             case_rows = rows(case, op)
-            label = case["id"].split("/", 1)[-1].rsplit("/", 1)[0]
+            label = case["id"].split("/")[1] + (
+                " (copies counted)" if case["settings"].get("count_copies") else ""
+            )
             if case["status"] == "failed":
                 label += " (FAILED: " + case["error"]["message"] + ")"
             for name, row in case_rows.items():

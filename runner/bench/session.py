@@ -8,6 +8,7 @@ first use only, so collecting tests or verifying on the CPU needs no GPU.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from pathlib import Path
 
 from protocol.codec import encode
@@ -36,6 +37,12 @@ class Session:
     def configure(self, **changes) -> None:
         self.options = dataclasses.replace(self.options, **changes)
 
+    def use_device(self, device) -> None:
+        """Compare on `device` (anything with CudaDevice's methods; tests pass a CPU stand-in)."""
+        if self._device is not None and self._device is not device:
+            self._device.close()
+        self._device = device
+
     def device(self):
         if self._device is None:
             from runner.bench.cuda_device import CudaDevice
@@ -44,7 +51,22 @@ class Session:
         return self._device
 
     def record(self, case_doc: dict) -> None:
+        """Keep a comparison's case; the same op and case compared again gets '#2', '#3'..."""
+        taken = {c["id"] for c in self.cases}
+        base, n = case_doc["id"], 1
+        while case_doc["id"] in taken:
+            n += 1
+            case_doc["id"] = f"{base}#{n}"
         self.cases.append(case_doc)
+
+    def content_sha256(self) -> str:
+        """What was compared: case ids and versions with each implementation's source hash."""
+        content = sorted(
+            (c["id"], c["version"], n, i["build"]["source_sha256"])
+            for c in self.cases
+            for n, i in c["implementations"].items()
+        )
+        return hashlib.sha256(encode(content)).hexdigest()
 
     def document(self) -> dict:
         """The result document of everything recorded so far (validated against the schema)."""
@@ -53,7 +75,7 @@ class Session:
             "name": self.name,
             "version": 1,
             "path": str(self.root),
-            "sha256": "0" * 64,
+            "sha256": self.content_sha256(),
             "gpu": None,
             **environment.git_commit(self.root),
         }

@@ -61,6 +61,17 @@ def _tolerance(owner: str, name: str, value) -> float | None:
     return float(value)
 
 
+def _controls(declaration, owner: str) -> None:
+    """Store `controls` as a tuple of Control values, or raise naming the bad one."""
+    object.__setattr__(declaration, "controls", tuple(declaration.controls))
+    for c in declaration.controls:
+        if not isinstance(c, Control):
+            raise DeclarationError(
+                f"{owner}.controls takes bench.Control values such as bench.zeroed_input(0) "
+                f"(got {type(c).__name__}: {c!r})"
+            )
+
+
 @dataclass(frozen=True)
 class Control:
     """A negative control: inputs changed so that a correct check must reject the result.
@@ -158,12 +169,7 @@ class Exact(Verification):
     def __post_init__(self):
         _tolerance("Exact", "rtol", self.rtol)
         _tolerance("Exact", "atol", self.atol)
-        object.__setattr__(self, "controls", tuple(self.controls))
-        for c in self.controls:
-            if not isinstance(c, Control):
-                raise DeclarationError(
-                    f"Exact.controls takes bench.Control values (got {type(c).__name__})"
-                )
+        _controls(self, "Exact")
 
     def describe(self, dtypes: tuple[str, ...] = ()) -> str:
         return f"exact: every output, {_tolerance_text(self.rtol, self.atol, dtypes)}"
@@ -193,7 +199,7 @@ class Partial(Verification):
         object.__setattr__(self, "reason", _reason("Partial", self.reason))
         _tolerance("Partial", "rtol", self.rtol)
         _tolerance("Partial", "atol", self.atol)
-        object.__setattr__(self, "controls", tuple(self.controls))
+        _controls(self, "Partial")
 
     def describe(self, dtypes: tuple[str, ...] = ()) -> str:
         checked = "output 0" if self.outputs == 1 else f"outputs 0-{self.outputs - 1}"
@@ -234,7 +240,7 @@ class Custom(Verification):
                 f"Custom.validator must be callable (got {type(self.validator).__name__})"
             )
         object.__setattr__(self, "reason", _reason("Custom", self.reason))
-        object.__setattr__(self, "controls", tuple(self.controls))
+        _controls(self, "Custom")
 
     def describe(self, dtypes: tuple[str, ...] = ()) -> str:
         name = getattr(self.validator, "__qualname__", type(self.validator).__name__)

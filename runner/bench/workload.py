@@ -37,6 +37,12 @@ class Row:
             )
         if tier not in TIERS:
             raise DeclarationError(f"Row {label!r}: tier must be one of {TIERS} (got {tier!r})")
+        reserved = sorted({"row", "dtype"} & set(params))
+        if reserved:
+            raise DeclarationError(
+                f"Row {label!r}: parameter name(s) {reserved} are reserved (the case's params carry "
+                "the row label as 'row' and the dtype case as 'dtype'); rename them"
+            )
         object.__setattr__(self, "label", label)
         object.__setattr__(self, "params", dict(params))
         object.__setattr__(self, "tier", tier)
@@ -150,8 +156,9 @@ class Case:
             except Exception as exc:
                 if not is_out_of_memory(exc):
                     raise
+                first = (str(exc).splitlines() or [""])[0][:200]
                 self._expected = ReferenceUnavailable(
-                    f"the reference ran out of memory ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
+                    f"the reference ran out of memory ({type(exc).__name__}{': ' + first if first else ''})"
                 )
         return self._expected
 
