@@ -810,3 +810,17 @@ def test_check_passes_a_correct_op_and_names_the_mismatch_of_a_wrong_one():
         bench.check(
             wrong, a, b, reference=workload.reference, verification=bench.Unestablished("x")
         )
+
+
+def test_cupti_union_of_intervals():
+    from runner.bench.cupti_timer import union_s
+
+    assert union_s([]) == 0.0
+    assert union_s([(0, 10), (5, 20), (30, 40)]) == pytest.approx(30e-9)  # overlap counted once
+    assert union_s([(30, 40), (0, 100)]) == pytest.approx(100e-9)  # nested, any order
+    assert union_s([(10, 10), (20, 15)]) == 0.0  # empty and inverted intervals add nothing
+
+
+def test_timer_option_is_checked():
+    with pytest.raises(bench.DeclarationError, match="timer must be 'events' or 'cupti'"):
+        bench.TimingOptions(timer="wallclock")

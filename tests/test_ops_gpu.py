@@ -244,3 +244,44 @@ def test_bench_verify_and_the_example_file(tmp_path):
     if out:
         (Path(out) / "example_report.md").write_text(report)
         (Path(out) / "example_result.json").write_bytes((tmp_path / "r.json").read_bytes())
+
+
+def test_cupti_kernel_busy_time(session):
+    """With cupti-python, a call that waits on the host between its two kernels is charged the
+    wait by events but not by CUPTI busy time; the method is recorded in every row."""
+    import time
+
+    from workloads import Scale
+
+    from runner import bench
+    from runner.bench import cupti_timer
+
+    why = cupti_timer.unavailable_reason()
+    if why:
+        pytest.skip(why)
+    (case,) = bench.cases(Scale(), tier="smoke", count_copies=True)
+
+    def plain(y):
+        return torch.mul(y, Scale.alpha)
+
+    def host_gap(y):
+        half = torch.mul(y, Scale.alpha / 2)
+        torch.cuda.current_stream().synchronize()
+        time.sleep(0.002)  # 2 ms of host work between the two kernels
+        return half * 2
+
+    results = {}
+    for timer in ("events", "cupti"):
+        session.configure(timer=timer, budget_s=0.3)
+        try:
+            results[timer] = bench.Runner(plain, case).compare({"same": plain, "gap": host_gap})
+        finally:
+            session.configure(timer="events", budget_s=0.5)
+    events, cupti = results["events"], results["cupti"]
+    for row in cupti.rows.values():
+        assert row.method.startswith("CUPTI kernel busy time"), row.method
+    assert all("CUPTI" not in row.method for row in events.rows.values())
+    assert events["gap"].median_s > 2e-3  # the host's 2 ms are inside the events
+    assert cupti["gap"].median_s < 4 * cupti["plain"].median_s  # two kernels, no gap
+    assert cupti["plain"].median_s == pytest.approx(events["plain"].median_s, rel=0.15)
+    assert cupti["same"].ratio == pytest.approx(1.0, abs=0.03)

@@ -135,9 +135,21 @@ class CallableBackend:
         self._graphs: dict[tuple[str, int], _Graph] = {}
         self._capture_error: dict[str, str] = {}
         self._synchronizes: dict[str, bool] = {}
+        self.busy = None
+        if options.timer == "cupti":
+            from runner.bench import cupti_timer
+
+            why = cupti_timer.unavailable_reason()
+            if why:
+                raise DeclarationError(f"timer 'cupti' cannot be used: {why}")
+            self.busy = cupti_timer.KernelBusyTimer(include_copies=self.count_copies)
         self.info: dict[str, dict] = {}
         for name in impls:
             self.info[name] = self._prepare(name)
+            if self.busy is not None:  # one method for every sample of every implementation
+                self.info[name]["method"] = (
+                    f"{self.busy.method}; launched as {self.info[name]['method']}"
+                )
 
     def _run(self, name: str):
         impl = self.impls[name]
@@ -241,14 +253,29 @@ class CallableBackend:
 
         return timed_behind_blocker(self.internal, self.stream, self.start, self.end, queued)
 
+    def _measured(self, timed) -> float:
+        """`timed()`'s event seconds, or with the CUPTI timer the busy time of what it launched."""
+        if self.busy is None:
+            return timed()
+        self.stream.synchronize()  # reset and flush finish outside the window
+        self.busy.begin()
+        timed()
+        return self.busy.end()
+
     def timed_cold(self, name: str) -> float:
+        return self._measured(lambda: self._timed_cold(name))
+
+    def timed_batch(self, name: str, batch: int) -> float:
+        return self._measured(lambda: self._timed_batch(name, batch))
+
+    def _timed_cold(self, name: str) -> float:
         if not self.count_copies:
             return self._behind_blocker(self._graph(name, 1).replay)
         if self._synchronizes.get(name):
             return self._between_events(self._run(name))
         return self._behind_blocker(self._run(name))
 
-    def timed_batch(self, name: str, batch: int) -> float:
+    def _timed_batch(self, name: str, batch: int) -> float:
         run = self._run(name)
         if name in self._capture_error:
 
@@ -281,5 +308,7 @@ class CallableBackend:
         for graph in self._graphs.values():
             graph.close()
         self._graphs.clear()
+        if self.busy is not None:
+            self.busy.close()
         self.start.destroy()
         self.end.destroy()

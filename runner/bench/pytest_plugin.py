@@ -6,7 +6,7 @@
 
 Options: --bench-verify (correctness checks only, nothing timed), --bench-output FILE (the
 result document at the end of the session), --bench-report FILE (the markdown report),
---bench-mode hot|cold and --bench-budget SECONDS. A case's data is released after each test.
+--bench-mode hot|cold, --bench-timer events|cupti and --bench-budget SECONDS. A case's data is released after each test.
 `bench.params(W)` marks each row `smoke` or `full`, so `-m smoke` runs the small rows.
 """
 
@@ -31,6 +31,12 @@ def pytest_addoption(parser):
         "--bench-report", metavar="FILE", help="write the markdown report here at the end"
     )
     group.addoption("--bench-mode", choices=("cold", "hot"), help="timing mode (default cold)")
+    group.addoption(
+        "--bench-timer",
+        choices=("events", "cupti"),
+        help="events (default): CUDA events around each sample; cupti: kernel busy time from "
+        "CUPTI activity records (needs cupti-python)",
+    )
     group.addoption(
         "--bench-budget",
         type=float,
@@ -59,6 +65,8 @@ def pytest_configure(config):
         changes["mode"] = opts.bench_mode
     if opts.bench_budget:
         changes["budget_s"] = opts.bench_budget
+    if opts.bench_timer:
+        changes["timer"] = opts.bench_timer
     s.configure(**changes)
     config._kernelgap_session = s
 

@@ -46,10 +46,15 @@ class TimingOptions:
     warmup: int = 10
     target_sample_s: float = 0.010  # hot: one sample (a replayed batch) lasts about this long
     verify_only: bool = False
+    # "events": CUDA events around each sample; "cupti": the union of the kernel intervals the
+    # sample launched (cupti-python), for every implementation of a comparison alike
+    timer: str = "events"
 
     def __post_init__(self):
         if self.mode not in ("hot", "cold"):
             raise DeclarationError(f"timing mode must be 'hot' or 'cold' (got {self.mode!r})")
+        if self.timer not in ("events", "cupti"):
+            raise DeclarationError(f"timer must be 'events' or 'cupti' (got {self.timer!r})")
         if not (isinstance(self.budget_s, int | float) and self.budget_s > 0):
             raise DeclarationError(
                 f"budget_s must be a number of seconds > 0 (got {self.budget_s!r})"
