@@ -78,29 +78,45 @@ def test_bmm_against_matmul_and_triton(session, dtype):
 
 
 def test_a_a_parity_and_twice_the_work(session):
-    from workloads import BatchedMatmul
+    """The same callable under two names times alike; two calls' work times twice as long.
+
+    Memory-bound (Scale): back-to-back fp16 bmm in hot mode draws enough power to throttle the
+    clocks mid-run (seen: 30 -> 37 us within one pass), which the noise flag reports as unstable.
+    """
+    from workloads import BatchedMatmul, Scale
 
     from runner import bench
 
-    (case,) = _smoke(BatchedMatmul(), "float16")
+    (case,) = _smoke(Scale())
 
-    def twice(a, b):
-        torch.bmm(a, b)
-        return torch.bmm(a, b)
+    def same(y):
+        return torch.mul(y, Scale.alpha)
 
-    def same(a, b):
-        return torch.bmm(a, b)
+    def twice(y):
+        torch.mul(y, Scale.alpha)
+        return torch.mul(y, Scale.alpha)
 
     for mode in ("cold", "hot"):
         session.configure(mode=mode)
         try:
-            c = bench.Runner(torch.bmm, case).compare({"same": same, "twice": twice})
+            c = bench.Runner(same, case, name="mul").compare({"same": same, "twice": twice})
         finally:
             session.configure(mode="cold")
         assert c["same"].ratio == pytest.approx(1.0, abs=0.03), mode
         assert c["twice"].ratio == pytest.approx(2.0, rel=0.08), mode
         if mode == "hot":
-            assert "CUDA graph" in c["bmm"].method
+            assert "CUDA graph" in c["mul"].method
+    (case,) = _smoke(BatchedMatmul(), "float16")
+    c = bench.Runner(torch.bmm, case).compare(
+        {"same": torch.bmm, "twice": lambda a, b: twice_bmm(a, b)}
+    )
+    assert c["same"].ratio == pytest.approx(1.0, abs=0.03)
+    assert c["twice"].ratio == pytest.approx(2.0, rel=0.08)
+
+
+def twice_bmm(a, b):
+    torch.bmm(a, b)
+    return torch.bmm(a, b)
 
 
 def test_in_place_op_with_private_argument_and_reset(session):
