@@ -42,6 +42,9 @@ class FakeCallableBackend(FakeBackend):
             }
             for n in impls
         }
+        for n in device.uncapturable & set(impls):  # as CallableBackend records a failed capture
+            self.info[n]["copies"] = {"known": False, "counted": counted}
+            self.info[n]["fallback"] = "not capturable: fake"
         device.backends.append(self)
 
     def reset(self, name):
@@ -72,7 +75,14 @@ class FakeCallableBackend(FakeBackend):
 
 class FakeCallableDevice:
     def __init__(
-        self, per_call_s=None, default_s=1e-5, copy_s=None, noise=0.0, seed=0, sample_wall_s=1e-3
+        self,
+        per_call_s=None,
+        default_s=1e-5,
+        copy_s=None,
+        noise=0.0,
+        seed=0,
+        sample_wall_s=1e-3,
+        uncapturable=(),
     ):
         self.per_call_s = dict(per_call_s or {})
         self.copy_s = dict(copy_s or {})
@@ -82,6 +92,7 @@ class FakeCallableDevice:
             seed,
             sample_wall_s,
         )
+        self.uncapturable = set(uncapturable)
         self.backends: list[FakeCallableBackend] = []
         self.calls = 0
 

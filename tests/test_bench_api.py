@@ -784,8 +784,10 @@ def test_the_document_validates_and_the_harness_reads_it(make_session):
     assert "## matmul" in text and "## double" in text
     table_rows = [line for line in text.splitlines() if line.startswith("| ")]
     assert len(table_rows) == 2 * 2 + 4 * 3 + 2  # two header lines per table
-    assert "| tiny-float32 | np.dot | exact: every output, rtol=1e-05, atol=1e-05 | 10.00 |" in text
-    assert "| vec-float64 | twice | unverified: no reference established: no agreed" in text
+    assert (
+        "| mm/tiny-float32 | np.dot | exact: every output, rtol=1e-05, atol=1e-05 | 10.00 |" in text
+    )
+    assert "| scale/vec-float64 | twice | unverified: no reference established: no agreed" in text
     assert "- np.dot: 0.500 (4 cases)" in text
 
 
@@ -824,3 +826,84 @@ def test_cupti_union_of_intervals():
 def test_timer_option_is_checked():
     with pytest.raises(bench.DeclarationError, match="timer must be 'events' or 'cupti'"):
         bench.TimingOptions(timer="wallclock")
+
+
+# -- review fixes: the reset contract on private arguments, failures as data, output counts,
+# -- exact integers, uncapturable implementations under a copies-left-out case
+
+
+def _in_place_double(x):
+    x *= 2
+    return x
+
+
+def test_a_private_argument_written_without_reset_is_refused(session):
+    (case,) = bench.cases(Scale())
+    private = case.inputs[0].copy()
+    with pytest.raises(
+        bench.DeclarationError, match=r"writes its argument\(s\) \[0\] but has no reset"
+    ):
+        bench.Runner(
+            bench.Implementation(run=_in_place_double, args=(private,)), case, name="op"
+        ).compare()
+
+
+def test_a_reset_that_does_not_restore_is_refused(session):
+    (case,) = bench.cases(Scale())
+    private = case.inputs[0].copy()
+    lazy = bench.Implementation(run=_in_place_double, args=(private,), reset=lambda: None)
+    with pytest.raises(bench.DeclarationError, match="reset does not restore"):
+        bench.Runner(lazy, case, name="op").compare()
+    recorded = session[0].cases[-1]  # recorded before it was raised
+    assert recorded["status"] == "failed" and recorded["error"]["phase"] == "check"
+
+
+def test_an_implementation_that_raises_is_recorded_and_named(session):
+    (case,) = bench.cases(Scale())
+
+    def broken(x):
+        raise ValueError("shapes do not broadcast")
+
+    with pytest.raises(bench.CheckFailed, match=r"implementation 'broken' raised ValueError"):
+        bench.Runner(double, case).compare({"broken": broken})
+    doc = session[0].cases[-1]
+    assert doc["status"] == "failed" and doc["error"]["phase"] == "check"
+    assert "shapes do not broadcast" in doc["error"]["message"]
+    assert doc["implementations"]["broken"]["verification"]["text"].startswith("not reached")
+    validate(session[0].document(), "result")
+
+
+def test_exact_needs_as_many_outputs_as_the_reference(session):
+    (case,) = bench.cases(Scale())
+    with pytest.raises(bench.CheckFailed, match="2 outputs returned where the reference returns 1"):
+        bench.Runner(double, case).compare({"more": lambda x: (x * 2, x)})
+
+
+def test_partial_cannot_check_more_outputs_than_there_are(session):
+    (case,) = bench.cases(Scale(verification=bench.Partial(2, "only one output exists")))
+    with pytest.raises(bench.DeclarationError, match=r"Partial\(outputs=2\) checks more outputs"):
+        bench.Runner(double, case).compare()
+
+
+def test_integer_outputs_compare_exactly_beyond_float64_precision():
+    from runner.bench import arrays
+
+    big = np.array([2**53], dtype=np.int64)
+    off_by_one = np.array([2**53 + 1], dtype=np.int64)
+    assert arrays.compare(big, big, 0.0, 0.0)["mismatches"] == 0
+    result = arrays.compare(off_by_one, big, 1e-3, 1e-3)  # tolerances never apply to integers
+    assert result["mismatches"] == 1 and "not equal (exact)" in result["problem"]
+
+
+def test_an_uncapturable_implementation_in_a_copies_left_out_case_gets_no_ratio():
+    device = FakeCallableDevice(uncapturable={"np.dot"})
+    bench.reset(bench.Session(device=device))
+    try:
+        (case,) = [c for c in bench.cases(Matmul()) if c.id == "tiny-float32"]
+        c = bench.Runner(np.matmul, case).compare({"np.dot": np.dot, "np.matmul2": np.matmul})
+        dot = c.document_case["implementations"]["np.dot"]
+        assert dot["gap"] is None and "could not be captured" in dot["gap_note"]
+        assert c["np.dot"].ratio is None and c["np.dot"].median_s > 0
+        assert c["np.matmul2"].ratio == pytest.approx(1.0)
+    finally:
+        bench.reset()

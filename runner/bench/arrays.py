@@ -13,6 +13,7 @@ __all__ = [
     "as_outputs",
     "compare",
     "dtype_name",
+    "is_array",
     "is_tensor",
     "nbytes",
     "same_bytes",
@@ -95,27 +96,28 @@ def zeros_like(x):
     return np.zeros_like(x)
 
 
-def _to_float64_numpy(x) -> np.ndarray:
+def to_numpy(x) -> np.ndarray:
+    """A host copy in the array's own dtype (bfloat16, which numpy lacks, widens exactly to float32)."""
     if is_tensor(x):
         import torch
 
         t = x.detach()
-        if t.dtype == torch.bool:
-            t = t.to(torch.uint8)
-        if t.is_complex():
-            return t.to(torch.complex128).cpu().numpy()
-        return t.to(torch.float64).cpu().numpy()
-    a = np.asarray(x)
-    return a if np.iscomplexobj(a) else a.astype(np.float64)
+        if t.dtype == torch.bfloat16:
+            t = t.to(torch.float32)
+        return t.cpu().numpy()
+    return np.asarray(x)
 
 
 def compare(actual, expected, rtol: float, atol: float) -> dict:
-    """Elementwise |actual - expected| <= atol + rtol |expected|, NaN only where NaN is expected.
+    """runner.gate's element-wise comparison (integers and bools exact, at any width; NaN only
+    where NaN is expected) of two arrays of any shape.
 
-    Returns elements, mismatches, max_abs_err, max_rel_err and, on a mismatch, the first
-    offending index with both values; a shape mismatch counts every element.
+    Returns elements, mismatches, max_abs_err, max_rel_err and, on a mismatch, `problem`
+    naming the first offending index with both values; a shape mismatch counts every element.
     """
-    a, e = _to_float64_numpy(actual), _to_float64_numpy(expected)
+    from runner import gate
+
+    a, e = to_numpy(actual), to_numpy(expected)
     if a.shape != e.shape:
         return {
             "elements": int(e.size),
@@ -124,26 +126,15 @@ def compare(actual, expected, rtol: float, atol: float) -> dict:
             "max_rel_err": None,
             "problem": f"shape {tuple(a.shape)} where {tuple(e.shape)} was expected",
         }
-    with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.abs(a - e)
-        ok = diff <= atol + rtol * np.abs(e)
-        both_nan = np.isnan(a) & np.isnan(e)
-        same_inf = np.isinf(a) & np.isinf(e) & (a == e)
-        ok = ok | both_nan | same_inf
-        finite = np.isfinite(diff)
-        rel = np.where(np.abs(e) > 0, diff / np.abs(e), np.where(diff > 0, np.inf, 0.0))
-    bad = np.flatnonzero(~ok.reshape(-1))
-    out = {
-        "elements": int(e.size),
-        "mismatches": int(bad.size),
-        "max_abs_err": float(diff[finite].max()) if finite.any() else None,
-        "max_rel_err": float(rel[finite].max()) if finite.any() else None,
-    }
-    if bad.size:
-        i = int(bad[0])
-        index = tuple(int(v) for v in np.unravel_index(i, e.shape)) if e.ndim else ()
+    exact = e.dtype.kind in "iub"
+    result = gate.compare(a.reshape(-1), e.reshape(-1), gate.Tolerance(rtol, atol, exact))
+    out = {k: result[k] for k in ("elements", "mismatches", "max_abs_err", "max_rel_err")}
+    first = result.get("first_mismatch")
+    if first:
+        index = [int(v) for v in np.unravel_index(first["index"], e.shape)] if e.ndim else []
+        rule = "not equal (exact)" if exact else f"outside rtol={rtol:g}, atol={atol:g}"
         out["problem"] = (
-            f"{bad.size} of {e.size} elements outside rtol={rtol:g}, atol={atol:g}; first at "
-            f"{list(index)}: got {a.reshape(-1)[i].item()!r}, expected {e.reshape(-1)[i].item()!r}"
+            f"{out['mismatches']} of {out['elements']} elements {rule}; first at "
+            f"{index}: got {first['got']!r}, expected {first['expected']!r}"
         )
     return out

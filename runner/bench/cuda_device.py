@@ -12,7 +12,9 @@ Per implementation, once before timing:
   short timeout; a call that waits for the stream (synchronizes) cannot be timed behind the
   blocking kernel, so its events include host latency, and the row says so.
 cold: reset, flush, then one call (or, when the case leaves copies out, one launch of the
-captured graph with its memcpy nodes disabled) between events behind the blocking kernel.
+captured graph with its memcpy nodes disabled) between events behind the blocking kernel. A
+callable that cannot be captured in a case that leaves copies out is timed with whatever copies
+it makes; its row says so and gets no ratio (report.py).
 hot: a graph of up to `graph_calls` calls replayed between events; when the callable cannot be
 captured, a Python loop of calls between events (host launch overhead included, recorded).
 """
@@ -23,7 +25,7 @@ import time
 
 from runner import driver, environment
 from runner.bench.verification import DeclarationError
-from runner.timing.cuda import InternalKernels, timed_behind_blocker
+from runner.timing.cuda import InternalKernels, TimingError, timed_behind_blocker
 
 __all__ = ["CallableBackend", "CudaDevice"]
 
@@ -46,7 +48,12 @@ class CudaDevice:
         self._env: dict | None = None
 
     def call(self, fn):
-        """fn() with the runner's stream current; returns after its work has finished."""
+        """fn() with the runner's stream current; returns after its work has finished.
+
+        The runner's stream does not wait for torch's default stream, where inputs, snapshots
+        and the reference were made: the device is synchronized first.
+        """
+        self.torch.cuda.synchronize()
         with self.torch.cuda.stream(self.torch_stream):
             out = fn()
         self.stream.synchronize()
@@ -136,20 +143,25 @@ class CallableBackend:
         self._capture_error: dict[str, str] = {}
         self._synchronizes: dict[str, bool] = {}
         self.busy = None
-        if options.timer == "cupti":
-            from runner.bench import cupti_timer
+        try:
+            device.torch.cuda.synchronize()  # inputs made on other streams are complete
+            if options.timer == "cupti":
+                from runner.bench import cupti_timer
 
-            why = cupti_timer.unavailable_reason()
-            if why:
-                raise DeclarationError(f"timer 'cupti' cannot be used: {why}")
-            self.busy = cupti_timer.KernelBusyTimer(include_copies=self.count_copies)
-        self.info: dict[str, dict] = {}
-        for name in impls:
-            self.info[name] = self._prepare(name)
-            if self.busy is not None:  # one method for every sample of every implementation
-                self.info[name]["method"] = (
-                    f"{self.busy.method}; launched as {self.info[name]['method']}"
-                )
+                why = cupti_timer.unavailable_reason()
+                if why:
+                    raise DeclarationError(f"timer 'cupti' cannot be used: {why}")
+                self.busy = cupti_timer.KernelBusyTimer(include_copies=self.count_copies)
+            self.info: dict[str, dict] = {}
+            for name in impls:
+                self.info[name] = self._prepare(name)
+                if self.busy is not None:  # one method for every sample of every implementation
+                    self.info[name]["method"] = (
+                        f"{self.busy.method}; launched as {self.info[name]['method']}"
+                    )
+        except BaseException:
+            self.close()  # graphs captured so far, events, the CUPTI subscription
+            raise
 
     def _run(self, name: str):
         impl = self.impls[name]
@@ -174,17 +186,9 @@ class CallableBackend:
             }
         except Exception as exc:  # not capturable: why goes into the row
             self.device.torch.cuda.synchronize()
-            self._capture_error[name] = (
-                f"not capturable: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
-            )
+            first = (str(exc).splitlines() or [""])[0][:160]
+            self._capture_error[name] = f"not capturable: {type(exc).__name__}: {first}"
             copies = {"known": False, "counted": self.count_copies}
-            if not self.count_copies:
-                raise DeclarationError(
-                    f"case {self.case.id}: implementation {name!r} cannot be captured into a CUDA graph "
-                    f"({self._capture_error[name]}), so the copies it makes cannot be left out as the case's "
-                    "count_copies=False requires; register the case with bench.cases(..., count_copies=True) "
-                    "or make the callable capturable (no host synchronization inside it)"
-                ) from exc
             self._synchronizes[name] = self._probe_synchronizes(name)
         return {"method": self._method(name), "fallback": self._fallback(name), "copies": copies}
 
@@ -205,7 +209,7 @@ class CallableBackend:
             if captured:
                 return "hot: CUDA graph of back-to-back calls replayed between events; time / batch"
             return "hot: Python loop of calls between events; time / batch (host launch overhead included)"
-        if not self.count_copies:
+        if not self.count_copies and captured:
             return "cold: one launch of the call's CUDA graph, copies disabled, behind a blocking kernel"
         if self._synchronizes.get(name):
             return "cold: one call between events, host latency included (the call synchronizes)"
@@ -215,11 +219,16 @@ class CallableBackend:
         why = self._capture_error.get(name)
         if why is None:
             return None
+        parts = [why]
         if self.options.mode == "hot":
-            return f"no CUDA graph ({why}): timed as a Python loop"
-        if self._synchronizes.get(name):
-            return f"{why}; the call waits for its stream, so it is not queued behind the blocking kernel"
-        return None
+            parts.append("timed as a Python loop")
+        elif self._synchronizes.get(name):
+            parts.append(
+                "the call waits for its stream, so it is not queued behind the blocking kernel"
+            )
+        if not self.count_copies:
+            parts.append("copies inside the call could not be left out, so the row gets no ratio")
+        return "; ".join(parts)
 
     # -- runner.timing.base.Backend ------------------------------------------------------------
 
@@ -253,23 +262,31 @@ class CallableBackend:
 
         return timed_behind_blocker(self.internal, self.stream, self.start, self.end, queued)
 
-    def _measured(self, timed) -> float:
+    def _measured(self, name: str, timed) -> float:
         """`timed()`'s event seconds, or with the CUPTI timer the busy time of what it launched."""
         if self.busy is None:
             return timed()
         self.stream.synchronize()  # reset and flush finish outside the window
         self.busy.begin()
         timed()
-        return self.busy.end()
+        busy_s = self.busy.end()
+        if busy_s <= 0:
+            raise TimingError(
+                f"implementation {name!r}: CUPTI recorded no kernel for a timed sample; it launches "
+                "no kernel the timer counts (copies are left out in this case), so time it with events"
+            )
+        return busy_s
 
     def timed_cold(self, name: str) -> float:
-        return self._measured(lambda: self._timed_cold(name))
+        return self._measured(name, lambda: self._timed_cold(name))
 
     def timed_batch(self, name: str, batch: int) -> float:
-        return self._measured(lambda: self._timed_batch(name, batch))
+        if name not in self._capture_error:  # captured (reset included) outside any window
+            self._graph(name, min(batch, self.graph_calls))
+        return self._measured(name, lambda: self._timed_batch(name, batch))
 
     def _timed_cold(self, name: str) -> float:
-        if not self.count_copies:
+        if not self.count_copies and name not in self._capture_error:
             return self._behind_blocker(self._graph(name, 1).replay)
         if self._synchronizes.get(name):
             return self._between_events(self._run(name))
@@ -305,7 +322,7 @@ class CallableBackend:
 
     def close(self) -> None:
         self.stream.synchronize()
-        for graph in self._graphs.values():
+        for graph in getattr(self, "_graphs", {}).values():
             graph.close()
         self._graphs.clear()
         if self.busy is not None:

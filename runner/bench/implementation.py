@@ -6,6 +6,7 @@ import hashlib
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from runner.bench.verification import DeclarationError
 
@@ -69,13 +70,19 @@ def callable_name(fn) -> str:
 
 
 def callable_identity(fn) -> tuple[str, str]:
-    """(qualified name, sha256 of its source) for the history key; a callable without Python
-    source (a builtin such as torch.matmul) hashes its qualified name and its package version."""
+    """(qualified name, sha256) for the history key. The hash covers the whole file that
+    defines the callable (so an edit to a kernel it calls, such as a Triton kernel beside it,
+    starts a new series) plus its qualified name; a callable without a Python file (a builtin
+    such as torch.matmul) hashes its qualified name and its package's version."""
     name = callable_name(fn)
     inner = getattr(fn, "func", fn)
+    inner = getattr(inner, "__func__", inner)  # a bound method: its function
     try:
-        source = inspect.getsource(inner)
+        path = inspect.getsourcefile(inner)
+        source = f"{name}\n" + Path(path).read_text() if path else None
     except (TypeError, OSError):
+        source = None
+    if source is None:
         import importlib.metadata
 
         top = name.split(".", 1)[0]

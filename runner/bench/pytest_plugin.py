@@ -63,8 +63,8 @@ def pytest_configure(config):
     changes = {"verify_only": bool(opts.bench_verify)}
     if opts.bench_mode:
         changes["mode"] = opts.bench_mode
-    if opts.bench_budget:
-        changes["budget_s"] = opts.bench_budget
+    if opts.bench_budget is not None:
+        changes["budget_s"] = opts.bench_budget  # TimingOptions refuses 0 and negatives
     if opts.bench_timer:
         changes["timer"] = opts.bench_timer
     s.configure(**changes)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import platform
 
 from runner import result, stats
+from runner.bench import arrays
 from runner.bench.implementation import callable_identity
 
 __all__ = ["case_document", "markdown", "rows"]
@@ -34,20 +35,50 @@ def _source_block(impl) -> dict:
     }
 
 
-def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, failed=None) -> dict:
-    """The result-document case of one comparison (`timed` = (measurement, settings, info) or None)."""
+def case_id(workload_name: str, case, op_name: str, timer: str) -> str:
+    """`<workload>/<case id>/<op>`; copies counted and the CUPTI timer are other timing rules,
+    so they are other cases, never points of one series."""
+    cid = f"{workload_name}/{case.id}/{op_name}"
+    if case.count_copies:
+        cid += "/copies-counted"
+    if timer != "events":
+        cid += f"/{timer}"
+    return cid
+
+
+NOT_REACHED = {
+    "kind": "unestablished",
+    "text": "not reached: the comparison stopped at an earlier error",
+    "verified": False,
+}
+
+
+def _inputs(case) -> list[dict]:
+    if not case.has_data:
+        return []
+    return [
+        {"shape": list(x.shape), "dtype": arrays.dtype_name(x)}
+        for x in case.inputs
+        if arrays.is_array(x)
+    ]
+
+
+def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, error=None) -> dict:
+    """The result-document case of one comparison (`timed` = (measurement, settings, info) or
+    None; `error` = (phase, message) when the comparison failed)."""
     case, op_name = runner.case, runner.name
     workload = case.workload
     others = ", ".join(n for n in impls if n != op_name) or "nothing"
     doc = {
-        # copies counted or not is a different timing rule: a different case, never one series
-        "id": f"{workload.name}/{case.id}/{op_name}"
-        + ("/copies-counted" if case.count_copies else ""),
+        "id": case_id(workload.name, case, op_name, runner.options.timer),
         "version": workload.version,
         "description": f"{op_name} against {others} on {workload.name} {case.id}",
         "frontend": "python",
         "op": op_name,
+        "workload": workload.name,
+        "case": case.id,
         "params": case.params,
+        "inputs": _inputs(case),
         "status": "ok",
         "baseline": op_name,
         "dims": {
@@ -55,6 +86,7 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, fail
         },
         "settings": {
             "mode": runner.options.mode,
+            "timer": runner.options.timer,
             "budget_s": runner.options.budget_s,
             "schedule": "passes",
             "count_copies": case.count_copies,
@@ -64,18 +96,14 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, fail
         "implementations": {},
     }
     for name, impl in impls.items():
-        status = statuses[name]
+        status = statuses.get(name)
         entry = {"role": "baseline" if name == op_name else "candidate", **_source_block(impl)}
-        entry["check"] = status.check
-        entry["verification"] = status.verification
+        entry["check"] = status.check if status else {"status": "not_checked"}
+        entry["verification"] = status.verification if status else dict(NOT_REACHED)
         doc["implementations"][name] = entry
-    if failed:
+    if error:
         doc["status"] = "failed"
-        names = ", ".join(failed)
-        doc["error"] = {
-            "phase": "check",
-            "message": f"failed the check against the reference: {names}",
-        }
+        doc["error"] = {"phase": error[0], "message": error[1]}
         return doc
     if timed is None:
         return doc
@@ -105,6 +133,18 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, fail
     op_timing = op_entry["timing"]
     for name, entry in doc["implementations"].items():
         if name == op_name:
+            continue
+        unapplied = [
+            n
+            for n in (name, op_name)
+            if not case.count_copies and not doc["implementations"][n]["copies"]["known"]
+        ]
+        if unapplied:
+            entry["gap"] = None
+            entry["gap_note"] = (
+                f"no ratio: the case leaves copies out, but {', '.join(unapplied)} could not be "
+                "captured, so its copies (if any) are in its time"
+            )
             continue
         if not (entry["verification"]["verified"] and op_entry["verification"]["verified"]):
             entry["gap"] = None
@@ -147,10 +187,12 @@ def rows(doc: dict, op_name: str) -> dict:
             tp = entry.get("throughput", {})
             row.tflops = tp["flops_per_s"] / 1e12 if "flops_per_s" in tp else None
             row.gbps = tp["bytes_per_s"] / 1e9 if "bytes_per_s" in tp else None
+            row.stable = s["stable"]
             if name == op_name:
                 row.ratio = 1.0 if entry["verification"]["verified"] else None
             elif entry.get("gap"):
                 row.ratio = entry["gap"]["ratio_of_medians"]
+                row.stable = entry["gap"]["stable"]
         out[name] = row
     return out
 
@@ -212,9 +254,14 @@ def markdown(document: dict) -> str:
         out.append("| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |")
         for case in cases:
             case_rows = rows(case, op)
-            label = case["id"].split("/")[1] + (
-                " (copies counted)" if case["settings"].get("count_copies") else ""
-            )
+            label = f"{case.get('workload', '?')}/{case.get('case', case['id'])}"
+            extra = case["id"].rsplit("#", 1)[1] if "#" in case["id"] else None
+            if case["settings"].get("count_copies"):
+                label += " (copies counted)"
+            if case["settings"].get("timer", "events") != "events":
+                label += f" ({case['settings']['timer']})"
+            if extra:
+                label += f" #{extra}"
             if case["status"] == "failed":
                 label += " (FAILED: " + case["error"]["message"] + ")"
             for name, row in case_rows.items():
@@ -232,7 +279,8 @@ def markdown(document: dict) -> str:
                 out.append(
                     f"| {_cell(label)} | {_cell(name)} | {_cell(verification)} | {_us(row.median_s)} | "
                     f"{_us(row.p10_s)} | {_us(row.p90_s)} | {row.samples or '-'} | {_cell(method)} | "
-                    f"{_num(row.tflops, 3)} | {_num(row.gbps, 1)} | {_num(row.ratio, 3)} |"
+                    f"{_num(row.tflops, 3)} | {_num(row.gbps, 1)} | {_num(row.ratio, 3)}"
+                    f"{' (unstable)' if row.ratio is not None and row.stable is False else ''} |"
                 )
     geo = document["summary"]["geomean_gap"]
     if geo:

@@ -35,6 +35,14 @@ class InputsModified(DeclarationError):
     """An implementation wrote the shared case.inputs."""
 
 
+class PhaseFailed(RuntimeError):
+    """An implementation raised during a phase; `phase` names it for the document."""
+
+    def __init__(self, phase: str, message: str):
+        super().__init__(message)
+        self.phase = phase
+
+
 @dataclass(frozen=True)
 class TimingOptions:
     """How the Python API times: cold by default, two passes, the budget split between them."""
@@ -92,6 +100,7 @@ class ReportRow:
     tflops: float | None = None
     gbps: float | None = None
     ratio: float | None = None  # median time / the op's median time, verified rows only
+    stable: bool | None = None  # noise of this row (and, for a ratio, of the op's) within limits
 
 
 @dataclass
@@ -181,14 +190,24 @@ class Runner:
     def _check_one(
         self, name: str, impl: Implementation, expected, op_status: _Status | None
     ) -> _Status:
-        case, verification = self.case, self.case.verification
+        case = self.case
         snapshots = [arrays.snapshot(x) for x in case.inputs]
+        private = (
+            []
+            if impl.args is None
+            else [(i, x, arrays.snapshot(x)) for i, x in enumerate(impl.args) if arrays.is_array(x)]
+        )
 
         def call():
             impl.do_reset()
             return impl.call(case.inputs)
 
-        outputs = self.device.call(call)
+        try:
+            outputs = self.device.call(call)
+        except Exception as exc:
+            raise PhaseFailed(
+                "check", f"implementation {name!r} raised {type(exc).__name__}: {exc}"
+            ) from exc
         for i, (x, before) in enumerate(zip(case.inputs, snapshots, strict=True)):
             if not arrays.same_bytes(x, before):
                 case.release()  # the shared data is spoiled: the next access makes it again
@@ -198,6 +217,12 @@ class Runner:
                     "hide aliasing): pass a private copy in Implementation(args=...) and restore it "
                     "in reset=..."
                 )
+        status = self._status(name, impl, outputs, expected, op_status)
+        self._check_reset(name, impl, private)  # after the comparison: outputs may alias args
+        return status
+
+    def _status(self, name, impl, outputs, expected, op_status) -> _Status:
+        case, verification = self.case, self.case.verification
         if impl.noncomparable_reason is not None:
             text = f"unverified: noncomparable implementation: {impl.noncomparable_reason}"
             return _Status(
@@ -253,12 +278,33 @@ class Runner:
             check,
         )
 
+    def _check_reset(self, name: str, impl: Implementation, private: list) -> None:
+        """An implementation that writes its own arguments must restore them in `reset`: every
+        timed sample has to start from the data the check saw."""
+        written = [i for i, x, before in private if not arrays.same_bytes(x, before)]
+        if not written:
+            return
+        where = f"case {self.case.id}: implementation {name!r} writes its argument(s) {written}"
+        if impl.reset is None:
+            raise DeclarationError(
+                f"{where} but has no reset; pass reset=... restoring them, so every timed sample "
+                "starts from the data the check saw"
+            )
+        self.device.call(impl.do_reset)
+        still = [i for i, x, before in private if not arrays.same_bytes(x, before)]
+        if still:
+            raise DeclarationError(
+                f"{where} and its reset does not restore {still} to what they held before the "
+                "checked call"
+            )
+
     def check(self, impls: dict[str, Implementation]) -> dict[str, _Status]:
         # an unchecked declaration never runs the reference (it may not exist or fit)
         expected = self.case.expected if self.case.verification.checks else None
         expected_outputs = None
         if expected is not None and not isinstance(expected, ReferenceUnavailable):
             expected_outputs = arrays.as_outputs(expected, f"the reference of case {self.case.id}")
+            self.case.verification.fit(len(expected_outputs))
             if self.case.verification.checks:
                 self._run_controls(self.case.verification, expected_outputs)
         statuses: dict[str, _Status] = {}
@@ -275,32 +321,58 @@ class Runner:
     # -- compare -----------------------------------------------------------------------------
 
     def compare(self, implementations=None) -> Comparison:
-        """Check, then time `op` and `implementations` ({report name: callable or Implementation})."""
+        """Check, then time `op` and `implementations` ({report name: callable or Implementation}).
+
+        A failure in either phase is recorded in the session's document as a failed case (phase
+        and message) before it is raised, so nothing measured or checked earlier is lost.
+        """
         from runner.bench import report
 
         impls = {self.name: self.op, **normalize(self.name, implementations)}
-        t0 = time.perf_counter()
-        statuses = self.check(impls)
-        phases = {"check": time.perf_counter() - t0}
-        failed = {n: s for n, s in statuses.items() if s.check["status"] == "failed"}
-        if failed:
-            doc = report.case_document(self, impls, statuses, None, phases, failed=failed)
+        statuses: dict[str, _Status] = {}
+        phases: dict[str, float] = {}
+        phase = "check"
+        try:
+            t0 = time.perf_counter()
+            statuses = self.check(impls)
+            phases["check"] = time.perf_counter() - t0
+            failed = {n: s for n, s in statuses.items() if s.check["status"] == "failed"}
+            if failed:
+                lines = [
+                    f"{n}: {'; '.join(s.check.get('problems', []))}" for n, s in failed.items()
+                ]
+                raise CheckFailed(
+                    f"case {self.case.id}: {len(failed)} implementation(s) failed the check against "
+                    "the reference; nothing was timed:\n  " + "\n  ".join(lines)
+                )
+            if self.options.verify_only:
+                doc = report.case_document(self, impls, statuses, None, phases)
+                self.session.record(doc)
+                return Comparison(
+                    self.name, self.case, report.rows(doc, self.name), doc, timed=False
+                )
+            phase = "timing"
+            timed = self._time(impls, phases)
+        except Exception as exc:
+            where = exc.phase if isinstance(exc, PhaseFailed) else phase
+            message = "; ".join(line.strip() for line in str(exc).splitlines())[:2000]
+            message = message or type(exc).__name__
+            doc = report.case_document(self, impls, statuses, None, phases, error=(where, message))
             self.session.record(doc)
-            lines = [f"{n}: {'; '.join(s.check.get('problems', []))}" for n, s in failed.items()]
-            raise CheckFailed(
-                f"case {self.case.id}: {len(failed)} implementation(s) failed the check against the "
-                "reference; nothing was timed:\n  " + "\n  ".join(lines)
-            )
-        if self.options.verify_only:
-            doc = report.case_document(self, impls, statuses, None, phases)
-            self.session.record(doc)
-            return Comparison(self.name, self.case, report.rows(doc, self.name), doc, timed=False)
+            if isinstance(exc, PhaseFailed):
+                raise CheckFailed(f"case {self.case.id}: {exc}") from exc.__cause__
+            raise
+        doc = report.case_document(self, impls, statuses, timed, phases)
+        self.session.record(doc)
+        return Comparison(self.name, self.case, report.rows(doc, self.name), doc, timed=True)
+
+    def _time(self, impls: dict[str, Implementation], phases: dict) -> tuple:
+        """Prepare the device's backend, then measure with runner.timing's engine."""
         t1 = time.perf_counter()
         backend = self.device.backend(impls, self.case, self.options)
         try:
             phases["prepare"] = time.perf_counter() - t1
             names = list(impls)
-            samples = self.options.min_samples
             if self.options.mode == "cold":
                 samples = self.options.samples_for(sum(backend.sample_wall_s(n) for n in names))
             else:
@@ -317,9 +389,6 @@ class Runner:
             t2 = time.perf_counter()
             measurement = timing.measure(backend, names, settings)
             phases["time"] = time.perf_counter() - t2
-            info = backend.info
+            return measurement, settings, backend.info
         finally:
             backend.close()
-        doc = report.case_document(self, impls, statuses, (measurement, settings, info), phases)
-        self.session.record(doc)
-        return Comparison(self.name, self.case, report.rows(doc, self.name), doc, timed=True)

@@ -117,11 +117,24 @@ class Verification:
     def check(self, outputs: tuple, expected: tuple) -> CheckOutcome:
         raise NotImplementedError(f"{type(self).__name__} does not check outputs")
 
+    def fit(self, expected_outputs: int) -> None:
+        """Raise DeclarationError if the declaration cannot apply to this many outputs."""
+
 
 def _compare_outputs(
-    outputs: tuple, expected: tuple, count: int, rtol: float | None, atol: float | None
+    outputs: tuple,
+    expected: tuple,
+    count: int,
+    rtol: float | None,
+    atol: float | None,
+    all_outputs: bool = False,
 ) -> CheckOutcome:
     problems, comparisons = [], []
+    if all_outputs and len(outputs) != len(expected):
+        problems.append(
+            f"{len(outputs)} outputs returned where the reference returns {len(expected)}"
+        )
+        return CheckOutcome(False, comparisons, problems)
     if len(outputs) < count or len(expected) < count:
         problems.append(
             f"{len(outputs)} outputs returned, {len(expected)} expected; {count} are checked"
@@ -175,7 +188,7 @@ class Exact(Verification):
         return f"exact: every output, {_tolerance_text(self.rtol, self.atol, dtypes)}"
 
     def check(self, outputs, expected):
-        return _compare_outputs(outputs, expected, len(expected), self.rtol, self.atol)
+        return _compare_outputs(outputs, expected, len(expected), self.rtol, self.atol, True)
 
 
 @dataclass(frozen=True)
@@ -217,9 +230,15 @@ class Partial(Verification):
         tol = _tolerance_text(self.rtol, self.atol, tuple(dtypes[: self.outputs]))
         return f"partial: {checked} checked ({tol}); {unchecked}: {self.reason}"
 
+    def fit(self, expected_outputs: int) -> None:
+        if self.outputs > expected_outputs:
+            raise DeclarationError(
+                f"Partial(outputs={self.outputs}) checks more outputs than the reference returns "
+                f"({expected_outputs})"
+            )
+
     def check(self, outputs, expected):
-        outcome = _compare_outputs(outputs, expected, self.outputs, self.rtol, self.atol)
-        return outcome
+        return _compare_outputs(outputs, expected, self.outputs, self.rtol, self.atol)
 
 
 @dataclass(frozen=True)
