@@ -907,3 +907,12 @@ def test_an_uncapturable_implementation_in_a_copies_left_out_case_gets_no_ratio(
         assert c["np.matmul2"].ratio == pytest.approx(1.0)
     finally:
         bench.reset()
+
+
+def test_without_torch_the_gpu_device_says_what_to_install(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError
+    s = bench.Session()
+    with pytest.raises(RuntimeError, match=r"needs torch 2.7\+ \(pip install -e '.\[ops\]'\)"):
+        s.device()

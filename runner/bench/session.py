@@ -45,6 +45,14 @@ class Session:
 
     def device(self):
         if self._device is None:
+            try:
+                import torch  # noqa: F401
+            except ImportError as exc:
+                raise RuntimeError(
+                    "runner.bench's GPU device drives torch callables and needs torch 2.7+ "
+                    "(pip install -e '.[ops]'); tests without a GPU pass a stand-in device with "
+                    "bench.current().use_device(...)"
+                ) from exc
             from runner.bench.cuda_device import CudaDevice
 
             self._device = CudaDevice()
