@@ -51,37 +51,34 @@ class Matmul(bench.Workload):
         return 3 * params["n"] ** 2 * np.dtype(dtype).itemsize
 
 
-class Scale(bench.Workload):
+class _Vector(bench.Workload):
+    """One random vector of n elements in; `verification` may be given per instance."""
+
+    def __init__(self, verification=None):
+        if verification is not None:
+            self.verification = verification
+
+    def gen_inputs(self, params, dtype, seed):
+        return (np.random.default_rng(seed).standard_normal(params["n"]).astype(dtype),)
+
+
+class Scale(_Vector):
     """2 * x: the smallest workload an in-place implementation can get wrong."""
 
     name = "scale"
     rows = (bench.Row("vec", n=64),)
     dtypes = ("float64",)
 
-    def __init__(self, verification=None):
-        if verification is not None:
-            self.verification = verification
-
-    def gen_inputs(self, params, dtype, seed):
-        return (np.random.default_rng(seed).standard_normal(params["n"]).astype(dtype),)
-
     def reference(self, x):
         return x * 2
 
 
-class ThreeOutputs(bench.Workload):
+class ThreeOutputs(_Vector):
     """(x + 1, x * 2, x - 3): for declarations that check only some outputs."""
 
     name = "three"
     rows = (bench.Row("vec", n=32),)
     dtypes = ("float32",)
-
-    def __init__(self, verification=None):
-        if verification is not None:
-            self.verification = verification
-
-    def gen_inputs(self, params, dtype, seed):
-        return (np.random.default_rng(seed).standard_normal(params["n"]).astype(dtype),)
 
     def reference(self, x):
         return x + 1, x * 2, x - 3
