@@ -151,7 +151,9 @@ class CallableBackend:
                 why = cupti_timer.unavailable_reason()
                 if why:
                     raise DeclarationError(f"timer 'cupti' cannot be used: {why}")
-                self.busy = cupti_timer.KernelBusyTimer(include_copies=self.count_copies)
+                self.busy = cupti_timer.KernelBusyTimer(
+                    self.count_copies, int(device.ctx.handle), int(self.stream.handle)
+                )
             self.info: dict[str, dict] = {}
             for name in impls:
                 self.info[name] = self._prepare(name)

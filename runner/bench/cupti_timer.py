@@ -3,7 +3,8 @@
 Events time everything between two points on the stream, gaps between kernels included. A
 callable that launches several kernels with host work between them is charged for those gaps;
 CUPTI's activity records give each kernel's own start and end, and the busy time of a sample is
-the union of the intervals of the kernels it launched (overlapping kernels counted once). With
+the union of the intervals of the kernels it launched on the runner's stream (overlapping
+kernels counted once; work other threads or streams run meanwhile is not). With
 the case's count_copies, memcpy and memset records join the union; without it they stay out,
 which is the copy policy for this timer. The runner's own kernels (kg_*) never count.
 """
@@ -45,7 +46,7 @@ class _Collector:
     """The process's one pair of CUPTI buffer callbacks (registration is process-wide)."""
 
     registered = False
-    records: ClassVar[list[tuple[int, int, int, str]]] = []
+    records: ClassVar[list[tuple[int, int, int, str, int | None]]] = []
 
     @classmethod
     def register(cls, cupti) -> None:
@@ -61,16 +62,19 @@ class _Collector:
     def _completed(cls, activities) -> None:
         for a in activities:
             name = getattr(a, "name", "") or ""
-            cls.records.append((int(a.kind), int(a.start), int(a.end), str(name)))
+            stream = getattr(a, "stream_id", None)
+            cls.records.append((int(a.kind), int(a.start), int(a.end), str(name), stream))
 
 
 class KernelBusyTimer:
     """begin() before the timed work, end() after it has finished -> busy seconds."""
 
-    def __init__(self, include_copies: bool):
+    def __init__(self, include_copies: bool, context: int, stream: int):
+        """`context` and `stream` (driver handles as ints): only work on that stream counts."""
         from cupti import cupti
 
         self.cupti = cupti
+        self.stream_id = int(cupti.get_stream_id_ex(context, stream, 0))
         kinds = [cupti.ActivityKind.CONCURRENT_KERNEL]
         if include_copies:
             kinds += [cupti.ActivityKind.MEMCPY, cupti.ActivityKind.MEMSET]
@@ -90,7 +94,11 @@ class KernelBusyTimer:
 
     def end(self) -> float:
         self.cupti.activity_flush_all(1)
-        intervals = [(s, e) for _, s, e, name in _Collector.records if not name.startswith("kg_")]
+        intervals = [
+            (s, e)
+            for _, s, e, name, stream in _Collector.records
+            if not name.startswith("kg_") and stream in (None, self.stream_id)
+        ]
         _Collector.records.clear()
         return union_s(intervals)
 
