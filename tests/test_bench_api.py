@@ -913,3 +913,17 @@ def test_without_torch_the_gpu_device_says_what_to_install(monkeypatch):
     s = bench.Session()
     with pytest.raises(RuntimeError, match=r"needs torch 2.7\+ \(pip install -e '.\[ops\]'\)"):
         s.device()
+
+
+def test_repeated_comparisons_get_ids_that_say_what_differs(session):
+    (case,) = bench.cases(Scale())
+    bench.Runner(double, case).compare({"b": double})
+    bench.Runner(double, case).compare({"c": double, "a": double})
+    bench.Runner(double, case).compare({"c": double, "a": double})
+    ids = [c["id"] for c in session[0].cases]
+    assert ids == [
+        "scale/vec-float64/double",
+        "scale/vec-float64/double#cold:a,c",
+        "scale/vec-float64/double#cold:a,c#2",
+    ]
+    assert "| scale/vec-float64 #cold:a,c#2 |" in markdown(session[0].document())

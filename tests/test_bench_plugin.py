@@ -224,10 +224,11 @@ def test_bench_verify_checks_times_nothing_and_a_wrong_implementation_fails(proj
     assert all("timing_wall_s" not in case for case in doc["cases"])
     statuses = {c["id"]: c["status"] for c in doc["cases"]}
     assert statuses["mm/small-float64/matmul"] == "ok"
-    # test_wrong compares the same op on the same cases again: recorded under a suffixed id
+    # test_wrong compares the same op on the same cases again, with another implementation:
+    # recorded under an id that says what differs
     assert [i for i, s in statuses.items() if s == "failed"] == [
-        "mm/tiny-float32/matmul#2",
-        "mm/tiny-float64/matmul#2",
+        "mm/tiny-float32/matmul#cold:off by one",
+        "mm/tiny-float64/matmul#cold:off by one",
     ]
 
 

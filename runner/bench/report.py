@@ -255,7 +255,7 @@ def markdown(document: dict) -> str:
         for case in cases:
             case_rows = rows(case, op)
             label = f"{case.get('workload', '?')}/{case.get('case', case['id'])}"
-            extra = case["id"].rsplit("#", 1)[1] if "#" in case["id"] else None
+            extra = case["id"].split("#", 1)[1] if "#" in case["id"] else None
             if case["settings"].get("count_copies"):
                 label += " (copies counted)"
             if case["settings"].get("timer", "events") != "events":

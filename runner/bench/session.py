@@ -59,8 +59,13 @@ class Session:
         return self._device
 
     def record(self, case_doc: dict) -> None:
-        """Keep a comparison's case; the same op and case compared again gets '#2', '#3'..."""
+        """Keep a comparison's case. The same op and case compared again in this session (other
+        implementations, another mode) gets a suffix that says how it differs, e.g.
+        `.../bmm#hot:same,twice`; an identical repeat gets `#2`, `#3`..."""
         taken = {c["id"] for c in self.cases}
+        if case_doc["id"] in taken:
+            others = sorted(n for n in case_doc["implementations"] if n != case_doc["baseline"])
+            case_doc["id"] += f"#{case_doc['settings']['mode']}:{','.join(others) or '-'}"
         base, n = case_doc["id"], 1
         while case_doc["id"] in taken:
             n += 1
