@@ -927,3 +927,103 @@ def test_repeated_comparisons_get_ids_that_say_what_differs(session):
         "scale/vec-float64/double#cold:a,c#2",
     ]
     assert "| scale/vec-float64 #cold:a,c#2 |" in markdown(session[0].document())
+
+
+# -- second review: comparisons across dtype kinds, partial statuses kept, named failures,
+# -- a reset that fills a zeroed buffer, the plugin's --bench-timer alone
+
+
+def test_an_integer_output_for_a_float_and_complex_outputs_are_compared_in_full():
+    from runner.bench import arrays
+
+    assert arrays.compare(np.array([0]), np.array([0.9]), 1e-5, 1e-5)["mismatches"] == 1
+    imag = arrays.compare(np.array([1 + 5j]), np.array([1 + 0j]), 1e-5, 1e-5)
+    assert imag["mismatches"] == 1 and "first at ['imag', 0]" in imag["problem"]
+    strided = np.arange(10.0)[::2]
+    assert arrays.compare(strided, strided.copy(), 0.0, 0.0)["mismatches"] == 0
+
+
+def test_statuses_checked_before_a_failure_are_kept(session):
+    (case,) = bench.cases(Scale())
+
+    def boom(x):
+        raise KeyError("weights")
+
+    with pytest.raises(bench.CheckFailed, match=r"implementation 'boom' raised KeyError"):
+        bench.Runner(double, case).compare({"ok": double, "boom": boom})
+    impls = session[0].cases[-1]["implementations"]
+    assert impls["double"]["check"]["status"] == "passed"
+    assert impls["ok"]["check"]["status"] == "passed"
+    assert impls["boom"]["verification"]["text"].startswith("not reached")
+
+
+class _BrokenReference(Scale):
+    name = "broken-ref"
+
+    def reference(self, x):
+        raise KeyError("weights")
+
+
+class _BrokenInputs(Scale):
+    name = "broken-inputs"
+
+    def gen_inputs(self, params, dtype, seed):
+        raise TypeError("unexpected keyword 'm'")
+
+
+@pytest.mark.parametrize(
+    ("workload", "named"),
+    [
+        (_BrokenReference(), "the inputs or the reference of case vec-float64 raised KeyError"),
+        (_BrokenInputs(), "the inputs or the reference of case vec-float64 raised TypeError"),
+        (
+            Scale(bench.Exact(controls=(bench.Control("bad", lambda inputs: inputs[5]),))),
+            "negative control 'bad' of case vec-float64 raised IndexError",
+        ),
+    ],
+)
+def test_failures_of_the_workload_are_named_and_recorded(session, workload, named):
+    (case,) = bench.cases(workload)
+    with pytest.raises(bench.CheckFailed, match=named):
+        bench.Runner(double, case).compare()
+    recorded = session[0].cases[-1]
+    assert recorded["status"] == "failed" and named in recorded["error"]["message"]
+
+
+def test_a_reset_that_fills_a_zeroed_buffer_is_a_correct_reset(session):
+    (case,) = bench.cases(Scale())
+    (x,) = case.inputs
+    buffer = np.zeros_like(x)  # the reset fills it: what it leaves is the starting point
+    op = bench.Implementation(
+        run=_in_place_double, args=(buffer,), reset=lambda: np.copyto(buffer, x)
+    )
+    c = bench.Runner(op, case, name="op").compare({"double": double})
+    assert c["op"].verified and c["double"].ratio == pytest.approx(1.0)
+
+
+def test_the_plugin_takes_bench_timer_and_budget_alone():
+    import types
+
+    from runner.bench import pytest_plugin, session
+
+    def config(**given):
+        option = dict.fromkeys(
+            ("bench_verify", "bench_output", "bench_report", "bench_mode", "bench_timer")
+        )
+        option["bench_budget"] = None
+        option.update(given)
+        return types.SimpleNamespace(
+            option=types.SimpleNamespace(**option),
+            addinivalue_line=lambda *a: None,
+            rootpath=".",
+        )
+
+    try:
+        pytest_plugin.pytest_configure(config(bench_timer="cupti"))
+        assert session.current().options.timer == "cupti"
+        with pytest.raises(
+            bench.DeclarationError, match="budget_s must be a number of seconds > 0"
+        ):
+            pytest_plugin.pytest_configure(config(bench_budget=0.0))
+    finally:
+        bench.reset()

@@ -117,7 +117,7 @@ def compare(actual, expected, rtol: float, atol: float) -> dict:
     """
     from runner import gate
 
-    a, e = to_numpy(actual), to_numpy(expected)
+    a, e = np.ascontiguousarray(to_numpy(actual)), np.ascontiguousarray(to_numpy(expected))
     if a.shape != e.shape:
         return {
             "elements": int(e.size),
@@ -126,12 +126,20 @@ def compare(actual, expected, rtol: float, atol: float) -> dict:
             "max_rel_err": None,
             "problem": f"shape {tuple(a.shape)} where {tuple(e.shape)} was expected",
         }
+    complex_parts = "c" in (a.dtype.kind, e.dtype.kind)
+    if complex_parts:  # real and imaginary parts, each within tolerance
+        a = np.stack([a.real, a.imag]).astype(np.float64)
+        e = np.stack([e.real, e.imag]).astype(np.float64)
+    elif (a.dtype.kind in "iub") != (e.dtype.kind in "iub"):  # an integer for a float: as floats
+        a, e = a.astype(np.float64), e.astype(np.float64)
     exact = e.dtype.kind in "iub"
     result = gate.compare(a.reshape(-1), e.reshape(-1), gate.Tolerance(rtol, atol, exact))
     out = {k: result[k] for k in ("elements", "mismatches", "max_abs_err", "max_rel_err")}
     first = result.get("first_mismatch")
     if first:
         index = [int(v) for v in np.unravel_index(first["index"], e.shape)] if e.ndim else []
+        if complex_parts:
+            index = [("real", "imag")[index[0]], *index[1:]]
         rule = "not equal (exact)" if exact else f"outside rtol={rtol:g}, atol={atol:g}"
         out["problem"] = (
             f"{out['mismatches']} of {out['elements']} elements {rule}; first at "

@@ -21,6 +21,7 @@ captured, a Python loop of calls between events (host launch overhead included, 
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 from runner import driver, environment
@@ -162,7 +163,8 @@ class CallableBackend:
                         f"{self.busy.method}; launched as {self.info[name]['method']}"
                     )
         except BaseException:
-            self.close()  # graphs captured so far, events, the CUPTI subscription
+            with contextlib.suppress(Exception):  # the original failure is the one to report
+                self.close()  # graphs captured so far, events, the CUPTI subscription
             raise
 
     def _run(self, name: str):
@@ -228,7 +230,7 @@ class CallableBackend:
             parts.append(
                 "the call waits for its stream, so it is not queued behind the blocking kernel"
             )
-        if not self.count_copies:
+        if not self.count_copies and self.options.timer == "events":
             parts.append("copies inside the call could not be left out, so the row gets no ratio")
         return "; ".join(parts)
 
@@ -323,11 +325,20 @@ class CallableBackend:
         return time.perf_counter() - t0
 
     def close(self) -> None:
-        self.stream.synchronize()
-        for graph in getattr(self, "_graphs", {}).values():
-            graph.close()
-        self._graphs.clear()
+        """Release everything, each step even if an earlier one failed (CUPTI above all: left
+        enabled, it would slow every later comparison of the process)."""
+        steps = [self.stream.synchronize]
+        steps += [graph.close for graph in self._graphs.values()]
         if self.busy is not None:
-            self.busy.close()
-        self.start.destroy()
-        self.end.destroy()
+            steps.append(self.busy.close)
+        steps += [self.start.destroy, self.end.destroy]
+        self._graphs.clear()
+        self.busy = None
+        failure = None
+        for step in steps:
+            try:
+                step()
+            except Exception as exc:  # the first failure is raised after all steps ran
+                failure = failure or exc
+        if failure is not None:
+            raise failure

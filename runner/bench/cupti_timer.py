@@ -78,10 +78,15 @@ class KernelBusyTimer:
         kinds = [cupti.ActivityKind.CONCURRENT_KERNEL]
         if include_copies:
             kinds += [cupti.ActivityKind.MEMCPY, cupti.ActivityKind.MEMSET]
-        self.kinds = kinds
+        self.kinds = []
         _Collector.register(cupti)
-        for kind in kinds:
-            cupti.activity_enable(kind)
+        try:
+            for kind in kinds:
+                cupti.activity_enable(kind)
+                self.kinds.append(kind)
+        except Exception:
+            self.close()  # disable what was enabled
+            raise
         self.method = (
             "CUPTI kernel busy time (union of the kernel"
             + (", memcpy and memset" if include_copies else "")
@@ -97,7 +102,8 @@ class KernelBusyTimer:
         intervals = [
             (s, e)
             for _, s, e, name, stream in _Collector.records
-            if not name.startswith("kg_") and stream in (None, self.stream_id)
+            if not name.startswith("kg_")
+            and stream == self.stream_id  # fail closed: no id, no count
         ]
         _Collector.records.clear()
         return union_s(intervals)

@@ -54,7 +54,8 @@ def pytest_configure(config):
         or opts.bench_output
         or opts.bench_report
         or opts.bench_mode
-        or opts.bench_budget
+        or opts.bench_budget is not None
+        or opts.bench_timer
     ):
         return  # not a benchmark session: leave the current session alone
     from runner.bench import session

@@ -134,10 +134,12 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, erro
     for name, entry in doc["implementations"].items():
         if name == op_name:
             continue
-        unapplied = [
+        unapplied = [  # with CUPTI, memcpy records stay out whether or not a graph was captured
             n
             for n in (name, op_name)
-            if not case.count_copies and not doc["implementations"][n]["copies"]["known"]
+            if not case.count_copies
+            and runner.options.timer == "events"
+            and not doc["implementations"][n]["copies"]["known"]
         ]
         if unapplied:
             entry["gap"] = None

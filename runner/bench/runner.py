@@ -8,6 +8,7 @@ document case and one report row per implementation). A failed check stops befor
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 
@@ -33,6 +34,18 @@ class CheckFailed(AssertionError):
 
 class InputsModified(DeclarationError):
     """An implementation wrote the shared case.inputs."""
+
+
+@contextlib.contextmanager
+def _named(what: str, phase: str = "check"):
+    """Re-raise an exception from user code (an implementation, its reset, the reference, a
+    control, gen_inputs) as PhaseFailed naming `what`; the original stays as its cause."""
+    try:
+        yield
+    except (PhaseFailed, DeclarationError):
+        raise
+    except Exception as exc:
+        raise PhaseFailed(phase, f"{what} raised {type(exc).__name__}: {exc}") from exc
 
 
 class PhaseFailed(RuntimeError):
@@ -174,17 +187,19 @@ class Runner:
     # -- check -------------------------------------------------------------------------------
 
     def _run_controls(self, verification: Verification, expected: tuple) -> None:
+        dtypes = tuple(arrays.dtype_name(e) for e in expected)
         for control in verification.controls:
-            changed = control.transform(self.case.inputs)
-            out = arrays.as_outputs(
-                self.device.call(lambda changed=changed: self.case.reference(*changed)),
-                f"the reference under control {control.name!r}",
-            )
+            with _named(f"negative control {control.name!r} of case {self.case.id}"):
+                changed = control.transform(self.case.inputs)
+                out = arrays.as_outputs(
+                    self.device.call(lambda changed=changed: self.case.reference(*changed)),
+                    f"the reference under control {control.name!r}",
+                )
             if verification.check(out, expected).passed:
                 raise DeclarationError(
                     f"case {self.case.id}: negative control {control.name!r} passed the check "
-                    f"({verification.describe(tuple(arrays.dtype_name(e) for e in expected))}): the declaration cannot tell a wrong result from "
-                    "a right one; tighten the tolerances or choose another control"
+                    f"({verification.describe(dtypes)}): the declaration cannot tell a wrong "
+                    "result from a right one; tighten the tolerances or choose another control"
                 )
 
     def _check_one(
@@ -192,22 +207,22 @@ class Runner:
     ) -> _Status:
         case = self.case
         snapshots = [arrays.snapshot(x) for x in case.inputs]
-        private = (
-            []
-            if impl.args is None
-            else [(i, x, arrays.snapshot(x)) for i, x in enumerate(impl.args) if arrays.is_array(x)]
-        )
+        private: list = []
 
         def call():
-            impl.do_reset()
-            return impl.call(case.inputs)
+            with _named(f"the reset of implementation {name!r}"):
+                impl.do_reset()
+            # what reset leaves is what every sample must start from
+            if impl.args is not None:
+                private.extend(
+                    (i, x, arrays.snapshot(x))
+                    for i, x in enumerate(impl.args)
+                    if arrays.is_array(x)
+                )
+            with _named(f"implementation {name!r}"):
+                return impl.call(case.inputs)
 
-        try:
-            outputs = self.device.call(call)
-        except Exception as exc:
-            raise PhaseFailed(
-                "check", f"implementation {name!r} raised {type(exc).__name__}: {exc}"
-            ) from exc
+        outputs = self.device.call(call)
         for i, (x, before) in enumerate(zip(case.inputs, snapshots, strict=True)):
             if not arrays.same_bytes(x, before):
                 case.release()  # the shared data is spoiled: the next access makes it again
@@ -290,7 +305,8 @@ class Runner:
                 f"{where} but has no reset; pass reset=... restoring them, so every timed sample "
                 "starts from the data the check saw"
             )
-        self.device.call(impl.do_reset)
+        with _named(f"the reset of implementation {name!r}"):
+            self.device.call(impl.do_reset)
         still = [i for i, x, before in private if not arrays.same_bytes(x, before)]
         if still:
             raise DeclarationError(
@@ -298,16 +314,22 @@ class Runner:
                 "checked call"
             )
 
-    def check(self, impls: dict[str, Implementation]) -> dict[str, _Status]:
-        # an unchecked declaration never runs the reference (it may not exist or fit)
-        expected = self.case.expected if self.case.verification.checks else None
+    def check(self, impls: dict[str, Implementation], statuses: dict | None = None) -> dict:
+        """Each implementation's check status, filled into `statuses` as they are known (so a
+        failure part-way keeps the ones before it)."""
+        statuses = {} if statuses is None else statuses
+        expected = None
+        if self.case.verification.checks:  # an unchecked declaration never runs the reference
+            with _named(f"the inputs or the reference of case {self.case.id}"):
+                expected = self.case.expected
         expected_outputs = None
         if expected is not None and not isinstance(expected, ReferenceUnavailable):
             expected_outputs = arrays.as_outputs(expected, f"the reference of case {self.case.id}")
             self.case.verification.fit(len(expected_outputs))
-            if self.case.verification.checks:
-                self._run_controls(self.case.verification, expected_outputs)
-        statuses: dict[str, _Status] = {}
+            self._run_controls(self.case.verification, expected_outputs)
+        else:
+            with _named(f"the inputs of case {self.case.id}"):
+                self.case.inputs  # noqa: B018 - made here so a failure is named
         for name, impl in impls.items():
             op_status = statuses.get(self.name)
             statuses[name] = self._check_one(
@@ -334,7 +356,7 @@ class Runner:
         phase = "check"
         try:
             t0 = time.perf_counter()
-            statuses = self.check(impls)
+            self.check(impls, statuses)
             phases["check"] = time.perf_counter() - t0
             failed = {n: s for n, s in statuses.items() if s.check["status"] == "failed"}
             if failed:
@@ -355,8 +377,10 @@ class Runner:
             timed = self._time(impls, phases)
         except Exception as exc:
             where = exc.phase if isinstance(exc, PhaseFailed) else phase
-            message = "; ".join(line.strip() for line in str(exc).splitlines())[:2000]
-            message = message or type(exc).__name__
+            text = "; ".join(line.strip() for line in str(exc).splitlines())
+            if not isinstance(exc, PhaseFailed | CheckFailed | DeclarationError):
+                text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+            message = text[:2000] or type(exc).__name__
             doc = report.case_document(self, impls, statuses, None, phases, error=(where, message))
             self.session.record(doc)
             if isinstance(exc, PhaseFailed):

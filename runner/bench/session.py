@@ -59,9 +59,9 @@ class Session:
         return self._device
 
     def record(self, case_doc: dict) -> None:
-        """Keep a comparison's case. The same op and case compared again in this session (other
-        implementations, another mode) gets a suffix that says how it differs, e.g.
-        `.../bmm#hot:same,twice`; an identical repeat gets `#2`, `#3`..."""
+        """Keep a comparison's case. The first comparison of an op on a case keeps the plain id;
+        a later one in this session gets a suffix naming its mode and other implementations,
+        e.g. `.../bmm#hot:same,twice`, and `#2`, `#3`... when that is taken too."""
         taken = {c["id"] for c in self.cases}
         if case_doc["id"] in taken:
             others = sorted(n for n in case_doc["implementations"] if n != case_doc["baseline"])
