@@ -26,6 +26,7 @@ __all__ = [
     "measure_peak_bandwidth",
     "nominal_peaks",
     "nvml_sensors",
+    "package_version",
     "software",
     "utc_now",
 ]
@@ -207,7 +208,8 @@ def nvml_sensors(index: int = 0, *, uuid: str | None = None) -> dict:
             nvml.nvmlShutdown()
 
 
-def _package_version(name: str) -> str | None:
+def package_version(name: str) -> str | None:
+    """The installed version of distribution `name`, or None."""
     try:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
@@ -216,7 +218,7 @@ def _package_version(name: str) -> str | None:
 
 def software() -> dict:
     """Versions of Python and of the packages that shape a measurement, plus the host."""
-    cuda_bindings = _package_version("cuda-bindings")
+    cuda_bindings = package_version("cuda-bindings")
     if cuda_bindings is None:
         try:
             import cuda.bindings
@@ -228,11 +230,11 @@ def software() -> dict:
         "python": platform.python_version(),
         "python_implementation": sys.implementation.name,
         "cuda_bindings": cuda_bindings,
-        "numpy": _package_version("numpy"),
-        "orjson": _package_version("orjson"),
-        "jsonschema": _package_version("jsonschema"),
-        "nvidia_ml_py": _package_version("nvidia-ml-py"),
-        "kernelgap": _package_version("kernelgap") or "0.1.0+source",
+        "numpy": package_version("numpy"),
+        "orjson": package_version("orjson"),
+        "jsonschema": package_version("jsonschema"),
+        "nvidia_ml_py": package_version("nvidia-ml-py"),
+        "kernelgap": package_version("kernelgap") or "0.1.0+source",
         "platform": platform.platform(),
         "hostname": socket.gethostname(),
     }

@@ -13,9 +13,9 @@ __all__ = [
     "as_outputs",
     "compare",
     "dtype_name",
+    "dtype_names",
     "is_array",
     "is_tensor",
-    "nbytes",
     "same_bytes",
     "snapshot",
     "zeros_like",
@@ -38,10 +38,9 @@ def dtype_name(x) -> str:
     return np.asarray(x).dtype.name
 
 
-def nbytes(x) -> int:
-    if is_tensor(x):
-        return int(x.numel() * x.element_size())
-    return int(np.asarray(x).nbytes)
+def dtype_names(arrays) -> tuple[str, ...]:
+    """dtype_name of each array (for the tolerance text of a declaration)."""
+    return tuple(dtype_name(x) for x in arrays)
 
 
 def as_outputs(value, what: str) -> tuple:

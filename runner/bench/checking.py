@@ -28,7 +28,7 @@ def check(op, *inputs, reference, verification: Verification | None = None):
     expected = arrays.as_outputs(reference(*inputs), "the reference")
     outcome = verification.check(got, expected)
     if not outcome.passed:
-        described = verification.describe(tuple(arrays.dtype_name(e) for e in expected))
+        described = verification.describe(arrays.dtype_names(expected))
         raise AssertionError(
             f"{getattr(op, '__name__', 'the op')} does not match the reference "
             f"({described}):\n  " + "\n  ".join(outcome.problems)

@@ -22,6 +22,7 @@ captured, a Python loop of calls between events (host launch overhead included, 
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 
 from runner import driver, environment
@@ -60,22 +61,28 @@ class CudaDevice:
         self.stream.synchronize()
         return out
 
-    def environment(self) -> dict:
+    def _captured(self) -> dict:
+        """The environment block, measured once per device (bandwidth and peaks included)."""
         if self._env is None:
             env = environment.capture(self.ctx)
             env["sensors_start"] = env.pop("sensors", None)
             env["toolchains"] = {"python": {"version": env["software"]["python"]}}
             for package in ("torch", "triton", "cupti-python"):
-                version = environment._package_version(package)
+                version = environment.package_version(package)
                 if version:
                     env["toolchains"][package] = {"version": version}
                     env["software"][package.replace("-", "_")] = version
             self._env = env
-        self._env["sensors_end"] = environment.nvml_sensors(uuid=self._env["device"].get("uuid"))
         return self._env
 
+    def environment(self) -> dict:
+        """The environment block with the sensors read now as `sensors_end`."""
+        env = self._captured()
+        env["sensors_end"] = environment.nvml_sensors(uuid=env["device"].get("uuid"))
+        return env
+
     def peaks(self) -> dict:
-        return self.environment()["peaks"]
+        return self._captured()["peaks"]
 
     def backend(self, impls: dict, case, options) -> CallableBackend:
         return CallableBackend(self, impls, case, options)
@@ -99,12 +106,8 @@ class _Graph:
         self.graph.instantiate()
         d = driver.cu()
         raw = d.CUgraph(self.graph.raw_cuda_graph())
-        count = driver.check(d.cuGraphGetNodes(raw, 0), "cuGraphGetNodes")
-        nodes = driver.check(
-            d.cuGraphGetNodes(raw, count[-1] if isinstance(count, tuple) else count),
-            "cuGraphGetNodes",
-        )
-        nodes = nodes[0] if isinstance(nodes, tuple) else nodes
+        _, count = driver.check(d.cuGraphGetNodes(raw, 0), "cuGraphGetNodes")
+        nodes, _ = driver.check(d.cuGraphGetNodes(raw, count), "cuGraphGetNodes")
         copy_type = d.CUgraphNodeType.CU_GRAPH_NODE_TYPE_MEMCPY
         self.copies, self.copy_bytes = 0, 0
         exec_handle = d.CUgraphExec(self.graph.raw_cuda_graph_exec()) if disable_copies else None
@@ -118,7 +121,6 @@ class _Graph:
             )
             if exec_handle is not None:  # a disabled node is an empty node: dependencies stay
                 driver.check(d.cuGraphNodeSetEnabled(exec_handle, node, 0), "cuGraphNodeSetEnabled")
-        self.calls = calls
         self.copies //= calls
         self.copy_bytes //= calls
 
@@ -141,6 +143,7 @@ class CallableBackend:
         self.inputs = case.inputs
         self.count_copies = case.count_copies
         self._graphs: dict[tuple[str, int], _Graph] = {}
+        self._calls: dict[str, functools.partial] = {}
         self._capture_error: dict[str, str] = {}
         self._synchronizes: dict[str, bool] = {}
         self.busy = None
@@ -168,8 +171,11 @@ class CallableBackend:
             raise
 
     def _run(self, name: str):
-        impl = self.impls[name]
-        return lambda: impl.call(self.inputs)
+        """One call of `name` on the case's inputs, made once per implementation."""
+        if name not in self._calls:
+            impl = self.impls[name]
+            self._calls[name] = functools.partial(impl.run, *impl.call_args(self.inputs))
+        return self._calls[name]
 
     def _graph(self, name: str, calls: int) -> _Graph:
         key = (name, calls)

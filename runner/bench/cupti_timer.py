@@ -46,7 +46,7 @@ class _Collector:
     """The process's one pair of CUPTI buffer callbacks (registration is process-wide)."""
 
     registered = False
-    records: ClassVar[list[tuple[int, int, int, str, int | None]]] = []
+    records: ClassVar[list[tuple[int, int, str, int | None]]] = []  # start, end, name, stream
 
     @classmethod
     def register(cls, cupti) -> None:
@@ -63,7 +63,7 @@ class _Collector:
         for a in activities:
             name = getattr(a, "name", "") or ""
             stream = getattr(a, "stream_id", None)
-            cls.records.append((int(a.kind), int(a.start), int(a.end), str(name), stream))
+            cls.records.append((int(a.start), int(a.end), str(name), stream))
 
 
 class KernelBusyTimer:
@@ -101,7 +101,7 @@ class KernelBusyTimer:
         self.cupti.activity_flush_all(1)
         intervals = [
             (s, e)
-            for _, s, e, name, stream in _Collector.records
+            for s, e, name, stream in _Collector.records
             if not name.startswith("kg_")
             and stream == self.stream_id  # fail closed: no id, no count
         ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 from collections.abc import Callable, Mapping
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.bench.verification import DeclarationError
+from runner.environment import package_version
 
 __all__ = ["Implementation", "callable_identity", "normalize"]
 
@@ -79,19 +81,18 @@ def callable_identity(fn) -> tuple[str, str]:
     inner = getattr(inner, "__func__", inner)  # a bound method: its function
     try:
         path = inspect.getsourcefile(inner)
-        source = f"{name}\n" + Path(path).read_text() if path else None
+        defined_in = _file_sha256(path) if path else None
     except (TypeError, OSError):
-        source = None
-    if source is None:
-        import importlib.metadata
-
+        defined_in = None
+    if defined_in is None:
         top = name.split(".", 1)[0]
-        try:
-            version = importlib.metadata.version(top)
-        except (importlib.metadata.PackageNotFoundError, ValueError):
-            version = "unknown"
-        source = f"{name} @ {top} {version}"
-    return name, hashlib.sha256(source.encode()).hexdigest()
+        defined_in = f"{top} {package_version(top) or 'unknown'}"
+    return name, hashlib.sha256(f"{name}\n{defined_in}".encode()).hexdigest()
+
+
+@functools.lru_cache(maxsize=256)  # every comparison of a session names the same few files
+def _file_sha256(path: str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def normalize(op_name: str, implementations) -> dict[str, Implementation]:

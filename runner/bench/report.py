@@ -35,10 +35,10 @@ def _source_block(impl) -> dict:
     }
 
 
-def case_id(workload_name: str, case, op_name: str, timer: str) -> str:
+def case_id(case, op_name: str, timer: str) -> str:
     """`<workload>/<case id>/<op>`; copies counted and the CUPTI timer are other timing rules,
     so they are other cases, never points of one series."""
-    cid = f"{workload_name}/{case.id}/{op_name}"
+    cid = f"{case.workload.name}/{case.id}/{op_name}"
     if case.count_copies:
         cid += "/copies-counted"
     if timer != "events":
@@ -70,7 +70,7 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, erro
     workload = case.workload
     others = ", ".join(n for n in impls if n != op_name) or "nothing"
     doc = {
-        "id": case_id(workload.name, case, op_name, runner.options.timer),
+        "id": case_id(case, op_name, runner.options.timer),
         "version": workload.version,
         "description": f"{op_name} against {others} on {workload.name} {case.id}",
         "frontend": "python",
@@ -131,30 +131,13 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, erro
         )
     op_entry = doc["implementations"][op_name]
     op_timing = op_entry["timing"]
+    copies_apply = case.count_copies or runner.options.timer != "events"
     for name, entry in doc["implementations"].items():
         if name == op_name:
             continue
-        unapplied = [  # with CUPTI, memcpy records stay out whether or not a graph was captured
-            n
-            for n in (name, op_name)
-            if not case.count_copies
-            and runner.options.timer == "events"
-            and not doc["implementations"][n]["copies"]["known"]
-        ]
-        if unapplied:
-            entry["gap"] = None
-            entry["gap_note"] = (
-                f"no ratio: the case leaves copies out, but {', '.join(unapplied)} could not be "
-                "captured, so its copies (if any) are in its time"
-            )
-            continue
-        if not (entry["verification"]["verified"] and op_entry["verification"]["verified"]):
-            entry["gap"] = None
-            entry["gap_note"] = (
-                f"no ratio: {entry['verification']['text']}"
-                if not entry["verification"]["verified"]
-                else f"no ratio: the op is unverified ({op_entry['verification']['text']})"
-            )
+        note = _no_ratio(name, entry, op_name, op_entry, copies_apply)
+        if note:
+            entry["gap"], entry["gap_note"] = None, note
             continue
         stable = entry["timing"]["stats"]["stable"] and op_timing["stats"]["stable"]
         entry["gap"] = result.gap_block(
@@ -163,6 +146,27 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, erro
     doc["timing_wall_s"] = measurement.wall_s
     doc["round_orders"] = measurement.orders
     return doc
+
+
+def _no_ratio(name: str, entry: dict, op_name: str, op_entry: dict, copies_apply: bool):
+    """Why `entry` gets no ratio against the op, or None when it gets one.
+
+    `copies_apply`: every row follows the case's copy policy whether or not it was captured
+    (copies counted anyway, or CUPTI leaving memcpy records out); otherwise an uncaptured row's
+    copies could not be left out and its time is not comparable.
+    """
+    if not copies_apply:
+        unapplied = [n for n, e in ((name, entry), (op_name, op_entry)) if not e["copies"]["known"]]
+        if unapplied:
+            return (
+                f"no ratio: the case leaves copies out, but {', '.join(unapplied)} could not be "
+                "captured, so its copies (if any) are in its time"
+            )
+    if not entry["verification"]["verified"]:
+        return f"no ratio: {entry['verification']['text']}"
+    if not op_entry["verification"]["verified"]:
+        return f"no ratio: the op is unverified ({op_entry['verification']['text']})"
+    return None
 
 
 def rows(doc: dict, op_name: str) -> dict:

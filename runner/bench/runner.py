@@ -143,7 +143,11 @@ def _is_reference(impl: Implementation, case: Case) -> bool:
 class _Status:
     verification: dict
     check: dict
-    outputs: tuple | None = None
+
+
+def _unchecked(kind: str, text: str, verified: bool = False) -> _Status:
+    """The status of a row whose outputs are not compared."""
+    return _Status({"kind": kind, "text": text, "verified": verified}, {"status": "not_checked"})
 
 
 class Runner:
@@ -187,7 +191,7 @@ class Runner:
     # -- check -------------------------------------------------------------------------------
 
     def _run_controls(self, verification: Verification, expected: tuple) -> None:
-        dtypes = tuple(arrays.dtype_name(e) for e in expected)
+        dtypes = arrays.dtype_names(expected)
         for control in verification.controls:
             with _named(f"negative control {control.name!r} of case {self.case.id}"):
                 changed = control.transform(self.case.inputs)
@@ -240,33 +244,19 @@ class Runner:
         case, verification = self.case, self.case.verification
         if impl.noncomparable_reason is not None:
             text = f"unverified: noncomparable implementation: {impl.noncomparable_reason}"
-            return _Status(
-                {"kind": "noncomparable", "text": text, "verified": False},
-                {"status": "not_checked"},
-            )
+            return _unchecked("noncomparable", text)
         if op_status is not None and _is_reference(impl, case):
-            inherited = op_status.verification
-            state = "verified" if inherited["verified"] else "unverified"
+            verified = op_status.verification["verified"]
+            state = "verified" if verified else "unverified"
             text = f"the reference, unchanged: not checked against itself; {state} as the op is"
-            return _Status(
-                {"kind": "reference", "text": text, "verified": inherited["verified"]},
-                {"status": "not_checked"},
-            )
+            return _unchecked("reference", text, verified)
         if isinstance(expected, ReferenceUnavailable):
-            text = f"unverified: {expected.reason}"
-            return _Status(
-                {"kind": verification.kind, "text": text, "verified": False},
-                {"status": "not_checked"},
-            )
+            return _unchecked(verification.kind, f"unverified: {expected.reason}")
         if not verification.checks:
-            text = verification.describe()
-            return _Status(
-                {"kind": verification.kind, "text": text, "verified": False},
-                {"status": "not_checked"},
-            )
+            return _unchecked(verification.kind, verification.describe())
         got = arrays.as_outputs(outputs, f"implementation {name!r}")
         outcome = verification.check(got, expected)
-        described = verification.describe(tuple(arrays.dtype_name(e) for e in expected))
+        described = verification.describe(arrays.dtype_names(expected))
         check = {
             "status": "passed" if outcome.passed else "failed",
             "tolerance": described,
@@ -285,12 +275,7 @@ class Runner:
         if outcome.problems:
             check["problems"] = outcome.problems
         return _Status(
-            {
-                "kind": verification.kind,
-                "text": described,
-                "verified": outcome.passed,
-            },
-            check,
+            {"kind": verification.kind, "text": described, "verified": outcome.passed}, check
         )
 
     def _check_reset(self, name: str, impl: Implementation, private: list) -> None:
@@ -318,26 +303,19 @@ class Runner:
         """Each implementation's check status, filled into `statuses` as they are known (so a
         failure part-way keeps the ones before it)."""
         statuses = {} if statuses is None else statuses
+        # the reference's outputs, ReferenceUnavailable, or None for an unchecked declaration
+        # (which never runs the reference: it may not exist or fit)
         expected = None
-        if self.case.verification.checks:  # an unchecked declaration never runs the reference
-            with _named(f"the inputs or the reference of case {self.case.id}"):
+        with _named(f"the inputs or the reference of case {self.case.id}"):
+            self.case.inputs  # noqa: B018 - made here so a failure is named
+            if self.case.verification.checks:
                 expected = self.case.expected
-        expected_outputs = None
         if expected is not None and not isinstance(expected, ReferenceUnavailable):
-            expected_outputs = arrays.as_outputs(expected, f"the reference of case {self.case.id}")
-            self.case.verification.fit(len(expected_outputs))
-            self._run_controls(self.case.verification, expected_outputs)
-        else:
-            with _named(f"the inputs of case {self.case.id}"):
-                self.case.inputs  # noqa: B018 - made here so a failure is named
+            expected = arrays.as_outputs(expected, f"the reference of case {self.case.id}")
+            self.case.verification.fit(len(expected))
+            self._run_controls(self.case.verification, expected)
         for name, impl in impls.items():
-            op_status = statuses.get(self.name)
-            statuses[name] = self._check_one(
-                name,
-                impl,
-                expected_outputs if expected_outputs is not None else expected,
-                op_status,
-            )
+            statuses[name] = self._check_one(name, impl, expected, statuses.get(self.name))
         return statuses
 
     # -- compare -----------------------------------------------------------------------------
@@ -353,7 +331,7 @@ class Runner:
         impls = {self.name: self.op, **normalize(self.name, implementations)}
         statuses: dict[str, _Status] = {}
         phases: dict[str, float] = {}
-        phase = "check"
+        phase, timed = "check", None
         try:
             t0 = time.perf_counter()
             self.check(impls, statuses)
@@ -367,14 +345,9 @@ class Runner:
                     f"case {self.case.id}: {len(failed)} implementation(s) failed the check against "
                     "the reference; nothing was timed:\n  " + "\n  ".join(lines)
                 )
-            if self.options.verify_only:
-                doc = report.case_document(self, impls, statuses, None, phases)
-                self.session.record(doc)
-                return Comparison(
-                    self.name, self.case, report.rows(doc, self.name), doc, timed=False
-                )
-            phase = "timing"
-            timed = self._time(impls, phases)
+            if not self.options.verify_only:
+                phase = "timing"
+                timed = self._time(impls, phases)
         except Exception as exc:
             where = exc.phase if isinstance(exc, PhaseFailed) else phase
             text = "; ".join(line.strip() for line in str(exc).splitlines())
@@ -388,7 +361,8 @@ class Runner:
             raise
         doc = report.case_document(self, impls, statuses, timed, phases)
         self.session.record(doc)
-        return Comparison(self.name, self.case, report.rows(doc, self.name), doc, timed=True)
+        rows = report.rows(doc, self.name)
+        return Comparison(self.name, self.case, rows, doc, timed=timed is not None)
 
     def _time(self, impls: dict[str, Implementation], phases: dict) -> tuple:
         """Prepare the device's backend, then measure with runner.timing's engine."""
