@@ -18,7 +18,7 @@ from protocol.validation import DocumentError, validate
 from runner import environment, toolchains
 from runner.manifest import CaseSpec, ImplSpec, Suite
 
-BUNDLE_VERSION = "1.0.0"
+BUNDLE_VERSION = "1.1.0"
 
 
 class BundleError(ValueError):

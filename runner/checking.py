@@ -30,9 +30,11 @@ def assemble(ptx_text: str, arch: str) -> str | None:
         return None if done.returncode == 0 else (done.stderr or done.stdout).strip()
 
 
-def check_suite(suite: manifest.Suite, arch: str) -> int:
-    """Print one line per implementation; 0 when every buildable implementation assembles."""
+def check_suite(suite: manifest.Suite, arch: str, require_all: bool = False) -> int:
+    """Print one line per implementation, then a summary that counts the skipped ones by reason;
+    0 when every buildable implementation assembles (and, with `require_all`, none was skipped)."""
     failures = 0
+    skipped: dict[str, list[str]] = {}  # reason -> case/impl
     have_ptxas = shutil.which("ptxas") is not None
     for case in suite.cases:
         doc = case_skeleton(case)
@@ -46,7 +48,9 @@ def check_suite(suite: manifest.Suite, arch: str) -> int:
             continue
         for name, impl in doc["implementations"].items():
             if name not in built:
-                click.echo(f"skip  {case.id}/{name}: {impl.get('skip_reason', 'not built')}")
+                reason = impl.get("skip_reason", "not built")
+                skipped.setdefault(reason, []).append(f"{case.id}/{name}")
+                click.echo(f"skip  {case.id}/{name}: {reason}")
                 continue
             problem = assemble(built[name], arch)
             if problem:
@@ -57,5 +61,11 @@ def check_suite(suite: manifest.Suite, arch: str) -> int:
                 click.echo(
                     f"ok    {case.id}/{name}: {impl['toolchain']}, PTX {impl['ptx']['version']} {impl['ptx']['target']}, {how}"
                 )
-    click.echo(f"{suite.path}: {len(suite.cases)} case(s), {failures} failure(s)")
-    return 1 if failures else 0
+    count = sum(len(v) for v in skipped.values())
+    click.echo(
+        f"{suite.path}: {len(suite.cases)} case(s), {failures} failure(s), {count} skipped"
+        + (" (--require-all: skips fail the check)" if require_all and count else "")
+    )
+    for reason, where in skipped.items():
+        click.echo(f"  skipped {len(where)}: {reason} ({', '.join(where)})")
+    return 1 if failures or (require_all and count) else 0

@@ -142,7 +142,12 @@ def info(device, no_bandwidth):
     is_flag=True,
     help="Fail when ptxas is not installed (CI) instead of only compiling.",
 )
-def check(cases, arch, require_ptxas):
+@click.option(
+    "--require-all",
+    is_flag=True,
+    help="Fail when any implementation is skipped because its compiler is not installed (CI).",
+)
+def check(cases, arch, require_ptxas, require_all):
     """Validate the manifest and build every implementation it can (no GPU needed); ptxas where present."""
     import shutil
 
@@ -158,7 +163,7 @@ def check(cases, arch, require_ptxas):
         _die(str(exc))
     for problem in problems:
         click.echo(f"FAIL  {problem}")
-    status = check_suite(suite, arch)
+    status = check_suite(suite, arch, require_all)
     sys.exit(1 if problems else status)
 
 

@@ -146,6 +146,7 @@ class Suite:
     gpu: str | None
     cases: tuple[CaseSpec, ...]
     sha256: str
+    primary: str | None = None  # the headline candidate's implementation name
 
     def case(self, case_id: str) -> CaseSpec:
         for case in self.cases:
@@ -288,7 +289,21 @@ def load(path: str | Path) -> Suite:
         gpu=suite.get("gpu"),
         cases=tuple(cases),
         sha256=hashlib.sha256(raw).hexdigest(),
+        primary=_primary(suite.get("primary"), cases, path),
     )
+
+
+def _primary(name: str | None, cases: list[CaseSpec], path: Path) -> str | None:
+    """`suite.primary` must name a candidate that at least one case has."""
+    if name is None:
+        return None
+    candidates = {i.name for c in cases for i in c.impls if i.role == "candidate"}
+    if name not in candidates:
+        raise ManifestError(
+            f"{path}: suite.primary: {name!r} is not the name of any case's candidate "
+            f"(candidates: {', '.join(sorted(candidates)) or 'none'})"
+        )
+    return name
 
 
 def _case(raw: dict, defaults: dict, root: Path, path: Path) -> CaseSpec:

@@ -276,6 +276,8 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
         "gpu": suite.gpu,
         **environment.git_commit(suite.root),
     }
+    if suite.primary:
+        suite_block["primary"] = suite.primary
     if options.commit:  # "<sha>-dirty" from harness run: a checkout with uncommitted changes
         sha, dirty = options.commit.removesuffix("-dirty"), options.commit.endswith("-dirty")
         suite_block.update(commit=sha, dirty=dirty)

@@ -357,9 +357,12 @@ def test_real_benchmark_manifest_loads():
     assert [(i.name, i.role, i.toolchain) for i in case.impls] == [
         ("cuda", "baseline", "nvcc"),
         ("llvm", "candidate", "clang"),
+        ("warpforth", "candidate", "command"),
         ("handptx", "candidate", "ptx"),
     ]
     assert all(i.source.is_file() for i in case.impls)
+    assert suite.primary == "warpforth"
+    assert all(c.impl("warpforth").source_rel == f"kernels/{c.id}.forth" for c in suite.cases)
     assert case.signature() == [("x", "ptr"), ("y", "ptr"), ("a", "f64"), ("n", "i64")]
     assert [b.role for b in case.buffers] == ["input", "inout"]
     assert case.settings.seed == 20261129 and case.buffer("y").seed == 20261129

@@ -99,7 +99,7 @@ def require(toolchain: str) -> None:
             pytest.skip(f"NVRTC is not usable here: {exc}")
     if toolchain == "clang":
         try:
-            clang._program()
+            clang.program()
         except ToolchainMissing as exc:
             pytest.skip(str(exc))
 
@@ -343,7 +343,10 @@ def test_command_template_builds_with_the_external_compiler(fake_compiler, tmp_p
     assemble(built.ptx, tmp_path)
     assert built.command[:5] == [str(fake_compiler), "--arch", ARCH, str(src), "-o"]
     assert built.command[5].endswith("copy.ptx") and built.command[6:] == ["--opt", "3"]
-    assert built.version == "fakecc 1.2.3 (kernelgap test double)"
+    # every line of --version, since many compilers name only their LLVM on the first
+    assert built.version == "fakecc 1.2.3 (kernelgap test double); second line"
+    assert built.compiler_sha256 == hashlib.sha256(fake_compiler.read_bytes()).hexdigest()
+    assert built.provenance()["compiler_sha256"] == built.compiler_sha256
     assert built.provenance()["toolchain"] == "command"
 
 
@@ -392,6 +395,9 @@ def test_command_that_writes_nothing_is_a_build_error(fake_compiler, source):
         ),
         ("{source} -o {output} --opt={level}", r"unknown placeholder \{level\}"),
         ("{source} -o {output} {", r"write \{\{ or \}\} for a literal brace"),
+        # a format spec would let a manifest ask for gigabytes of padding (issue 12, item 6)
+        ("--arch {arch:>999999999999} {source} -o {output}", r"\{arch\} has a format spec"),
+        ("{source!r} -o {output}", r"\{source\} has a format spec or conversion"),
     ],
 )
 def test_command_template_errors_name_the_problem(fake_compiler, source, template_tail, message):

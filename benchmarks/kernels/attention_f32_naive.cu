@@ -1,11 +1,14 @@
 // attention_f32_naive: causal single-head attention, O = softmax(Q K^T / sqrt(d), causal) V.
 // f32 inputs and output, f64 arithmetic inside. One block per query row, one thread per key
-// (blockDim.x == seq); the scores live in dynamic shared memory (seq doubles).
+// (blockDim.x == seq); the scores live in static shared memory of MAX_SEQ doubles (seq <= 1024,
+// which the block size already implies). Version 2 of the case: version 1 used dynamic shared
+// memory (seq doubles), which WarpForth cannot express, so the baseline now matches what it can.
+#define MAX_SEQ 1024
 extern "C" __global__ void attention_f32_naive(const float* __restrict__ q, const float* __restrict__ k,
                                                const float* __restrict__ v, float* __restrict__ o,
                                                long long seq, long long d)
 {
-    extern __shared__ double scores[];
+    __shared__ double scores[MAX_SEQ];
     __shared__ double row_max;
     __shared__ double row_sum;
     long long query = blockIdx.x;

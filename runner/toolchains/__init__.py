@@ -1,14 +1,17 @@
 """Toolchains behind one interface: `build(toolchain, source, arch, flags, template) -> Build`.
 
 One module per toolchain; `TOOLCHAINS` maps the manifest's `toolchain` names to them. Each module
-has `build(source, arch, flags, template) -> (ptx_text, command)` and `version(template) -> str`;
-`template` is the implementation's command template and only the `command` toolchain reads it.
+has `build(source, arch, flags, template) -> (ptx_text, command)` and `version(template) -> str`,
+and a module that runs a program has `program(template) -> str`, its path (the build records the
+sha256 of that file as the compiler's identity); `template` is the implementation's command
+template and only the `command` toolchain reads it.
 A module raises `ToolchainMissing` when its compiler is not installed here (the implementation is
 then skipped with that reason) and `BuildError` when the compiler rejects the source.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -37,13 +40,14 @@ class Build:
     flags: list[str]
     source_sha256: str
     build_s: float = 0.0
+    compiler_sha256: str | None = None  # the compiler program's file, where there is one
     ptx_sha256: str = field(init=False)
 
     def __post_init__(self):
         self.ptx_sha256 = hashlib.sha256(self.ptx.encode()).hexdigest()
 
     def provenance(self) -> dict:
-        return {
+        record = {
             "toolchain": self.toolchain,
             "version": self.version,
             "command": self.command,
@@ -52,6 +56,29 @@ class Build:
             "ptx_sha256": self.ptx_sha256,
             "build_s": self.build_s,
         }
+        if self.compiler_sha256:
+            record["compiler_sha256"] = self.compiler_sha256
+        return record
+
+
+@functools.cache
+def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
+    """sha256 of a file, cached per (path, size, mtime) so a suite hashes each compiler once."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def compiler_sha256(module, template: str | None) -> str | None:
+    """sha256 of the toolchain's program file (symlinks resolved), or None where it has none."""
+    find = getattr(module, "program", None)
+    if find is None:
+        return None
+    real = Path(find(template)).resolve()
+    stat = real.stat()
+    return _file_sha256(str(real), stat.st_size, stat.st_mtime_ns)
 
 
 def cuda_roots() -> list[Path]:
@@ -115,4 +142,5 @@ def build(
         flags=list(flags),
         source_sha256=hashlib.sha256(source_bytes).hexdigest(),
         build_s=elapsed,
+        compiler_sha256=compiler_sha256(module, template),
     )

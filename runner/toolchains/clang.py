@@ -36,7 +36,7 @@ _UNDEFINED_LIBDEVICE = re.compile(r"^\.extern\s+\.func\b[^\n]*?\b(__nv_\w+)", re
 
 
 @functools.cache
-def _program() -> str:
+def program(template: str | None = None) -> str:
     """The first of PROGRAMS on PATH whose LLVM has the NVPTX back end."""
     from runner.toolchains import ToolchainMissing
 
@@ -58,7 +58,7 @@ def _program() -> str:
 @functools.cache
 def version(template: str | None = None) -> str:
     """First line of `clang --version`, e.g. "Debian clang version 19.1.7 (3~deb12u1)"."""
-    out = subprocess.run([_program(), "--version"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([program(), "--version"], capture_output=True, text=True, timeout=60)
     lines = [line.strip() for line in out.stdout.splitlines() if line.strip()]
     return lines[0] if lines else "unknown"
 
@@ -94,7 +94,7 @@ def build(
     with tempfile.TemporaryDirectory(prefix="kernelgap-clang-") as tmp:
         out = Path(tmp) / (source.stem + ".ptx")
         command = [
-            _program(),
+            program(),
             *FIXED_FLAGS,
             f"--cuda-gpu-arch={arch}",
             "-include",

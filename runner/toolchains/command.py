@@ -1,12 +1,16 @@
 """command: any external compiler, given as a command template such as
-`warpforthc --arch {arch} {source} -o {output}`.
+`mycc --arch {arch} {source} -o {output}` or `warpforthc {source}`.
 
 The template is split into words the way a POSIX shell would (shlex) before the placeholders are
 filled in, so a source path with spaces stays one argument; the command then runs without a
-shell, in the current folder, with a time limit. Placeholders: {arch} ("sm_90"), {source} (the
-source file), {output} (the PTX file the compiler must write); `{{` and `}}` are literal braces.
-The implementation's `flags` are appended after the template's words. When the program (the
-first word) is not installed, the implementation is skipped with that reason, never silently.
+shell, in the current folder, with a time limit. Placeholders, each optional: {arch} ("sm_90";
+a compiler with a fixed target, such as warpforthc, leaves it out), {source} (the source file),
+{output} (the PTX file the compiler must write; without it the PTX is read from the compiler's
+stdout); `{{` and `}}` are literal braces. The implementation's `flags` are appended after the
+template's words. When the program (the first word) is not installed, the implementation is
+skipped with that reason, never silently. The compiler's identity is what `--version` prints
+and the sha256 of the program's file (toolchains.build records both), since many compilers'
+`--version` names only their LLVM.
 """
 
 from __future__ import annotations
@@ -44,21 +48,38 @@ def substitute(word: str, values: dict[str, str], template: str) -> str:
     from runner.toolchains import BuildError
 
     try:
-        fields = [name for _, name, _, _ in string.Formatter().parse(word) if name is not None]
+        fields = [
+            (n, spec, conv) for _, n, spec, conv in string.Formatter().parse(word) if n is not None
+        ]
     except ValueError as exc:  # a lone `{` or `}`
         raise BuildError(
             f"command template {template!r}: {exc} (write {{{{ or }}}} for a literal brace)"
         ) from None
-    for name in fields:
+    expected = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
+    for name, spec, conversion in fields:
         if name not in PLACEHOLDERS:
             raise BuildError(
-                f"command template {template!r}: unknown placeholder {{{name}}}; "
-                f"expected {', '.join('{' + p + '}' for p in PLACEHOLDERS)}"
+                f"command template {template!r}: unknown placeholder {{{name}}}; expected {expected}"
+            )
+        if spec or conversion:  # `{arch:>99999999}` would be a format spec: only bare names
+            raise BuildError(
+                f"command template {template!r}: placeholder {{{name}}} has a format spec or "
+                f"conversion; write it bare ({expected})"
             )
     return word.format_map(values)
 
 
-def _program(template: str | None) -> str:
+def placeholders(template_words: list[str]) -> set[str]:
+    """The placeholder names the template's words use (literal `{{` `}}` excluded)."""
+    return {
+        name
+        for word in template_words
+        for _, name, _, _ in string.Formatter().parse(word)
+        if name is not None
+    }
+
+
+def program(template: str | None) -> str:
     """Full path of the template's program; ToolchainMissing when it is not installed."""
     from runner.toolchains import ToolchainMissing
 
@@ -72,10 +93,11 @@ def _program(template: str | None) -> str:
 
 @functools.cache
 def version(template: str | None = None) -> str:
-    """First line of `<program> --version` when it answers within 10 s, else "unknown"."""
+    """What `<program> --version` prints (its non-blank lines joined by "; ", at most 300
+    characters) when it answers with status 0 within 10 s, else "unknown"."""
     try:
         done = subprocess.run(
-            [_program(template), "--version"],
+            [program(template), "--version"],
             capture_output=True,
             text=True,
             timeout=VERSION_TIMEOUT_S,
@@ -84,7 +106,7 @@ def version(template: str | None = None) -> str:
     except (OSError, subprocess.TimeoutExpired, RuntimeError):
         return "unknown"
     lines = [line.strip() for line in (done.stdout or done.stderr).splitlines() if line.strip()]
-    return lines[0] if done.returncode == 0 and lines else "unknown"
+    return "; ".join(lines)[:300] if done.returncode == 0 and lines else "unknown"
 
 
 def build(
@@ -93,19 +115,16 @@ def build(
     from runner.toolchains import BuildError
 
     template_words = words(template)
-    program = _program(template)
+    path = program(template)
     with tempfile.TemporaryDirectory(prefix="kernelgap-command-") as tmp:
         out = Path(tmp) / (source.stem + ".ptx")
         values = {"arch": arch, "source": str(source), "output": str(out)}
         words_out = [substitute(word, values, template) for word in template_words]
-        command = [program, *words_out[1:], *flags]
+        to_stdout = "output" not in placeholders(template_words)
+        command = [path, *words_out[1:], *flags]
         try:
             done = subprocess.run(
-                command,
-                capture_output=True,
-                text=True,
-                timeout=TIMEOUT_S,
-                stdin=subprocess.DEVNULL,
+                command, capture_output=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL
             )
         except subprocess.TimeoutExpired:
             raise BuildError(
@@ -113,19 +132,28 @@ def build(
             ) from None
         except OSError as exc:  # found but not runnable (bad interpreter line, no permission)
             raise BuildError(f"{source}: could not run {template_words[0]}: {exc}") from None
+        said = (done.stderr or done.stdout).decode(errors="replace").strip()
         if done.returncode != 0:
             raise BuildError(
-                f"{source}: {template_words[0]} exited with {done.returncode}:\n"
-                f"{(done.stderr or done.stdout).strip()}"
+                f"{source}: {template_words[0]} exited with {done.returncode}:\n{said}"
             )
-        if not out.is_file():
+        if to_stdout:
+            data, where = done.stdout, "stdout"
+        elif out.is_file():
+            data, where = out.read_bytes(), "{output}"
+        else:
             raise BuildError(
                 f"{source}: {template_words[0]} exited with 0 but wrote no PTX to {{output}} ({out})"
             )
-        data = out.read_bytes().rstrip(b"\0")
+    data = data.rstrip(b"\0")
+    if not data.strip():
+        raise BuildError(
+            f"{source}: {template_words[0]} exited with 0 but its {where} is empty (expected PTX; "
+            "a template without {output} means the PTX is read from stdout)"
+        )
     try:
         return data.decode("utf-8"), command
     except UnicodeDecodeError as exc:
         raise BuildError(
-            f"{source}: {template_words[0]} wrote {{output}} that is not UTF-8 PTX text ({exc})"
+            f"{source}: {template_words[0]} wrote {where} that is not UTF-8 PTX text ({exc})"
         ) from None

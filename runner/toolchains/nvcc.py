@@ -11,7 +11,7 @@ from pathlib import Path
 FIXED_FLAGS = ["-O3", "-std=c++17"]
 
 
-def _program() -> str:
+def program(template: str | None = None) -> str:
     from runner.toolchains import ToolchainMissing
 
     path = shutil.which("nvcc")
@@ -25,7 +25,7 @@ def _program() -> str:
 @functools.cache
 def version(template: str | None = None) -> str:
     out = subprocess.run(
-        [_program(), "--version"], capture_output=True, text=True, timeout=60
+        [program(), "--version"], capture_output=True, text=True, timeout=60
     ).stdout
     lines = [line for line in out.splitlines() if line.strip()]
     return lines[-1].strip() if lines else "unknown"
@@ -43,7 +43,7 @@ def build(
         work = Path(tmp)
         (work / "src").symlink_to(source.resolve().parent, target_is_directory=True)
         shutil.copyfile(source, work / "kernel.cu")
-        head = [_program(), "-ptx", f"-arch={arch}", *FIXED_FLAGS]
+        head = [program(), "-ptx", f"-arch={arch}", *FIXED_FLAGS]
         command = [*head, "-I", "src", *flags, "kernel.cu", "-o", "kernel.ptx"]
         recorded = [
             *head,
