@@ -49,6 +49,12 @@ def main():
     type=click.FloatRange(min=0, min_open=True),
     help="Per-case limit (default: the manifest's, 60 s).",
 )
+@click.option(
+    "--budget-s",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Wall-time budget for the whole suite: a case running past it is stopped and cases not "
+    "started by then are recorded as skipped (not run); exit status 1.",
+)
 @click.option("--arch", help="Compile for this target (e.g. sm_90) instead of the device's.")
 @click.option(
     "--skip-check",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,7 @@ class BenchOptions:
     commit: str | None = None  # recorded as the suite's commit (a shipped tree is no checkout)
     bundle: Path | None = None  # PTX built elsewhere (python -m runner build)
     emit_partial: bool = False  # the partial document on stderr after each case (for harness run)
+    budget_s: float | None = None  # the whole suite's wall-time budget; cases past it are not run
 
 
 class Progress:
@@ -168,10 +170,18 @@ def run_one(
     peaks: dict,
     say,
     bundle: Bundle | None = None,
+    budget_left_s: float | None = None,
 ) -> dict:
+    """One case in its worker; with `budget_left_s` (what is left of the suite's --budget-s)
+    the case's own timeout is cut to it, so one oversized case cannot spend the whole job."""
     case_doc = case_skeleton(case)
     settings = timing_settings(case, options)
-    case_doc["settings"] = {**settings, "timeout_s": options.timeout_s or case.settings.timeout_s}
+    case_timeout_s = options.timeout_s or case.settings.timeout_s
+    by_budget = budget_left_s is not None and budget_left_s < case_timeout_s
+    case_doc["settings"] = {
+        **settings,
+        "timeout_s": budget_left_s if by_budget else case_timeout_s,
+    }
     say(f"[{case.id}] build (arch {arch})")
     built = build_case(case, arch, case_doc, say, bundle)
     if case_doc["status"] == "failed":
@@ -196,10 +206,15 @@ def run_one(
     outcome = run_worker(job, timeout_s=timeout_s, on_event=on_event, echo_stderr=not options.quiet)
     record = outcome.record
     if outcome.timed_out:
+        limit = (
+            f"the {timeout_s:.0f} s left of the suite's --budget-s"
+            if by_budget
+            else f"{timeout_s:g} s"
+        )
         _fail(
             case_doc,
             "timeout",
-            f"case {case.id} did not finish within {timeout_s:g} s (last phase: {outcome.last_phase or 'start'}); "
+            f"case {case.id} did not finish within {limit} (last phase: {outcome.last_phase or 'start'}); "
             "its worker process was killed, which ends its kernels and its context",
         )
     elif record is None:
@@ -234,6 +249,18 @@ def run_one(
         say(
             f"[{case.id}] FAILED in {case_doc['error']['phase']}: {case_doc['error']['message'].splitlines()[0]}"
         )
+    return case_doc
+
+
+def over_budget(case: manifest.CaseSpec, budget_s: float, done: int) -> dict:
+    """A case left out because the suite's time budget was spent: skipped, saying why."""
+    case_doc = case_skeleton(case)
+    case_doc["status"] = "skipped"
+    case_doc["error"] = {
+        "phase": "timeout",
+        "message": f"not run: the suite's time budget (--budget-s {budget_s:g}) was spent after "
+        f"{done} case(s)",
+    }
     return case_doc
 
 
@@ -290,11 +317,18 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
         "skip_check": options.skip_check,
         "cases": list(options.case_ids),
         "bundle": str(options.bundle) if options.bundle else None,
+        "budget_s": options.budget_s,
     }
     case_docs = []
+    deadline = time.monotonic() + options.budget_s if options.budget_s else None
     for case in cases:
+        left_s = None if deadline is None else deadline - time.monotonic()
+        if left_s is not None and left_s <= 0:
+            case_docs.append(over_budget(case, options.budget_s, len(case_docs)))
+            say(f"[{case.id}] not run: {case_docs[-1]['error']['message']}")
+            continue
         try:
-            case_docs.append(run_one(suite, case, arch, options, env["peaks"], say, bundle))
+            case_docs.append(run_one(suite, case, arch, options, env["peaks"], say, bundle, left_s))
         except Exception as exc:  # a bug or an unforeseen failure costs this case, not the run
             case_doc = case_skeleton(case)
             _fail(case_doc, "unknown", f"case {case.id}: {type(exc).__name__}: {exc}")

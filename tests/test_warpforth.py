@@ -89,7 +89,9 @@ def test_a_forth_error_is_a_build_error_with_the_compilers_message(tmp_path):
     need("warpforthc")
     bad = tmp_path / "bad.forth"
     bad.write_text("\\! kernel k\n\\! param X i64[]\n0 CELLS X + @ DROP\n")
-    with pytest.raises(toolchains.BuildError, match=r"bad\.forth: warpforthc exited with 1:\n.*size"):
+    with pytest.raises(
+        toolchains.BuildError, match=r"bad\.forth: warpforthc exited with 1:\n.*size"
+    ):
         toolchains.build("command", bad, ARCH, (), "warpforthc {source}")
 
 
@@ -161,7 +163,9 @@ def test_check_without_warpforthc_says_so_in_its_summary_and_fails_under_require
     empty.mkdir()
     done = check(cases, str(empty))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "skip  axpy_f64/warpforth: warpforthc is not on PATH; implementation skipped" in done.stdout
+    assert (
+        "skip  axpy_f64/warpforth: warpforthc is not on PATH; implementation skipped" in done.stdout
+    )
     assert "1 case(s), 0 failure(s), 1 skipped" in done.stdout
     assert "skipped 1: warpforthc is not on PATH; implementation skipped (axpy_f64/warpforth)" in (
         done.stdout
