@@ -45,9 +45,9 @@ def bundle(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def suite_run(bundle, tmp_path_factory):
     out = tmp_path_factory.mktemp("bench") / "result.json"
+    command = [sys.executable, "-m", "runner", "bench", str(SUITE), "--bundle", str(bundle)]
     done = subprocess.run(
-        [sys.executable, "-m", "runner", "bench", str(SUITE), "--bundle", str(bundle)]
-        + ["--target-sample-ms", "2", "-o", str(out)],
+        [*command, "--target-sample-ms", "2", "-o", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,
