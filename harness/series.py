@@ -4,6 +4,11 @@ A series is keyed by GPU model, timing mode, suite version, case id and version,
 name, and the sha256 of the implementation's source and of the baseline's source (DESIGN.md,
 "Series that must never mix"). Two results with different keys are never compared as points of
 one series; a changed key starts a new series.
+
+The compiler that built an implementation (its toolchain, what its `--version` printed, the
+sha256 of its program) is NOT part of the key: a new compiler build continues the series, and
+`compiler_identity()` gives what each point records about it, so readers can say where it
+changed.
 """
 
 from __future__ import annotations
@@ -13,7 +18,15 @@ import hashlib
 
 import orjson
 
-__all__ = ["KEY_FIELDS", "series_id", "series_key", "series_label"]
+__all__ = [
+    "COMPILER_FIELDS",
+    "KEY_FIELDS",
+    "compiler_identity",
+    "describe_compiler",
+    "series_id",
+    "series_key",
+    "series_label",
+]
 
 KEY_FIELDS = (
     "gpu",
@@ -26,6 +39,8 @@ KEY_FIELDS = (
     "baseline_source_sha256",
 )
 ID_HEX_DIGITS = 16
+COMPILER_FIELDS = ("toolchain", "toolchain_version", "compiler_sha256")
+COMPILER_SHA_DIGITS = 12  # as shown; the store keeps all 64
 
 
 def _source_sha256(case: dict, impl_name: str | None) -> str | None:
@@ -61,6 +76,26 @@ def series_key(document: dict, case: dict, impl_name: str) -> dict:
         "source_sha256": _source_sha256(case, impl_name),
         "baseline_source_sha256": _source_sha256(case, case.get("baseline")),
     }
+
+
+def compiler_identity(impl: dict) -> tuple[str | None, str | None, str | None]:
+    """(toolchain, toolchain_version, compiler_sha256) of one implementation of a document:
+    its toolchain name, its build's `version` and `compiler_sha256` (None where absent: a build
+    that never ran, a document older than result schema 1.2.0). Metadata, never a key field."""
+    build = impl.get("build") or {}
+    return (
+        impl.get("toolchain") or build.get("toolchain"),
+        build.get("version"),
+        build.get("compiler_sha256"),
+    )
+
+
+def describe_compiler(toolchain, version, compiler_sha256) -> str:
+    """'command, <version>, compiler sha256 <12 hex>' ('' when nothing is known)."""
+    words = [w for w in (toolchain, version) if w]
+    if compiler_sha256:
+        words.append(f"compiler sha256 {compiler_sha256[:COMPILER_SHA_DIGITS]}")
+    return ", ".join(words)
 
 
 def series_id(key: dict) -> str:

@@ -10,8 +10,12 @@ marks the file as kernelgap's):
   the one ingested).
 - series: one row per series key (harness.series), with its point count and first/last date.
 - points: one row per implementation per case per run: status (a failed case is a point with
-  its error), check status, samples, statistics and, for candidates, the gap. Rows refer to
-  runs and series by integer rowid and are indexed by (series, start time) for the readers.
+  its error), check status, samples, statistics, for candidates the gap, and (since version 2)
+  the compiler's identity as metadata (harness.series.compiler_identity: not part of the key).
+  Rows refer to runs and series by integer rowid and are indexed by (series, start time).
+
+An older file migrates forward (harness.store_migrations) at its first trusted ingest, in that
+ingest's transaction; until then it is read as it is, with None for what it lacks.
 
 Writes happen only in a trusted ingest, one transaction per document; an untrusted ingest
 validates and plans but never opens the file for writing (nor creates it). Readers see a
@@ -33,7 +37,15 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from harness.series import KEY_FIELDS, series_id, series_key, series_label
+from harness.series import (
+    COMPILER_FIELDS,
+    KEY_FIELDS,
+    compiler_identity,
+    series_id,
+    series_key,
+    series_label,
+)
+from harness.store_migrations import MIGRATIONS, migrate
 from protocol.validation import validate
 from protocol.version import RESULT_SCHEMA_VERSION, check_version
 
@@ -46,7 +58,7 @@ __all__ = [
     "run_id",
 ]
 
-STORE_SCHEMA_VERSION = 1
+STORE_SCHEMA_VERSION = 2
 APPLICATION_ID = 0x4B474150  # "KGAP": tells a kernelgap history from any other SQLite file
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 WAL_CHECKPOINT_PAGES = 16384
@@ -114,7 +126,10 @@ CREATE TABLE points (
     gap_ci_low REAL,
     gap_ci_high REAL,
     gap_confidence REAL,
-    gap_stable INTEGER
+    gap_stable INTEGER,
+    toolchain TEXT,
+    toolchain_version TEXT,
+    compiler_sha256 TEXT
 );
 CREATE UNIQUE INDEX points_by_series ON points (series, started_us, run);
 CREATE INDEX points_by_run ON points (run);
@@ -134,14 +149,17 @@ VALUE_COLUMNS = (
     *("case_index", "case_status", "error_phase", "error_message", "check_status", "samples"),
     *STAT_COLUMNS,
     *GAP_COLUMNS,
+    *COMPILER_FIELDS,
 )
-# What points() returns: the run's commit comes from a join, the samples only on request.
-POINT_FIELDS = (
+# What points() returns: the run's commit comes from a join, the samples only on request. A
+# version 1 file, read before its migration, has no compiler columns: they read as None.
+POINT_FIELDS_V1 = (
     "r.run_id, r.started_utc, r.commit_sha, p.case_status, p.error_phase, p.error_message, "
     "p.check_status, p.median_s, p.mad_s, p.noise, p.stable, p.p95_s, p.min_s, p.max_s, "
     "p.mean_s, p.count, p.gap, p.gap_median_of_round_ratios, p.gap_ci_low, p.gap_ci_high, "
     "p.gap_stable"
 )
+POINT_FIELDS = POINT_FIELDS_V1 + "".join(f", p.{c}" for c in COMPILER_FIELDS)
 BOOL_FIELDS = ("stable", "gap_stable")
 RECENT_LOOKBACK = 5  # recent() reads 5 x window points back: 1 in 5 stable fills the window
 RUN_FIELDS = (
@@ -276,6 +294,7 @@ class Store:
         self.readonly = readonly
         self._db: sqlite3.Connection | None = None
         self._empty = True
+        self._version = STORE_SCHEMA_VERSION  # the file's, once opened
         self._writes_ready = False
         self._series_cache: dict[str, int] = {}
         if readonly and not self.path.exists():
@@ -321,11 +340,12 @@ class Store:
                 f"{self.path}: history schema version {version} is newer than this kernelgap "
                 f"understands ({STORE_SCHEMA_VERSION}); upgrade kernelgap to read it"
             )
-        if version < STORE_SCHEMA_VERSION:
+        if any(v not in MIGRATIONS for v in range(version, STORE_SCHEMA_VERSION)):
             raise StoreError(
                 f"{self.path}: history schema version {version} is older than "
                 f"{STORE_SCHEMA_VERSION} and has no migration"
             )
+        self._version = version
         return False
 
     def _prepare_writes(self) -> None:
@@ -355,6 +375,16 @@ class Store:
                 )
             db.execute("COMMIT")
             self._empty = False
+        if self._version < STORE_SCHEMA_VERSION:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                self._check_file()  # under the write lock: another writer may have migrated it
+                migrate(db, self._version, STORE_SCHEMA_VERSION)
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+            self._version = STORE_SCHEMA_VERSION
         self._writes_ready = True
 
     def close(self) -> None:
@@ -555,7 +585,8 @@ class Store:
         """The series' points, oldest first: run_id, started_utc, commit_sha, case_status,
         error_phase, error_message, check_status, median_s, mad_s, noise, stable, p95_s, min_s,
         max_s, mean_s, count, gap (ratio of medians), gap_median_of_round_ratios, gap_ci_low,
-        gap_ci_high, gap_stable (and samples_s when asked)."""
+        gap_ci_high, gap_stable, toolchain, toolchain_version, compiler_sha256 (the compiler's
+        identity: metadata, not part of the key) and samples_s when asked."""
         return self._points("ORDER BY p.started_us, p.run", series_id, (), with_samples)
 
     def recent(self, series_id: str, window: int) -> list[dict]:
@@ -581,7 +612,10 @@ class Store:
             if not rows:
                 return []
             rowid = rows[0][0]
-        fields = POINT_FIELDS + (", p.samples" if with_samples else "")
+        current = self._version >= 2
+        fields = (POINT_FIELDS if current else POINT_FIELDS_V1) + (
+            ", p.samples" if with_samples else ""
+        )
         sql = (
             f"SELECT {fields} FROM points p JOIN runs r ON r.run = p.run WHERE p.series = ? {tail}"
         )
@@ -589,6 +623,8 @@ class Store:
         out = []
         for row in self._query(sql, (rowid, *params)):
             point = dict(zip(names, row, strict=True))
+            if not current:
+                point.update(dict.fromkeys(COMPILER_FIELDS))
             for flag in BOOL_FIELDS:
                 if point[flag] is not None:
                     point[flag] = bool(point[flag])
@@ -657,6 +693,7 @@ def _values(index: int, case: dict, impl: dict) -> tuple:
         _samples_blob(timing["samples_s"]) if timing else None,
         *(_STATS_OF(timing["stats"]) if timing else _NO_STATS),
         *(_GAP_OF(gap) if gap else _NO_GAP),
+        *compiler_identity(impl),
     )
 
 

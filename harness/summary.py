@@ -1,7 +1,9 @@
 """A concise markdown summary of one result document, for `$GITHUB_STEP_SUMMARY` or a PR.
 
-Sections: the geometric-mean gap per candidate over stable cases, every gap with its interval,
-unstable and failed results, and the hardware and toolchain signature of the run.
+Sections: the primary candidate's geometric-mean gap (harness.primary) as the headline, the
+geometric-mean gap per candidate over stable cases, every gap with its interval, unstable and
+failed results, and the hardware and toolchain signature of the run, with each implementation's
+compiler identity (toolchain, what its --version prints, the sha256 of its program).
 """
 
 from __future__ import annotations
@@ -9,8 +11,10 @@ from __future__ import annotations
 import math
 
 from harness.export.table import MARKDOWN, Column, first_line, format_table, format_time
+from harness.primary import lead_first, primary_candidate
+from harness.series import compiler_identity, describe_compiler
 
-__all__ = ["geomean_gaps", "markdown", "signature"]
+__all__ = ["compiler_identities", "geomean_gaps", "headline", "markdown", "signature"]
 
 
 def geomean_gaps(document: dict) -> dict[str, tuple[float, int]]:
@@ -29,6 +33,44 @@ def geomean_gaps(document: dict) -> dict[str, tuple[float, int]]:
             if gap and gap["stable"]:
                 logs.setdefault(name, []).append(math.log(gap["ratio_of_medians"]))
     return {name: (math.exp(sum(v) / len(v)), len(v)) for name, v in logs.items()}
+
+
+def headline(document: dict) -> str | None:
+    """The sentence every report leads with: the primary candidate's geometric-mean gap over
+    its stable cases (or that it has none); None when the run has no primary (harness.primary)."""
+    primary = primary_candidate(document)
+    if primary is None:
+        return None
+    found = geomean_gaps(document).get(primary)
+    if found is None:
+        return f"Primary candidate {primary}: no stable gap in this run"
+    baselines = {
+        case["baseline"]
+        for case in document["cases"]
+        if case["status"] == "ok"
+        and ((case["implementations"].get(primary) or {}).get("gap") or {}).get("stable")
+    }
+    versus = next(iter(baselines)) if len(baselines) == 1 else "the baselines"
+    value, cases = found
+    return (
+        f"Primary candidate {primary}: geometric-mean gap {value:.4f}x vs {versus} over "
+        f"{cases} stable case{'s' * (cases != 1)}"
+    )
+
+
+def compiler_identities(document: dict) -> list[tuple[str, str]]:
+    """(implementation, 'toolchain, version[, compiler sha256 <12 hex>]'), the primary first,
+    then in document order; one line per distinct identity (an implementation is normally
+    built by one compiler in every case)."""
+    seen: dict[str, list[str]] = {}
+    for case in document["cases"]:
+        for name, impl in case["implementations"].items():
+            toolchain, version, sha = compiler_identity(impl)
+            text = describe_compiler(toolchain or "?", version or "version unknown", sha)
+            if text not in seen.setdefault(name, []):
+                seen[name].append(text)
+    primary = primary_candidate(document)
+    return [(name, text) for name in lead_first(seen, primary) for text in seen[name]]
 
 
 def _cuda_version(device: dict) -> str:
@@ -56,6 +98,7 @@ def signature(document: dict) -> list[tuple[str, str]]:
     ]
     for name, toolchain in sorted(env["toolchains"].items()):
         pairs.append((f"Toolchain {name}", str(toolchain["version"])))
+    pairs += [("Compiler", f"{name}: {text}") for name, text in compiler_identities(document)]
     pairs += [
         (
             "Python / cuda-bindings / numpy",
@@ -146,9 +189,13 @@ def markdown(document: dict) -> str:
         f"{document['started_utc']}. Gap = median(candidate) / median(baseline): 1.0x is "
         f"parity, lower is better.{incomplete}\n"
     ]
+    lead = headline(document)
+    if lead:
+        parts.append(f"**{lead}.**\n")
     geomeans = geomean_gaps(document)
     if geomeans:
-        rows = [(n, f"{v:.4f}x", str(k)) for n, (v, k) in sorted(geomeans.items())]
+        order = lead_first(sorted(geomeans), primary_candidate(document))
+        rows = [(n, f"{geomeans[n][0]:.4f}x", str(geomeans[n][1])) for n in order]
         columns = [Column("Candidate"), Column("Geomean gap", True), Column("Stable cases", True)]
         parts.append(
             "### Geometric-mean gap (stable cases)\n\n" + format_table(MARKDOWN, columns, rows)

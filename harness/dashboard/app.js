@@ -106,10 +106,14 @@
         ? "no stable case in the newest run (" + c.of + " with a gap)"
         : "geometric mean over " + c.cases + " stable case" + (c.cases === 1 ? "" : "s") +
           (c.of > c.cases ? " of " + c.of + " (" + (c.of - c.cases) + " unstable, left out)" : "");
-      box.append(el("div", { class: "card", "data-candidate": c.candidate, "data-gap": c.gap, "data-change": c.change },
+      // The suite's primary candidate (harness.primary) comes first and says so.
+      box.append(el("div", { class: c.primary ? "card primary" : "card", "data-candidate": c.candidate, "data-gap": c.gap,
+                             "data-change": c.change, "data-primary": c.primary ? "1" : null },
+        c.primary ? el("div", { class: "tag" }, "primary candidate") : null,
         el("div", { class: "who" }, c.candidate + " ", el("span", {}, "vs " + c.baseline)),
         el("div", { class: "big" }, gapText(c.gap)), delta, el("div", { class: "note" }, note)));
-      state.headline.push({ candidate: c.candidate, gap: c.gap, change: c.change, cases: c.cases, text: gapText(c.gap) });
+      state.headline.push({ candidate: c.candidate, gap: c.gap, change: c.change, cases: c.cases, text: gapText(c.gap),
+                            primary: !!c.primary });
     }
     const dl = el("dl");
     for (const [what, value] of L.signature) dl.append(el("dt", {}, what), el("dd", {}, value));
@@ -194,8 +198,15 @@
   const noiseText = (n) => (n === null || n === undefined) ? "–" : (n * 100).toFixed(2) + "%";
   const has = (v) => v !== null && v !== undefined;
 
+  // The compiler that built a series' k-th point, as a hover line ('' when the history lacks it).
+  function compilerLine(s, k) {
+    const i = s.compiler ? s.compiler[k] : -1;
+    return has(i) && i >= 0 ? "<br>compiler " + esc(D.compilers[i]) : "";
+  }
+
   // One series in one panel: a band (MAD or 95% interval), a line through the stable points,
-  // and its unstable points handed to the panel's grey hollow trace.
+  // and its unstable points handed to the panel's grey hollow trace. customdata: hoverData's
+  // seven, then the compiler line, then (unstable points) the series name.
   function seriesTraces(s, panel, values, lower, upper, okFlags, extra, hover, axes, unstable) {
     const idx = s.run.map((_, k) => k).filter((k) => has(values[k]));
     const ok = idx.filter((k) => okFlags[k]);
@@ -213,11 +224,12 @@
     traces.push({ type: "scatter", mode: ok.length <= MARKERS_UP_TO ? "lines+markers" : "lines", name: esc(s.name),
       legendgroup: s.name, showlegend: panel === "times", x, y: pick(values, ok), ...axes,
       line: { color: s.color, width: 2, dash: DASHES[s.segment % DASHES.length] }, marker: { color: s.color, size: 5 },
-      customdata: hoverData(pick(s.run, ok), pick(extra, ok)), hovertemplate: hover, meta: { panel } });
+      customdata: hoverData(pick(s.run, ok), pick(extra, ok)).map((row, i) => row.concat([compilerLine(s, ok[i])])),
+      hovertemplate: hover, meta: { panel } });
     for (const k of bad) {
       unstable.runs.push(s.run[k]);
       unstable.y.push(values[k]);
-      unstable.cd.push(hoverData([s.run[k]], [extra[k]])[0].concat([esc(s.name)]));
+      unstable.cd.push(hoverData([s.run[k]], [extra[k]])[0].concat([compilerLine(s, k), esc(s.name)]));
     }
     return traces;
   }
@@ -226,7 +238,7 @@
     const traces = [], shapes = [], annotations = [];
     const unstable = { gap: { runs: [], y: [], cd: [] }, times: { runs: [], y: [], cd: [] } };
     const tail = "<br>commit %{customdata[0]}<br>%{customdata[1]} UTC<br>noise %{customdata[3]}" +
-      "<br>run %{customdata[2]}<br>%{customdata[6]}<extra></extra>";
+      "%{customdata[7]}<br>run %{customdata[2]}<br>%{customdata[6]}<extra></extra>";
     const gapHover = "<b>%{fullData.name}</b><br>gap %{y:.4f}x, 95% interval %{customdata[4]}" + tail;
     const timeHover = "<b>%{fullData.name}</b><br>%{y:.4~f} " + esc(c.unit) + " ± %{customdata[4]} (MAD)" + tail;
     for (const s of c.series) {
@@ -268,7 +280,7 @@
       type: "scatter", mode: "markers", name: "unstable (not in geomeans)", legendgroup: "unstable",
       showlegend: panel === "times", x: xOf(unstable[panel].runs), y: unstable[panel].y, ...axes,
       marker: UNSTABLE, customdata: unstable[panel].cd, meta: { panel, unstable: true },
-      hovertemplate: hover.replace("%{fullData.name}", "%{customdata[7]} (unstable)") });
+      hovertemplate: hover.replace("%{fullData.name}", "%{customdata[8]} (unstable)") });
     if (unstable.times.runs.length) traces.push(unstableTrace("times", { xaxis: "x2", yaxis: "y2" }, timeHover));
     if (unstable.gap.runs.length) traces.push(unstableTrace("gap", { xaxis: "x", yaxis: "y" }, gapHover));
     shapes.push({ type: "line", xref: "x domain", yref: "y", x0: 0, x1: 1, y0: 1, y1: 1,

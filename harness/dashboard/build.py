@@ -23,7 +23,12 @@ new in one of the two runs would otherwise move the change by itself). On the su
 point whose set of stable cases differs from the previous drawn point's says so ("cases: 7
 (was 8); without transpose"). A series never joins points of different series keys: each key is
 its own trace, labelled with what changed against the implementation's previous key ("source
-changed", "suite v2", "mode cold", ...).
+changed", "suite v2", "mode cold", ...). The compiler that built a point (toolchain, version,
+sha256) is not part of the key: it is shown on hover, from data["compilers"] (each distinct
+description once; a series' `compiler` holds indices into it, -1 where unknown).
+
+The suite's primary candidate (harness.primary, from the newest run) leads: its headline card
+and its suite line come first, and data["primary"] names it (None: the existing order).
 """
 
 from __future__ import annotations
@@ -41,7 +46,8 @@ import numpy as np
 import orjson
 
 from harness.export.github_action_benchmark import entries as gab_entries
-from harness.series import series_label
+from harness.primary import primary_candidate
+from harness.series import COMPILER_FIELDS, describe_compiler, series_label
 from harness.store import Store
 from harness.summary import signature
 
@@ -207,6 +213,7 @@ class _Series:
     ci_high: np.ndarray
     gap_stable: np.ndarray
     failed: dict[int, str]  # run -> 'phase: message' of each run where the case failed
+    compiler: list[str]  # per ok point: describe_compiler() of its build ('' when unknown)
 
     @classmethod
     def read(cls, store: Store, info: dict, run_index: dict[str, int]) -> _Series:
@@ -231,6 +238,7 @@ class _Series:
             _floats(get("gap_ci_high", [])),
             _flags(get("gap_stable", [])),
             failed,
+            [describe_compiler(*(p[f] for f in COMPILER_FIELDS)) for p in points],
         )
 
 
@@ -256,14 +264,17 @@ def collect(
     latest_doc = store.raw_document(runs[-1]["run_id"])
     all_series = [_Series.read(store, info, run_index) for info in store.list_series()]
     used = {len(runs) - 1}
+    primary = primary_candidate(latest_doc)
+    compilers: dict[str, int] = {}  # description -> its index in data["compilers"]
     colors = _colors(all_series)
     case_order = _case_order(latest_doc, all_series)
     anchors: set = set()
     cases = []
     for case_id in case_order:
         members = [s for s in all_series if s.info["case_id"] == case_id]
-        cases.append(_case(case_id, members, colors, max_points, used, _anchor(case_id, anchors)))
-    suite, headline = _suite(all_series, runs, colors, max_points, used)
+        anchor = _anchor(case_id, anchors)
+        cases.append(_case(case_id, members, colors, max_points, used, anchor, compilers))
+    suite, headline = _suite(all_series, runs, colors, max_points, used, primary)
     anchor_of = {c["id"]: c["anchor"] for c in cases}
     compact = {g: i for i, g in enumerate(sorted(used))}
     for case in cases:
@@ -273,6 +284,7 @@ def collect(
     for trace in suite:
         trace["run"] = [compact[g] for g in trace["run"]]
     for card in headline:
+        card["primary"] = card["candidate"] == primary
         card["run"] = compact[card["run"]]
         if card["previous"]:
             card["previous"]["run"] = compact[card["previous"]["run"]]
@@ -285,7 +297,9 @@ def collect(
         "generated_utc": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "repo_url": (repo_url or "").rstrip("/") or None,
         "raw_runs": 0,  # how many newest drawn runs get runs/<id>.json: set by build_site
+        "primary": primary,
         "colors": colors,
+        "compilers": list(compilers),
         "counts": {
             "runs": len(runs),
             "series": len(all_series),
@@ -332,7 +346,7 @@ def _case_order(latest_doc: dict, all_series: list[_Series]) -> list[str]:
     return [c for c in order if c in present] + rest
 
 
-def _case(case_id, members, colors, max_points, used, anchor) -> dict:
+def _case(case_id, members, colors, max_points, used, anchor, compilers) -> dict:
     """One case's chart data: its series (one trace per series key), times in one unit."""
     failed = {run: text for s in members for run, text in s.failed.items()}
     members = [s for s in members if len(s.run)]
@@ -369,6 +383,10 @@ def _case(case_id, members, colors, max_points, used, anchor) -> dict:
             "mad": _round(s.mad_s[keep] * scale, 3),
             "noise": _round(s.noise[keep], 3),
             "ok": s.stable[keep].astype(int).tolist(),
+            "compiler": [
+                compilers.setdefault(s.compiler[k], len(compilers)) if s.compiler[k] else -1
+                for k in keep.tolist()
+            ],
         }
         segments[info["impl"]] += 1
         if info["role"] == "candidate":
@@ -397,9 +415,9 @@ def _case(case_id, members, colors, max_points, used, anchor) -> dict:
     }
 
 
-def _suite(all_series, runs, colors, max_points, used) -> tuple[list[dict], list[dict]]:
+def _suite(all_series, runs, colors, max_points, used, primary) -> tuple[list[dict], list[dict]]:
     """The suite geomean gap per run (one trace per candidate and GPU/mode/suite version) and
-    the headline cards of the newest run."""
+    the headline cards of the newest run; the primary candidate's first."""
     # (gpu, mode, suite version, candidate) -> run -> {(case id, case version): ln gap} of the
     # cases whose gap is stable, and -> run -> cases with a gap (stable or not).
     logs: dict[tuple, dict[int, dict]] = defaultdict(dict)
@@ -426,7 +444,8 @@ def _suite(all_series, runs, colors, max_points, used) -> tuple[list[dict], list
     traces, cards = [], []
     previous_key: dict[str, dict] = {}  # candidate -> its previous suite key
     # A candidate that never had a gap (never checked) has no line and no card.
-    for key in sorted((k for k in gaps if gaps[k]), key=lambda k: (k[3], min(gaps[k]))):
+    order = (k for k in gaps if gaps[k])
+    for key in sorted(order, key=lambda k: (k[3] != primary, k[3], min(gaps[k]))):
         impl, per_run = key[3], logs[key]
         if latest in gaps[key]:
             cards.append(_card(key, per_run, gaps[key][latest], latest, baselines[key]))

@@ -1,7 +1,9 @@
 """CSV: one row per case and implementation with the main numbers, in seconds (RFC 4180 quoting).
 
 Empty cells where a value does not apply (no timing, no gap); booleans as true/false; floats
-in full precision (Python's shortest round-trip repr).
+in full precision (Python's shortest round-trip repr). Unlike the other formats it has no
+headline line for the primary candidate: a CSV's first line is its header, and readers select
+the primary's rows by `implementation`.
 """
 
 from __future__ import annotations

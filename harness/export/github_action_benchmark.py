@@ -8,13 +8,17 @@ strings, so they are written as strings). Entries:
   ratio of medians in `x <baseline>`, range = its 95% bootstrap interval;
 - `suite/geomean_gap` (`suite/geomean_gap/<candidate>` when the suite has several candidate
   names): geometric-mean gap over stable cases, range = the smallest and largest case gap.
-Unstable results are left out: the action alerts on every entry it gets, and DESIGN.md keeps
-unstable results out of alerts. `extra` carries the series key (GPU, mode, versions, source
-hashes), the driver and the commit.
+The primary candidate (harness.primary) always has the `/<candidate>` form and is not counted
+among "several", so adding it to a suite renames no existing entry; its suite geomean comes
+first (a run without a primary keeps document order, geomeans last). Unstable results are left
+out: the action alerts on every entry it gets, and DESIGN.md keeps unstable results out of
+alerts. `extra` carries the series key (GPU, mode, versions, source hashes), the compiler's
+version and sha256 where the build recorded them, the driver and the commit.
 """
 
 from __future__ import annotations
 
+from harness.primary import lead_first, primary_candidate
 from harness.series import series_key
 from harness.summary import geomean_gaps
 from protocol.codec import encode
@@ -39,12 +43,26 @@ def _extra(document: dict, key: dict | None = None, **more) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def _gap_name(prefix: str, candidates: list[str], name: str) -> str:
-    return f"{prefix}/gap" if len(candidates) == 1 else f"{prefix}/gap/{name}"
+def _entry_name(prefix: str, names: list[str], name: str, primary: str | None) -> str:
+    """`prefix` alone for the one non-primary candidate among `names`, else `prefix/<name>`."""
+    others = [n for n in names if n != primary]
+    return prefix if name != primary and others == [name] else f"{prefix}/{name}"
+
+
+def _compiler(impl: dict) -> dict:
+    """The compiler's identity for `extra`: metadata of a point, never part of its name."""
+    build = impl.get("build") or {}
+    found = {
+        "compiler_version": build.get("version"),
+        "compiler_sha256": build.get("compiler_sha256"),
+    }
+    return {k: v for k, v in found.items() if v}
 
 
 def entries(document: dict) -> list[dict]:
-    """The entries for one (validated) result document, in document order, geomeans last."""
+    """The entries for one (validated) result document: the primary's suite geomean, then
+    document order, the other geomeans last."""
+    primary = primary_candidate(document)
     out = []
     baselines = set()
     stable_gaps: dict[str, list[float]] = {}  # candidate -> its stable case gaps, for the range
@@ -67,7 +85,11 @@ def entries(document: dict) -> list[dict]:
                     "value": stats["median_s"] * US_PER_S,
                     "range": f"± {stats['mad_s'] * US_PER_S:.4g}",
                     "extra": _extra(
-                        document, key, samples=stats["count"], noise=f"{stats['noise']:.3%}"
+                        document,
+                        key,
+                        **_compiler(impl),
+                        samples=stats["count"],
+                        noise=f"{stats['noise']:.3%}",
                     ),
                 }
             )
@@ -78,27 +100,31 @@ def entries(document: dict) -> list[dict]:
                 conf = f"{gap['confidence']:.0%}"
                 out.append(
                     {
-                        "name": _gap_name(prefix, candidates, name),
+                        "name": _entry_name(f"{prefix}/gap", candidates, name, primary),
                         "unit": f"x {case['baseline']}",
                         "value": gap["ratio_of_medians"],
                         "range": f"{gap['ci_low']:.4f} to {gap['ci_high']:.4f} ({conf} CI)",
-                        "extra": _extra(document, key, rounds=gap["rounds"]),
+                        "extra": _extra(document, key, **_compiler(impl), rounds=gap["rounds"]),
                     }
                 )
     geomeans = geomean_gaps(document)
     unit = f"x {next(iter(baselines))}" if len(baselines) == 1 else "x baseline"
-    for name, (value, cases) in sorted(geomeans.items()):
+    suite = []
+    for name in lead_first(sorted(geomeans), primary):
+        value, cases = geomeans[name]
         gaps = stable_gaps.get(name) or [value]  # a hand-made document may mark gap and time apart
-        out.append(
+        suite.append(
             {
-                "name": "suite/geomean_gap" if len(geomeans) == 1 else f"suite/geomean_gap/{name}",
+                "name": _entry_name("suite/geomean_gap", list(geomeans), name, primary),
                 "unit": unit,
                 "value": value,
                 "range": f"{min(gaps):.4f} to {max(gaps):.4f} over {cases} case{'s' * (cases != 1)}",
                 "extra": _extra(document, candidate=name, stable_cases=cases),
             }
         )
-    return out
+    if primary in geomeans:
+        return [suite[0], *out, *suite[1:]]
+    return out + suite
 
 
 def render(document: dict) -> bytes:

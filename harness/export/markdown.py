@@ -1,8 +1,13 @@
-"""A plain markdown table: one row per case and implementation, times per launch."""
+"""A plain markdown table: one row per case and implementation, times per launch.
+
+When the run has a primary candidate (harness.primary), a bold line with its geometric-mean gap
+comes first.
+"""
 
 from __future__ import annotations
 
 from harness.export.table import MARKDOWN, Column, format_table, format_time, impl_rows
+from harness.summary import headline
 
 __all__ = ["render"]
 
@@ -43,4 +48,6 @@ def _cells(row) -> tuple[str, ...]:
 
 def render(document: dict) -> bytes:
     """The table as UTF-8 markdown; gap = median(candidate) / median(baseline)."""
-    return format_table(MARKDOWN, COLUMNS, [_cells(r) for r in impl_rows(document)]).encode()
+    lead = headline(document)
+    table = format_table(MARKDOWN, COLUMNS, [_cells(r) for r in impl_rows(document)])
+    return (f"**{lead}.**\n\n{table}" if lead else table).encode()

@@ -2,12 +2,14 @@
 
 Columns follow nvbench's names: Samples ("30x"), GPU Time (median per launch), Noise, and,
 where the case declares its bytes, GlobalMem BW and BWUtil (fraction of the measured peak).
-Unlike nvbench, Noise is MAD / median (robust), not the relative standard deviation.
+Unlike nvbench, Noise is MAD / median (robust), not the relative standard deviation. A run with
+a primary candidate (harness.primary) states its geometric-mean gap under the title.
 """
 
 from __future__ import annotations
 
 from harness.export.table import MARKDOWN, Column, ImplRow, format_table, impl_rows
+from harness.summary import headline
 
 __all__ = ["render"]
 
@@ -59,6 +61,9 @@ def _cells(row: ImplRow) -> tuple[str, ...]:
 def render(document: dict) -> bytes:
     device = document["environment"]["device"]
     lines = ["# Benchmark Results", ""]
+    lead = headline(document)
+    if lead:
+        lines += [f"{lead}.", ""]
     rows = impl_rows(document)
     for case in document["cases"]:
         lines += [f"## {case['id']} v{case['version']}", "", f"### [0] {device['name']}", ""]

@@ -1,0 +1,171 @@
+"""The primary candidate leads the summary, the exports and the dashboard (harness.primary).
+
+The documents: baseline `cuda`; `llvm` in every case, `handptx` in one, and (after the suite
+gained it) `warpforth`, the suite's primary. Names sort handptx < llvm < warpforth, so a
+report that merely sorts would put the primary last.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from harness_docs import make_document, samples
+
+from harness.dashboard import collect
+from harness.export import csv as csv_export
+from harness.export import github_action_benchmark, markdown, nvbench_markdown
+from harness.primary import lead_first, primary_candidate
+from harness.store import Store
+from harness.summary import geomean_gaps, headline
+from harness.summary import markdown as summary_markdown
+from protocol.validation import validate
+
+
+def suite_document(*, with_warpforth: bool = True, primary: str | None = "warpforth", **kw):
+    """scale: cuda, llvm (+ warpforth); axpy: cuda, llvm, handptx (+ warpforth)."""
+    scale = {"cuda": samples(2e-6, seed=1), "llvm": samples(2.2e-6, seed=2)}
+    axpy = {
+        "cuda": samples(1e-3, seed=3),
+        "llvm": samples(1.1e-3, seed=4),
+        "handptx": samples(0.98e-3, seed=5),
+    }
+    if with_warpforth:
+        scale["warpforth"] = samples(3e-6, seed=6)
+        axpy["warpforth"] = samples(1.4e-3, seed=7)
+    doc = make_document({"scale": scale, "axpy": axpy}, resamples=50, **kw)
+    if primary is not None:
+        doc["suite"]["primary"] = primary
+    validate(doc, "result", "test document")
+    return doc
+
+
+@pytest.fixture(scope="module")
+def doc() -> dict:
+    return suite_document()
+
+
+def test_the_primary_is_the_suites_then_warpforth_then_none():
+    assert primary_candidate(suite_document(primary="llvm")) == "llvm"
+    assert primary_candidate(suite_document(primary=None)) == "warpforth"  # an older document
+    assert primary_candidate(suite_document(with_warpforth=False, primary=None)) is None
+    # a named primary this run lacks still leads (and is said to have no gap)
+    assert primary_candidate(suite_document(with_warpforth=False)) == "warpforth"
+    assert lead_first(["handptx", "llvm", "warpforth"], "warpforth") == [
+        "warpforth",
+        "handptx",
+        "llvm",
+    ]
+    assert lead_first(["handptx", "llvm"], "warpforth") == ["handptx", "llvm"]
+    assert lead_first(["handptx", "llvm"], None) == ["handptx", "llvm"]
+
+
+def test_the_summary_leads_with_the_primary_geomean(doc):
+    text = summary_markdown(doc)
+    value, cases = geomean_gaps(doc)["warpforth"]
+    lead = f"**Primary candidate warpforth: geometric-mean gap {value:.4f}x vs cuda over 2 stable cases.**"
+    assert cases == 2 and lead in text
+    assert text.index(lead) < text.index("### Geometric-mean gap")
+    table = text.split("### Geometric-mean gap (stable cases)")[1].split("###")[0]
+    rows = [line.split("|")[1].strip() for line in table.splitlines() if line.startswith("| ")]
+    assert rows == ["Candidate", "warpforth", "handptx", "llvm"]
+
+
+def test_a_run_without_a_primary_keeps_the_existing_order():
+    old = suite_document(with_warpforth=False, primary=None)
+    assert headline(old) is None
+    text = summary_markdown(old)
+    assert "Primary candidate" not in text
+    table = text.split("### Geometric-mean gap (stable cases)")[1].split("###")[0]
+    rows = [line.split("|")[1].strip() for line in table.splitlines() if line.startswith("| ")]
+    assert rows == ["Candidate", "handptx", "llvm"]
+    assert markdown.render(old).startswith(b"| Case ")
+    names = [e["name"] for e in github_action_benchmark.entries(old)]
+    assert names[-2:] == ["suite/geomean_gap/handptx", "suite/geomean_gap/llvm"]
+
+
+def test_a_named_primary_without_a_stable_gap_says_so():
+    doc = suite_document(unstable=["warpforth"])
+    assert headline(doc) == "Primary candidate warpforth: no stable gap in this run"
+    assert "**Primary candidate warpforth: no stable gap in this run.**" in summary_markdown(doc)
+    names = [e["name"] for e in github_action_benchmark.entries(doc)]
+    assert not names[0].startswith("suite/")  # nothing to lead with: document order
+
+
+def test_the_table_exports_lead_with_the_primary(doc):
+    lead = headline(doc)
+    assert markdown.render(doc).decode().startswith(f"**{lead}.**\n\n| Case ")
+    assert (
+        nvbench_markdown.render(doc)
+        .decode()
+        .startswith(f"# Benchmark Results\n\n{lead}.\n\n## scale v1\n")
+    )
+    # CSV keeps one header line; the primary's rows are found by implementation
+    rows = list(csv.DictReader(io.StringIO(csv_export.render(doc).decode())))
+    assert {r["implementation"] for r in rows} == {"cuda", "llvm", "handptx", "warpforth"}
+
+
+def test_github_action_benchmark_leads_with_the_primary_and_renames_nothing():
+    before = [e["name"] for e in github_action_benchmark.entries(suite_document(with_warpforth=False, primary=None))]  # fmt: skip
+    after_entries = github_action_benchmark.entries(suite_document())
+    after = [e["name"] for e in after_entries]
+    assert after[0] == "suite/geomean_gap/warpforth"
+    assert after_entries[0]["value"] == pytest.approx(
+        geomean_gaps(suite_document())["warpforth"][0]
+    )
+    # every entry the suite had before warpforth joined keeps its name (scale's llvm gap stays
+    # `scale/v1/gap`, though the case now has two candidates)
+    assert set(before) <= set(after), set(before) - set(after)
+    assert "scale/v1/gap" in before and "scale/v1/gap" in after
+    added = set(after) - set(before)
+    assert added == {
+        "suite/geomean_gap/warpforth",
+        "scale/v1/warpforth",
+        "scale/v1/gap/warpforth",
+        "axpy/v1/warpforth",
+        "axpy/v1/gap/warpforth",
+    }
+    assert len(after) == len(set(after))
+
+
+def test_the_primary_entry_names_depend_on_case_version_and_name_only():
+    """The primary's entries are `<case>/v<version>/gap/<primary>` and
+    `suite/geomean_gap/<primary>` whether it is a case's only candidate or one of several."""
+    alone = make_document({"scale": {"cuda": samples(2e-6, seed=1), "warpforth": samples(3e-6, seed=6)}}, resamples=50)  # fmt: skip
+    alone["suite"]["primary"] = "warpforth"
+    assert [e["name"] for e in github_action_benchmark.entries(alone)] == [
+        "suite/geomean_gap/warpforth",
+        "scale/v1/cuda",
+        "scale/v1/warpforth",
+        "scale/v1/gap/warpforth",
+    ]
+    with_others = {e["name"] for e in github_action_benchmark.entries(suite_document())}
+    assert {"suite/geomean_gap/warpforth", "scale/v1/gap/warpforth"} <= with_others
+
+
+def test_the_dashboard_leads_with_the_primary(tmp_path):
+    db = tmp_path / "h.sqlite"
+    with Store(db) as store:
+        for k in range(2):
+            doc = suite_document(commit=f"{k:040x}", started_utc=f"2026-12-0{k + 1}T10:00:00Z")
+            store.ingest(doc, trusted=True)
+    with Store(db, readonly=True) as store:
+        data = collect(store)
+    assert data["primary"] == "warpforth"
+    cards = data["latest"]["cards"]
+    assert [c["candidate"] for c in cards] == ["warpforth", "handptx", "llvm"]
+    assert [c["primary"] for c in cards] == [True, False, False]
+    assert [t["impl"] for t in data["suite"]] == ["warpforth", "handptx", "llvm"]
+    assert cards[0]["gap"] == pytest.approx(geomean_gaps(doc)["warpforth"][0], rel=1e-12)
+
+
+def test_a_dashboard_without_a_primary_keeps_its_order(tmp_path):
+    db = tmp_path / "h.sqlite"
+    with Store(db) as store:
+        store.ingest(suite_document(with_warpforth=False, primary=None), trusted=True)
+    with Store(db, readonly=True) as store:
+        data = collect(store)
+    assert data["primary"] is None
+    assert [c["candidate"] for c in data["latest"]["cards"]] == ["handptx", "llvm"]
+    assert not any(c["primary"] for c in data["latest"]["cards"])
