@@ -1,12 +1,14 @@
 """`harness run`: ship the suite to a GPU box, run the runner there, keep its result document.
 
 One session per invocation: `--target local`, `ssh://user@host[:port]` (one SSH connection) or
-`vast:<GPU model>` (one rented machine, destroyed at the end). Every step (installing
+`vast:<GPU model>` (one rented machine, destroyed at the end; `--max-price` refuses offers above
+a price ceiling). Every step (installing
 dependencies, GPU tests, the benchmark) runs in that one session; each step ships the tree
 (`harness.shipping`) as one tar stream on the same SSH invocation that runs it.
 
 Exit status: 0 every case ok, 1 some case failed (the document is still saved) or the GPU tests
-failed, 2 bad input, no GPU, an unreachable target, a timeout or a dropped connection (what had
+failed, 2 bad input, no GPU, an unreachable target, no offer under the price ceiling, a
+timeout or a dropped connection (what had
 arrived on stdout is kept in a `.partial` file), 128 + N when signal N (SIGTERM, SIGHUP) stopped
 it, after the session was closed and any rented machine destroyed.
 """
@@ -168,11 +170,18 @@ def make_transport(
     python: str,
     vast_image: str = DEFAULT_IMAGE,
     lifetime_s: float | None = None,
+    max_price: float | None = None,
 ) -> Transport:
     """The transport for `--target`: local, ssh://user@host[:port] or vast:<GPU model>.
 
     `lifetime_s` (vast only): how long the rental may live; its label carries start + this as
-    the time after which another run's sweep may destroy it as an orphan."""
+    the time after which another run's sweep may destroy it as an orphan. `max_price` (vast
+    only): the most it may cost, in USD per hour; offers above it are never rented."""
+    if max_price is not None and not target.startswith("vast:"):
+        raise SshTargetError(
+            f"--max-price applies to vast:<GPU model> targets only (a rental's price), not to "
+            f"--target {target!r}"
+        )
     if target == "local":
         return LocalTransport(python)
     if target.startswith("ssh://"):
@@ -197,6 +206,7 @@ def make_transport(
             python=python,
             connect_timeout_s=connect_timeout_s,
             image=vast_image,
+            max_price=max_price,
             **extra,
         )
     raise SshTargetError(
@@ -426,6 +436,13 @@ class Session:
     help="pip install the runner's dependencies there first (default: on for vast only).",
 )
 @click.option(
+    "--max-price",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="USD_PER_HOUR",
+    help="vast only: the most a rental may cost per hour; offers above it are refused, and "
+    "when none is under it the run exits 2 naming the cheapest price seen.",
+)
+@click.option(
     "--vast-image",
     default=DEFAULT_IMAGE,
     show_default=True,
@@ -455,6 +472,7 @@ def run(target, identity, known_hosts, cases, bundle, runner_args, **settings):
             python=settings["python"],
             vast_image=settings["vast_image"],
             lifetime_s=lifetime_s,
+            max_price=settings["max_price"],
         )
     except (ValueError, TransportError) as exc:  # ShippingError, SshTargetError, VastError
         raise RunFailed(str(exc)) from None

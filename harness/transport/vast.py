@@ -9,9 +9,8 @@ the time by which its run must have ended (start + every step's limit + a grace 
 labelled instances past that time (orphans of a run that died before it could destroy them) are
 destroyed; a label with the prefix but no readable expiry falls back to an age rule. A failed
 create is followed by a look-up of that label, so a rental made by a request that then failed is
-destroyed too. The offer must be the exact GPU model asked for (after folding case, spaces and
-underscores); another model is an error, never a fallback, because the gap depends on the GPU.
-The SDK (`pip install 'kernelgap[vast]'`) is used
+destroyed too. Which offer is rented (the exact GPU model, the cheapest, under `max_price`) is
+harness.transport.vast_offers' to decide. The SDK (`pip install 'kernelgap[vast]'`) is used
 only through `VastSdk`, a thin adapter over the five `vastai.VastAI` methods this needs, so tests
 drive the provider with a fake of that adapter.
 """
@@ -28,8 +27,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from harness.transport.base import Completed, ConnectError, StderrSink, TransportError
+from harness.transport.base import Completed, ConnectError, StderrSink
 from harness.transport.ssh import SshTarget, SshTransport
+from harness.transport.vast_offers import (  # also imported from here, the provider's face
+    VastError,
+    choose_offer,
+    normalise_gpu_name,
+    offer_query,
+)
 
 LABEL = "kernelgap"  # the prefix of every rental's label
 DEFAULT_IMAGE = "pytorch/pytorch:2.7.0-cuda12.8-cudnn9-devel"  # python3, numpy and nvcc
@@ -41,10 +46,6 @@ DESTROY_BACKOFF_S = 5.0
 ORPHAN_AFTER_S = 6 * 3600.0  # age rule for a labelled instance without a readable expiry
 LIFETIME_S = 6 * 3600.0  # how long a rental may live when the caller does not say
 GONE_STATUSES = {"destroyed", "destroying", "terminated", "offline"}  # as vastai's own CLI reads
-
-
-class VastError(TransportError):
-    """Renting, reaching or destroying a Vast.ai machine failed; the message says what to do."""
 
 
 class VastApi(Protocol):
@@ -114,17 +115,6 @@ class VastSdk:
             )
 
 
-def normalise_gpu_name(name: str) -> str:
-    """'RTX_4090', 'rtx  4090' and 'RTX 4090' are one model; 'H100 SXM' and 'H100 PCIe' are not."""
-    return " ".join(str(name).replace("_", " ").split()).casefold()
-
-
-def offer_query(gpu_model: str) -> dict:
-    """The search for one-GPU offers of `gpu_model`, named as Vast names models ('RTX 4090')."""
-    name = " ".join(str(gpu_model).replace("_", " ").split())
-    return {"gpu_name": {"eq": name}, "num_gpus": {"eq": 1}}
-
-
 def rental_label(prefix: str, expiry_s: float) -> str:
     """`<prefix>-<12 hex digits>-exp<unix seconds>`: unique to one rental, with its expiry."""
     return f"{prefix}-{uuid.uuid4().hex[:12]}-exp{int(expiry_s)}"
@@ -134,22 +124,6 @@ def label_expiry(label: object, prefix: str) -> float | None:
     """The expiry (unix seconds) in a label made by `rental_label`, else None."""
     found = re.fullmatch(rf"{re.escape(prefix)}-[0-9a-f]{{12}}-exp([0-9]+)", str(label))
     return float(found.group(1)) if found else None
-
-
-def choose_offer(offers: list[dict], gpu_model: str) -> dict:
-    """The cheapest offer whose `gpu_name` is exactly `gpu_model`, else an error naming the found."""
-    wanted = normalise_gpu_name(gpu_model)
-    exact = [o for o in offers if normalise_gpu_name(o.get("gpu_name", "")) == wanted]
-    if exact:
-        return min(exact, key=lambda o: float(o.get("dph_total") or float("inf")))
-    if not offers:
-        raise VastError(f"vast: no rentable offer for GPU model {gpu_model!r} right now")
-    others = sorted({str(o.get("gpu_name")) for o in offers})
-    raise VastError(
-        f"vast: no offer for GPU model {gpu_model!r}; the search found only "
-        f"{', '.join(repr(n) for n in others)}; refusing to fall back to another model "
-        "(the gap depends on the GPU): ask for one of those exactly, or try again later"
-    )
 
 
 def ssh_endpoint(instance: dict) -> tuple[str, int] | None:
@@ -188,6 +162,7 @@ class VastTransport:
         disk_gb: float = DEFAULT_DISK_GB,
         label_prefix: str = LABEL,
         lifetime_s: float = LIFETIME_S,
+        max_price: float | None = None,
         ssh_wait_s: float = SSH_WAIT_S,
         poll_s: float = POLL_S,
         destroy_attempts: int = DESTROY_ATTEMPTS,
@@ -210,6 +185,7 @@ class VastTransport:
         self.disk_gb = disk_gb
         self.label_prefix = label_prefix
         self.lifetime_s = lifetime_s
+        self.max_price = max_price  # USD per hour; offers above it are never rented
         self.label: str | None = None  # this rental's, set when renting
         self.ssh_wait_s = ssh_wait_s
         self.poll_s = poll_s
@@ -232,11 +208,14 @@ class VastTransport:
         if self.api is None:
             self.api = VastSdk()
         self.cleanup_orphans()
-        offer = choose_offer(self.api.search_offers(offer_query(self.gpu_model)), self.gpu_model)
+        offers = self.api.search_offers(offer_query(self.gpu_model))
+        offer = choose_offer(offers, self.gpu_model, self.max_price)
         self.label = rental_label(self.label_prefix, self.now() + self.lifetime_s)
         self.say(
             f"vast: renting offer {offer.get('id')} ({offer.get('gpu_name')}, "
-            f"${float(offer.get('dph_total') or 0):.2f}/h), image {self.image}, "
+            f"${float(offer.get('dph_total') or 0):.2f}/h"
+            + (f", ceiling ${self.max_price:.2f}/h" if self.max_price is not None else "")
+            + f"), image {self.image}, "
             f"label {self.label}"
         )
         try:
