@@ -376,49 +376,43 @@ def _load_workflow() -> dict:
     return YAML(typ="safe").load(WORKFLOW.read_text())
 
 
-TRUSTED = (
-    "always() && steps.run.outputs.result != '' && github.event_name == 'push' "
-    "&& github.ref == 'refs/heads/main'"
-)  # always(): a run where some case failed is stored too (its failures are data)
-
-
-def test_workflow_rents_once_and_writes_history_only_on_trusted_pushes():
+def test_workflow_rents_once_and_writes_history_only_in_the_trusted_job():
+    """The layout (tests/test_harness_warpforth_workflow.py checks permissions and gating)."""
     workflow = _load_workflow()
     triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 readers turn `on` into True
     assert triggers["push"]["branches"] == ["main"] and "pull_request" in triggers
     assert "pull_request_target" not in triggers  # would hand secrets to untrusted code
     assert workflow["permissions"] == {"contents": "read"}
-    (job,) = workflow["jobs"].values()
-    steps = job["steps"]
+    jobs = workflow["jobs"]
+    assert set(jobs) == {"benchmark", "publish"}
+    steps = jobs["benchmark"]["steps"]
     scripts = [s.get("run", "") for s in steps]
-    rentals = [s for s in scripts if "harness run" in s]
+    every_script = [s.get("run", "") for job in jobs.values() for s in job["steps"]]
+    rentals = [s for s in every_script if "harness run" in s]
     assert len(rentals) == 1 and '--target vast:"H200"' in rentals[0]
     assert "--pytest-gpu" in rentals[0]  # the GPU tests share the rental with the benchmark
+    assert "--bundle bundle" in rentals[0] and "-- --budget-s" in rentals[0]
     assert "${{ secrets.VAST_API_KEY }}" in str(
         next(s for s in steps if "harness run" in s.get("run", ""))
     )
+    assert any("runner build benchmarks/cases.toml --out bundle/" in s for s in scripts)
 
     upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact"))
     assert upload["if"] == "always()"
     assert any("harness summary" in s and '>> "$GITHUB_STEP_SUMMARY"' in s for s in scripts)
     comparing = next(s for s in steps if "harness compare" in s.get("run", ""))
     assert "github.event_name == 'pull_request'" in comparing["if"]
-    assert "--fail-on gap-slower" in comparing["run"]  # different machines: gate on gaps
+    assert "--fail-on never" in comparing["run"]  # another rented host: informational only
 
     writes = [
         s
-        for s in steps
-        if "harness ingest" in s.get("run", "")
-        or "github-action-benchmark" in s.get("run", "") + s.get("uses", "")
+        for s in every_script
+        if "harness ingest" in s or "harness dashboard" in s or "git push" in s
     ]
-    assert len(writes) == 3  # ingest, the export, the charts action
-    for step in writes:
-        assert step.get("if") == TRUSTED, step["name"]
-    ingest = next(s for s in writes if "harness ingest" in s.get("run", ""))
-    assert "--trusted" in ingest["run"]
-    assert not any("--trusted" in s.get("run", "") for s in steps if s not in writes)
-    action = next(s for s in writes if "uses" in s)
-    assert action["with"]["tool"] == "customSmallerIsBetter"
+    assert writes and not [s for s in scripts if s in writes]  # none in the benchmark job
+    ingest = next(s for s in every_script if "harness ingest" in s)
+    assert "--trusted" in ingest
+    assert sum("--trusted" in s for s in every_script) == 1
 
 
 def test_workflow_uses_only_commands_and_formats_that_exist():
