@@ -389,7 +389,7 @@ def test_workflow_rents_once_and_writes_history_only_in_the_trusted_job():
     scripts = [s.get("run", "") for s in steps]
     every_script = [s.get("run", "") for job in jobs.values() for s in job["steps"]]
     rentals = [s for s in every_script if "harness run" in s]
-    assert len(rentals) == 1 and '--target vast:"H200"' in rentals[0]
+    assert len(rentals) == 1 and '--target vast:"NVIDIA H200"' in rentals[0]
     assert "--pytest-gpu" in rentals[0]  # the GPU tests share the rental with the benchmark
     assert "--bundle bundle" in rentals[0] and "-- --budget-s" in rentals[0]
     assert "${{ secrets.VAST_API_KEY }}" in str(

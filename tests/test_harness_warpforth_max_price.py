@@ -62,6 +62,18 @@ def test_a_rental_over_the_ceiling_is_never_made():
     assert api.called("destroy_instance") == [(4242,)]
 
 
+def test_the_model_as_a_suite_pins_it_is_searched_as_vast_names_it():
+    """CUDA calls the GPU 'NVIDIA H200' (the suite's `gpu`), Vast calls it 'H200'."""
+    api = FakeVast(offers=OFFERS)
+    with provider(api, model="NVIDIA H200", max_price=4.0):
+        pass
+    (query,) = api.called("search_offers")[0]
+    assert query["gpu_name"] == {"eq": "H200"}
+    assert [offer for offer, _ in api.called("create_instance")] == [3]  # not the H200 NVL
+    with pytest.raises(VastError, match="no offer for GPU model 'NVIDIA H100 SXM'"):
+        choose_offer(OFFERS, "NVIDIA H100 SXM")
+
+
 def harness_run(tmp_path, *args) -> tuple[subprocess.CompletedProcess, list]:
     """`python -m harness run` with the stand-in vastai module (one H200 offer at $3.00/h)."""
     sdk = tmp_path / "sdk"
@@ -88,12 +100,12 @@ def harness_run(tmp_path, *args) -> tuple[subprocess.CompletedProcess, list]:
 
 def test_harness_run_exits_2_when_every_offer_is_over_the_ceiling(tmp_path):
     done, calls = harness_run(
-        tmp_path, "--target", "vast:H200", "--max-price", "2.5", "--no-install"
+        tmp_path, "--target", "vast:NVIDIA H200", "--max-price", "2.5", "--no-install"
     )
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""
     message = done.stderr
-    assert "'H200'" in message and "--max-price 2.50 USD/h" in message, message
+    assert "'NVIDIA H200'" in message and "--max-price 2.50 USD/h" in message, message
     assert "$3.00/h" in message and "nothing was rented" in message
     assert [c[0] for c in calls] == ["search_offers"]  # searched, never rented
     assert not (tmp_path / "r").exists()

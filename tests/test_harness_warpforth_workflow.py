@@ -334,7 +334,7 @@ def test_the_rental_is_pinned_priced_and_budgeted():
     workflow = load_workflow()
     step = next(s for s in workflow["jobs"]["benchmark"]["steps"] if "harness run" in s.get("run", ""))  # fmt: skip
     script = " ".join(step["run"].split())
-    assert '--target vast:"H200"' in script and "--pytest-gpu" in script
+    assert '--target vast:"NVIDIA H200"' in script and "--pytest-gpu" in script
     assert '--max-price "$MAX_PRICE"' in script and '-- --budget-s "$BUDGET_S"' in script
     assert step["env"]["MAX_PRICE"] == "${{ vars.KERNELGAP_MAX_PRICE || '4.00' }}"
     assert step["env"]["BUDGET_S"].startswith("${{ vars.KERNELGAP_BUDGET_S || ")

@@ -1,7 +1,9 @@
 """Which Vast.ai offer to rent: the exact GPU model asked for, the cheapest, under a price ceiling.
 
-The offer must be the exact GPU model (after folding case, spaces and underscores); another
-model is an error, never a fallback, because the gap depends on the GPU. With a ceiling
+The offer must be the exact GPU model (after folding case, spaces and underscores, and without
+the "NVIDIA" that CUDA's device names carry and Vast's model names do not: `vast:"NVIDIA H200"`,
+as a suite pins it, is Vast's "H200"); another model is an error, never a fallback, because the
+gap depends on the GPU. With a ceiling
 (`harness run --max-price`), offers above it, and offers that state no price, are refused: when
 none is left the error names the model, the ceiling and the cheapest price seen, and nothing is
 rented. VastError, the provider's one error, lives here so that harness.transport.vast and this
@@ -16,20 +18,30 @@ from harness.transport.base import TransportError
 
 __all__ = ["VastError", "choose_offer", "normalise_gpu_name", "offer_price", "offer_query"]
 
+VENDOR = "nvidia"  # the first word of CUDA's device names, never of Vast's model names
+
 
 class VastError(TransportError):
     """Renting, reaching or destroying a Vast.ai machine failed; the message says what to do."""
 
 
+def _vast_name(name: str) -> str:
+    """'NVIDIA  H200' -> 'H200', 'RTX_4090' -> 'RTX 4090': a model as Vast spells it."""
+    words = str(name).replace("_", " ").split()
+    if len(words) > 1 and words[0].casefold() == VENDOR:
+        words = words[1:]
+    return " ".join(words)
+
+
 def normalise_gpu_name(name: str) -> str:
-    """'RTX_4090', 'rtx  4090' and 'RTX 4090' are one model; 'H100 SXM' and 'H100 PCIe' are not."""
-    return " ".join(str(name).replace("_", " ").split()).casefold()
+    """'RTX_4090', 'rtx  4090' and 'RTX 4090' are one model, as are 'NVIDIA H200' and 'H200';
+    'H100 SXM' and 'H100 PCIe' are not, nor 'H200' and 'H200 NVL'."""
+    return _vast_name(name).casefold()
 
 
 def offer_query(gpu_model: str) -> dict:
     """The search for one-GPU offers of `gpu_model`, named as Vast names models ('RTX 4090')."""
-    name = " ".join(str(gpu_model).replace("_", " ").split())
-    return {"gpu_name": {"eq": name}, "num_gpus": {"eq": 1}}
+    return {"gpu_name": {"eq": _vast_name(gpu_model)}, "num_gpus": {"eq": 1}}
 
 
 def offer_price(offer: dict) -> float | None:
