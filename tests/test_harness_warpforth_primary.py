@@ -20,7 +20,9 @@ from harness.primary import lead_first, primary_candidate
 from harness.store import Store
 from harness.summary import geomean_gaps, headline
 from harness.summary import markdown as summary_markdown
+from protocol.documents import load_result
 from protocol.validation import validate
+from tests.conftest import ROOT
 
 
 def suite_document(*, with_warpforth: bool = True, primary: str | None = "warpforth", **kw):
@@ -169,3 +171,32 @@ def test_a_dashboard_without_a_primary_keeps_its_order(tmp_path):
     assert data["primary"] is None
     assert [c["candidate"] for c in data["latest"]["cards"]] == ["handptx", "llvm"]
     assert not any(c["primary"] for c in data["latest"]["cards"])
+
+
+def test_the_real_warpforth_run_leads_with_warpforth():
+    """The frozen 1.2.0 document of the suite on the H200 (tests/fixtures)."""
+    path = ROOT / "tests" / "fixtures" / "result-1.2.0-h200-warpforth.json"
+    real = load_result(path.read_bytes(), str(path))
+    assert primary_candidate(real) == "warpforth"
+    value, cases = geomean_gaps(real)["warpforth"]
+    assert headline(real) == (
+        f"Primary candidate warpforth: geometric-mean gap {value:.4f}x vs cuda over {cases} "
+        "stable cases"
+    )
+    names = [e["name"] for e in github_action_benchmark.entries(real)]
+    assert names[0] == "suite/geomean_gap/warpforth"
+    # llvm's gap keeps the plain name in the cases where it was the only candidate before
+    assert "scale_i64/v1/gap" in names and "scale_i64/v1/gap/warpforth" in names
+    assert "axpy_f64/v1/gap/llvm" in names  # axpy_f64 already had two candidates
+
+
+def test_the_dashboard_of_the_real_run(tmp_path):
+    """Its primary first; the mode it ran in named though options.mode was left to the suite."""
+    path = ROOT / "tests" / "fixtures" / "result-1.2.0-h200-warpforth.json"
+    real = load_result(path.read_bytes(), str(path))
+    assert real["options"]["mode"] is None
+    with Store(tmp_path / "h.sqlite") as store:
+        store.ingest(real, trusted=True)
+        data = collect(store)
+    assert data["latest"]["mode"] == "hot"
+    assert data["latest"]["cards"][0]["candidate"] == "warpforth"

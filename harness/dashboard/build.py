@@ -317,7 +317,7 @@ def collect(
             "run": compact[len(runs) - 1],
             "suite": f"{suite_doc['name']} v{suite_doc['version']}",
             "gpu": latest_doc["environment"]["device"]["name"],
-            "mode": latest_doc["options"].get("mode"),
+            "mode": _run_mode(latest_doc),
             "complete": latest_doc["complete"],
             "cards": headline,
             "signature": [list(pair) for pair in signature(latest_doc)],
@@ -326,6 +326,13 @@ def collect(
         "cases": cases,
         "suite": suite,
     }
+
+
+def _run_mode(document: dict) -> str | None:
+    """The run's timing mode for the subtitle: options.mode, else (a run on the suite's
+    defaults records none there) the one mode its cases ran in."""
+    modes = {(c.get("settings") or {}).get("mode") for c in document["cases"]} - {None}
+    return document["options"].get("mode") or (modes.pop() if len(modes) == 1 else None)
 
 
 def _colors(all_series: list[_Series]) -> dict[str, str]:
