@@ -93,9 +93,17 @@ def bench(cases, case_ids, **settings):
     def emit(doc) -> None:
         data = encode(doc, pretty=True)
         if options.output:
-            write_atomic(options.output, data)
-        else:
-            sys.stdout.buffer.write(data)
+            try:
+                write_atomic(options.output, data)
+                return
+            except OSError as exc:  # a full disk: the measured document goes to stdout instead
+                sys.stdout.buffer.write(data)
+                sys.stdout.flush()
+                _die(
+                    f"{options.output}: could not write the result document ({exc.strerror or exc}); "
+                    "it was written to stdout instead"
+                )
+        sys.stdout.buffer.write(data)
 
     options = BenchOptions(case_ids=tuple(case_ids), **settings)
     try:

@@ -203,7 +203,24 @@ def resolve(case: CaseSpec, dims: dict) -> Geometry:
     except expr.ExprError as exc:
         raise ManifestError(str(exc)) from None
     _check_scalar_ranges(case, scalars)
+    _check_buffer_sizes(case, lengths)
     return Geometry(dict(dims), lengths, grid, block, shared, scalars, nbytes, flops)
+
+
+# No GPU has this much memory for one buffer: a length past it is a mistake in the manifest
+# (the GPU box refuses sizes past the device's own memory before allocating anything).
+MAX_BUFFER_BYTES = 1 << 40
+
+
+def _check_buffer_sizes(case: CaseSpec, lengths: dict[str, int]) -> None:
+    for b in case.buffers:
+        nbytes = lengths[b.name] * np.dtype(DTYPES[b.dtype]).itemsize
+        if nbytes > MAX_BUFFER_BYTES:
+            raise ManifestError(
+                f"{case.where}: buffers.{b.name}.length: {b.length!r} = {lengths[b.name]} "
+                f"{b.dtype} values ({nbytes:.3g} bytes) is past the limit of "
+                f"{MAX_BUFFER_BYTES:.3g} bytes for one buffer"
+            )
 
 
 def _check_scalar_ranges(case: CaseSpec, scalars: dict) -> None:
@@ -270,6 +287,10 @@ def load(path: str | Path) -> Suite:
         doc = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ManifestError(f"{path}: malformed TOML: {exc}") from None
+    except RecursionError:
+        raise ManifestError(
+            f"{path}: malformed TOML: arrays or tables nested too deeply to parse"
+        ) from None
     _schema_check(doc, path)
     root = path.resolve().parent
     defaults = {**DEFAULT_SETTINGS, **doc.get("defaults", {})}
@@ -348,7 +369,7 @@ def _case(raw: dict, defaults: dict, root: Path, path: Path) -> CaseSpec:
         if m["name"] in inames:
             raise ManifestError(f"{w}: impl[{i}].name: duplicate implementation name {m['name']!r}")
         inames.add(m["name"])
-        source = (root / m["source"]).resolve()
+        source = inside_suite(root, m["source"], f"{w}: impl {m['name']!r}: source")
         if not source.is_file():
             raise ManifestError(
                 f"{w}: impl {m['name']!r}: source: file {m['source']} not found (looked at {source})"
@@ -383,7 +404,7 @@ def _case(raw: dict, defaults: dict, root: Path, path: Path) -> CaseSpec:
             f"{w}: tolerance: give rtol and/or atol for float outputs, or exact = true"
         )
     ref = raw["reference"]
-    ref_file = (root / ref.split(":", 1)[0]).resolve()
+    ref_file = inside_suite(root, ref.split(":", 1)[0], f"{w}: reference")
     if not ref_file.is_file():
         raise ManifestError(
             f"{w}: reference: file {ref.split(':', 1)[0]} not found (looked at {ref_file})"
@@ -421,10 +442,27 @@ def _case(raw: dict, defaults: dict, root: Path, path: Path) -> CaseSpec:
     return case
 
 
+def inside_suite(root: Path, relative: str, where: str) -> Path:
+    """`relative` resolved under the suite's folder `root`; ManifestError when it is absolute or
+    leads outside it (`..`, or a symbolic link out): a suite reads and runs only its own files."""
+    if Path(relative).is_absolute():
+        raise ManifestError(
+            f"{where}: {relative!r} is an absolute path; give a path relative to the suite's "
+            f"folder ({root})"
+        )
+    path = (root / relative).resolve()
+    if not path.is_relative_to(root):
+        raise ManifestError(
+            f"{where}: {relative!r} leads outside the suite's folder ({root}, resolved to {path}); "
+            "keep a suite's files under its folder"
+        )
+    return path
+
+
 def load_reference(suite: Suite, case: CaseSpec):
     """The case's numpy reference function, called with the keyword arguments it names."""
     file_part, func = case.reference.split(":", 1)
-    file = (suite.root / file_part).resolve()
+    file = inside_suite(suite.root, file_part, f"{case.where}: reference")
     spec = importlib.util.spec_from_file_location(f"kernelgap_reference_{file.stem}", file)
     module = importlib.util.module_from_spec(spec)
     try:

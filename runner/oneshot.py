@@ -48,6 +48,10 @@ __all__ = [
 REQUEST_SCHEMA = "run-request"
 RESPONSE_SCHEMA = "run-response"
 DEFAULT_TIMEOUT_S = 60.0
+# Bounds that keep a request's cost predictable: the JSON text read from stdin, and one array's
+# host copy (a device array is allocated whole, so `count` alone can ask for any size).
+MAX_REQUEST_BYTES = 1 << 30
+MAX_ARRAY_BYTES = 1 << 36
 PHASES = ("input", "environment", "load", "signature", "launch", "timeout")
 
 DTYPES = {kind: np.dtype(t) for kind, t in generator.DTYPES.items()}
@@ -96,6 +100,7 @@ def decode_values(
         return where if scalar else f"{where}[{index}]"
 
     dtype = DTYPES[kind]
+    _check_value_types(kind, values, label)
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
         ints = [int(v) for v in values]  # integral floats such as 3.0 are allowed by the schema
@@ -119,6 +124,47 @@ def decode_values(
             f"(largest finite {kind} is {float(np.finfo(dtype).max)!r})",
         )
     return array
+
+
+def _check_value_types(kind: str, values: list, label: Callable[[int], str]) -> None:
+    """Each value's JSON type, checked in one pass over the types (the schema checks only the
+    structure of a request: per element it costs seconds for 10^5 values)."""
+    integral = DTYPES[kind].kind in "iu"
+    allowed = (int,) if integral else (int, float)
+    types = set(map(type, values))
+    if types <= {int} or (not integral and types <= {int, float}):
+        return
+    for index, value in enumerate(values):
+        if isinstance(value, bool) or not isinstance(value, (*allowed, float, str)):
+            ok = False
+        elif isinstance(value, float):
+            ok = not integral or value.is_integer()
+        elif isinstance(value, str):
+            ok = not integral and value in _NON_FINITE
+        else:
+            ok = True
+        if not ok:
+            expected = "an integer" if integral else 'a number or one of "nan", "inf", "-inf"'
+            raise RequestError(
+                "input", f"{label(index)}: {value!r} is not an {kind} value (expected {expected})"
+            )
+
+
+def structure(document: dict) -> dict:
+    """A shallow copy of a request or response with every `values` list emptied, for the schema
+    check of its structure; the values themselves are checked by decode_values or come from
+    numpy arrays."""
+    copy = dict(document)
+    for key in ("params", "outputs"):
+        items = document.get(key)
+        if isinstance(items, list):
+            copy[key] = [
+                {**item, "values": []}
+                if isinstance(item, dict) and isinstance(item.get("values"), list)
+                else item
+                for item in items
+            ]
+    return copy
 
 
 def encode_values(array: np.ndarray) -> list:
@@ -218,7 +264,18 @@ def _param(index: int, spec: dict) -> Param:
         raise RequestError(
             "input", f"{where}.count: {count} is less than the {len(values)} values given"
         )
-    array = np.zeros(count, dtype=DTYPES[kind])
+    if count * DTYPES[kind].itemsize > MAX_ARRAY_BYTES:
+        raise RequestError(
+            "input",
+            f"{where}.count: {count} {kind} values ({count * DTYPES[kind].itemsize:.3g} bytes) is "
+            f"past the limit of {MAX_ARRAY_BYTES:.3g} bytes for one array",
+        )
+    try:
+        array = np.zeros(count, dtype=DTYPES[kind])
+    except MemoryError:
+        raise RequestError(
+            "input", f"{where}.count: no host memory for {count} {kind} values"
+        ) from None
     array[: len(values)] = decode_values(kind, values, f"{where}.values")
     return Param(kind, array=array)
 
@@ -255,7 +312,7 @@ def _prepare(request: dict) -> Request:
         )
     _check_ptx_fields(request)
     try:
-        validate(request, REQUEST_SCHEMA, "request")
+        validate(structure(request), REQUEST_SCHEMA, "request")
         if "schema_version" in request:
             check_version(request["schema_version"], RUN_PROTOCOL_VERSION, "request")
     except ValueError as exc:
@@ -455,7 +512,7 @@ def handle(request: dict, *, on_timeout: Callable[[dict], None] | None = None) -
 def _checked(response: dict) -> dict:
     """The response if it matches its schema, else an error document saying why (a runner bug)."""
     try:
-        validate(response, RESPONSE_SCHEMA, "response")
+        validate(structure(response), RESPONSE_SCHEMA, "response")
     except ValueError as exc:
         return error_document("launch", f"internal error: {exc}")
     return response
@@ -496,11 +553,22 @@ def private_stdout() -> BinaryIO:
     return response
 
 
+def _read_bounded(stdin: BinaryIO) -> bytes:
+    raw = stdin.read(MAX_REQUEST_BYTES + 1)
+    if len(raw) > MAX_REQUEST_BYTES:
+        raise RequestError(
+            "input",
+            f"stdin: the request is larger than {MAX_REQUEST_BYTES} bytes; send large arrays "
+            "with `count` (zero-filled) or split the launch",
+        )
+    return raw
+
+
 def main(stdin: BinaryIO, stdout: BinaryIO) -> int:
     """Read one request from `stdin`, write one response to `stdout`, return the exit status."""
     answer = _SingleAnswer(stdout)
     try:
-        response = handle(_decode_json(stdin.read()), on_timeout=answer.timeout_and_exit)
+        response = handle(_decode_json(_read_bounded(stdin)), on_timeout=answer.timeout_and_exit)
     except RequestError as exc:
         response = error_document(exc.phase, exc.message)
     except Exception as exc:

@@ -265,11 +265,20 @@ def over_budget(case: manifest.CaseSpec, budget_s: float, done: int) -> dict:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
+    """`data` under `path`, whole or not at all: a temporary file in the same folder, flushed to
+    disk, then renamed over `path`. On any failure (a full disk) the temporary file is removed
+    and the error raised; an earlier document under `path` stays as it was."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, int]:
@@ -340,7 +349,10 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
         # After every case, so a crash or a dropped connection never loses the earlier ones.
         partial = result.document(suite_block, env, options_block, case_docs, started, None)
         if options.output:
-            write_atomic(options.output, encode(partial, pretty=True))
+            try:
+                write_atomic(options.output, encode(partial, pretty=True))
+            except OSError as exc:  # a full disk must not end the run: the end tries again
+                say(f"kernelgap: could not write the partial document to {options.output}: {exc}")
         if options.emit_partial:
             sys.stderr.buffer.write(PARTIAL_DOCUMENT_PREFIX + encode(partial) + b"\n")
             sys.stderr.flush()

@@ -251,7 +251,7 @@ REJECTED = {
     "u64 below zero": (with_param(3, {"type": "u64", "value": -1}), "params[3].value: -1", False),
     "non-integer for i64": (
         with_param(0, {"type": "i64[]", "values": [1, 2.5]}),
-        "params[0].values[1]: 2.5 is not of type 'integer'",
+        "params[0].values[1]: 2.5 is not an i64 value (expected an integer)",
         True,
     ),
     "float string": (with_param(4, {"type": "f64", "value": "NaN"}), "params[4].value", True),

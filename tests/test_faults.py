@@ -1,0 +1,223 @@
+"""Fault injection: bad input that must end in a clear error naming the file, field or case.
+
+Each test reproduces one defect found under bad input (issue 12) and checks the error that
+replaced it. New bad inputs go here, next to the class of fault they belong to; the README's
+"What kernelgap promises under faults" table points at these tests.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from runner import manifest, oneshot, toolchains
+from runner.manifest import ManifestError
+
+ROOT = Path(__file__).resolve().parents[1]
+REQUEST = {
+    "ptx_base64": base64.b64encode(b".version 7.0\n.target sm_75\n").decode(),
+    "kernel": "main",
+    "grid": [1],
+    "block": [32],
+    "params": [{"type": "i64[]", "values": [1, 2, 3]}, {"type": "f64[]", "values": [0.5]}],
+    "outputs": [{"param": 0}],
+}
+
+
+def answer(request: dict | bytes) -> tuple[dict, int]:
+    raw = request if isinstance(request, bytes) else orjson.dumps(request)
+    stdout = io.BytesIO()
+    status = oneshot.main(io.BytesIO(raw), stdout)
+    return orjson.loads(stdout.getvalue()), status
+
+
+# ---- bad run requests (runner run) -------------------------------------------------------------
+
+
+def test_a_huge_count_names_the_field_instead_of_a_memory_error():
+    request = {**REQUEST, "params": [{"type": "f64[]", "count": 10**15}, REQUEST["params"][1]]}
+    response, status = answer(request)
+    assert status == 2 and response["phase"] == "input"
+    assert response["error"].startswith(
+        "params[0].count: 1000000000000000 f64 values (8e+15 bytes)"
+    )
+    assert "past the limit" in response["error"]
+
+
+def test_a_request_past_the_size_limit_is_refused_before_parsing(monkeypatch):
+    monkeypatch.setattr(oneshot, "MAX_REQUEST_BYTES", 1000)
+    request = {**REQUEST, "params": [{"type": "i64[]", "values": list(range(500))}]}
+    response, status = answer(request)
+    assert status == 2 and "stdin: the request is larger than 1000 bytes" in response["error"]
+
+
+def test_a_million_values_are_checked_without_the_schema_walking_each_one(monkeypatch):
+    """The schema sees the structure; numpy and one pass over the types see the values (the
+    cost is measured by benchmarks/perf/request_parse.py, not asserted here)."""
+    seen: list[int] = []
+    real = oneshot.validate
+
+    def counting(document, schema, what):
+        seen.extend(len(p.get("values", [])) for p in document.get("params", []))
+        return real(document, schema, what)
+
+    monkeypatch.setattr(oneshot, "validate", counting)
+    values = [float(i) for i in range(10**6)]
+    request = {**REQUEST, "params": [{"type": "f64[]", "values": values}]}
+    oneshot.parse_request(orjson.dumps(request))
+    assert seen == [0]
+
+
+@pytest.mark.parametrize(
+    ("param", "message"),
+    [
+        ({"type": "i64[]", "values": [1, True]}, "params[0].values[1]: True is not an i64 value"),
+        ({"type": "i64[]", "values": [1, "2"]}, "params[0].values[1]: '2' is not an i64 value"),
+        ({"type": "u32[]", "values": [0, 1.5]}, "params[0].values[1]: 1.5 is not an u32 value"),
+        ({"type": "f64[]", "values": [0.5, "NaN"]}, "params[0].values[1]: 'NaN' is not an f64"),
+        ({"type": "f32[]", "values": [0.5, None]}, "params[0].values[1]: None is not an f32"),
+        ({"type": "f64[]", "values": [0.5, [1.0]]}, "params[0].values[1]: [1.0] is not an f64"),
+    ],
+)
+def test_each_value_of_the_wrong_type_is_named(param, message):
+    response, status = answer({**REQUEST, "params": [param]})
+    assert status == 2 and response["phase"] == "input"
+    assert response["error"].startswith(message), response["error"]
+
+
+def test_values_of_the_right_types_still_decode_exactly():
+    request = {
+        **REQUEST,
+        "params": [
+            {"type": "i64[]", "values": [1, 2.0, -(2**63)]},
+            {"type": "f64[]", "values": [0.1, 3, "nan", "-inf"]},
+        ],
+    }
+    prepared = oneshot._prepare(request)
+    assert prepared.params[0].array.tolist() == [1, 2, -(2**63)]
+    f = prepared.params[1].array
+    assert f[0] == 0.1 and f[1] == 3.0 and f[2] != f[2] and f[3] == float("-inf")
+
+
+# ---- bad manifests (runner check, runner bench) ------------------------------------------------
+
+
+def suite_copy(tmp_path: Path) -> Path:
+    shutil.copytree(
+        ROOT / "benchmarks", tmp_path / "suite", ignore=shutil.ignore_patterns("perf", "ops")
+    )
+    return tmp_path / "suite" / "cases.toml"
+
+
+def edit(cases: Path, old: str, new: str) -> None:
+    text = cases.read_text()
+    assert old in text
+    cases.write_text(text.replace(old, new, 1))
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        (
+            'source = "kernels/scale_i64.cu"',
+            'source = "/etc/passwd"',
+            "case 'scale_i64': impl 'cuda': source: '/etc/passwd' is an absolute path",
+        ),
+        (
+            'source = "kernels/scale_i64.cu"',
+            'source = "../../../../etc/passwd"',
+            "case 'scale_i64': impl 'cuda': source: '../../../../etc/passwd' leads outside the suite's folder",
+        ),
+        (
+            'reference = "reference.py:scale_i64"',
+            'reference = "/tmp/evil.py:scale_i64"',
+            "case 'scale_i64': reference: '/tmp/evil.py' is an absolute path",
+        ),
+        (
+            'reference = "reference.py:scale_i64"',
+            'reference = "kernels/../../outside.py:scale_i64"',
+            "case 'scale_i64': reference: 'kernels/../../outside.py' leads outside the suite's folder",
+        ),
+    ],
+    ids=["source-absolute", "source-dotdot", "reference-absolute", "reference-dotdot"],
+)
+def test_paths_outside_the_suite_are_refused(tmp_path, old, new, message):
+    cases = suite_copy(tmp_path)
+    edit(cases, old, new)
+    with pytest.raises(ManifestError) as caught:
+        manifest.load(cases)
+    assert message in str(caught.value)
+
+
+def test_a_symbolic_link_out_of_the_suite_is_refused(tmp_path):
+    cases = suite_copy(tmp_path)
+    (tmp_path / "outside.cu").write_text("// not the suite's")
+    (cases.parent / "kernels" / "link.cu").symlink_to(tmp_path / "outside.cu")
+    edit(cases, 'source = "kernels/scale_i64.cu"', 'source = "kernels/link.cu"')
+    with pytest.raises(ManifestError, match=r"'kernels/link\.cu' leads outside the suite's folder"):
+        manifest.load(cases)
+
+
+def test_deeply_nested_toml_is_malformed_input_with_the_file_named(tmp_path):
+    cases = tmp_path / "deep.toml"
+    cases.write_text("x = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(ManifestError, match=r"deep\.toml: malformed TOML: .*nested too deeply"):
+        manifest.load(cases)
+    done = subprocess.run(
+        [sys.executable, "-m", "runner", "check", str(cases)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert done.returncode == 2 and "deep.toml: malformed TOML" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_an_absurd_size_is_refused_at_load_naming_the_buffer_and_its_expression(tmp_path):
+    cases = suite_copy(tmp_path)
+    edit(
+        cases,
+        "dims = { n = 134217728, blocks = 4224 }",
+        "dims = { n = 1000000000000000000, blocks = 4224 }",
+    )
+    with pytest.raises(ManifestError) as caught:
+        manifest.load(cases)
+    text = str(caught.value)
+    assert "case 'scale_i64': buffers.x.length: 'n' = 1000000000000000000 i64 values" in text
+    assert "past the limit" in text
+
+
+def test_a_format_spec_in_a_command_template_is_refused_before_it_runs(tmp_path):
+    source = tmp_path / "k.forth"
+    source.write_text("\\! kernel k\n")
+    with pytest.raises(toolchains.BuildError, match=r"\{arch\} has a format spec"):
+        toolchains.build("command", source, "sm_90", (), "true {arch:>999999999999} {source}")
+
+
+# ---- a full disk -------------------------------------------------------------------------------
+
+
+def test_a_failed_write_leaves_no_temporary_file_and_keeps_the_earlier_document(
+    tmp_path, monkeypatch
+):
+    from runner import suite
+
+    target = tmp_path / "result.json"
+    suite.write_atomic(target, b'{"earlier": true}')
+
+    def full_disk(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(suite.os, "fsync", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        suite.write_atomic(target, b'{"later": true}')
+    assert target.read_bytes() == b'{"earlier": true}'
+    assert [p.name for p in tmp_path.iterdir()] == ["result.json"]
