@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import time
 
-from runner import driver, gate, manifest, ptx
+import numpy as np
+
+from runner import driver, gate, generator, manifest, ptx
 from runner.timing import TimingSettings, measure
 from runner.timing.cuda import CudaBackend, InternalKernels, Launchable
 
@@ -134,6 +136,7 @@ class CaseRun:
         self.enter("inputs")
         t0 = time.perf_counter()
         geometry = self.case.geometry(self.case.dims)
+        fits_device(self.case, geometry)
         buffers = gate.DeviceBuffers(self.case, geometry, self.internal, self.stream)
         pristine = []  # (buffer, copy) of every inout buffer, restored before each sample
         try:
@@ -223,6 +226,25 @@ class CaseRun:
             self.stream.destroy()
         if self.ctx is not None:
             self.ctx.close()
+
+
+def fits_device(case: manifest.CaseSpec, geometry: manifest.Geometry) -> None:
+    """PhaseError("inputs") before any allocation when the case's buffers at the timed size (with
+    a copy of each inout buffer) exceed the device's free memory, naming the largest buffer."""
+    sizes = {
+        b.name: geometry.lengths[b.name] * np.dtype(generator.DTYPES[b.dtype]).itemsize
+        for b in case.buffers
+    }
+    need = sum(sizes.values()) + sum(sizes[b.name] for b in case.buffers if b.role == "inout")
+    free_bytes, _total = driver.check(driver.cu().cuMemGetInfo(), "cuMemGetInfo")
+    if need > int(free_bytes):
+        big = max(case.buffers, key=lambda b: sizes[b.name])
+        raise PhaseError(
+            "inputs",
+            f"case {case.id}: its buffers need {need:.4g} bytes at the timed size, the device has "
+            f"{int(free_bytes):.4g} free; the largest is buffers.{big.name} (length {big.length!r} "
+            f"= {geometry.lengths[big.name]} {big.dtype} values, {sizes[big.name]:.4g} bytes)",
+        )
 
 
 def run_case(job: dict, emit) -> dict:
