@@ -510,3 +510,23 @@ def test_nvcc_never_lets_a_path_reach_its_shell(tmp_path):
         "a shell ran part of the path"
     )
     assert not list(Path.cwd().glob("canary*"))
+
+
+def test_command_without_output_placeholder_reads_ptx_from_stdout(tmp_path):
+    """A template without {output} (and without {arch}: a fixed-target compiler such as
+    warpforthc) takes the PTX from the compiler's stdout; an empty stdout is a build error."""
+    cc = tmp_path / "stdoutcc"
+    cc.write_text(
+        f"#!{sys.executable}\nimport sys\nif sys.argv[1:] == ['--version']:\n    print('stdoutcc 2')\n"
+        "    sys.exit(0)\ntext = open(sys.argv[1]).read()\n"
+        "sys.stdout.write('' if 'EMPTY' in text else text.replace('ARCH', 'sm_70'))\n"
+    )
+    cc.chmod(0o755)
+    src = tmp_path / "copy.fs"
+    src.write_text(FAKE_PTX)
+    built = toolchains.build("command", src, ARCH, [], f"{cc} {{source}}")
+    assert ptx.parse(built.ptx).target == "sm_70" and built.command == [str(cc), str(src)]
+    assert built.version == "stdoutcc 2"
+    src.write_text("EMPTY")
+    with pytest.raises(BuildError, match=r"stdoutcc exited with 0 but its stdout is empty"):
+        toolchains.build("command", src, ARCH, [], f"{cc} {{source}}")
