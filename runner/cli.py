@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 
@@ -125,6 +126,61 @@ def run():
     from runner import oneshot
 
     sys.exit(oneshot.main(sys.stdin.buffer, oneshot.private_stdout()))
+
+
+@main.command()
+def serve():
+    """Answer run requests, one JSON line each on stdin, one JSON line each on stdout (same
+    documents as `run`, plus `id`), with one CUDA context kept across requests. EOF ends it.
+
+    \b
+    Example:
+      printf '%s\\n' "$(cat request.json)" | python -m runner serve
+    """
+    from runner import oneshot
+    from runner import serve as service
+
+    sys.exit(service.main(sys.stdin.buffer, oneshot.private_stdout()))
+
+
+@main.command(context_settings={"ignore_unknown_options": False})
+@click.argument("ptx_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--kernel", required=True, help="The .entry to launch.")
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    help="T:V (scalar) or T[]:V,V,... (array), T one of i32 u32 i64 u64 f32 f64; in order.",
+)
+@click.option("--grid", default="1,1,1", show_default=True, help="X,Y,Z")
+@click.option("--block", default="1,1,1", show_default=True, help="X,Y,Z")
+@click.option("--output-param", type=int, default=0, show_default=True, help="Param to print.")
+@click.option("--output-count", type=int, default=None, help="Elements to print (default all).")
+@click.option("--timeout-s", type=click.FloatRange(min=0, min_open=True), default=60.0)
+def launch(ptx_file, kernel, params, grid, block, output_param, output_count, timeout_s):
+    """Launch KERNEL.ptx once and print the output param as comma-separated values (the command
+    line of the C++ runner compiler test suites call; exit 1 with `Error: ...` on failure).
+
+    \b
+    Example:
+      python -m runner launch k.ptx --kernel main --param 'i64[]:1,2,3' --param i64:2 \\
+          --grid 1,1,1 --block 3,1,1 --output-param 0 --output-count 3
+    """
+    from runner import launch as launcher
+    from runner import oneshot
+
+    try:
+        text = ptx_file.read_text()
+        document = launcher.request(
+            text, kernel, list(params), grid, block, output_param, output_count, timeout_s
+        )
+    except OSError as exc:
+        click.echo(f"Error: cannot open {ptx_file}: {exc.strerror}", err=True)
+        sys.exit(1)
+    except launcher.LaunchArgumentError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(1)
+    sys.exit(launcher.run(document, io.TextIOWrapper(oneshot.private_stdout(), encoding="utf-8")))
 
 
 @main.command()

@@ -195,6 +195,7 @@ class Param:
 class Output:
     param: int
     count: int
+    base64: bool = False  # encoding = "base64": raw little-endian bytes in data_base64
 
 
 @dataclass(frozen=True)
@@ -258,7 +259,10 @@ def _param(index: int, spec: dict) -> Param:
     if not type_name.endswith("[]"):
         value = decode_values(kind, [spec["value"]], f"{where}.value", scalar=True)
         return Param(kind, value=value[0].item())
-    values = spec.get("values", [])
+    if "data_base64" in spec:
+        values = _array_from_base64(kind, spec["data_base64"], f"{where}.data_base64")
+    else:
+        values = spec.get("values", [])
     count = spec.get("count", len(values))
     if count < len(values):
         raise RequestError(
@@ -276,8 +280,27 @@ def _param(index: int, spec: dict) -> Param:
         raise RequestError(
             "input", f"{where}.count: no host memory for {count} {kind} values"
         ) from None
-    array[: len(values)] = decode_values(kind, values, f"{where}.values")
+    if isinstance(values, np.ndarray):
+        array[: len(values)] = values
+    else:
+        array[: len(values)] = decode_values(kind, values, f"{where}.values")
     return Param(kind, array=array)
+
+
+def _array_from_base64(kind: str, text: str, where: str) -> np.ndarray:
+    """Raw little-endian bytes of `kind` elements, base64: exact in both directions."""
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise RequestError("input", f"{where}: not base64: {exc}") from None
+    itemsize = DTYPES[kind].itemsize
+    if len(raw) % itemsize:
+        raise RequestError(
+            "input",
+            f"{where}: {len(raw)} bytes is not a whole number of {kind} elements "
+            f"({itemsize} bytes each)",
+        )
+    return np.frombuffer(raw, dtype=DTYPES[kind].newbyteorder("<"))
 
 
 def _output(index: int, spec: dict, params: tuple[Param, ...]) -> Output:
@@ -301,7 +324,7 @@ def _output(index: int, spec: dict, params: tuple[Param, ...]) -> Output:
             "input",
             f"{where}.count: {count} is more than the {len(param.array)} elements of params[{number}]",
         )
-    return Output(number, count)
+    return Output(number, count, spec.get("encoding", "list") == "base64")
 
 
 def _prepare(request: dict) -> Request:
@@ -483,10 +506,19 @@ def _launch(request: Request, kernel, driver, cleanup: list, on_timeout) -> tupl
     for out in request.outputs:
         param = request.params[out.param]
         array = buffers[out.param].download(DTYPES[param.kind], out.count)
-        outputs.append(
-            {"param": out.param, "type": param.type_name, "values": encode_values(array)}
-        )
+        outputs.append(output_document(out, param, array))
     return elapsed_ms, outputs
+
+
+def output_document(out: Output, param: Param, array: np.ndarray) -> dict:
+    """One output of a response: JSON values, or with encoding = base64 the raw bytes."""
+    document = {"param": out.param, "type": param.type_name}
+    if out.base64:
+        little = array.astype(array.dtype.newbyteorder("<"), copy=False)
+        document["data_base64"] = base64.b64encode(little.tobytes()).decode()
+    else:
+        document["values"] = encode_values(array)
+    return document
 
 
 def handle(request: dict, *, on_timeout: Callable[[dict], None] | None = None) -> dict:
