@@ -8,8 +8,6 @@ from pathlib import Path
 
 import click
 
-from protocol.codec import encode
-
 
 def _die(message: str, status: int = 2) -> None:
     click.echo(f"error: {message}", err=True)
@@ -86,6 +84,7 @@ def main():
 )
 def bench(cases, case_ids, **settings):
     """Build, check and time every case of the suite CASES (a cases.toml)."""
+    from protocol.codec import encode
     from protocol.validation import DocumentError
     from runner import driver, manifest
     from runner.bundle import BundleError
@@ -192,6 +191,7 @@ def launch(ptx_file, kernel, params, grid, block, output_param, output_count, ti
 )
 def info(device, no_bandwidth):
     """Print the environment block (GPU, driver, clocks, software) as JSON."""
+    from protocol.codec import encode
     from runner import driver, environment
 
     try:

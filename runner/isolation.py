@@ -12,12 +12,9 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from protocol.codec import decode, encode
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-EVENT_FD_VARIABLE = "KERNELGAP_EVENT_FD"
+from runner.processes import EVENT_FD_VARIABLE, REPO_ROOT
 
 
 @dataclass

@@ -25,8 +25,12 @@ import time
 from collections import deque
 from typing import BinaryIO
 
-from protocol import RUN_PROTOCOL_VERSION, decode, encode
-from runner.isolation import EVENT_FD_VARIABLE, REPO_ROOT
+import orjson
+
+from runner.processes import EVENT_FD_VARIABLE, REPO_ROOT
+
+# Only stdlib and orjson at import: the worker (CUDA context, numpy, jsonschema) is started
+# first and loads while this process reads its first line.
 
 READY_TIMEOUT_S = 120.0  # a fresh worker: interpreter, imports, the CUDA context
 GRACE_S = 30.0  # past a request's timeout_s: module load (JIT) and copies take time too
@@ -34,7 +38,19 @@ DEFAULT_TIMEOUT_S = 60.0
 MAX_LINE_BYTES = 1 << 30
 
 
+def encode(document: dict) -> bytes:
+    return orjson.dumps(document)
+
+
+def decode(raw: bytes, what: str):
+    from protocol.codec import decode as protocol_decode  # its messages name line and column
+
+    return protocol_decode(raw, what)
+
+
 def _error(phase: str, message: str, ident=None, cuda_error: str | None = None) -> dict:
+    from protocol import RUN_PROTOCOL_VERSION
+
     document = {
         "status": "error",
         "schema_version": RUN_PROTOCOL_VERSION,
