@@ -8,6 +8,10 @@
             KernelClient.over_ssh(ssh, remote_dir="kernelgap") as gpu:
         ...
 
+    with VastTransport("H200", identity=key, max_price=4.0) as rental, \\
+            KernelClient.over(rental, remote_dir=...) as gpu:   # kernelgap must be there
+        ...
+
 One process (and, over SSH, one session on the transport's one master connection) answers
 every request of a test session, so the CUDA context is paid for once. Arrays travel as raw
 little-endian bytes in base64 (exact, compact); scalars as typed JSON values. An error answer
@@ -125,6 +129,16 @@ class KernelClient:
             "--", transport.target.host, command,
         ]  # fmt: skip
         return cls(argv, f"runner serve on {transport.description}")
+
+    @classmethod
+    def over(cls, transport, remote_dir: str | None = None) -> KernelClient:
+        """A client on an open transport of `harness run`: local, SSH, or a Vast rental (its
+        SSH connection, made when the rental was entered)."""
+        if getattr(transport, "ssh", None) is not None and hasattr(transport, "gpu_model"):
+            return cls.over_ssh(transport.ssh, remote_dir)  # a Vast rental
+        if hasattr(transport, "target"):
+            return cls.over_ssh(transport, remote_dir)
+        return cls.local(getattr(transport, "python", sys.executable))
 
     def __enter__(self) -> KernelClient:
         self.start()

@@ -221,3 +221,24 @@ def test_a_dropped_service_raises_service_lost(sshd):
             gpu.proc.wait()
             with pytest.raises(ServiceLost):
                 gpu.request(REQUEST)
+
+
+def test_client_over_a_vast_rental_uses_its_ssh_connection(sshd):
+    """The cloud API is a small fake (it cannot exist here); the SSH session is real."""
+    from test_transport_vast import FakeVast
+
+    from harness.transport.local import LocalTransport
+    from harness.transport.vast import VastTransport
+
+    api = FakeVast(
+        statuses=[{"actual_status": "running", "ssh_host": "127.0.0.1", "ssh_port": sshd.port}]
+    )
+    rental = VastTransport(
+        "H200", api=api, identity=sshd.identity, python=PY, say=lambda text: None
+    )
+    with rental, KernelClient.over(rental, remote_dir=str(ROOT)) as gpu:
+        assert gpu.description == f"runner serve on ssh://root@127.0.0.1:{sshd.port}"
+        answer = gpu.request(REQUEST)
+        assert answer["id"] == 1 and answer["status"] in ("ok", "error")
+    assert api.called("destroy_instance") == [(4242,)]
+    assert KernelClient.over(LocalTransport(python=PY)).argv == [PY, "-m", "runner", "serve"]
