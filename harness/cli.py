@@ -10,6 +10,7 @@ import click
 COMMANDS = {
     "run": ("run",),
     "history": ("ingest", "history", "regressions"),
+    "changes": ("changes",),
     "compare": ("compare", "summary", "export"),
     "dashboard": ("dashboard",),
 }

@@ -13,13 +13,21 @@ from pathlib import Path
 import click
 import orjson
 
+from harness import change_report
+from harness.change_review import ChangeFinding, find_changes
+from harness.change_review import tripped as changes_tripped
+from harness.changes import ChangePolicy
 from harness.commands.compare import RESULT, BadInput, load_result
+from harness.drift import DriftPolicy
 from harness.regressions import Finding, Policy, current_series, review
 from harness.store import Store, StoreError
 
 __all__ = ["history", "ingest", "regressions"]
 
 DEFAULT_DB = "history.sqlite"
+# points per series searched for the newest change points: a step found among the newest few
+# needs its level before it, and 800 points hold two detection windows of it
+CHANGE_LOOKBACK = 2 * ChangePolicy.window
 DB_OPTION = click.option(
     "--db",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -196,10 +204,21 @@ def _finding_row(f: Finding) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def _markdown(findings: list[Finding], policy: Policy, series_count: int) -> str:
+def _changes_markdown(found: list[ChangeFinding], policy: Policy) -> str:
+    head = (
+        f"\n### Change points and drifts in the newest {policy.window} stable points: "
+        f"{len(found)}\n\n{change_report.method_line(ChangePolicy(), DriftPolicy())}\n"
+    )
+    return head + ("\n" + "\n".join(change_report.markdown_rows(found)) + "\n" if found else "")
+
+
+def _markdown(
+    findings: list[Finding], policy: Policy, series_count: int, found: list[ChangeFinding]
+) -> str:
     alerts = [f for f in findings if f.alert]
     head = (
-        f"## Regressions: {len(alerts)} alert(s) over {series_count} current series\n\n"
+        f"## Regressions: {len(alerts) + len(found)} alert(s) over {series_count} current "
+        "series\n\n"
         f"Newest point against the median of up to {policy.window} previous stable points; "
         f"alert when |change| > max({policy.min_change * 100:g}%, {policy.mad_factor:g} x the "
         "history's MAD / median). Unstable newest points are shown, never alerted.\n\n"
@@ -208,7 +227,8 @@ def _markdown(findings: list[Finding], policy: Policy, series_count: int) -> str
     )
     order = {"alert": 0, "unstable": 1, "failed": 2, "short": 3, "ok": 4}
     ranked = sorted(findings, key=lambda f: (order[f.status], f.case_id, f.impl, f.metric))
-    return "\n".join([head, *(_finding_row(f) for f in ranked)]) + "\n"
+    table = "\n".join([head, *(_finding_row(f) for f in ranked)]) + "\n"
+    return table + _changes_markdown(found, policy)
 
 
 @click.command()
@@ -239,29 +259,37 @@ def regressions(db: Path, window: int, case_id: str | None, output_format: str, 
     """Check the newest point of every current series against its recent history.
 
     Alerts when a candidate's gap or absolute time, or a baseline's absolute time, changed by
-    more than max(5%, 3 x the history's relative MAD), in either direction; by default only
-    slower ones set exit status 1.
+    more than max(5%, 3 x the history's relative MAD), in either direction; and, beside that
+    rule, on change points (steps hidden in noise, as `harness changes` finds them) among the
+    newest --window stable points and on a drift over the newest 20. By default only slower
+    ones set exit status 1.
     """
     policy = Policy(window=window)
     with _opened(db) as store:
         series = current_series(store.list_series(case_id))
         points_of = {s["series_id"]: store.recent(s["series_id"], window) for s in series}
+        recent = [
+            f
+            for f in find_changes(store, series, last=CHANGE_LOOKBACK)
+            if f.age <= window  # a drift's age is 1: it is about the newest points
+        ]
     findings = review(series, points_of, policy)
     if output_format == "json":
         _echo_json(
             {
                 "db": str(db),
                 "policy": {k: getattr(policy, k) for k in Policy.__dataclass_fields__},
-                "alerts": sum(f.alert for f in findings),
+                "alerts": sum(f.alert for f in findings) + len(recent),
                 "findings": [f.to_dict() for f in findings],
+                "changes": [f.to_dict() for f in recent],
             }
         )
     else:
-        click.echo(_markdown(findings, policy, len(series)), nl=False)
+        click.echo(_markdown(findings, policy, len(series), recent), nl=False)
     tripped = [
         f
         for f in findings
         if f.alert and (fail_on == "any" or (fail_on == "slower" and f.direction == "slower"))
     ]
-    if tripped:
+    if tripped or changes_tripped(recent, fail_on):
         raise SystemExit(1)

@@ -1,0 +1,181 @@
+"""Change points in a history series: steps hidden in run-to-run noise. Pure functions, no database.
+
+Three separate pieces, as in asv and in Hunter (Fleming et al., "Hunter: Using Change Point
+Detection to Hunt for Performance Regressions", ICPE 2023, the method of Apache Otava):
+- detection (`candidates`): ruptures' kernel change point detection (`KernelCPD`, linear kernel,
+  i.e. the least-squares cost of a shift in mean, searched exactly by PELT in C) on log values,
+  so a change is relative and the noise is alike at every level. It runs on overlapping windows
+  of `ChangePolicy.window` points, so its cost grows linearly with the history's length, with a
+  liberal penalty: it proposes, it does not decide;
+- significance (`_test`): a two-sided Mann-Whitney U test between the points on either side of a
+  candidate, up to its neighbours (scipy.stats.mannwhitneyu), and the relative change of their
+  medians;
+- policy (`ChangePolicy`, `steps`): Hunter's merge step: the weakest candidate (largest p, else
+  the smallest change) is dropped and its neighbours re-tested, until every one left has
+  p < alpha and |change| >= min_effect. A level that lasts fewer than `min_level` points between
+  two changes of opposite direction is a transient (a few slow runs), not a change: both go.
+
+The p-value is that of the test at the place the search chose, not corrected for the search;
+`alpha` (1e-4 by default) is set low to allow for it (measured in benchmarks/perf/RESULTS.md).
+Callers pass only stable points: unstable ones never take part, so they can never alert.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["ChangePolicy", "Step", "candidates", "robust_sigma", "steps"]
+
+# sigma of log values below this is taken as this (a series of identical values still gets a
+# finite penalty): 1e-6 is far below any timing noise
+SIGMA_FLOOR = 1e-6
+NORMAL_MAD = 1.4826  # MAD x this estimates a normal distribution's standard deviation
+
+
+@dataclass(frozen=True)
+class ChangePolicy:
+    """When a proposed change point is kept.
+
+    min_size: fewest points on either side of a change, so a lone outlier never makes one and a
+      step is found only once min_size points after it exist (the newest-point rule of
+      `harness regressions` covers the newest runs).
+    penalty: PELT's penalty per change point, in units of sigma^2 ln(n) (sigma estimated from the
+      window's first differences, robustly); 2 is the classic BIC-like choice.
+    window: points per detection window; windows overlap by half.
+    alpha: a Mann-Whitney U p-value below this is significant.
+    min_effect: the smallest relative change of the median reported (0.01 = 1%).
+    min_level: a level shorter than this between two opposite changes is a transient.
+    """
+
+    min_size: int = 5
+    penalty: float = 2.0
+    window: int = 400
+    alpha: float = 1e-4
+    min_effect: float = 0.01
+    min_level: int = 10
+
+    def __post_init__(self):
+        for name in ("min_size", "window", "min_level"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+                raise ValueError(f"ChangePolicy.{name} must be an int >= 2 (got {value!r})")
+        if self.window < 4 * self.min_size:
+            raise ValueError(
+                f"ChangePolicy.window must be at least 4 x min_size ({4 * self.min_size}); "
+                f"got {self.window}"
+            )
+        for name, low, high in (("penalty", 0, math.inf), ("alpha", 0, 1), ("min_effect", 0, 1)):
+            value = getattr(self, name)
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if not (number and (low < value < high or (name == "min_effect" and value == 0))):
+                raise ValueError(
+                    f"ChangePolicy.{name} must be a number in ({low}, {high}) (got {value!r})"
+                )
+
+
+@dataclass(frozen=True)
+class Step:
+    """A change point: values[index:] differ from values[:index] (up to the neighbouring changes).
+
+    before, after: medians of the points between the previous change and this one, and between
+    this one and the next; relative = after / before - 1; p_value: two-sided Mann-Whitney U of
+    those two groups; points_before, points_after: their sizes.
+    """
+
+    index: int
+    before: float
+    after: float
+    relative: float
+    p_value: float
+    points_before: int
+    points_after: int
+
+
+def robust_sigma(y: np.ndarray) -> float:
+    """Standard deviation of iid noise estimated from first differences: MAD(diff) x 1.4826 / sqrt 2
+    (a step or an outlier moves only one or two differences, so neither inflates it)."""
+    if y.size < 3:
+        return SIGMA_FLOOR
+    d = np.diff(y)
+    return max(float(np.median(np.abs(d - np.median(d)))) * NORMAL_MAD / math.sqrt(2), SIGMA_FLOOR)
+
+
+def candidates(y: np.ndarray, policy: ChangePolicy = ChangePolicy()) -> list[int]:
+    """Proposed change points of the series `y` (log values), sorted: each is the index of the
+    first point of a new segment. PELT on windows of policy.window points overlapping by half;
+    proposals closer than min_size to an earlier one are dropped."""
+    import ruptures  # 1-2 s to import: only when a search runs, never for `harness --help`
+
+    n = int(y.size)
+    if n < 2 * policy.min_size:
+        return []
+    size, half = policy.window, policy.window // 2
+    starts = [0] if n <= size else list(range(0, n - half, half))
+    found: set[int] = set()
+    for start in starts:
+        part = y[start : start + size]
+        if part.size < 2 * policy.min_size:
+            continue
+        pen = policy.penalty * robust_sigma(part) ** 2 * math.log(part.size)
+        algo = ruptures.KernelCPD(kernel="linear", min_size=policy.min_size).fit(part)
+        found.update(start + int(b) for b in algo.predict(pen=pen)[:-1])
+    kept: list[int] = []
+    for index in sorted(found):
+        if policy.min_size <= index <= n - policy.min_size and (
+            not kept or index - kept[-1] >= policy.min_size
+        ):
+            kept.append(index)
+    return kept
+
+
+def _test(values: np.ndarray, start: int, index: int, stop: int) -> Step:
+    from scipy.stats import mannwhitneyu
+
+    left, right = values[start:index], values[index:stop]
+    before, after = float(np.median(left)), float(np.median(right))
+    p = float(mannwhitneyu(left, right, alternative="two-sided").pvalue)
+    return Step(index, before, after, after / before - 1, p, int(left.size), int(right.size))
+
+
+def _merge(values: np.ndarray, proposed: list[int], policy: ChangePolicy) -> list[Step]:
+    """Hunter's merge: drop the weakest until all are significant and large enough."""
+    points = list(proposed)
+
+    def tested(i: int) -> Step:  # candidate i against its neighbours (or the series' ends)
+        start = points[i - 1] if i else 0
+        stop = points[i + 1] if i + 1 < len(points) else values.size
+        return _test(values, start, points[i], stop)
+
+    found = [tested(i) for i in range(len(points))]
+    while found:
+        weakest = max(range(len(found)), key=lambda i: found[i].p_value)
+        if found[weakest].p_value < policy.alpha:
+            weakest = min(range(len(found)), key=lambda i: abs(found[i].relative))
+            if abs(found[weakest].relative) >= policy.min_effect:
+                return found
+        del points[weakest], found[weakest]
+        for i in (weakest - 1, weakest):  # the neighbours' segments just grew
+            if 0 <= i < len(points):
+                found[i] = tested(i)
+    return found
+
+
+def steps(values, policy: ChangePolicy = ChangePolicy()) -> list[Step]:
+    """The change points of a series of positive values (oldest first), as Steps, oldest first."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 1 or not np.all(np.isfinite(values)) or np.any(values <= 0):
+        raise ValueError("steps: expected a flat sequence of finite values > 0")
+    proposed = candidates(np.log(values), policy)
+    while True:
+        found = _merge(values, proposed, policy)
+        transient = set()
+        for a, b in itertools.pairwise(found):
+            if b.index - a.index < policy.min_level and (a.relative > 0) != (b.relative > 0):
+                transient.update((a.index, b.index))
+        if not transient:
+            return found
+        proposed = [s.index for s in found if s.index not in transient]
