@@ -16,9 +16,12 @@ Planted in them:
 Timed: Store.ingest() per document (one transaction each; schema validation is timed separately
 on --validate-sample documents, since the harness validates a file once when it reads it),
 then the regression review of every current series, in process and as `python -m harness
-regressions`. Target on the 2-core development machine: ingest under 60 s, regressions under 2 s.
+regressions`, then `python -m harness changes` (change points and drift over every point of
+every series). Targets on the 2-core development machine: ingest under 60 s, regressions under
+2 s, changes under 10 s. Planted for changes: case 4 'forth' steps +10% at the middle run (a
+change point on its gap and time); nothing else is a change (the newest run's 10% is one point).
 
-    python benchmarks/perf/history_ingest.py [--documents 10000] [--db PATH]
+    python benchmarks/perf/history_ingest.py [--documents 10000] [--db PATH [--reuse]]
 """
 
 from __future__ import annotations
@@ -140,13 +143,20 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=30)
     parser.add_argument("--validate-sample", type=int, default=20)
     parser.add_argument("--db", type=Path, help="a new file (default: in a temporary directory)")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="--db names a history this script built before: skip the ingest, time the reads",
+    )
     args = parser.parse_args()
     if args.cases < 8 or args.documents < 4:
         parser.error("--cases must be >= 8 and --documents >= 4 (the planted steps need them)")
     tmp = tempfile.TemporaryDirectory(prefix="kernelgap-history-")
     db = args.db or Path(tmp.name) / "history.sqlite"
-    if db.exists():
-        parser.error(f"--db {db}: exists; the benchmark needs a fresh database")
+    if db.exists() and not args.reuse:
+        parser.error(f"--db {db}: exists; the benchmark needs a fresh database (or --reuse)")
+    if args.reuse and not db.exists():
+        parser.error(f"--reuse: --db {db} does not exist")
     variants = Variants(args.cases, args.samples, args.documents)
 
     check = [variants.document(k) for k in range(args.validate_sample)]
@@ -158,7 +168,7 @@ def main() -> int:
     ingest_s = build_s = 0.0
     wall0 = time.perf_counter()
     with Store(db) as store:
-        for k in range(args.documents):
+        for k in range(0 if args.reuse else args.documents):
             t0 = time.perf_counter()
             d = variants.document(k)
             t1 = time.perf_counter()
@@ -186,6 +196,15 @@ def main() -> int:
     )
     cli_s = time.perf_counter() - t0
     alerts = sorted((f.case_id, f.impl, f.metric) for f in findings if f.alert)
+    t0 = time.perf_counter()
+    changes_cli = subprocess.run(
+        [sys.executable, "-m", "harness", "changes", "--db", str(db), "--format", "json"],
+        cwd=ROOT,
+        capture_output=True,
+    )
+    changes_s = time.perf_counter() - t0
+    found = orjson.loads(changes_cli.stdout)["changes"] if changes_cli.returncode == 0 else []
+    steps = sorted((c["case_id"], c["impl"], c["metric"], c["kind"]) for c in found)
     points = args.documents * args.cases * len(IMPLS)
 
     print(
@@ -212,6 +231,11 @@ def main() -> int:
     )
     print(f"db size:     {size / 2**20:.1f} MiB ({size / args.documents / 1024:.1f} KiB/document)")
     print(f"alerts ({len(alerts)}): {alerts}")
+    print(
+        f"changes:     `python -m harness changes` over every point: {changes_s:.2f} s wall, "
+        f"exit {changes_cli.returncode}, target <= 10 s: {'met' if changes_s <= 10 else 'MISSED'}"
+    )
+    print(f"  found ({len(steps)}): {steps}")
     return 0
 
 
