@@ -8,8 +8,8 @@ Detection to Hunt for Performance Regressions", ICPE 2023, the method of Apache 
   of `ChangePolicy.window` points, so its cost grows linearly with the history's length, with a
   liberal penalty: it proposes, it does not decide;
 - significance (`_test`): a two-sided Mann-Whitney U test between the points on either side of a
-  candidate, up to its neighbours (scipy.stats.mannwhitneyu), and the relative change of their
-  medians;
+  candidate, up to its neighbours and at most `window` points each way (scipy.stats.mannwhitneyu),
+  and the relative change of their medians;
 - policy (`ChangePolicy`, `steps`): Hunter's merge step: the weakest candidate (largest p, else
   the smallest change) is dropped and its neighbours re-tested, until every one left has
   p < alpha and |change| >= min_effect. A level that lasts fewer than `min_level` points between
@@ -34,6 +34,8 @@ __all__ = ["ChangePolicy", "Step", "candidates", "robust_sigma", "steps"]
 # finite penalty): 1e-6 is far below any timing noise
 SIGMA_FLOOR = 1e-6
 NORMAL_MAD = 1.4826  # MAD x this estimates a normal distribution's standard deviation
+QUIET_CUSUM = 1.0  # windows whose normalized CUSUM stays under this are not searched
+EXACT_U_PRODUCT = 400  # n1 x n2 up to which Mann-Whitney U's exact p-value is computed
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ class ChangePolicy:
 
     min_size: int = 5
     penalty: float = 2.0
-    window: int = 400
+    window: int = 200
     alpha: float = 1e-4
     min_effect: float = 0.01
     min_level: int = 10
@@ -82,7 +84,7 @@ class Step:
     """A change point: values[index:] differ from values[:index] (up to the neighbouring changes).
 
     before, after: medians of the points between the previous change and this one, and between
-    this one and the next; relative = after / before - 1; p_value: two-sided Mann-Whitney U of
+    this one and the next (at most ChangePolicy.window of each, the nearest); relative = after / before - 1; p_value: two-sided Mann-Whitney U of
     those two groups; points_before, points_after: their sizes.
     """
 
@@ -95,13 +97,27 @@ class Step:
     points_after: int
 
 
-def robust_sigma(y: np.ndarray) -> float:
+def robust_sigma(y: np.ndarray) -> np.ndarray | float:
     """Standard deviation of iid noise estimated from first differences: MAD(diff) x 1.4826 / sqrt 2
-    (a step or an outlier moves only one or two differences, so neither inflates it)."""
-    if y.size < 3:
-        return SIGMA_FLOOR
-    d = np.diff(y)
-    return max(float(np.median(np.abs(d - np.median(d)))) * NORMAL_MAD / math.sqrt(2), SIGMA_FLOOR)
+    (a step or an outlier moves only one or two differences, so neither inflates it). For a 2-D
+    array, one per row."""
+    if y.shape[-1] < 3:
+        return SIGMA_FLOOR if y.ndim == 1 else np.full(y.shape[0], SIGMA_FLOOR)
+    d = np.diff(y, axis=-1)
+    mad = np.median(np.abs(d - np.median(d, axis=-1, keepdims=True)), axis=-1)
+    sigma = np.maximum(mad * NORMAL_MAD / math.sqrt(2), SIGMA_FLOOR)
+    return float(sigma) if y.ndim == 1 else sigma
+
+
+def _window_starts(n: int, size: int) -> np.ndarray:
+    """Starts of windows of `size` overlapping by half, the last one ending at n: every point
+    lies in the middle half of some window (or n <= size: one window, the whole series)."""
+    if n <= size:
+        return np.zeros(1, dtype=np.int64)
+    starts = list(range(0, n - size + 1, size // 2))
+    if starts[-1] != n - size:
+        starts.append(n - size)
+    return np.array(starts, dtype=np.int64)
 
 
 def candidates(y: np.ndarray, policy: ChangePolicy = ChangePolicy()) -> list[int]:
@@ -113,16 +129,21 @@ def candidates(y: np.ndarray, policy: ChangePolicy = ChangePolicy()) -> list[int
     n = int(y.size)
     if n < 2 * policy.min_size:
         return []
-    size, half = policy.window, policy.window // 2
-    starts = [0] if n <= size else list(range(0, n - half, half))
+    size = min(n, policy.window)
+    starts = _window_starts(n, size)
+    parts = y[starts[:, None] + np.arange(size)]  # one row per window
+    sigma = robust_sigma(parts)
+    # A window without any shift in level is skipped unsearched: its normalized CUSUM
+    # max |sum(y - mean)| / (sigma sqrt n) follows the Kolmogorov distribution, above QUIET_CUSUM
+    # in about 1 window of 4; any step the test below could accept is well above it in the
+    # window that holds it in its middle half.
+    centred = parts - parts.mean(axis=1, keepdims=True)
+    cusum = np.abs(np.cumsum(centred, axis=1)).max(axis=1) / (sigma * math.sqrt(size))
     found: set[int] = set()
-    for start in starts:
-        part = y[start : start + size]
-        if part.size < 2 * policy.min_size:
-            continue
-        pen = policy.penalty * robust_sigma(part) ** 2 * math.log(part.size)
-        algo = ruptures.KernelCPD(kernel="linear", min_size=policy.min_size).fit(part)
-        found.update(start + int(b) for b in algo.predict(pen=pen)[:-1])
+    for w in np.flatnonzero(cusum >= QUIET_CUSUM):
+        pen = policy.penalty * float(sigma[w]) ** 2 * math.log(size)
+        algo = ruptures.KernelCPD(kernel="linear", min_size=policy.min_size).fit(parts[w])
+        found.update(int(starts[w]) + int(b) for b in algo.predict(pen=pen)[:-1])
     kept: list[int] = []
     for index in sorted(found):
         if policy.min_size <= index <= n - policy.min_size and (
@@ -132,12 +153,16 @@ def candidates(y: np.ndarray, policy: ChangePolicy = ChangePolicy()) -> list[int
     return kept
 
 
-def _test(values: np.ndarray, start: int, index: int, stop: int) -> Step:
+def _test(values: np.ndarray, start: int, index: int, stop: int, reach: int) -> Step:
     from scipy.stats import mannwhitneyu
 
-    left, right = values[start:index], values[index:stop]
+    left = values[max(start, index - reach) : index]
+    right = values[index : min(stop, index + reach)]
     before, after = float(np.median(left)), float(np.median(right))
-    p = float(mannwhitneyu(left, right, alternative="two-sided").pvalue)
+    # scipy's exact distribution costs O(n1 n2 min(n1, n2)): the normal approximation (with
+    # its tie and continuity corrections) is as good beyond a few dozen points a side
+    method = "auto" if left.size * right.size <= EXACT_U_PRODUCT else "asymptotic"
+    p = float(mannwhitneyu(left, right, alternative="two-sided", method=method).pvalue)
     return Step(index, before, after, after / before - 1, p, int(left.size), int(right.size))
 
 
@@ -148,7 +173,7 @@ def _merge(values: np.ndarray, proposed: list[int], policy: ChangePolicy) -> lis
     def tested(i: int) -> Step:  # candidate i against its neighbours (or the series' ends)
         start = points[i - 1] if i else 0
         stop = points[i + 1] if i + 1 < len(points) else values.size
-        return _test(values, start, points[i], stop)
+        return _test(values, start, points[i], stop, policy.window)
 
     found = [tested(i) for i in range(len(points))]
     while found:

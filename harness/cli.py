@@ -11,6 +11,7 @@ COMMANDS = {
     "run": ("run",),
     "history": ("ingest", "history", "regressions"),
     "changes": ("changes",),
+    "pr": ("pr",),
     "compare": ("compare", "summary", "export"),
     "dashboard": ("dashboard",),
 }

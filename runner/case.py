@@ -54,7 +54,14 @@ class CaseRun:
         self.suite = manifest.load(job["manifest"])
         self.case = self.suite.case(job["case"])
         self.settings = TimingSettings(**job["timing"])
-        self.names = [i.name for i in self.case.impls if i.name in job["ptx"]]
+        # revisions of a candidate (runner.revisions: X@base, X@head) stand in X's place
+        self.variant_of = job.get("variants", {})
+        self.names = [
+            n
+            for i in self.case.impls
+            for n in (i.name, *(v for v, of in self.variant_of.items() if of == i.name))
+            if n in job["ptx"]
+        ]
         baseline = self.case.baseline.name  # bench sends a case only when its baseline was built
         self.baseline_first = [baseline] + [n for n in self.names if n != baseline]
         self.record = {"impls": {n: {} for n in self.names}, "phases_s": {}}
@@ -81,7 +88,8 @@ class CaseRun:
             self.record["impls"][name]["ptx"] = ptx.describe(ptx.parse(text))
 
     def kernel(self, name: str, geometry: manifest.Geometry) -> driver.Kernel:
-        return _kernel(self.modules[name], self.case.impl(name).entry, geometry)
+        impl = self.case.impl(self.variant_of.get(name, name))
+        return _kernel(self.modules[name], impl.entry, geometry)
 
     def check(self) -> None:
         """The correctness gate at check_dims; raises PhaseError unless every implementation passed."""

@@ -73,8 +73,13 @@ def main():
 )
 @click.option(
     "--bundle",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Take PTX from this bundle (python -m runner build) where it has the implementation.",
+    "bundles",
+    multiple=True,
+    metavar="DIR | LABEL=DIR",
+    help="Take PTX from this bundle (python -m runner build) where it has the implementation. "
+    "Given as LABEL=DIR two or more times (--bundle base=DIR --bundle head=DIR: one bundle per "
+    "compiler revision), each candidate X becomes X@base and X@head, timed in the same rounds, "
+    "and each case gets head/base pairs with a paired interval.",
 )
 @click.option(
     "--emit-partial",
@@ -105,7 +110,13 @@ def bench(cases, case_ids, **settings):
                 )
         sys.stdout.buffer.write(data)
 
-    options = BenchOptions(case_ids=tuple(case_ids), **settings)
+    from runner.revisions import parse_bundle_options
+
+    try:
+        bundle, revisions = parse_bundle_options(settings.pop("bundles"))
+    except BundleError as exc:
+        _die(str(exc))
+    options = BenchOptions(case_ids=tuple(case_ids), bundle=bundle, revisions=revisions, **settings)
     try:
         doc, status = run_suite(cases, options)
     except (manifest.ManifestError, BundleError) as exc:

@@ -97,10 +97,41 @@ def finish_case(
                 impl["gap"] = gap_block(
                     base_timing["samples_s"], impl["timing"]["samples_s"], stable
                 )
+        pairs = pair_blocks(case_doc)
+        if pairs:
+            case_doc["pairs"] = pairs
         case_doc["timing_wall_s"] = measurement["wall_s"]
         case_doc["round_orders"] = measurement["orders"][:2]
     case_doc.setdefault("phases_s", {}).update(record.get("phases_s", {}))
     return case_doc
+
+
+def pair_blocks(case_doc: dict) -> list[dict]:
+    """Revisions of one candidate timed together (runner.revisions: `X@base`, `X@head`): each
+    later one against the first, {"of", "base", "head"} plus a gap block's keys computed from the
+    two variants' paired samples with the first in the baseline's place, so `ratio_of_medians`
+    is head / base with the same paired bootstrap interval as a gap. Only pairs where both sides
+    were timed and passed the check; `stable` when both sides' statistics are."""
+    by_candidate: dict[str, list[str]] = {}
+    for name, impl in case_doc["implementations"].items():
+        if impl.get("variant_of"):
+            by_candidate.setdefault(impl["variant_of"], []).append(name)
+    blocks = []
+    for of, names in by_candidate.items():
+        first = case_doc["implementations"][names[0]]
+        for name in names[1:]:
+            sides = (first, case_doc["implementations"][name])
+            if not all(
+                "timing" in s and s.get("check", {}).get("status") == "passed" for s in sides
+            ):
+                continue
+            block = gap_block(
+                first["timing"]["samples_s"],
+                sides[1]["timing"]["samples_s"],
+                all(s["timing"]["stats"]["stable"] for s in sides),
+            )
+            blocks.append({"of": of, "base": names[0], "head": name, **block})
+    return blocks
 
 
 def summary(cases: list[dict]) -> dict:

@@ -20,6 +20,7 @@ from protocol.validation import DocumentError, validate
 from runner import driver, environment, manifest, ptx, result, toolchains
 from runner.bundle import Bundle, BundleError
 from runner.isolation import run_worker
+from runner.revisions import variants
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class BenchOptions:
     bundle: Path | None = None  # PTX built elsewhere (python -m runner build)
     emit_partial: bool = False  # the partial document on stderr after each case (for harness run)
     budget_s: float | None = None  # the whole suite's wall-time budget; cases past it are not run
+    revisions: tuple[tuple[str, Path], ...] = ()  # labelled bundles (runner.revisions), in order
 
 
 class Progress:
@@ -124,34 +126,52 @@ def obtain_ptx(case: manifest.CaseSpec, impl: manifest.ImplSpec, arch: str, bund
 
 
 def build_case(
-    case: manifest.CaseSpec, arch: str, case_doc: dict, say, bundle: Bundle | None = None
+    case: manifest.CaseSpec,
+    arch: str,
+    case_doc: dict,
+    say,
+    bundle: Bundle | None = None,
+    revisions: dict[str, Bundle] | None = None,
 ) -> dict[str, str]:
-    """Build (or take from the bundle) and signature-check every implementation; PTX by name."""
+    """Build (or take from the bundle) and signature-check every implementation; PTX by name.
+    With `revisions`, a candidate a labelled bundle holds becomes one implementation per label
+    (runner.revisions), in its place in case_doc["implementations"]."""
     built: dict[str, str] = {}
+    docs = case_doc["implementations"]
     for impl in case.impls:
-        doc = case_doc["implementations"][impl.name]
         where = f"case {case.id}, implementation {impl.name} ({impl.source_rel})"
         try:
-            text, doc["build"] = obtain_ptx(case, impl, arch, bundle)
+            found = variants(case, impl, revisions) if revisions else []
+            if found and impl.role == "candidate":
+                docs = _replace(docs, impl.name, [(name, label) for name, label, _, _ in found])
+            for name, _, text, build in found:
+                docs[name]["build"] = build
+                built[name] = text
+            if not found:
+                text, docs[impl.name]["build"] = obtain_ptx(case, impl, arch, bundle)
+                built[impl.name] = text
         except BundleError as exc:
             _fail(case_doc, "build", f"{where}: {exc}")
             return {}
         except toolchains.ToolchainMissing as exc:
-            doc["status"] = "skipped"
-            doc["skip_reason"] = str(exc)
+            docs[impl.name]["status"] = "skipped"
+            docs[impl.name]["skip_reason"] = str(exc)
             say(f"  {impl.name}: skipped: {exc}")
             continue
         except toolchains.BuildError as exc:
             _fail(case_doc, "build", f"{where}: {exc}")
             return {}
+    case_doc["implementations"] = docs
+    for name, text in built.items():
+        impl = case.impl(docs[name].get("variant_of", name))
+        where = f"case {case.id}, implementation {name} ({impl.source_rel})"
         try:
             module = ptx.parse(text)
             ptx.check_signature(module, impl.entry, case.signature(), where=where)
         except (ptx.PtxError, ptx.SignatureError) as exc:
             _fail(case_doc, "signature", str(exc))
             return {}
-        doc["ptx"] = ptx.describe(module)
-        built[impl.name] = text
+        docs[name]["ptx"] = ptx.describe(module)
     if case.baseline.name not in built:
         _fail(
             case_doc,
@@ -160,6 +180,18 @@ def build_case(
         )
         return {}
     return built
+
+
+def _replace(docs: dict, name: str, revisions: list[tuple[str, str]]) -> dict:
+    """`docs` with implementation `name` replaced, in its place, by one copy per revision."""
+    out = {}
+    for key, doc in docs.items():
+        if key != name:
+            out[key] = doc
+            continue
+        for variant, label in revisions:
+            out[variant] = {**doc, "variant_of": name, "revision": label}
+    return out
 
 
 def run_one(
@@ -171,6 +203,7 @@ def run_one(
     say,
     bundle: Bundle | None = None,
     budget_left_s: float | None = None,
+    revisions: dict[str, Bundle] | None = None,
 ) -> dict:
     """One case in its worker; with `budget_left_s` (what is left of the suite's --budget-s)
     the case's own timeout is cut to it, so one oversized case cannot spend the whole job."""
@@ -183,7 +216,7 @@ def run_one(
         "timeout_s": budget_left_s if by_budget else case_timeout_s,
     }
     say(f"[{case.id}] build (arch {arch})")
-    built = build_case(case, arch, case_doc, say, bundle)
+    built = build_case(case, arch, case_doc, say, bundle, revisions)
     if case_doc["status"] == "failed":
         say(f"[{case.id}] FAILED in {case_doc['error']['phase']}: {case_doc['error']['message']}")
         return case_doc
@@ -195,6 +228,9 @@ def run_one(
         "timing": settings,
         "skip_check": options.skip_check,
         "device": options.device,
+        "variants": {
+            n: d["variant_of"] for n, d in case_doc["implementations"].items() if "variant_of" in d
+        },
     }
 
     def on_event(event):
@@ -289,17 +325,22 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
     bundle = (
         Bundle.load(options.bundle) if options.bundle else None
     )  # bad input: before any GPU work
+    revisions = {label: Bundle.load(path) for label, path in options.revisions}
     started = environment.utc_now()
     say(f"kernelgap: {suite.name} v{suite.version}, {len(cases)} case(s); probing the GPU")
     env = probe_environment(options)
     env["sensors_start"] = env.pop("sensors", None)
     device = env["device"]
     arch = options.arch or device["arch"]
-    if bundle is not None and bundle.manifest["arch"] != arch:
-        raise BundleError(
-            f"{options.bundle}: built for {bundle.manifest['arch']}, but this run targets {arch} "
-            f"({device['name']}); rebuild it with --arch {arch}, or pass --arch {bundle.manifest['arch']}"
-        )
+    for where, each in [
+        (options.bundle, bundle),
+        *((p, revisions[k]) for k, p in options.revisions),
+    ]:
+        if each is not None and each.manifest["arch"] != arch:
+            raise BundleError(
+                f"{where}: built for {each.manifest['arch']}, but this run targets {arch} "
+                f"({device['name']}); rebuild it with --arch {arch}, or pass --arch {each.manifest['arch']}"
+            )
     env["toolchains"] = {}
     say(
         f"kernelgap: {device['name']} ({device['arch']}, {device['sm_count']} SMs), driver {device.get('driver_version_string')}"
@@ -326,6 +367,7 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
         "skip_check": options.skip_check,
         "cases": list(options.case_ids),
         "bundle": str(options.bundle) if options.bundle else None,
+        **({"revisions": {k: str(p) for k, p in options.revisions}} if options.revisions else {}),
         "budget_s": options.budget_s,
     }
     case_docs = []
@@ -337,7 +379,9 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
             say(f"[{case.id}] not run: {case_docs[-1]['error']['message']}")
             continue
         try:
-            case_docs.append(run_one(suite, case, arch, options, env["peaks"], say, bundle, left_s))
+            case_docs.append(
+                run_one(suite, case, arch, options, env["peaks"], say, bundle, left_s, revisions)
+            )
         except Exception as exc:  # a bug or an unforeseen failure costs this case, not the run
             case_doc = case_skeleton(case)
             _fail(case_doc, "unknown", f"case {case.id}: {type(exc).__name__}: {exc}")

@@ -1,0 +1,69 @@
+"""`harness pr`: the pull-request comment of a base/head run, and a gate on it.
+
+Reports go to stdout, messages to stderr. Exit status: 0 ok, 1 the `--fail-on` gate tripped,
+2 bad input (a missing or malformed file, a document without revisions).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from harness.commands.compare import RESULT, BadInput, _write_stdout, load_result
+from protocol.codec import encode
+
+__all__ = ["pr"]
+
+
+@click.command()
+@click.argument("result", type=RESULT)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["markdown", "json"]),
+    default="markdown",
+    show_default=True,
+    help="markdown for the pull-request comment or job summary; json for tools.",
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice(["slower", "unstable", "never"]),
+    default="never",
+    show_default=True,
+    help="Exit 1 when some case's head is slower than its base (`slower`), or slower, unstable "
+    "or failed (`unstable`).",
+)
+@click.option(
+    "--min-effect",
+    type=click.FloatRange(min=0),
+    default=0.02,
+    show_default=True,
+    help="Smallest change of head/base that counts, as a fraction (0.02 = 2%).",
+)
+def pr(result: Path, output_format: str, fail_on: str, min_effect: float):
+    """Per case of a base/head run RESULT: base gap, head gap, head/base with its paired
+    interval and a verdict (faster / slower / same / unstable / failed).
+
+    RESULT comes from `harness run --base-bundle DIR --head-bundle DIR` (or `runner bench
+    --bundle base=DIR --bundle head=DIR`): both revisions of the compiler timed in one context,
+    in the same rounds, on one GPU, so head/base needs no second machine and no history.
+    """
+    from harness import pull_request
+
+    document = load_result(result)
+    try:
+        found = pull_request.rows(document, min_effect)
+    except ValueError as exc:
+        raise BadInput(f"{result}: {exc}") from None
+    if output_format == "json":
+        data = {"min_effect": min_effect, "rows": [r.to_dict() for r in found]}
+        _write_stdout(encode(data, pretty=True))
+    else:
+        click.echo(pull_request.markdown(document, found, min_effect), nl=False)
+    tripped = pull_request.gate(found, fail_on)
+    if tripped:
+        names = ", ".join(f"{r.case_id}/{r.candidate} {r.verdict}" for r in tripped)
+        click.echo(f"pr: --fail-on {fail_on} tripped by {len(tripped)}: {names}", err=True)
+        sys.exit(1)
