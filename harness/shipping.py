@@ -4,7 +4,8 @@ The tree holds `runner/`, `protocol/`, `schemas/`, `pyproject.toml` and `README.
 `pip install .` works there), the suite file's folder at its place in the repository (or under
 `suite/` for a suite kept elsewhere) plus any file the suite references outside that folder,
 `tests/` (and `harness/`, which some tests import) when GPU tests run remotely, and a PTX
-bundle under `bundle/` when one is given. On the target `in_shipped_tree` unpacks it into a
+bundle under `bundle/` when one is given (labelled bundles, one per compiler revision, under
+`bundle/<label>/`). On the target `in_shipped_tree` unpacks it into a
 fresh temporary directory, runs the command there and removes the directory.
 """
 
@@ -37,6 +38,7 @@ class Shipment:
     files: tuple[tuple[Path, str], ...]
     cases: str  # the suite file's path inside the tree, relative (the runner's argument)
     bundle: str | None  # the bundle folder inside the tree, when one is shipped
+    revisions: tuple[tuple[str, str], ...] = ()  # (label, folder inside the tree) per revision
 
     def tar(self) -> bytes:
         """The tree as one uncompressed tar archive (files in a fixed order)."""
@@ -93,8 +95,10 @@ def plan(
     bundle: Path | None = None,
     tests: bool = False,
     root: Path = REPO_ROOT,
+    revisions: tuple[tuple[str, Path], ...] = (),
 ) -> Shipment:
-    """The tree for running the suite `cases` (a cases.toml) on a target."""
+    """The tree for running the suite `cases` (a cases.toml) on a target; `revisions` are
+    labelled bundles ((label, folder), ...), shipped under bundle/<label>."""
     cases = Path(cases).resolve()
     if not cases.is_file():
         raise ShippingError(f"{cases}: suite file not found")
@@ -123,12 +127,17 @@ def plan(
         if not Path(bundle).is_dir():
             raise ShippingError(f"{bundle}: --bundle must be a folder (a PTX bundle)")
         _add_tree(files, Path(bundle).resolve(), BUNDLE_DIR)
+    for label, folder in revisions:
+        if not Path(folder).is_dir():
+            raise ShippingError(f"{folder}: the {label} bundle must be a folder (a PTX bundle)")
+        _add_tree(files, Path(folder).resolve(), f"{BUNDLE_DIR}/{label}")
     files.pop("", None)
     cases_name = str(PurePosixPath(suite_name, cases.name)) if suite_name != "." else cases.name
     return Shipment(
         files=tuple(sorted((path, name) for name, path in files.items())),
         cases=cases_name,
         bundle=BUNDLE_DIR if bundle is not None else None,
+        revisions=tuple((label, f"{BUNDLE_DIR}/{label}") for label, _ in revisions),
     )
 
 

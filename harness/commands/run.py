@@ -338,6 +338,8 @@ class Session:
             command += ["--commit", self.options["commit"]]
         if self.plan.bundle:
             command += ["--bundle", self.plan.bundle]
+        for label, folder in self.plan.revisions:  # runner.revisions: X@base and X@head
+            command += ["--bundle", f"{label}={folder}"]
         done = self.step("runner bench", [*command, *self.options["runner_args"]])
         return self.keep(done)
 
@@ -396,6 +398,18 @@ class Session:
     help="A PTX bundle folder (runner build) to ship and time instead of compiling there.",
 )
 @click.option(
+    "--base-bundle",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="With --head-bundle: the bundle of the compiler's base revision. Both are timed in one "
+    "run, each candidate X as X@base and X@head in the same rounds; `harness pr` writes the "
+    "pull-request comment from the document.",
+)
+@click.option(
+    "--head-bundle",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="With --base-bundle: the bundle of the compiler's head revision (the pull request).",
+)
+@click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("results"),
@@ -449,14 +463,24 @@ class Session:
     help="Docker image for a vast machine (needs python3 and nvcc).",
 )
 @click.argument("runner_args", nargs=-1, type=click.UNPROCESSED)
-def run(target, identity, known_hosts, cases, bundle, runner_args, **settings):
+def run(
+    target, identity, known_hosts, cases, bundle, base_bundle, head_bundle, runner_args, **settings
+):
     """Ship the suite to TARGET, run `python -m runner bench` there and save its document.
 
     Arguments after `--` go to the runner (e.g. `-- --case axpy_f64 --samples 50`). The
     remote's progress streams to stderr; the saved document's path goes to stdout.
     """
+    if (base_bundle is None) != (head_bundle is None) or (base_bundle and bundle):
+        raise RunFailed(
+            "--base-bundle and --head-bundle go together (one bundle per compiler revision), "
+            "and not with --bundle"
+        )
+    revisions = (("base", base_bundle), ("head", head_bundle)) if base_bundle else ()
     try:
-        plan = shipping.plan(cases, bundle=bundle, tests=settings["pytest_gpu"])
+        plan = shipping.plan(
+            cases, bundle=bundle, tests=settings["pytest_gpu"], revisions=revisions
+        )
         install = settings["install"]
         install = target.startswith("vast:") if install is None else install
         lifetime_s = (
