@@ -25,8 +25,8 @@ from harness.store import Store, StoreError
 __all__ = ["history", "ingest", "regressions"]
 
 DEFAULT_DB = "history.sqlite"
-# points per series searched for the newest change points: a step found among the newest few
-# needs its level before it, and 800 points hold two detection windows of it
+# points per series searched for the newest change points: a step among the newest few needs
+# its level before it, and this holds two detection windows of it
 CHANGE_LOOKBACK = 2 * ChangePolicy.window
 DB_OPTION = click.option(
     "--db",
