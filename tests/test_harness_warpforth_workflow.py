@@ -318,14 +318,22 @@ def test_secrets_and_history_stay_where_they_belong():
     assert publish["environment"]["name"] == "github-pages"
 
 
-def test_a_pull_request_gets_a_summary_and_a_comparison_but_no_gate_on_numbers():
+def test_a_pull_request_gets_a_summary_and_its_paired_base_head_comparison():
+    """Base and head run on the one rented machine (harness run --base-bundle --head-bundle), so
+    `harness pr` may gate; nothing compares with a result from another rented host."""
     steps = load_workflow()["jobs"]["benchmark"]["steps"]
-    compare = next(s for s in steps if "harness compare" in s.get("run", ""))
-    assert "--fail-on never" in compare["run"]
-    assert not re.search(r"--fail-on (?!never)", compare["run"])
+    assert not any("harness compare" in s.get("run", "") for s in steps)
     pr = pull_request("synchronize", labels=[LABEL])
-    ran = {"steps": {"run": {"outputs": {"result": "results/r.json"}}, "base": {"outputs": {"result": "base/b.json"}}}}  # fmt: skip
-    assert evaluate(compare["if"], {**pr, **ran})
+    ran = {"steps": {"run": {"outputs": {"result": "results/r.json"}}}}
+    paired = next(s for s in steps if "harness pr" in s.get("run", ""))
+    assert evaluate(paired["if"], {**pr, **ran}) and not evaluate(paired["if"], {**push(), **ran})
+    assert '--fail-on "$FAIL_ON"' in paired["run"] and '"$GITHUB_STEP_SUMMARY"' in paired["run"]
+    assert paired["env"]["FAIL_ON"] == "${{ vars.KERNELGAP_PR_FAIL_ON || 'slower' }}"
+    base = next(s for s in steps if "bundle-base" in s.get("run", ""))
+    assert evaluate(base["if"], pr) and not evaluate(base["if"], push())
+    assert "github.event.pull_request.base.sha" in base["env"]["BASE_SHA"]
+    rental = next(s for s in steps if "harness run" in s.get("run", ""))
+    assert "--base-bundle bundle-base --head-bundle bundle" in rental["run"]
     summary = next(s for s in steps if "harness summary" in s.get("run", ""))
     assert evaluate(summary["if"], {**pr, **ran}) and '"$GITHUB_STEP_SUMMARY"' in summary["run"]
 
