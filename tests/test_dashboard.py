@@ -231,13 +231,15 @@ def test_github_action_benchmark_layout(site):
     assert set(first["commit"]) >= {"id", "message", "timestamp", "url"}
     assert first["commit"]["committer"]["username"]  # that action's page reads it
     names = {b["name"]: b for b in entries[-1]["benches"]}
+    # Gaps and geomeans only, without range and extra: times, intervals and provenance stay in
+    # the raw document the run's message names (harness.dashboard.gab).
     for bench in names.values():
-        assert set(bench) == {"name", "value", "unit", "range", "extra"}
-        assert isinstance(bench["range"], str) and isinstance(bench["extra"], str)
-    assert names["axpy/v1/cuda"]["unit"] == "us"
+        assert set(bench) == {"name", "value", "unit"}
+    assert "axpy/v1/cuda" not in names and names["axpy/v1/gap/handptx"]["unit"] == "x cuda"
+    assert f"runs/{entries[-1]['commit']['message'].split('runs/')[1]}".endswith(".json)")
     expected = expected_geomeans(RUNS - 1)
     for name, value in expected.items():
-        assert names[f"suite/geomean_gap/{name}"]["value"] == pytest.approx(value, rel=1e-12)
+        assert names[f"suite/geomean_gap/{name}"]["value"] == pytest.approx(value, rel=1e-4)
 
 
 def test_github_action_benchmark_key_per_gpu_mode_suite(tmp_path):

@@ -285,6 +285,7 @@
     if (unstable.gap.runs.length) traces.push(unstableTrace("gap", { xaxis: "x", yaxis: "y" }, gapHover));
     shapes.push({ type: "line", xref: "x domain", yref: "y", x0: 0, x1: 1, y0: 1, y1: 1,
                   line: { color: "#7a828c", width: 1, dash: "dash" } });  // parity
+    if (window.KernelgapMarks) KernelgapMarks.chart(c, xOf, shapes, annotations);  // marks.js
     annotations.push(
       { xref: "x domain", yref: "paper", x: 0, y: 1.08, xanchor: "left", showarrow: false,
         text: "<b>gap</b> (x " + esc(c.baseline) + ", lower is better; band: 95% interval)", font: { size: 13 } },
@@ -456,6 +457,7 @@
   }
 
   try {
+    if (window.KernelgapMarks) state.alerts = KernelgapMarks.alerts(D, el, document.getElementById("alerts"));
     drawHeader();
     drawTable();
     drawCases();

@@ -7,8 +7,10 @@ The site, every file beside index.html so that it works from file:// and from an
                       once: an identical file already there is left alone)
   data.js             `window.KERNELGAP_DATA = {...};` (layout DATA_FORMAT_VERSION, below)
   runs/<run_id>.json  raw result documents, named by content hash and so never rewritten
-  gab/data.js         with --format github-action-benchmark only: the same history in that
-                      action's layout, `window.BENCHMARK_DATA = {...};`
+  gab/data.js         with --format github-action-benchmark only: the history's gaps and suite
+                      geomeans in that action's layout, `window.BENCHMARK_DATA = {...};`
+                      (harness.dashboard.gab)
+  marks.js            the open alerts and the change-point marks (harness.dashboard.alerts)
 
 What is drawn is trimmed for display only (the store keeps every point): a series of more than
 max_points points shows every k-th point, k = ceil(n / (max_points - TAIL_POINTS)) counted back
@@ -45,7 +47,8 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from harness.export.github_action_benchmark import entries as gab_entries
+from harness.dashboard.alerts import findings
+from harness.dashboard.gab import GAB_DATA, gab_key, github_action_benchmark_data
 from harness.primary import primary_candidate
 from harness.series import COMPILER_FIELDS, describe_compiler, series_label
 from harness.store import Store
@@ -69,7 +72,6 @@ TAIL_POINTS = 30  # the newest points are always drawn: they are the ones people
 STEP_FRACTION = 0.05  # the regression rule's minimum effect; a step this big is always drawn
 RAW_RUNS = 20  # raw documents written per build (newest drawn runs); older ones stay
 MAX_FAILED_MARKS = 50  # runs where a case failed, marked on its charts (the newest ones)
-GAB_DATA = Path("gab") / "data.js"
 PALETTE = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#8c564b", "#7f7f7f")
 BASELINE_COLOR = "#333333"
 RUN_ID = re.compile(r"[0-9a-f]{64}")  # store run ids; anything else never becomes a file name
@@ -248,8 +250,12 @@ def collect(
     repo_url: str | None = None,
     max_points: int = MAX_POINTS,
     title: str | None = None,
+    marked: tuple[list[dict], dict[str, list]] | None = None,
 ) -> dict:
     """The dashboard's data (what data.js holds) from the history in `store`.
+
+    marked: (open alerts, {case_id: change marks}) from harness.dashboard.alerts.findings, with
+    runs as indices into store.runs(); they become data["alerts"] and each case's "changes".
 
     Every run in data["runs"] is one that a drawn point, the headline or the table refers to;
     its "raw" flags and "raw_runs" are 0 here (build_site sets them when it publishes documents).
@@ -264,6 +270,10 @@ def collect(
     latest_doc = store.raw_document(runs[-1]["run_id"])
     all_series = [_Series.read(store, info, run_index) for info in store.list_series()]
     used = {len(runs) - 1}
+    alerts, marks = marked or ([], {})
+    used.update(m["run"] for ms in marks.values() for m in ms)
+    used.update(m["from"] for ms in marks.values() for m in ms if m["from"] >= 0)
+    used.update(a["run"] for a in alerts)
     primary = primary_candidate(latest_doc)
     compilers: dict[str, int] = {}  # description -> its index in data["compilers"]
     colors = _colors(all_series)
@@ -281,6 +291,12 @@ def collect(
         for s in case["series"]:
             s["run"] = [compact[g] for g in s["run"]]
         case["failed"]["run"] = [compact[g] for g in case["failed"]["run"]]
+    for case in cases:
+        case["changes"] = [
+            {**m, "run": compact[m["run"]], "from": compact.get(m["from"], -1)}
+            for m in marks.get(case["id"], [])
+        ]
+    alerts = [{**a, "run": compact[a["run"]], "anchor": anchor_of.get(a["case"])} for a in alerts]
     for trace in suite:
         trace["run"] = [compact[g] for g in trace["run"]]
     for card in headline:
@@ -322,6 +338,7 @@ def collect(
             "cards": headline,
             "signature": [list(pair) for pair in signature(latest_doc)],
         },
+        "alerts": alerts,
         "table": _table(latest_doc, anchor_of),
         "cases": cases,
         "suite": suite,
@@ -606,55 +623,6 @@ def _table(document: dict, anchor_of: dict[str, str]) -> list[dict]:
     return rows
 
 
-def github_action_benchmark_data(store: Store, repo_url: str | None = None) -> dict:
-    """Every run of the history in github-action-benchmark's data.js layout.
-
-    One entry per run, oldest first, under one key per GPU model, timing mode and suite
-    version (gab_key(): that action's page draws each key as its own charts, so runs that must
-    not share a line never do), with the benches of harness.export.github_action_benchmark (the
-    names and units `harness export` gives that action). The history knows no commit message,
-    author or commit time: message names the run, author and committer are "unknown" (that
-    action's page shows committer.username) and timestamp is the run's start.
-    """
-    repo = (repo_url or "").rstrip("/")
-    entries: dict[str, list[dict]] = {}
-    for run in store.runs():
-        document = store.raw_document(run["run_id"])
-        started = datetime.fromisoformat(run["started_utc"].replace("Z", "+00:00"))
-        sha = run["commit_sha"]
-        person = {"name": "unknown", "email": "", "username": "unknown"}
-        entries.setdefault(gab_key(document), []).append(
-            {
-                "commit": {
-                    "id": sha or run["run_id"],
-                    "message": f"kernelgap run {run['run_id'][:12]} on {run['gpu']}",
-                    "timestamp": started.isoformat(),
-                    "url": f"{repo}/commit/{sha}" if repo and sha else repo,
-                    "author": person,
-                    "committer": person,
-                },
-                "date": int(started.timestamp() * 1000),
-                "tool": "customSmallerIsBetter",
-                "benches": gab_entries(document),
-            }
-        )
-    return {
-        "lastUpdate": int(datetime.now(UTC).timestamp() * 1000),
-        "repoUrl": repo,
-        "entries": entries,
-    }
-
-
-def gab_key(document: dict) -> str:
-    """The github-action-benchmark key of a run: 'kernelgap <GPU model> <mode> suite v<N>'.
-
-    GPU model and suite version as in its series keys; the mode is the run's (options.mode).
-    """
-    gpu = document["environment"]["device"]["name"]
-    mode = document["options"].get("mode") or "mode unknown"
-    return f"kernelgap {gpu} {mode} suite v{document['suite']['version']}"
-
-
 def _write_if_changed(path: Path, data: bytes) -> None:
     if not (path.exists() and path.stat().st_size == len(data) and path.read_bytes() == data):
         path.write_bytes(data)
@@ -716,16 +684,18 @@ def build_site(
             f"--format {', '.join(sorted(unknown))}: unknown; known: github-action-benchmark"
         )
     with Store(db, readonly=True) as store:
-        data = collect(store, repo_url=repo_url, max_points=max_points, title=title)
+        marked = findings(store) if store.runs() else None
+        data = collect(store, repo_url=repo_url, max_points=max_points, title=title, marked=marked)
         out.mkdir(parents=True, exist_ok=True)
         written = _publish_runs(store, data, out, raw_runs)
         gab = github_action_benchmark_data(store, repo_url) if formats else None
     package = resources.files("harness.dashboard")
     _write_if_changed(out / "index.html", (package / "page.html").read_bytes())
     _write_if_changed(out / "app.js", (package / "app.js").read_bytes())
+    _write_if_changed(out / "marks.js", (package / "marks.js").read_bytes())
     _copy_plotly(out)
     (out / "data.js").write_bytes(b"window.KERNELGAP_DATA = " + orjson.dumps(data) + b";\n")
-    names = ["index.html", "app.js", "plotly.min.js", "data.js"]
+    names = ["index.html", "app.js", "marks.js", "plotly.min.js", "data.js"]
     if gab is not None:
         (out / GAB_DATA).parent.mkdir(exist_ok=True)
         (out / GAB_DATA).write_bytes(b"window.BENCHMARK_DATA = " + orjson.dumps(gab) + b";\n")

@@ -1,0 +1,91 @@
+"""What the dashboard marks: change points and drift on the charts, and the open alerts on top.
+
+`findings(store)` runs the same rules as the command line over the whole history:
+- marks: every step and drift of every series (harness.change_review, as `harness changes`
+  lists them), per case, at the first run after the change (a drift: across its window);
+- alerts: what `harness regressions` would alert on now: the newest point of a current series
+  beyond max(5%, 3 x MAD) (harness.regressions), and the steps among the newest Policy.window
+  stable points and the drifts of current series. Unstable points take part in neither.
+Runs are given as indices into store.runs() (oldest first); harness.dashboard.build maps them
+onto the runs it draws.
+"""
+
+from __future__ import annotations
+
+from harness.change_review import ChangeFinding, find_changes
+from harness.regressions import Policy, current_series, review
+from harness.store import Store
+
+__all__ = ["findings"]
+
+
+def _mark(f: ChangeFinding, run_index: dict[str, int]) -> dict:
+    return {
+        "impl": f.impl,
+        "metric": f.metric,
+        "kind": f.kind,
+        "run": run_index[f.to_run_id],
+        "from": run_index.get(f.from_run_id, -1) if f.from_run_id else -1,
+        "relative": round(f.relative, 5),
+        "p": float(f"{f.p_value:.2g}"),
+        "before": float(f"{f.before:.6g}"),
+        "after": float(f"{f.after:.6g}"),
+    }
+
+
+def _alert(case_id, impl, metric, kind, relative, run, text) -> dict:
+    return {
+        "case": case_id,
+        "impl": impl,
+        "metric": metric,
+        "kind": kind,
+        "relative": round(relative, 5),
+        "direction": "slower" if relative > 0 else "faster",
+        "run": run,
+        "text": text,
+    }
+
+
+def findings(store: Store, policy: Policy | None = None) -> tuple[list[dict], dict[str, list]]:
+    """(open alerts, {case_id: [mark, ...]}) for the history in `store`; slower alerts first."""
+    policy = policy or Policy()
+    run_index = {r["run_id"]: i for i, r in enumerate(store.runs())}
+    series = store.list_series()
+    changes = find_changes(store, series)
+    marks: dict[str, list] = {}
+    for f in changes:
+        marks.setdefault(f.case_id, []).append(_mark(f, run_index))
+    current = current_series(series)
+    current_ids = {s["series_id"] for s in current}
+    points_of = {s["series_id"]: store.recent(s["series_id"], policy.window) for s in current}
+    alerts = [
+        _alert(
+            f.case_id,
+            f.impl,
+            f.metric,
+            "newest point",
+            f.relative,
+            run_index[f.run_id],
+            f"newest point {f.relative * 100:+.1f}% against the median of {f.history} "
+            f"(threshold ±{f.threshold * 100:.1f}%)" + (f"; {f.note}" if f.note else ""),
+        )
+        for f in review(current, points_of, policy)
+        if f.alert
+    ]
+    for f in changes:
+        if f.series_id in current_ids and f.age <= policy.window:
+            what = "step" if f.kind == "step" else f"drift over {f.points_after} points"
+            alerts.append(
+                _alert(
+                    f.case_id,
+                    f.impl,
+                    f.metric,
+                    f.kind,
+                    f.relative,
+                    run_index[f.to_run_id],
+                    f"{what} {f.relative * 100:+.1f}% (p {f.p_value:.1e}) after commit "
+                    f"{(f.from_commit or '-')[:12]} up to {(f.to_commit or '-')[:12]}",
+                )
+            )
+    alerts.sort(key=lambda a: (a["direction"] != "slower", a["case"], a["impl"], a["metric"]))
+    return alerts, marks
