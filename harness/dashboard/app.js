@@ -364,6 +364,11 @@
     jobs.push({ node, figure, record, drawn: false });
   }
   function drawCases() {
+    const overview = document.getElementById("chart-overview");
+    if (window.KernelgapOverview && overview) {  // overview.js: the lead chart, drawn first
+      overview.dataset.wired = "1";  // no commit ticks, no click-through: not a history chart
+      addJob(overview, () => KernelgapOverview.figure(D), (gd) => (state.overview = gd.data.length));
+    }
     const list = document.getElementById("case-list");
     for (const c of D.cases) {
       const chart = el("div", { class: "chart", id: "chart-" + c.anchor, "data-case": c.id });

@@ -11,6 +11,7 @@ The site, every file beside index.html so that it works from file:// and from an
                       geomeans in that action's layout, `window.BENCHMARK_DATA = {...};`
                       (harness.dashboard.gab)
   marks.js            the open alerts and the change-point marks (harness.dashboard.alerts)
+  overview.js         the lead chart: the newest run's gap per case, sorted, with intervals
 
 What is drawn is trimmed for display only (the store keeps every point): a series of more than
 max_points points shows every k-th point, k = ceil(n / (max_points - TAIL_POINTS)) counted back
@@ -692,10 +693,11 @@ def build_site(
     package = resources.files("harness.dashboard")
     _write_if_changed(out / "index.html", (package / "page.html").read_bytes())
     _write_if_changed(out / "app.js", (package / "app.js").read_bytes())
-    _write_if_changed(out / "marks.js", (package / "marks.js").read_bytes())
+    for name in ("marks.js", "overview.js"):
+        _write_if_changed(out / name, (package / name).read_bytes())
     _copy_plotly(out)
     (out / "data.js").write_bytes(b"window.KERNELGAP_DATA = " + orjson.dumps(data) + b";\n")
-    names = ["index.html", "app.js", "marks.js", "plotly.min.js", "data.js"]
+    names = ["index.html", "app.js", "marks.js", "overview.js", "plotly.min.js", "data.js"]
     if gab is not None:
         (out / GAB_DATA).parent.mkdir(exist_ok=True)
         (out / GAB_DATA).write_bytes(b"window.BENCHMARK_DATA = " + orjson.dumps(gab) + b";\n")
