@@ -14,10 +14,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from protocol.codec import encode
 from protocol.progress import PARTIAL_DOCUMENT_PREFIX
 from protocol.validation import DocumentError, validate
-from runner import driver, environment, manifest, ptx, result, toolchains
+from runner import driver, environment, generator, manifest, ptx, result, toolchains
 from runner.bundle import Bundle, BundleError
 from runner.isolation import run_worker
 
@@ -236,7 +238,12 @@ def run_one(
     if options.skip_check:
         for impl in case_doc["implementations"].values():
             impl.setdefault("check", {"status": "not_checked"})
-    result.finish_case(case_doc, record, case.geometry(case.dims), case.flop_dtype, peaks)
+    geometry = case.geometry(case.dims)
+    working_set = sum(
+        geometry.lengths[b.name] * np.dtype(generator.DTYPES[b.dtype]).itemsize
+        for b in case.buffers
+    )
+    result.finish_case(case_doc, record, geometry, case.flop_dtype, peaks, working_set)
     case_doc["worker_wall_s"] = outcome.wall_s
     if case_doc["status"] == "ok":
         gaps = [
@@ -337,7 +344,8 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
             say(f"[{case.id}] not run: {case_docs[-1]['error']['message']}")
             continue
         try:
-            case_docs.append(run_one(suite, case, arch, options, env["peaks"], say, bundle, left_s))
+            peaks = {**env["peaks"], "l2_bytes": device.get("l2_bytes")}
+            case_docs.append(run_one(suite, case, arch, options, peaks, say, bundle, left_s))
         except Exception as exc:  # a bug or an unforeseen failure costs this case, not the run
             case_doc = case_skeleton(case)
             _fail(case_doc, "unknown", f"case {case.id}: {type(exc).__name__}: {exc}")
