@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from runner import driver, gate, generator, manifest, ptx
-from runner.timing import TimingSettings, measure
+from runner.timing import TimingSettings, measure, output_dependence
 from runner.timing.cuda import CudaBackend, InternalKernels, Launchable
 
 DYNAMIC_SHARED_DEFAULT_LIMIT = 48 * 1024
@@ -153,11 +153,21 @@ class CaseRun:
             if not self.job.get("skip_check"):
                 self.cross_check_timed_size(buffers, launchables, pristine)
             self.enter("timing", mode=self.settings.mode)
+            outputs = [buffers.buffers[b.name] for b in self.case.buffers if b.role == "output"]
             backend = CudaBackend(
-                self.stream, self.internal, launchables, pristine, self.settings.graph_launches
+                self.stream,
+                self.internal,
+                launchables,
+                pristine,
+                self.settings.graph_launches,
+                outputs,
             )
             try:
                 m = measure(backend, self.names, self.settings)
+                if m.mode == "hot":
+                    self.enter("timing", mode="hot, outputs poisoned")
+                    for name, found in output_dependence.check(backend, self.names, m).items():
+                        self.record["impls"][name]["integrity"] = found
             finally:
                 backend.close()
             self.ctx.synchronize()

@@ -107,7 +107,7 @@ def finish_case(
     record = worker_record or {}
     for name, impl in case_doc["implementations"].items():
         raw = record.get("impls", {}).get(name, {})
-        for key in ("load_s", "ptx", "check"):
+        for key in ("load_s", "ptx", "check", "integrity"):
             if key in raw:
                 impl[key] = raw[key]
     measurement = record.get("measurement")
@@ -129,13 +129,28 @@ def finish_case(
             if "throughput" in impl
             and (why := impossible(impl["throughput"], peaks, working_set_bytes))
         ]
-        if found:  # the samples stay in the document; the case gets no gap
+        dependent = [
+            f"{name}: {i['integrity']['poisoned_s'] * 1e6:.2f} us a launch when its outputs are "
+            f"poisoned first, {i['integrity']['plain_s'] * 1e6:.2f} us in plain hot replay "
+            f"(x{i['integrity']['ratio']:.2f}, limit x{i['integrity']['limit']:.2f})"
+            for name, i in case_doc["implementations"].items()
+            if i.get("integrity", {}).get("output_dependent")
+        ]
+        if found or dependent:  # the samples stay in the document; the case gets no gap
             case_doc["status"] = "failed"
-            case_doc["error"] = {
-                "phase": "timing",
-                "message": "physically impossible timing (the work was not all done, or not all "
-                "timed): " + "; ".join(found),
-            }
+            parts = []
+            if found:
+                parts.append(
+                    "physically impossible timing (the work was not all done, or not all "
+                    "timed): " + "; ".join(found)
+                )
+            if dependent:
+                parts.append(
+                    "output-dependent timing (faster when its outputs already hold the answer): "
+                    + "; ".join(dependent)
+                )
+            case_doc["error"] = {"phase": "timing", "message": "; ".join(parts)}
+            found = found or dependent
         base_timing = case_doc["implementations"][baseline]["timing"]
         for impl in case_doc["implementations"].values():
             if impl["role"] == "candidate" and "timing" in impl and found:
