@@ -52,7 +52,7 @@ def suite(tmp_path: Path) -> Path:
         '[[case.impl]]\nname = "cuda_again"\nrole = "candidate"\ntoolchain = "nvcc"\nsource = "kernels/scale_i64.cu"\nentry = "scale_i64"\n\n'
         '[[case.impl]]\nname = "cheat"\nrole = "candidate"\ntoolchain = "nvcc"\nsource = "kernels/scale_i64_cheat.cu"\nentry = "scale_i64"\n'
     )
-    head = text[: text.index("[[case]]")]
+    head = text[: text.index("[[case]]")].replace('primary = "warpforth"', "")
     cases.write_text(head + case)
     return cases
 
