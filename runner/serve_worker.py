@@ -103,11 +103,7 @@ class Service:
         except ptx.PtxError as exc:
             return error_document("signature", str(exc))
         try:
-            expected = [
-                (f"params[{i}]", "ptr" if p.array is not None else p.kind)
-                for i, p in enumerate(request.params)
-            ]
-            ptx.check_signature(parsed, request.kernel, expected, where="request")
+            ptx.check_signature(parsed, request.kernel, oneshot.signature(request), where="request")
             kernel = module.kernel(
                 request.kernel, request.grid, request.block, request.shared_bytes
             )
