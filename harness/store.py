@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
+from harness.escaping import terminal
 from harness.series import (
     COMPILER_FIELDS,
     KEY_FIELDS,
@@ -258,7 +259,8 @@ class IngestReport:
         )
 
     def text(self) -> str:
-        """The headline, the run's identity and one line per point."""
+        """The headline, the run's identity and one line per point, each line safe to print
+        on a terminal (harness.escaping.terminal: names from the document may hold escapes)."""
         lines = [
             self.headline(),
             f"  run {self.run_id}  commit {self.commit or '-'}  started {self.started_utc}",
@@ -278,7 +280,7 @@ class IngestReport:
                     what += f", gap {v['gap']:.4f}x [{v['gap_ci_low']:.4f}, {v['gap_ci_high']:.4f}]"
             tag = "new series" if p.new_series else "series"
             lines.append(f"  {tag} {p.series_id}  {series_label(p.key)}: {what}")
-        return "\n".join(lines)
+        return "\n".join(terminal(line) for line in lines)
 
 
 class Store:
