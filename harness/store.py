@@ -17,8 +17,10 @@ marks the file as kernelgap's):
 An older file migrates forward (harness.store_migrations) at its first trusted ingest, in that
 ingest's transaction; until then it is read as it is, with None for what it lacks.
 
-Writes happen only in a trusted ingest, one transaction per document; an untrusted ingest
-validates and plans but never opens the file for writing (nor creates it). Readers see a
+Writes happen only in a trusted ingest, one transaction per document, in WAL mode; the last
+writer to close puts the file back in rollback-journal mode, so at rest it is one file and a
+read-only open creates nothing beside it. An untrusted ingest validates and plans but never
+opens the file for writing (nor creates it). Readers see a
 file that does not exist yet as an empty history, except with readonly=True (an error).
 """
 
@@ -391,8 +393,21 @@ class Store:
 
     def close(self) -> None:
         if self._db is not None:
+            if self._writes_ready:
+                self._leave_wal()
             self._db.close()
             self._db = None
+
+    def _leave_wal(self) -> None:
+        """Back to a rollback journal at rest, so a read-only open (an untrusted ingest,
+        `history`) needs no -wal or -shm file and leaves none beside the store. Only possible
+        for the last connection; while another is open the file stays in WAL mode (it works
+        as before) and that connection's own close switches it."""
+        try:
+            self._db.execute("PRAGMA busy_timeout = 0")  # another connection: give up at once
+            self._db.execute("PRAGMA journal_mode = DELETE")
+        except sqlite3.DatabaseError:
+            pass
 
     def __enter__(self) -> Store:
         return self

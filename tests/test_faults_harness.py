@@ -119,3 +119,15 @@ def test_ingest_history_and_summary_print_escape_sequences_visibly(tmp_path):
     assert "\\u202e" in shown["ingest"] and "\\u202e" in shown["history"]
     with Store(db, readonly=True) as store:  # what is stored is the data as it came
         assert {s["case_id"] for s in store.list_series()} == {c["id"] for c in document["cases"]}
+
+
+def test_an_untrusted_ingest_leaves_no_files_beside_the_store(tmp_path):
+    db = tmp_path / "h.sqlite"
+    with Store(db) as store:
+        store.ingest(hostile_document(0), trusted=True)
+    path = tmp_path / "run.json"
+    path.write_bytes(orjson.dumps(hostile_document(1)))
+    before = sorted(p.name for p in tmp_path.iterdir())
+    done = invoke("ingest", path, "--db", db)
+    assert done.exit_code == 0 and "would store" in done.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == before == ["h.sqlite", "run.json"]

@@ -97,7 +97,8 @@ def test_ingest_is_idempotent_and_keeps_the_raw_document(tmp_path):
         assert samples_back == d["cases"][0]["implementations"]["forth"]["timing"]["samples_s"]
     with sqlite3.connect(db) as raw:
         assert raw.execute("SELECT count(*) FROM points").fetchone()[0] == 2
-        assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        # WAL while writing; at rest a rollback journal, so readers leave no -wal/-shm files
+        assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
         assert raw.execute("PRAGMA user_version").fetchone()[0] == STORE_SCHEMA_VERSION
 
 
