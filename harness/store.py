@@ -27,6 +27,7 @@ file that does not exist yet as an empty history, except with readonly=True (an 
 from __future__ import annotations
 
 import array
+import contextlib
 import hashlib
 import operator
 import sqlite3
@@ -48,6 +49,7 @@ from harness.series import (
     series_key,
     series_label,
 )
+from harness.store_integrity import cause, integrity_problems
 from harness.store_migrations import MIGRATIONS, migrate
 from protocol.validation import validate
 from protocol.version import RESULT_SCHEMA_VERSION, check_version
@@ -321,8 +323,11 @@ class Store:
             self._empty = self._check_file()
         except sqlite3.DatabaseError as exc:
             self.close()
+            why = cause(exc, self.path)  # a full disk, an I/O error, a lock: not the wrong file
             raise StoreError(
-                f"{self.path}: not a readable SQLite database ({exc}); "
+                f"{self.path}: cannot open the history database: {why}"
+                if why
+                else f"{self.path}: not a readable SQLite database ({exc}); "
                 "is --db pointing at the right file? kernelgap will not overwrite it"
             ) from None
 
@@ -359,6 +364,14 @@ class Store:
         db = self._db
         if self._writes_ready:
             return
+        if not self._empty:
+            problems = integrity_problems(db)
+            if problems:
+                raise StoreError(
+                    f"{self.path}: the history database is corrupt; nothing was written. "
+                    f"PRAGMA integrity_check: {'; '.join(problems)}. Restore it from a copy "
+                    "(the example workflow keeps every version on the benchmark-history branch)"
+                )
         db.execute("PRAGMA journal_mode=WAL")
         # In WAL mode NORMAL may lose the last commits on power loss, never integrity.
         db.execute("PRAGMA synchronous=NORMAL")
@@ -398,6 +411,13 @@ class Store:
             self._db.close()
             self._db = None
 
+    def _rollback(self) -> None:
+        """Undo the open transaction, if any; a failing ROLLBACK (a full disk, an I/O error)
+        leaves it to SQLite, which rolls back at close or at the next open."""
+        if self._db is not None and self._db.in_transaction:
+            with contextlib.suppress(sqlite3.DatabaseError):
+                self._db.execute("ROLLBACK")
+
     def _leave_wal(self) -> None:
         """Back to a rollback journal at rest, so a read-only open (an untrusted ingest,
         `history`) needs no -wal or -shm file and leaves none beside the store. Only possible
@@ -421,7 +441,8 @@ class Store:
         try:
             return self._db.execute(sql, params).fetchall()
         except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{self.path}: reading the history failed: {exc}") from None
+            why = cause(exc, self.path) or str(exc)
+            raise StoreError(f"{self.path}: reading the history failed: {why}") from None
 
     # -- ingest ------------------------------------------------------------------------------
     def ingest(
@@ -445,9 +466,9 @@ class Store:
         try:
             self._prepare_writes()
         except sqlite3.DatabaseError as exc:
-            if self._db is not None and self._db.in_transaction:
-                self._db.execute("ROLLBACK")
-            raise StoreError(f"{self.path}: cannot write the history: {exc}") from None
+            self._rollback()
+            why = cause(exc, self.path) or str(exc)
+            raise StoreError(f"{self.path}: cannot write the history: {why}") from None
         self._write(document, report)
         return report
 
@@ -554,9 +575,9 @@ class Store:
                 "(a case id or implementation listed twice?)"
             ) from None
         except sqlite3.DatabaseError as exc:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise StoreError(f"{self.path}: writing the history failed: {exc}") from None
+            self._rollback()
+            why = cause(exc, self.path) or str(exc)
+            raise StoreError(f"{self.path}: writing the history failed: {why}") from None
         self._series_cache = rowids  # only after COMMIT: a rolled-back rowid must not linger
         report.stored = True
 

@@ -7,19 +7,32 @@ their class; the README's "What kernelgap promises under faults" table points at
 
 from __future__ import annotations
 
+import errno
 import re
+import shutil
+import sqlite3
+import subprocess
+from pathlib import Path
 
 import orjson
+import pytest
 from click.testing import CliRunner
 from harness_docs import make_document, samples
 
 from harness.cli import main
-from harness.store import Store
+from harness.store import Store, StoreError
 
 HTML = "<img src=x onerror=alert(1)>"
 LINK = "<a href=javascript:alert(1)>x</a>"
 ESCAPE = "\x1b[2J\x1b]0;owned\x07"  # clear the screen, set the terminal's title
 BIDI = "\u202e"  # right-to-left override: text shown reversed
+
+
+def small_document(k: int = 0, **kwargs) -> dict:
+    """Run k of a one-case history: 'cuda' at 1 ms, 'forth' at 1.2 ms."""
+    cases = {"axpy": {"cuda": samples(1e-3, seed=k), "forth": samples(1.2e-3, seed=100 + k)}}
+    kwargs.setdefault("started_utc", f"2026-12-01T10:00:{k:02d}Z")
+    return make_document(cases, commit=f"{k:040x}", **kwargs)
 
 
 def invoke(*args, **kwargs):
@@ -131,3 +144,144 @@ def test_an_untrusted_ingest_leaves_no_files_beside_the_store(tmp_path):
     done = invoke("ingest", path, "--db", db)
     assert done.exit_code == 0 and "would store" in done.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == before == ["h.sqlite", "run.json"]
+
+
+# ---- a full disk ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A folder on its own 512 KiB tmpfs, to be filled with fill() (a real full disk). Mounting
+    needs root (CAP_SYS_ADMIN): skipped where that is not allowed."""
+    folder = tmp_path / "small-disk"
+    folder.mkdir()
+    try:
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(folder)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except OSError as exc:
+        pytest.skip(f"cannot mount a tmpfs here: {exc}")
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False, timeout=30)
+
+
+def fill(folder: Path) -> None:
+    """Write a filler file until the filesystem holding `folder` has no byte left."""
+    with open(folder / "filler", "wb", buffering=0) as filler:
+        try:
+            while True:
+                filler.write(b"\0" * 4096)
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+        try:
+            while True:
+                filler.write(b"\0")
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+
+
+def wal_at_rest(db: Path) -> None:
+    """Leave `db` in WAL mode when closed, as kernelgap before issue 12 did."""
+    with sqlite3.connect(db) as raw:
+        raw.execute("PRAGMA journal_mode=WAL")
+
+
+def test_a_full_disk_at_open_says_disk_full_not_wrong_file(small_disk, tmp_path):
+    db = small_disk / "h.sqlite"
+    with Store(tmp_path / "h.sqlite") as store:
+        store.ingest(small_document(0), trusted=True)
+    wal_at_rest(tmp_path / "h.sqlite")
+    shutil.copyfile(tmp_path / "h.sqlite", db)
+    fill(small_disk)
+    for command in (["history"], ["regressions"]):  # a reader must create the -shm file
+        done = invoke(*command, "--db", db)
+        assert done.exit_code == 2, done.output
+        assert f"{db}: cannot open the history database: the disk is full" in done.stderr
+        assert "pointing at the right file" not in done.stderr and "Traceback" not in done.output
+
+
+def test_a_full_disk_at_a_trusted_ingest_says_disk_full(small_disk, tmp_path):
+    db = small_disk / "h.sqlite"
+    with Store(db) as store:
+        store.ingest(small_document(0), trusted=True)
+    fill(small_disk)
+    with Store(db) as store, pytest.raises(StoreError) as refused:
+        store.ingest(small_document(1), trusted=True)
+    assert f"{db}: cannot write the history: the disk is full" in str(refused.value)
+    (small_disk / "filler").unlink()
+    with Store(db, readonly=True) as store:  # nothing half-written: the first run only
+        assert len(store.runs()) == 1
+
+
+@pytest.mark.parametrize(
+    ("code", "name", "free_bytes", "expected"),
+    [
+        (4874, "SQLITE_IOERR_SHMSIZE", 0, "the disk is full"),
+        (13, "SQLITE_FULL", 10**9, "the disk is full"),
+        (4874, "SQLITE_IOERR_SHMSIZE", 10**9, "an I/O error reading or writing it"),
+        (266, "SQLITE_IOERR_READ", 10**9, "an I/O error reading or writing it"),
+        (14, "SQLITE_CANTOPEN", 10**9, "it cannot be opened"),
+        (5, "SQLITE_BUSY", 10**9, "another process holds a lock on it"),
+    ],
+)
+def test_sqlite_errors_at_open_name_their_cause(
+    tmp_path, monkeypatch, code, name, free_bytes, expected
+):
+    from harness import store as store_module
+    from harness import store_integrity
+
+    db = tmp_path / "h.sqlite"
+    with Store(db) as store:
+        store.ingest(small_document(0), trusted=True)
+
+    def failing(*args, **kwargs):
+        error = sqlite3.OperationalError("disk I/O error")
+        error.sqlite_errorcode, error.sqlite_errorname = code, name
+        raise error
+
+    monkeypatch.setattr(store_module.sqlite3, "connect", failing)
+    monkeypatch.setattr(store_integrity, "_free_bytes", lambda path: free_bytes)
+    for readonly in (True, False):
+        with pytest.raises(StoreError) as refused:
+            Store(db, readonly=readonly)
+        assert str(refused.value).startswith(f"{db}: cannot open the history database: {expected}")
+        assert name in str(refused.value) and "pointing at the right file" not in str(refused.value)
+
+
+# ---- a corrupt store ---------------------------------------------------------------------------
+
+
+def break_an_index(db: Path) -> None:
+    """Damage the store so that every read still works but integrity_check reports it: the
+    runs_by_date index now claims to index another column than the one it holds."""
+    with sqlite3.connect(db) as raw:
+        raw.execute("PRAGMA writable_schema=ON")
+        raw.execute(
+            "UPDATE sqlite_master SET sql = 'CREATE INDEX runs_by_date ON runs (finished_utc)' "
+            "WHERE name = 'runs_by_date'"
+        )
+
+
+def test_a_trusted_ingest_refuses_a_corrupt_store_and_writes_nothing(tmp_path):
+    db = tmp_path / "h.sqlite"
+    with Store(db) as store:
+        for k in range(3):
+            store.ingest(small_document(k), trusted=True)
+    break_an_index(db)
+    before = db.read_bytes()
+    path = tmp_path / "run.json"
+    path.write_bytes(orjson.dumps(small_document(3)))
+    with Store(db, readonly=True) as store:  # reading it is still possible (and the plan is)
+        assert len(store.runs()) == 3 and store.ingest(small_document(3)).points
+    done = invoke("ingest", path, "--db", db, "--trusted")
+    assert done.exit_code == 2, done.output
+    assert f"{db}: the history database is corrupt; nothing was written" in done.stderr
+    assert "integrity_check: row 1 missing from index runs_by_date" in done.stderr
+    assert db.read_bytes() == before
