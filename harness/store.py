@@ -8,7 +8,8 @@ marks the file as kernelgap's):
   samples_s array set to null; the samples live in `points` as little-endian float64 blobs, and
   `raw_document()` puts both back (float64 round-trips exactly: the document read back equals
   the one ingested).
-- series: one row per series key (harness.series), with its point count and first/last date.
+- series: one row per series key (harness.series), with its point count and first/last date;
+  since version 3 its GPU is the key's one spelling of the model (harness.series.gpu_model).
 - points: one row per implementation per case per run: status (a failed case is a point with
   its error), check status, samples, statistics, for candidates the gap, and (since version 2)
   the compiler's identity as metadata (harness.series.compiler_identity: not part of the key).
@@ -45,6 +46,7 @@ from harness.series import (
     COMPILER_FIELDS,
     KEY_FIELDS,
     compiler_identity,
+    gpu_model,
     series_id,
     series_key,
     series_label,
@@ -63,7 +65,7 @@ __all__ = [
     "run_id",
 ]
 
-STORE_SCHEMA_VERSION = 2
+STORE_SCHEMA_VERSION = 3
 APPLICATION_ID = 0x4B474150  # "KGAP": tells a kernelgap history from any other SQLite file
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 WAL_CHECKPOINT_PAGES = 16384
@@ -357,13 +359,14 @@ class Store:
         self._version = version
         return False
 
-    def _prepare_writes(self) -> None:
-        """Open (creating the file) in WAL mode, and lay the schema if the file is new."""
+    def _prepare_writes(self) -> bool:
+        """Open (creating the file) in WAL mode, and lay the schema if the file is new or
+        migrate it if it is older; True when it was migrated (series may have new ids)."""
         if self._db is None:
             self._open()
         db = self._db
         if self._writes_ready:
-            return
+            return False
         if not self._empty:
             problems = integrity_problems(db)
             if problems:
@@ -392,6 +395,7 @@ class Store:
                 )
             db.execute("COMMIT")
             self._empty = False
+        migrated = False
         if self._version < STORE_SCHEMA_VERSION:
             db.execute("BEGIN IMMEDIATE")
             try:
@@ -401,8 +405,11 @@ class Store:
                 db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
+            migrated = True  # by this writer or, since the plan, by another
             self._version = STORE_SCHEMA_VERSION
+            self._series_cache = {}  # a migration may rename or merge series
         self._writes_ready = True
+        return migrated
 
     def close(self) -> None:
         if self._db is not None:
@@ -464,11 +471,15 @@ class Store:
         if self.readonly:
             raise StoreError(f"{self.path}: opened read-only; a trusted ingest writes")
         try:
-            self._prepare_writes()
+            migrated = self._prepare_writes()
         except sqlite3.DatabaseError as exc:
             self._rollback()
             why = cause(exc, self.path) or str(exc)
             raise StoreError(f"{self.path}: cannot write the history: {why}") from None
+        if migrated:  # the plan was made against the file before its migration
+            report = self._plan(document, trusted, what)
+            if report.already_stored:
+                return report
         self._write(document, report)
         return report
 
@@ -480,7 +491,7 @@ class Store:
                 "ingest the final document the run wrote"
             )
         pinned = suite.get("gpu")
-        if pinned is not None and pinned.strip().casefold() != device["name"].strip().casefold():
+        if pinned is not None and gpu_model(pinned) != gpu_model(device["name"]):
             raise GpuMismatchError(
                 f"{what}: ran on {device['name']!r} but suite {suite['name']!r} pins the GPU "
                 f"model {pinned!r}; refused for the canonical history"
