@@ -173,3 +173,21 @@ def small_run(k: int = 0, **kwargs) -> dict:
     kwargs.setdefault("started_utc", f"2026-12-01T10:00:{k:02d}Z")
     kwargs.setdefault("commit", f"{k:040x}")
     return make_document(cases, **kwargs)
+
+
+def suite_manifest(folder: Path, *documents: dict, gpu: str | None = "keep") -> Path:
+    """Write folder/cases.toml, a suite manifest whose [suite] is the first document's (its
+    name and version; `gpu`, or the document's own pin when "keep"), and make every document a
+    run of it: their suite.sha256 becomes the file's. Returns the path (for --cases)."""
+    suite = documents[0]["suite"]
+    pin = suite.get("gpu") if gpu == "keep" else gpu
+    lines = ["[suite]", f"name = {orjson.dumps(suite['name']).decode()}"]
+    lines.append(f"version = {suite['version']}")
+    if pin is not None:
+        lines.append(f"gpu = {orjson.dumps(pin).decode()}")
+    path = Path(folder) / "cases.toml"
+    path.write_text("\n".join(lines) + "\n")
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    for document in documents:
+        document["suite"]["sha256"] = sha
+    return path

@@ -17,7 +17,7 @@ from pathlib import Path
 import orjson
 import pytest
 from click.testing import CliRunner
-from harness_docs import small_run
+from harness_docs import small_run, suite_manifest
 
 from harness.cli import main
 from harness.store import Store, StoreError
@@ -157,11 +157,13 @@ def test_a_trusted_ingest_refuses_a_corrupt_store_and_writes_nothing(tmp_path):
             store.ingest(small_run(k), trusted=True)
     break_an_index(db)
     before = db.read_bytes()
+    newest = small_run(3)
+    cases = suite_manifest(tmp_path, newest)
     path = tmp_path / "run.json"
-    path.write_bytes(orjson.dumps(small_run(3)))
+    path.write_bytes(orjson.dumps(newest))
     with Store(db, readonly=True) as store:  # reading it is still possible (and the plan is)
-        assert len(store.runs()) == 3 and store.ingest(small_run(3)).points
-    done = invoke("ingest", path, "--db", db, "--trusted")
+        assert len(store.runs()) == 3 and store.ingest(newest).points
+    done = invoke("ingest", path, "--db", db, "--trusted", "--cases", cases)
     assert done.exit_code == 2, done.output
     assert f"{db}: the history database is corrupt; nothing was written" in done.stderr
     assert "integrity_check: row 1 missing from index runs_by_date" in done.stderr

@@ -14,8 +14,9 @@ import shutil
 import sqlite3
 
 import orjson
+import pytest
 from click.testing import CliRunner
-from harness_docs import make_document, samples, small_run
+from harness_docs import make_document, samples, small_run, suite_manifest
 
 from harness.cli import main
 from harness.store import Store
@@ -209,3 +210,77 @@ def test_the_frozen_version_1_store_migrates_with_every_series_id_kept(tmp_path)
         after = {s["series_id"]: s["points"] for s in store.list_series()}
     assert set(after) == set(before)
     assert all(after[sid] == points + 1 for sid, points in before.items() if points == 2)
+
+
+# ---- trust comes from the repository, not from the document ------------------------------------
+
+
+def ingest_trusted(tmp_path, document, *options):
+    """`harness ingest RUN --trusted` from `tmp_path` (a checkout: benchmarks/cases.toml there
+    is the default manifest); the store is tmp_path/h.sqlite."""
+    path = tmp_path / "run.json"
+    path.write_bytes(orjson.dumps(document))
+    return invoke("ingest", path, "--db", tmp_path / "h.sqlite", "--trusted", *options)
+
+
+@pytest.fixture
+def checkout(tmp_path, monkeypatch):
+    (tmp_path / "benchmarks").mkdir()
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("device", ["NVIDIA A100-SXM4-80GB", "NVIDIA H200"])
+def test_a_run_claiming_no_pin_is_held_to_the_manifests_pin(checkout, device):
+    document = small_run(0, gpu=device, suite_gpu=None)  # says suite.gpu: null
+    suite_manifest(checkout / "benchmarks", document, gpu="NVIDIA H200")
+    done = ingest_trusted(checkout, document)
+    assert done.exit_code == 2, done.output
+    assert "benchmarks/cases.toml pins" in done.stderr and "'NVIDIA H200'" in done.stderr
+    assert "refused for the canonical history" in done.stderr
+    wrong = "ran on 'NVIDIA A100-SXM4-80GB'" if "A100" in device else "suite.gpu is None"
+    assert wrong in done.stderr
+    assert not (checkout / "h.sqlite").exists()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("name", "another-suite", "suite.name 'another-suite', the manifest's 'kernelgap-core'"),
+        ("version", 7, "suite.version 7, the manifest's 1"),
+        ("sha256", "ab" * 32, "suite.sha256 abababababab, the manifest's"),
+    ],
+)
+def test_a_run_of_another_suite_version_or_manifest_is_refused(checkout, field, value, expected):
+    document = small_run(0, suite_gpu="NVIDIA H200")
+    suite_manifest(checkout / "benchmarks", document)
+    document["suite"][field] = value
+    done = ingest_trusted(checkout, document)
+    assert done.exit_code == 2 and expected in done.stderr, done.output
+    assert "not a run of benchmarks/cases.toml as it is in this checkout" in done.stderr
+
+
+def test_a_trusted_ingest_needs_the_manifest_and_an_untrusted_one_does_not(checkout):
+    document = small_run(0, suite_gpu="NVIDIA H200")
+    done = ingest_trusted(checkout, document)
+    assert done.exit_code == 2
+    assert "benchmarks/cases.toml: cannot read the suite manifest" in done.stderr
+    done = invoke("ingest", checkout / "run.json", "--db", checkout / "h.sqlite")
+    assert done.exit_code == 0 and "nothing written" in done.stdout
+    (checkout / "deep.toml").write_text("x = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    done = ingest_trusted(checkout, document, "--cases", checkout / "deep.toml")
+    assert done.exit_code == 2 and "deep.toml: malformed TOML" in done.stderr
+    cases = suite_manifest(checkout / "benchmarks", document)
+    done = ingest_trusted(checkout, document, "--cases", cases)
+    assert done.exit_code == 0 and "stored run" in done.stdout, done.output
+
+
+def test_a_runner_bench_document_takes_its_pin_from_the_command_line(checkout):
+    document = small_run(0, gpu="NVIDIA A100-SXM4-80GB")
+    document["options"]["frontend"] = "python"
+    done = ingest_trusted(checkout, document)
+    assert done.exit_code == 2 and "needs --gpu MODEL" in done.stderr
+    done = ingest_trusted(checkout, document, "--gpu", "NVIDIA H200")
+    assert done.exit_code == 2 and "ran on 'NVIDIA A100-SXM4-80GB' but --gpu pins" in done.stderr
+    done = ingest_trusted(checkout, document, "--gpu", "nvidia a100-sxm4-80gb")
+    assert done.exit_code == 0 and "stored run" in done.stdout, done.output

@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 import orjson
 
+from harness import trust
 from harness.commands.compare import RESULT, BadInput, load_result
 from harness.escaping import markdown as md
 from harness.escaping import terminal
@@ -54,14 +55,36 @@ def _echo_json(value) -> None:
     help="Write to the history. Without it (the default, for pull-request runs) the document is "
     "validated and what would be stored is printed; nothing is written.",
 )
-def ingest(result: Path, db: Path, trusted: bool):
+@click.option(
+    "--cases",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The suite manifest the history belongs to (default with --trusted: "
+    f"{trust.DEFAULT_CASES}). The GPU pin is its [suite] gpu; a document of another suite, version or "
+    "manifest (sha256) is refused.",
+)
+@click.option(
+    "--gpu",
+    "gpu_pin",
+    metavar="MODEL",
+    help="For a runner.bench document, which has no manifest: the GPU model the history pins "
+    "(named by the repository's workflow); a run on another model is refused.",
+)
+def ingest(result: Path, db: Path, trusted: bool, cases: Path | None, gpu_pin: str | None):
     """Store the result document RESULT in the history (only with --trusted).
 
-    The same run ingested twice is stored once. A run on another GPU model than the suite pins
-    is refused; a result whose series key changed (source, case version, ...) starts a new series.
+    The same run ingested twice is stored once. The GPU pin comes from the repository, never
+    from the document: a trusted ingest reads the suite manifest (--cases) and refuses a run of
+    another suite, version or manifest, or on another GPU model than it pins. A result whose
+    series key changed (source, case version, ...) starts a new series.
     """
     document = load_result(result)
     what = "stdin" if str(result) == "-" else str(result)
+    try:
+        canon = trust.canon_for(document, cases, gpu_pin, trusted)
+        if canon is not None:
+            trust.check(document, canon, what)
+    except trust.TrustError as exc:
+        raise BadInput(str(exc)) from None
     # Untrusted: an existing file is opened read-only; a missing one is never created.
     with _opened(db, readonly=not trusted and db.exists()) as store:
         report = store.ingest(document, trusted=trusted, what=what, check=False)
