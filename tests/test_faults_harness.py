@@ -9,9 +9,12 @@ kernelgap promises under faults" table points at these tests.
 from __future__ import annotations
 
 import errno
+import os
 import shutil
 import sqlite3
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import orjson
@@ -19,8 +22,11 @@ import pytest
 from click.testing import CliRunner
 from harness_docs import small_run, suite_manifest
 
+from harness import result_files
 from harness.cli import main
 from harness.store import Store, StoreError
+from tests.conftest import ROOT
+from tests.test_harness_run import FIXTURE, FakeRunner
 
 
 def invoke(*args, **kwargs):
@@ -168,3 +174,112 @@ def test_a_trusted_ingest_refuses_a_corrupt_store_and_writes_nothing(tmp_path):
     assert f"{db}: the history database is corrupt; nothing was written" in done.stderr
     assert "integrity_check: row 1 missing from index runs_by_date" in done.stderr
     assert db.read_bytes() == before
+
+
+# ---- a full disk under harness run --out -------------------------------------------------------
+
+
+def harness_run(fake: FakeRunner, *args, env=None) -> subprocess.CompletedProcess:
+    """`python -m harness run --target local` with the stand-in runner, in its own process."""
+    command = [sys.executable, "-m", "harness", "run", "--target", "local", "--python", fake.python]
+    return subprocess.run(
+        [*map(str, command), *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+    )
+
+
+def full_disk_under(folder: Path, monkeypatch) -> None:
+    """Make every fsync of a file under `folder` fail as on a full disk (others still work)."""
+    real = os.fsync
+
+    def fsync(fd):
+        if os.readlink(f"/proc/self/fd/{fd}").startswith(str(folder)):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+
+
+@pytest.fixture
+def elsewhere(tmp_path, monkeypatch) -> Path:
+    """The system's temporary folder, for this test: where a document goes when --out fails."""
+    folder = tmp_path / "system-tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder / result_files.FALLBACK_FOLDER
+
+
+@pytest.mark.parametrize("runner_status", [0, 1])
+def test_a_full_disk_under_out_keeps_the_document_elsewhere_and_exits_2(
+    tmp_path, monkeypatch, elsewhere, runner_status
+):
+    fake = FakeRunner(tmp_path / "fake")
+    fake.answer(FIXTURE.read_bytes(), runner_status)
+    out = tmp_path / "results"
+    full_disk_under(out, monkeypatch)
+    done = CliRunner().invoke(
+        main, ["run", "--target", "local", "--python", str(fake.python), "--out", str(out)]
+    )
+    assert done.exit_code == 2, done.output
+    assert done.exc_info is None or done.exc_info[0] is SystemExit, done.exc_info
+    assert f"{out}: cannot save the result document there: the disk is full" in done.stderr
+    (kept,) = elsewhere.iterdir()
+    assert f"it is kept in {kept} instead" in done.stderr
+    assert kept.read_bytes() == FIXTURE.read_bytes() and done.stdout.strip() == str(kept)
+    assert list(out.iterdir()) == []  # no temporary file, no part under the final name
+    assert ("some case failed" in done.stderr) == (runner_status == 1)
+
+
+def test_with_no_folder_left_the_document_goes_to_stdout(tmp_path, monkeypatch, elsewhere):
+    fake = FakeRunner(tmp_path / "fake")
+    out = tmp_path / "results"
+    full_disk_under(tmp_path, monkeypatch)
+    done = CliRunner().invoke(
+        main, ["run", "--target", "local", "--python", str(fake.python), "--out", str(out)]
+    )
+    assert done.exit_code == 2, done.output
+    assert f"nor in {elsewhere}: the disk is full" in done.stderr
+    assert "it was written to stdout instead" in done.stderr
+    assert done.stdout_bytes == FIXTURE.read_bytes()
+    assert list(out.iterdir()) == [] and list(elsewhere.iterdir()) == []
+
+
+def test_a_real_full_disk_under_out(small_disk, tmp_path):
+    fake = FakeRunner(tmp_path / "fake")
+    fill(small_disk)
+    system_tmp = tmp_path / "system-tmp"
+    system_tmp.mkdir()
+    done = harness_run(fake, "--out", small_disk, env={**os.environ, "TMPDIR": str(system_tmp)})
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert f"{small_disk}: cannot save the result document there: the disk is full" in done.stderr
+    kept = Path(done.stdout.strip())
+    assert kept.parent == system_tmp / result_files.FALLBACK_FOLDER
+    assert kept.read_bytes() == FIXTURE.read_bytes()
+    assert [p.name for p in small_disk.iterdir()] == ["filler"]
+
+
+# ---- a malformed suite at harness run ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("x = " + "[" * 100_000 + "]" * 100_000 + "\n", "nested too deeply to parse"),
+        ("[suite\nname = 1\n", "malformed TOML: "),
+    ],
+    ids=["deep", "broken"],
+)
+def test_a_malformed_suite_is_refused_before_any_target_is_reached(tmp_path, text, expected):
+    fake = FakeRunner(tmp_path / "fake")
+    cases = tmp_path / "suite" / "cases.toml"
+    cases.parent.mkdir()
+    cases.write_text(text)
+    done = harness_run(fake, "--cases", cases, "--out", tmp_path / "r")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"error: {cases}: malformed TOML" in done.stderr and expected in done.stderr
+    assert not fake.argv.exists()  # the runner never ran
