@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -283,3 +284,19 @@ def test_a_malformed_suite_is_refused_before_any_target_is_reached(tmp_path, tex
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert f"error: {cases}: malformed TOML" in done.stderr and expected in done.stderr
     assert not fake.argv.exists()  # the runner never ran
+
+
+# ---- the README's table of promises -------------------------------------------------------------
+
+
+def test_the_readme_fault_table_names_tests_that_exist():
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("## What kernelgap promises under faults", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "`tests/" in line]
+    assert len(rows) == 7  # bad manifest, bad request, kernel, connection, disk, store, untrusted
+    for row in rows:
+        for cell in re.findall(r"`(tests/[\w/]+\.py)`((?:[^`;]|`test_\w+`)*)", row):
+            path, names = ROOT / cell[0], re.findall(r"`(test_\w+)`", cell[1])
+            source = path.read_text()
+            for name in names:
+                assert f"def {name}(" in source, f"{cell[0]}: no {name}"
