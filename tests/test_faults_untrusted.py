@@ -93,6 +93,9 @@ def test_every_markdown_output_escapes_html_pipes_and_escapes_from_the_data(tmp_
         assert_inert_markdown(text)
     assert "\\|case" in outputs["regressions"]  # the pipe in a name no longer splits the row
     assert "ALERT" in outputs["regressions"]  # the rows that carry names are there
+    gate = invoke("compare", tmp_path / "0.json", tmp_path / "1.json", "--fail-on", "slower")
+    assert gate.exit_code == 1 and "tripped by" in gate.stderr  # names the slower rows...
+    assert "\x1b" not in gate.stderr and BIDI not in gate.stderr  # ...visibly
 
 
 def test_a_code_span_cannot_be_closed_by_backticks_in_a_name():
