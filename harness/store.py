@@ -51,7 +51,7 @@ from harness.series import (
     series_key,
     series_label,
 )
-from harness.store_integrity import cause, integrity_problems
+from harness.store_integrity import cause, corruption
 from harness.store_migrations import MIGRATIONS, migrate
 from protocol.validation import validate
 from protocol.version import RESULT_SCHEMA_VERSION, check_version
@@ -367,14 +367,8 @@ class Store:
         db = self._db
         if self._writes_ready:
             return False
-        if not self._empty:
-            problems = integrity_problems(db)
-            if problems:
-                raise StoreError(
-                    f"{self.path}: the history database is corrupt; nothing was written. "
-                    f"PRAGMA integrity_check: {'; '.join(problems)}. Restore it from a copy "
-                    "(the example workflow keeps every version on the benchmark-history branch)"
-                )
+        if not self._empty and (damage := corruption(db, self.path)):
+            raise StoreError(damage)  # before any write, the WAL switch and a migration included
         db.execute("PRAGMA journal_mode=WAL")
         # In WAL mode NORMAL may lose the last commits on power loss, never integrity.
         db.execute("PRAGMA synchronous=NORMAL")

@@ -1,8 +1,9 @@
 """What is wrong with a history file (harness.store), said plainly.
 
-- `integrity_problems()`: what `PRAGMA integrity_check` finds. A trusted ingest runs it once
-  before its first write and refuses a damaged file: rows added to it could be lost with it, and
-  they would make an old backup look stale when it is the only sound copy.
+- `integrity_problems()`: what `PRAGMA integrity_check` finds; `corruption()`: the refusal
+  that says so. A trusted ingest runs it once before its first write and refuses a damaged
+  file: rows added to it could be lost with it, and they would make an old backup look stale
+  when it is the only sound copy.
 - `cause()`: what an sqlite3 error means for the person running the command. SQLite reports a
   full disk at open as a "disk I/O error" (it could not grow the -shm file), which is not a
   question of whether --db names the right file; the disk, a lock or a permission is named
@@ -15,7 +16,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-__all__ = ["LOW_SPACE_BYTES", "cause", "integrity_problems"]
+__all__ = ["LOW_SPACE_BYTES", "cause", "corruption", "integrity_problems"]
 
 PROBLEMS_SHOWN = 5
 LOW_SPACE_BYTES = 1 << 20  # an I/O error with less free space than this is a full disk
@@ -29,6 +30,18 @@ def integrity_problems(db: sqlite3.Connection, shown: int = PROBLEMS_SHOWN) -> l
     Every page, index entry and constraint is read: about a second per 100 MB of history."""
     found = [row[0] for row in db.execute(f"PRAGMA integrity_check({int(shown)})")]
     return [] if found == ["ok"] else found
+
+
+def corruption(db: sqlite3.Connection, path: Path) -> str | None:
+    """Why the store at `path` must not be written (integrity_problems() found damage), or None."""
+    problems = integrity_problems(db)
+    if not problems:
+        return None
+    return (
+        f"{path}: the history database is corrupt; nothing was written. PRAGMA integrity_check: "
+        f"{'; '.join(problems)}. Restore it from a copy (the example workflow keeps every "
+        "version on the benchmark-history branch)"
+    )
 
 
 def _free_bytes(path: Path) -> int | None:
