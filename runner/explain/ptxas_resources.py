@@ -22,9 +22,7 @@ TIMEOUT_S = 300.0
 
 _COMPILING = re.compile(r"Compiling (?:entry )?function '([^']+)' for '([^']+)'")
 _PROPERTIES = re.compile(r"Function properties for (\S+)")
-_FRAME = re.compile(
-    r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads"
-)
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _USED = re.compile(r"Used (\d+) registers")
 _BARRIERS = re.compile(r"used (\d+) barriers")
 _SMEM = re.compile(r"(\d+) bytes smem")

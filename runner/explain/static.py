@@ -8,6 +8,8 @@ fails it carries the tool's message (`status: failed`). Nothing here needs a GPU
 
 from __future__ import annotations
 
+import hashlib
+
 from runner.explain import instruction_mix, occupancy, ptxas_resources, sass, tools
 
 
@@ -69,3 +71,27 @@ def block_threads(block) -> int:
     for n in block:
         total *= int(n)
     return total
+
+
+def record_static(
+    case, case_doc: dict, built: dict[str, str], arch: str, device=None, bundle=None
+) -> None:
+    """`static` on every built implementation of `case_doc`, at the case's timed geometry. A
+    bundle's analysis of the same PTX for the same target is taken as it is (the GPU box then
+    needs neither ptxas nor a disassembler); otherwise it is made here, with the device's SM
+    limits when the device is the target (a run with --arch for another one takes the table's)."""
+    geometry = case.geometry(case.dims)
+    device = device if device and device.get("arch") == arch else None
+    for impl in case.impls:
+        if impl.name not in built:
+            continue
+        sha = hashlib.sha256(built[impl.name].encode()).hexdigest()
+        found = bundle.static(case, impl, sha, arch) if bundle is not None else None
+        case_doc["implementations"][impl.name]["static"] = found or analyze(
+            built[impl.name],
+            impl.entry,
+            arch,
+            block_threads(geometry.block),
+            geometry.shared_bytes,
+            device,
+        )
