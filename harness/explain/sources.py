@@ -59,7 +59,7 @@ class Source:
     profiled: bool = False  # the run was asked for --profile
 
 
-def _from_result(doc: dict, what: str) -> Source:
+def from_result(doc: dict, what: str) -> Source:
     from harness.primary import primary_candidate
 
     cases = []
@@ -96,7 +96,7 @@ def _from_result(doc: dict, what: str) -> Source:
     )
 
 
-def _from_bundle(doc: dict, what: str) -> Source:
+def from_bundle(doc: dict, what: str) -> Source:
     cases: dict[str, Case] = {}
     for e in doc["implementations"]:
         case = cases.setdefault(e["case"], Case(e["case"], ""))
@@ -131,8 +131,8 @@ def load(path: Path) -> Source:
     try:
         if kind == "kernelgap.bundle":
             validate(doc, "bundle", what)
-            return _from_bundle(doc, what)
-        return _from_result(documents.load_result(data, what), what)
+            return from_bundle(doc, what)
+        return from_result(documents.load_result(data, what), what)
     except (ValueError, DocumentError) as exc:
         raise SourceError(str(exc)) from None
 
