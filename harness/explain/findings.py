@@ -66,19 +66,10 @@ def fma(b: dict, c: dict) -> list[Finding]:
 
 
 def instruction_count(b: dict, c: dict, pb: dict | None, pc: dict | None) -> list[Finding]:
-    metric = "smsp__inst_executed.sum"
-    if ok(pb) and ok(pc):
-        nb = pb["metrics"].get(metric, {}).get("value")
-        nc = pc["metrics"].get(metric, {}).get("value")
-        if nb and nc and nc / nb >= 1.1:
-            r = nc / nb
-            return [
-                Finding(
-                    1 + 3 * math.log2(r),
-                    f"{r:.1f}x the instructions executed ({nc:.4g} vs {nb:.4g} warp "
-                    "instructions, ncu)",
-                )
-            ]
+    """More static SASS instructions (in loops where both have them); with a profile the
+    executed count (profiled) says it instead."""
+    if _executed(pb, pc) is not None:
+        return []
     scope, where = _scope(b, c)
     nb, nc = classes(b, scope)["total"], classes(c, scope)["total"]
     if nb and nc / nb >= 1.15:
@@ -90,6 +81,16 @@ def instruction_count(b: dict, c: dict, pb: dict | None, pc: dict | None) -> lis
             )
         ]
     return []
+
+
+def _executed(pb: dict | None, pc: dict | None) -> tuple[float, float] | None:
+    """(baseline, candidate) warp instructions executed, where both profiles have them."""
+    if not (ok(pb) and ok(pc)):
+        return None
+    metric = "smsp__inst_executed.sum"
+    nb = pb["metrics"].get(metric, {}).get("value")
+    nc = pc["metrics"].get(metric, {}).get("value")
+    return (nb, nc) if nb and nc else None
 
 
 def _opcodes(static: dict, kinds: tuple[str, ...]) -> str:
@@ -237,6 +238,16 @@ def profiled(pb: dict | None, pc: dict | None) -> list[Finding]:
         return m.get(key, {}).get("value")
 
     found = []
+    executed = _executed(pb, pc)
+    if executed and executed[1] / executed[0] >= 1.1:
+        nb, nc = executed
+        found.append(
+            Finding(
+                1 + 3 * math.log2(nc / nb),
+                f"{nc / nb:.1f}x the instructions executed ({nc:.4g} vs {nb:.4g} warp "
+                "instructions, ncu)",
+            )
+        )
     keys = ("dram__bytes_read.sum", "dram__bytes_write.sum")
     db = sum(value(mb, k) or 0 for k in keys)
     dc = sum(value(mc, k) or 0 for k in keys)

@@ -93,14 +93,14 @@ def _provenance(static: dict) -> str:
 
 
 def _missing(case: Case, names: tuple[str, str], block: str) -> str:
-    """Why the two implementations lack a usable `block`: the recorded reasons, or that neither
-    has one."""
-    reasons = []
+    """Why the two implementations lack a usable `block`: the recorded reasons (one line each,
+    naming the implementations that share it), or that neither has one."""
+    reasons: dict[str, list[str]] = {}
     for name in names:
         got = getattr(case.impls[name], block)
         if got and not figures.ok(got):
-            reasons.append(f"{name}: {got['reason'].splitlines()[0]}")
-    return "; ".join(reasons) or "not recorded"
+            reasons.setdefault(got["reason"].splitlines()[0], []).append(name)
+    return "; ".join(f"{', '.join(n)}: {r}" for r, n in reasons.items()) or "not recorded"
 
 
 def explain_pair(case: Case, candidate: str, source: Source, markdown: bool) -> str:

@@ -114,18 +114,15 @@ def theoretical(
         shared_bytes_per_block + limits["reserved_shared_bytes_per_block"],
         limits["shared_allocation_unit"],
     )
-    by_shared = (
-        limits["shared_bytes_per_sm"] // shared_per_block
-        if shared_bytes_per_block > 0
-        else limits["blocks_per_sm"]
-    )
+    # with nothing to allocate (no shared memory, none reserved) shared memory sets no bound
+    by_shared = limits["shared_bytes_per_sm"] // shared_per_block if shared_per_block else None
     bounds = {
         "blocks": limits["blocks_per_sm"],
         "warps": by_warps,
         "registers": by_registers,
         "shared_memory": by_shared,
     }
-    blocks = min(bounds.values())
+    blocks = min(v for v in bounds.values() if v is not None)
     binding = [name for name, value in bounds.items() if value == blocks]
     return {
         "block_threads": block_threads,
