@@ -138,13 +138,15 @@ def bench(cases, case_ids, **settings):
 @click.argument("job", type=click.Path(dir_okay=False, exists=True))
 def profile_case(job):
     """Launch one implementation once at the timed size (the program ncu profiles for --profile)."""
-    from runner import driver
+    from runner import driver, manifest
     from runner.explain import profile_launch
 
     try:
         launched = profile_launch.main(job)
-    except driver.NoGpuError as exc:
+    except (driver.NoGpuError, manifest.ManifestError, ValueError) as exc:
         _die(str(exc))
+    except KeyError as exc:
+        _die(f"{job}: the job lacks {exc} (it needs manifest, case, impl and ptx)")
     click.echo(encode(launched).decode(), err=True)
 
 

@@ -32,7 +32,7 @@ def site(tmp_path_factory):
 
 
 def test_every_row_of_the_newest_run_links_to_its_explanation(site):
-    out, doc = site
+    out, _ = site
     text = (out / "data.js").read_text().removeprefix("window.KERNELGAP_DATA = ")
     data = orjson.loads(text.rstrip().rstrip(";"))
     rows = [r for r in data["table"] if r["case"] == "polynomial_f64"]

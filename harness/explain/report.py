@@ -123,7 +123,8 @@ def explain_pair(case: Case, candidate: str, source: Source, markdown: bool) -> 
         else findings(None, None, base.profile, cand.profile)
     )
     if found:
-        out.append("Most plausible differences:")
+        at_parity = bool(cand.gap) and abs(cand.gap["ratio_of_medians"] - 1) <= PARITY
+        out.append("Differences:" if at_parity else "Most plausible differences:")
         out += [f"{n}. {f.text}" for n, f in enumerate(found[:MAX_SHOWN], 1)]
         if found[MAX_SHOWN:]:
             out += ["", "Also different: " + "; ".join(f.text for f in found[MAX_SHOWN:]) + "."]
