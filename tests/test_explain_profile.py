@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from protocol.validation import validator
 from runner.explain import ncu, profiling, tools
@@ -25,8 +26,6 @@ def sample(name: str) -> str:
 def profile_errors(block: dict) -> list[str]:
     """Schema errors of a profile block, checked against result.schema.json's $defs/profile."""
     schema = validator("result").schema
-    from jsonschema import Draft202012Validator
-
     sub = {"$defs": schema["$defs"], "$ref": "#/$defs/profile"}
     return [e.message for e in Draft202012Validator(sub).iter_errors(block)]
 
@@ -104,6 +103,10 @@ def fake_ncu(tmp_path, monkeypatch):
         "args = sys.argv[1:]\n"
         "open(os.environ['FAKE_NCU_ARGS'], 'w').write('\\n'.join(args))\n"
         "log = args[args.index('--log-file') + 1]\n"
+        "reject = os.environ.get('FAKE_NCU_REJECT')\n"
+        "if reject and reject in args[args.index('--metrics') + 1]:\n"
+        "    print(f'==ERROR== Failed to find metric {reject}')\n"
+        "    sys.exit(1)\n"
         "open(log, 'w').write(open(os.environ['FAKE_NCU_SAMPLE']).read())\n"
         "sys.exit(int(os.environ.get('FAKE_NCU_STATUS', '0')))\n"
     )
@@ -167,3 +170,13 @@ def test_profile_case_profiles_every_built_implementation_until_the_budget(monke
     profiling.profile_case(Path("s.toml"), doc, entries, built, lambda t: None, deadline=0.0)
     assert calls == [] and doc["implementations"]["llvm"]["profile"]["status"] == "unavailable"
     assert "--budget-s" in doc["implementations"]["llvm"]["profile"]["reason"]
+
+
+def test_a_metric_this_ncu_lacks_is_dropped_and_the_rest_profiled(fake_ncu, monkeypatch):
+    missing = ncu.STALL_METRIC.format("misc")
+    monkeypatch.setenv("FAKE_NCU_REJECT", missing)
+    block = profile(monkeypatch, "polynomial_f64-warpforth.csv")
+    assert block["status"] == "ok" and block["dropped_metrics"] == [missing]
+    metrics = block["command"][block["command"].index("--metrics") + 1].split(",")
+    assert missing not in metrics and "dram__bytes_read.sum" in metrics
+    assert profile_errors(block) == []

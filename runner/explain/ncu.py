@@ -63,7 +63,9 @@ def metrics() -> list[str]:
     return [*COUNTERS, *(STALL_METRIC.format(r) for r in STALL_REASONS)]
 
 
-def command(ncu: str, entry: str, driver: list[str], log_file: str) -> list[str]:
+def command(
+    ncu: str, entry: str, driver: list[str], log_file: str, metric_names: list[str] | None = None
+) -> list[str]:
     """ncu profiling the first launch of `entry` in the `driver` process, its report in CSV."""
     return [
         ncu,
@@ -71,7 +73,7 @@ def command(ncu: str, entry: str, driver: list[str], log_file: str) -> list[str]
         "--print-units",
         "base",
         "--metrics",
-        ",".join(metrics()),
+        ",".join(metric_names or metrics()),
         "-k",
         f"regex:^{re.escape(entry)}$",
         "--launch-count",
@@ -82,6 +84,13 @@ def command(ncu: str, entry: str, driver: list[str], log_file: str) -> list[str]
         log_file,
         *driver,
     ]
+
+
+def rejected_metrics(text: str, asked: list[str]) -> list[str]:
+    """The metrics of `asked` that ncu's error lines name (a metric this version or GPU lacks:
+    "==ERROR== Failed to find metric ...")."""
+    errors = "\n".join(line for line in text.splitlines() if line.startswith("==ERROR=="))
+    return [m for m in asked if m in errors or m.rsplit(".", 1)[0] in errors]
 
 
 def number(text: str) -> float | None:

@@ -34,6 +34,25 @@ def _environment() -> dict:
     return env
 
 
+def _run_ncu(path: str, entry: str, job: dict, metrics: list[str], timeout_s: float):
+    """(argv without the log file, ncu's text output, exit status); TimeoutExpired passes up."""
+    with tempfile.TemporaryDirectory(prefix="kernelgap-ncu-") as tmp:
+        job_path, log_path = str(Path(tmp) / "job.json"), str(Path(tmp) / "ncu.csv")
+        Path(job_path).write_bytes(encode(job))
+        argv = ncu.command(path, entry, _driver_command(job_path), log_path, metrics)
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            cwd=REPO_ROOT,
+            env=_environment(),
+        )
+        log = Path(log_path).read_text(errors="replace") if Path(log_path).exists() else ""
+    shown = ["ncu", *argv[1 : argv.index("--log-file")]]
+    return shown, "\n".join(filter(None, [log, done.stdout, done.stderr])), done.returncode
+
+
 def profile_impl(
     manifest_path: Path,
     case_id: str,
@@ -43,7 +62,9 @@ def profile_impl(
     device: int = 0,
     timeout_s: float = TIMEOUT_S,
 ) -> dict:
-    """The `profile` block of one implementation (status ok, failed or unavailable)."""
+    """The `profile` block of one implementation (status ok, failed or unavailable). Metrics
+    that this ncu or GPU does not know (named in ncu's ==ERROR== lines) are dropped and ncu is
+    run once more without them; the block lists them as `dropped_metrics`."""
     path = tools.find("ncu")
     if path is None:
         return {"status": "unavailable", "profiled": True, "reason": tools.INSTALL_HINT["ncu"]}
@@ -61,35 +82,28 @@ def profile_impl(
         "size": "timed",  # the case's dims, as timed
         "launches": 1,
     }
-    with tempfile.TemporaryDirectory(prefix="kernelgap-ncu-") as tmp:
-        job_path, log_path = str(Path(tmp) / "job.json"), str(Path(tmp) / "ncu.csv")
-        Path(job_path).write_bytes(encode(job))
-        argv = ncu.command(path, entry, _driver_command(job_path), log_path)
-        block["command"] = ["ncu", *argv[1 : argv.index("--log-file")]]
-        t0 = time.monotonic()
+    metrics = ncu.metrics()
+    t0 = time.monotonic()
+    for attempt in range(2):
         try:
-            done = subprocess.run(
-                argv,
-                capture_output=True,
-                text=True,
-                timeout=timeout_s,
-                cwd=REPO_ROOT,
-                env=_environment(),
-            )
-        except subprocess.TimeoutExpired:
+            left_s = timeout_s - (time.monotonic() - t0)
+            block["command"], text, status = _run_ncu(path, entry, job, metrics, left_s)
+        except (subprocess.TimeoutExpired, ValueError):
             return {**block, "status": "failed", "reason": f"ncu did not finish in {timeout_s:g} s"}
         block["wall_s"] = time.monotonic() - t0
-        log = Path(log_path).read_text(errors="replace") if Path(log_path).exists() else ""
-    text = "\n".join(filter(None, [log, done.stdout]))
-    try:
-        parsed = ncu.parse(text, entry)
-    except ncu.NcuOutputError as exc:
-        reason = str(exc)
-        if done.returncode != 0:
-            tail = "\n".join((done.stderr or "").strip().splitlines()[-10:])
-            reason = f"ncu exited with status {done.returncode}: {reason}\n{tail}".rstrip()
-        return {**block, "status": "failed", "reason": reason}
-    return {**block, "status": "ok", **parsed}
+        try:
+            return {**block, "status": "ok", **ncu.parse(text, entry)}
+        except ncu.NcuOutputError as exc:
+            rejected = ncu.rejected_metrics(text, metrics)
+            if attempt == 0 and rejected and len(rejected) < len(metrics):
+                metrics = [m for m in metrics if m not in rejected]
+                block["dropped_metrics"] = rejected
+                continue
+            reason = str(exc)
+            if status != 0:
+                reason = f"ncu exited with status {status}: {reason}"
+            return {**block, "status": "failed", "reason": reason}
+    raise AssertionError("unreachable")
 
 
 def profile_case(
