@@ -12,6 +12,7 @@ COMMANDS = {
     "history": ("ingest", "history", "regressions"),
     "compare": ("compare", "summary", "export"),
     "dashboard": ("dashboard",),
+    "explain": ("explain",),
 }
 
 

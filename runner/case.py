@@ -34,7 +34,7 @@ def error_record(phase: str, exc: BaseException) -> dict:
     return record
 
 
-def _kernel(module: driver.Module, entry: str, geometry: manifest.Geometry) -> driver.Kernel:
+def resolve_kernel(module: driver.Module, entry: str, geometry: manifest.Geometry) -> driver.Kernel:
     kernel = module.kernel(entry, geometry.grid, geometry.block, geometry.shared_bytes)
     if geometry.shared_bytes > DYNAMIC_SHARED_DEFAULT_LIMIT:
         d = driver.cu()
@@ -81,7 +81,7 @@ class CaseRun:
             self.record["impls"][name]["ptx"] = ptx.describe(ptx.parse(text))
 
     def kernel(self, name: str, geometry: manifest.Geometry) -> driver.Kernel:
-        return _kernel(self.modules[name], self.case.impl(name).entry, geometry)
+        return resolve_kernel(self.modules[name], self.case.impl(name).entry, geometry)
 
     def check(self) -> None:
         """The correctness gate at check_dims; raises PhaseError unless every implementation passed."""

@@ -21,6 +21,8 @@ from protocol.progress import PARTIAL_DOCUMENT_PREFIX
 from protocol.validation import DocumentError, validate
 from runner import driver, environment, generator, manifest, ptx, result, toolchains
 from runner.bundle import Bundle, BundleError
+from runner.explain import profiling
+from runner.explain.static import record_static
 from runner.isolation import run_worker
 
 
@@ -41,6 +43,8 @@ class BenchOptions:
     bundle: Path | None = None  # PTX built elsewhere (python -m runner build)
     emit_partial: bool = False  # the partial document on stderr after each case (for harness run)
     budget_s: float | None = None  # the whole suite's wall-time budget; cases past it are not run
+    profile: bool = False  # after timing, Nsight Compute counters per implementation (ncu)
+    static: bool = True  # ptxas -v resources and the SASS instruction mix, where the tools are
 
 
 class Progress:
@@ -173,9 +177,11 @@ def run_one(
     say,
     bundle: Bundle | None = None,
     budget_left_s: float | None = None,
+    environment_device: dict | None = None,
 ) -> dict:
     """One case in its worker; with `budget_left_s` (what is left of the suite's --budget-s)
     the case's own timeout is cut to it, so one oversized case cannot spend the whole job."""
+    deadline = None if budget_left_s is None else time.monotonic() + budget_left_s
     case_doc = case_skeleton(case)
     settings = timing_settings(case, options)
     case_timeout_s = options.timeout_s or case.settings.timeout_s
@@ -189,6 +195,8 @@ def run_one(
     if case_doc["status"] == "failed":
         say(f"[{case.id}] FAILED in {case_doc['error']['phase']}: {case_doc['error']['message']}")
         return case_doc
+    if options.static:
+        record_static(case, case_doc, built, arch, environment_device, bundle)
     job = {
         "job": "case",
         "manifest": str(suite.path.resolve()),
@@ -245,6 +253,9 @@ def run_one(
     )
     result.finish_case(case_doc, record, geometry, case.flop_dtype, peaks, working_set)
     case_doc["worker_wall_s"] = outcome.wall_s
+    if options.profile and case_doc["status"] == "ok":  # after timing, never inside it
+        entries = {i.name: i.entry for i in case.impls}
+        profiling.profile_case(suite.path, case_doc, entries, built, say, options.device, deadline)
     if case_doc["status"] == "ok":
         gaps = [
             f"{n} {i['gap']['ratio_of_medians']:.3f}x [{i['gap']['ci_low']:.3f}, {i['gap']['ci_high']:.3f}]"
@@ -334,6 +345,8 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
         "cases": list(options.case_ids),
         "bundle": str(options.bundle) if options.bundle else None,
         "budget_s": options.budget_s,
+        "profile": options.profile,
+        "static": options.static,
     }
     case_docs = []
     deadline = time.monotonic() + options.budget_s if options.budget_s else None
@@ -345,7 +358,19 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
             continue
         try:
             peaks = {**env["peaks"], "l2_bytes": device.get("l2_bytes")}
-            case_docs.append(run_one(suite, case, arch, options, peaks, say, bundle, left_s))
+            case_docs.append(
+                run_one(
+                    suite,
+                    case,
+                    arch,
+                    options,
+                    peaks,
+                    say,
+                    bundle,
+                    left_s,
+                    environment_device=env["device"],
+                )
+            )
         except Exception as exc:  # a bug or an unforeseen failure costs this case, not the run
             case_doc = case_skeleton(case)
             _fail(case_doc, "unknown", f"case {case.id}: {type(exc).__name__}: {exc}")
