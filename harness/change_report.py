@@ -6,6 +6,8 @@ from __future__ import annotations
 from harness.change_review import ChangeFinding
 from harness.changes import ChangePolicy
 from harness.drift import DriftPolicy
+from harness.escaping import markdown as md
+from harness.escaping import terminal
 
 __all__ = ["commit_range", "markdown", "markdown_rows", "method_line", "text"]
 
@@ -62,13 +64,10 @@ def text(findings: list[ChangeFinding], series_count: int, change, trend) -> str
     if not findings:
         return head
     rows = [HEADERS, *(_cells(f) for f in findings)]
+    rows = [[terminal(c) for c in r] for r in rows]  # names come from documents anyone writes
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADERS))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     return head + "\n".join(lines) + "\n"
-
-
-def _escape(cell: str) -> str:
-    return cell.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
 
 def markdown_rows(findings: list[ChangeFinding]) -> list[str]:
@@ -77,10 +76,10 @@ def markdown_rows(findings: list[ChangeFinding]) -> list[str]:
         "|" + "---|" * len(HEADERS),
     ]
     for f in findings:
-        cells = _cells(f)
-        cells[0] = f"**{f.kind}**" if f.direction == "slower" else f.kind
-        cells[-1] = f"`{f.series_id}`"
-        rows.append("| " + " | ".join(_escape(c) for c in cells) + " |")
+        cells = [md(c, cell=True) for c in _cells(f)]
+        cells[0] = f"**{cells[0]}**" if f.direction == "slower" else cells[0]
+        cells[-1] = md(f.series_id, cell=True, code=True)
+        rows.append("| " + " | ".join(cells) + " |")
     return rows
 
 

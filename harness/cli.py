@@ -14,6 +14,7 @@ COMMANDS = {
     "pr": ("pr",),
     "compare": ("compare", "summary", "export"),
     "dashboard": ("dashboard",),
+    "explain": ("explain",),
 }
 
 

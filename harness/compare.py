@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy.stats import mannwhitneyu
 
+from harness.escaping import markdown as md
 from harness.export.table import MARKDOWN, Column, first_line, format_table, format_time
 from harness.series import series_key
 
@@ -479,8 +480,9 @@ def _verdict_cell(verdict: str) -> str:
 
 
 def _label(run: dict) -> str:
-    commit = run["commit"][:12] if run["commit"] else "unknown commit"
-    return f"`{commit}` ({run['started_utc'][:16].replace('T', ' ')} UTC, {run['gpu']})"
+    commit = md(run["commit"][:12], code=True) if run["commit"] else "`unknown commit`"
+    started = md(run["started_utc"][:16].replace("T", " "))
+    return f"{commit} ({started} UTC, {md(run['gpu'])})"
 
 
 def _columns(first: str, second: str, base: str, head: str, conf: str) -> list[Column]:
@@ -489,7 +491,8 @@ def _columns(first: str, second: str, base: str, head: str, conf: str) -> list[C
 
 
 def markdown(comparison: Comparison) -> str:
-    """A markdown report for a pull-request comment or a CI job summary."""
+    """A markdown report for a pull-request comment or a CI job summary; every name and reason
+    from the documents is escaped (harness.escaping.markdown)."""
     c, policy = comparison, comparison.policy
     counts = ", ".join(f"{n} {v}" for v, n in c.counts().items() if n)
     conf = f"{c.bootstrap.confidence:.0%}"
@@ -538,7 +541,8 @@ def markdown(comparison: Comparison) -> str:
         )
     if c.not_compared:
         items = [
-            f"- `{r.case_id}`{f' / `{r.impl}`' if r.impl else ''}: {r.reason}\n"
+            f"- {md(r.case_id, code=True)}{f' / {md(r.impl, code=True)}' if r.impl else ''}: "
+            f"{md(r.reason)}\n"
             for r in c.not_compared
         ]
         parts.append("### Not compared\n\n" + "".join(items))

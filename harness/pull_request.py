@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+from harness.escaping import markdown as md
 from harness.export.table import first_line
 
 __all__ = ["FAIL_ON", "PairRow", "gate", "markdown", "rows", "verdict"]
@@ -140,10 +141,6 @@ def _x(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}x"
 
 
-def _escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-
-
 def markdown(document: dict, found: list[PairRow], min_effect: float) -> str:
     """The pull-request comment: headline, method, one row per case and candidate."""
     device = document["environment"]["device"]["name"]
@@ -155,7 +152,7 @@ def markdown(document: dict, found: list[PairRow], min_effect: float) -> str:
         if r.ratio is not None and r.verdict != "unstable":
             per_candidate.setdefault(r.candidate, []).append(r.ratio)
     means = ", ".join(
-        f"{name} {geometric_mean(values):.3f}x over {len(values)} case(s)"
+        f"{md(name)} {geometric_mean(values):.3f}x over {len(values)} case(s)"
         for name, values in sorted(per_candidate.items())
     )
     lines = [
@@ -164,8 +161,8 @@ def markdown(document: dict, found: list[PairRow], min_effect: float) -> str:
         f"{counts['slower']} slower, {counts['faster']} faster, {counts['unstable']} unstable, "
         f"{failed} failed of {len(found)} · head/base geometric mean: {means or '-'}",
         "",
-        f"{device} · suite {suite['name']} v{suite['version']} · commit "
-        f"`{(suite.get('commit') or '-')[:12]}`. Each case loaded base and head of every "
+        f"{md(device)} · suite {md(suite['name'])} v{suite['version']} · commit "
+        f"{md((suite.get('commit') or '-')[:12], code=True)}. Each case loaded base and head of every "
         "candidate into one context and timed them in the same interleaved rounds as the "
         "baseline; head/base = median(head) / median(base) with a paired bootstrap interval. "
         f"A verdict needs the interval to exclude 1 and a change of at least {min_effect:.0%}; "
@@ -182,7 +179,8 @@ def markdown(document: dict, found: list[PairRow], min_effect: float) -> str:
             ratio = f"{_x(r.ratio)} [{r.ci_low:.3f}, {r.ci_high:.3f}] {level}".rstrip()
         mark = f"**{r.verdict}**" if r.verdict in ("slower", "failed") else r.verdict
         if r.note:
-            mark += f": {r.note}"
-        cells = [r.case_id, r.candidate, _x(r.base_gap), _x(r.head_gap), ratio, mark]
-        lines.append("| " + " | ".join(_escape(c) for c in cells) + " |")
+            mark += f": {md(r.note, cell=True)}"
+        cells = [md(r.case_id, cell=True), md(r.candidate, cell=True), _x(r.base_gap),
+                 _x(r.head_gap), ratio, mark]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

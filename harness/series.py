@@ -5,6 +5,10 @@ name, and the sha256 of the implementation's source and of the baseline's source
 "Series that must never mix"). Two results with different keys are never compared as points of
 one series; a changed key starts a new series.
 
+The GPU model in a key is `gpu_model()` of the device's name: one spelling per model, so
+"nvidia  h200 " and "NVIDIA H200" are one series, and the pin checks (harness.store, harness.trust)
+compare through the same function.
+
 The compiler that built an implementation (its toolchain, what its `--version` printed, the
 sha256 of its program) is NOT part of the key: a new compiler build continues the series, and
 `compiler_identity()` gives what each point records about it, so readers can say where it
@@ -23,6 +27,7 @@ __all__ = [
     "KEY_FIELDS",
     "compiler_identity",
     "describe_compiler",
+    "gpu_model",
     "series_id",
     "series_key",
     "series_label",
@@ -43,6 +48,14 @@ COMPILER_FIELDS = ("toolchain", "toolchain_version", "compiler_sha256")
 COMPILER_SHA_DIGITS = 12  # as shown; the store keeps all 64
 
 
+def gpu_model(name: str) -> str:
+    """The one spelling of a GPU model that keys series and that pins are compared in: runs of
+    whitespace made one space, none at either end, upper case. CUDA's own names for data-centre
+    parts ("NVIDIA H200", "NVIDIA A100-SXM4-80GB") are already in this form, so their keys are
+    what they always were; others ("NVIDIA GeForce RTX 4090") are moved by store migration 3."""
+    return " ".join(str(name).split()).upper()
+
+
 def _source_sha256(case: dict, impl_name: str | None) -> str | None:
     impl = case["implementations"].get(impl_name) if impl_name else None
     return ((impl or {}).get("build") or {}).get("source_sha256")
@@ -59,7 +72,7 @@ def _mode(document: dict, case: dict, impl: dict) -> str | None:
 def series_key(document: dict, case: dict, impl_name: str) -> dict:
     """The series key of implementation `impl_name` of `case` (an entry of document["cases"]).
 
-    Fields (KEY_FIELDS): gpu (environment.device.name), mode (hot or cold), suite_version,
+    Fields (KEY_FIELDS): gpu (gpu_model() of environment.device.name), mode (hot or cold), suite_version,
     case_id, case_version, impl, source_sha256 (its build's source hash; None when the build
     never ran) and baseline_source_sha256 (the same for the case's baseline).
     """
@@ -67,7 +80,7 @@ def series_key(document: dict, case: dict, impl_name: str) -> dict:
     if impl is None:
         raise KeyError(f"case {case.get('id')!r}: no implementation {impl_name!r}")
     return {
-        "gpu": document["environment"]["device"]["name"],
+        "gpu": gpu_model(document["environment"]["device"]["name"]),
         "mode": _mode(document, case, impl),
         "suite_version": document["suite"]["version"],
         "case_id": case["id"],

@@ -15,9 +15,10 @@ import inspect
 import io
 import os
 import tarfile
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+
+from harness import suite_toml
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RUNNER_TREE = ("runner", "protocol", "schemas", "pyproject.toml", "README.md")
@@ -73,12 +74,14 @@ def _add_tree(files: dict[str, Path], path: Path, name: str) -> None:
 def referenced_files(cases: Path) -> list[str]:
     """Paths the suite names, relative to its folder: each case's reference file and sources.
 
-    A malformed suite yields no references here; the runner on the target reports it properly.
+    A suite that is not TOML (malformed, nested too deeply to parse, unreadable) is refused
+    here, naming the file, before any target is reached or rented; the rest of its checks are
+    the runner's, on the target.
     """
     try:
-        doc = tomllib.loads(cases.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return []
+        _, doc = suite_toml.read(cases)
+    except suite_toml.SuiteTomlError as exc:
+        raise ShippingError(str(exc)) from None
     found = []
     for case in doc.get("case", []) if isinstance(doc.get("case"), list) else []:
         if isinstance(case, dict) and isinstance(case.get("reference"), str):

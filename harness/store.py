@@ -8,7 +8,8 @@ marks the file as kernelgap's):
   samples_s array set to null; the samples live in `points` as little-endian float64 blobs, and
   `raw_document()` puts both back (float64 round-trips exactly: the document read back equals
   the one ingested).
-- series: one row per series key (harness.series), with its point count and first/last date.
+- series: one row per series key (harness.series), with its point count and first/last date;
+  since version 3 its GPU is the key's one spelling of the model (harness.series.gpu_model).
 - points: one row per implementation per case per run: status (a failed case is a point with
   its error), check status, samples, statistics, for candidates the gap, and (since version 2)
   the compiler's identity as metadata (harness.series.compiler_identity: not part of the key).
@@ -17,14 +18,17 @@ marks the file as kernelgap's):
 An older file migrates forward (harness.store_migrations) at its first trusted ingest, in that
 ingest's transaction; until then it is read as it is, with None for what it lacks.
 
-Writes happen only in a trusted ingest, one transaction per document; an untrusted ingest
-validates and plans but never opens the file for writing (nor creates it). Readers see a
+Writes happen only in a trusted ingest, one transaction per document, in WAL mode; the last
+writer to close puts the file back in rollback-journal mode, so at rest it is one file and a
+read-only open creates nothing beside it. An untrusted ingest validates and plans but never
+opens the file for writing (nor creates it). Readers see a
 file that does not exist yet as an empty history, except with readonly=True (an error).
 """
 
 from __future__ import annotations
 
 import array
+import contextlib
 import hashlib
 import operator
 import sqlite3
@@ -37,14 +41,17 @@ from pathlib import Path
 import numpy as np
 import orjson
 
+from harness.escaping import terminal
 from harness.series import (
     COMPILER_FIELDS,
     KEY_FIELDS,
     compiler_identity,
+    gpu_model,
     series_id,
     series_key,
     series_label,
 )
+from harness.store_integrity import cause, corruption
 from harness.store_migrations import MIGRATIONS, migrate
 from protocol.validation import validate
 from protocol.version import RESULT_SCHEMA_VERSION, check_version
@@ -58,7 +65,7 @@ __all__ = [
     "run_id",
 ]
 
-STORE_SCHEMA_VERSION = 2
+STORE_SCHEMA_VERSION = 3
 APPLICATION_ID = 0x4B474150  # "KGAP": tells a kernelgap history from any other SQLite file
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 WAL_CHECKPOINT_PAGES = 16384
@@ -258,7 +265,8 @@ class IngestReport:
         )
 
     def text(self) -> str:
-        """The headline, the run's identity and one line per point."""
+        """The headline, the run's identity and one line per point, each line safe to print
+        on a terminal (harness.escaping.terminal: names from the document may hold escapes)."""
         lines = [
             self.headline(),
             f"  run {self.run_id}  commit {self.commit or '-'}  started {self.started_utc}",
@@ -278,7 +286,7 @@ class IngestReport:
                     what += f", gap {v['gap']:.4f}x [{v['gap_ci_low']:.4f}, {v['gap_ci_high']:.4f}]"
             tag = "new series" if p.new_series else "series"
             lines.append(f"  {tag} {p.series_id}  {series_label(p.key)}: {what}")
-        return "\n".join(lines)
+        return "\n".join(terminal(line) for line in lines)
 
 
 class Store:
@@ -317,8 +325,11 @@ class Store:
             self._empty = self._check_file()
         except sqlite3.DatabaseError as exc:
             self.close()
+            why = cause(exc, self.path)  # a full disk, an I/O error, a lock: not the wrong file
             raise StoreError(
-                f"{self.path}: not a readable SQLite database ({exc}); "
+                f"{self.path}: cannot open the history database: {why}"
+                if why
+                else f"{self.path}: not a readable SQLite database ({exc}); "
                 "is --db pointing at the right file? kernelgap will not overwrite it"
             ) from None
 
@@ -348,13 +359,16 @@ class Store:
         self._version = version
         return False
 
-    def _prepare_writes(self) -> None:
-        """Open (creating the file) in WAL mode, and lay the schema if the file is new."""
+    def _prepare_writes(self) -> bool:
+        """Open (creating the file) in WAL mode, and lay the schema if the file is new or
+        migrate it if it is older; True when it was migrated (series may have new ids)."""
         if self._db is None:
             self._open()
         db = self._db
         if self._writes_ready:
-            return
+            return False
+        if not self._empty and (damage := corruption(db, self.path)):
+            raise StoreError(damage)  # before any write, the WAL switch and a migration included
         db.execute("PRAGMA journal_mode=WAL")
         # In WAL mode NORMAL may lose the last commits on power loss, never integrity.
         db.execute("PRAGMA synchronous=NORMAL")
@@ -375,6 +389,7 @@ class Store:
                 )
             db.execute("COMMIT")
             self._empty = False
+        migrated = False
         if self._version < STORE_SCHEMA_VERSION:
             db.execute("BEGIN IMMEDIATE")
             try:
@@ -384,13 +399,36 @@ class Store:
                 db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
+            migrated = True  # by this writer or, since the plan, by another
             self._version = STORE_SCHEMA_VERSION
+            self._series_cache = {}  # a migration may rename or merge series
         self._writes_ready = True
+        return migrated
 
     def close(self) -> None:
         if self._db is not None:
+            if self._writes_ready:
+                self._leave_wal()
             self._db.close()
             self._db = None
+
+    def _rollback(self) -> None:
+        """Undo the open transaction, if any; a failing ROLLBACK (a full disk, an I/O error)
+        leaves it to SQLite, which rolls back at close or at the next open."""
+        if self._db is not None and self._db.in_transaction:
+            with contextlib.suppress(sqlite3.DatabaseError):
+                self._db.execute("ROLLBACK")
+
+    def _leave_wal(self) -> None:
+        """Back to a rollback journal at rest, so a read-only open (an untrusted ingest,
+        `history`) needs no -wal or -shm file and leaves none beside the store. Only possible
+        for the last connection; while another is open the file stays in WAL mode (it works
+        as before) and that connection's own close switches it."""
+        try:
+            self._db.execute("PRAGMA busy_timeout = 0")  # another connection: give up at once
+            self._db.execute("PRAGMA journal_mode = DELETE")
+        except sqlite3.DatabaseError:
+            pass
 
     def __enter__(self) -> Store:
         return self
@@ -404,7 +442,8 @@ class Store:
         try:
             return self._db.execute(sql, params).fetchall()
         except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{self.path}: reading the history failed: {exc}") from None
+            why = cause(exc, self.path) or str(exc)
+            raise StoreError(f"{self.path}: reading the history failed: {why}") from None
 
     # -- ingest ------------------------------------------------------------------------------
     def ingest(
@@ -426,11 +465,15 @@ class Store:
         if self.readonly:
             raise StoreError(f"{self.path}: opened read-only; a trusted ingest writes")
         try:
-            self._prepare_writes()
+            migrated = self._prepare_writes()
         except sqlite3.DatabaseError as exc:
-            if self._db is not None and self._db.in_transaction:
-                self._db.execute("ROLLBACK")
-            raise StoreError(f"{self.path}: cannot write the history: {exc}") from None
+            self._rollback()
+            why = cause(exc, self.path) or str(exc)
+            raise StoreError(f"{self.path}: cannot write the history: {why}") from None
+        if migrated:  # the plan was made against the file before its migration
+            report = self._plan(document, trusted, what)
+            if report.already_stored:
+                return report
         self._write(document, report)
         return report
 
@@ -442,7 +485,7 @@ class Store:
                 "ingest the final document the run wrote"
             )
         pinned = suite.get("gpu")
-        if pinned is not None and pinned.strip().casefold() != device["name"].strip().casefold():
+        if pinned is not None and gpu_model(pinned) != gpu_model(device["name"]):
             raise GpuMismatchError(
                 f"{what}: ran on {device['name']!r} but suite {suite['name']!r} pins the GPU "
                 f"model {pinned!r}; refused for the canonical history"
@@ -537,9 +580,9 @@ class Store:
                 "(a case id or implementation listed twice?)"
             ) from None
         except sqlite3.DatabaseError as exc:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise StoreError(f"{self.path}: writing the history failed: {exc}") from None
+            self._rollback()
+            why = cause(exc, self.path) or str(exc)
+            raise StoreError(f"{self.path}: writing the history failed: {why}") from None
         self._series_cache = rowids  # only after COMMIT: a rolled-back rowid must not linger
         report.stored = True
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import orjson
 
-from harness.series import COMPILER_FIELDS, compiler_identity
+from harness.series import COMPILER_FIELDS, KEY_FIELDS, compiler_identity, gpu_model, series_id
 
 __all__ = ["MIGRATIONS", "migrate"]
 
@@ -48,7 +48,43 @@ def _v1_to_v2(db: sqlite3.Connection) -> None:
     db.executemany(f"UPDATE points SET {assignments} WHERE rowid = ?", updates)
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2}
+def _v2_to_v3(db: sqlite3.Connection) -> None:
+    """Version 3 keys series by one spelling of the GPU model (harness.series.gpu_model), so a
+    model spelt two ways ("NVIDIA GeForce RTX 4090", " nvidia geforce rtx 4090") is one series.
+    A series whose GPU was not in that form takes the form and its new key's id; where a series
+    of that key exists already, its points join that one (counts and first/last dates summed up)
+    and the duplicate row goes. Series already in the form (CUDA's names for data-centre parts
+    are) keep their ids: no series splits, and only misspelt ones merge."""
+    names = ("series", "series_id", *KEY_FIELDS, "points", "first_utc", "last_utc")
+    rows = [
+        dict(zip(names, row, strict=True))
+        for row in db.execute(f"SELECT {', '.join(names)} FROM series ORDER BY series")
+    ]
+    rowid_of = {row["series_id"]: row["series"] for row in rows}
+    for row in rows:
+        gpu = gpu_model(row["gpu"])
+        if gpu == row["gpu"]:
+            continue
+        new_id = series_id({**{f: row[f] for f in KEY_FIELDS}, "gpu": gpu})
+        target = rowid_of.get(new_id)
+        if target is None:
+            db.execute(
+                "UPDATE series SET gpu = ?, series_id = ? WHERE series = ?",
+                (gpu, new_id, row["series"]),
+            )
+            rowid_of[new_id] = row["series"]
+            continue
+        db.execute("UPDATE points SET series = ? WHERE series = ?", (target, row["series"]))
+        db.execute(
+            "UPDATE series SET points = points + ?1, "
+            "first_utc = min(coalesce(first_utc, ?2), coalesce(?2, first_utc)), "
+            "last_utc = max(coalesce(last_utc, ?3), coalesce(?3, last_utc)) WHERE series = ?4",
+            (row["points"], row["first_utc"], row["last_utc"], target),
+        )
+        db.execute("DELETE FROM series WHERE series = ?", (row["series"],))
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def migrate(db: sqlite3.Connection, found: int, target: int) -> None:

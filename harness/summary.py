@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from harness.escaping import markdown as md
 from harness.export.table import MARKDOWN, Column, first_line, format_table, format_time
 from harness.primary import lead_first, primary_candidate
 from harness.series import compiler_identity, describe_compiler
@@ -149,8 +150,8 @@ def _unstable_lines(document: dict) -> list[str]:
             stats = (impl.get("timing") or {}).get("stats")
             if stats and not stats["stable"]:
                 lines.append(
-                    f"- `{case['id']}` / `{name}`: noise (MAD / median) {stats['noise']:.2%} "
-                    f"over {stats['count']} samples"
+                    f"- {md(case['id'], code=True)} / {md(name, code=True)}: noise (MAD / median) "
+                    f"{stats['noise']:.2%} over {stats['count']} samples"
                 )
     return lines
 
@@ -165,33 +166,37 @@ def _problem_lines(document: dict) -> list[str]:
             if error:
                 cuda = f" {error['cuda_error']}" if error.get("cuda_error") else ""
                 detail = f"{error['phase']}{cuda}: {first_line(error['message'])}"
-            lines.append(f"- `{case['id']}` v{case['version']} {case['status']}: {detail}")
+            lines.append(
+                f"- {md(case['id'], code=True)} v{case['version']} {md(case['status'])}: {md(detail)}"
+            )
             continue
         for name, impl in case["implementations"].items():
+            which = f"- {md(case['id'], code=True)} / {md(name, code=True)}"
             if impl.get("status") == "skipped":
                 reason = first_line(impl.get("skip_reason", "")) or "no reason recorded"
-                lines.append(f"- `{case['id']}` / `{name}` skipped: {reason}")
+                lines.append(f"{which} skipped: {md(reason)}")
             elif impl["role"] == "candidate" and not impl.get("gap"):
                 note = impl.get("gap_note") or f"check {impl.get('check', {}).get('status')}"
-                lines.append(f"- `{case['id']}` / `{name}` has no gap: {first_line(note)}")
+                lines.append(f"{which} has no gap: {md(first_line(note))}")
     return lines
 
 
 def markdown(document: dict) -> str:
-    """The summary as markdown (one document; validate it before calling)."""
+    """The summary as markdown (one document; validate it before calling). Every name and
+    message from the document is escaped (harness.escaping.markdown)."""
     suite, counts = document["suite"], document["summary"]
-    device = document["environment"]["device"]["name"]
+    device = md(document["environment"]["device"]["name"])
     incomplete = "" if document["complete"] else " **Incomplete run: not every case finished.**"
     parts = [
-        f"## kernelgap: {suite['name']} v{suite['version']} on {device}\n\n"
+        f"## kernelgap: {md(suite['name'])} v{suite['version']} on {device}\n\n"
         f"{counts['cases']} case{'s' * (counts['cases'] != 1)}: {counts['ok']} ok, {counts['failed']} failed, "
         f"{counts['skipped']} skipped, {counts['unstable']} with an unstable gap; started "
-        f"{document['started_utc']}. Gap = median(candidate) / median(baseline): 1.0x is "
+        f"{md(document['started_utc'])}. Gap = median(candidate) / median(baseline): 1.0x is "
         f"parity, lower is better.{incomplete}\n"
     ]
     lead = headline(document)
     if lead:
-        parts.append(f"**{lead}.**\n")
+        parts.append(f"**{md(lead)}.**\n")
     geomeans = geomean_gaps(document)
     if geomeans:
         order = lead_first(sorted(geomeans), primary_candidate(document))

@@ -5,8 +5,10 @@ Major means breaking: a reader refuses a document whose major version is newer t
 
 from __future__ import annotations
 
-RESULT_SCHEMA_VERSION = "1.3.0"
-RUN_PROTOCOL_VERSION = "1.1.0"
+RESULT_SCHEMA_VERSION = (
+    "1.4.0"  # 1.3.0: `static` and `profile` per implementation; 1.4.0: revisions
+)
+RUN_PROTOCOL_VERSION = "1.1.0"  # 1.1.0: `id`, data_base64 arrays, base64 outputs
 
 
 class VersionError(ValueError):

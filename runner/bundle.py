@@ -16,22 +16,30 @@ from pathlib import Path
 from protocol.codec import decode, encode
 from protocol.validation import DocumentError, validate
 from runner import environment, toolchains
+from runner.explain.static import analyze, block_threads
 from runner.manifest import CaseSpec, ImplSpec, Suite
 
-BUNDLE_VERSION = "1.1.0"
+BUNDLE_VERSION = "1.2.0"  # 1.2.0: `static` per implementation
 
 
 class BundleError(ValueError):
     """The bundle is unreadable, or does not belong to this suite's sources."""
 
 
-def write_bundle(suite: Suite, arch: str, out: Path, say=lambda text: None) -> dict:
-    """Build every implementation it can into `out`; returns the bundle manifest."""
+def write_bundle(
+    suite: Suite, arch: str, out: Path, say=lambda text: None, static: bool = True
+) -> dict:
+    """Build every implementation it can into `out`; returns the bundle manifest. With `static`,
+    each implementation carries its static analysis for `arch` at the case's timed geometry
+    (runner.explain.static; `harness explain BUNDLE` reads it)."""
     out.mkdir(parents=True, exist_ok=True)
+    suite_block = {"name": suite.name, "version": suite.version, "sha256": suite.sha256}
+    if suite.primary:
+        suite_block["primary"] = suite.primary
     manifest = {
         "schema_version": BUNDLE_VERSION,
         "kind": "kernelgap.bundle",
-        "suite": {"name": suite.name, "version": suite.version, "sha256": suite.sha256},
+        "suite": suite_block,
         "arch": arch,
         "created_utc": environment.utc_now(),
         "host": socket.gethostname(),
@@ -57,20 +65,27 @@ def write_bundle(suite: Suite, arch: str, out: Path, say=lambda text: None) -> d
             rel = f"{case.id}/{impl.name}.ptx"
             (out / case.id).mkdir(exist_ok=True)
             (out / rel).write_text(b.ptx)
-            manifest["implementations"].append(
-                {
-                    "case": case.id,
-                    "case_version": case.version,
-                    "impl": impl.name,
-                    "file": rel,
-                    "build": b.provenance(),
-                }
-            )
+            entry = {
+                "case": case.id,
+                "case_version": case.version,
+                "impl": impl.name,
+                "file": rel,
+                "build": b.provenance(),
+            }
+            if static:
+                entry["role"] = impl.role
+                entry["static"] = static_analysis(case, impl, b.ptx, arch)
+            manifest["implementations"].append(entry)
             say(f"ok    {case.id}/{impl.name}: {b.toolchain} ({b.version}) -> {rel}")
     validate(manifest, "bundle", f"{out}/bundle.json")
     (out / "bundle.json").write_bytes(encode(manifest, pretty=True))
     manifest["failures"] = failures
     return manifest
+
+
+def static_analysis(case: CaseSpec, impl: ImplSpec, ptx_text: str, arch: str) -> dict:
+    geometry = case.geometry(case.dims)
+    return analyze(ptx_text, impl.entry, arch, block_threads(geometry.block), geometry.shared_bytes)
 
 
 @dataclass(frozen=True)
@@ -92,6 +107,15 @@ class Bundle:
         if missing:
             raise BundleError(f"{path}: files listed but missing: {', '.join(missing)}")
         return cls(root, doc)
+
+    def static(self, case: CaseSpec, impl: ImplSpec, ptx_sha256: str, arch: str) -> dict | None:
+        """The static analysis `runner build` recorded for exactly this PTX and target, if any."""
+        for e in self.manifest["implementations"]:
+            if (e["case"], e["impl"]) == (case.id, impl.name):
+                found = e.get("static")
+                same = e["build"]["ptx_sha256"] == ptx_sha256 and self.manifest["arch"] == arch
+                return found if same and found and found.get("status") == "ok" else None
+        return None
 
     def lookup(self, case: CaseSpec, impl: ImplSpec) -> tuple[str, dict] | None:
         """(PTX, provenance) of `impl` if the bundle has it; BundleError if it is stale."""

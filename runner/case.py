@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from runner import driver, gate, generator, manifest, ptx
-from runner.timing import TimingSettings, measure
+from runner.timing import TimingSettings, measure, output_dependence
 from runner.timing.cuda import CudaBackend, InternalKernels, Launchable
 
 DYNAMIC_SHARED_DEFAULT_LIMIT = 48 * 1024
@@ -34,7 +34,7 @@ def error_record(phase: str, exc: BaseException) -> dict:
     return record
 
 
-def _kernel(module: driver.Module, entry: str, geometry: manifest.Geometry) -> driver.Kernel:
+def resolve_kernel(module: driver.Module, entry: str, geometry: manifest.Geometry) -> driver.Kernel:
     kernel = module.kernel(entry, geometry.grid, geometry.block, geometry.shared_bytes)
     if geometry.shared_bytes > DYNAMIC_SHARED_DEFAULT_LIMIT:
         d = driver.cu()
@@ -89,7 +89,7 @@ class CaseRun:
 
     def kernel(self, name: str, geometry: manifest.Geometry) -> driver.Kernel:
         impl = self.case.impl(self.variant_of.get(name, name))
-        return _kernel(self.modules[name], impl.entry, geometry)
+        return resolve_kernel(self.modules[name], impl.entry, geometry)
 
     def check(self) -> None:
         """The correctness gate at check_dims; raises PhaseError unless every implementation passed."""
@@ -161,11 +161,21 @@ class CaseRun:
             if not self.job.get("skip_check"):
                 self.cross_check_timed_size(buffers, launchables, pristine)
             self.enter("timing", mode=self.settings.mode)
+            outputs = [buffers.buffers[b.name] for b in self.case.buffers if b.role == "output"]
             backend = CudaBackend(
-                self.stream, self.internal, launchables, pristine, self.settings.graph_launches
+                self.stream,
+                self.internal,
+                launchables,
+                pristine,
+                self.settings.graph_launches,
+                outputs,
             )
             try:
                 m = measure(backend, self.names, self.settings)
+                if m.mode == "hot":
+                    self.enter("timing", mode="hot, outputs poisoned")
+                    for name, found in output_dependence.check(backend, self.names, m).items():
+                        self.record["impls"][name]["integrity"] = found
             finally:
                 backend.close()
             self.ctx.synchronize()

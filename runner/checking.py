@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from runner import manifest
+from runner.null_models import passing_null_models
 from runner.suite import build_case, case_skeleton
 
 
@@ -46,6 +47,16 @@ def check_suite(suite: manifest.Suite, arch: str, require_all: bool = False) -> 
             for note in notes:  # e.g. why the baseline was skipped
                 click.echo(f"      {note.strip()}")
             continue
+        try:
+            admitted = passing_null_models(suite, case)
+        except manifest.ManifestError as exc:
+            admitted = [f"(the reference could not run: {exc})"]
+        if admitted:
+            failures += 1
+            click.echo(
+                f"FAIL  {case.id}: tolerance: outputs that did not do the work pass it at the check "
+                f"size: {'; '.join(admitted)} (tighten the tolerance or make the data less degenerate)"
+            )
         for name, impl in doc["implementations"].items():
             if name not in built:
                 reason = impl.get("skip_reason", "not built")

@@ -87,6 +87,21 @@ def main():
     help="After each case, write the partial document to stderr as one line starting "
     "'kernelgap-partial-document: ' (harness run keeps the last one if the connection drops).",
 )
+@click.option(
+    "--profile",
+    is_flag=True,
+    help="After each case is timed, profile one launch of every implementation at the timed size "
+    "with Nsight Compute (ncu on PATH) and record its counters as `profile` (flagged as profiled "
+    "data, kept apart from the timings; harness explain reads them).",
+)
+@click.option(
+    "--no-static",
+    "static",
+    flag_value=False,
+    default=True,
+    help="Do not record `static` (ptxas -v resources and the SASS instruction mix from cuobjdump "
+    "or nvdisasm, recorded by default where those tools are installed).",
+)
 def bench(cases, case_ids, **settings):
     """Build, check and time every case of the suite CASES (a cases.toml)."""
     from protocol.codec import encode
@@ -128,6 +143,23 @@ def bench(cases, case_ids, **settings):
         _die(f"internal error, the document was written anyway: {exc}")
     emit(doc)
     sys.exit(status)
+
+
+@main.command("profile-case", hidden=True)
+@click.argument("job", type=click.Path(dir_okay=False, exists=True))
+def profile_case(job):
+    """Launch one implementation once at the timed size (the program ncu profiles for --profile)."""
+    from protocol.codec import encode
+    from runner import driver, manifest
+    from runner.explain import profile_launch
+
+    try:
+        launched = profile_launch.main(job)
+    except (driver.NoGpuError, manifest.ManifestError, ValueError) as exc:
+        _die(str(exc))
+    except KeyError as exc:
+        _die(f"{job}: the job lacks {exc} (it needs manifest, case, impl and ptx)")
+    click.echo(encode(launched).decode(), err=True)
 
 
 @main.command()
@@ -257,7 +289,15 @@ def check(cases, arch, require_ptxas, require_all):
     help="Bundle folder to write.",
 )
 @click.option("--arch", default="sm_90", show_default=True, help="Target to compile for.")
-def build(cases, out, arch):
+@click.option(
+    "--no-static",
+    "static",
+    flag_value=False,
+    default=True,
+    help="Do not record each implementation's static analysis (ptxas -v resources, SASS "
+    "instruction mix, occupancy) in bundle.json; harness explain BUNDLE reads it.",
+)
+def build(cases, out, arch, static):
     """Build every implementation it can into a PTX bundle (no GPU needed) for `bench --bundle`."""
     from runner import manifest
     from runner.bundle import write_bundle
@@ -266,7 +306,7 @@ def build(cases, out, arch):
         suite = manifest.load(cases)
     except manifest.ManifestError as exc:
         _die(str(exc))
-    result = write_bundle(suite, arch, out, lambda text: click.echo(text, err=True))
+    result = write_bundle(suite, arch, out, lambda text: click.echo(text, err=True), static)
     click.echo(
         f"{out}/bundle.json: {len(result['implementations'])} built, "
         f"{len(result['skipped'])} skipped or failed",

@@ -90,6 +90,14 @@ def device_info(ctx: driver.Context) -> dict:
         "l2_bytes": ctx.attribute("L2_CACHE_SIZE"),
         # opt-in maximum: what a kernel can get with cuFuncSetAttribute, not the 48 KiB default
         "max_shared_bytes_per_block": ctx.attribute("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"),
+        # SM limits, for the theoretical occupancy of runner.explain (cuda_occupancy.h's inputs)
+        "max_registers_per_sm": _optional_attribute(ctx, "MAX_REGISTERS_PER_MULTIPROCESSOR"),
+        "max_threads_per_sm": _optional_attribute(ctx, "MAX_THREADS_PER_MULTIPROCESSOR"),
+        "max_blocks_per_sm": _optional_attribute(ctx, "MAX_BLOCKS_PER_MULTIPROCESSOR"),
+        "max_shared_bytes_per_sm": _optional_attribute(ctx, "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR"),
+        "reserved_shared_bytes_per_block": _optional_attribute(
+            ctx, "RESERVED_SHARED_MEMORY_PER_BLOCK"
+        ),
         "memory_bus_width_bits": _optional_attribute(ctx, "GLOBAL_MEMORY_BUS_WIDTH"),
         "clock_rate_khz": _optional_attribute(ctx, "CLOCK_RATE"),
         "memory_clock_rate_khz": _optional_attribute(ctx, "MEMORY_CLOCK_RATE"),

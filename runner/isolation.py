@@ -14,7 +14,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from protocol.codec import decode, encode
-from runner.processes import EVENT_FD_VARIABLE, REPO_ROOT
+from runner.processes import spawn_worker
 
 
 @dataclass
@@ -51,26 +51,10 @@ def run_worker(
     job: dict, timeout_s: float, on_event=None, echo_stderr: bool = True
 ) -> WorkerOutcome:
     """Run `job` in `python -m runner.worker`; kill the whole process group at the deadline."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
     # Events travel on their own pipe: a kernel's printf lands on the worker's stdout, which is
     # treated as log output like its stderr, so it can never corrupt an event line.
-    event_read, event_write = os.pipe()
-    env[EVENT_FD_VARIABLE] = str(event_write)
     t0 = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "runner.worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=REPO_ROOT,
-            env=env,
-            start_new_session=True,
-            pass_fds=(event_write,),
-        )
-    finally:
-        os.close(event_write)
+    proc, event_read = spawn_worker("runner.worker")
     outcome = WorkerOutcome()
     events: queue.Queue = queue.Queue()
     tail: deque = deque(maxlen=40)

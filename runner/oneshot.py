@@ -428,6 +428,14 @@ def _execute(request: Request, on_timeout: Callable[[dict], None] | None) -> dic
         context.close()
 
 
+def signature(request: Request) -> list[tuple[str, str]]:
+    """The .entry signature the request's params imply (a pointer for each array)."""
+    return [
+        (f"params[{i}]", "ptr" if p.array is not None else p.kind)
+        for i, p in enumerate(request.params)
+    ]
+
+
 def _run_in_context(request: Request, driver, ptx, on_timeout) -> dict:
     try:
         module = driver.Module(request.ptx, label="request")
@@ -437,11 +445,7 @@ def _run_in_context(request: Request, driver, ptx, on_timeout) -> dict:
     try:
         try:
             parsed = ptx.parse(request.ptx)
-            expected = [
-                (f"params[{i}]", "ptr" if p.array is not None else p.kind)
-                for i, p in enumerate(request.params)
-            ]
-            ptx.check_signature(parsed, request.kernel, expected, where="request")
+            ptx.check_signature(parsed, request.kernel, signature(request), where="request")
             kernel = module.kernel(
                 request.kernel, request.grid, request.block, request.shared_bytes
             )

@@ -35,6 +35,39 @@ def throughput(
     return out
 
 
+# Margins past the device's figures before a result is called impossible: the measured copy
+# bandwidth (read + write) can be beaten slightly by a read-heavy kernel; nominal FLOP/s is a
+# datasheet figure at the clock NVML reported.
+BANDWIDTH_MARGIN = 1.10
+FLOPS_MARGIN = 1.05
+
+
+def impossible(rates: dict, peaks: dict, working_set_bytes: float | None) -> str | None:
+    """Why a result is physically impossible on this device, naming both figures, or None.
+    A case whose working set fits in the L2 is not judged against DRAM bandwidth (there is no
+    measured L2 figure to judge it by); its FLOP rate still is."""
+    l2 = peaks.get("l2_bytes")
+    fraction = rates.get("fraction_of_peak_bandwidth")
+    dram_bound = working_set_bytes is None or not l2 or working_set_bytes > l2
+    if fraction is not None and dram_bound and fraction > BANDWIDTH_MARGIN:
+        peak = rates["bytes_per_s"] / fraction
+        return (
+            f"{rates['bytes_per_s'] / 1e9:.0f} GB/s is above the device's "
+            f"{rates.get('peak_bandwidth_source', 'measured')} {peak / 1e9:.0f} GB/s "
+            f"(x{BANDWIDTH_MARGIN:g} allowed) for a working set of {working_set_bytes or 0:.3g} "
+            f"bytes, larger than the {l2 or 0:.3g}-byte L2"
+        )
+    fraction = rates.get("fraction_of_peak_flops")
+    if fraction is not None and fraction > FLOPS_MARGIN:
+        peak = rates["flops_per_s"] / fraction
+        return (
+            f"{rates['flops_per_s'] / 1e12:.2f} TFLOP/s is above the device's "
+            f"{rates.get('peak_flops_source', 'nominal')} {peak / 1e12:.2f} TFLOP/s "
+            f"(x{FLOPS_MARGIN:g} allowed)"
+        )
+    return None
+
+
 def timing_block(timing: dict, measurement: dict) -> dict:
     samples = timing["samples_s"]
     return {
@@ -63,13 +96,18 @@ def gap_block(baseline_samples: list[float], candidate_samples: list[float], sta
 
 
 def finish_case(
-    case_doc: dict, worker_record: dict | None, geometry, flop_dtype, peaks: dict
+    case_doc: dict,
+    worker_record: dict | None,
+    geometry,
+    flop_dtype,
+    peaks: dict,
+    working_set_bytes: float | None = None,
 ) -> dict:
     """Fill `case_doc` (already holding builds and errors) from the worker's raw record."""
     record = worker_record or {}
     for name, impl in case_doc["implementations"].items():
         raw = record.get("impls", {}).get(name, {})
-        for key in ("load_s", "ptx", "check"):
+        for key in ("load_s", "ptx", "check", "integrity"):
             if key in raw:
                 impl[key] = raw[key]
     measurement = record.get("measurement")
@@ -85,9 +123,40 @@ def finish_case(
                 peaks,
                 flop_dtype,
             )
+        found = [
+            f"{name}: {why}"
+            for name, impl in case_doc["implementations"].items()
+            if "throughput" in impl
+            and (why := impossible(impl["throughput"], peaks, working_set_bytes))
+        ]
+        dependent = [
+            f"{name}: {i['integrity']['poisoned_s'] * 1e6:.2f} us a launch when its outputs are "
+            f"poisoned first, {i['integrity']['plain_s'] * 1e6:.2f} us in plain hot replay "
+            f"(x{i['integrity']['ratio']:.2f}, limit x{i['integrity']['limit']:.2f})"
+            for name, i in case_doc["implementations"].items()
+            if i.get("integrity", {}).get("output_dependent")
+        ]
+        if found or dependent:  # the samples stay in the document; the case gets no gap
+            case_doc["status"] = "failed"
+            parts = []
+            if found:
+                parts.append(
+                    "physically impossible timing (the work was not all done, or not all "
+                    "timed): " + "; ".join(found)
+                )
+            if dependent:
+                parts.append(
+                    "output-dependent timing (faster when its outputs already hold the answer): "
+                    + "; ".join(dependent)
+                )
+            case_doc["error"] = {"phase": "timing", "message": "; ".join(parts)}
+            found = found or dependent
         base_timing = case_doc["implementations"][baseline]["timing"]
         for impl in case_doc["implementations"].values():
-            if impl["role"] == "candidate" and "timing" in impl:
+            if impl["role"] == "candidate" and "timing" in impl and found:
+                impl["gap"] = None
+                impl["gap_note"] = "no gap: the case's timing is physically impossible"
+            elif impl["role"] == "candidate" and "timing" in impl:
                 checked = impl.get("check", {}).get("status") == "passed"
                 if not checked:
                     impl["gap"] = None

@@ -27,7 +27,7 @@ from typing import BinaryIO
 
 import orjson
 
-from runner.processes import EVENT_FD_VARIABLE, REPO_ROOT
+from runner.processes import spawn_worker
 
 # Only stdlib and orjson at import: the worker (CUDA context, numpy, jsonschema) is started
 # first and loads while this process reads its first line.
@@ -67,23 +67,7 @@ class Worker:
     """One runner.serve_worker process: frames go to its stdin, answers come on a pipe."""
 
     def __init__(self):
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
-        read_fd, write_fd = os.pipe()
-        env[EVENT_FD_VARIABLE] = str(write_fd)
-        try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "runner.serve_worker"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                cwd=REPO_ROOT,
-                env=env,
-                start_new_session=True,
-                pass_fds=(write_fd,),
-            )
-        finally:
-            os.close(write_fd)
+        self.proc, read_fd = spawn_worker("runner.serve_worker", stderr=subprocess.STDOUT)
         self.answers: queue.Queue = queue.Queue()
         self.log: deque = deque(maxlen=20)
         threading.Thread(target=self._pump, args=(os.fdopen(read_fd, "rb"),), daemon=True).start()

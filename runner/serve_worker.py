@@ -21,9 +21,26 @@ import sys
 import threading
 from collections import OrderedDict
 
-from protocol import RUN_PROTOCOL_VERSION, decode, encode
-from runner import oneshot
-from runner.oneshot import Request, RequestError, error_document
+
+def _bring_up_the_context(outcome: dict) -> None:
+    try:
+        from runner import driver
+
+        driver.Context()  # the primary context: retained here, current again in Service
+    except BaseException as exc:  # Service raises it again, where it is answered
+        outcome["error"] = exc
+
+
+# Started as the service's worker: the driver loads and the context comes up in a thread while
+# numpy and jsonschema import below (a third of the start-up to the first answer).
+_EARLY: dict = {}
+_EARLY_THREAD = threading.Thread(target=_bring_up_the_context, args=(_EARLY,), daemon=True)
+if __name__ == "__main__":
+    _EARLY_THREAD.start()
+
+from protocol import RUN_PROTOCOL_VERSION, decode, encode  # noqa: E402
+from runner import oneshot  # noqa: E402
+from runner.oneshot import Request, RequestError, error_document  # noqa: E402
 
 MODULE_CACHE = 64
 BROKEN_EXIT = 3  # the context is broken (sticky error): start a fresh worker
@@ -74,6 +91,8 @@ class Service:
     def __init__(self, answers: Answers):
         from runner import driver, ptx
 
+        if _EARLY_THREAD.is_alive() or _EARLY_THREAD.ident is not None:
+            _EARLY_THREAD.join()
         self.driver, self.ptx, self.answers = driver, ptx, answers
         self.context = driver.Context()
         self.stream = driver.Stream()
@@ -103,11 +122,7 @@ class Service:
         except ptx.PtxError as exc:
             return error_document("signature", str(exc))
         try:
-            expected = [
-                (f"params[{i}]", "ptr" if p.array is not None else p.kind)
-                for i, p in enumerate(request.params)
-            ]
-            ptx.check_signature(parsed, request.kernel, expected, where="request")
+            ptx.check_signature(parsed, request.kernel, oneshot.signature(request), where="request")
             kernel = module.kernel(
                 request.kernel, request.grid, request.block, request.shared_bytes
             )

@@ -14,11 +14,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from protocol.codec import encode
 from protocol.progress import PARTIAL_DOCUMENT_PREFIX
 from protocol.validation import DocumentError, validate
-from runner import driver, environment, manifest, ptx, result, toolchains
+from runner import driver, environment, generator, manifest, ptx, result, toolchains
 from runner.bundle import Bundle, BundleError
+from runner.explain import profiling
+from runner.explain.static import record_static
 from runner.isolation import run_worker
 from runner.revisions import variants
 
@@ -41,6 +45,8 @@ class BenchOptions:
     emit_partial: bool = False  # the partial document on stderr after each case (for harness run)
     budget_s: float | None = None  # the whole suite's wall-time budget; cases past it are not run
     revisions: tuple[tuple[str, Path], ...] = ()  # labelled bundles (runner.revisions), in order
+    profile: bool = False  # after timing, Nsight Compute counters per implementation (ncu)
+    static: bool = True  # ptxas -v resources and the SASS instruction mix, where the tools are
 
 
 class Progress:
@@ -204,9 +210,11 @@ def run_one(
     bundle: Bundle | None = None,
     budget_left_s: float | None = None,
     revisions: dict[str, Bundle] | None = None,
+    environment_device: dict | None = None,
 ) -> dict:
     """One case in its worker; with `budget_left_s` (what is left of the suite's --budget-s)
     the case's own timeout is cut to it, so one oversized case cannot spend the whole job."""
+    deadline = None if budget_left_s is None else time.monotonic() + budget_left_s
     case_doc = case_skeleton(case)
     settings = timing_settings(case, options)
     case_timeout_s = options.timeout_s or case.settings.timeout_s
@@ -220,6 +228,8 @@ def run_one(
     if case_doc["status"] == "failed":
         say(f"[{case.id}] FAILED in {case_doc['error']['phase']}: {case_doc['error']['message']}")
         return case_doc
+    if options.static:
+        record_static(case, case_doc, built, arch, environment_device, bundle)
     job = {
         "job": "case",
         "manifest": str(suite.path.resolve()),
@@ -272,8 +282,16 @@ def run_one(
     if options.skip_check:
         for impl in case_doc["implementations"].values():
             impl.setdefault("check", {"status": "not_checked"})
-    result.finish_case(case_doc, record, case.geometry(case.dims), case.flop_dtype, peaks)
+    geometry = case.geometry(case.dims)
+    working_set = sum(
+        geometry.lengths[b.name] * np.dtype(generator.DTYPES[b.dtype]).itemsize
+        for b in case.buffers
+    )
+    result.finish_case(case_doc, record, geometry, case.flop_dtype, peaks, working_set)
     case_doc["worker_wall_s"] = outcome.wall_s
+    if options.profile and case_doc["status"] == "ok":  # after timing, never inside it
+        entries = {i.name: i.entry for i in case.impls}
+        profiling.profile_case(suite.path, case_doc, entries, built, say, options.device, deadline)
     if case_doc["status"] == "ok":
         gaps = [
             f"{n} {i['gap']['ratio_of_medians']:.3f}x [{i['gap']['ci_low']:.3f}, {i['gap']['ci_high']:.3f}]"
@@ -369,6 +387,8 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
         "bundle": str(options.bundle) if options.bundle else None,
         **({"revisions": {k: str(p) for k, p in options.revisions}} if options.revisions else {}),
         "budget_s": options.budget_s,
+        "profile": options.profile,
+        "static": options.static,
     }
     case_docs = []
     deadline = time.monotonic() + options.budget_s if options.budget_s else None
@@ -379,8 +399,20 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
             say(f"[{case.id}] not run: {case_docs[-1]['error']['message']}")
             continue
         try:
+            peaks = {**env["peaks"], "l2_bytes": device.get("l2_bytes")}
             case_docs.append(
-                run_one(suite, case, arch, options, env["peaks"], say, bundle, left_s, revisions)
+                run_one(
+                    suite,
+                    case,
+                    arch,
+                    options,
+                    peaks,
+                    say,
+                    bundle,
+                    left_s,
+                    revisions,
+                    environment_device=env["device"],
+                )
             )
         except Exception as exc:  # a bug or an unforeseen failure costs this case, not the run
             case_doc = case_skeleton(case)

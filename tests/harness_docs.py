@@ -164,3 +164,30 @@ def samples(median_s: float, n: int = 30, noise: float = 0.002, seed: int = 0) -
 
     rng = np.random.default_rng(seed)
     return [float(x) for x in median_s * (1 + noise * rng.uniform(-1, 1, n))]
+
+
+def small_run(k: int = 0, **kwargs) -> dict:
+    """Run k of a one-case history: case 'axpy', baseline 'cuda' at 1 ms and candidate 'forth'
+    at 1.2 ms, commit k and a start k seconds after 10:00 (keyword arguments: make_document's)."""
+    cases = {"axpy": {"cuda": samples(1e-3, seed=k), "forth": samples(1.2e-3, seed=100 + k)}}
+    kwargs.setdefault("started_utc", f"2026-12-01T10:00:{k:02d}Z")
+    kwargs.setdefault("commit", f"{k:040x}")
+    return make_document(cases, **kwargs)
+
+
+def suite_manifest(folder: Path, *documents: dict, gpu: str | None = "keep") -> Path:
+    """Write folder/cases.toml, a suite manifest whose [suite] is the first document's (its
+    name and version; `gpu`, or the document's own pin when "keep"), and make every document a
+    run of it: their suite.sha256 becomes the file's. Returns the path (for --cases)."""
+    suite = documents[0]["suite"]
+    pin = suite.get("gpu") if gpu == "keep" else gpu
+    lines = ["[suite]", f"name = {orjson.dumps(suite['name']).decode()}"]
+    lines.append(f"version = {suite['version']}")
+    if pin is not None:
+        lines.append(f"gpu = {orjson.dumps(pin).decode()}")
+    path = Path(folder) / "cases.toml"
+    path.write_text("\n".join(lines) + "\n")
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    for document in documents:
+        document["suite"]["sha256"] = sha
+    return path

@@ -30,7 +30,7 @@ def suite_copy(tmp_path):
 def built(suite_copy, tmp_path):
     suite = manifest.load(suite_copy)
     out = tmp_path / "bundle"
-    result = write_bundle(suite, "sm_90", out)
+    result = write_bundle(suite, "sm_90", out, static=False)  # the CLI test below covers static
     return suite, out, result
 
 
@@ -127,4 +127,11 @@ def test_build_command_writes_a_bundle(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "" and "bundle.json" in done.stderr
-    assert Bundle.load(tmp_path / "b").manifest["arch"] == "sm_90"
+    bundle = Bundle.load(tmp_path / "b").manifest
+    assert bundle["arch"] == "sm_90" and bundle["schema_version"] == "1.2.0"
+    # every implementation carries its static analysis (or why there is none) and its role
+    for entry in bundle["implementations"]:
+        assert entry["role"] in ("baseline", "candidate")
+        assert entry["static"]["status"] in ("ok", "unavailable"), entry["static"]
+        if entry["static"]["status"] == "ok":
+            assert entry["static"]["arch"] == "sm_90" and entry["static"]["instructions"]["total"]

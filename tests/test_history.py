@@ -12,7 +12,7 @@ import sqlite3
 import orjson
 import pytest
 from click.testing import CliRunner
-from harness_docs import make_document, samples
+from harness_docs import make_document, samples, suite_manifest
 
 from harness.cli import main
 from harness.regressions import Policy, change, current_series, review, review_series, threshold
@@ -97,7 +97,8 @@ def test_ingest_is_idempotent_and_keeps_the_raw_document(tmp_path):
         assert samples_back == d["cases"][0]["implementations"]["forth"]["timing"]["samples_s"]
     with sqlite3.connect(db) as raw:
         assert raw.execute("SELECT count(*) FROM points").fetchone()[0] == 2
-        assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        # WAL while writing; at rest a rollback journal, so readers leave no -wal/-shm files
+        assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
         assert raw.execute("PRAGMA user_version").fetchone()[0] == STORE_SCHEMA_VERSION
 
 
@@ -385,9 +386,10 @@ def write(path, document) -> str:
 def test_cli_ingest_history_and_regressions(tmp_path):
     run = CliRunner().invoke
     db = str(tmp_path / "h.sqlite")
-    files = [
-        write(tmp_path / f"r{k:02d}.json", doc(k, cand_factor=f)) for k, f in enumerate(JITTER)
-    ]
+    runs = [doc(k, cand_factor=f) for k, f in enumerate(JITTER)]
+    step_run = doc(20, cand_factor=1.10)
+    cases = str(suite_manifest(tmp_path, *runs, step_run))  # the suite they ran: the pin's source
+    files = [write(tmp_path / f"r{k:02d}.json", d) for k, d in enumerate(runs)]
 
     done = run(main, ["ingest", files[0], "--db", db])
     assert done.exit_code == 0, done.output
@@ -395,9 +397,9 @@ def test_cli_ingest_history_and_regressions(tmp_path):
     assert not (tmp_path / "h.sqlite").exists()
 
     for f in files:
-        done = run(main, ["ingest", f, "--db", db, "--trusted"])
+        done = run(main, ["ingest", f, "--db", db, "--trusted", "--cases", cases])
         assert done.exit_code == 0 and "stored run" in done.stdout, done.output
-    done = run(main, ["ingest", files[0], "--db", db, "--trusted"])
+    done = run(main, ["ingest", files[0], "--db", db, "--trusted", "--cases", cases])
     assert done.exit_code == 0 and "already stored" in done.stdout
 
     done = run(main, ["history", "--db", db])
@@ -417,8 +419,8 @@ def test_cli_ingest_history_and_regressions(tmp_path):
 
     done = run(main, ["regressions", "--db", db])
     assert done.exit_code == 0 and "0 alert(s)" in done.stdout, done.output
-    step = write(tmp_path / "step.json", doc(20, cand_factor=1.10))
-    assert run(main, ["ingest", step, "--db", db, "--trusted"]).exit_code == 0
+    step = write(tmp_path / "step.json", step_run)
+    assert run(main, ["ingest", step, "--db", db, "--trusted", "--cases", cases]).exit_code == 0
     done = run(main, ["regressions", "--db", db])
     assert done.exit_code == 1 and "**ALERT**" in done.stdout and "% slower" in done.stdout
     report = orjson.loads(
@@ -440,8 +442,10 @@ def test_cli_bad_input_exits_2_naming_file_and_field(tmp_path):
     path = write(tmp_path / "bad.json", bad)
     done = run(main, ["ingest", path, "--db", db, "--trusted"])
     assert done.exit_code == 2 and path in done.stderr and "median_s" in done.stderr
-    wrong_gpu = write(tmp_path / "a100.json", doc(gpu="NVIDIA A100", suite_gpu="NVIDIA H200"))
-    done = run(main, ["ingest", wrong_gpu, "--db", db, "--trusted"])
+    a100 = doc(gpu="NVIDIA A100", suite_gpu="NVIDIA H200")
+    cases = str(suite_manifest(tmp_path, a100))
+    wrong_gpu = write(tmp_path / "a100.json", a100)
+    done = run(main, ["ingest", wrong_gpu, "--db", db, "--trusted", "--cases", cases])
     assert done.exit_code == 2 and "NVIDIA A100" in done.stderr and "NVIDIA H200" in done.stderr
     assert not (tmp_path / "h.sqlite").exists()
     garbage = tmp_path / "garbage.sqlite"

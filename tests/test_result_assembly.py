@@ -311,3 +311,44 @@ def test_the_frozen_fixture_is_recomputed_from_its_raw_samples():
     assert result.gap_block(base["samples_s"], cand["samples_s"], True) == pytest.approx(
         impls["handptx"]["gap"]
     )
+
+
+# --- physically impossible timings (issue 13) ----------------------------------------------
+
+
+def test_a_time_above_the_devices_bandwidth_fails_the_case_naming_both_figures():
+    doc = skeleton({"cuda": "baseline", "handptx": "candidate"})
+    honest = samples(GEOMETRY.bytes / PEAKS["measured_memory_bytes_per_s"] * 1.02, 0.001, 1)
+    cheat = samples(GEOMETRY.bytes / PEAKS["measured_memory_bytes_per_s"] / 3, 0.001, 2)
+    record = worker_record(
+        {"cuda": honest, "handptx": cheat}, {"cuda": "passed", "handptx": "passed"}
+    )
+    big = 10 * GEOMETRY.bytes  # a DRAM-sized working set
+    peaks = {**PEAKS, "l2_bytes": 50 * 2**20}
+    result.finish_case(doc, record, GEOMETRY, "f64", peaks, big)
+    assert doc["status"] == "failed" and doc["error"]["phase"] == "timing"
+    message = doc["error"]["message"]
+    assert message.startswith("physically impossible timing") and "handptx: " in message
+    measured = PEAKS["measured_memory_bytes_per_s"] / 1e9
+    assert f"is above the device's measured {measured:.0f} GB/s" in message
+    assert "cuda:" not in message
+    assert doc["implementations"]["handptx"]["gap"] is None
+    assert len(doc["implementations"]["handptx"]["timing"]["samples_s"]) == 30  # nothing lost
+
+
+def test_an_l2_resident_case_is_not_judged_against_dram_bandwidth():
+    doc = skeleton({"cuda": "baseline", "handptx": "candidate"})
+    fast = samples(GEOMETRY.bytes / PEAKS["measured_memory_bytes_per_s"] / 3, 0.001, 3)
+    record = worker_record({"cuda": fast, "handptx": fast}, {"cuda": "passed", "handptx": "passed"})
+    result.finish_case(doc, record, GEOMETRY, "f64", {**PEAKS, "l2_bytes": 50 * 2**20}, 24 * 2**20)
+    assert doc["status"] == "ok" and doc["implementations"]["handptx"]["gap"] is not None
+
+
+def test_a_flop_rate_above_the_nominal_peak_is_impossible():
+    peaks = {"nominal_f64_flops_per_s": 6.7e13}
+    possible = result.throughput(None, 1e11, 1e-2, peaks, "f64")  # 1e13 FLOP/s
+    assert result.impossible(possible, peaks, None) is None
+    too_fast = result.throughput(None, 1e12, 1e-2, peaks, "f64")  # 1e14 FLOP/s
+    assert result.impossible(too_fast, peaks, None) == (
+        "100.00 TFLOP/s is above the device's nominal f64 67.00 TFLOP/s (x1.05 allowed)"
+    )

@@ -30,7 +30,7 @@ def stand_ins(monkeypatch) -> list[float | None]:
     monkeypatch.setattr(suite_module, "probe_environment", lambda options: copy.deepcopy(env))
     monkeypatch.setattr(suite_module.environment, "nvml_sensors", lambda *a, **k: None)
 
-    def one_case(suite, case, arch, options, peaks, say, bundle=None, budget_left_s=None):
+    def one_case(suite, case, arch, options, peaks, say, bundle=None, budget_left_s=None, **device):
         limits.append(budget_left_s)
         time.sleep(CASE_S)
         doc = case_skeleton(case)

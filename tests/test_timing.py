@@ -257,3 +257,46 @@ def test_schedule_settings_are_checked():
         TimingSettings(schedule="zigzag")
     with pytest.raises(ValueError, match="samples must be even"):
         TimingSettings(schedule="passes", samples=7)
+
+
+# ---- output dependence (issue 13): a kernel faster when its answer is already there -----------
+
+
+class PoisonBackend:
+    """Per-launch kernel seconds `plain` on settled outputs and `computing` on poisoned ones,
+    plus `poison` seconds a launch for the poison itself."""
+
+    def __init__(self, plain: float, computing: float, poison: float):
+        self.plain, self.computing, self.poison = plain, computing, poison
+        self.resets = 0
+
+    def reset(self, name):
+        self.resets += 1
+
+    def timed_poisoned(self, name, batch, with_kernel):
+        return batch * (self.poison + (self.computing if with_kernel else 0.0))
+
+
+def measured(plain_s: float, batch: int = 100):
+    from runner.timing.base import ImplTiming, Measurement
+
+    timing = ImplTiming(
+        "k", samples_s=[plain_s * (1 + 0.001 * (i % 3 - 1)) for i in range(30)], batch=batch
+    )
+    return Measurement("hot", {"k": timing}, [["k"]], 10, 1.0)
+
+
+def test_an_honest_kernel_is_not_output_dependent():
+    from runner.timing import output_dependence
+
+    found = output_dependence.check(PoisonBackend(10e-6, 10.3e-6, 50e-6), ["k"], measured(10e-6))
+    assert found["k"]["output_dependent"] is False
+    assert found["k"]["ratio"] == pytest.approx(1.03, rel=1e-6)
+
+
+def test_a_kernel_that_skips_work_on_settled_outputs_is_flagged():
+    from runner.timing import output_dependence
+
+    found = output_dependence.check(PoisonBackend(2e-6, 40e-6, 5e-6), ["k"], measured(2e-6))
+    assert found["k"]["output_dependent"] is True
+    assert found["k"]["ratio"] == pytest.approx(20.0, rel=1e-6) and found["k"]["limit"] == 1.1

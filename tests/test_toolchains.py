@@ -44,6 +44,18 @@ extern "C" __global__ void softexp(const double* __restrict__ x, double* __restr
 }
 """
 FLAGS = ["-DTILE=128"]
+# The numpy twin of SOURCE for TILE = 128 (runner check runs null models against it).
+SOFTEXP_REFERENCE = """\
+import numpy as np
+
+
+def softexp(x, scale, shift, n):
+    t = np.exp(x * scale)
+    i = np.arange(n)
+    y = np.sqrt(t[i // 128 * 128 + (i % 128 + shift) % 128])
+    z = np.sqrt(np.exp(t.astype(np.float32)))
+    return {"y": y, "z": z.astype(np.float32)}
+"""
 PARAM_SIZES = [8, 8, 8, 8, 8, 4]
 
 # A hand-written module that the fake external compiler below "emits" for {arch}.
@@ -432,7 +444,7 @@ def test_check_builds_each_toolchain_and_reports_a_missing_compiler(
         require(toolchain)
     (tmp_path / "kernels").mkdir()
     (tmp_path / "kernels" / "softexp.cu").write_text(SOURCE)
-    (tmp_path / "reference.py").write_text("def softexp(**kwargs):\n    return {}\n")
+    (tmp_path / "reference.py").write_text(SOFTEXP_REFERENCE)
     impls = "".join(
         f'[[case.impl]]\nname = "{name}"\nrole = "{role}"\ntoolchain = "{tc}"\n'
         f'source = "kernels/softexp.cu"\nentry = "softexp"\nflags = ["-DTILE=128"]\n{extra}\n'

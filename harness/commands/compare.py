@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from harness.escaping import terminal
 from protocol import documents
 from protocol.codec import encode
 
@@ -111,7 +112,7 @@ def compare(base, head, output_format, fail_on, min_effect, alpha, seed):
         click.echo(comparing.markdown(result), nl=False)
     tripped = comparing.gate(result, fail_on)
     if tripped:
-        names = ", ".join(f"{r.label} {r.verdict}" for r in tripped)
+        names = terminal(", ".join(f"{r.label} {r.verdict}" for r in tripped))
         click.echo(f"compare: --fail-on {fail_on} tripped by {len(tripped)}: {names}", err=True)
         sys.exit(1)
 

@@ -13,12 +13,14 @@ from pathlib import Path
 import click
 import orjson
 
-from harness import change_report
+from harness import change_report, trust
 from harness.change_review import ChangeFinding, find_changes
 from harness.change_review import tripped as changes_tripped
 from harness.changes import ChangePolicy
 from harness.commands.compare import RESULT, BadInput, load_result
 from harness.drift import DriftPolicy
+from harness.escaping import markdown as md
+from harness.escaping import terminal
 from harness.regressions import Finding, Policy, current_series, review
 from harness.store import Store, StoreError
 
@@ -60,14 +62,36 @@ def _echo_json(value) -> None:
     help="Write to the history. Without it (the default, for pull-request runs) the document is "
     "validated and what would be stored is printed; nothing is written.",
 )
-def ingest(result: Path, db: Path, trusted: bool):
+@click.option(
+    "--cases",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The suite manifest the history belongs to (default with --trusted: "
+    f"{trust.DEFAULT_CASES}). The GPU pin is its [suite] gpu; a document of another suite, version or "
+    "manifest (sha256) is refused.",
+)
+@click.option(
+    "--gpu",
+    "gpu_pin",
+    metavar="MODEL",
+    help="For a runner.bench document, which has no manifest: the GPU model the history pins "
+    "(named by the repository's workflow); a run on another model is refused.",
+)
+def ingest(result: Path, db: Path, trusted: bool, cases: Path | None, gpu_pin: str | None):
     """Store the result document RESULT in the history (only with --trusted).
 
-    The same run ingested twice is stored once. A run on another GPU model than the suite pins
-    is refused; a result whose series key changed (source, case version, ...) starts a new series.
+    The same run ingested twice is stored once. The GPU pin comes from the repository, never
+    from the document: a trusted ingest reads the suite manifest (--cases) and refuses a run of
+    another suite, version or manifest, or on another GPU model than it pins. A result whose
+    series key changed (source, case version, ...) starts a new series.
     """
     document = load_result(result)
     what = "stdin" if str(result) == "-" else str(result)
+    try:
+        canon = trust.canon_for(document, cases, gpu_pin, trusted)
+        if canon is not None:
+            trust.check(document, canon, what)
+    except trust.TrustError as exc:
+        raise BadInput(str(exc)) from None
     # Untrusted: an existing file is opened read-only; a missing one is never created.
     with _opened(db, readonly=not trusted and db.exists()) as store:
         report = store.ingest(document, trusted=trusted, what=what, check=False)
@@ -97,11 +121,17 @@ def _select(store: Store, case_id: str | None, wanted: str | None) -> list[dict]
     if len(by_prefix) > 1:
         ids = ", ".join(s["series_id"] for s in by_prefix[:5])
         raise BadInput(f"--series {wanted}: ambiguous id prefix ({ids}, ...); give more digits")
-    names = sorted({f"{s['case_id']}/{s['impl']}" for s in series})[:10]
+    names = sorted({terminal(f"{s['case_id']}/{s['impl']}") for s in series})[:10]
     raise BadInput(
         f"--series {wanted}: no such series in {store.path}; give a series id or CASE/IMPL "
         f"(known: {', '.join(names) or 'none'})"
     )
+
+
+def _shown(row: dict) -> dict:
+    """The row with every text value safe to print on a terminal (harness.escaping.terminal),
+    escaped before padding so the columns still line up."""
+    return {k: terminal(v) if isinstance(v, str) else v for k, v in row.items()}
 
 
 def _series_table(series: list[dict]) -> list[str]:
@@ -109,7 +139,7 @@ def _series_table(series: list[dict]) -> list[str]:
         "series            case                      v  impl            role       gpu"
         "                mode  suite  source    baseline  points  first                 last"
     ]
-    for s in series:
+    for s in map(_shown, series):
         lines.append(
             f"{s['series_id']:<17} {s['case_id']:<25} {s['case_version']:<2} {s['impl']:<15} "
             f"{s['role']:<10} {s['gpu']:<18} {s['mode'] or '-':<5} v{s['suite_version']:<5} "
@@ -125,7 +155,7 @@ def _points_table(points: list[dict]) -> list[str]:
         "  date                 commit        median          noise    stable  gap       "
         "gap 95% CI            check        status"
     ]
-    for p in points:
+    for p in map(_shown, points):
         ci = "-" if p["gap_ci_low"] is None else f"[{p['gap_ci_low']:.4f}, {p['gap_ci_high']:.4f}]"
         status = p["case_status"]
         if p["error_message"]:
@@ -178,7 +208,8 @@ def history(db: Path, case_id: str | None, wanted: str | None, last: int, output
         return
     for s in series:
         shown = s["shown"]
-        click.echo(f"{s['series_id']}  {s['label']}  ({len(shown)} of {s['points']} points)")
+        title = f"{s['series_id']}  {s['label']}  ({len(shown)} of {s['points']} points)"
+        click.echo(terminal(title))
         click.echo("\n".join(_points_table(shown)))
         click.echo("")
 
@@ -188,8 +219,7 @@ def _finding_row(f: Finding) -> str:
     change = "-" if f.relative is None else f"{f.relative * 100:+.1f}%"
     limit = "-" if f.threshold is None else f"±{f.threshold * 100:.1f}%"
     mark = {"alert": "**ALERT**", "unstable": "unstable (no alert)"}.get(f.status, f.status)
-    cells = [
-        mark,
+    data = [  # every cell but the status mark comes from the store: escaped, pipes included
         f"{f.case_id} / {f.impl} ({f.role})",
         f.metric,
         value(f.newest),
@@ -198,8 +228,12 @@ def _finding_row(f: Finding) -> str:
         limit,
         str(f.history),
         f"{f.started_utc[:19]} {(f.commit or '-')[:12]}",
-        f"`{f.series_id}`",
-        f.note.replace("|", "\\|"),
+    ]
+    cells = [
+        mark,
+        *(md(cell, cell=True) for cell in data),
+        md(f.series_id, cell=True, code=True),
+        md(f.note, cell=True),
     ]
     return "| " + " | ".join(cells) + " |"
 

@@ -9,7 +9,8 @@ dependencies, GPU tests, the benchmark) runs in that one session; each step ship
 Exit status: 0 every case ok, 1 some case failed (the document is still saved) or the GPU tests
 failed, 2 bad input, no GPU, an unreachable target, no offer under the price ceiling, a
 timeout or a dropped connection (what had
-arrived on stdout is kept in a `.partial` file), 128 + N when signal N (SIGTERM, SIGHUP) stopped
+arrived on stdout is kept in a `.partial` file), a document that --out cannot take (a full
+disk: it is kept under the temporary folder, or on stdout, harness.result_files), 128 + N when signal N (SIGTERM, SIGHUP) stopped
 it, after the session was closed and any rented machine destroyed.
 """
 
@@ -29,6 +30,7 @@ import click
 
 from harness import shipping
 from harness.commands.compare import BadInput
+from harness.result_files import keep, save_new
 from harness.store import normalize_utc
 from harness.transport.base import Completed, Transport, TransportError
 from harness.transport.local import LocalTransport
@@ -230,32 +232,18 @@ def result_name(document: dict) -> str:
     return f"{started:%Y%m%dT%H%M%SZ}-{_slug(gpu)}-{_slug(short)}.json"
 
 
-def save_new(directory: Path, name: str, data: bytes) -> Path:
-    """Write `data` to directory/name, or name-2, name-3 ... when taken; never overwrites."""
-    directory.mkdir(parents=True, exist_ok=True)
-    stem, dot, suffix = name.partition(".")
-    for index in range(1, 1000):
-        path = directory / (name if index == 1 else f"{stem}-{index}{dot}{suffix}")
-        try:
-            with path.open("xb") as file:
-                file.write(data)
-            return path
-        except FileExistsError:
-            continue
-    raise RunFailed(f"{directory}: cannot find a free name for {name}")
-
-
 def _save_partial(out: Path, target: str, data: bytes, partial: bytes | None = None) -> str:
-    """Keep what was measured: the runner's last partial document, else whatever stdout held."""
+    """Keep what was measured: the runner's last partial document, else whatever stdout held
+    (elsewhere when `out` cannot take it: harness.result_files)."""
     stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{_slug(target)}"
     if partial:
-        path = save_new(out, f"{stamp}.partial.json", partial)
-        return (
-            f"the cases finished before that are kept in {path} (a document with complete: false)"
-        )
+        kept = keep(out, f"{stamp}.partial.json", partial, "the partial document")
+        where = kept.problem or f"kept in {kept.path}"
+        return f"the cases finished before that: {where} (a document with complete: false)"
     if not data:
         return "nothing had arrived on the runner's stdout"
-    return f"what had arrived on its stdout is kept in {save_new(out, stamp + '.partial', data)}"
+    kept = keep(out, f"{stamp}.partial", data, "what had arrived on the runner's stdout")
+    return kept.problem or f"what had arrived on its stdout is kept in {kept.path}"
 
 
 def _dependencies(tests: bool) -> list[str]:
@@ -362,8 +350,12 @@ class Session:
                 self.options["out"], self.options["target"], done.stdout, self.tail.partial
             )
             raise RunFailed(f"{exc}; {kept}") from None
-        path = save_new(self.options["out"], result_name(document), done.stdout)
-        click.echo(str(path))
+        kept = keep(self.options["out"], result_name(document), done.stdout)
+        if kept.path is not None:
+            click.echo(str(kept.path))  # where the document is, even when not under --out
+        if kept.problem:
+            failed = "; some case failed" if done.returncode == 1 else ""
+            raise RunFailed(f"{kept.problem}{failed}")
         if done.returncode == 1:
             click.echo("harness: some case failed; the document records which and why", err=True)
         return done.returncode

@@ -129,7 +129,8 @@
       const ci = (r.lo === null || r.lo === undefined) ? "–" : r.lo.toFixed(3) + " – " + r.hi.toFixed(3);
       body.append(el("tr", { "data-case": r.case, "data-candidate": r.candidate, "data-status": r.status },
         el("td", {}, link, el("span", { class: "status-note" }, "v" + r.version)),
-        el("td", {}, r.candidate ? r.candidate + " vs " + r.baseline : "–"),
+        el("td", {}, r.candidate ? r.candidate + " vs " + r.baseline : "–",
+           r.explain ? el("a", { class: "explain", href: r.explain, title: "why: resources, instruction mix and counters side by side (harness explain)" }, "explain") : null),
         el("td", { class: "num gap" }, gapText(r.gap)), el("td", { class: "num" }, ci),
         el("td", { class: "num" }, timeText(r.base_s)), el("td", { class: "num" }, timeText(r.cand_s)), status));
       state.table += 1;

@@ -7,6 +7,7 @@ The site, every file beside index.html so that it works from file:// and from an
                       once: an identical file already there is left alone)
   data.js             `window.KERNELGAP_DATA = {...};` (layout DATA_FORMAT_VERSION, below)
   runs/<run_id>.json  raw result documents, named by content hash and so never rewritten
+  explain/<case>.*    harness explain of each case of the newest run (.md and a .html page)
   gab/data.js         with --format github-action-benchmark only: the history's gaps and suite
                       geomeans in that action's layout, `window.BENCHMARK_DATA = {...};`
                       (harness.dashboard.gab)
@@ -48,6 +49,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
+from harness.dashboard import explain_pages
 from harness.dashboard.alerts import findings
 from harness.dashboard.gab import GAB_DATA, gab_key, github_action_benchmark_data
 from harness.primary import primary_candidate
@@ -689,6 +691,10 @@ def build_site(
         data = collect(store, repo_url=repo_url, max_points=max_points, title=title, marked=marked)
         out.mkdir(parents=True, exist_ok=True)
         written = _publish_runs(store, data, out, raw_runs)
+        latest_id = store.runs()[-1]["run_id"]
+        pages = explain_pages.write(out, store.raw_document(latest_id), f"run {latest_id}")
+        for row in data["table"]:
+            row["explain"] = pages.get(row["case"])
         gab = github_action_benchmark_data(store, repo_url) if formats else None
     package = resources.files("harness.dashboard")
     _write_if_changed(out / "index.html", (package / "page.html").read_bytes())

@@ -6,6 +6,7 @@ comes first.
 
 from __future__ import annotations
 
+from harness.escaping import markdown as md
 from harness.export.table import MARKDOWN, Column, format_table, format_time, impl_rows
 from harness.summary import headline
 
@@ -50,4 +51,4 @@ def render(document: dict) -> bytes:
     """The table as UTF-8 markdown; gap = median(candidate) / median(baseline)."""
     lead = headline(document)
     table = format_table(MARKDOWN, COLUMNS, [_cells(r) for r in impl_rows(document)])
-    return (f"**{lead}.**\n\n{table}" if lead else table).encode()
+    return (f"**{md(lead)}.**\n\n{table}" if lead else table).encode()

@@ -8,6 +8,7 @@ a primary candidate (harness.primary) states its geometric-mean gap under the ti
 
 from __future__ import annotations
 
+from harness.escaping import markdown as md
 from harness.export.table import MARKDOWN, Column, ImplRow, format_table, impl_rows
 from harness.summary import headline
 
@@ -59,20 +60,22 @@ def _cells(row: ImplRow) -> tuple[str, ...]:
 
 
 def render(document: dict) -> bytes:
+    """The report as UTF-8 markdown; names and messages escaped (harness.escaping.markdown)."""
     device = document["environment"]["device"]
     lines = ["# Benchmark Results", ""]
     lead = headline(document)
     if lead:
-        lines += [f"{lead}.", ""]
+        lines += [f"{md(lead)}.", ""]
     rows = impl_rows(document)
     for case in document["cases"]:
-        lines += [f"## {case['id']} v{case['version']}", "", f"### [0] {device['name']}", ""]
+        title = f"## {md(case['id'])} v{case['version']}"
+        lines += [title, "", f"### [0] {md(device['name'])}", ""]
         mine = [r for r in rows if r.case_id == case["id"] and r.case_version == case["version"]]
         timed = [r for r in mine if r.median_s is not None]
         if timed:
             lines.append(format_table(MARKDOWN, COLUMNS, [_cells(r) for r in timed]))
         lines += [
-            f"- {r.impl}: {r.status}" + (f": {r.error}" if r.error else "")
+            f"- {md(r.impl)}: {md(r.status)}" + (f": {md(r.error)}" if r.error else "")
             for r in mine
             if r.median_s is None
         ]

@@ -11,6 +11,8 @@ import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from harness import escaping
+
 __all__ = [
     "CSV",
     "MARKDOWN",
@@ -40,8 +42,9 @@ class Markup:
 
 
 def _markdown_cell(text: str) -> str:
-    """A pipe would end the cell and a newline the row: escape one, fold the other."""
-    return " ".join(str(text).split("\n")).replace("|", "\\|")
+    """A cell is data: no HTML, link or code span, a pipe escaped, newlines folded
+    (harness.escaping.markdown). Cells that are markup on purpose use only `**bold**`."""
+    return escaping.markdown(text, cell=True)
 
 
 def _markdown_divider(columns: Sequence[Column], widths: Sequence[int]) -> str:

@@ -148,6 +148,7 @@ class CudaBackend:
         launchables: dict[str, Launchable],
         resets: list[tuple[driver.Buffer, driver.Buffer]],
         graph_launches: int,
+        outputs: list[driver.Buffer] | None = None,
     ):
         self.stream = stream
         self.internal = internal
@@ -155,7 +156,8 @@ class CudaBackend:
         self.resets = resets  # (destination, pristine copy) of every buffer the kernels overwrite
         self.graph_launches = graph_launches
         self.start, self.end = driver.Event(), driver.Event()
-        self._graphs: dict[tuple[str, int], driver.Graph] = {}
+        self._graphs: dict[tuple, driver.Graph] = {}
+        self.outputs = outputs or []  # buffers the kernels only write (poisoned, never restored)
 
     def warmup(self, name: str, launches: int) -> None:
         for _ in range(launches):
@@ -186,6 +188,39 @@ class CudaBackend:
         if batch % per_graph:
             raise ValueError(f"batch {batch} is not a whole number of {per_graph}-launch graphs")
         graph = self._graph(name, per_graph)
+
+        def work():
+            for _ in range(batch // per_graph):
+                graph.launch(self.stream)
+
+        return self._timed(work)
+
+    def _poison(self, stream: driver.Stream, byte: int) -> None:
+        for buffer in self.outputs:
+            buffer.fill_bytes(byte, stream)
+        for destination, pristine in self.resets:
+            destination.copy_from(pristine, stream)
+
+    def timed_poisoned(self, name: str, batch: int, with_kernel: bool) -> float:
+        """Like timed_batch, with every launch preceded by a poison of what the kernels write
+        (runner.timing.output_dependence); without the kernel, the poison alone."""
+        from runner.timing.output_dependence import POISON_BYTE
+
+        per_graph = min(batch, self.graph_launches)
+        key = ("poisoned", name, per_graph, with_kernel)
+        if key not in self._graphs:
+            item = self.launchables[name]
+
+            def enqueue(stream, item=item):
+                for _ in range(per_graph):
+                    self._poison(stream, POISON_BYTE)
+                    if with_kernel:
+                        item.enqueue(stream)
+
+            self._graphs[key] = driver.Graph(self.stream, enqueue)
+        graph = self._graphs[key]
+        graph.launch(self.stream)  # untimed: the first replay uploads the graph
+        self.stream.synchronize()
 
         def work():
             for _ in range(batch // per_graph):

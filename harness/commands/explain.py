@@ -1,0 +1,66 @@
+"""`harness explain`: per case, the candidate and its baseline side by side and the differences
+that most plausibly explain the gap, from a result document or a bundle (never runs a tool).
+
+Exit status: 0 ok, 2 bad input (unreadable, not a result document or bundle, an unknown case).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from harness.explain import report, sources
+
+__all__ = ["explain"]
+
+
+class BadInput(click.ClickException):
+    exit_code = 2
+
+    def show(self, file=None):
+        click.echo(f"error: {self.message}", err=True)
+
+
+@click.command()
+@click.argument("source", type=click.Path(exists=False, path_type=Path))
+@click.option("--case", "case_ids", multiple=True, help="Explain only this case (repeatable).")
+@click.option(
+    "--candidate",
+    "candidates",
+    multiple=True,
+    help="Explain this candidate (repeatable; default: the suite's primary where a case has it, "
+    "else every candidate).",
+)
+@click.option(
+    "--bundle",
+    type=click.Path(path_type=Path),
+    help="A bundle (runner build) whose static analysis fills in implementations of a result "
+    "document that lack it, where the PTX is the same (same sha256).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["markdown", "text"]),
+    default="markdown",
+    show_default=True,
+    help="markdown for a pull request or $GITHUB_STEP_SUMMARY; text for a terminal.",
+)
+def explain(source, case_ids, candidates, bundle, fmt):
+    """Explain each case's gap from SOURCE: a result document (runner bench; its `static` and,
+    with --profile, `profile` blocks) or a bundle folder (runner build; static only)."""
+    try:
+        loaded = sources.load(source)
+        if bundle is not None:
+            sources.attach_bundle(loaded, sources.load(bundle))
+    except sources.SourceError as exc:
+        raise BadInput(str(exc)) from None
+    known = {c.id for c in loaded.cases}
+    unknown = [c for c in case_ids if c not in known]
+    if unknown:
+        raise BadInput(
+            f"{loaded.what}: no case {', '.join(unknown)} (cases: {', '.join(sorted(known))})"
+        )
+    text = report.render(loaded, tuple(case_ids), tuple(candidates), markdown=fmt == "markdown")
+    sys.stdout.write(text)

@@ -1,0 +1,57 @@
+"""The dashboard's explain/ pages: for each case of the newest run, `harness explain` as markdown
+(explain/<case>.md, to paste into an issue or a pull request) and as a page that opens from disk
+(explain/<case>.html, the text report in a <pre>: no markdown renderer, no network). The table
+of the newest gaps links each case to its page. Pages of cases the newest run lacks are removed,
+so explain/ always describes the run the table shows."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+from harness.explain import report, sources
+
+FOLDER = "explain"
+PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>{title}</title>
+<style>body{{font:14px/1.45 system-ui,sans-serif;margin:2em;max-width:80em}}
+pre{{font:12.5px/1.35 ui-monospace,Menlo,Consolas,monospace;white-space:pre-wrap}}</style>
+</head><body>
+<p><a href="../index.html">&larr; dashboard</a> · <a href="{md}">markdown</a></p>
+<pre>{body}</pre>
+</body></html>
+"""
+
+
+def file_stem(case_id: str) -> str:
+    """A file name for a case id ('batched-matmul/square-1k-float16/bmm' has slashes)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", case_id)
+
+
+def write(out: Path, document: dict, what: str) -> dict[str, str]:
+    """Write the pages of every case of `document` under out/explain/; {case id: page path
+    relative to the site}."""
+    source = sources.from_result(document, what)
+    folder = out / FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    pages: dict[str, str] = {}
+    for case in source.cases:
+        stem = file_stem(case.id)
+        markdown = report.render(source, (case.id,), markdown=True)
+        text = report.render(source, (case.id,), markdown=False)
+        (folder / f"{stem}.md").write_text(markdown)
+        (folder / f"{stem}.html").write_text(
+            PAGE.format(
+                title=html.escape(f"{case.id}: explain the gap"),
+                md=f"{stem}.md",
+                body=html.escape(text),
+            )
+        )
+        pages[case.id] = f"{FOLDER}/{stem}.html"
+    kept = {Path(p).stem for p in pages.values()}
+    for stale in folder.iterdir():
+        if stale.suffix in (".md", ".html") and stale.stem not in kept:
+            stale.unlink()
+    return pages

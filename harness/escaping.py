@@ -1,0 +1,61 @@
+"""Text from result documents made safe to show: on a terminal, and in markdown.
+
+Names (suite, case, implementation, GPU) and error messages come from documents anyone can
+write (a pull request's run, a hand-edited file). Shown raw, an escape sequence would drive the
+reader's terminal, and HTML or a link would reach job summaries and pull-request comments.
+Only what is printed changes; stored data never does. Every markdown writer in the harness
+(summary, compare, regressions, the markdown and nvbench-markdown exports, and every table
+through harness.export.table) passes each data-derived piece through `markdown()`; every text
+report for a terminal (ingest, history) through `terminal()`.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["markdown", "terminal"]
+
+# One pass of a translation table: each character is replaced once, the backslash included.
+_PLAIN = {
+    "\\": "\\\\",  # the escape character itself, so the data cannot escape what follows
+    "`": "\\`",  # no code span can start (it would turn later escaped text back into raw text)
+    "[": "\\[",  # no link or image
+    "]": "\\]",
+    "&": "&amp;",
+    "<": "&lt;",  # no HTML: <img onerror=...>, <a href=javascript:...>
+    ">": "&gt;",
+}
+_PLAIN_TABLE = str.maketrans(_PLAIN)
+_CELL_TABLE = str.maketrans({**_PLAIN, "|": "\\|"})
+_FOLDED = re.compile(r"[\r\n\t]+")
+_BACKTICKS = re.compile(r"`+")
+
+
+def terminal(text: object) -> str:
+    """`text` with every non-printable character (control characters such as ESC, newlines,
+    bidirectional overrides) written as Python's repr writes it (\\x1b, \\n, \\u202e); the
+    rest unchanged. For one line of a text report."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def markdown(text: object, *, cell: bool = False, code: bool = False) -> str:
+    """`text` (data, never markup) as markdown that shows it literally and carries no markup.
+
+    Newlines and tabs fold into one space and other non-printable characters are escaped
+    (`terminal()`). Then, by default, `& < >` become entities and `` \\ ` [ ] `` are
+    backslash-escaped: no HTML, link, image or code span can start from the data.
+    code=True writes an inline code span whose fence is longer than any run of backticks in
+    the text (CommonMark: a code span's content is literal, HTML included). cell=True is for a
+    table cell: `|` is escaped too (GitHub reads `\\|` inside a code span as well); a code span
+    in a cell holding `|` or a backslash is written as plain text instead, since GitHub's table
+    splitter would read the span's literal backslashes as escapes.
+    """
+    text = terminal(_FOLDED.sub(" ", str(text)))
+    if code and text and not (cell and ("|" in text or "\\" in text)):
+        fence = "`" * (max((len(m) for m in _BACKTICKS.findall(text)), default=0) + 1)
+        pad = " " if text.startswith("`") or text.endswith("`") else ""
+        return f"{fence}{pad}{text}{pad}{fence}"
+    return text.translate(_CELL_TABLE if cell else _PLAIN_TABLE)

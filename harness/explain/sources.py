@@ -1,0 +1,157 @@
+"""What `harness explain` reads: a result document (runner bench) or a bundle (runner build), as
+one shape: cases, each with its baseline and its implementations' `static` and `profile` blocks,
+and the gaps where the source has timings (a bundle has none)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from protocol import documents
+from protocol.codec import decode
+from protocol.validation import DocumentError, validate
+
+HOW_TO_GET_STATIC = (
+    "record it with `python -m runner bench` (it records `static` where ptxas and cuobjdump or "
+    "nvdisasm are installed: pip install -e '.[explain]'), or build a bundle here with "
+    "`python -m runner build CASES.toml --out bundle/` and run `harness explain bundle/`"
+)
+HOW_TO_GET_PROFILE = "run `python -m runner bench CASES.toml --profile` on the GPU box (Nsight Compute, ncu, on PATH)"
+
+
+class SourceError(ValueError):
+    """The file is neither a readable result document nor a bundle manifest."""
+
+
+@dataclass
+class Impl:
+    name: str
+    role: str
+    static: dict | None = None
+    profile: dict | None = None
+    median_s: float | None = None
+    gap: dict | None = None
+    status: str | None = None  # "skipped" when it was not built
+    skip_reason: str | None = None
+    ptx_sha256: str | None = None
+
+
+@dataclass
+class Case:
+    id: str
+    baseline: str
+    impls: dict[str, Impl] = field(default_factory=dict)
+    status: str = "ok"
+    error: str | None = None
+
+    def candidates(self) -> list[str]:
+        return [n for n, i in self.impls.items() if i.role == "candidate"]
+
+
+@dataclass
+class Source:
+    kind: str  # "result" or "bundle"
+    what: str
+    cases: list[Case]
+    primary: str | None = None
+    arch: str | None = None
+    device: str | None = None
+    profiled: bool = False  # the run was asked for --profile
+
+
+def from_result(doc: dict, what: str) -> Source:
+    from harness.primary import primary_candidate
+
+    cases = []
+    for c in doc["cases"]:
+        case = Case(c["id"], c.get("baseline") or "", status=c["status"])
+        if c.get("error"):
+            case.error = f"{c['error']['phase']}: {c['error']['message'].splitlines()[0]}"
+        for name, i in c["implementations"].items():
+            stats = (i.get("timing") or {}).get("stats") or {}
+            case.impls[name] = Impl(
+                name,
+                i["role"],
+                i.get("static"),
+                i.get("profile"),
+                stats.get("median_s"),
+                i.get("gap"),
+                i.get("status"),
+                i.get("skip_reason"),
+                (i.get("build") or {}).get("ptx_sha256"),
+            )
+            if not case.baseline and i["role"] == "baseline":
+                case.baseline = name
+        cases.append(case)
+    options = doc.get("options") or {}
+    device = (doc.get("environment") or {}).get("device") or {}
+    return Source(
+        "result",
+        what,
+        cases,
+        primary_candidate(doc),
+        options.get("arch") or device.get("arch"),
+        device.get("name"),
+        bool(options.get("profile")),
+    )
+
+
+def from_bundle(doc: dict, what: str) -> Source:
+    cases: dict[str, Case] = {}
+    for e in doc["implementations"]:
+        case = cases.setdefault(e["case"], Case(e["case"], ""))
+        role = e.get("role") or ("baseline" if e["impl"] == "cuda" else "candidate")
+        case.impls[e["impl"]] = Impl(
+            e["impl"], role, e.get("static"), ptx_sha256=e["build"]["ptx_sha256"]
+        )
+        if role == "baseline":
+            case.baseline = e["impl"]
+    for s in doc.get("skipped") or ():
+        case = cases.setdefault(s["case"], Case(s["case"], ""))
+        case.impls.setdefault(
+            s["impl"], Impl(s["impl"], "candidate", status="skipped", skip_reason=s["reason"])
+        )
+    primary = doc["suite"].get("primary")
+    return Source("bundle", what, list(cases.values()), primary, doc.get("arch"))
+
+
+def load(path: Path) -> Source:
+    """A result document (a .json file), or a bundle: its folder or its bundle.json."""
+    file = path / "bundle.json" if path.is_dir() else path
+    what = str(file)
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise SourceError(f"{what}: cannot read it: {exc.strerror}") from None
+    try:
+        doc = decode(data, what)
+    except ValueError as exc:
+        raise SourceError(str(exc)) from None
+    kind = doc.get("kind") if isinstance(doc, dict) else None
+    try:
+        if kind == "kernelgap.bundle":
+            validate(doc, "bundle", what)
+            return from_bundle(doc, what)
+        return from_result(documents.load_result(data, what), what)
+    except (ValueError, DocumentError) as exc:
+        raise SourceError(str(exc)) from None
+
+
+def attach_bundle(source: Source, bundle: Source) -> int:
+    """Give implementations of a result document that lack `static` the bundle's analysis of
+    the very same PTX (same sha256) for the same target; returns how many it gave."""
+    if source.arch and bundle.arch and source.arch != bundle.arch:
+        raise SourceError(
+            f"{bundle.what}: built for {bundle.arch}, the document's run targets {source.arch}"
+        )
+    theirs = {(c.id, n): i for c in bundle.cases for n, i in c.impls.items()}
+    given = 0
+    for case in source.cases:
+        for name, impl in case.impls.items():
+            other = theirs.get((case.id, name))
+            if impl.static and impl.static.get("status") == "ok":
+                continue
+            if other and other.static and impl.ptx_sha256 and impl.ptx_sha256 == other.ptx_sha256:
+                impl.static = other.static
+                given += 1
+    return given

@@ -1,0 +1,84 @@
+"""Where NVIDIA's tools are (ptxas, cuobjdump, nvdisasm, ncu) and what version each one is.
+
+ptxas comes first from PATH, as `runner check` finds it, so both assemble with the same one.
+cuobjdump and nvdisasm come first from the NVIDIA wheels (`pip install -e '.[explain]'` installs
+nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm) through cuda.pathfinder, which also knows
+CUDA_HOME and the toolkit's own folders, then from PATH. ncu (Nsight Compute) is searched the same
+way; it is installed with the CUDA toolkit on a GPU box.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+
+VERSION_TIMEOUT_S = 30.0
+INSTALL_HINT = {
+    "ptxas": "install the CUDA toolkit (ptxas on PATH), or pip install nvidia-cuda-nvcc",
+    "cuobjdump": "pip install -e '.[explain]' (the nvidia-cuda-cuobjdump wheel), or put the CUDA "
+    "toolkit's bin/ on PATH",
+    "nvdisasm": "pip install -e '.[explain]' (the nvidia-cuda-nvdisasm wheel), or put the CUDA "
+    "toolkit's bin/ on PATH",
+    "ncu": "install Nsight Compute (it comes with the CUDA toolkit) and put ncu on PATH",
+}
+
+
+class ToolMissing(RuntimeError):
+    """An NVIDIA tool is not installed here; the message says how to get it."""
+
+
+def _pathfinder(name: str) -> str | None:
+    try:
+        from cuda.pathfinder import find_nvidia_binary_utility
+    except ImportError:  # an older cuda-python without the binary finder
+        return None
+    try:
+        return find_nvidia_binary_utility(name)
+    except Exception:  # an unsupported name or a broken install: fall back to PATH
+        return None
+
+
+@functools.cache
+def find(name: str) -> str | None:
+    """The path of tool `name`, or None."""
+    if name == "ptxas":
+        return shutil.which("ptxas") or _pathfinder("ptxas")
+    return _pathfinder(name) or shutil.which(name)
+
+
+def require(name: str) -> str:
+    path = find(name)
+    if path is None:
+        raise ToolMissing(f"{name} not found: {INSTALL_HINT[name]}")
+    return path
+
+
+@functools.cache
+def version(path: str) -> str:
+    """The last meaningful line of `path --version` ('Cuda compilation tools, release 13.0,
+    V13.0.88', 'Version 2025.3.1.0 (build ...)'), or every line joined when none names a version."""
+    try:
+        done = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT_S
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unknown ({exc})"
+    lines = [line.strip() for line in (done.stdout or done.stderr).splitlines() if line.strip()]
+    for line in reversed(lines):
+        if line.startswith(("Cuda compilation tools", "Version ")):
+            return line
+    return "; ".join(lines) or "unknown"
+
+
+def disassembler() -> tuple[str, str]:
+    """(name, path) of the SASS disassembler to use: cuobjdump, else nvdisasm."""
+    for name in ("cuobjdump", "nvdisasm"):
+        path = find(name)
+        if path:
+            return name, path
+    raise ToolMissing(
+        "neither cuobjdump nor nvdisasm was found: pip install -e '.[explain]' (the "
+        "nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm wheels), or put the CUDA toolkit's bin/ "
+        "on PATH"
+    )

@@ -1,0 +1,289 @@
+"""Fault injection, host side: untrusted runs and the hostile data they may carry.
+
+A pull request's run, a hand-edited document or a forged one must never reach the canonical
+history, and what it carries (HTML, links, pipes, terminal escapes, another spelling of the GPU)
+must neither render as markup in job summaries and pull-request comments, drive a terminal, nor
+split a series. Each test reproduces one defect of issue 12 and checks what replaced it; the
+README's "What kernelgap promises under faults" table points at these tests.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sqlite3
+
+import orjson
+import pytest
+from click.testing import CliRunner
+from harness_docs import make_document, samples, small_run, suite_manifest
+
+from harness.cli import main
+from harness.store import Store
+from tests.conftest import ROOT
+
+HTML = "<img src=x onerror=alert(1)>"
+LINK = "<a href=javascript:alert(1)>x</a>"
+ESCAPE = "\x1b[2J\x1b]0;owned\x07"  # clear the screen, set the terminal's title
+BIDI = "\u202e"  # right-to-left override: text shown reversed
+
+
+def invoke(*args, **kwargs):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False, **kwargs)
+
+
+def hostile_document(k: int = 0, factor: float = 1.0, **kwargs) -> dict:
+    """A valid document whose names and messages carry HTML, a link, pipes and escapes."""
+    case, impl = f"{HTML}|case{ESCAPE}", f"{LINK}|impl{BIDI}"
+    doc = make_document(
+        {
+            case: {"cuda": samples(1e-3, seed=k), impl: samples(1.2e-3 * factor, seed=100 + k)},
+            f"broken{ESCAPE}": {"cuda": samples(1e-3, seed=k)},
+        },
+        failed={f"broken{ESCAPE}": f"{HTML} {LINK} | {ESCAPE}"},
+        commit=f"{k:040x}",
+        started_utc=f"2026-12-01T10:00:{k:02d}Z",
+        **kwargs,
+    )
+    doc["suite"]["name"] = f"suite {HTML}"
+    doc["environment"]["device"]["name"] = f"NVIDIA H200 {LINK}"
+    return doc
+
+
+def cells(line: str) -> int:
+    """Table cells in a markdown row: pipes not escaped by an odd run of backslashes."""
+    return len(re.findall(r"(?<!\\)(?:\\\\)*\|", line)) - 1
+
+
+def assert_inert_markdown(text: str) -> None:
+    """No raw HTML or link from the data; every table row has as many cells as its header."""
+    assert "<img" not in text and "<a " not in text and "</a>" not in text, text
+    assert "\x1b" not in text and BIDI not in text, text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text
+    header = None
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            header = None
+        elif header is None:
+            header = cells(line)
+        else:
+            assert cells(line) == header, (line, header)
+
+
+# ---- hostile names and messages in markdown (job summaries, pull-request comments) -------------
+
+
+def test_every_markdown_output_escapes_html_pipes_and_escapes_from_the_data(tmp_path):
+    first, second = hostile_document(0), hostile_document(1, factor=1.3)
+    for k, document in enumerate((first, second)):
+        (tmp_path / f"{k}.json").write_bytes(orjson.dumps(document))
+    outputs = {
+        "summary": invoke("summary", tmp_path / "0.json").stdout,
+        "compare": invoke("compare", tmp_path / "0.json", tmp_path / "1.json").stdout,
+    }
+    for name in ("markdown", "nvbench-markdown"):
+        outputs[name] = invoke("export", "--format", name, tmp_path / "0.json").stdout
+    db = tmp_path / "h.sqlite"
+    with Store(db) as store:
+        for k in range(6):
+            store.ingest(hostile_document(k, factor=1.3 if k == 5 else 1.0), trusted=True)
+    outputs["regressions"] = invoke("regressions", "--db", db, "--fail-on", "never").stdout
+    for name, text in outputs.items():
+        assert HTML.split()[0] not in text, name
+        assert_inert_markdown(text)
+    assert "\\|case" in outputs["regressions"]  # the pipe in a name no longer splits the row
+    assert "ALERT" in outputs["regressions"]  # the rows that carry names are there
+    gate = invoke("compare", tmp_path / "0.json", tmp_path / "1.json", "--fail-on", "slower")
+    assert gate.exit_code == 1 and "tripped by" in gate.stderr  # names the slower rows...
+    assert "\x1b" not in gate.stderr and BIDI not in gate.stderr  # ...visibly
+
+
+def test_a_code_span_cannot_be_closed_by_backticks_in_a_name():
+    from harness.escaping import markdown
+
+    name = "x` <img src=x onerror=alert(1)> `y"
+    span = markdown(name, code=True)
+    assert span == "``x` <img src=x onerror=alert(1)> `y``"  # literal inside a longer fence
+    assert markdown(name) == "x\\` &lt;img src=x onerror=alert(1)&gt; \\`y"
+    assert markdown("a|b\\", cell=True, code=True) == "a\\|b\\\\"  # plain in a cell: no span
+
+
+# ---- terminal escape sequences in text output ---------------------------------------------------
+
+
+def test_ingest_history_and_summary_print_escape_sequences_visibly(tmp_path):
+    document = hostile_document(0)
+    path = tmp_path / "run.json"
+    path.write_bytes(orjson.dumps(document))
+    db = tmp_path / "h.sqlite"
+    shown = {"ingest": invoke("ingest", path, "--db", db).stdout}
+    with Store(db) as store:
+        store.ingest(document, trusted=True)
+    shown["history"] = invoke("history", "--db", db).stdout
+    shown["points"] = invoke("history", "--db", db, "--case", document["cases"][1]["id"]).stdout
+    shown["summary"] = invoke("summary", path).stdout
+    for name, text in shown.items():
+        assert "\x1b" not in text and "\x07" not in text and BIDI not in text, name
+        assert "\\x1b[2J" in text, name
+    assert "\\u202e" in shown["ingest"] and "\\u202e" in shown["history"]
+    with Store(db, readonly=True) as store:  # what is stored is the data as it came
+        assert {s["case_id"] for s in store.list_series()} == {c["id"] for c in document["cases"]}
+
+
+def test_an_untrusted_ingest_leaves_no_files_beside_the_store(tmp_path):
+    db = tmp_path / "h.sqlite"
+    with Store(db) as store:
+        store.ingest(hostile_document(0), trusted=True)
+    path = tmp_path / "run.json"
+    path.write_bytes(orjson.dumps(hostile_document(1)))
+    before = sorted(p.name for p in tmp_path.iterdir())
+    done = invoke("ingest", path, "--db", db)
+    assert done.exit_code == 0 and "would store" in done.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == before == ["h.sqlite", "run.json"]
+
+
+# ---- another spelling of the GPU model ---------------------------------------------------------
+
+
+def test_another_spelling_of_the_gpu_continues_its_series_and_passes_the_pin(tmp_path):
+    from harness.compare import compare
+
+    first = small_run(0, gpu="NVIDIA H200")
+    second = small_run(1, gpu=" nvidia  h200 ", suite_gpu="nvidia H200")  # pinned, spelt otherwise
+    with Store(tmp_path / "h.sqlite") as store:
+        assert store.ingest(first, trusted=True).stored
+        report = store.ingest(second, trusted=True)
+        assert report.stored and report.new_series == []
+        assert {(s["gpu"], s["points"]) for s in store.list_series()} == {("NVIDIA H200", 2)}
+    assert compare(first, second).not_compared == ()  # one key: the two runs compare
+
+
+def misspelt_v2_store(path, monkeypatch, documents) -> None:
+    """A schema-2 store as kernelgap wrote it before issue 12: series keyed by the raw name."""
+    from harness import series
+
+    with monkeypatch.context() as patched:
+        patched.setattr(series, "gpu_model", lambda name: name)
+        with Store(path) as store:
+            for document in documents:
+                store.ingest(document, trusted=True)
+    with sqlite3.connect(path) as raw:
+        raw.execute("PRAGMA user_version = 2")
+
+
+def every_point(store: Store) -> dict:
+    return {s["series_id"]: (s, store.points(s["series_id"])) for s in store.list_series()}
+
+
+def test_migration_3_merges_series_split_by_spelling_and_moves_no_other(tmp_path, monkeypatch):
+    rtx = ["NVIDIA GeForce RTX 4090", " nvidia geforce rtx 4090", "NVIDIA H200"]
+    runs = [small_run(k, gpu=gpu) for k, gpu in enumerate(rtx)]
+    db = tmp_path / "h.sqlite"
+    misspelt_v2_store(db, monkeypatch, runs)
+    with Store(db, readonly=True) as store:  # read as it is before the migration: split
+        assert sorted(s["gpu"] for s in store.list_series()) == sorted(2 * rtx)
+        h200 = {s["series_id"] for s in store.list_series() if s["gpu"] == "NVIDIA H200"}
+    newest = small_run(3, gpu="NVIDIA GeForce RTX 4090")
+    with Store(db) as store:
+        assert store.ingest(newest, trusted=True).new_series == []
+        migrated = every_point(store)
+    assert {(s["gpu"], s["points"]) for s, _ in migrated.values()} == {
+        ("NVIDIA GEFORCE RTX 4090", 3),
+        ("NVIDIA H200", 1),
+    }
+    assert h200 <= set(migrated)  # a series already in the one spelling keeps its id
+    with Store(tmp_path / "fresh.sqlite") as fresh:  # as if ingested by this version
+        for document in [*runs, newest]:
+            fresh.ingest(document, trusted=True)
+        assert every_point(fresh) == migrated
+
+
+def test_the_frozen_version_1_store_migrates_with_every_series_id_kept(tmp_path):
+    path = tmp_path / "history.sqlite"
+    shutil.copyfile(ROOT / "tests" / "fixtures" / "history-store-v1.sqlite", path)
+    with Store(path, readonly=True) as store:
+        before = {s["series_id"]: s["points"] for s in store.list_series()}
+        document = store.raw_document(store.runs()[-1]["run_id"])
+    document["started_utc"] = "2027-01-01T00:00:00Z"
+    document["finished_utc"] = "2027-01-01T00:01:00Z"
+    document["environment"]["device"]["name"] = "nvidia h200 "
+    with Store(path) as store:
+        report = store.ingest(document, trusted=True)
+        assert report.stored and report.new_series == []
+        after = {s["series_id"]: s["points"] for s in store.list_series()}
+    assert set(after) == set(before)
+    assert all(after[sid] == points + 1 for sid, points in before.items() if points == 2)
+
+
+# ---- trust comes from the repository, not from the document ------------------------------------
+
+
+def ingest_trusted(tmp_path, document, *options):
+    """`harness ingest RUN --trusted` from `tmp_path` (a checkout: benchmarks/cases.toml there
+    is the default manifest); the store is tmp_path/h.sqlite."""
+    path = tmp_path / "run.json"
+    path.write_bytes(orjson.dumps(document))
+    return invoke("ingest", path, "--db", tmp_path / "h.sqlite", "--trusted", *options)
+
+
+@pytest.fixture
+def checkout(tmp_path, monkeypatch):
+    (tmp_path / "benchmarks").mkdir()
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("device", ["NVIDIA A100-SXM4-80GB", "NVIDIA H200"])
+def test_a_run_claiming_no_pin_is_held_to_the_manifests_pin(checkout, device):
+    document = small_run(0, gpu=device, suite_gpu=None)  # says suite.gpu: null
+    suite_manifest(checkout / "benchmarks", document, gpu="NVIDIA H200")
+    done = ingest_trusted(checkout, document)
+    assert done.exit_code == 2, done.output
+    assert "benchmarks/cases.toml pins" in done.stderr and "'NVIDIA H200'" in done.stderr
+    assert "refused for the canonical history" in done.stderr
+    wrong = "ran on 'NVIDIA A100-SXM4-80GB'" if "A100" in device else "suite.gpu is None"
+    assert wrong in done.stderr
+    assert not (checkout / "h.sqlite").exists()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("name", "another-suite", "suite.name 'another-suite', the manifest's 'kernelgap-core'"),
+        ("version", 7, "suite.version 7, the manifest's 1"),
+        ("sha256", "ab" * 32, "suite.sha256 abababababab, the manifest's"),
+    ],
+)
+def test_a_run_of_another_suite_version_or_manifest_is_refused(checkout, field, value, expected):
+    document = small_run(0, suite_gpu="NVIDIA H200")
+    suite_manifest(checkout / "benchmarks", document)
+    document["suite"][field] = value
+    done = ingest_trusted(checkout, document)
+    assert done.exit_code == 2 and expected in done.stderr, done.output
+    assert "not a run of benchmarks/cases.toml as it is in this checkout" in done.stderr
+
+
+def test_a_trusted_ingest_needs_the_manifest_and_an_untrusted_one_does_not(checkout):
+    document = small_run(0, suite_gpu="NVIDIA H200")
+    done = ingest_trusted(checkout, document)
+    assert done.exit_code == 2
+    assert "benchmarks/cases.toml: cannot read the suite manifest" in done.stderr
+    done = invoke("ingest", checkout / "run.json", "--db", checkout / "h.sqlite")
+    assert done.exit_code == 0 and "nothing written" in done.stdout
+    (checkout / "deep.toml").write_text("x = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    done = ingest_trusted(checkout, document, "--cases", checkout / "deep.toml")
+    assert done.exit_code == 2 and "deep.toml: malformed TOML" in done.stderr
+    cases = suite_manifest(checkout / "benchmarks", document)
+    done = ingest_trusted(checkout, document, "--cases", cases)
+    assert done.exit_code == 0 and "stored run" in done.stdout, done.output
+
+
+def test_a_runner_bench_document_takes_its_pin_from_the_command_line(checkout):
+    document = small_run(0, gpu="NVIDIA A100-SXM4-80GB")
+    document["options"]["frontend"] = "python"
+    done = ingest_trusted(checkout, document)
+    assert done.exit_code == 2 and "needs --gpu MODEL" in done.stderr
+    done = ingest_trusted(checkout, document, "--gpu", "NVIDIA H200")
+    assert done.exit_code == 2 and "ran on 'NVIDIA A100-SXM4-80GB' but --gpu pins" in done.stderr
+    done = ingest_trusted(checkout, document, "--gpu", "nvidia a100-sxm4-80gb")
+    assert done.exit_code == 0 and "stored run" in done.stdout, done.output
