@@ -410,7 +410,7 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
                     say,
                     bundle,
                     left_s,
-                    revisions,
+                    revisions=revisions,
                     environment_device=env["device"],
                 )
             )
