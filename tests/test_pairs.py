@@ -6,6 +6,7 @@ tests/test_pairs_gpu.py."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -263,3 +264,63 @@ def test_fake_device_rounds_interleave_every_variant():
     counts = {n: len(t.samples_s) for n, t in m.impls.items()}
     assert set(counts.values()) == {40}
     assert np.isfinite([s for t in m.impls.values() for s in t.samples_s]).all()
+
+
+# -- harness run --base REF --head REF --build-bundle CMD ---------------------------------------
+def compiler_repo(tmp_path):
+    """A git repository whose 'compiler' (version.txt) differs between two commits."""
+    repo = tmp_path / "compiler"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git[:3], "init", "-q", "-b", "main"], check=True)
+    for version in ("1", "2"):
+        (repo / "version.txt").write_text(version)
+        subprocess.run([*git, "add", "version.txt"], check=True)
+        subprocess.run([*git, "commit", "-q", "-m", f"v{version}"], check=True)
+    return repo
+
+
+BUILD = "mkdir -p {out} && cp {src}/version.txt {out}/bundle.json && echo {label} > {out}/label"
+
+
+def test_build_revisions_builds_each_ref_in_its_own_worktree(tmp_path):
+    from harness.revision_build import RevisionBuildError, build_revisions, fill
+
+    repo = compiler_repo(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    built = dict(build_revisions(repo, {"base": "HEAD~1", "head": "HEAD"}, BUILD, work))
+    assert (built["base"] / "bundle.json").read_text() == "1"
+    assert (built["head"] / "bundle.json").read_text() == "2"
+    assert (built["head"] / "label").read_text().strip() == "head"
+    listed = subprocess.run(
+        ["git", "-C", str(repo), "worktree", "list"], capture_output=True, text=True
+    )
+    assert len(listed.stdout.splitlines()) == 1  # the worktrees are removed again
+    assert fill("x {src}", src="a b", out="", ref="", label="") == "x 'a b'"
+    for command, refs, message in [
+        ("exit 3 # {out}", {"base": "HEAD"}, "exited 3"),
+        ("true {out}", {"base": "HEAD"}, "left no bundle"),
+        (BUILD, {"base": "no-such-ref"}, "cannot check out 'no-such-ref'"),
+        ("true", {"base": "HEAD"}, "must write the bundle to {out}"),
+    ]:
+        with pytest.raises(RevisionBuildError, match=re.escape(message)):
+            build_revisions(repo, refs, command, tmp_path / f"w{len(message)}")
+
+
+def test_harness_run_builds_both_revisions_and_runs_them_paired(tmp_path):
+    fake = FakeRunner(tmp_path / "fake")
+    repo = compiler_repo(tmp_path)
+    done = harness(
+        "--target", "local", "--python", fake.python, "--out", tmp_path,
+        "--base", "HEAD~1", "--head", "HEAD", "--build-bundle", BUILD, "--compiler-repo", repo,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    args = fake.seen["args"]
+    assert [args[i + 1] for i, a in enumerate(args) if a == "--bundle"] == [
+        "base=bundle/base",
+        "head=bundle/head",
+    ]
+    assert "building the base bundle at HEAD~1" in done.stderr
+    bad = harness("--target", "local", "--base", "HEAD", "--build-bundle", BUILD)
+    assert bad.returncode == 2 and "go together" in bad.stderr

@@ -21,6 +21,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import tomllib
 from datetime import UTC, datetime
@@ -401,6 +402,22 @@ class Session:
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="With --base-bundle: the bundle of the compiler's head revision (the pull request).",
 )
+@click.option("--base", "base_ref", metavar="REF", help="With --head and --build-bundle: build "
+              "the base bundle here at this revision of --compiler-repo.")  # fmt: skip
+@click.option("--head", "head_ref", metavar="REF", help="With --base: the head revision.")
+@click.option(
+    "--build-bundle",
+    metavar="CMD",
+    help="With --base/--head: a bash command run in a worktree of each revision that builds the "
+    "compiler and writes a bundle to {out} ({src}: the worktree, {ref}, {label}).",
+)
+@click.option(
+    "--compiler-repo",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="The compiler's git checkout, for --base/--head.",
+)
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -469,6 +486,41 @@ def run(
             "and not with --bundle"
         )
     revisions = (("base", base_bundle), ("head", head_bundle)) if base_bundle else ()
+    with revision_bundles(settings, revisions, bundle) as built:
+        _run(
+            target, identity, known_hosts, cases, bundle, built or revisions, runner_args, settings
+        )
+
+
+@contextlib.contextmanager
+def revision_bundles(settings: dict, revisions: tuple, bundle):
+    """The bundles --base REF --head REF --build-bundle CMD builds (harness.revision_build), in
+    a temporary folder kept while the run lasts; None without --base/--head."""
+    refs = {"base": settings.pop("base_ref"), "head": settings.pop("head_ref")}
+    command, repo = settings.pop("build_bundle"), settings.pop("compiler_repo")
+    if not any(refs.values()):
+        if command:
+            raise RunFailed("--build-bundle needs --base REF and --head REF")
+        yield None
+        return
+    if not all(refs.values()) or not command or revisions or bundle:
+        raise RunFailed(
+            "--base REF and --head REF go together, need --build-bundle CMD, and replace "
+            "--bundle and --base-bundle/--head-bundle"
+        )
+    from harness.revision_build import RevisionBuildError, build_revisions
+
+    with tempfile.TemporaryDirectory(prefix="kernelgap-revisions-") as work:
+        try:
+            built = build_revisions(
+                repo, refs, command, Path(work), lambda t: click.echo(t, err=True)
+            )
+        except RevisionBuildError as exc:
+            raise RunFailed(str(exc)) from None
+        yield built
+
+
+def _run(target, identity, known_hosts, cases, bundle, revisions, runner_args, settings) -> None:
     try:
         plan = shipping.plan(
             cases, bundle=bundle, tests=settings["pytest_gpu"], revisions=revisions

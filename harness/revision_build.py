@@ -1,0 +1,102 @@
+"""`harness run --base REF --head REF --build-bundle CMD`: the two bundles of a base/head run,
+built here from two revisions of the compiler's repository.
+
+For each revision a detached worktree of the repository is checked out at REF in a temporary
+folder, and CMD runs there in bash with its placeholders filled (each shell-quoted): `{src}` the
+worktree, `{out}` the bundle folder to write, `{ref}` and `{label}` (base or head). CMD builds the
+compiler at that revision and writes a PTX bundle of the suite with it, e.g.
+
+    --build-bundle 'make -C {src} && PATH={src}/build/bin:$PATH python -m runner build
+                    benchmarks/cases.toml --out {out}'
+
+(a command run from the directory `harness run` was started in would name the suite relative to
+it; CMD runs in {src}, so give the suite as an absolute path or one inside the compiler's tree).
+A revision whose command fails, or leaves no {out}/bundle.json, stops the run before anything is
+shipped or rented. The worktrees are removed afterwards; the bundles live as long as the run.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from pathlib import Path
+
+__all__ = ["PLACEHOLDERS", "RevisionBuildError", "build_revisions", "fill"]
+
+PLACEHOLDERS = ("src", "out", "ref", "label")
+GIT_TIMEOUT_S = 120.0
+BUILD_TIMEOUT_S = 3600.0
+
+
+class RevisionBuildError(ValueError):
+    """A revision could not be checked out or built into a bundle; the message says which."""
+
+
+def fill(command: str, **values: str) -> str:
+    """`command` with each {name} of PLACEHOLDERS replaced by its shell-quoted value."""
+    for name in PLACEHOLDERS:
+        command = command.replace("{" + name + "}", shlex.quote(str(values[name])))
+    return command
+
+
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_S
+    )
+
+
+def _tail(text: str, lines: int = 8) -> str:
+    return "\n".join(f"  | {line}" for line in text.rstrip().splitlines()[-lines:])
+
+
+def build_revisions(
+    repo: Path, refs: dict[str, str], command: str, work: Path, say=lambda text: None
+) -> tuple[tuple[str, Path], ...]:
+    """((label, bundle folder), ...) for each (label, REF) of `refs`, built under `work`."""
+    if "{out}" not in command:
+        raise RevisionBuildError(
+            f"--build-bundle {command!r}: the command must write the bundle to {{out}}"
+        )
+    top = _git(repo, "rev-parse", "--show-toplevel")
+    if top.returncode != 0:
+        raise RevisionBuildError(
+            f"--compiler-repo {repo}: not a git checkout ({top.stderr.strip()})"
+        )
+    repo = Path(top.stdout.strip())
+    built = []
+    for label, ref in refs.items():
+        src, out = work / f"src-{label}", work / f"bundle-{label}"
+        added = _git(repo, "worktree", "add", "--detach", str(src), ref)
+        if added.returncode != 0:
+            raise RevisionBuildError(
+                f"--{label} {ref}: cannot check out {ref!r} of {repo}: {added.stderr.strip()}"
+            )
+        try:
+            say(f"harness: building the {label} bundle at {ref} in {src}")
+            done = subprocess.run(
+                [
+                    "bash",
+                    "-euo",
+                    "pipefail",
+                    "-c",
+                    fill(command, src=src, out=out, ref=ref, label=label),
+                ],
+                cwd=src,
+                capture_output=True,
+                text=True,
+                timeout=BUILD_TIMEOUT_S,
+            )
+            if done.returncode != 0:
+                raise RevisionBuildError(
+                    f"--build-bundle for --{label} {ref} exited {done.returncode}:\n"
+                    f"{_tail(done.stderr or done.stdout)}"
+                )
+            if not (out / "bundle.json").is_file():
+                raise RevisionBuildError(
+                    f"--build-bundle for --{label} {ref} left no bundle at {out} (bundle.json "
+                    "missing): write it with `python -m runner build CASES.toml --out {out}`"
+                )
+            built.append((label, out))
+        finally:
+            _git(repo, "worktree", "remove", "--force", str(src))
+    return tuple(built)
