@@ -17,11 +17,13 @@ shipped or rented. The worktrees are removed afterwards; the bundles live as lon
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import subprocess
+import tempfile
 from pathlib import Path
 
-__all__ = ["PLACEHOLDERS", "RevisionBuildError", "build_revisions", "fill"]
+__all__ = ["PLACEHOLDERS", "RevisionBuildError", "build_revisions", "fill", "revision_bundles"]
 
 PLACEHOLDERS = ("src", "out", "ref", "label")
 GIT_TIMEOUT_S = 120.0
@@ -100,3 +102,22 @@ def build_revisions(
         finally:
             _git(repo, "worktree", "remove", "--force", str(src))
     return tuple(built)
+
+
+@contextlib.contextmanager
+def revision_bundles(refs: dict, command: str | None, repo: Path, other_bundles: bool, say):
+    """The bundles --base REF --head REF --build-bundle CMD asks for, built in a temporary
+    folder that lasts while the `with` does; None when no REF was given. RevisionBuildError for
+    a half-given form, one mixed with other bundle options, or a failed build."""
+    if not any(refs.values()):
+        if command:
+            raise RevisionBuildError("--build-bundle needs --base REF and --head REF")
+        yield None
+        return
+    if not all(refs.values()) or not command or other_bundles:
+        raise RevisionBuildError(
+            "--base REF and --head REF go together, need --build-bundle CMD, and replace "
+            "--bundle and --base-bundle/--head-bundle"
+        )
+    with tempfile.TemporaryDirectory(prefix="kernelgap-revisions-") as work:
+        yield build_revisions(repo, refs, command, Path(work), say)

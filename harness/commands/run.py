@@ -21,7 +21,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import tomllib
 from datetime import UTC, datetime
@@ -29,7 +28,7 @@ from pathlib import Path
 
 import click
 
-from harness import shipping
+from harness import revision_build, shipping
 from harness.commands.compare import BadInput
 from harness.result_files import keep, save_new
 from harness.store import normalize_utc
@@ -486,38 +485,17 @@ def run(
             "and not with --bundle"
         )
     revisions = (("base", base_bundle), ("head", head_bundle)) if base_bundle else ()
-    with revision_bundles(settings, revisions, bundle) as built:
-        _run(
-            target, identity, known_hosts, cases, bundle, built or revisions, runner_args, settings
-        )
-
-
-@contextlib.contextmanager
-def revision_bundles(settings: dict, revisions: tuple, bundle):
-    """The bundles --base REF --head REF --build-bundle CMD builds (harness.revision_build), in
-    a temporary folder kept while the run lasts; None without --base/--head."""
     refs = {"base": settings.pop("base_ref"), "head": settings.pop("head_ref")}
-    command, repo = settings.pop("build_bundle"), settings.pop("compiler_repo")
-    if not any(refs.values()):
-        if command:
-            raise RunFailed("--build-bundle needs --base REF and --head REF")
-        yield None
-        return
-    if not all(refs.values()) or not command or revisions or bundle:
-        raise RunFailed(
-            "--base REF and --head REF go together, need --build-bundle CMD, and replace "
-            "--bundle and --base-bundle/--head-bundle"
-        )
-    from harness.revision_build import RevisionBuildError, build_revisions
+    build = (settings.pop("build_bundle"), settings.pop("compiler_repo"))
+    try:  # --base REF --head REF: both bundles built here first (harness.revision_build)
+        with revision_build.revision_bundles(refs, *build, bool(revisions or bundle), err) as built:
+            _run(target, identity, known_hosts, cases, bundle, built or revisions, runner_args, settings)  # fmt: skip
+    except revision_build.RevisionBuildError as exc:
+        raise RunFailed(str(exc)) from None
 
-    with tempfile.TemporaryDirectory(prefix="kernelgap-revisions-") as work:
-        try:
-            built = build_revisions(
-                repo, refs, command, Path(work), lambda t: click.echo(t, err=True)
-            )
-        except RevisionBuildError as exc:
-            raise RunFailed(str(exc)) from None
-        yield built
+
+def err(text: str) -> None:
+    click.echo(text, err=True)
 
 
 def _run(target, identity, known_hosts, cases, bundle, revisions, runner_args, settings) -> None:
