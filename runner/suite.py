@@ -290,7 +290,11 @@ def run_one(
     result.finish_case(case_doc, record, geometry, case.flop_dtype, peaks, working_set)
     case_doc["worker_wall_s"] = outcome.wall_s
     if options.profile and case_doc["status"] == "ok":  # after timing, never inside it
-        entries = {i.name: i.entry for i in case.impls}
+        entries = {
+            name: case.impl(doc.get("variant_of", name)).entry  # X@base: X's entry
+            for name, doc in case_doc["implementations"].items()
+            if name in built
+        }
         profiling.profile_case(suite.path, case_doc, entries, built, say, options.device, deadline)
     if case_doc["status"] == "ok":
         gaps = [

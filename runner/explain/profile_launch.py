@@ -20,7 +20,7 @@ def launch_once(job: dict) -> dict:
 
     suite = manifest.load(job["manifest"])
     case = suite.case(job["case"])
-    impl = case.impl(job["impl"])
+    impl = case.impl(job["impl"].partition("@")[0])  # a revision X@head is X (runner.revisions)
     geometry = case.geometry(case.dims)
     with driver.Context(job.get("device", 0)) as ctx:
         stream = driver.Stream()
