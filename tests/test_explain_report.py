@@ -15,6 +15,7 @@ import pytest
 
 from harness.explain import report, sources
 from protocol.validation import validate
+from protocol.version import RESULT_SCHEMA_VERSION
 from runner import manifest
 from runner.bundle import write_bundle
 from runner.explain import tools
@@ -60,7 +61,10 @@ def explain(path: Path, *args: str) -> subprocess.CompletedProcess:
 
 def test_bench_records_static_and_a_flagged_profile_apart_from_timing(document):
     validate(document, "result", "bench document")
-    assert document["schema_version"] == "1.3.0" and document["options"]["profile"] is True
+    assert (
+        document["schema_version"] == RESULT_SCHEMA_VERSION
+        and document["options"]["profile"] is True
+    )
     for impl in document["cases"][0]["implementations"].values():
         assert impl["static"]["status"] == "ok" and impl["static"]["arch"] == "sm_90"
         assert impl["profile"]["status"] == "ok" and impl["profile"]["profiled"] is True
