@@ -15,11 +15,37 @@ def _die(message: str, status: int = 2) -> None:
     sys.exit(status)
 
 
+def _print_version(ctx, param, value) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from protocol.version import RESULT_SCHEMA_VERSION, RUN_PROTOCOL_VERSION, package_version
+
+    click.echo(
+        f"kernelgap runner {package_version()} (result schema {RESULT_SCHEMA_VERSION}, "
+        f"run protocol {RUN_PROTOCOL_VERSION})"
+    )
+    ctx.exit()
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Print the version and exit.",
+)
 def main():
     """kernelgap runner: correctness-gated, paired GPU kernel timing.
 
-    Progress goes to stderr; stdout carries only the JSON document asked for.
+    Progress, logs and reports go to stderr; stdout carries only the JSON document asked for.
+    Also installed as `kernelgap-runner`.
+
+    \b
+    Examples:
+      python -m runner check benchmarks/cases.toml
+      python -m runner bench benchmarks/cases.toml -o results/result.json
     """
 
 
@@ -163,20 +189,22 @@ def info(device, no_bandwidth):
 )
 def check(cases, arch, require_ptxas, require_all):
     """Validate the manifest and build every implementation it can (no GPU needed); ptxas where present."""
-    import shutil
-
     from runner import lock, manifest
     from runner.checking import check_suite
+    from runner.toolchains import cuda_programs
 
-    if require_ptxas and shutil.which("ptxas") is None:
-        _die("ptxas is not on PATH (--require-ptxas): install the CUDA toolkit")
+    if require_ptxas and cuda_programs.find("ptxas") is None:
+        _die(
+            "ptxas is not on PATH (--require-ptxas): install the CUDA toolkit, or "
+            "`pip install 'kernelgap[nvcc]'` (NVIDIA's nvcc and ptxas wheels)"
+        )
     try:
         suite = manifest.load(cases)
         problems = lock.verify(suite) if lock.lock_path(suite).exists() else []
     except (manifest.ManifestError, lock.LockError) as exc:
         _die(str(exc))
     for problem in problems:
-        click.echo(f"FAIL  {problem}")
+        click.echo(f"FAIL  {problem}", err=True)
     status = check_suite(suite, arch, require_all)
     sys.exit(1 if problems else status)
 
@@ -220,6 +248,6 @@ def lock_command(cases):
     except (manifest.ManifestError, lock.LockError) as exc:
         _die(str(exc))
     for case_id, version in added:
-        click.echo(f"recorded {case_id} version {version} in {lock.lock_path(suite)}")
+        click.echo(f"recorded {case_id} version {version} in {lock.lock_path(suite)}", err=True)
     if not added:
-        click.echo(f"{lock.lock_path(suite)}: every case version is already recorded")
+        click.echo(f"{lock.lock_path(suite)}: every case version is already recorded", err=True)

@@ -16,6 +16,9 @@ from pathlib import Path
 
 from protocol.codec import decode, encode
 
+# The folder holding the runner package: a checkout's root, or site-packages for a wheel. The
+# worker starts there (and has it on its path) so it imports this very runner, never a `runner/`
+# that happens to sit in the user's current folder.
 REPO_ROOT = Path(__file__).resolve().parent.parent
 EVENT_FD_VARIABLE = "KERNELGAP_EVENT_FD"
 

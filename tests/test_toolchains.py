@@ -481,7 +481,7 @@ params = [
 {impls}"""
     )
     status = checking.check_suite(manifest.load(tmp_path / "cases.toml"), ARCH)
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert status == 0, out
     for name in ("cuda", "llvm", "rtc"):
         assert re.search(

@@ -21,7 +21,6 @@ import signal
 import subprocess
 import sys
 import threading
-import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -258,13 +257,6 @@ def _save_partial(out: Path, target: str, data: bytes, partial: bytes | None = N
     return f"what had arrived on its stdout is kept in {save_new(out, stamp + '.partial', data)}"
 
 
-def _dependencies(tests: bool) -> list[str]:
-    """The runner's pip requirements from pyproject.toml (and the test extra for --pytest-gpu)."""
-    project = tomllib.loads((shipping.REPO_ROOT / "pyproject.toml").read_text())["project"]
-    extra = project.get("optional-dependencies", {}).get("test", []) if tests else []
-    return [*project["dependencies"], *extra]
-
-
 class Session:
     """The steps of one `harness run` on one opened transport."""
 
@@ -298,7 +290,7 @@ class Session:
         command = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
         done = self.step(
             "installing the runner's dependencies",
-            [*command, *_dependencies(self.options["pytest_gpu"])],
+            [*command, *shipping.runner_requirements(self.options["pytest_gpu"])],
             ship=False,
             timeout_s=INSTALL_TIMEOUT_S,
         )
@@ -321,9 +313,7 @@ class Session:
     def check(self) -> int:
         python = self.options["python"]
         command = [python, "-m", "runner", "check", self.plan.cases, *self.options["runner_args"]]
-        done = self.step("runner check", command)
-        sys.stdout.buffer.write(done.stdout)
-        sys.stdout.flush()
+        done = self.step("runner check", command)  # its report streams to stderr
         if done.returncode not in (0, 1):
             raise RunFailed(
                 f"runner check exited {done.returncode} on {self.transport.description}:\n"
