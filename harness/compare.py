@@ -14,7 +14,6 @@ import math
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from scipy.stats import mannwhitneyu
 
 from harness.export.table import MARKDOWN, Column, first_line, format_table, format_time
 from harness.series import series_key
@@ -202,6 +201,10 @@ def significance(base_s, head_s) -> float:
     Rank-based, so it needs no normality and one outlier moves it little. Identical samples
     give 1.0; a NaN p-value (degenerate input) is reported as 1.0, i.e. no evidence.
     """
+    # Imported here: scipy.stats takes about 0.9 s to import, most of `harness compare`'s start,
+    # and no other command needs it.
+    from scipy.stats import mannwhitneyu
+
     p_value = float(mannwhitneyu(base_s, head_s, alternative="two-sided").pvalue)
     return 1.0 if math.isnan(p_value) else p_value
 

@@ -92,4 +92,4 @@ def dashboard(
         )
     except (StoreError, DashboardError) as exc:
         raise BadInput(str(exc)) from None
-    click.echo(report.text())
+    click.echo(report.text(), err=True)  # what was written: progress, not a document

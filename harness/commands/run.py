@@ -357,7 +357,17 @@ class Session:
         return done.returncode
 
 
-@click.command("run", context_settings={"help_option_names": ["-h", "--help"]})
+class _RunCommand(click.Command):
+    """Everything after the first `--` is the runner's, even words that look like the suite."""
+
+    def parse_args(self, ctx, args):
+        if "--" in args:
+            at = args.index("--")
+            args, ctx.meta["runner_args"] = args[:at], args[at + 1 :]
+        return super().parse_args(ctx, args)
+
+
+@click.command("run", cls=_RunCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--target",
     required=True,
@@ -375,10 +385,9 @@ class Session:
 )
 @click.option(
     "--cases",
+    "cases_option",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=Path("benchmarks/cases.toml"),
-    show_default=True,
-    help="The suite to run; its folder is shipped with it.",
+    help="The suite, as an option (an alias of the SUITE argument, kept for old scripts).",
 )
 @click.option(
     "--bundle",
@@ -438,13 +447,30 @@ class Session:
     show_default=True,
     help="Docker image for a vast machine (needs python3 and nvcc).",
 )
-@click.argument("runner_args", nargs=-1, type=click.UNPROCESSED)
-def run(target, identity, known_hosts, cases, bundle, runner_args, **settings):
-    """Ship the suite to TARGET, run `python -m runner bench` there and save its document.
+@click.argument(
+    "suite", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path)
+)
+@click.pass_context
+def run(ctx, target, identity, known_hosts, suite, cases_option, bundle, **settings):
+    """Ship SUITE (a cases.toml, default benchmarks/cases.toml; its folder goes with it) to
+    --target, run `python -m runner bench` there and save its document under --out.
 
-    Arguments after `--` go to the runner (e.g. `-- --case axpy_f64 --samples 50`). The
-    remote's progress streams to stderr; the saved document's path goes to stdout.
+    Arguments after `--` go to the runner. The remote's progress streams to stderr; the saved
+    document's path goes to stdout.
+
+    \b
+    Examples:
+      python -m harness run benchmarks/cases.toml --target local -- --case axpy_f64
+      python -m harness run bench/cases.toml --target ssh://me@gpu-box:2222 --identity ~/.ssh/id
+      python -m harness run benchmarks/cases.toml --target vast:"NVIDIA H200" --max-price 4.00 \\
+          --bundle bundle/ --pytest-gpu -- --budget-s 1500
     """
+    runner_args = ctx.meta.get("runner_args", [])
+    if suite is not None and cases_option is not None and suite != cases_option:
+        raise RunFailed(f"give the suite once: SUITE {suite} and --cases {cases_option} differ")
+    cases = suite or cases_option or Path("benchmarks/cases.toml")
+    if not cases.is_file():
+        raise RunFailed(f"{cases}: suite file not found; give the suite (a cases.toml) as SUITE")
     try:
         plan = shipping.plan(cases, bundle=bundle, tests=settings["pytest_gpu"])
         install = settings["install"]
