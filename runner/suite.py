@@ -62,6 +62,14 @@ def timing_settings(case: manifest.CaseSpec, options: BenchOptions) -> dict:
     }
 
 
+def effective_mode(cases, options: BenchOptions) -> str | None:
+    """The run's timing mode for options.mode: --mode, else the one mode the manifest gives its
+    cases (so a run on the defaults and a later explicit `--mode hot` run say the same); cases
+    of several modes give them joined, "cold+hot"."""
+    modes = sorted({timing_settings(case, options)["mode"] for case in cases})
+    return "+".join(modes) or None
+
+
 def probe_environment(options: BenchOptions) -> dict:
     """The device and software block, measured in a worker (raises NoGpuError without a GPU)."""
     outcome = run_worker(
@@ -318,7 +326,7 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
         sha, dirty = options.commit.removesuffix("-dirty"), options.commit.endswith("-dirty")
         suite_block.update(commit=sha, dirty=dirty)
     options_block = {
-        "mode": options.mode,
+        "mode": effective_mode(cases, options),
         "samples": options.samples,
         "warmup": options.warmup,
         "target_sample_ms": options.target_sample_ms,
