@@ -13,6 +13,7 @@ import pytest
 import runner.device as device
 from runner import generator
 from runner.generator import Distribution, generate, launch_args, stream_id
+from runner.toolchains import cuda_programs
 
 U64_MAX = 2**64 - 1
 FULL_U64 = Distribution("integers", 0, U64_MAX)
@@ -333,9 +334,10 @@ def test_committed_ptx_entries_and_parameter_sizes():
 
 
 def test_committed_ptx_assembles_for_sm_90(tmp_path):
-    if shutil.which("ptxas") is None:
+    ptxas = cuda_programs.find("ptxas")
+    if ptxas is None:
         pytest.skip("ptxas not on PATH (CUDA toolkit absent): cannot assemble kernels.ptx")
-    command = ["ptxas", "-arch=sm_90", str(device.KERNELS_PTX), "-o", str(tmp_path / "k.cubin")]
+    command = [ptxas, "-arch=sm_90", str(device.KERNELS_PTX), "-o", str(tmp_path / "k.cubin")]
     done = subprocess.run(command, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "k.cubin").stat().st_size > 0
@@ -364,11 +366,12 @@ def device_copy(tmp_path, monkeypatch):
 
 
 def test_regenerate_reproduces_the_committed_ptx(device_copy):
-    if shutil.which("nvcc") is None:
+    nvcc = cuda_programs.find("nvcc")
+    if nvcc is None:
         pytest.skip("nvcc not on PATH (CUDA toolkit absent): cannot regenerate kernels.ptx")
     committed = device.KERNELS_PTX.read_text()
     device.KERNELS_PTX.write_text("stale\n")
-    device.regenerate()
+    device.regenerate(nvcc)
     rebuilt = device.KERNELS_PTX.read_text()
     assert device.recorded_sha256() == device.source_sha256()
     assert ptx_entry_param_bytes(rebuilt) == EXPECTED_PARAM_BYTES

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import types
@@ -19,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from runner import checking, manifest, ptx, toolchains
-from runner.toolchains import BuildError, ToolchainMissing, clang, command, nvrtc
+from runner.toolchains import BuildError, ToolchainMissing, clang, command, cuda_programs, nvrtc
 
 ARCH = "sm_90"
 COMPILERS = ("nvcc", "nvrtc", "clang")
@@ -90,7 +89,7 @@ if "--no-output" not in args:
 
 def require(toolchain: str) -> None:
     """Skip the test, with the reason, when `toolchain`'s compiler is not installed here."""
-    if toolchain == "nvcc" and shutil.which("nvcc") is None:
+    if toolchain == "nvcc" and cuda_programs.find("nvcc") is None:
         pytest.skip("nvcc is not on PATH (install the CUDA toolkit)")
     if toolchain == "nvrtc":
         try:
@@ -106,7 +105,7 @@ def require(toolchain: str) -> None:
 
 def assemble(ptx_text: str, tmp_path: Path) -> None:
     """ptxas -arch=sm_90 on the PTX; fails the test with ptxas's message."""
-    ptxas = shutil.which("ptxas")
+    ptxas = cuda_programs.find("ptxas")
     if ptxas is None:
         pytest.skip("ptxas is not on PATH (install the CUDA toolkit)")
     src = tmp_path / "assembled.ptx"
@@ -493,7 +492,7 @@ params = [
     )
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@pytest.mark.skipif(cuda_programs.find("nvcc") is None, reason="nvcc is not installed")
 def test_nvcc_never_lets_a_path_reach_its_shell(tmp_path):
     # nvcc passes file names through a shell: a folder named like this once ran `touch`.
     folder = tmp_path / "a $(touch canary) `touch canary2`; b"
