@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from harness import fail_on
 from harness.export.table import MARKDOWN, Column, first_line, format_table, format_time
 from harness.series import series_key
 
@@ -37,15 +38,8 @@ __all__ = [
 ]
 
 VERDICTS = ("faster", "slower", "same", "unstable")
-FAIL_ON = {
-    "never": frozenset(),
-    "gap-slower": frozenset({"slower"}),
-    "slower": frozenset({"slower"}),
-    "unstable": frozenset({"slower", "unstable"}),
-}
-"""Verdicts that trip `--fail-on LEVEL`; `unstable` is the strictest (slower or unstable).
-`gap-slower` looks at gaps only: base and head measured on different machines (a fresh rental
-each time) differ in absolute time, while the gap, a ratio on one machine, does not."""
+FAIL_ON = fail_on.WORDS
+"""The `--fail-on` words (harness.fail_on, shared with `harness regressions`)."""
 
 # Cap on resampled values held at once (doubles), so long sample arrays do not blow up memory.
 _BLOCK_VALUES = 1 << 21
@@ -462,12 +456,10 @@ def _compare_gap(base_case, head_case, name, policy, bootstrap) -> GapChange | N
     )
 
 
-def gate(comparison: Comparison, fail_on: str) -> list[TimeChange | GapChange]:
-    """The rows whose verdict trips `fail_on` (a key of FAIL_ON); empty means the gate passes."""
-    if fail_on not in FAIL_ON:
-        raise ValueError(f"fail_on must be one of {sorted(FAIL_ON)} (got {fail_on!r})")
-    rows = comparison.gaps if fail_on == "gap-slower" else (*comparison.times, *comparison.gaps)
-    return [r for r in rows if r.verdict in FAIL_ON[fail_on]]
+def gate(comparison: Comparison, word: str) -> list[TimeChange | GapChange]:
+    """The rows whose verdict trips `--fail-on word` (harness.fail_on); empty: the gate passes."""
+    rows = [("time", r) for r in comparison.times] + [("gap", r) for r in comparison.gaps]
+    return [r for metric, r in rows if fail_on.trips(word, metric, r.verdict)]
 
 
 # --- markdown ----------------------------------------------------------------------------

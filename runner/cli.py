@@ -110,7 +110,18 @@ def main():
     "'kernelgap-partial-document: ' (harness run keeps the last one if the connection drops).",
 )
 def bench(cases, case_ids, **settings):
-    """Build, check and time every case of the suite CASES (a cases.toml)."""
+    """Build, check and time every case of the suite CASES (a cases.toml).
+
+    The result document (JSON) goes to stdout, or to -o FILE (rewritten after every case);
+    progress, with the case's position and an estimate of the time left, goes to stderr.
+    Exit status: 0 every case ok, 1 some case failed, 2 bad input or no GPU.
+
+    \b
+    Examples:
+      mkdir -p results && python -m runner bench benchmarks/cases.toml > results/result.json
+      python -m runner bench benchmarks/cases.toml --case axpy_f64 --mode cold -o results/a.json
+      python -m runner bench benchmarks/cases.toml --bundle bundle/ --budget-s 1500
+    """
     from protocol.validation import DocumentError
     from runner import driver, manifest
     from runner.bundle import BundleError
@@ -147,7 +158,21 @@ def bench(cases, case_ids, **settings):
 
 @main.command()
 def run():
-    """Launch one kernel from a JSON request on stdin; one JSON response on stdout."""
+    """Launch one kernel from a JSON request on stdin; one JSON response on stdout.
+
+    The request (schemas/run-request.schema.json): `ptx` (PTX text) or `ptx_base64`, `kernel`
+    (the .entry name), `grid` and `block` ([x, y, z]), `shared_bytes`, `params` in kernel order
+    ({"type": "f64[]", "values": [...]} for a device array, optionally with "count";
+    {"type": "i64", "value": 3} for a scalar; types i32 u32 i64 u64 f32 f64) and `outputs`
+    ([{"param": 0}], the arrays to read back). Floats round-trip exactly; NaN and infinities are
+    "nan", "inf", "-inf". The response: {"status": "ok", "outputs": [...], "elapsed_ms": ...} or
+    {"status": "error", "phase": ..., "error": ...}; exit 0 ok, 2 error.
+
+    \b
+    Examples:
+      python -m runner run < request.json
+      ssh gpu-host 'cd kernelgap && python3 -m runner run' < request.json
+    """
     from runner import oneshot
 
     sys.exit(oneshot.main(sys.stdin.buffer, oneshot.private_stdout()))
@@ -161,7 +186,12 @@ def run():
     help="Skip the device-to-device copy that measures peak bandwidth.",
 )
 def info(device, no_bandwidth):
-    """Print the environment block (GPU, driver, clocks, software) as JSON."""
+    """Print the environment block (GPU, driver, clocks, software) as JSON.
+
+    \b
+    Example:
+      python -m runner info --no-bandwidth
+    """
     from runner import driver, environment
 
     try:
@@ -188,7 +218,16 @@ def info(device, no_bandwidth):
     help="Fail when any implementation is skipped because its compiler is not installed (CI).",
 )
 def check(cases, arch, require_ptxas, require_all):
-    """Validate the manifest and build every implementation it can (no GPU needed); ptxas where present."""
+    """Validate the manifest and build every implementation it can (no GPU needed); ptxas where present.
+
+    The report (one line per implementation, then a summary counting skips by reason) goes to
+    stderr; the verdict is the exit status: 0 ok, 1 a failure (or, with --require-all, a skip),
+    2 bad input.
+
+    \b
+    Example:
+      python -m runner check benchmarks/cases.toml --require-ptxas --require-all
+    """
     from runner import lock, manifest
     from runner.checking import check_suite
     from runner.toolchains import cuda_programs
@@ -219,7 +258,12 @@ def check(cases, arch, require_ptxas, require_all):
 )
 @click.option("--arch", default="sm_90", show_default=True, help="Target to compile for.")
 def build(cases, out, arch):
-    """Build every implementation it can into a PTX bundle (no GPU needed) for `bench --bundle`."""
+    """Build every implementation it can into a PTX bundle (no GPU needed) for `bench --bundle`.
+
+    \b
+    Example:
+      python -m runner build benchmarks/cases.toml --out bundle/ --arch sm_90
+    """
     from runner import manifest
     from runner.bundle import write_bundle
 
@@ -239,7 +283,12 @@ def build(cases, out, arch):
 @main.command("lock")
 @click.argument("cases", type=click.Path(dir_okay=False, path_type=Path))
 def lock_command(cases):
-    """Record the content hash of every new (case, version) in the suite's .lock file."""
+    """Record the content hash of every new (case, version) in the suite's .lock file.
+
+    \b
+    Example:
+      python -m runner lock benchmarks/cases.toml
+    """
     from runner import lock, manifest
 
     try:

@@ -272,6 +272,24 @@ def over_budget(case: manifest.CaseSpec, budget_s: float, done: int) -> dict:
     return case_doc
 
 
+def _duration(seconds: float) -> str:
+    """1h02m, 3m05s, 42s."""
+    seconds = round(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+def position(done: int, total: int, elapsed_s: float) -> str:
+    """`[3/8]`, with the time spent and, once a case has finished, an estimate of the time left
+    (the mean time of the finished cases times the cases to go)."""
+    where = f"[{done + 1}/{total}]"
+    if done == 0:
+        return where
+    left_s = elapsed_s / done * (total - done)
+    return f"{where} {_duration(elapsed_s)} so far, about {_duration(left_s)} left"
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """`data` under `path`, whole or not at all: a temporary file in the same folder, flushed to
     disk, then renamed over `path`. On any failure (a full disk) the temporary file is removed
@@ -337,8 +355,10 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
         "budget_s": options.budget_s,
     }
     case_docs = []
-    deadline = time.monotonic() + options.budget_s if options.budget_s else None
-    for case in cases:
+    t0 = time.monotonic()
+    deadline = t0 + options.budget_s if options.budget_s else None
+    for index, case in enumerate(cases):
+        say(f"kernelgap: {position(index, len(cases), time.monotonic() - t0)}: {case.id}")
         left_s = None if deadline is None else deadline - time.monotonic()
         if left_s is not None and left_s <= 0:
             case_docs.append(over_budget(case, options.budget_s, len(case_docs)))

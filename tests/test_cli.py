@@ -112,3 +112,19 @@ def test_worker_reports_an_unknown_job_as_data():
         outcome.record["error"]["phase"] == "worker"
         and "nonsense" in outcome.record["error"]["message"]
     )
+
+
+def test_every_command_of_both_clis_has_help_with_an_example():
+    from click.testing import CliRunner
+
+    from harness.cli import main as harness_main
+    from runner.cli import main as runner_main
+
+    for group, module in ((runner_main, "runner"), (harness_main, "harness")):
+        assert group.commands, module
+        for name in group.commands:
+            done = CliRunner().invoke(group, [name, "--help"])
+            assert done.exit_code == 0, (module, name, done.output)
+            examples = done.output.split("Example")[1:]
+            assert examples, f"{module} {name} --help has no example"
+            assert f"python -m {module} {name} " in examples[0], (module, name)

@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -242,13 +243,16 @@ HOST_BUILDS = {
 @pytest.fixture(scope="module", params=list(HOST_BUILDS))
 def host_fill(request, tmp_path_factory):
     compiler = request.param
-    if shutil.which(compiler) is None:
+    program = cuda_programs.find(compiler) if compiler == "nvcc" else shutil.which(compiler)
+    if program is None:
         pytest.skip(f"{compiler} not on PATH: cannot build the CUDA generator as host code")
     build = tmp_path_factory.mktemp(f"host_{compiler.replace('+', 'x')}")
     (build / "main.src").write_text(HOST_MAIN)
     exe = build / "fill"
     include = ["-I", str(device.KERNELS_CU.parent)]
-    command = [compiler, *HOST_BUILDS[compiler], *include, "-o", str(exe), str(build / "main.src")]
+    if compiler == "nvcc":  # NVIDIA's wheels keep cudart in lib/, a toolkit's nvcc looks in lib64/
+        include += ["-L", str(Path(program).resolve().parent.parent / "lib")]
+    command = [program, *HOST_BUILDS[compiler], *include, "-o", str(exe), str(build / "main.src")]
     done = subprocess.run(command, capture_output=True, text=True)
     assert done.returncode == 0, f"{' '.join(command)} failed:\n{done.stderr}"
 

@@ -143,3 +143,31 @@ def test_nvcc_and_ptxas_are_found_on_path_first_then_in_nvidias_wheels(monkeypat
     (on_path / "nvcc").chmod(0o755)
     monkeypatch.setenv("PATH", str(on_path))
     assert cuda_programs.find("nvcc") == str(on_path / "nvcc")
+
+
+def test_the_readmes_first_command_writes_under_an_ignored_folder():
+    first, second = (ROOT / "README.md").read_text().splitlines()[:2]
+    assert first.strip().startswith("python3 -m pip install -e . && mkdir -p results && ")
+    assert first.strip().endswith("> results/result.json")
+    assert second.strip() == "python3 -m pip install -e '.[test]' && python3 -m pytest"
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", "results/result.json"], cwd=ROOT, capture_output=True
+    )
+    assert ignored.returncode == 0, "results/ must be git-ignored: a run leaves the checkout clean"
+
+
+def test_a_cuda_python_without_bindings_is_told_to_upgrade_not_to_install(monkeypatch):
+    from importlib import metadata
+
+    from runner.driver import bindings_missing
+
+    error = ImportError("No module named 'cuda.bindings'")
+    monkeypatch.setattr(metadata, "version", lambda name: "12.6.0")
+    message = bindings_missing("driver", error)
+    assert "cuda-python 12.6.0 is installed" in message and "pip install -U" in message
+
+    def absent(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "version", absent)
+    assert "is not installed" in bindings_missing("nvrtc", error)

@@ -289,6 +289,25 @@ def test_clang_flags_are_fixed_and_recorded(source):
     assert not any("fast-math" in c for c in cmd)
 
 
+def test_clang_is_told_the_cuda_installation_so_its_ptx_does_not_depend_on_path(
+    monkeypatch, source, tmp_path
+):
+    """clang chooses the PTX ISA version from the CUDA it detects (an nvcc on PATH): the build
+    names the runner's own CUDA root, found the same way with or without nvcc on PATH."""
+    require("clang")
+    roots = toolchains.cuda_roots()
+    if not roots:
+        pytest.skip("no CUDA installation (toolkit or NVIDIA's wheels) to point clang at")
+    with_path = toolchains.build("clang", source, ARCH, FLAGS)
+    assert f"--cuda-path={roots[0]}" in with_path.command
+    clang_dir = Path(clang.program()).parent
+    monkeypatch.setenv("PATH", str(clang_dir))  # no nvcc on PATH now (unless beside clang)
+    without = toolchains.build("clang", source, ARCH, FLAGS)
+    assert ptx.parse(without.ptx).version == ptx.parse(with_path.ptx).version
+    monkeypatch.setattr(toolchains, "cuda_roots", lambda: [])
+    assert not any(c.startswith("--cuda-path") for c in clang.build(source, ARCH, FLAGS, None)[1])
+
+
 def test_clang_without_libdevice_says_so(monkeypatch, source, tmp_path):
     require("clang")
     monkeypatch.setattr(clang, "find_libdevice", lambda: None)

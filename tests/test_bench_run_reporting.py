@@ -1,5 +1,6 @@
-"""options.mode is the mode a run used, also when it came from the manifest; older documents that
-recorded null there are read as the mode their cases ran in."""
+"""What runner bench reports about a run: options.mode is the mode it used, also when it came
+from the manifest (older documents that recorded null there read as their cases' mode), and its
+progress says which case of how many it is on and about how long is left."""
 
 from __future__ import annotations
 
@@ -58,3 +59,16 @@ def test_an_old_document_with_a_null_mode_reads_as_its_cases_mode_and_shares_the
         for impl in case["implementations"].values():
             impl.pop("timing", None)
     assert run_mode(nothing) is None and "mode unknown" in gab_key(nothing)
+
+
+def test_bench_progress_says_where_it_is_and_how_long_is_left(monkeypatch, capsys):
+    from runner.suite import position
+
+    assert position(0, 8, 0.0) == "[1/8]"
+    assert position(2, 8, 90.0) == "[3/8] 1m30s so far, about 4m30s left"
+    assert position(7, 8, 3 * 3600.0) == "[8/8] 3h00m so far, about 25m43s left"
+    stand_ins(monkeypatch)
+    run_suite(ROOT / "benchmarks/cases.toml", BenchOptions(case_ids=("axpy_f64", "scale_i64")))
+    err = capsys.readouterr().err
+    assert "kernelgap: [1/2]: axpy_f64" in err
+    assert "kernelgap: [2/2] 0s so far, about 0s left: scale_i64" in err
