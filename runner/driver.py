@@ -81,27 +81,6 @@ class CudaError(RuntimeError):
         return self.name in STICKY_ERRORS
 
 
-def bindings_missing(module: str, exc: ImportError) -> str:
-    """Why `cuda.bindings.<module>` cannot be imported, and what to do: install cuda-python, or
-    upgrade one that is too old to have cuda.bindings (12.6.0 has none)."""
-    from importlib import metadata
-
-    try:
-        installed = metadata.version("cuda-python")
-    except metadata.PackageNotFoundError:
-        installed = None
-    if installed is None:
-        return (
-            f"cuda-python (cuda.bindings.{module}) is not installed: {exc}; install it with "
-            "`pip install 'cuda-python>=12.6.2.post1'`"
-        )
-    return (
-        f"cuda-python {installed} is installed but cuda.bindings.{module} is not importable "
-        f"({exc}); cuda.bindings came with 12.6.2.post1: upgrade with "
-        "`pip install -U 'cuda-python>=12.6.2.post1'`"
-    )
-
-
 def cu():
     """The `cuda.bindings.driver` module, imported on first use."""
     global _cu
@@ -109,7 +88,9 @@ def cu():
         try:
             from cuda.bindings import driver
         except ImportError as exc:  # cuda-python < 12.6.2 or not installed
-            raise NoGpuError(bindings_missing("driver", exc)) from exc
+            from runner import bindings
+
+            raise NoGpuError(bindings.missing("driver", exc)) from exc
         _cu = driver
     return _cu
 

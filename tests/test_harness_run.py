@@ -425,7 +425,8 @@ FIXTURE_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIIXmSRTE7SpQh0hMHniI513TJ35si
 def test_stderr_tail_keeps_the_partial_document_out_of_sight(tmp_path):
     import io
 
-    from harness.commands.run import PARTIAL_PREFIX, StderrTail, _save_partial
+    from harness.commands.run import _save_partial
+    from harness.transport.stderr_tail import PARTIAL_PREFIX, StderrTail
 
     shown = io.BytesIO()
     tail = StderrTail(shown)

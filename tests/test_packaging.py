@@ -159,15 +159,15 @@ def test_the_readmes_first_command_writes_under_an_ignored_folder():
 def test_a_cuda_python_without_bindings_is_told_to_upgrade_not_to_install(monkeypatch):
     from importlib import metadata
 
-    from runner.driver import bindings_missing
+    from runner.bindings import missing
 
     error = ImportError("No module named 'cuda.bindings'")
     monkeypatch.setattr(metadata, "version", lambda name: "12.6.0")
-    message = bindings_missing("driver", error)
+    message = missing("driver", error)
     assert "cuda-python 12.6.0 is installed" in message and "pip install -U" in message
 
     def absent(name):
         raise metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(metadata, "version", absent)
-    assert "is not installed" in bindings_missing("nvrtc", error)
+    assert "is not installed" in missing("nvrtc", error)

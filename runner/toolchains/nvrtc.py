@@ -31,9 +31,9 @@ def _nvrtc():
     try:
         from cuda.bindings import nvrtc
     except ImportError as exc:
-        from runner.driver import bindings_missing
+        from runner import bindings
 
-        raise ToolchainMissing(bindings_missing("nvrtc", exc)) from None
+        raise ToolchainMissing(bindings.missing("nvrtc", exc)) from None
     try:
         nvrtc.nvrtcVersion()
         return nvrtc
