@@ -241,9 +241,13 @@ class Session:
     def install(self) -> None:
         python = self.options["python"]
         command = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        try:
+            requirements = shipping.runner_requirements(self.options["pytest_gpu"])
+        except shipping.ShippingError as exc:
+            raise RunFailed(str(exc)) from None
         done = self.step(
             "installing the runner's dependencies",
-            [*command, *shipping.runner_requirements(self.options["pytest_gpu"])],
+            [*command, *requirements],
             ship=False,
             timeout_s=INSTALL_TIMEOUT_S,
         )
