@@ -23,7 +23,7 @@ ALIASES = {"any": "changed"}
 HELP = (
     "Exit 1 when: a gap got slower (gap-slower: for runs on different machines); a time or gap "
     "got slower (slower); one changed either way (changed); slower or unstable (unstable); "
-    "never. The same words as the other command's --fail-on."
+    "never. The same words as the other command's --fail-on; `any` is the old word for changed."
 )
 
 
