@@ -49,7 +49,7 @@ import orjson
 from harness.dashboard import explain_pages
 from harness.export.github_action_benchmark import entries as gab_entries
 from harness.primary import primary_candidate
-from harness.series import COMPILER_FIELDS, describe_compiler, series_label
+from harness.series import COMPILER_FIELDS, describe_compiler, run_mode, series_label
 from harness.store import Store
 from harness.summary import signature
 
@@ -319,7 +319,7 @@ def collect(
             "run": compact[len(runs) - 1],
             "suite": f"{suite_doc['name']} v{suite_doc['version']}",
             "gpu": latest_doc["environment"]["device"]["name"],
-            "mode": _run_mode(latest_doc),
+            "mode": run_mode(latest_doc),
             "complete": latest_doc["complete"],
             "cards": headline,
             "signature": [list(pair) for pair in signature(latest_doc)],
@@ -328,13 +328,6 @@ def collect(
         "cases": cases,
         "suite": suite,
     }
-
-
-def _run_mode(document: dict) -> str | None:
-    """The run's timing mode for the subtitle: options.mode, else (a run on the suite's
-    defaults records none there) the one mode its cases ran in."""
-    modes = {(c.get("settings") or {}).get("mode") for c in document["cases"]} - {None}
-    return document["options"].get("mode") or (modes.pop() if len(modes) == 1 else None)
 
 
 def _colors(all_series: list[_Series]) -> dict[str, str]:
@@ -650,10 +643,11 @@ def github_action_benchmark_data(store: Store, repo_url: str | None = None) -> d
 def gab_key(document: dict) -> str:
     """The github-action-benchmark key of a run: 'kernelgap <GPU model> <mode> suite v<N>'.
 
-    GPU model and suite version as in its series keys; the mode is the run's (options.mode).
+    GPU model and suite version as in its series keys; the mode is the run's (options.mode, or
+    for an older document that recorded null there, the one its cases ran in).
     """
     gpu = document["environment"]["device"]["name"]
-    mode = document["options"].get("mode") or "mode unknown"
+    mode = run_mode(document) or "mode unknown"
     return f"kernelgap {gpu} {mode} suite v{document['suite']['version']}"
 
 
