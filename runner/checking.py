@@ -61,7 +61,7 @@ def check_suite(suite: manifest.Suite, arch: str, require_all: bool = False) -> 
             admitted = [f"(the reference could not run: {exc})"]
         if admitted:
             failures += 1
-            click.echo(
+            _say(
                 f"FAIL  {case.id}: tolerance: outputs that did not do the work pass it at the check "
                 f"size: {'; '.join(admitted)} (tighten the tolerance or make the data less degenerate)"
             )
