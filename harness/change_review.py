@@ -13,15 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+from harness import fail_on as failing
 from harness.changes import ChangePolicy, steps
 from harness.drift import DriftPolicy, drift
 from harness.regressions import METRICS
 from harness.store import Store
 from harness.store_values import RunInfo, SeriesValues, run_info, series_values
 
-__all__ = ["FAIL_ON", "ChangeFinding", "find_changes", "review_changes", "tripped"]
-
-FAIL_ON = ("slower", "any", "never")
+__all__ = ["ChangeFinding", "find_changes", "review_changes", "tripped"]
 
 
 @dataclass(frozen=True)
@@ -191,7 +190,6 @@ def find_changes(
 
 
 def tripped(findings: list[ChangeFinding], fail_on: str) -> list[ChangeFinding]:
-    """The findings that make `--fail-on fail_on` exit 1."""
-    if fail_on == "never":
-        return []
-    return [f for f in findings if fail_on == "any" or f.direction == "slower"]
+    """The findings that make `--fail-on fail_on` exit 1 (harness.fail_on's words: a step or a
+    drift is a slower or faster verdict on its metric)."""
+    return [f for f in findings if failing.trips(fail_on, f.metric, f.direction)]

@@ -18,11 +18,34 @@ COMMANDS = {
 }
 
 
+def _print_version(ctx, param, value) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from protocol.version import RESULT_SCHEMA_VERSION, package_version
+
+    click.echo(f"kernelgap harness {package_version()} (result schema {RESULT_SCHEMA_VERSION})")
+    ctx.exit()
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Print the version and exit.",
+)
 def main():
     """kernelgap harness: host side of the benchmark (never touches CUDA).
 
-    Documents go to stdout; progress and logs go to stderr.
+    Documents go to stdout; progress and logs go to stderr. Also installed as
+    `kernelgap-harness`.
+
+    \b
+    Examples:
+      python -m harness run benchmarks/cases.toml --target ssh://me@gpu-box
+      python -m harness compare results/base.json results/head.json
     """
 
 

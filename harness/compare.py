@@ -14,8 +14,8 @@ import math
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from scipy.stats import mannwhitneyu
 
+from harness import fail_on
 from harness.escaping import markdown as md
 from harness.export.table import MARKDOWN, Column, first_line, format_table, format_time
 from harness.series import series_key
@@ -39,15 +39,8 @@ __all__ = [
 ]
 
 VERDICTS = ("faster", "slower", "same", "unstable")
-FAIL_ON = {
-    "never": frozenset(),
-    "gap-slower": frozenset({"slower"}),
-    "slower": frozenset({"slower"}),
-    "unstable": frozenset({"slower", "unstable"}),
-}
-"""Verdicts that trip `--fail-on LEVEL`; `unstable` is the strictest (slower or unstable).
-`gap-slower` looks at gaps only: base and head measured on different machines (a fresh rental
-each time) differ in absolute time, while the gap, a ratio on one machine, does not."""
+FAIL_ON = fail_on.WORDS
+"""The `--fail-on` words (harness.fail_on, shared with `harness regressions`)."""
 
 # Cap on resampled values held at once (doubles), so long sample arrays do not blow up memory.
 _BLOCK_VALUES = 1 << 21
@@ -203,6 +196,10 @@ def significance(base_s, head_s) -> float:
     Rank-based, so it needs no normality and one outlier moves it little. Identical samples
     give 1.0; a NaN p-value (degenerate input) is reported as 1.0, i.e. no evidence.
     """
+    # Imported here: scipy.stats takes about 0.9 s to import, most of `harness compare`'s start,
+    # and no other command needs it.
+    from scipy.stats import mannwhitneyu
+
     p_value = float(mannwhitneyu(base_s, head_s, alternative="two-sided").pvalue)
     return 1.0 if math.isnan(p_value) else p_value
 
@@ -460,12 +457,10 @@ def _compare_gap(base_case, head_case, name, policy, bootstrap) -> GapChange | N
     )
 
 
-def gate(comparison: Comparison, fail_on: str) -> list[TimeChange | GapChange]:
-    """The rows whose verdict trips `fail_on` (a key of FAIL_ON); empty means the gate passes."""
-    if fail_on not in FAIL_ON:
-        raise ValueError(f"fail_on must be one of {sorted(FAIL_ON)} (got {fail_on!r})")
-    rows = comparison.gaps if fail_on == "gap-slower" else (*comparison.times, *comparison.gaps)
-    return [r for r in rows if r.verdict in FAIL_ON[fail_on]]
+def gate(comparison: Comparison, word: str) -> list[TimeChange | GapChange]:
+    """The rows whose verdict trips `--fail-on word` (harness.fail_on); empty: the gate passes."""
+    rows = [("time", r) for r in comparison.times] + [("gap", r) for r in comparison.gaps]
+    return [r for metric, r in rows if fail_on.trips(word, metric, r.verdict)]
 
 
 # --- markdown ----------------------------------------------------------------------------

@@ -18,16 +18,12 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+from harness import fail_on as failing
 from harness.escaping import markdown as md
 from harness.export.table import first_line
 
-__all__ = ["FAIL_ON", "PairRow", "gate", "markdown", "rows", "verdict"]
+__all__ = ["PairRow", "gate", "markdown", "rows", "verdict"]
 
-FAIL_ON = {
-    "never": frozenset(),
-    "slower": frozenset({"slower"}),
-    "unstable": frozenset({"slower", "unstable", "failed"}),
-}
 DEFAULT_MIN_EFFECT = 0.02
 
 
@@ -129,8 +125,14 @@ def rows(document: dict, min_effect: float = DEFAULT_MIN_EFFECT) -> list[PairRow
 
 
 def gate(found: list[PairRow], fail_on: str) -> list[PairRow]:
-    """The rows that make `--fail-on fail_on` exit 1."""
-    return [r for r in found if r.verdict in FAIL_ON[fail_on]]
+    """The rows that make `--fail-on fail_on` exit 1 (harness.fail_on's words; head/base is a
+    ratio of two gaps over the same baseline rounds, so a gap verdict; a failed row counts as
+    unstable)."""
+    return [
+        r
+        for r in found
+        if failing.trips(fail_on, "gap", "unstable" if r.verdict == "failed" else r.verdict)
+    ]
 
 
 def geometric_mean(values: list[float]) -> float | None:

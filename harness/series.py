@@ -28,6 +28,7 @@ __all__ = [
     "compiler_identity",
     "describe_compiler",
     "gpu_model",
+    "run_mode",
     "series_id",
     "series_key",
     "series_label",
@@ -67,6 +68,22 @@ def _mode(document: dict, case: dict, impl: dict) -> str | None:
         if isinstance(block, dict) and block.get("mode"):
             return block["mode"]
     return None
+
+
+def run_mode(document: dict) -> str | None:
+    """A run's timing mode: options.mode (runners since 0.1 record the effective one), else, for
+    older documents that wrote null for a run on the manifest's defaults, the one mode its cases
+    ran in (their settings or timing blocks); None when nothing says."""
+    mode = (document.get("options") or {}).get("mode")
+    if mode:
+        return mode
+    modes = set()
+    for case in document.get("cases", []):
+        for impl in case.get("implementations", {}).values():
+            found = _mode(document, case, impl)
+            if found:
+                modes.add(found)
+    return "+".join(sorted(modes)) or None
 
 
 def series_key(document: dict, case: dict, impl_name: str) -> dict:

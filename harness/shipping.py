@@ -1,12 +1,15 @@
 """What `harness run` ships to a target: the source tree the runner needs, as one tar stream.
 
-The tree holds `runner/`, `protocol/`, `schemas/`, `pyproject.toml` and `README.md` (so
-`pip install .` works there), the suite file's folder at its place in the repository (or under
-`suite/` for a suite kept elsewhere) plus any file the suite references outside that folder,
-`tests/` (and `harness/`, which some tests import) when GPU tests run remotely, and a PTX
-bundle under `bundle/` when one is given (labelled bundles, one per compiler revision, under
-`bundle/<label>/`). On the target `in_shipped_tree` unpacks it into a
-fresh temporary directory, runs the command there and removes the directory.
+From a checkout the tree holds `runner/`, `protocol/`, `schemas/`, `pyproject.toml` and
+`README.md` (so `pip install .` works there), the suite file's folder at its place in the
+repository (or under `suite/` for a suite kept elsewhere) plus any file the suite references
+outside that folder, `tests/` (and `harness/`, which some tests import) when GPU tests run
+remotely, and a PTX bundle under `bundle/` when one is given (labelled bundles, one per
+compiler revision, under `bundle/<label>/`). From an installed package (a
+wheel: no checkout around it) it holds the installed `runner/` and `protocol/` (whose package
+data carries the schemas, `protocol/schemas/`) and the suite under `suite/`; GPU tests need a
+checkout. On the target `in_shipped_tree` unpacks it into a fresh temporary directory, runs the
+command there and removes the directory.
 """
 
 from __future__ import annotations
@@ -14,14 +17,18 @@ from __future__ import annotations
 import inspect
 import io
 import os
+import re
 import tarfile
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from harness import suite_toml
 
+# The folder holding the packages: a checkout's root, or site-packages for an installed wheel.
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RUNNER_TREE = ("runner", "protocol", "schemas", "pyproject.toml", "README.md")
+INSTALLED_RUNNER_TREE = ("runner", "protocol")  # protocol/schemas/ is its package data
 TEST_TREE = ("tests", "harness")  # pytest imports every test module, harness tests included
 SKIPPED_NAMES = {"__pycache__"}  # and every name starting with a dot
 BUNDLE_DIR = "bundle"
@@ -71,6 +78,16 @@ def _add_tree(files: dict[str, Path], path: Path, name: str) -> None:
         raise ShippingError(f"{path}: not found (needed on the target as {name})")
 
 
+def is_checkout(root: Path) -> bool:
+    """A source tree (schemas/ and pyproject.toml beside the packages), not an installed one."""
+    return (root / "schemas").is_dir() and (root / "pyproject.toml").is_file()
+
+
+def runner_tree(root: Path) -> tuple[str, ...]:
+    """The paths under `root` that make the runner work on the target."""
+    return RUNNER_TREE if is_checkout(root) else INSTALLED_RUNNER_TREE
+
+
 def referenced_files(cases: Path) -> list[str]:
     """Paths the suite names, relative to its folder: each case's reference file and sources.
 
@@ -106,13 +123,19 @@ def plan(
     if not cases.is_file():
         raise ShippingError(f"{cases}: suite file not found")
     root = root.resolve()
+    checkout = is_checkout(root)
+    if tests and not checkout:
+        raise ShippingError(
+            f"--pytest-gpu ships the tests, which an installed package lacks ({root}); run it "
+            "from a checkout of kernelgap"
+        )
     suite_dir = cases.parent
-    inside = suite_dir.is_relative_to(root)
+    inside = checkout and suite_dir.is_relative_to(root)
     suite_name = (
         str(PurePosixPath(*suite_dir.relative_to(root).parts)) if inside else OUTSIDE_SUITE_DIR
     )
     files: dict[str, Path] = {}
-    for name in RUNNER_TREE + (TEST_TREE if tests else ()):
+    for name in runner_tree(root) + (TEST_TREE if tests else ()):
         _add_tree(files, root / name, name)
     _add_tree(files, suite_dir, suite_name if suite_name != "." else "")
     for reference in referenced_files(cases):
@@ -142,6 +165,63 @@ def plan(
         bundle=BUNDLE_DIR if bundle is not None else None,
         revisions=tuple((label, f"{BUNDLE_DIR}/{label}") for label, _ in revisions),
     )
+
+
+_EXTRA_MARKER = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
+_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?")
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _declared(root: Path) -> tuple[list[str], dict[str, list[str]]]:
+    """(dependencies, optional dependencies by extra): a checkout's pyproject.toml, else the
+    installed distribution's metadata."""
+    if is_checkout(root):
+        project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+        extras = project.get("optional-dependencies", {})
+        return list(project["dependencies"]), {_normalized(k): v for k, v in extras.items()}
+    from importlib import metadata
+
+    try:
+        requires = metadata.requires("kernelgap") or []
+    except metadata.PackageNotFoundError:
+        raise ShippingError(
+            f"{root}: neither a checkout (no pyproject.toml) nor an installed kernelgap; cannot "
+            "tell what the runner needs"
+        ) from None
+    base: list[str] = []
+    extras: dict[str, list[str]] = {}
+    for line in requires:
+        requirement, _, marker = line.partition(";")
+        found = _EXTRA_MARKER.search(marker)
+        if found:
+            extras.setdefault(_normalized(found.group(1)), []).append(requirement.strip())
+        else:
+            base.append(requirement.strip())
+    return base, extras
+
+
+def _expand(extras: dict[str, list[str]], name: str, seen: frozenset = frozenset()) -> list[str]:
+    """The requirements of extra `name`, with self-references (kernelgap[harness]) expanded."""
+    out = []
+    for requirement in extras.get(_normalized(name), []):
+        match = _NAME.match(requirement)
+        if match and _normalized(match.group(1)) == "kernelgap":
+            for inner in (match.group(2) or "").split(","):
+                if inner.strip() and _normalized(inner) not in seen:
+                    out += _expand(extras, inner.strip(), seen | {_normalized(name)})
+        else:
+            out.append(requirement)
+    return out
+
+
+def runner_requirements(tests: bool = False, root: Path = REPO_ROOT) -> list[str]:
+    """What `pip install` needs on the GPU box: the project's dependencies (the runner's; never
+    the harness extra's plotly and scipy) and, for GPU tests, the test extra's, expanded."""
+    base, extras = _declared(root)
+    return [*base, *(_expand(extras, "test") if tests else [])]
 
 
 def unpack_main() -> None:

@@ -1,15 +1,31 @@
-"""Validation of documents against the JSON Schemas (draft 2020-12) in `schemas/`."""
+"""Validation of documents against the JSON Schemas (draft 2020-12) in `schemas/`.
+
+The schemas live in the repository's top-level `schemas/`; a built wheel carries them as package
+data of `protocol` (`protocol/schemas/`, mapped by pyproject.toml), found with importlib.resources.
+A plain checkout run through PYTHONPATH (as the GPU box does) has no such folder and reads the
+source tree's `schemas/` instead.
+"""
 
 from __future__ import annotations
 
 import functools
+from importlib import resources
 from pathlib import Path
 
 import orjson
 from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import best_match
 
-SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
+
+def schema_dir() -> Path:
+    """The folder of the JSON Schemas: the installed package's data, else the source tree's."""
+    packaged = resources.files("protocol") / "schemas"
+    if packaged.is_dir():  # a wheel installs plain files: the Traversable is a real path
+        return Path(str(packaged))
+    return Path(__file__).resolve().parent.parent / "schemas"
+
+
+SCHEMA_DIR = schema_dir()
 
 
 # JSON Schema's "integer" admits 30.0; a sample count or a version must be a real integer.

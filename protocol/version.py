@@ -31,3 +31,24 @@ def check_version(found: str, supported: str, what: str) -> None:
         raise VersionError(
             f"{what}: schema_version {found} is older than {supported} and has no migration"
         )
+
+
+def package_version() -> str:
+    """kernelgap's version: the installed distribution's, else a checkout's pyproject.toml.
+
+    A plain checkout run through PYTHONPATH (the GPU box) has no installed metadata; a tree
+    that has neither (a shipped copy without pyproject.toml) says "unknown".
+    """
+    import tomllib
+    from importlib import metadata
+    from pathlib import Path
+
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    try:
+        return tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"]
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        pass
+    try:
+        return metadata.version("kernelgap")
+    except metadata.PackageNotFoundError:
+        return "unknown"

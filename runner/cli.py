@@ -14,11 +14,37 @@ def _die(message: str, status: int = 2) -> None:
     sys.exit(status)
 
 
+def _print_version(ctx, param, value) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from protocol.version import RESULT_SCHEMA_VERSION, RUN_PROTOCOL_VERSION, package_version
+
+    click.echo(
+        f"kernelgap runner {package_version()} (result schema {RESULT_SCHEMA_VERSION}, "
+        f"run protocol {RUN_PROTOCOL_VERSION})"
+    )
+    ctx.exit()
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Print the version and exit.",
+)
 def main():
     """kernelgap runner: correctness-gated, paired GPU kernel timing.
 
-    Progress goes to stderr; stdout carries only the JSON document asked for.
+    Progress, logs and reports go to stderr; stdout carries only the JSON document asked for.
+    Also installed as `kernelgap-runner`.
+
+    \b
+    Examples:
+      python -m runner check benchmarks/cases.toml
+      python -m runner bench benchmarks/cases.toml -o results/result.json
     """
 
 
@@ -103,7 +129,18 @@ def main():
     "or nvdisasm, recorded by default where those tools are installed).",
 )
 def bench(cases, case_ids, **settings):
-    """Build, check and time every case of the suite CASES (a cases.toml)."""
+    """Build, check and time every case of the suite CASES (a cases.toml).
+
+    The result document (JSON) goes to stdout, or to -o FILE (rewritten after every case);
+    progress, with the case's position and an estimate of the time left, goes to stderr.
+    Exit status: 0 every case ok, 1 some case failed, 2 bad input or no GPU.
+
+    \b
+    Examples:
+      mkdir -p results && python -m runner bench benchmarks/cases.toml > results/result.json
+      python -m runner bench benchmarks/cases.toml --case axpy_f64 --mode cold -o results/a.json
+      python -m runner bench benchmarks/cases.toml --bundle bundle/ --budget-s 1500
+    """
     from protocol.codec import encode
     from protocol.validation import DocumentError
     from runner import driver, manifest
@@ -148,7 +185,12 @@ def bench(cases, case_ids, **settings):
 @main.command("profile-case", hidden=True)
 @click.argument("job", type=click.Path(dir_okay=False, exists=True))
 def profile_case(job):
-    """Launch one implementation once at the timed size (the program ncu profiles for --profile)."""
+    """Launch one implementation once at the timed size (the program ncu profiles for --profile).
+
+    \b
+    Example (what runner bench --profile runs under ncu):
+      python -m runner profile-case /tmp/kernelgap-profile-job.json
+    """
     from protocol.codec import encode
     from runner import driver, manifest
     from runner.explain import profile_launch
@@ -164,7 +206,21 @@ def profile_case(job):
 
 @main.command()
 def run():
-    """Launch one kernel from a JSON request on stdin; one JSON response on stdout."""
+    """Launch one kernel from a JSON request on stdin; one JSON response on stdout.
+
+    The request (schemas/run-request.schema.json): `ptx` (PTX text) or `ptx_base64`, `kernel`
+    (the .entry name), `grid` and `block` ([x, y, z]), `shared_bytes`, `params` in kernel order
+    ({"type": "f64[]", "values": [...]} for a device array, optionally with "count";
+    {"type": "i64", "value": 3} for a scalar; types i32 u32 i64 u64 f32 f64) and `outputs`
+    ([{"param": 0}], the arrays to read back). Floats round-trip exactly; NaN and infinities are
+    "nan", "inf", "-inf". The response: {"status": "ok", "outputs": [...], "elapsed_ms": ...} or
+    {"status": "error", "phase": ..., "error": ...}; exit 0 ok, 2 error.
+
+    \b
+    Examples:
+      python -m runner run < request.json
+      ssh gpu-host 'cd kernelgap && python3 -m runner run' < request.json
+    """
     from runner import oneshot
 
     sys.exit(oneshot.main(sys.stdin.buffer, oneshot.private_stdout()))
@@ -177,7 +233,7 @@ def serve():
 
     \b
     Example:
-      printf '%s\\n' "$(cat request.json)" | python -m runner serve
+      printf '%s\\n' "$(cat request.json)" | python -m runner serve > answers.jsonl
     """
     from runner import oneshot
     from runner import serve as service
@@ -233,7 +289,12 @@ def launch(ptx_file, kernel, params, grid, block, output_param, output_count, ti
     help="Skip the device-to-device copy that measures peak bandwidth.",
 )
 def info(device, no_bandwidth):
-    """Print the environment block (GPU, driver, clocks, software) as JSON."""
+    """Print the environment block (GPU, driver, clocks, software) as JSON.
+
+    \b
+    Example:
+      python -m runner info --no-bandwidth
+    """
     from protocol.codec import encode
     from runner import driver, environment
 
@@ -261,21 +322,32 @@ def info(device, no_bandwidth):
     help="Fail when any implementation is skipped because its compiler is not installed (CI).",
 )
 def check(cases, arch, require_ptxas, require_all):
-    """Validate the manifest and build every implementation it can (no GPU needed); ptxas where present."""
-    import shutil
+    """Validate the manifest and build every implementation it can (no GPU needed); ptxas where present.
 
+    The report (one line per implementation, then a summary counting skips by reason) goes to
+    stderr; the verdict is the exit status: 0 ok, 1 a failure (or, with --require-all, a skip),
+    2 bad input.
+
+    \b
+    Example:
+      python -m runner check benchmarks/cases.toml --require-ptxas --require-all
+    """
     from runner import lock, manifest
     from runner.checking import check_suite
+    from runner.toolchains import cuda_programs
 
-    if require_ptxas and shutil.which("ptxas") is None:
-        _die("ptxas is not on PATH (--require-ptxas): install the CUDA toolkit")
+    if require_ptxas and cuda_programs.find("ptxas") is None:
+        _die(
+            "ptxas is not on PATH (--require-ptxas): install the CUDA toolkit, or "
+            "`pip install 'kernelgap[nvcc]'` (NVIDIA's nvcc and ptxas wheels)"
+        )
     try:
         suite = manifest.load(cases)
         problems = lock.verify(suite) if lock.lock_path(suite).exists() else []
     except (manifest.ManifestError, lock.LockError) as exc:
         _die(str(exc))
     for problem in problems:
-        click.echo(f"FAIL  {problem}")
+        click.echo(f"FAIL  {problem}", err=True)
     status = check_suite(suite, arch, require_all)
     sys.exit(1 if problems else status)
 
@@ -298,7 +370,12 @@ def check(cases, arch, require_ptxas, require_all):
     "instruction mix, occupancy) in bundle.json; harness explain BUNDLE reads it.",
 )
 def build(cases, out, arch, static):
-    """Build every implementation it can into a PTX bundle (no GPU needed) for `bench --bundle`."""
+    """Build every implementation it can into a PTX bundle (no GPU needed) for `bench --bundle`.
+
+    \b
+    Example:
+      python -m runner build benchmarks/cases.toml --out bundle/ --arch sm_90
+    """
     from runner import manifest
     from runner.bundle import write_bundle
 
@@ -318,7 +395,12 @@ def build(cases, out, arch, static):
 @main.command("lock")
 @click.argument("cases", type=click.Path(dir_okay=False, path_type=Path))
 def lock_command(cases):
-    """Record the content hash of every new (case, version) in the suite's .lock file."""
+    """Record the content hash of every new (case, version) in the suite's .lock file.
+
+    \b
+    Example:
+      python -m runner lock benchmarks/cases.toml
+    """
     from runner import lock, manifest
 
     try:
@@ -327,6 +409,6 @@ def lock_command(cases):
     except (manifest.ManifestError, lock.LockError) as exc:
         _die(str(exc))
     for case_id, version in added:
-        click.echo(f"recorded {case_id} version {version} in {lock.lock_path(suite)}")
+        click.echo(f"recorded {case_id} version {version} in {lock.lock_path(suite)}", err=True)
     if not added:
-        click.echo(f"{lock.lock_path(suite)}: every case version is already recorded")
+        click.echo(f"{lock.lock_path(suite)}: every case version is already recorded", err=True)

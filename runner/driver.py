@@ -87,11 +87,10 @@ def cu():
     if _cu is None:
         try:
             from cuda.bindings import driver
-        except ImportError as exc:  # cuda-python < 12.6 or not installed
-            raise NoGpuError(
-                f"cuda-python (cuda.bindings.driver) is not importable: {exc}; "
-                "install it with `pip install cuda-python`"
-            ) from exc
+        except ImportError as exc:  # cuda-python < 12.6.2 or not installed
+            from runner import bindings
+
+            raise NoGpuError(bindings.missing("driver", exc)) from exc
         _cu = driver
     return _cu
 

@@ -11,6 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+# The folder holding the runner package: a checkout's root, or site-packages for a wheel. A
+# worker starts there (and has it on its path) so it imports this very runner, never a `runner/`
+# that happens to sit in the user's current folder.
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # The answer (event) pipe's file descriptor in the worker's environment: a kernel's printf lands
 # on the worker's stdout, which is only log output, so it can never corrupt an answer.

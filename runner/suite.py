@@ -70,6 +70,14 @@ def timing_settings(case: manifest.CaseSpec, options: BenchOptions) -> dict:
     }
 
 
+def effective_mode(cases, options: BenchOptions) -> str | None:
+    """The run's timing mode for options.mode: --mode, else the one mode the manifest gives its
+    cases (so a run on the defaults and a later explicit `--mode hot` run say the same); cases
+    of several modes give them joined, "cold+hot"."""
+    modes = sorted({timing_settings(case, options)["mode"] for case in cases})
+    return "+".join(modes) or None
+
+
 def probe_environment(options: BenchOptions) -> dict:
     """The device and software block, measured in a worker (raises NoGpuError without a GPU)."""
     outcome = run_worker(
@@ -322,6 +330,24 @@ def over_budget(case: manifest.CaseSpec, budget_s: float, done: int) -> dict:
     return case_doc
 
 
+def _duration(seconds: float) -> str:
+    """1h02m, 3m05s, 42s."""
+    seconds = round(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+def position(done: int, total: int, elapsed_s: float) -> str:
+    """`[3/8]`, with the time spent and, once a case has finished, an estimate of the time left
+    (the mean time of the finished cases times the cases to go)."""
+    where = f"[{done + 1}/{total}]"
+    if done == 0:
+        return where
+    left_s = elapsed_s / done * (total - done)
+    return f"{where} {_duration(elapsed_s)} so far, about {_duration(left_s)} left"
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """`data` under `path`, whole or not at all: a temporary file in the same folder, flushed to
     disk, then renamed over `path`. On any failure (a full disk) the temporary file is removed
@@ -381,7 +407,7 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
         sha, dirty = options.commit.removesuffix("-dirty"), options.commit.endswith("-dirty")
         suite_block.update(commit=sha, dirty=dirty)
     options_block = {
-        "mode": options.mode,
+        "mode": effective_mode(cases, options),
         "samples": options.samples,
         "warmup": options.warmup,
         "target_sample_ms": options.target_sample_ms,
@@ -395,8 +421,10 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
         "static": options.static,
     }
     case_docs = []
-    deadline = time.monotonic() + options.budget_s if options.budget_s else None
-    for case in cases:
+    t0 = time.monotonic()
+    deadline = t0 + options.budget_s if options.budget_s else None
+    for index, case in enumerate(cases):
+        say(f"kernelgap: {position(index, len(cases), time.monotonic() - t0)}: {case.id}")
         left_s = None if deadline is None else deadline - time.monotonic()
         if left_s is not None and left_s <= 0:
             case_docs.append(over_budget(case, options.budget_s, len(case_docs)))

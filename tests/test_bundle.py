@@ -11,9 +11,10 @@ import pytest
 
 from runner import manifest
 from runner.bundle import Bundle, BundleError, write_bundle
+from runner.toolchains import cuda_programs
 from tests.conftest import ROOT
 
-pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+pytestmark = pytest.mark.skipif(cuda_programs.find("nvcc") is None, reason="nvcc is not installed")
 
 
 @pytest.fixture

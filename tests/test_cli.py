@@ -66,7 +66,8 @@ def test_bench_rejects_malformed_toml(tmp_path):
 def test_check_builds_and_assembles_the_suite():
     done = runner("check", "benchmarks/cases.toml")
     assert done.returncode == 0, done.stderr.decode()
-    out = done.stdout.decode()
+    assert done.stdout == b""  # the report goes to stderr, like runner build's: no document here
+    out = done.stderr.decode()
     assert "axpy_f64/cuda: nvcc" in out and "axpy_f64/handptx: ptx, PTX 6.0 sm_70" in out
     assert "0 failure(s)" in out
 
@@ -83,7 +84,7 @@ def test_check_reports_a_signature_mismatch(tmp_path):
     manifest.write_text(text)
     done = runner("check", str(manifest))
     assert done.returncode == 1
-    out = done.stdout.decode()
+    out = done.stderr.decode()
     assert (
         "signature" in out
         and "parameter 2 'a'" in out
@@ -111,3 +112,19 @@ def test_worker_reports_an_unknown_job_as_data():
         outcome.record["error"]["phase"] == "worker"
         and "nonsense" in outcome.record["error"]["message"]
     )
+
+
+def test_every_command_of_both_clis_has_help_with_an_example():
+    from click.testing import CliRunner
+
+    from harness.cli import main as harness_main
+    from runner.cli import main as runner_main
+
+    for group, module in ((runner_main, "runner"), (harness_main, "harness")):
+        assert group.commands, module
+        for name in group.commands:
+            done = CliRunner().invoke(group, [name, "--help"])
+            assert done.exit_code == 0, (module, name, done.output)
+            examples = done.output.split("Example")[1:]
+            assert examples, f"{module} {name} --help has no example"
+            assert f"python -m {module} {name} " in examples[0], (module, name)

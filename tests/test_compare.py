@@ -280,8 +280,29 @@ def test_gate_levels():
         "scale/ptx",
         "scale/ptx gap",
     }
+    assert {r.label for r in gate(result, "gap-slower")} == {"axpy/ptx gap"}
+    assert {r.label for r in gate(result, "changed")} == {"axpy/ptx", "axpy/ptx gap"}
     with pytest.raises(ValueError, match="fail_on must be one of"):
         gate(result, "faster")
+
+
+def test_fail_on_words_mean_the_same_for_compare_and_regressions():
+    from harness import fail_on
+    from harness.commands.compare import compare as compare_cli
+    from harness.commands.history import regressions
+
+    for command in (compare_cli, regressions):
+        (option,) = [p for p in command.params if p.name == "fail_on"]
+        assert list(option.type.choices) == [*fail_on.WORDS, "any"]
+    assert fail_on.trips("gap-slower", "gap", "slower") and not fail_on.trips(
+        "gap-slower", "time", "slower"
+    )
+    assert fail_on.trips("changed", "time", "faster") and not fail_on.trips(
+        "slower", "gap", "faster"
+    )
+    assert fail_on.trips("unstable", "time", "unstable") and not fail_on.trips(
+        "never", "gap", "slower"
+    )
 
 
 def test_markdown_report_shows_rows_policy_and_skipped():

@@ -319,7 +319,8 @@ def test_cli(history, tmp_path):
         ["dashboard", "--db", str(history), "--out", str(out), "--repo-url", "https://x.test/r/"],
     )
     assert result.exit_code == 0, result.output
-    assert "index.html" in result.output and not (out / GAB_DATA).exists()
+    assert "index.html" in result.stderr and not (out / GAB_DATA).exists()
+    assert result.stdout == ""  # what was written is progress: stderr
     data = read_js_json(out / "data.js", "window.KERNELGAP_DATA = ")
     assert data["repo_url"] == "https://x.test/r"
     missing = runner.invoke(

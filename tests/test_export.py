@@ -70,10 +70,10 @@ def test_github_action_benchmark_entries_shape(doc):
     assert names == [
         "axpy/v1/cuda",
         "axpy/v1/ptx",
-        "axpy/v1/gap",
+        "axpy/v1/gap/ptx",
         "scale/v1/cuda",
         "scale/v1/ptx",
-        "scale/v1/gap",
+        "scale/v1/gap/ptx",
         "gemm/v1/cuda",
         "gemm/v1/ptx",
         "gemm/v1/gap/ptx",
@@ -107,7 +107,7 @@ def test_github_action_benchmark_times_are_medians_in_us_with_mad_range(doc):
 def test_github_action_benchmark_gaps_and_geomean(doc):
     entries = {e["name"]: e for e in github_action_benchmark.entries(doc)}
     gap = impl(doc, "axpy", "ptx")["gap"]
-    entry = entries["axpy/v1/gap"]
+    entry = entries["axpy/v1/gap/ptx"]
     assert entry["unit"] == "x cuda" and entry["value"] == gap["ratio_of_medians"]
     assert entry["range"] == f"{gap['ci_low']:.4f} to {gap['ci_high']:.4f} (95% CI)"
     # geomean over the stable cases only: axpy, scale, gemm for ptx (noisy is unstable)
@@ -125,12 +125,25 @@ def test_github_action_benchmark_gaps_and_geomean(doc):
     }
 
 
-def test_github_action_benchmark_single_candidate_names_the_plain_geomean():
+def test_github_action_benchmark_names_a_single_candidate_as_any_other():
     single = make_document(
         {"axpy": {"cuda": samples(1e-3, seed=1), "ptx": samples(1.2e-3, seed=2)}}
     )
     names = [e["name"] for e in github_action_benchmark.entries(single)]
-    assert names == ["axpy/v1/cuda", "axpy/v1/ptx", "axpy/v1/gap", "suite/geomean_gap"]
+    assert names == ["axpy/v1/cuda", "axpy/v1/ptx", "axpy/v1/gap/ptx", "suite/geomean_gap/ptx"]
+
+
+def test_github_action_benchmark_names_stay_when_another_candidate_becomes_unstable():
+    """A name is a function of (case, version, implementation) alone: a second candidate that
+    is unstable (left out) or absent renames none of the first one's entries."""
+    rows = {"cuda": samples(1e-3, seed=1), "ptx": samples(1.2e-3, seed=2)}
+    both = make_document({"axpy": {**rows, "forth": samples(1.5e-3, seed=3)}})
+    shaky = make_document({"axpy": {**rows, "forth": samples(1.5e-3, seed=3, noise=0.2)}})
+    alone = make_document({"axpy": rows})
+    named = [{e["name"] for e in github_action_benchmark.entries(d)} for d in (both, shaky, alone)]
+    ptx = {"axpy/v1/ptx", "axpy/v1/gap/ptx", "suite/geomean_gap/ptx"}
+    assert ptx <= named[0] and ptx <= named[1] and ptx <= named[2]
+    assert "suite/geomean_gap/forth" in named[0] and not any("forth" in n for n in named[1])
 
 
 def test_github_action_benchmark_of_the_real_fixture():
@@ -138,12 +151,12 @@ def test_github_action_benchmark_of_the_real_fixture():
     assert set(entries) == {
         "axpy_f64/v1/cuda",
         "axpy_f64/v1/handptx",
-        "axpy_f64/v1/gap",
-        "suite/geomean_gap",
+        "axpy_f64/v1/gap/handptx",
+        "suite/geomean_gap/handptx",
     }
     assert entries["axpy_f64/v1/cuda"]["value"] == pytest.approx(780.4360091686249)
-    assert entries["axpy_f64/v1/gap"]["unit"] == "x cuda"
-    assert entries["suite/geomean_gap"]["value"] == pytest.approx(1.0013851101498994)
+    assert entries["axpy_f64/v1/gap/handptx"]["unit"] == "x cuda"
+    assert entries["suite/geomean_gap/handptx"]["value"] == pytest.approx(1.0013851101498994)
 
 
 # --- table formats -------------------------------------------------------------------------
@@ -223,12 +236,17 @@ def test_nvbench_markdown_sections_and_columns(doc):
         "Impl",
         "Role",
         "Samples",
-        "GPU Time",
-        "Noise",
-        "GlobalMem BW",
-        "BWUtil",
+        "Median / launch",
+        "MAD / median",
+        "Bytes/s at median",
+        "Of copy BW",
         "Gap",
     ]
+    # nvbench's names stand for other statistics (a mean, a relative stdev, a theoretical peak)
+    assert not re.search(r"GPU Time|Noise|GlobalMem BW|BWUtil", text)
+    legend = text.split("Columns (not nvbench's statistics, hence not its names):\n")[1]
+    for column in header.strip("|").split("|")[2:]:
+        assert f"- {column.strip()}: " in legend
     median_s = impl(doc, "scale", "ptx")["timing"]["stats"]["median_s"]
     scale_ptx = re.search(r"^\| ptx .*$", text.split("## scale v1")[1], re.M).group(0)
     assert "30x" in scale_ptx and f"{median_s * 1e6:.3f} us" in scale_ptx

@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ import pytest
 import runner.device as device
 from runner import generator
 from runner.generator import Distribution, generate, launch_args, stream_id
+from runner.toolchains import cuda_programs
 
 U64_MAX = 2**64 - 1
 FULL_U64 = Distribution("integers", 0, U64_MAX)
@@ -241,13 +243,16 @@ HOST_BUILDS = {
 @pytest.fixture(scope="module", params=list(HOST_BUILDS))
 def host_fill(request, tmp_path_factory):
     compiler = request.param
-    if shutil.which(compiler) is None:
+    program = cuda_programs.find(compiler) if compiler == "nvcc" else shutil.which(compiler)
+    if program is None:
         pytest.skip(f"{compiler} not on PATH: cannot build the CUDA generator as host code")
     build = tmp_path_factory.mktemp(f"host_{compiler.replace('+', 'x')}")
     (build / "main.src").write_text(HOST_MAIN)
     exe = build / "fill"
     include = ["-I", str(device.KERNELS_CU.parent)]
-    command = [compiler, *HOST_BUILDS[compiler], *include, "-o", str(exe), str(build / "main.src")]
+    if compiler == "nvcc":  # NVIDIA's wheels keep cudart in lib/, a toolkit's nvcc looks in lib64/
+        include += ["-L", str(Path(program).resolve().parent.parent / "lib")]
+    command = [program, *HOST_BUILDS[compiler], *include, "-o", str(exe), str(build / "main.src")]
     done = subprocess.run(command, capture_output=True, text=True)
     assert done.returncode == 0, f"{' '.join(command)} failed:\n{done.stderr}"
 
@@ -333,9 +338,10 @@ def test_committed_ptx_entries_and_parameter_sizes():
 
 
 def test_committed_ptx_assembles_for_sm_90(tmp_path):
-    if shutil.which("ptxas") is None:
+    ptxas = cuda_programs.find("ptxas")
+    if ptxas is None:
         pytest.skip("ptxas not on PATH (CUDA toolkit absent): cannot assemble kernels.ptx")
-    command = ["ptxas", "-arch=sm_90", str(device.KERNELS_PTX), "-o", str(tmp_path / "k.cubin")]
+    command = [ptxas, "-arch=sm_90", str(device.KERNELS_PTX), "-o", str(tmp_path / "k.cubin")]
     done = subprocess.run(command, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "k.cubin").stat().st_size > 0
@@ -364,11 +370,12 @@ def device_copy(tmp_path, monkeypatch):
 
 
 def test_regenerate_reproduces_the_committed_ptx(device_copy):
-    if shutil.which("nvcc") is None:
+    nvcc = cuda_programs.find("nvcc")
+    if nvcc is None:
         pytest.skip("nvcc not on PATH (CUDA toolkit absent): cannot regenerate kernels.ptx")
     committed = device.KERNELS_PTX.read_text()
     device.KERNELS_PTX.write_text("stale\n")
-    device.regenerate()
+    device.regenerate(nvcc)
     rebuilt = device.KERNELS_PTX.read_text()
     assert device.recorded_sha256() == device.source_sha256()
     assert ptx_entry_param_bytes(rebuilt) == EXPECTED_PARAM_BYTES

@@ -370,8 +370,10 @@ def test_check_only_over_ssh_matches_a_local_check(sshd, tmp_path):
         capture_output=True,
         text=True,
     )
-    assert "benchmarks/cases.toml:" in done.stdout, done.stderr
-    assert (done.returncode, done.stdout) == (here.returncode, here.stdout)
+    assert "benchmarks/cases.toml:" in done.stderr, done.stderr
+    # the remote report streams to stderr (after the harness's own lines), stdout stays empty
+    assert done.stderr.endswith(here.stderr) and done.stdout == here.stdout == ""
+    assert done.returncode == here.returncode
 
 
 @needs_no_gpu
@@ -423,7 +425,8 @@ FIXTURE_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIIXmSRTE7SpQh0hMHniI513TJ35si
 def test_stderr_tail_keeps_the_partial_document_out_of_sight(tmp_path):
     import io
 
-    from harness.commands.run import PARTIAL_PREFIX, StderrTail, _save_partial
+    from harness.commands.run import _save_partial
+    from harness.transport.stderr_tail import PARTIAL_PREFIX, StderrTail
 
     shown = io.BytesIO()
     tail = StderrTail(shown)

@@ -117,9 +117,9 @@ def test_github_action_benchmark_leads_with_the_primary_and_renames_nothing():
         geomean_gaps(suite_document())["warpforth"][0]
     )
     # every entry the suite had before warpforth joined keeps its name (scale's llvm gap stays
-    # `scale/v1/gap`, though the case now has two candidates)
+    # `scale/v1/gap/llvm`, though the case now has two candidates)
     assert set(before) <= set(after), set(before) - set(after)
-    assert "scale/v1/gap" in before and "scale/v1/gap" in after
+    assert "scale/v1/gap/llvm" in before and "scale/v1/gap/llvm" in after
     added = set(after) - set(before)
     assert added == {
         "suite/geomean_gap/warpforth",
@@ -185,9 +185,10 @@ def test_the_real_warpforth_run_leads_with_warpforth():
     )
     names = [e["name"] for e in github_action_benchmark.entries(real)]
     assert names[0] == "suite/geomean_gap/warpforth"
-    # llvm's gap keeps the plain name in the cases where it was the only candidate before
-    assert "scale_i64/v1/gap" in names and "scale_i64/v1/gap/warpforth" in names
-    assert "axpy_f64/v1/gap/llvm" in names  # axpy_f64 already had two candidates
+    # every candidate's gap is named after it, however many candidates its case has
+    assert "scale_i64/v1/gap/llvm" in names and "scale_i64/v1/gap/warpforth" in names
+    assert "axpy_f64/v1/gap/llvm" in names and "axpy_f64/v1/gap/handptx" in names
+    assert not any(n.endswith("/gap") or n == "suite/geomean_gap" for n in names)
 
 
 def test_the_dashboard_of_the_real_run(tmp_path):

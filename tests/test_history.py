@@ -393,14 +393,15 @@ def test_cli_ingest_history_and_regressions(tmp_path):
 
     done = run(main, ["ingest", files[0], "--db", db])
     assert done.exit_code == 0, done.output
-    assert "would store (untrusted: nothing written)" in done.stdout and "new series" in done.stdout
+    assert "would store (untrusted: nothing written)" in done.stderr and "new series" in done.stderr
+    assert done.stdout == ""  # a report, not a document: stderr
     assert not (tmp_path / "h.sqlite").exists()
 
     for f in files:
         done = run(main, ["ingest", f, "--db", db, "--trusted", "--cases", cases])
-        assert done.exit_code == 0 and "stored run" in done.stdout, done.output
+        assert done.exit_code == 0 and "stored run" in done.stderr, done.output
     done = run(main, ["ingest", files[0], "--db", db, "--trusted", "--cases", cases])
-    assert done.exit_code == 0 and "already stored" in done.stdout
+    assert done.exit_code == 0 and "already stored" in done.stderr
 
     done = run(main, ["history", "--db", db])
     assert done.exit_code == 0 and "forth" in done.stdout and "cuda" in done.stdout
@@ -481,4 +482,26 @@ def test_regressions_fail_on_slower_by_default_but_show_improvements(tmp_path):
     shown = CliRunner().invoke(regressions, ["--db", str(db)])
     assert shown.exit_code == 0, shown.output
     assert "faster" in shown.output
-    assert CliRunner().invoke(regressions, ["--db", str(db), "--fail-on", "any"]).exit_code == 1
+    assert CliRunner().invoke(regressions, ["--db", str(db), "--fail-on", "changed"]).exit_code == 1
+    # the llvm time and gap are faster: no word about slower results trips, whichever metric
+    for word in ("slower", "gap-slower", "unstable", "never"):
+        assert CliRunner().invoke(regressions, ["--db", str(db), "--fail-on", word]).exit_code == 0
+    old = CliRunner().invoke(regressions, ["--db", str(db), "--fail-on", "any"])  # the old word
+    assert old.exit_code == 1 and "--fail-on any is deprecated; it means --fail-on changed" in (
+        old.stderr
+    )
+
+
+def test_history_columns_are_as_wide_as_their_data():
+    from harness.commands.history import _series_table
+
+    row = {
+        "series_id": "0123456789abcdef", "case_id": "c", "case_version": 1, "impl": "llvm",
+        "role": "candidate", "mode": "hot", "suite_version": 1, "source_sha256": "ab" * 32,
+        "baseline_source_sha256": None, "points": 3, "first_utc": None, "last_utc": None,
+    }  # fmt: skip
+    gpus = ["NVIDIA H200", "NVIDIA GeForce RTX 4090 Laptop GPU with a long name", "A"]
+    lines = _series_table([{**row, "gpu": gpu} for gpu in gpus])
+    starts = {line.index(" hot ") if " hot " in line else line.index(" mode ") for line in lines}
+    assert len(starts) == 1, lines  # the mode column starts at one offset on every line
+    assert all(gpu in line for gpu, line in zip(gpus, lines[1:], strict=True))

@@ -88,5 +88,5 @@ def test_runner_check_fails_the_case_and_names_the_null_model(tmp_path):
     assert done.returncode == 1
     assert (
         "FAIL  axpy_f64: tolerance: outputs that did not do the work pass it at the check size: all zeros"
-        in done.stdout
+        in done.stderr
     )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import io
 import math
-import shutil
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from protocol import decode, encode, validate
 from protocol.validation import errors
 from runner import oneshot
 from runner.oneshot import RequestError
+from runner.toolchains import cuda_programs
 
 ROOT = Path(__file__).parents[1]
 
@@ -371,7 +371,7 @@ def test_integer_extremes_are_exact():
 
 @pytest.mark.parametrize("name", ["axpy", "oob", "spin"])
 def test_embedded_ptx_assembles(name, tmp_path):
-    ptxas = shutil.which("ptxas")
+    ptxas = cuda_programs.find("ptxas")
     if ptxas is None:
         pytest.skip("ptxas not found on PATH (install the CUDA toolkit to run this test)")
     source = tmp_path / f"{name}.ptx"
@@ -544,7 +544,7 @@ def test_hanging_kernel_times_out():
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@pytest.mark.skipif(cuda_programs.find("nvcc") is None, reason="nvcc is not installed")
 def test_kernel_printf_never_reaches_the_json_answer(tmp_path):
     source = tmp_path / "hello.cu"
     source.write_text(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from runner.ptx import (
     describe,
     parse,
 )
+from runner.toolchains import cuda_programs
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ptx"
 LEGACY = FIXTURES / "legacy_v60_sm70.ptx"
@@ -73,7 +73,7 @@ CLANG_STYLE = """
 
 def nvcc_ptx(tmp_path: Path) -> str:
     """PTX that the real nvcc emits for CUDA_SOURCE (sm_90, -O3)."""
-    nvcc = shutil.which("nvcc")
+    nvcc = cuda_programs.find("nvcc")
     if nvcc is None:
         pytest.skip("nvcc not found on PATH (install the CUDA toolkit to run this test)")
     source = tmp_path / "kernels.cu"
@@ -371,7 +371,7 @@ def test_check_signature_rejects_unknown_kind():
 
 
 def test_ptxas_assembles_legacy_fixture(tmp_path):
-    ptxas = shutil.which("ptxas")
+    ptxas = cuda_programs.find("ptxas")
     if ptxas is None:
         pytest.skip("ptxas not found on PATH (install the CUDA toolkit to run this test)")
     # Only the plain file: ptxas (13.0) stops at a trailing NUL ("Unexpected EOF"); the driver's

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import types
@@ -19,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from runner import checking, manifest, ptx, toolchains
-from runner.toolchains import BuildError, ToolchainMissing, clang, command, nvrtc
+from runner.toolchains import BuildError, ToolchainMissing, clang, command, cuda_programs, nvrtc
 
 ARCH = "sm_90"
 COMPILERS = ("nvcc", "nvrtc", "clang")
@@ -102,7 +101,7 @@ if "--no-output" not in args:
 
 def require(toolchain: str) -> None:
     """Skip the test, with the reason, when `toolchain`'s compiler is not installed here."""
-    if toolchain == "nvcc" and shutil.which("nvcc") is None:
+    if toolchain == "nvcc" and cuda_programs.find("nvcc") is None:
         pytest.skip("nvcc is not on PATH (install the CUDA toolkit)")
     if toolchain == "nvrtc":
         try:
@@ -118,7 +117,7 @@ def require(toolchain: str) -> None:
 
 def assemble(ptx_text: str, tmp_path: Path) -> None:
     """ptxas -arch=sm_90 on the PTX; fails the test with ptxas's message."""
-    ptxas = shutil.which("ptxas")
+    ptxas = cuda_programs.find("ptxas")
     if ptxas is None:
         pytest.skip("ptxas is not on PATH (install the CUDA toolkit)")
     src = tmp_path / "assembled.ptx"
@@ -300,6 +299,25 @@ def test_clang_flags_are_fixed_and_recorded(source):
     assert cmd[cmd.index("-include") + 1] == str(clang.PRELUDE)
     assert cmd[cmd.index("-mlink-builtin-bitcode") + 2].endswith("libdevice.10.bc")
     assert not any("fast-math" in c for c in cmd)
+
+
+def test_clang_is_told_the_cuda_installation_so_its_ptx_does_not_depend_on_path(
+    monkeypatch, source, tmp_path
+):
+    """clang chooses the PTX ISA version from the CUDA it detects (an nvcc on PATH): the build
+    names the runner's own CUDA root, found the same way with or without nvcc on PATH."""
+    require("clang")
+    roots = toolchains.cuda_roots()
+    if not roots:
+        pytest.skip("no CUDA installation (toolkit or NVIDIA's wheels) to point clang at")
+    with_path = toolchains.build("clang", source, ARCH, FLAGS)
+    assert f"--cuda-path={roots[0]}" in with_path.command
+    clang_dir = Path(clang.program()).parent
+    monkeypatch.setenv("PATH", str(clang_dir))  # no nvcc on PATH now (unless beside clang)
+    without = toolchains.build("clang", source, ARCH, FLAGS)
+    assert ptx.parse(without.ptx).version == ptx.parse(with_path.ptx).version
+    monkeypatch.setattr(toolchains, "cuda_roots", lambda: [])
+    assert not any(c.startswith("--cuda-path") for c in clang.build(source, ARCH, FLAGS, None)[1])
 
 
 def test_clang_without_libdevice_says_so(monkeypatch, source, tmp_path):
@@ -493,7 +511,7 @@ params = [
 {impls}"""
     )
     status = checking.check_suite(manifest.load(tmp_path / "cases.toml"), ARCH)
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert status == 0, out
     for name in ("cuda", "llvm", "rtc"):
         assert re.search(
@@ -505,7 +523,7 @@ params = [
     )
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@pytest.mark.skipif(cuda_programs.find("nvcc") is None, reason="nvcc is not installed")
 def test_nvcc_never_lets_a_path_reach_its_shell(tmp_path):
     # nvcc passes file names through a shell: a folder named like this once ran `touch`.
     folder = tmp_path / "a $(touch canary) `touch canary2`; b"

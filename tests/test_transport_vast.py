@@ -517,3 +517,32 @@ def test_an_unconfirmed_destroy_through_the_real_adapter_is_retried(sdk, monkeyp
         ("destroy_instance", 99),
         ("show_instance", 99),
     ]
+
+
+def test_the_wait_for_the_machine_and_its_sshd_says_what_it_waits_for_every_minute():
+    loading = {"actual_status": "loading", "status_msg": "pulling image"}
+    running = {"actual_status": "running", "ssh_host": "ssh4.vast.ai", "ssh_port": 20417}
+    api = FakeVast(statuses=[loading] * 15 + [running])
+    FakeSsh.refusals = 13
+    said: list[str] = []
+    clock = Clock()
+    vast = VastTransport(
+        "H200", api=api, ssh_factory=FakeSsh, monotonic=clock.monotonic, sleep=clock.sleep,
+        now=lambda: NOW, say=said.append, poll_s=10.0,
+    )  # fmt: skip
+    with vast:
+        pass
+    waits = [line for line in said if line.startswith("vast: waiting")]
+    assert waits[0] == "vast: waiting for instance 4242 to start (the image is pulled first)"
+    assert waits[1:3] == [
+        "vast: waiting 60 s (of up to 900 s) for instance 4242 to run with an SSH port "
+        "(status 'loading': pulling image)",
+        "vast: waiting 120 s (of up to 900 s) for instance 4242 to run with an SSH port "
+        "(status 'loading': pulling image)",
+    ]
+    sshd = [line for line in waits if "sshd at" in line]
+    assert [line.split(" s ")[0] for line in sshd] == ["vast: waiting 60", "vast: waiting 120"]
+    assert (
+        "sshd at ssh4.vast.ai:20417 (ssh: connect to host port 20417: Connection refused)"
+        in (sshd[0])
+    )

@@ -18,6 +18,7 @@ import pytest
 from runner import manifest, ptx, toolchains
 from runner.checking import assemble
 from runner.suite import obtain_ptx
+from runner.toolchains import cuda_programs
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = manifest.load(ROOT / "benchmarks" / "cases.toml")
@@ -50,7 +51,7 @@ def test_forth_kernel_compiles_assembles_and_matches_the_manifest_signature(case
     assert (module.version, module.target) == ("6.0", "sm_70")
     ptx.check_signature(module, impl.entry, case.signature(), where=case_id)
     assert build["command"] == [shutil.which("warpforthc"), str(impl.source)]  # PTX on stdout
-    if shutil.which("ptxas") is None:
+    if cuda_programs.find("ptxas") is None:
         pytest.skip("ptxas is not on PATH: compiled and signature-checked, not assembled")
     assert assemble(text, ARCH) is None
 
@@ -162,23 +163,23 @@ def test_check_without_warpforthc_says_so_in_its_summary_and_fails_under_require
     empty = tmp_path / "bin"
     empty.mkdir()
     done = check(cases, str(empty))
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 0, done.stderr
     assert (
-        "skip  axpy_f64/warpforth: warpforthc is not on PATH; implementation skipped" in done.stdout
+        "skip  axpy_f64/warpforth: warpforthc is not on PATH; implementation skipped" in done.stderr
     )
-    assert "1 case(s), 0 failure(s), 1 skipped" in done.stdout
+    assert "1 case(s), 0 failure(s), 1 skipped" in done.stderr
     assert "skipped 1: warpforthc is not on PATH; implementation skipped (axpy_f64/warpforth)" in (
-        done.stdout
+        done.stderr
     )
     strict = check(cases, str(empty), "--require-all")
     assert strict.returncode == 1
-    assert "--require-all: skips fail the check" in strict.stdout
+    assert "--require-all: skips fail the check" in strict.stderr
 
 
 def test_check_with_warpforthc_skips_nothing(tmp_path):
     warpforthc = need("warpforthc")
     cases = small_suite(tmp_path / "suite")
     done = check(cases, str(Path(warpforthc).parent), "--require-all")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "ok    axpy_f64/warpforth: command, PTX 6.0 sm_70" in done.stdout
-    assert "1 case(s), 0 failure(s), 0 skipped" in done.stdout
+    assert done.returncode == 0, done.stderr
+    assert "ok    axpy_f64/warpforth: command, PTX 6.0 sm_70" in done.stderr
+    assert "1 case(s), 0 failure(s), 0 skipped" in done.stderr

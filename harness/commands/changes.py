@@ -12,7 +12,8 @@ from pathlib import Path
 import click
 
 from harness import change_report
-from harness.change_review import FAIL_ON, find_changes, tripped
+from harness import fail_on as failing
+from harness.change_review import find_changes, tripped
 from harness.changes import ChangePolicy
 from harness.commands.compare import BadInput
 from harness.commands.history import DB_OPTION, _echo_json, _opened
@@ -53,13 +54,7 @@ def _since(text: str | None) -> str | None:
     default="text",
     show_default=True,
 )
-@click.option(
-    "--fail-on",
-    type=click.Choice(FAIL_ON),
-    default="never",
-    show_default=True,
-    help="Which listed changes make the exit status 1: slower steps and drifts, any, or never.",
-)
+@failing.option(default="never")
 @click.option(
     "--alpha",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
@@ -82,6 +77,10 @@ def changes(db: Path, case_id, since, output_format, fail_on, alpha, min_effect)
     happened, with the medians before and after, its size and its p-value. A drift is a
     significant trend over the newest 20 stable points (at least 5% in total). Unstable and
     failed points take no part, so they never alert.
+
+    \b
+    Example:
+      python -m harness changes --db history.sqlite --since 2026-12-01 --fail-on slower
     """
     change = ChangePolicy(alpha=alpha, min_effect=min_effect)
     trend = DriftPolicy()

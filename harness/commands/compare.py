@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from harness import fail_on as failing
 from harness.escaping import terminal
 from protocol import documents
 from protocol.codec import encode
@@ -67,14 +68,7 @@ RESULT = click.Path(dir_okay=False, allow_dash=True, path_type=Path)
     show_default=True,
     help="markdown for a pull-request comment or job summary; json for tools.",
 )
-@click.option(
-    "--fail-on",
-    type=click.Choice(["gap-slower", "slower", "unstable", "never"]),
-    default="never",
-    show_default=True,
-    help="Exit 1 when a gap is slower (`gap-slower`: for runs on different machines), a time or "
-    "gap is slower (`slower`), or slower or unstable (`unstable`).",
-)
+@failing.option(default="never")
 @click.option(
     "--min-effect",
     type=click.FloatRange(min=0),
@@ -97,6 +91,10 @@ def compare(base, head, output_format, fail_on, min_effect, alpha, seed):
     significant AND the median moved by at least --min-effect; `unstable` when the runner marked
     either side unstable; else `same`. Results whose series key differs (GPU model, timing
     mode, suite or case version, source hashes) are listed as not comparable.
+
+    \b
+    Example:
+      python -m harness compare base/result.json results/result.json --fail-on gap-slower
     """
     from harness import compare as comparing
 
@@ -120,7 +118,12 @@ def compare(base, head, output_format, fail_on, min_effect, alpha, seed):
 @click.command()
 @click.argument("result", type=RESULT)
 def summary(result):
-    """Markdown summary of RESULT for $GITHUB_STEP_SUMMARY: geomean gap, gaps, failures, hardware."""
+    """Markdown summary of RESULT for $GITHUB_STEP_SUMMARY: geomean gap, gaps, failures, hardware.
+
+    \b
+    Example:
+      python -m harness summary results/result.json >> "$GITHUB_STEP_SUMMARY"
+    """
     from harness.summary import markdown
 
     click.echo(markdown(load_result(result)), nl=False)
@@ -136,6 +139,11 @@ def summary(result):
 )
 @click.argument("result", type=RESULT)
 def export(output_format, result):
-    """Write RESULT in another format to stdout (bytes; redirect to a file)."""
+    """Write RESULT in another format to stdout (bytes; redirect to a file).
+
+    \b
+    Example:
+      python -m harness export results/result.json --format github-action-benchmark > gab.json
+    """
     module = importlib.import_module(f"harness.export.{EXPORT_FORMATS[output_format]}")
     _write_stdout(module.render(load_result(result)))

@@ -76,7 +76,12 @@ def dashboard(
     """Build a static site of the history: headline, latest gaps, charts per case.
 
     The site works offline, opened straight from disk (file://): plotly.js is copied into OUT
-    from the plotly package, and the data sits beside the page in OUT/data.js.
+    from the plotly package, and the data sits beside the page in OUT/data.js. What was
+    written is reported on stderr.
+
+    \b
+    Example:
+      python -m harness dashboard --db history.sqlite --out site/ --repo-url https://github.com/o/r
     """
     if repo_url and not repo_url.startswith(("https://", "http://")):
         raise BadInput(f"--repo-url {repo_url!r}: expected an http(s) address of the repository")
@@ -92,4 +97,4 @@ def dashboard(
         )
     except (StoreError, DashboardError) as exc:
         raise BadInput(str(exc)) from None
-    click.echo(report.text())
+    click.echo(report.text(), err=True)  # what was written: progress, not a document

@@ -49,7 +49,12 @@ class BadInput(click.ClickException):
 )
 def explain(source, case_ids, candidates, bundle, fmt):
     """Explain each case's gap from SOURCE: a result document (runner bench; its `static` and,
-    with --profile, `profile` blocks) or a bundle folder (runner build; static only)."""
+    with --profile, `profile` blocks) or a bundle folder (runner build; static only).
+
+    \b
+    Example:
+      python -m harness explain results/20261201T120000Z-nvidia-h200-abc.json --bundle bundle/
+    """
     try:
         loaded = sources.load(source)
         if bundle is not None:

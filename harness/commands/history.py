@@ -14,6 +14,7 @@ import click
 import orjson
 
 from harness import change_report, trust
+from harness import fail_on as failing
 from harness.change_review import ChangeFinding, find_changes
 from harness.change_review import tripped as changes_tripped
 from harness.changes import ChangePolicy
@@ -83,6 +84,11 @@ def ingest(result: Path, db: Path, trusted: bool, cases: Path | None, gpu_pin: s
     from the document: a trusted ingest reads the suite manifest (--cases) and refuses a run of
     another suite, version or manifest, or on another GPU model than it pins. A result whose
     series key changed (source, case version, ...) starts a new series.
+    What was (or would be) stored is reported on stderr.
+
+    \b
+    Example:
+      python -m harness ingest results/20261201T080202Z-nvidia-h200-772e86c32415.json --trusted
     """
     document = load_result(result)
     what = "stdin" if str(result) == "-" else str(result)
@@ -95,7 +101,7 @@ def ingest(result: Path, db: Path, trusted: bool, cases: Path | None, gpu_pin: s
     # Untrusted: an existing file is opened read-only; a missing one is never created.
     with _opened(db, readonly=not trusted and db.exists()) as store:
         report = store.ingest(document, trusted=trusted, what=what, check=False)
-    click.echo(report.text())
+    click.echo(report.text(), err=True)  # a report of what was (or would be) stored, not a document
 
 
 def _us(value: float | None) -> str:
@@ -134,27 +140,46 @@ def _shown(row: dict) -> dict:
     return {k: terminal(v) if isinstance(v, str) else v for k, v in row.items()}
 
 
-def _series_table(series: list[dict]) -> list[str]:
-    lines = [
-        "series            case                      v  impl            role       gpu"
-        "                mode  suite  source    baseline  points  first                 last"
+def _aligned(header: list[str], rows: list[list[str]], indent: str = "") -> list[str]:
+    """The header and rows as lines, each column as wide as its widest cell (GPU names, case
+    ids and error messages vary in length), columns two spaces apart."""
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+    return [
+        (indent + "  ".join(f"{cell!s:<{w}}" for cell, w in zip(row, widths, strict=True))).rstrip()
+        for row in [header, *rows]
     ]
-    for s in map(_shown, series):
-        lines.append(
-            f"{s['series_id']:<17} {s['case_id']:<25} {s['case_version']:<2} {s['impl']:<15} "
-            f"{s['role']:<10} {s['gpu']:<18} {s['mode'] or '-':<5} v{s['suite_version']:<5} "
-            f"{(s['source_sha256'] or 'unbuilt')[:8]:<9} "
-            f"{(s['baseline_source_sha256'] or 'unbuilt')[:8]:<9} {s['points']:>6}  "
-            f"{(s['first_utc'] or '-')[:19]:<21} {(s['last_utc'] or '-')[:19]}"
-        )
-    return lines
+
+
+SERIES_COLUMNS = ["series", "case", "v", "impl", "role", "gpu", "mode", "suite", "source",
+                  "baseline", "points", "first", "last"]  # fmt: skip
+POINT_COLUMNS = ["date", "commit", "median", "noise", "stable", "gap", "gap 95% CI", "check",
+                 "status"]  # fmt: skip
+
+
+def _series_table(series: list[dict]) -> list[str]:
+    rows = [
+        [
+            s["series_id"],
+            s["case_id"],
+            str(s["case_version"]),
+            s["impl"],
+            s["role"],
+            s["gpu"],
+            s["mode"] or "-",
+            f"v{s['suite_version']}",
+            (s["source_sha256"] or "unbuilt")[:8],
+            (s["baseline_source_sha256"] or "unbuilt")[:8],
+            str(s["points"]),
+            (s["first_utc"] or "-")[:19],
+            (s["last_utc"] or "-")[:19],
+        ]
+        for s in map(_shown, series)
+    ]
+    return _aligned(SERIES_COLUMNS, rows)
 
 
 def _points_table(points: list[dict]) -> list[str]:
-    lines = [
-        "  date                 commit        median          noise    stable  gap       "
-        "gap 95% CI            check        status"
-    ]
+    rows = []
     for p in map(_shown, points):
         ci = "-" if p["gap_ci_low"] is None else f"[{p['gap_ci_low']:.4f}, {p['gap_ci_high']:.4f}]"
         status = p["case_status"]
@@ -162,12 +187,20 @@ def _points_table(points: list[dict]) -> list[str]:
             status += f": {p['error_phase']}: {p['error_message']}"
         noise = "-" if p["noise"] is None else f"{p['noise'] * 100:.2f}%"
         stable = "-" if p["stable"] is None else ("yes" if p["stable"] else "NO")
-        lines.append(
-            f"  {p['started_utc'][:19]:<20} {(p['commit_sha'] or '-')[:12]:<13} "
-            f"{_us(p['median_s']):<15} {noise:<8} {stable:<7} {_gap(p['gap']):<9} {ci:<21} "
-            f"{p['check_status'] or '-':<12} {status}"
+        rows.append(
+            [
+                p["started_utc"][:19],
+                (p["commit_sha"] or "-")[:12],
+                _us(p["median_s"]),
+                noise,
+                stable,
+                _gap(p["gap"]),
+                ci,
+                p["check_status"] or "-",
+                status,
+            ]
         )
-    return lines
+    return _aligned(POINT_COLUMNS, rows, indent="  ")
 
 
 @click.command()
@@ -189,7 +222,13 @@ def _points_table(points: list[dict]) -> list[str]:
 )
 @click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table")
 def history(db: Path, case_id: str | None, wanted: str | None, last: int, output_format: str):
-    """List the history's series; with --case or --series, their points too (oldest first)."""
+    """List the history's series; with --case or --series, their points too (oldest first).
+
+    \b
+    Examples:
+      python -m harness history --db history.sqlite
+      python -m harness history --series axpy_f64/warpforth --last 5
+    """
     with _opened(db) as store:
         series = _select(store, case_id, wanted)
         with_points = case_id is not None or wanted is not None
@@ -265,6 +304,14 @@ def _markdown(
     return table + _changes_markdown(found, policy)
 
 
+def _verdict(finding: Finding) -> str:
+    """A finding as a --fail-on verdict: an alert is slower or faster, an unstable newest point
+    unstable, anything else (ok, failed, too short a history) same."""
+    if finding.alert:
+        return finding.direction
+    return "unstable" if finding.status == "unstable" else "same"
+
+
 @click.command()
 @DB_OPTION
 @click.option(
@@ -282,13 +329,7 @@ def _markdown(
     default="markdown",
     show_default=True,
 )
-@click.option(
-    "--fail-on",
-    type=click.Choice(["slower", "any", "never"]),
-    default="slower",
-    show_default=True,
-    help="Which alerts make the exit status 1 (every alert is shown either way).",
-)
+@failing.option(default="slower")
 def regressions(db: Path, window: int, case_id: str | None, output_format: str, fail_on: str):
     """Check the newest point of every current series against its recent history.
 
@@ -297,6 +338,10 @@ def regressions(db: Path, window: int, case_id: str | None, output_format: str, 
     rule, on change points (steps hidden in noise, as `harness changes` finds them) among the
     newest --window stable points and on a drift over the newest 20. By default only slower
     ones set exit status 1.
+
+    \b
+    Example:
+      python -m harness regressions --db history.sqlite --fail-on gap-slower
     """
     policy = Policy(window=window)
     with _opened(db) as store:
@@ -320,10 +365,7 @@ def regressions(db: Path, window: int, case_id: str | None, output_format: str, 
         )
     else:
         click.echo(_markdown(findings, policy, len(series), recent), nl=False)
-    tripped = [
-        f
-        for f in findings
-        if f.alert and (fail_on == "any" or (fail_on == "slower" and f.direction == "slower"))
-    ]
-    if tripped or changes_tripped(recent, fail_on):
+    tripped = [f for f in findings if failing.trips(fail_on, f.metric, _verdict(f))]
+    tripped += changes_tripped(recent, fail_on)
+    if tripped:
         raise SystemExit(1)

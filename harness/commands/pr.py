@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from harness import fail_on as failing
 from harness.commands.compare import RESULT, BadInput, _write_stdout, load_result
 from protocol.codec import encode
 
@@ -27,14 +28,7 @@ __all__ = ["pr"]
     show_default=True,
     help="markdown for the pull-request comment or job summary; json for tools.",
 )
-@click.option(
-    "--fail-on",
-    type=click.Choice(["slower", "unstable", "never"]),
-    default="never",
-    show_default=True,
-    help="Exit 1 when some case's head is slower than its base (`slower`), or slower, unstable "
-    "or failed (`unstable`).",
-)
+@failing.option(default="never")
 @click.option(
     "--min-effect",
     type=click.FloatRange(min=0),
@@ -49,6 +43,12 @@ def pr(result: Path, output_format: str, fail_on: str, min_effect: float):
     RESULT comes from `harness run --base-bundle DIR --head-bundle DIR` (or `runner bench
     --bundle base=DIR --bundle head=DIR`): both revisions of the compiler timed in one context,
     in the same rounds, on one GPU, so head/base needs no second machine and no history.
+    --fail-on slower: exit 1 when some head is slower; unstable: also when one is unstable or
+    failed.
+
+    \b
+    Example:
+      python -m harness pr results/20261201T120000Z-nvidia-h200-abc.json --fail-on slower
     """
     from harness import pull_request
 

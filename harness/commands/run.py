@@ -22,7 +22,6 @@ import signal
 import subprocess
 import sys
 import threading
-import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -35,9 +34,9 @@ from harness.store import normalize_utc
 from harness.transport.base import Completed, Transport, TransportError
 from harness.transport.local import LocalTransport
 from harness.transport.ssh import SshTarget, SshTargetError, SshTransport
+from harness.transport.stderr_tail import StderrTail
 from harness.transport.vast import DEFAULT_IMAGE, VastTransport
 from protocol.documents import load_result
-from protocol.progress import PARTIAL_DOCUMENT_PREFIX as PARTIAL_PREFIX
 
 __all__ = [
     "Terminated",
@@ -50,7 +49,6 @@ __all__ = [
 ]
 
 GIT_TIMEOUT_S = 10.0
-TAIL_LINES = 8
 INSTALL_TIMEOUT_S = 1800.0
 RENTAL_GRACE_S = 3600.0  # a rental's lifetime beyond its steps' limits: waiting for it, SSH, slack
 # runs argv with its stdout on stderr, so pytest's report streams live (stdout is for documents)
@@ -93,52 +91,6 @@ def signals_interrupt(signums=(signal.SIGTERM, signal.SIGHUP)):
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-
-
-class StderrTail:
-    """The remote's stderr: written to ours as it arrives, with the last lines kept for messages.
-
-    Lines carrying the runner's partial document are not shown; the last one is kept, so a
-    dropped connection still leaves every case measured so far on disk.
-    """
-
-    def __init__(self, stream=None):
-        self.stream = stream or sys.stderr.buffer
-        self.data = b""
-        self.partial: bytes | None = None
-        self._pending = b""  # the start of a line that may be a partial document
-        self._mid_line = False  # part of the current line was already shown: it is ordinary
-
-    def __call__(self, chunk: bytes) -> None:
-        shown = []
-        data = self._pending + chunk
-        self._pending = b""
-        while data:
-            end = data.find(b"\n")
-            if end < 0:
-                if not self._mid_line and (
-                    data.startswith(PARTIAL_PREFIX) or PARTIAL_PREFIX.startswith(data)
-                ):
-                    self._pending = data  # wait for the rest of the line
-                else:  # an unfinished ordinary line is shown at once (progress without a newline)
-                    shown.append(data)
-                    self._mid_line = True
-                break
-            line, data = data[: end + 1], data[end + 1 :]
-            if not self._mid_line and line.startswith(PARTIAL_PREFIX):
-                self.partial = line[len(PARTIAL_PREFIX) :].rstrip(b"\n")
-            else:
-                shown.append(line)
-            self._mid_line = False
-        if shown:
-            text = b"".join(shown)
-            self.stream.write(text)
-            self.stream.flush()
-            self.data = (self.data + text)[-16384:]
-
-    def lines(self, count: int = TAIL_LINES) -> str:
-        text = self.data.decode("utf-8", "replace").rstrip().splitlines()
-        return "\n".join(f"  | {line}" for line in text[-count:]) or "  | (nothing on stderr)"
 
 
 def local_commit(path: Path) -> str | None:
@@ -246,13 +198,6 @@ def _save_partial(out: Path, target: str, data: bytes, partial: bytes | None = N
     return kept.problem or f"what had arrived on its stdout is kept in {kept.path}"
 
 
-def _dependencies(tests: bool) -> list[str]:
-    """The runner's pip requirements from pyproject.toml (and the test extra for --pytest-gpu)."""
-    project = tomllib.loads((shipping.REPO_ROOT / "pyproject.toml").read_text())["project"]
-    extra = project.get("optional-dependencies", {}).get("test", []) if tests else []
-    return [*project["dependencies"], *extra]
-
-
 class Session:
     """The steps of one `harness run` on one opened transport."""
 
@@ -284,9 +229,13 @@ class Session:
     def install(self) -> None:
         python = self.options["python"]
         command = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        try:
+            requirements = shipping.runner_requirements(self.options["pytest_gpu"])
+        except shipping.ShippingError as exc:
+            raise RunFailed(str(exc)) from None
         done = self.step(
             "installing the runner's dependencies",
-            [*command, *_dependencies(self.options["pytest_gpu"])],
+            [*command, *requirements],
             ship=False,
             timeout_s=INSTALL_TIMEOUT_S,
         )
@@ -309,9 +258,7 @@ class Session:
     def check(self) -> int:
         python = self.options["python"]
         command = [python, "-m", "runner", "check", self.plan.cases, *self.options["runner_args"]]
-        done = self.step("runner check", command)
-        sys.stdout.buffer.write(done.stdout)
-        sys.stdout.flush()
+        done = self.step("runner check", command)  # its report streams to stderr
         if done.returncode not in (0, 1):
             raise RunFailed(
                 f"runner check exited {done.returncode} on {self.transport.description}:\n"
@@ -361,7 +308,17 @@ class Session:
         return done.returncode
 
 
-@click.command("run", context_settings={"help_option_names": ["-h", "--help"]})
+class _RunCommand(click.Command):
+    """Everything after the first `--` is the runner's, even words that look like the suite."""
+
+    def parse_args(self, ctx, args):
+        if "--" in args:
+            at = args.index("--")
+            args, ctx.meta["runner_args"] = args[:at], args[at + 1 :]
+        return super().parse_args(ctx, args)
+
+
+@click.command("run", cls=_RunCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--target",
     required=True,
@@ -379,10 +336,9 @@ class Session:
 )
 @click.option(
     "--cases",
+    "cases_option",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=Path("benchmarks/cases.toml"),
-    show_default=True,
-    help="The suite to run; its folder is shipped with it.",
+    help="The suite, as an option (an alias of the SUITE argument, kept for old scripts).",
 )
 @click.option(
     "--bundle",
@@ -470,15 +426,30 @@ class Session:
     show_default=True,
     help="Docker image for a vast machine (needs python3 and nvcc).",
 )
-@click.argument("runner_args", nargs=-1, type=click.UNPROCESSED)
-def run(
-    target, identity, known_hosts, cases, bundle, base_bundle, head_bundle, runner_args, **settings
-):
-    """Ship the suite to TARGET, run `python -m runner bench` there and save its document.
+@click.argument(
+    "suite", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path)
+)
+@click.pass_context
+def run(ctx, target, identity, known_hosts, suite, cases_option, bundle, base_bundle, head_bundle, **settings):  # fmt: skip
+    """Ship SUITE (a cases.toml, default benchmarks/cases.toml; its folder goes with it) to
+    --target, run `python -m runner bench` there and save its document under --out.
 
-    Arguments after `--` go to the runner (e.g. `-- --case axpy_f64 --samples 50`). The
-    remote's progress streams to stderr; the saved document's path goes to stdout.
+    Arguments after `--` go to the runner. The remote's progress streams to stderr; the saved
+    document's path goes to stdout.
+
+    \b
+    Examples:
+      python -m harness run benchmarks/cases.toml --target local -- --case axpy_f64
+      python -m harness run bench/cases.toml --target ssh://me@gpu-box:2222 --identity ~/.ssh/id
+      python -m harness run benchmarks/cases.toml --target vast:"NVIDIA H200" --max-price 4.00 \\
+          --bundle bundle/ --pytest-gpu -- --budget-s 1500
     """
+    runner_args = ctx.meta.get("runner_args", [])
+    if suite is not None and cases_option is not None and suite != cases_option:
+        raise RunFailed(f"give the suite once: SUITE {suite} and --cases {cases_option} differ")
+    cases = suite or cases_option or Path("benchmarks/cases.toml")
+    if not cases.is_file():
+        raise RunFailed(f"{cases}: suite file not found; give the suite (a cases.toml) as SUITE")
     if (base_bundle is None) != (head_bundle is None) or (base_bundle and bundle):
         raise RunFailed(
             "--base-bundle and --head-bundle go together (one bundle per compiler revision), "

@@ -53,7 +53,7 @@ from harness.dashboard import explain_pages
 from harness.dashboard.alerts import findings
 from harness.dashboard.gab import GAB_DATA, gab_key, github_action_benchmark_data
 from harness.primary import primary_candidate
-from harness.series import COMPILER_FIELDS, describe_compiler, series_label
+from harness.series import COMPILER_FIELDS, describe_compiler, run_mode, series_label
 from harness.store import Store
 from harness.summary import signature
 
@@ -336,7 +336,7 @@ def collect(
             "run": compact[len(runs) - 1],
             "suite": f"{suite_doc['name']} v{suite_doc['version']}",
             "gpu": latest_doc["environment"]["device"]["name"],
-            "mode": _run_mode(latest_doc),
+            "mode": run_mode(latest_doc),
             "complete": latest_doc["complete"],
             "cards": headline,
             "signature": [list(pair) for pair in signature(latest_doc)],
@@ -346,13 +346,6 @@ def collect(
         "cases": cases,
         "suite": suite,
     }
-
-
-def _run_mode(document: dict) -> str | None:
-    """The run's timing mode for the subtitle: options.mode, else (a run on the suite's
-    defaults records none there) the one mode its cases ran in."""
-    modes = {(c.get("settings") or {}).get("mode") for c in document["cases"]} - {None}
-    return document["options"].get("mode") or (modes.pop() if len(modes) == 1 else None)
 
 
 def _colors(all_series: list[_Series]) -> dict[str, str]:

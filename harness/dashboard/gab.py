@@ -14,10 +14,11 @@ the dashboard publishes it for its newest runs; every one is kept in the history
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from harness.export.github_action_benchmark import entries as gab_entries
+from harness.series import run_mode
 from harness.store import Store
 
 __all__ = ["GAB_DATA", "compact_benches", "gab_key", "github_action_benchmark_data"]
@@ -69,7 +70,7 @@ def github_action_benchmark_data(store: Store, repo_url: str | None = None) -> d
             }
         )
     return {
-        "lastUpdate": int(datetime.now().timestamp() * 1000),
+        "lastUpdate": int(datetime.now(UTC).timestamp() * 1000),
         "repoUrl": repo,
         "entries": entries,
     }
@@ -78,8 +79,9 @@ def github_action_benchmark_data(store: Store, repo_url: str | None = None) -> d
 def gab_key(document: dict) -> str:
     """The github-action-benchmark key of a run: 'kernelgap <GPU model> <mode> suite v<N>'.
 
-    GPU model and suite version as in its series keys; the mode is the run's (options.mode).
+    GPU model and suite version as in its series keys; the mode is the run's (options.mode, or
+    for an older document that recorded null there, the one its cases ran in).
     """
     gpu = document["environment"]["device"]["name"]
-    mode = document["options"].get("mode") or "mode unknown"
+    mode = run_mode(document) or "mode unknown"
     return f"kernelgap {gpu} {mode} suite v{document['suite']['version']}"

@@ -4,15 +4,17 @@ Each entry is {"name", "unit", "value", "range", "extra"}; the action charts `va
 over commits and alerts on a rise, and shows `range` and `extra` as text (it coerces them to
 strings, so they are written as strings). Entries:
 - `<case>/v<version>/<impl>`: median per-launch time in `us`, range = ± MAD in us;
-- `<case>/v<version>/gap` (`.../gap/<candidate>` when the case has several candidates):
-  ratio of medians in `x <baseline>`, range = its 95% bootstrap interval;
-- `suite/geomean_gap` (`suite/geomean_gap/<candidate>` when the suite has several candidate
-  names): geometric-mean gap over stable cases, range = the smallest and largest case gap.
-The primary candidate (harness.primary) always has the `/<candidate>` form and is not counted
-among "several", so adding it to a suite renames no existing entry; its suite geomean comes
-first (a run without a primary keeps document order, geomeans last). Unstable results are left
-out: the action alerts on every entry it gets, and DESIGN.md keeps unstable results out of
-alerts. `extra` carries the series key (GPU, mode, versions, source hashes), the compiler's
+- `<case>/v<version>/gap/<candidate>`: ratio of medians in `x <baseline>`, range = its 95%
+  bootstrap interval;
+- `suite/geomean_gap/<candidate>`: geometric-mean gap over stable cases, range = the smallest
+  and largest case gap.
+Every name is a function of (case, version, implementation) alone, never of what else the run
+holds (how many candidates a case has, which one is primary, which are unstable): the action
+keys its charts and alerts by name, so a name that changed would split a chart and skip an alert
+silently. (Before kernelgap 0.1.0 a case's only candidate was `.../gap` and a suite's only
+candidate `suite/geomean_gap`.) The primary candidate's suite geomean comes first (a run without
+a primary keeps document order, geomeans last). Unstable results are left out: the action alerts
+on every entry it gets, and DESIGN.md keeps unstable results out of alerts. `extra` carries the series key (GPU, mode, versions, source hashes), the compiler's
 version and sha256 where the build recorded them, the driver and the commit.
 """
 
@@ -43,12 +45,6 @@ def _extra(document: dict, key: dict | None = None, **more) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def _entry_name(prefix: str, names: list[str], name: str, primary: str | None) -> str:
-    """`prefix` alone for the one non-primary candidate among `names`, else `prefix/<name>`."""
-    others = [n for n in names if n != primary]
-    return prefix if name != primary and others == [name] else f"{prefix}/{name}"
-
-
 def _compiler(impl: dict) -> dict:
     """The compiler's identity for `extra`: metadata of a point, never part of its name."""
     build = impl.get("build") or {}
@@ -71,7 +67,6 @@ def entries(document: dict) -> list[dict]:
             continue
         prefix = f"{case['id']}/v{case['version']}"
         impls = case["implementations"]
-        candidates = [n for n, i in impls.items() if i["role"] == "candidate"]
         for name, impl in impls.items():
             timing = impl.get("timing")
             if not timing or not timing["stats"]["stable"]:
@@ -100,7 +95,7 @@ def entries(document: dict) -> list[dict]:
                 conf = f"{gap['confidence']:.0%}"
                 out.append(
                     {
-                        "name": _entry_name(f"{prefix}/gap", candidates, name, primary),
+                        "name": f"{prefix}/gap/{name}",
                         "unit": f"x {case['baseline']}",
                         "value": gap["ratio_of_medians"],
                         "range": f"{gap['ci_low']:.4f} to {gap['ci_high']:.4f} ({conf} CI)",
@@ -115,7 +110,7 @@ def entries(document: dict) -> list[dict]:
         gaps = stable_gaps.get(name) or [value]  # a hand-made document may mark gap and time apart
         suite.append(
             {
-                "name": _entry_name("suite/geomean_gap", list(geomeans), name, primary),
+                "name": f"suite/geomean_gap/{name}",
                 "unit": unit,
                 "value": value,
                 "range": f"{min(gaps):.4f} to {max(gaps):.4f} over {cases} case{'s' * (cases != 1)}",

@@ -1,9 +1,11 @@
-"""A markdown report in the style of nvbench's: a section per case and device, then a table.
+"""A markdown report laid out like nvbench's: a section per case and device, then a table.
 
-Columns follow nvbench's names: Samples ("30x"), GPU Time (median per launch), Noise, and,
-where the case declares its bytes, GlobalMem BW and BWUtil (fraction of the measured peak).
-Unlike nvbench, Noise is MAD / median (robust), not the relative standard deviation. A run with
-a primary candidate (harness.primary) states its geometric-mean gap under the title.
+The layout and the number formats are nvbench's; the column names are not, because the
+statistics differ: nvbench's "GPU Time" is a mean (and "Batch GPU" a batched one), its "Noise"
+the relative standard deviation, its "BWUtil" a fraction of the theoretical peak. Here the
+columns say what they hold (LEGEND, printed under the tables): the median per-launch time, MAD /
+median, bytes per second at the median and its fraction of the measured copy bandwidth. A run
+with a primary candidate (harness.primary) states its geometric-mean gap under the title.
 """
 
 from __future__ import annotations
@@ -35,12 +37,23 @@ COLUMNS = [
     Column("Impl"),
     Column("Role"),
     Column("Samples", True),
-    Column("GPU Time", True),
-    Column("Noise", True),
-    Column("GlobalMem BW", True),
-    Column("BWUtil", True),
+    Column("Median / launch", True),
+    Column("MAD / median", True),
+    Column("Bytes/s at median", True),
+    Column("Of copy BW", True),
     Column("Gap", True),
 ]
+LEGEND = (
+    "Columns (not nvbench's statistics, hence not its names):",
+    "- Samples: timed samples (hot: one graph replay of B launches each; cold: one launch each).",
+    "- Median / launch: median over the samples of the per-launch kernel time (hot: a sample's "
+    "time / B).",
+    "- MAD / median: median absolute deviation over the median (noise; above 3% is unstable).",
+    "- Bytes/s at median: the bytes the case declares moving per launch / the median.",
+    "- Of copy BW: that as a fraction of the device's measured device-to-device copy bandwidth "
+    "(not the theoretical peak).",
+    "- Gap: the candidate's median / the baseline's (ratio of medians); 1.0x is parity.",
+)
 
 
 def _cells(row: ImplRow) -> tuple[str, ...]:
@@ -81,4 +94,4 @@ def render(document: dict) -> bytes:
         ]
         if len(timed) != len(mine):
             lines.append("")
-    return ("\n".join(lines).rstrip("\n") + "\n").encode()
+    return ("\n".join(lines).rstrip("\n") + "\n\n" + "\n".join(LEGEND) + "\n").encode()

@@ -41,6 +41,7 @@ DEFAULT_IMAGE = "pytorch/pytorch:2.7.0-cuda12.8-cudnn9-devel"  # python3, numpy 
 DEFAULT_DISK_GB = 32.0
 SSH_WAIT_S = 900.0
 POLL_S = 10.0
+WAIT_REPORT_S = 60.0  # while waiting for the machine or its sshd, say so this often
 DESTROY_ATTEMPTS = 5
 DESTROY_BACKOFF_S = 5.0
 ORPHAN_AFTER_S = 6 * 3600.0  # age rule for a labelled instance without a readable expiry
@@ -255,28 +256,44 @@ class VastTransport:
         if public is not None and public.is_file():
             self.api.attach_ssh_key(self.instance_id, public.read_text().strip())
 
+    def _waiting(self, started: float, said: float, what: str) -> float:
+        """Every WAIT_REPORT_S, say what the wait is for and how long it has lasted."""
+        now = self.monotonic()
+        if now - said < WAIT_REPORT_S:
+            return said
+        self.say(f"vast: waiting {now - started:.0f} s (of up to {self.ssh_wait_s:g} s) for {what}")
+        return now
+
     def wait_for_ssh(self) -> tuple[str, int]:
         """Poll the instance until it runs with an SSH port, up to `ssh_wait_s`."""
-        deadline = self.monotonic() + self.ssh_wait_s
+        started = said = self.monotonic()
+        deadline = started + self.ssh_wait_s
+        self.say(
+            f"vast: waiting for instance {self.instance_id} to start (the image is pulled first)"
+        )
         last: dict = {}
         while True:
             last = self.api.show_instance(self.instance_id) or {}
             endpoint = ssh_endpoint(last)
             if endpoint is not None:
                 return endpoint
+            status = (
+                f"status {last.get('actual_status')!r}: {last.get('status_msg') or 'no message'}"
+            )
             if self.monotonic() >= deadline:
                 raise VastError(
-                    f"{self.description}: no SSH endpoint after {self.ssh_wait_s:g} s "
-                    f"(status {last.get('actual_status')!r}: "
-                    f"{last.get('status_msg') or 'no message'})"
+                    f"{self.description}: no SSH endpoint after {self.ssh_wait_s:g} s ({status})"
                 )
+            what = f"instance {self.instance_id} to run with an SSH port ({status})"
+            said = self._waiting(started, said, what)
             self.sleep(self.poll_s)
 
     def connect(self, host: str, port: int) -> SshTransport:
         """Open the SSH session, retrying while the fresh machine's sshd comes up."""
         self._workdir = Path(tempfile.mkdtemp(prefix="kg-vast-"))
         known_hosts = self._workdir / "known_hosts"
-        deadline = self.monotonic() + self.ssh_wait_s
+        started = said = self.monotonic()
+        deadline = started + self.ssh_wait_s
         while True:
             known_hosts.write_text("")  # a fresh file per attempt: trust only this machine's key
             ssh = self.ssh_factory(
@@ -292,6 +309,7 @@ class VastTransport:
             except ConnectError as exc:
                 if self.monotonic() >= deadline:
                     raise VastError(f"{self.description}: SSH never came up: {exc}") from None
+                said = self._waiting(started, said, f"sshd at {host}:{port} ({exc})")
                 self.sleep(self.poll_s)
                 continue
             self.say(f"vast: {host}:{port} host key (first use): {known_hosts.read_text().strip()}")

@@ -14,13 +14,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 # The modules import BuildError and friends from here lazily, inside their functions.
-from runner.toolchains import clang, command, nvcc, nvrtc, prebuilt
+from runner.toolchains import clang, command, cuda_programs, nvcc, nvrtc, prebuilt
 
 
 class BuildError(RuntimeError):
@@ -85,13 +84,14 @@ def cuda_roots() -> list[Path]:
     """CUDA toolkit folders, best first, without duplicates.
 
     Order: $CUDA_PATH and $CUDA_HOME (taken as given), then the guesses that look like a toolkit
-    (an nvvm/ folder or include/cuda.h): the folder above the real `nvcc` on PATH (symlinks
-    resolved), /usr/local/cuda, /usr/local/cuda-* (newest first), /usr/lib/cuda (Debian). nvcc may
-    be a shell wrapper, which resolves to its own folder: hence the /usr/local guesses.
+    (an nvvm/ folder or include/cuda.h): the folder above the real `nvcc` on PATH or in NVIDIA's
+    wheels (symlinks resolved), /usr/local/cuda, /usr/local/cuda-* (newest first), /usr/lib/cuda
+    (Debian). nvcc may be a shell wrapper, which resolves to its own folder: hence the /usr/local
+    guesses.
     """
     given = [Path(os.environ[var]) for var in ("CUDA_PATH", "CUDA_HOME") if os.environ.get(var)]
     guessed = [Path("/usr/local/cuda")]
-    nvcc_path = shutil.which("nvcc")
+    nvcc_path = cuda_programs.find("nvcc")
     if nvcc_path:
         guessed.insert(0, Path(nvcc_path).resolve().parent.parent)
     guessed += sorted(Path("/usr/local").glob("cuda-*"), key=_version_key, reverse=True)

@@ -87,16 +87,21 @@ def find_libdevice() -> Path | None:
 def build(
     source: Path, arch: str, flags: list[str], template: str | None = None
 ) -> tuple[str, list[str]]:
-    from runner.toolchains import BuildError
+    from runner.toolchains import BuildError, cuda_roots
 
     libdevice = find_libdevice()
     link = ["-Xclang", "-mlink-builtin-bitcode", "-Xclang", str(libdevice)] if libdevice else []
+    # clang picks the PTX ISA version from the CUDA installation it detects by itself (an nvcc on
+    # PATH, /usr/local/cuda): name the one the runner uses, so the PTX does not change with PATH.
+    roots = cuda_roots()
+    cuda_path = [f"--cuda-path={roots[0]}"] if roots else []
     with tempfile.TemporaryDirectory(prefix="kernelgap-clang-") as tmp:
         out = Path(tmp) / (source.stem + ".ptx")
         command = [
             program(),
             *FIXED_FLAGS,
             f"--cuda-gpu-arch={arch}",
+            *cuda_path,
             "-include",
             str(PRELUDE),
             *link,

@@ -12,12 +12,13 @@ FIXED_FLAGS = ["-O3", "-std=c++17"]
 
 
 def program(template: str | None = None) -> str:
-    from runner.toolchains import ToolchainMissing
+    from runner.toolchains import ToolchainMissing, cuda_programs
 
-    path = shutil.which("nvcc")
+    path = cuda_programs.find("nvcc")
     if path is None:
         raise ToolchainMissing(
-            "nvcc is not on PATH (install the CUDA toolkit, or build elsewhere and pass PTX)"
+            "nvcc is not on PATH (install the CUDA toolkit or `pip install 'kernelgap[nvcc]'`, "
+            "or build elsewhere and pass PTX)"
         )
     return path
 

@@ -31,9 +31,9 @@ def _nvrtc():
     try:
         from cuda.bindings import nvrtc
     except ImportError as exc:
-        raise ToolchainMissing(
-            f"cuda-python is not installed ({exc}): pip install cuda-python"
-        ) from None
+        from runner import bindings
+
+        raise ToolchainMissing(bindings.missing("nvrtc", exc)) from None
     try:
         nvrtc.nvrtcVersion()
         return nvrtc
