@@ -116,7 +116,7 @@ def test_ingest_history_and_summary_print_escape_sequences_visibly(tmp_path):
     path = tmp_path / "run.json"
     path.write_bytes(orjson.dumps(document))
     db = tmp_path / "h.sqlite"
-    shown = {"ingest": invoke("ingest", path, "--db", db).stdout}
+    shown = {"ingest": invoke("ingest", path, "--db", db).stderr}
     with Store(db) as store:
         store.ingest(document, trusted=True)
     shown["history"] = invoke("history", "--db", db).stdout
@@ -138,7 +138,7 @@ def test_an_untrusted_ingest_leaves_no_files_beside_the_store(tmp_path):
     path.write_bytes(orjson.dumps(hostile_document(1)))
     before = sorted(p.name for p in tmp_path.iterdir())
     done = invoke("ingest", path, "--db", db)
-    assert done.exit_code == 0 and "would store" in done.stdout
+    assert done.exit_code == 0 and "would store" in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == before == ["h.sqlite", "run.json"]
 
 
@@ -269,13 +269,13 @@ def test_a_trusted_ingest_needs_the_manifest_and_an_untrusted_one_does_not(check
     assert done.exit_code == 2
     assert "benchmarks/cases.toml: cannot read the suite manifest" in done.stderr
     done = invoke("ingest", checkout / "run.json", "--db", checkout / "h.sqlite")
-    assert done.exit_code == 0 and "nothing written" in done.stdout
+    assert done.exit_code == 0 and "nothing written" in done.stderr
     (checkout / "deep.toml").write_text("x = " + "[" * 100_000 + "]" * 100_000 + "\n")
     done = ingest_trusted(checkout, document, "--cases", checkout / "deep.toml")
     assert done.exit_code == 2 and "deep.toml: malformed TOML" in done.stderr
     cases = suite_manifest(checkout / "benchmarks", document)
     done = ingest_trusted(checkout, document, "--cases", cases)
-    assert done.exit_code == 0 and "stored run" in done.stdout, done.output
+    assert done.exit_code == 0 and "stored run" in done.stderr, done.output
 
 
 def test_a_runner_bench_document_takes_its_pin_from_the_command_line(checkout):
@@ -286,4 +286,4 @@ def test_a_runner_bench_document_takes_its_pin_from_the_command_line(checkout):
     done = ingest_trusted(checkout, document, "--gpu", "NVIDIA H200")
     assert done.exit_code == 2 and "ran on 'NVIDIA A100-SXM4-80GB' but --gpu pins" in done.stderr
     done = ingest_trusted(checkout, document, "--gpu", "nvidia a100-sxm4-80gb")
-    assert done.exit_code == 0 and "stored run" in done.stdout, done.output
+    assert done.exit_code == 0 and "stored run" in done.stderr, done.output
