@@ -143,7 +143,11 @@ def test_runner_run_answers_json(installed):
 def test_harness_commands_read_a_real_result(installed, tmp_path):
     result = str(FIXTURE)
     db = str(tmp_path / "history.sqlite")
-    done = run(installed, "kernelgap-harness", "ingest", result, "--db", db, "--trusted")
+    # a trusted ingest takes the GPU pin from the suite's manifest (the one the fixture ran)
+    cases = str(ROOT / "benchmarks" / "cases.toml")
+    done = run(
+        installed, "kernelgap-harness", "ingest", result, "--db", db, "--trusted", "--cases", cases
+    )
     assert done.returncode == 0, done.stderr.decode()
     history = run(installed, "kernelgap-harness", "history", "--db", db)
     assert history.returncode == 0 and b"warpforth" in history.stdout, history.stderr.decode()
