@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
-from runner import driver, gate, generator, manifest, ptx
+from runner import driver, gate, manifest, ptx
 from runner.timing import TimingSettings, measure, output_dependence
 from runner.timing.cuda import CudaBackend, InternalKernels, Launchable
 
@@ -249,10 +247,7 @@ class CaseRun:
 def fits_device(case: manifest.CaseSpec, geometry: manifest.Geometry) -> None:
     """PhaseError("inputs") before any allocation when the case's buffers at the timed size (with
     a copy of each inout buffer) exceed the device's free memory, naming the largest buffer."""
-    sizes = {
-        b.name: geometry.lengths[b.name] * np.dtype(generator.DTYPES[b.dtype]).itemsize
-        for b in case.buffers
-    }
+    sizes = manifest.buffer_bytes(case, geometry.lengths)
     need = sum(sizes.values()) + sum(sizes[b.name] for b in case.buffers if b.role == "inout")
     free_bytes, _total = driver.check(driver.cu().cuMemGetInfo(), "cuMemGetInfo")
     if need > int(free_bytes):

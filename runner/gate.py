@@ -193,13 +193,7 @@ class DeviceBuffers:
 
     def host_inputs(self) -> dict[str, np.ndarray]:
         """The numpy twin of what fill_inputs() writes."""
-        return {
-            b.name: generator.generate(
-                b.dtype, b.dist, b.seed, generator.stream_id(b.name), self.geometry.lengths[b.name]
-            )
-            for b in self.case.buffers
-            if b.dist is not None
-        }
+        return host_inputs(self.case, self.geometry)
 
     def download(self, name: str) -> np.ndarray:
         spec = self.case.buffer(name)
@@ -222,6 +216,18 @@ class DeviceBuffers:
             allocation.free()
         self._allocations.clear()
         self.buffers.clear()
+
+
+def host_inputs(case: CaseSpec, geometry: Geometry) -> dict[str, np.ndarray]:
+    """The generated inputs of `case` at `geometry`, computed on the CPU (bit-identical to the
+    device generator)."""
+    return {
+        b.name: generator.generate(
+            b.dtype, b.dist, b.seed, generator.stream_id(b.name), geometry.lengths[b.name]
+        )
+        for b in case.buffers
+        if b.dist is not None
+    }
 
 
 def expected_outputs(

@@ -212,9 +212,15 @@ def resolve(case: CaseSpec, dims: dict) -> Geometry:
 MAX_BUFFER_BYTES = 1 << 40
 
 
+def buffer_bytes(case: CaseSpec, lengths: dict[str, int]) -> dict[str, int]:
+    """Each buffer's size in bytes for the given lengths (Geometry.lengths)."""
+    return {b.name: lengths[b.name] * np.dtype(DTYPES[b.dtype]).itemsize for b in case.buffers}
+
+
 def _check_buffer_sizes(case: CaseSpec, lengths: dict[str, int]) -> None:
+    sizes = buffer_bytes(case, lengths)
     for b in case.buffers:
-        nbytes = lengths[b.name] * np.dtype(DTYPES[b.dtype]).itemsize
+        nbytes = sizes[b.name]
         if nbytes > MAX_BUFFER_BYTES:
             raise ManifestError(
                 f"{case.where}: buffers.{b.name}.length: {b.length!r} = {lengths[b.name]} "

@@ -150,10 +150,9 @@ def finish_case(
                     + "; ".join(dependent)
                 )
             case_doc["error"] = {"phase": "timing", "message": "; ".join(parts)}
-            found = found or dependent
         base_timing = case_doc["implementations"][baseline]["timing"]
         for impl in case_doc["implementations"].values():
-            if impl["role"] == "candidate" and "timing" in impl and found:
+            if impl["role"] == "candidate" and "timing" in impl and (found or dependent):
                 impl["gap"] = None
                 impl["gap_note"] = "no gap: the case's timing is physically impossible"
             elif impl["role"] == "candidate" and "timing" in impl:

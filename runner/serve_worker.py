@@ -22,19 +22,18 @@ import threading
 from collections import OrderedDict
 
 
-def _bring_up_the_context(outcome: dict) -> None:
+def _bring_up_the_context() -> None:
     try:
         from runner import driver
 
         driver.Context()  # the primary context: retained here, current again in Service
-    except BaseException as exc:  # Service raises it again, where it is answered
-        outcome["error"] = exc
+    except Exception:  # no GPU, a driver error: Service meets it again and answers with it
+        pass
 
 
 # Started as the service's worker: the driver loads and the context comes up in a thread while
 # numpy and jsonschema import below (a third of the start-up to the first answer).
-_EARLY: dict = {}
-_EARLY_THREAD = threading.Thread(target=_bring_up_the_context, args=(_EARLY,), daemon=True)
+_EARLY_THREAD = threading.Thread(target=_bring_up_the_context, daemon=True)
 if __name__ == "__main__":
     _EARLY_THREAD.start()
 
@@ -91,7 +90,7 @@ class Service:
     def __init__(self, answers: Answers):
         from runner import driver, ptx
 
-        if _EARLY_THREAD.is_alive() or _EARLY_THREAD.ident is not None:
+        if _EARLY_THREAD.ident is not None:  # started (as the service's worker)
             _EARLY_THREAD.join()
         self.driver, self.ptx, self.answers = driver, ptx, answers
         self.context = driver.Context()

@@ -14,12 +14,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from protocol.codec import encode
 from protocol.progress import PARTIAL_DOCUMENT_PREFIX
 from protocol.validation import DocumentError, validate
-from runner import driver, environment, generator, manifest, ptx, result, toolchains
+from runner import driver, environment, manifest, ptx, result, toolchains
 from runner.bundle import Bundle, BundleError
 from runner.explain import profiling
 from runner.explain.static import record_static
@@ -291,10 +289,7 @@ def run_one(
         for impl in case_doc["implementations"].values():
             impl.setdefault("check", {"status": "not_checked"})
     geometry = case.geometry(case.dims)
-    working_set = sum(
-        geometry.lengths[b.name] * np.dtype(generator.DTYPES[b.dtype]).itemsize
-        for b in case.buffers
-    )
+    working_set = sum(manifest.buffer_bytes(case, geometry.lengths).values())
     result.finish_case(case_doc, record, geometry, case.flop_dtype, peaks, working_set)
     case_doc["worker_wall_s"] = outcome.wall_s
     if options.profile and case_doc["status"] == "ok":  # after timing, never inside it
@@ -423,6 +418,7 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
     case_docs = []
     t0 = time.monotonic()
     deadline = t0 + options.budget_s if options.budget_s else None
+    peaks = {**env["peaks"], "l2_bytes": device.get("l2_bytes")}  # for the physical limits
     for index, case in enumerate(cases):
         say(f"kernelgap: {position(index, len(cases), time.monotonic() - t0)}: {case.id}")
         left_s = None if deadline is None else deadline - time.monotonic()
@@ -431,7 +427,6 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
             say(f"[{case.id}] not run: {case_docs[-1]['error']['message']}")
             continue
         try:
-            peaks = {**env["peaks"], "l2_bytes": device.get("l2_bytes")}
             case_docs.append(
                 run_one(
                     suite,

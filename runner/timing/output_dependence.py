@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import statistics
 
+from runner import stats
+
 REPEATS = 3  # samples of each replay: a check, not a measurement
 TOLERANCE = 0.10  # poisoned / plain may exceed 1 by this much, or 5 x the sample noise if larger
 POISON_BYTE = 0xFF  # all-ones: NaN for floats, -1 for integers
@@ -31,8 +33,7 @@ def check(backend, names: list[str], measurement) -> dict[str, dict]:
             both.append(backend.timed_poisoned(name, batch, with_kernel=True))
             poison.append(backend.timed_poisoned(name, batch, with_kernel=False))
         poisoned_s = max(statistics.median(both) - statistics.median(poison), 0.0) / batch
-        samples = timing.samples_s
-        noise = statistics.median(abs(s - plain_s) for s in samples) / plain_s if plain_s else 0.0
+        noise = stats.summarize(timing.samples_s)["noise"]
         limit = 1.0 + max(TOLERANCE, 5 * noise)
         ratio = poisoned_s / plain_s if plain_s > 0 else float("inf")
         found[name] = {
