@@ -1,0 +1,134 @@
+"""Kernel start and end timestamps from CUPTI activity records (cupti-python), for both front ends.
+
+CUDA events time everything between two points on a stream: the event's own overhead, the
+latency from the start event to the first kernel, and a resolution of about half a microsecond.
+CUPTI's activity records give each kernel's start and end on the device clock in nanoseconds.
+This module owns the process's one CUPTI subscription (registration is process-wide) and a
+window over it: `begin()` before the timed work, `end()` after the work has finished, and the
+records of what ran on the window's stream in between. The runner's own kernels (kg_*: the
+blocker, the flush, the generator) never count.
+
+What a figure is, per timer and mode (DESIGN.md, Timing method):
+- cold: the duration of the one launch, end - start of its record (the union of the intervals
+  when an implementation launches several kernels).
+- hot: (last end - first start) / launches over the batch's records. This keeps the spacing
+  between back-to-back launches, which a stream of launches really pays and graph replay between
+  events also includes, and leaves out the start event's latency to the first kernel and the
+  end event after the last one, so it reads a little under the event figure by that fixed cost
+  divided by the batch.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+__all__ = ["ActivityWindow", "Record", "span_s", "unavailable_reason", "union_s"]
+
+BUFFER_BYTES = 8 << 20
+INTERNAL_PREFIX = "kg_"
+
+Record = tuple[int, int, str, "int | None"]  # start ns, end ns, name, CUPTI stream id
+
+
+def union_s(intervals_ns) -> float:
+    """Seconds covered by the union of [start, end) nanosecond intervals."""
+    total, cursor = 0, None
+    for start, end in sorted(intervals_ns):
+        if end <= start:
+            continue
+        if cursor is None or start >= cursor:
+            total += end - start
+            cursor = end
+        elif end > cursor:
+            total += end - cursor
+            cursor = end
+    return total * 1e-9
+
+
+def span_s(intervals_ns) -> float:
+    """Seconds from the first start to the last end (0 for no intervals)."""
+    intervals = list(intervals_ns)
+    if not intervals:
+        return 0.0
+    return (max(e for _, e in intervals) - min(s for s, _ in intervals)) * 1e-9
+
+
+def unavailable_reason() -> str | None:
+    """None when CUPTI activity tracing can be used from Python here, else why not."""
+    try:
+        from cupti import cupti  # noqa: F401
+    except Exception as exc:  # not installed, or its libcupti could not be loaded
+        return f"cupti-python is not usable: {type(exc).__name__}: {exc}"
+    return None
+
+
+class _Collector:
+    """The process's one pair of CUPTI buffer callbacks."""
+
+    registered = False
+    records: ClassVar[list[Record]] = []
+
+    @classmethod
+    def register(cls, cupti) -> None:
+        if not cls.registered:
+            cupti.activity_register_callbacks(cls._requested, cls._completed)
+            cls.registered = True
+
+    @staticmethod
+    def _requested():
+        return BUFFER_BYTES, 0
+
+    @classmethod
+    def _completed(cls, activities) -> None:
+        for a in activities:
+            name = getattr(a, "name", "") or ""
+            stream = getattr(a, "stream_id", None)
+            cls.records.append((int(a.start), int(a.end), str(name), stream))
+
+
+class ActivityWindow:
+    """Kernel (and optionally memcpy/memset) records of one stream between begin() and end()."""
+
+    def __init__(self, context: int, stream: int, include_copies: bool = False):
+        """`context` and `stream` are driver handles as ints: only work on that stream counts."""
+        from cupti import cupti
+
+        self.cupti = cupti
+        self.stream_id = int(cupti.get_stream_id_ex(context, stream, 0))
+        kinds = [cupti.ActivityKind.CONCURRENT_KERNEL]
+        if include_copies:
+            kinds += [cupti.ActivityKind.MEMCPY, cupti.ActivityKind.MEMSET]
+        self.kinds = []
+        _Collector.register(cupti)
+        try:
+            for kind in kinds:
+                cupti.activity_enable(kind)
+                self.kinds.append(kind)
+        except Exception:
+            self.close()  # disable what was enabled
+            raise
+
+    def begin(self) -> None:
+        self.cupti.activity_flush_all(1)
+        _Collector.records.clear()
+
+    def end_records(self) -> list[Record]:
+        """Every record since begin(), the runner's own kernels left out."""
+        self.cupti.activity_flush_all(1)
+        records = [r for r in _Collector.records if not r[2].startswith(INTERNAL_PREFIX)]
+        _Collector.records.clear()
+        return records
+
+    def end(self) -> list[tuple[int, int]]:
+        """The (start, end) intervals on this window's stream since begin()."""
+        return [
+            (s, e)
+            for s, e, _name, stream in self.end_records()
+            if stream == self.stream_id  # fail closed: no id, no count
+        ]
+
+    def close(self) -> None:
+        self.cupti.activity_flush_all(1)
+        for kind in self.kinds:
+            self.cupti.activity_disable(kind)
+        _Collector.records.clear()
