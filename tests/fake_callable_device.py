@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 from fake_device import FakeBackend
 
 FIXTURE = Path(__file__).parent / "fixtures" / "result-1.0.0-h200-axpy.json"
@@ -29,6 +30,7 @@ class FakeCallableBackend(FakeBackend):
             times, noise=device.noise, seed=device.seed, cold_factor=1.0, overhead_s=0.0
         )
         self.device, self.impls, self.inputs = device, impls, case.inputs
+        self.last = {}  # what each implementation's last timed call returned (recheck)
         self.info = {
             n: {
                 "method": "fake clock",
@@ -58,13 +60,16 @@ class FakeCallableBackend(FakeBackend):
             self.impls[name].call(self.inputs)
 
     def timed_cold(self, name):
-        self.impls[name].call(self.inputs)
+        self.last[name] = self.impls[name].call(self.inputs)
         return super().timed_cold(name)
 
     def timed_batch(self, name, batch):
         for _ in range(min(batch, 3)):  # a few real calls stand for the batch
-            self.impls[name].call(self.inputs)
+            self.last[name] = self.impls[name].call(self.inputs)
         return super().timed_batch(name, batch)
+
+    def last_outputs(self, name):
+        return self.last[name]
 
     def sample_wall_s(self, name):
         return self.device.sample_wall_s
@@ -74,6 +79,8 @@ class FakeCallableBackend(FakeBackend):
 
 
 class FakeCallableDevice:
+    output_rule = (np.ndarray, None)  # outputs are plain numpy arrays (runner.bench.integrity)
+
     def __init__(
         self,
         per_call_s=None,

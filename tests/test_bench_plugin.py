@@ -193,7 +193,7 @@ def test_cases_time_through_the_entry_point_and_write_document_and_report(projec
     assert "- GPU: NVIDIA H200" in text and "## matmul" in text
     table_rows = [line for line in text.splitlines() if line.startswith("| ")]
     assert len(table_rows) == 2 + 4 * 2
-    assert "| mm/small-float64 | np.dot | exact: every output, rtol=1e-07, atol=1e-07 |" in text
+    assert "| mm/small-float64 | np.dot | exact: every output, rtol=1e-12, atol=1e-12 |" in text
 
 
 def test_bench_verify_checks_times_nothing_and_a_wrong_implementation_fails(project):

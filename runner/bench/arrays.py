@@ -11,11 +11,14 @@ import numpy as np
 
 __all__ = [
     "as_outputs",
+    "cast_like",
     "compare",
+    "constant_like",
     "dtype_name",
     "dtype_names",
     "is_array",
     "is_tensor",
+    "rounded",
     "same_bytes",
     "snapshot",
     "zeros_like",
@@ -93,6 +96,45 @@ def zeros_like(x):
     if is_tensor(x):
         return __import__("torch").zeros_like(x)
     return np.zeros_like(x)
+
+
+def constant_like(x):
+    """An array like `x` holding one value everywhere: the mean of its finite elements (rounded
+    for integers and bools)."""
+    values = to_numpy(x).reshape(-1)
+    if values.dtype.kind in "fc":
+        finite = values[np.isfinite(values)]
+        wide = np.complex128 if values.dtype.kind == "c" else np.float64
+        value = finite.astype(wide).mean().item() if finite.size else 0.0
+    else:
+        value = round(float(values.astype(np.float64).mean())) if values.size else 0
+        value = bool(value) if values.dtype.kind == "b" else value
+    if is_tensor(x):
+        return __import__("torch").full_like(x, value)
+    return np.full_like(x, value)
+
+
+LOWER_PRECISION = {"float64": "float32", "float32": "float16", "complex128": "complex64"}
+"""The dtype a case's data is rounded to for the null model 'computed at lower precision'."""
+
+
+def rounded(x):
+    """`x` rounded to LOWER_PRECISION of its dtype and back (same dtype), or None when there is
+    no lower precision to round to."""
+    lower = LOWER_PRECISION.get(dtype_name(x)) if is_array(x) else None
+    if lower is None:
+        return None
+    if is_tensor(x):
+        torch = __import__("torch")
+        return x.to(getattr(torch, lower)).to(x.dtype)
+    return np.asarray(x).astype(lower).astype(x.dtype)
+
+
+def cast_like(x, like):
+    """`x` in the dtype of `like`."""
+    if is_tensor(x):
+        return x.to(like.dtype)
+    return np.asarray(x).astype(np.asarray(like).dtype)
 
 
 def to_numpy(x) -> np.ndarray:

@@ -17,17 +17,17 @@ callable that cannot be captured in a case that leaves copies out is timed with 
 it makes; its row says so and gets no ratio (report.py).
 hot: a graph of up to `graph_calls` calls replayed between events; when the callable cannot be
 captured, a Python loop of calls between events (host launch overhead included, recorded).
+The engine drives it through runner.bench.integrity.WatchedBackend (CUPTI, the cupti timer,
+recheck), which uses the hooks at the end of this class.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import time
 
 from runner import driver, environment
-from runner.bench.verification import DeclarationError
-from runner.timing.cuda import InternalKernels, TimingError, timed_behind_blocker
+from runner.timing.cuda import InternalKernels, timed_behind_blocker
 
 __all__ = ["CallableBackend", "CudaDevice"]
 
@@ -48,6 +48,11 @@ class CudaDevice:
         self.torch_stream = torch.cuda.ExternalStream(int(self.stream.handle), device=ordinal)
         self.internal = InternalKernels(self.ctx)
         self._env: dict | None = None
+
+    @property
+    def output_rule(self) -> tuple:
+        """Outputs are exactly torch.Tensor, on the GPU (runner.bench.integrity)."""
+        return self.torch.Tensor, "cuda"
 
     def call(self, fn):
         """fn() with the runner's stream current; returns after its work has finished.
@@ -103,6 +108,7 @@ class _Graph:
         with torch.cuda.graph(self.graph, stream=device.torch_stream):
             for _ in range(calls):
                 run()
+        self.outputs = getattr(run, "last", None)  # recheck: the last call's (static) outputs
         self.graph.instantiate()
         d = driver.cu()
         raw = d.CUgraph(self.graph.raw_cuda_graph())
@@ -131,6 +137,17 @@ class _Graph:
         self.graph.reset()
 
 
+class _Kept:
+    """A call that keeps what it returned (recheck verifies the outputs of a timed sample)."""
+
+    def __init__(self, call):
+        self.call, self.last = call, None
+
+    def __call__(self):
+        self.last = self.call()
+        return self.last
+
+
 class CallableBackend:
     """runner.timing.base.Backend for callables; `info[name]` says how each one was timed."""
 
@@ -146,35 +163,21 @@ class CallableBackend:
         self._calls: dict[str, functools.partial] = {}
         self._capture_error: dict[str, str] = {}
         self._synchronizes: dict[str, bool] = {}
-        self.busy = None
+        self._timed_graph: dict[str, _Graph | None] = {}  # what the last sample ran
         try:
             device.torch.cuda.synchronize()  # inputs made on other streams are complete
-            if options.timer == "cupti":
-                from runner.bench import cupti_timer
-
-                why = cupti_timer.unavailable_reason()
-                if why:
-                    raise DeclarationError(f"timer 'cupti' cannot be used: {why}")
-                self.busy = cupti_timer.KernelBusyTimer(
-                    self.count_copies, int(device.ctx.handle), int(self.stream.handle)
-                )
-            self.info: dict[str, dict] = {}
-            for name in impls:
-                self.info[name] = self._prepare(name)
-                if self.busy is not None:  # one method for every sample of every implementation
-                    self.info[name]["method"] = (
-                        f"{self.busy.method}; launched as {self.info[name]['method']}"
-                    )
+            self.info: dict[str, dict] = {name: self._prepare(name) for name in impls}
         except BaseException:
             with contextlib.suppress(Exception):  # the original failure is the one to report
-                self.close()  # graphs captured so far, events, the CUPTI subscription
+                self.close()  # graphs captured so far, events
             raise
 
     def _run(self, name: str):
         """One call of `name` on the case's inputs, made once per implementation."""
         if name not in self._calls:
             impl = self.impls[name]
-            self._calls[name] = functools.partial(impl.run, *impl.call_args(self.inputs))
+            call = functools.partial(impl.run, *impl.call_args(self.inputs))
+            self._calls[name] = _Kept(call) if self.options.recheck else call
         return self._calls[name]
 
     def _graph(self, name: str, calls: int) -> _Graph:
@@ -272,38 +275,24 @@ class CallableBackend:
 
         return timed_behind_blocker(self.internal, self.stream, self.start, self.end, queued)
 
-    def _measured(self, name: str, timed) -> float:
-        """`timed()`'s event seconds, or with the CUPTI timer the busy time of what it launched."""
-        if self.busy is None:
-            return timed()
-        self.stream.synchronize()  # reset and flush finish outside the window
-        self.busy.begin()
-        timed()
-        busy_s = self.busy.end()
-        if busy_s <= 0:
-            raise TimingError(
-                f"implementation {name!r}: CUPTI recorded no kernel for a timed sample; it launches "
-                "no kernel the timer counts (copies are left out in this case), so time it with events"
-            )
-        return busy_s
-
     def timed_cold(self, name: str) -> float:
-        return self._measured(name, lambda: self._timed_cold(name))
-
-    def timed_batch(self, name: str, batch: int) -> float:
-        if name not in self._capture_error:  # captured (reset included) outside any window
-            self._graph(name, min(batch, self.graph_calls))
-        return self._measured(name, lambda: self._timed_batch(name, batch))
-
-    def _timed_cold(self, name: str) -> float:
+        self._timed_graph[name] = None
         if not self.count_copies and name not in self._capture_error:
-            return self._behind_blocker(self._graph(name, 1).replay)
+            self._timed_graph[name] = self._graph(name, 1)
+            return self._behind_blocker(self._timed_graph[name].replay)
         if self._synchronizes.get(name):
             return self._between_events(self._run(name))
         return self._behind_blocker(self._run(name))
 
-    def _timed_batch(self, name: str, batch: int) -> float:
+    def prepare_batch(self, name: str, batch: int) -> None:
+        """Capture the graph of a batch (its reset included) before, outside any window."""
+        if name not in self._capture_error:
+            self._graph(name, min(batch, self.graph_calls))
+
+    def timed_batch(self, name: str, batch: int) -> float:
+        self.prepare_batch(name, batch)
         run = self._run(name)
+        self._timed_graph[name] = None
         if name in self._capture_error:
 
             def loop():
@@ -314,7 +303,7 @@ class CallableBackend:
         per_graph = min(batch, self.graph_calls)
         if batch % per_graph:
             raise ValueError(f"batch {batch} is not a whole number of {per_graph}-call graphs")
-        graph = self._graph(name, per_graph)
+        graph = self._timed_graph[name] = self._graph(name, per_graph)
 
         def replays():
             for _ in range(batch // per_graph):
@@ -322,24 +311,29 @@ class CallableBackend:
 
         return self._behind_blocker(replays)
 
-    def sample_wall_s(self, name: str) -> float:
-        """Host wall time of one cold sample (reset, flush, timed call), for the sample budget."""
-        t0 = time.perf_counter()
-        self.reset(name)
-        self.flush_l2()
-        self.timed_cold(name)
-        return time.perf_counter() - t0
+    # -- for runner.bench.integrity.WatchedBackend ------------------------------------------
+
+    def cupti_handles(self) -> tuple[int, int]:
+        """The context and the timing stream, as CUPTI takes them."""
+        return int(self.device.ctx.handle), int(self.stream.handle)
+
+    def synchronize(self) -> None:
+        self.stream.synchronize()
+
+    def synchronize_device(self) -> None:
+        self.device.torch.cuda.synchronize()
+
+    def last_outputs(self, name: str):
+        """The outputs of the last call of the last timed sample (recheck mode only)."""
+        graph = self._timed_graph.get(name)
+        return graph.outputs if graph is not None else self._run(name).last
 
     def close(self) -> None:
-        """Release everything, each step even if an earlier one failed (CUPTI above all: left
-        enabled, it would slow every later comparison of the process)."""
+        """Release everything, each step even if an earlier one failed."""
         steps = [self.stream.synchronize]
         steps += [graph.close for graph in self._graphs.values()]
-        if self.busy is not None:
-            steps.append(self.busy.close)
         steps += [self.start.destroy, self.end.destroy]
         self._graphs.clear()
-        self.busy = None
         failure = None
         for step in steps:
             try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import platform
 
 from runner import result, stats
-from runner.bench import arrays
+from runner.bench import arrays, integrity
 from runner.bench.implementation import callable_identity
 
 __all__ = ["case_document", "markdown", "rows"]
@@ -145,6 +145,7 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, erro
         )
     doc["timing_wall_s"] = measurement.wall_s
     doc["round_orders"] = measurement.orders
+    integrity.judge(doc, info, peaks, case)
     return doc
 
 
@@ -182,6 +183,7 @@ def rows(doc: dict, op_name: str) -> dict:
             verified=entry["verification"]["verified"],
             check_status=entry["check"]["status"],
             problems=list(entry["check"].get("problems", [])),
+            flags=list(entry.get("integrity", {}).get("flags", [])),
         )
         if timing:
             s = timing["stats"]
@@ -276,6 +278,8 @@ def markdown(document: dict) -> str:
                     if row.check_status != "failed"
                     else "FAILED: " + "; ".join(row.problems)
                 )
+                if row.flags:
+                    verification = "FLAGGED: " + "; ".join(row.flags)
                 copies = case["implementations"][name].get("copies")
                 method = row.method or (
                     "not timed (--bench-verify)" if case["status"] == "ok" else "not timed"
@@ -301,4 +305,12 @@ def markdown(document: dict) -> str:
     ]
     if noisy:
         out += ["", f"Unstable (noise above {stats.UNSTABLE_NOISE:.0%}): " + ", ".join(noisy)]
+    unwatched = {
+        i["integrity"]["window"]["reason"]
+        for c in document["cases"]
+        for i in c["implementations"].values()
+        if i.get("integrity", {}).get("window", {}).get("checked") is False
+    }
+    if unwatched:
+        out += ["", "Work-in-window check not made (CUPTI): " + "; ".join(sorted(unwatched))]
     return "\n".join(out) + "\n"

@@ -1,9 +1,11 @@
 """`Runner(op, case).compare(implementations)`: check every implementation, then time them all.
 
-Phases, in order: declare (names, reserved name, controls) -> check (each implementation
-against `case.reference`, shared inputs watched for writes) -> prepare (the device captures
-what it can) -> time (runner.timing's engine, two passes A B C then C B A) -> record (one
-document case and one report row per implementation). A failed check stops before timing.
+Phases, in order: declare (names, reserved name, controls or null models) -> check (each
+implementation against `case.reference`, shared inputs watched for writes, outputs plain
+tensors) -> prepare (the device captures what it can) -> time (runner.timing's engine, two
+passes A B C then C B A, through runner.bench.integrity's watch) -> record (one document case
+and one report row per implementation). A failed check stops before timing; a row flagged by
+the integrity checks raises IntegrityFailed after the case is recorded.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ import time
 from dataclasses import dataclass, field
 
 from runner import timing
-from runner.bench import arrays
+from runner.bench import arrays, integrity, null_models
 from runner.bench.implementation import Implementation, normalize
+from runner.bench.recheck import RecheckFailed
 from runner.bench.verification import DeclarationError, Verification
 from runner.bench.workload import Case, ReferenceUnavailable
 
@@ -70,12 +73,16 @@ class TimingOptions:
     # "events": CUDA events around each sample; "cupti": the union of the kernel intervals the
     # sample launched (cupti-python), for every implementation of a comparison alike
     timer: str = "events"
+    # every timed sample on fresh inputs from a new seed, its outputs verified (outside timing)
+    recheck: bool = False
 
     def __post_init__(self):
         if self.mode not in ("hot", "cold"):
             raise DeclarationError(f"timing mode must be 'hot' or 'cold' (got {self.mode!r})")
         if self.timer not in ("events", "cupti"):
             raise DeclarationError(f"timer must be 'events' or 'cupti' (got {self.timer!r})")
+        if not isinstance(self.recheck, bool):
+            raise DeclarationError(f"recheck must be True or False (got {self.recheck!r})")
         if not (isinstance(self.budget_s, int | float) and self.budget_s > 0):
             raise DeclarationError(
                 f"budget_s must be a number of seconds > 0 (got {self.budget_s!r})"
@@ -114,6 +121,7 @@ class ReportRow:
     gbps: float | None = None
     ratio: float | None = None  # median time / the op's median time, verified rows only
     stable: bool | None = None  # noise of this row (and, for a ratio, of the op's) within limits
+    flags: list[str] = field(default_factory=list)  # integrity findings: no ratio (integrity.py)
 
 
 @dataclass
@@ -191,20 +199,7 @@ class Runner:
     # -- check -------------------------------------------------------------------------------
 
     def _run_controls(self, verification: Verification, expected: tuple) -> None:
-        dtypes = arrays.dtype_names(expected)
-        for control in verification.controls:
-            with _named(f"negative control {control.name!r} of case {self.case.id}"):
-                changed = control.transform(self.case.inputs)
-                out = arrays.as_outputs(
-                    self.device.call(lambda changed=changed: self.case.reference(*changed)),
-                    f"the reference under control {control.name!r}",
-                )
-            if verification.check(out, expected).passed:
-                raise DeclarationError(
-                    f"case {self.case.id}: negative control {control.name!r} passed the check "
-                    f"({verification.describe(dtypes)}): the declaration cannot tell a wrong "
-                    "result from a right one; tighten the tolerances or choose another control"
-                )
+        null_models.reject_controls(self.case, verification, expected, self.device.call, _named)
 
     def _check_one(
         self, name: str, impl: Implementation, expected, op_status: _Status | None
@@ -242,6 +237,7 @@ class Runner:
 
     def _status(self, name, impl, outputs, expected, op_status) -> _Status:
         case, verification = self.case, self.case.verification
+        integrity.check_outputs(self.device, case.id, name, outputs)
         if impl.noncomparable_reason is not None:
             text = f"unverified: noncomparable implementation: {impl.noncomparable_reason}"
             return _unchecked("noncomparable", text)
@@ -347,11 +343,11 @@ class Runner:
                 )
             if not self.options.verify_only:
                 phase = "timing"
-                timed = self._time(impls, phases)
+                timed = self._time(impls, phases, statuses)
         except Exception as exc:
             where = exc.phase if isinstance(exc, PhaseFailed) else phase
             text = "; ".join(line.strip() for line in str(exc).splitlines())
-            if not isinstance(exc, PhaseFailed | CheckFailed | DeclarationError):
+            if not isinstance(exc, PhaseFailed | CheckFailed | DeclarationError | RecheckFailed):
                 text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
             message = text[:2000] or type(exc).__name__
             doc = report.case_document(self, impls, statuses, None, phases, error=(where, message))
@@ -362,12 +358,23 @@ class Runner:
         doc = report.case_document(self, impls, statuses, timed, phases)
         self.session.record(doc)
         rows = report.rows(doc, self.name)
-        return Comparison(self.name, self.case, rows, doc, timed=timed is not None)
+        comparison = Comparison(self.name, self.case, rows, doc, timed=timed is not None)
+        if doc["status"] == "failed":  # integrity.judge flagged a timed row
+            raise integrity.IntegrityFailed(
+                f"case {self.case.id}: {doc['error']['message']}", comparison
+            )
+        return comparison
 
-    def _time(self, impls: dict[str, Implementation], phases: dict) -> tuple:
-        """Prepare the device's backend, then measure with runner.timing's engine."""
+    def _time(self, impls: dict[str, Implementation], phases: dict, statuses: dict) -> tuple:
+        """Prepare the device's backend, then measure with runner.timing's engine, watched."""
         t1 = time.perf_counter()
-        backend = self.device.backend(impls, self.case, self.options)
+        verify = [n for n, s in statuses.items() if s.check["status"] == "passed"]
+        inner = self.device.backend(impls, self.case, self.options)
+        try:
+            backend = integrity.WatchedBackend(inner, self.device, self.case, self.options, verify)
+        except BaseException:
+            inner.close()
+            raise
         try:
             phases["prepare"] = time.perf_counter() - t1
             names = list(impls)
@@ -386,6 +393,7 @@ class Runner:
             )
             t2 = time.perf_counter()
             measurement = timing.measure(backend, names, settings)
+            backend.finish()
             phases["time"] = time.perf_counter() - t2
             return measurement, settings, backend.info
         finally:

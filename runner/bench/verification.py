@@ -32,9 +32,9 @@ DEFAULT_TOLERANCES = {
     "float16": 1e-3,
     "bfloat16": 1.6e-2,
     "float32": 1e-5,
-    "float64": 1e-7,
+    "float64": 1e-12,
     "complex64": 1e-5,
-    "complex128": 1e-7,
+    "complex128": 1e-12,
 }
 """rtol = atol by output dtype when a declaration gives none; integer and bool outputs are exact."""
 

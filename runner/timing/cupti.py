@@ -22,12 +22,38 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-__all__ = ["ActivityWindow", "Record", "span_s", "unavailable_reason", "union_s"]
+__all__ = [
+    "ActivityWindow",
+    "Record",
+    "is_copy",
+    "now_ns",
+    "span_s",
+    "unavailable_reason",
+    "union_s",
+]
 
 BUFFER_BYTES = 8 << 20
 INTERNAL_PREFIX = "kg_"
 
-Record = tuple[int, int, str, "int | None"]  # start ns, end ns, name, CUPTI stream id
+# start ns, end ns, name, CUPTI stream id; a copy's name says what it is: "memcpy DtoD 4096 B",
+# "memset 64 B" (kernels carry their own names)
+Record = tuple[int, int, str, "int | None"]
+COPY_PREFIXES = ("memcpy ", "memset ")
+# CUpti_ActivityMemcpyKind
+COPY_KINDS = {1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD"}
+COPY_KINDS.update({9: "HtoH", 10: "PtoP"})
+
+
+def is_copy(name: str) -> bool:
+    """Whether a record's name is that of a memcpy or memset record (see Record)."""
+    return name.startswith(COPY_PREFIXES)
+
+
+def now_ns() -> int:
+    """CUPTI's timestamp now: the clock of its activity records, read on the host."""
+    from cupti import cupti
+
+    return int(cupti.get_timestamp())
 
 
 def union_s(intervals_ns) -> float:
@@ -81,9 +107,22 @@ class _Collector:
     @classmethod
     def _completed(cls, activities) -> None:
         for a in activities:
-            name = getattr(a, "name", "") or ""
             stream = getattr(a, "stream_id", None)
-            cls.records.append((int(a.start), int(a.end), str(name), stream))
+            cls.records.append((int(a.start), int(a.end), _name(a), stream))
+
+
+def _name(activity) -> str:
+    """A kernel's name, or what a copy is (its kind and size), for Record."""
+    name = getattr(activity, "name", "") or ""
+    if name:
+        return str(name)
+    nbytes = getattr(activity, "bytes", None)
+    if nbytes is None:
+        return ""
+    kind = getattr(activity, "copy_kind", None)
+    if kind is not None:
+        return f"memcpy {COPY_KINDS.get(int(kind), f'kind {int(kind)}')} {int(nbytes)} B"
+    return f"memset {int(nbytes)} B"
 
 
 class ActivityWindow:

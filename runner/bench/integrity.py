@@ -1,0 +1,255 @@
+"""Integrity of the Python front end's timings: what a row's time is allowed to stand for.
+
+- Outputs are plain arrays of the device's kind (`output_problems`): on the CUDA device exactly
+  `torch.Tensor` on the GPU; a subclass, a lazy, fake or meta value can defer or fake the work.
+- `WatchedBackend` wraps the device's backend for the timing engine: with CUPTI, every timed
+  window and every piece of the runner's untimed work is bracketed (runner.bench.watch); with
+  the `cupti` timer, a sample's time is the busy time of its own records; with `recheck`, every
+  sample gets fresh inputs and its outputs are verified (runner.bench.recheck).
+- `judge()` marks the document: a row whose work left the window, or whose rate is physically
+  impossible on this device (runner.result.impossible), is flagged and gets no gap, and the
+  case fails with what was found; Runner.compare then raises IntegrityFailed.
+"""
+
+from __future__ import annotations
+
+import time
+
+from runner import result
+from runner.bench import cupti_timer
+from runner.bench.recheck import Recheck
+from runner.bench.verification import DeclarationError
+from runner.timing.cuda import TimingError
+
+__all__ = ["IntegrityFailed", "WatchedBackend", "check_outputs", "judge", "output_problems"]
+
+
+class IntegrityFailed(AssertionError):
+    """A timed row was flagged: its work left the timed window, or its rate is impossible.
+    `comparison` holds the rows (the flagged ones without a ratio)."""
+
+    def __init__(self, message: str, comparison=None):
+        super().__init__(message)
+        self.comparison = comparison
+
+
+def _type_name(t: type) -> str:
+    module = getattr(t, "__module__", "") or ""
+    return f"{module}.{t.__qualname__}" if module and module != "builtins" else t.__qualname__
+
+
+def output_problems(outputs, tensor_type: type, device_type: str | None) -> list[str]:
+    """What is wrong with each output that is not a plain `tensor_type` on `device_type`."""
+    if outputs is None:
+        return []
+    items = outputs if isinstance(outputs, tuple | list) else (outputs,)
+    wanted = _type_name(tensor_type)
+    problems = []
+    for i, x in enumerate(items):
+        kind = type(x)
+        if kind is not tensor_type:
+            relation = (
+                f"a subclass of {wanted}" if isinstance(x, tensor_type) else f"not a {wanted}"
+            )
+            problems.append(f"output {i} is a {_type_name(kind)}, {relation}")
+        elif getattr(x, "is_meta", False):
+            problems.append(f"output {i} is a meta {wanted} (it has no data)")
+        elif device_type is not None and getattr(getattr(x, "device", None), "type", None) not in (
+            None,
+            device_type,
+        ):
+            problems.append(f"output {i} is on device {x.device}, not on {device_type}")
+    return problems
+
+
+def check_outputs(device, case_id: str, name: str, outputs) -> None:
+    """Raise DeclarationError when the device has an output rule and `outputs` break it."""
+    rule = getattr(device, "output_rule", None)
+    if rule is None:
+        return
+    tensor_type, device_type = rule
+    problems = output_problems(outputs, tensor_type, device_type)
+    if problems:
+        where = f" {device_type}" if device_type else ""
+        raise DeclarationError(
+            f"case {case_id}: implementation {name!r} returned {'; '.join(problems)}. Outputs "
+            f"must be plain {_type_name(tensor_type)} values on the{where} device: a subclass, "
+            "a lazy, fake or meta value can defer or fake the work the timing is meant to see"
+        )
+
+
+def _copies_disabled(info: dict) -> bool:
+    copies = info.get("copies", {})
+    return bool(copies.get("known") and copies.get("per_call") and not copies.get("counted"))
+
+
+class WatchedBackend:
+    """runner.timing.base.Backend around the device's backend (see the module docstring)."""
+
+    def __init__(self, inner, device, case, options, verify: list[str]):
+        self.inner, self.info, self.graph_calls = inner, inner.info, inner.graph_calls
+        self.watch = self.busy = self.recheck = None
+        handles = getattr(inner, "cupti_handles", None)
+        why = "the device is a stand-in without CUDA" if handles is None else None
+        why = why or cupti_timer.unavailable_reason()
+        self.not_watched = why
+        if options.timer == "cupti" and why:
+            raise DeclarationError(f"timer 'cupti' cannot be used: {why}")
+        if why is None:
+            from runner.bench.watch import Watch
+
+            context, stream = handles()
+            exempt = [n for n, i in self.info.items() if _copies_disabled(i) and not i["fallback"]]
+            self.watch = Watch(context, stream, inner.synchronize_device, exempt)
+        if options.timer == "cupti":
+            self.busy = cupti_timer.KernelBusyTimer(case.count_copies)
+            for entry in self.info.values():  # one method for every sample of every row
+                entry["method"] = f"{self.busy.method}; launched as {entry['method']}"
+        if options.recheck:
+            hints = {n: self._recheck_hint(n, i) for n, i in self.info.items()}
+            self.recheck = Recheck(case, verify, device.call, {n: h for n, h in hints.items() if h})
+
+    def _recheck_hint(self, name: str, info: dict) -> str | None:
+        parts = []
+        impl = getattr(self.inner, "impls", {}).get(name)
+        if impl is not None and impl.args is not None:
+            parts.append(
+                "it takes private arguments (Implementation(args=...)): its reset must refill "
+                "them from case.inputs, which recheck regenerates in place"
+            )
+        if _copies_disabled(info):
+            parts.append(
+                f"its {info['copies']['per_call']} copies per call are disabled in the timed "
+                "graph (the case leaves copies out), so what reads their destinations sees stale "
+                "data: use count_copies=True with recheck"
+            )
+        return "; ".join(parts) or None
+
+    def _untimed(self, name: str, work):
+        return work() if self.watch is None else self.watch.untimed(name, work)
+
+    def _timed(self, name: str, sample) -> float:
+        synchronize = getattr(self.inner, "synchronize", None)
+        if synchronize is not None:
+            synchronize()  # reset and flush finish outside the window
+        if self.watch is None:
+            seconds = sample()
+        else:
+            seconds, inside = self.watch.timed(name, sample)
+            if self.busy is not None:
+                seconds = self.busy.seconds(inside)
+                if seconds <= 0:
+                    raise TimingError(
+                        f"implementation {name!r}: CUPTI recorded no kernel for a timed sample; it "
+                        "launches no kernel the timer counts (copies are left out in this case), "
+                        "so time it with events"
+                    )
+        if self.recheck is not None:
+            self._untimed(name, lambda: self.recheck.verify(name, self.inner.last_outputs(name)))
+        return seconds
+
+    # -- runner.timing.base.Backend ------------------------------------------------------------
+
+    def warmup(self, name: str, launches: int) -> None:
+        self._untimed(name, lambda: self.inner.warmup(name, launches))
+
+    def reset(self, name: str) -> None:
+        def work():
+            if self.recheck is not None:
+                self.recheck.fresh()
+            self.inner.reset(name)
+
+        self._untimed(name, work)
+
+    def flush_l2(self) -> None:
+        self._untimed("(L2 flush)", self.inner.flush_l2)
+
+    def timed_cold(self, name: str) -> float:
+        return self._timed(name, lambda: self.inner.timed_cold(name))
+
+    def timed_batch(self, name: str, batch: int) -> float:
+        prepare = getattr(self.inner, "prepare_batch", None)
+        if prepare is not None:  # a graph captured here, outside every window
+            self._untimed(name, lambda: prepare(name, batch))
+        return self._timed(name, lambda: self.inner.timed_batch(name, batch))
+
+    def sample_wall_s(self, name: str) -> float:
+        """Host wall time of one cold sample (reset, flush, timed call), for the sample budget
+        (a CPU stand-in states its own)."""
+        stated = getattr(self.inner, "sample_wall_s", None)
+        if stated is not None:
+            return stated(name)
+        t0 = time.perf_counter()
+        self.reset(name)
+        self.flush_l2()
+        self.timed_cold(name)
+        return time.perf_counter() - t0
+
+    def finish(self) -> None:
+        """After the last sample: the last records placed, every row's findings in `info`."""
+        if self.watch is not None:
+            self.watch.finish()
+        for name, entry in self.info.items():
+            if self.watch is not None:
+                entry["window"] = self.watch.summary(name)
+            else:
+                entry["window"] = {"checked": False, "reason": self.not_watched}
+            if self.recheck is not None:
+                entry["recheck"] = self.recheck.summary(name)
+
+    def close(self) -> None:
+        """The case's own inputs back (recheck), then the device's backend and CUPTI, each
+        step even if an earlier one failed (CUPTI left enabled slows the whole process)."""
+        steps = []
+        if self.recheck is not None:
+            steps.append(self.recheck.restore)
+        steps.append(self.inner.close)
+        if self.watch is not None:
+            steps.append(self.watch.close)
+        failure = None
+        for step in steps:
+            try:
+                step()
+            except Exception as exc:  # the first failure is raised after all steps ran
+                failure = failure or exc
+        self.watch = None
+        if failure is not None:
+            raise failure
+
+
+def judge(doc: dict, info: dict, peaks: dict, case) -> list[str]:
+    """Flag the document's timed rows (see the module docstring); returns "name: why" lines."""
+    flagged = []
+    for name, entry in doc["implementations"].items():
+        if "timing" not in entry:
+            continue
+        window = info.get(name, {}).get("window")
+        flags = []
+        if window and window.get("message"):
+            flags.append(window["message"])
+        why = result.impossible(entry.get("throughput", {}), peaks, case.bytes)
+        if why:
+            flags.append(
+                "physically impossible timing (the work was not all done, or not all timed): " + why
+            )
+        block = {"flags": flags}
+        if window:
+            block["window"] = window
+        if info.get(name, {}).get("recheck"):
+            block["recheck"] = info[name]["recheck"]
+        entry["integrity"] = block
+        if flags:
+            flagged.append(f"{name}: {'; '.join(flags)}")
+    if not flagged:
+        return []
+    op_flagged = bool(doc["implementations"][doc["baseline"]]["integrity"]["flags"])
+    for name, entry in doc["implementations"].items():
+        if name == doc["baseline"] or "timing" not in entry:
+            continue
+        if entry["integrity"]["flags"] or op_flagged:
+            entry["gap"] = None
+            whose = "its" if entry["integrity"]["flags"] else "the op's"
+            entry["gap_note"] = f"no ratio: {whose} timing is flagged (integrity.flags)"
+    doc["status"] = "failed"
+    doc["error"] = {"phase": "timing", "message": "; ".join(flagged)[:2000]}
+    return flagged
