@@ -1015,7 +1015,14 @@ def test_the_plugin_takes_bench_timer_and_budget_alone():
 
     def config(**given):
         option = dict.fromkeys(
-            ("bench_verify", "bench_output", "bench_report", "bench_mode", "bench_timer")
+            (
+                "bench_verify",
+                "bench_output",
+                "bench_report",
+                "bench_mode",
+                "bench_timer",
+                "bench_recheck",
+            )
         )
         option["bench_budget"] = None
         option.update(given)
@@ -1028,6 +1035,9 @@ def test_the_plugin_takes_bench_timer_and_budget_alone():
     try:
         pytest_plugin.pytest_configure(config(bench_timer="cupti"))
         assert session.current().options.timer == "cupti"
+        assert session.current().options.recheck is False
+        pytest_plugin.pytest_configure(config(bench_recheck=True))
+        assert session.current().options.recheck is True
         with pytest.raises(
             bench.DeclarationError, match="budget_s must be a number of seconds > 0"
         ):

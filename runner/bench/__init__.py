@@ -13,6 +13,8 @@ See README.md ("Comparing Python callables") and benchmarks/ops/bench_matmul.py,
 
 from runner.bench.checking import check
 from runner.bench.implementation import Implementation
+from runner.bench.integrity import IntegrityFailed
+from runner.bench.recheck import RecheckFailed
 from runner.bench.runner import (
     CheckFailed,
     Comparison,
@@ -48,8 +50,10 @@ __all__ = [
     "Exact",
     "Implementation",
     "InputsModified",
+    "IntegrityFailed",
     "Noncomparable",
     "Partial",
+    "RecheckFailed",
     "ReferenceInfeasible",
     "ReferenceUnavailable",
     "ReportRow",

@@ -6,7 +6,9 @@
 
 Options: --bench-verify (correctness checks only, nothing timed), --bench-output FILE (the
 result document at the end of the session), --bench-report FILE (the markdown report),
---bench-mode hot|cold, --bench-timer events|cupti and --bench-budget SECONDS. A case's data is released after each test.
+--bench-mode hot|cold, --bench-timer events|cupti, --bench-budget SECONDS and --bench-recheck
+(every timed sample on fresh inputs, its outputs verified). A case's data is released after
+each test.
 `bench.params(W)` marks each row `smoke` or `full`, so `-m smoke` runs the small rows.
 """
 
@@ -38,6 +40,12 @@ def pytest_addoption(parser):
         "CUPTI activity records (needs cupti-python)",
     )
     group.addoption(
+        "--bench-recheck",
+        action="store_true",
+        help="give every timed sample fresh inputs from a new seed and verify its outputs "
+        "(outside the timing): catches results cached by pointer or left in an output buffer",
+    )
+    group.addoption(
         "--bench-budget",
         type=float,
         metavar="SECONDS",
@@ -56,12 +64,13 @@ def pytest_configure(config):
         or opts.bench_mode
         or opts.bench_budget is not None
         or opts.bench_timer
+        or opts.bench_recheck
     ):
         return  # not a benchmark session: leave the current session alone
     from runner.bench import session
 
     s = session.reset(session.Session(name="python-api", root=str(config.rootpath)))
-    changes = {"verify_only": bool(opts.bench_verify)}
+    changes = {"verify_only": bool(opts.bench_verify), "recheck": bool(opts.bench_recheck)}
     if opts.bench_mode:
         changes["mode"] = opts.bench_mode
     if opts.bench_budget is not None:

@@ -144,39 +144,42 @@ class Classifier:
         `bracket` on the timing stream inside it (its samples' own work)."""
         if bracket is not None:
             self.recent.append(bracket)
-        inside = []
+        inside, touched = [], False
         for r in records:
-            owner = self._place(r)
+            owner, clean = self._place(r)
             if owner is bracket and bracket is not None and bracket.kind == "timed":
-                inside.append(r)
+                touched = True
+                if clean:
+                    inside.append(r)
         if bracket is not None and bracket.kind == "timed":
             self.windows[bracket.name] = self.windows.get(bracket.name, 0) + 1
-            self._judge_window(bracket, inside)
+            self._judge_window(bracket, inside, touched)
         return inside
 
-    def _place(self, r) -> Bracket | None:
-        """The timed bracket `r` is the work of (None when it was flagged or untimed)."""
+    def _place(self, r) -> tuple[Bracket | None, bool]:
+        """(the bracket `r` belongs to, whether it is clean there); (None, False) for work
+        outside every bracket."""
         start, end, _name, stream = r
         for b in reversed(self.recent):
             if b.kind == "timed" and start < b.t1 - SLACK_NS and end > b.t0 + SLACK_NS:
                 if stream != self.timing_stream:
                     self._flag(b.name, "side", r)
-                    return None
+                    return b, False
                 if end > b.t1 + SLACK_NS:
                     self._flag(b.name, "after", r, end - b.t1)
-                    return None
-                return b
+                    return b, False
+                return b, True
             if b.kind == "untimed" and start >= b.t0 - SLACK_NS and end <= b.t1 + SLACK_NS:
-                return None
+                return b, True
         before = [b for b in self.recent if b.t1 <= start + SLACK_NS]
         timed = [b for b in before if b.kind == "timed"]
         last = timed[-1] if timed else (before[-1] if before else None)
-        self._flag(last.name if last else "?", "outside", r, start - last.t1 if last else 0)
-        return None
+        self._flag(last.name if last else "?", "outside", r, max(start - last.t1, 0) if last else 0)
+        return None, False
 
-    def _judge_window(self, b: Bracket, inside: list) -> None:
+    def _judge_window(self, b: Bracket, inside: list, touched: bool) -> None:
         if not inside:
-            if b.name not in self.exempt:
+            if not touched and b.name not in self.exempt:  # nothing ran anywhere in it
                 self._flag(b.name, "none", None)
             return
         first = min(r[0] for r in inside)
