@@ -1,0 +1,48 @@
+"""The cheats suite (tests/cheats/, issue 13) on the CPU: it is a valid suite whose kernels build,
+and `runner check`'s null models refuse exactly the case whose tolerance lets zeros through.
+tests/test_cheats_gpu.py runs it on the GPU box."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from runner import manifest
+from runner.null_models import passing_null_models
+from tests.conftest import ROOT
+
+SUITE = ROOT / "tests" / "cheats" / "cases.toml"
+
+
+def test_only_the_loose_case_lets_outputs_that_did_no_work_pass():
+    suite = manifest.load(SUITE)
+    admitted = {case.id: passing_null_models(suite, case) for case in suite.cases}
+    assert admitted.pop("loose_zeros")[0] == "all zeros"
+    assert all(found == [] for found in admitted.values()), admitted
+    assert len(suite.cases) == 7 and all(c.baseline.name == "cuda" for c in suite.cases)
+
+
+def test_runner_check_builds_every_cheat_and_fails_only_the_loose_case():
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH (the cheats are CUDA C++)")
+    done = subprocess.run(
+        [sys.executable, "-m", "runner", "check", str(SUITE)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.splitlines()
+    failures = [line for line in lines if line.startswith("FAIL")]
+    assert len(failures) == 1, failures
+    assert failures[0].startswith(
+        "FAIL  loose_zeros: tolerance: outputs that did not do the work pass it at the check "
+        "size: all zeros"
+    )
+    built = [line for line in lines if line.startswith("ok    ")]
+    assert len(built) == sum(len(c.impls) for c in manifest.load(SUITE).cases), lines
+    assert "7 case(s), 1 failure(s), 0 skipped" in done.stderr
