@@ -89,6 +89,22 @@ def test_a_record_still_running_when_its_window_ended_arrives_later_and_is_flagg
     assert "was still running 30.0 us after a timed window ended" in c.summary("thread")["message"]
 
 
+def test_a_record_flushed_while_still_running_is_charged_to_the_window_it_was_taken_after():
+    c = Classifier(TS)
+    c.add(timed("thread", 0, 100_000, 50_000), [(0, 0, K, TS)])
+    c.add(untimed("next", 200_000, 300_000), [(0, 0, "memset 64 B", 21)])
+    summary = c.summary("thread")
+    assert [(f["kind"], f["stream"]) for f in summary["findings"]] == [
+        ("unfinished", TS),
+        ("unfinished", 21),
+    ]
+    assert (
+        "was still running when a timed window ended (CUPTI had no timestamps"
+        in (summary["message"])
+    )
+    assert c.summary("next")["findings"] == []
+
+
 def test_work_outside_every_bracket_is_charged_to_the_timed_window_before_it():
     c = Classifier(TS)
     c.add(timed("a", 0, 100_000, 50_000), [(10_000, 50_000, K, TS)])
@@ -328,6 +344,12 @@ def test_an_impossible_rate_is_flagged_naming_both_figures(make_session):
         bench.Runner(double, case).compare({"same": double})
     flag = failure.value.comparison["same"].flags[0]
     assert "GB/s is above the device's measured" in flag and "1e+12 bytes" in flag
+    # a noncomparable row computes something else: the case's bytes do not describe it
+    other = bench.Implementation(run=double, noncomparable_reason="another computation")
+    with pytest.raises(bench.IntegrityFailed) as failure:
+        bench.Runner(double, case).compare({"other": other})
+    assert failure.value.comparison["other"].flags == []
+    assert failure.value.comparison["double"].flags
 
 
 # -- outputs are plain arrays ---------------------------------------------------------------------

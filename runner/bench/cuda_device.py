@@ -89,6 +89,11 @@ class CudaDevice:
     def peaks(self) -> dict:
         return self._captured()["peaks"]
 
+    @property
+    def l2_bytes(self) -> int:
+        """The L2's size: a working set that fits is not judged against DRAM bandwidth."""
+        return self.internal.l2_bytes
+
     def backend(self, impls: dict, case, options) -> CallableBackend:
         return CallableBackend(self, impls, case, options)
 

@@ -7,8 +7,9 @@
   the `cupti` timer, a sample's time is the busy time of its own records; with `recheck`, every
   sample gets fresh inputs and its outputs are verified (runner.bench.recheck).
 - `judge()` marks the document: a row whose work left the window, or whose rate is physically
-  impossible on this device (runner.result.impossible), is flagged and gets no gap, and the
-  case fails with what was found; Runner.compare then raises IntegrityFailed.
+  impossible on this device (runner.result.impossible; not for a noncomparable row, which
+  computes something else than the case declares), is flagged and gets no gap, and the case
+  fails with what was found; Runner.compare then raises IntegrityFailed.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ def output_problems(outputs, tensor_type: type, device_type: str | None) -> list
     problems = []
     for i, x in enumerate(items):
         kind = type(x)
+        if x is None:  # nothing returned in that place (an unchecked declaration allows it)
+            continue
         if kind is not tensor_type:
             relation = (
                 f"a subclass of {wanted}" if isinstance(x, tensor_type) else f"not a {wanted}"
@@ -89,6 +92,7 @@ class WatchedBackend:
     def __init__(self, inner, device, case, options, verify: list[str]):
         self.inner, self.info, self.graph_calls = inner, inner.info, inner.graph_calls
         self.watch = self.busy = self.recheck = None
+        self._resetting = "(L2 flush)"
         handles = getattr(inner, "cupti_handles", None)
         why = "the device is a stand-in without CUDA" if handles is None else None
         why = why or cupti_timer.unavailable_reason()
@@ -154,6 +158,8 @@ class WatchedBackend:
         self._untimed(name, lambda: self.inner.warmup(name, launches))
 
     def reset(self, name: str) -> None:
+        self._resetting = name  # the flush that follows is this implementation's
+
         def work():
             if self.recheck is not None:
                 self.recheck.fresh()
@@ -162,7 +168,7 @@ class WatchedBackend:
         self._untimed(name, work)
 
     def flush_l2(self) -> None:
-        self._untimed("(L2 flush)", self.inner.flush_l2)
+        self._untimed(self._resetting, self.inner.flush_l2)
 
     def timed_cold(self, name: str) -> float:
         return self._timed(name, lambda: self.inner.timed_cold(name))
@@ -218,7 +224,9 @@ class WatchedBackend:
 
 
 def judge(doc: dict, info: dict, peaks: dict, case) -> list[str]:
-    """Flag the document's timed rows (see the module docstring); returns "name: why" lines."""
+    """Flag the document's timed rows (see the module docstring); returns "name: why" lines.
+    `peaks` are the device's, with its `l2_bytes`; the case's bytes a call stand for its
+    working set."""
     flagged = []
     for name, entry in doc["implementations"].items():
         if "timing" not in entry:
@@ -227,7 +235,9 @@ def judge(doc: dict, info: dict, peaks: dict, case) -> list[str]:
         flags = []
         if window and window.get("message"):
             flags.append(window["message"])
-        why = result.impossible(entry.get("throughput", {}), peaks, case.bytes)
+        # a noncomparable row computes something else: the case's bytes and FLOPs are not its own
+        comparable = entry["verification"]["kind"] != "noncomparable"
+        why = comparable and result.impossible(entry.get("throughput", {}), peaks, case.bytes)
         if why:
             flags.append(
                 "physically impossible timing (the work was not all done, or not all timed): " + why

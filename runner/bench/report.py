@@ -145,7 +145,9 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, erro
         )
     doc["timing_wall_s"] = measurement.wall_s
     doc["round_orders"] = measurement.orders
-    integrity.judge(doc, info, peaks, case)
+    integrity.judge(
+        doc, info, {**peaks, "l2_bytes": getattr(runner.device, "l2_bytes", None)}, case
+    )
     return doc
 
 

@@ -11,8 +11,9 @@ record is then put in its place by its timestamps:
   window with none of them did no device work at all (a result cached or made on the host);
 - overlapping a timed window on any other stream: work on a side stream, which the events of
   the timing stream do not see;
-- still running after a timed window ended, or outside every bracket: work left to run after
-  the window (another host thread, a deferred launch).
+- still running after a timed window ended (or flushed from CUPTI while still running, with no
+  timestamps yet), or outside every bracket: work left to run after the window (another host
+  thread, a deferred launch).
 
 Each of those flags the implementation of the window (for work outside every bracket: of the
 last timed window before it), with what was found. The runner's own kernels (kg_*) never count,
@@ -56,7 +57,7 @@ class Bracket:
 
 @dataclass
 class Finding:
-    kind: str  # side, late, after, outside, none
+    kind: str  # side, late, after, unfinished, outside, none
     record: str
     stream: int | None
     count: int = 1
@@ -77,6 +78,11 @@ class Finding:
             )
         if self.kind == "after":
             return f"{what} on stream {self.stream} was still running {us:.1f} us after a timed window ended{times}"
+        if self.kind == "unfinished":
+            return (
+                f"{what} on stream {self.stream} was still running when a timed window ended "
+                f"(CUPTI had no timestamps for it yet){times}"
+            )
         if self.kind == "outside":
             return (
                 f"{what} on stream {self.stream} ran outside every window, {us:.1f} us after a "
@@ -146,6 +152,10 @@ class Classifier:
             self.recent.append(bracket)
         inside, touched = [], False
         for r in records:
+            if r[0] <= 0 or r[1] < r[0]:  # flushed while still running: no timestamps
+                self._flag(self._last_timed(bracket, 1 << 62), "unfinished", r)
+                touched = True
+                continue
             owner, clean = self._place(r)
             if owner is bracket and bracket is not None and bracket.kind == "timed":
                 touched = True
@@ -171,11 +181,24 @@ class Classifier:
                 return b, True
             if b.kind == "untimed" and start >= b.t0 - SLACK_NS and end <= b.t1 + SLACK_NS:
                 return b, True
-        before = [b for b in self.recent if b.t1 <= start + SLACK_NS]
-        timed = [b for b in before if b.kind == "timed"]
-        last = timed[-1] if timed else (before[-1] if before else None)
+        last = self._last_bracket(start)
         self._flag(last.name if last else "?", "outside", r, max(start - last.t1, 0) if last else 0)
         return None, False
+
+    def _last_bracket(self, before_ns: int) -> Bracket | None:
+        """The last timed bracket that ended by `before_ns` (else the last bracket of any kind
+        that did, else the first one)."""
+        before = [b for b in self.recent if b.t1 <= before_ns + SLACK_NS]
+        timed = [b for b in before if b.kind == "timed"]
+        if timed or before:
+            return timed[-1] if timed else before[-1]
+        return self.recent[0] if self.recent else None
+
+    def _last_timed(self, bracket: Bracket | None, before_ns: int) -> str:
+        if bracket is not None and bracket.kind == "timed":
+            return bracket.name
+        last = self._last_bracket(before_ns)
+        return last.name if last else "?"
 
     def _judge_window(self, b: Bracket, inside: list, touched: bool) -> None:
         if not inside:
