@@ -310,6 +310,24 @@ def test_the_cupti_timer_takes_its_time_from_the_windows_records(watched):
     assert c.document_case["implementations"]["same"]["integrity"]["flags"] == []
 
 
+def test_cupti_that_cannot_record_leaves_the_events_timing_and_says_why(watched, monkeypatch):
+    session, _ = watched
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED\nmore")
+
+    monkeypatch.setattr(cupti, "ActivityWindow", refuse)
+    (case,) = bench.cases(Scale())
+    c = bench.Runner(double, case).compare({"same": double})
+    assert c.document_case["implementations"]["same"]["integrity"]["window"] == {
+        "checked": False,
+        "reason": "CUPTI could not record: RuntimeError: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED",
+    }
+    session.configure(timer="cupti")
+    with pytest.raises(RuntimeError, match="MULTIPLE_SUBSCRIBERS"):
+        bench.Runner(double, case).compare({"same": double})
+
+
 def test_without_cupti_the_window_check_is_recorded_as_not_made(make_session):
     session, _ = make_session()
     (case,) = bench.cases(Scale())

@@ -104,7 +104,13 @@ class WatchedBackend:
 
             context, stream = handles()
             exempt = [n for n, i in self.info.items() if _copies_disabled(i) and not i["fallback"]]
-            self.watch = Watch(context, stream, inner.synchronize_device, exempt)
+            try:
+                self.watch = Watch(context, stream, inner.synchronize_device, exempt)
+            except Exception as exc:  # e.g. another CUPTI subscriber: events still time
+                if options.timer == "cupti":
+                    raise
+                first = (str(exc).splitlines() or [""])[0][:200]
+                self.not_watched = f"CUPTI could not record: {type(exc).__name__}: {first}"
         if options.timer == "cupti":
             self.busy = cupti_timer.KernelBusyTimer(case.count_copies)
             for entry in self.info.values():  # one method for every sample of every row
