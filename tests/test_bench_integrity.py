@@ -13,6 +13,7 @@ import types
 
 import numpy as np
 import pytest
+import test_bench_api
 from fake_callable_device import FakeCallableBackend, FakeCallableDevice
 
 from protocol.validation import validate
@@ -23,6 +24,7 @@ from runner.bench.report import markdown
 from runner.bench.watch import Bracket, Classifier
 from runner.timing import cupti
 
+make_session = test_bench_api.make_session  # the fixture: a fresh session on the fake device
 TS = 7  # the timing stream's CUPTI id in these tests
 K = "void scale_kernel<float>(float*, const float*, long)"
 FAST = bench.TimingOptions(budget_s=0.03)
@@ -337,16 +339,6 @@ def test_without_cupti_the_window_check_is_recorded_as_not_made(make_session):
     assert "Work-in-window check not made (CUPTI): the device is a stand-in without CUDA" in (
         markdown(session.document())
     )
-
-
-@pytest.fixture
-def make_session():
-    def make(options=FAST, **device_kwargs):
-        device = FakeCallableDevice(**device_kwargs)
-        return bench.reset(bench.Session(device=device, options=options)), device
-
-    yield make
-    bench.reset()
 
 
 def test_an_impossible_rate_is_flagged_naming_both_figures(make_session):

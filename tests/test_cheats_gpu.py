@@ -23,6 +23,7 @@ import pytest
 
 from protocol.validation import validate
 from tests.conftest import ROOT
+from tests.test_cheats import runner_check
 
 pytestmark = pytest.mark.gpu
 
@@ -139,15 +140,7 @@ def test_ptx_result_cached_by_output_pointer_is_caught_after_the_poisoned_replay
 
 @pytest.fixture(scope="module")
 def ptx_check():
-    needs_nvcc()
-    done = subprocess.run(
-        [sys.executable, "-m", "runner", "check", str(SUITE)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=540,
-    )
-    return done
+    return runner_check()
 
 
 def test_ptx_zeros_under_a_loose_tolerance_are_refused_by_runner_check(ptx_check, ptx_run):

@@ -210,23 +210,18 @@ class WatchedBackend:
                 entry["recheck"] = self.recheck.summary(name)
 
     def close(self) -> None:
-        """The case's own inputs back (recheck), then the device's backend and CUPTI, each
+        """The case's own inputs back (recheck), then the device's backend, then CUPTI: each
         step even if an earlier one failed (CUPTI left enabled slows the whole process)."""
-        steps = []
-        if self.recheck is not None:
-            steps.append(self.recheck.restore)
-        steps.append(self.inner.close)
-        if self.watch is not None:
-            steps.append(self.watch.close)
-        failure = None
-        for step in steps:
+        try:
+            if self.recheck is not None:
+                self.recheck.restore()
+        finally:
             try:
-                step()
-            except Exception as exc:  # the first failure is raised after all steps ran
-                failure = failure or exc
-        self.watch = None
-        if failure is not None:
-            raise failure
+                self.inner.close()
+            finally:
+                watch, self.watch = self.watch, None
+                if watch is not None:
+                    watch.close()
 
 
 def judge(doc: dict, info: dict, peaks: dict, case) -> list[str]:
