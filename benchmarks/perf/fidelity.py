@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 SOURCE = ROOT / "benchmarks" / "kernels" / "axpy_f64.cu"
 ENTRY = "axpy_f64"
 NCU_LAUNCHES = 5
+COLD_SAMPLES = 200  # cold samples are short and noisier: more of them for the A/A
 TORCH_KERNEL = "vectorized_elementwise_kernel"  # torch.add on contiguous float32 (not torch.rand's)
 
 
@@ -101,7 +102,10 @@ def ptx_engine(ptx: str, sizes: list[int], target_ms: float) -> list[dict]:
                     axpy.stream, axpy.internal, items, axpy.resets, 1000, window=window
                 )
                 settings = TimingSettings(
-                    mode=mode, samples=30, target_sample_s=target_ms / 1e3, timer=timer
+                    mode=mode,
+                    samples=30 if mode == "hot" else COLD_SAMPLES,
+                    target_sample_s=target_ms / 1e3,
+                    timer=timer,
                 )
                 m = measure(backend, ["A", "A'"], settings)
                 backend.close()
@@ -111,6 +115,7 @@ def ptx_engine(ptx: str, sizes: list[int], target_ms: float) -> list[dict]:
                 g = stats.gap(a, b)
                 row[f"{mode}_{timer}_us"] = statistics.median(a) * 1e6
                 row[f"{mode}_{timer}_aa"] = [g["ratio_of_medians"], g["ci_low"], g["ci_high"]]
+                row[f"{mode}_{timer}_samples"] = [a, b]
                 say(
                     f"ptx 2^{log2n} {mode} {timer}: {row[f'{mode}_{timer}_us']:.3f} us, A/A "
                     f"{g['ratio_of_medians']:.5f} [{g['ci_low']:.5f}, {g['ci_high']:.5f}]"
@@ -189,7 +194,7 @@ def torch_side(sizes: list[int]) -> list[dict]:
 
     class Add(bench.Workload):
         name, version = "fidelity-add", 1
-        rows = tuple(bench.Row(f"2^{k}", n=1 << k) for k in sizes)
+        rows = tuple(bench.Row(f"n{k}", n=1 << k) for k in sizes)
         dtypes = ("float32",)
 
         def gen_inputs(self, params, dtype, seed):
@@ -222,6 +227,8 @@ def torch_side(sizes: list[int]) -> list[dict]:
             base, aa = c.rows["add"], c.document_case["implementations"]["again"]["gap"]
             row[f"{label}_us"] = base.median_s * 1e6
             row[f"{label}_aa"] = [aa["ratio_of_medians"], aa["ci_low"], aa["ci_high"]]
+            impls = c.document_case["implementations"]
+            row[f"{label}_samples"] = [impls[k]["timing"]["samples_s"] for k in ("add", "again")]
             say(f"torch 2^{row['log2n']} {label}: {row[f'{label}_us']:.3f} us, A/A {aa}")
         a, b = case.inputs
         row["do_bench_us"] = triton.testing.do_bench(lambda a=a, b=b: a + b) * 1e3
@@ -385,6 +392,7 @@ def main() -> int:
     parser.add_argument("--target-sample-ms", type=float, default=20.0)
     parser.add_argument("--skip-ncu", action="store_true")
     parser.add_argument("--skip-torch", action="store_true")
+    parser.add_argument("--raw", type=Path, help="write every row with its raw samples here")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.part == "ptx-target":
@@ -433,6 +441,8 @@ def main() -> int:
             if not args.skip_torch:
                 target = [sys.executable, __file__, "torch-target", "--n", str(k)]
                 torch_ncu[k] = ncu_us(target, TORCH_KERNEL, "all")
+    if args.raw:
+        args.raw.write_bytes(orjson.dumps({"ptx": ptx_rows, "torch": torch_rows}))
     print("\n".join(report(ptx_rows, ptx_ncu, ptx_prof, torch_rows, torch_ncu)))
     return 0
 
