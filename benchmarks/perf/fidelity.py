@@ -235,14 +235,23 @@ def torch_side(sizes: list[int]) -> list[dict]:
         row["do_bench_cudagraph_us"] = (
             triton.testing.do_bench_cudagraph(lambda a=a, b=b: a + b) * 1e3
         )
-        flush = l2_flush_tensor(torch)
-        row["profiler_us"] = profiler_durations(
-            torch, lambda a=a, b=b: torch.add(a, b), flush, 30, TORCH_KERNEL
-        )
-        del flush
         case.release()
         rows.append(row)
     return rows
+
+
+def torch_profiler(sizes: list[int]) -> dict:
+    """torch.profiler's durations of torch.add (its own process: one CUPTI subscriber each)."""
+    import torch
+
+    flush = l2_flush_tensor(torch)
+    out = {}
+    for log2n in sizes:
+        a, b = (torch.rand(1 << log2n, device="cuda") for _ in range(2))
+        out[log2n] = profiler_durations(
+            torch, lambda a=a, b=b: torch.add(a, b), flush, 30, TORCH_KERNEL
+        )
+    return out
 
 
 def torch_target(log2n: int) -> None:
@@ -410,6 +419,9 @@ def main() -> int:
             orjson.dumps(ptx_profiler(args.ptx.read_text(), sizes), option=orjson.OPT_NON_STR_KEYS)
         )
         return 0
+    if args.part == "torch-profiler":
+        sys.stdout.buffer.write(orjson.dumps(torch_profiler(sizes), option=orjson.OPT_NON_STR_KEYS))
+        return 0
     if args.part == "torch":
         sys.stdout.buffer.write(orjson.dumps(torch_side(sizes)))
         return 0
@@ -430,6 +442,9 @@ def main() -> int:
         ptx_prof = child(["ptx-profiler", *common])
         say("fidelity: the torch side")
         torch_rows = child(["torch", "--sizes", args.sizes])
+        profiled = child(["torch-profiler", "--sizes", args.sizes])
+        for row in torch_rows:
+            row["profiler_us"] = profiled[str(row["log2n"])]
     if not args.skip_ncu:
         for k in sizes:
             say(f"fidelity: ncu at 2^{k}")
