@@ -125,12 +125,15 @@ def ptx_engine(ptx: str, sizes: list[int], target_ms: float) -> list[dict]:
     return rows
 
 
-def ptx_target(ptx: str, log2n: int) -> None:
-    """What ncu profiles: NCU_LAUNCHES launches of axpy at n, each after a reset."""
+def ptx_target(ptx: str, log2n: int, reset: bool) -> None:
+    """What ncu profiles: NCU_LAUNCHES launches of axpy at n; with `reset` each after a restore
+    of y (cold: ncu flushes the caches anyway), else back to back on the same y, as the hot
+    graph replays them (a restore between them would leave y in the L2)."""
     axpy = Axpy(ptx, 1 << log2n)
     for _ in range(NCU_LAUNCHES):
-        for dst, src in axpy.resets:
-            dst.copy_from(src, axpy.stream)
+        if reset:
+            for dst, src in axpy.resets:
+                dst.copy_from(src, axpy.stream)
         axpy.items[0].enqueue(axpy.stream)
     axpy.stream.synchronize()
     axpy.close()
@@ -400,12 +403,13 @@ def main() -> int:
     parser.add_argument("--ptx", type=Path, help="the PTX (the children)")
     parser.add_argument("--target-sample-ms", type=float, default=20.0)
     parser.add_argument("--skip-ncu", action="store_true")
+    parser.add_argument("--reset", action="store_true", help="ptx-target: restore y each time")
     parser.add_argument("--skip-torch", action="store_true")
     parser.add_argument("--raw", type=Path, help="write every row with its raw samples here")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.part == "ptx-target":
-        ptx_target(args.ptx.read_text(), args.n)
+        ptx_target(args.ptx.read_text(), args.n, args.reset)
         return 0
     if args.part == "torch-target":
         torch_target(args.n)
@@ -450,7 +454,7 @@ def main() -> int:
             say(f"fidelity: ncu at 2^{k}")
             target = [sys.executable, __file__, "ptx-target", "--ptx", str(ptx_path), "--n", str(k)]
             ptx_ncu[k] = (
-                ncu_us(target, f"^{ENTRY}$", "all"),
+                ncu_us([*target, "--reset"], f"^{ENTRY}$", "all"),
                 ncu_us(target, f"^{ENTRY}$", "none"),
             )
             if not args.skip_torch:
