@@ -19,7 +19,6 @@ import base64
 import binascii
 import math
 import os
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ import numpy as np
 
 from protocol import RUN_PROTOCOL_VERSION, check_version, decode, encode, validate
 from runner import generator
+from runner.processes import private_stdout  # noqa: F401  (runner run, runner serve)
 
 __all__ = [
     "DTYPES",
@@ -578,15 +578,6 @@ class _SingleAnswer:
         """Watchdog: answer with the timeout document and end the process (tears the context down)."""
         if self.write(_checked(document)):
             os._exit(1)
-
-
-def private_stdout() -> BinaryIO:
-    """The process's stdout for the response alone: file descriptor 1 then points at stderr, so a
-    kernel's printf (written to fd 1 by the driver) can never land in the JSON answer."""
-    sys.stdout.flush()
-    response = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
-    return response
 
 
 def _read_bounded(stdin: BinaryIO) -> bytes:

@@ -234,12 +234,6 @@ class WatchedFakeBackend(FakeCallableBackend):
         super().__init__(*args)
         self.stand_in = stand_in
 
-    def cupti_handles(self):
-        return 1, 2
-
-    def synchronize_device(self):
-        pass
-
     def _leave(self, name):
         self.stand_in.pending += RECORDS[name if name in RECORDS else "honest"](self.stand_in.t)
 
@@ -263,13 +257,19 @@ def watched(monkeypatch):
     device.backend = lambda impls, case, options: WatchedFakeBackend(
         stand_in, device, impls, case, options
     )
+    device.cupti_handles = lambda: (1, 2)  # what CUPTI takes: the context and the timing stream
+    device.synchronize_device = lambda: None
     session = bench.reset(bench.Session(device=device, options=FAST))
     yield session, stand_in
     bench.reset()
 
 
-def test_rows_whose_work_left_the_window_are_flagged_and_honest_rows_keep_their_ratio(watched):
+@pytest.mark.parametrize(("mode", "timer"), [("hot", "events"), ("cold", "cupti")])
+def test_rows_whose_work_left_the_window_are_flagged_and_honest_rows_keep_their_ratio(
+    watched, mode, timer
+):
     session, stand_in = watched
+    session.configure(mode=mode, timer=timer)  # the cupti timer finds no kernel in some windows
     (case,) = bench.cases(Scale())
     names = ("side", "cached", "thread", "deferred")
     with pytest.raises(bench.IntegrityFailed) as failure:
@@ -288,14 +288,19 @@ def test_rows_whose_work_left_the_window_are_flagged_and_honest_rows_keep_their_
     for name, text in expected.items():
         (flag,) = rows[name].flags
         assert text in flag and flag.startswith("work outside the timed window: "), flag
-        assert rows[name].ratio is None and rows[name].median_s > 0
+        assert rows[name].ratio is None
+        if timer == "events":  # by CUPTI, nothing of it ran on the timing stream: 0
+            assert rows[name].median_s > 0
     doc = failure.value.comparison.document_case
     assert doc["status"] == "failed" and doc["error"]["phase"] == "timing"
     assert all(f"{n}: work outside" in doc["error"]["message"] for n in names)
     assert "same:" not in doc["error"]["message"] and "honest:" not in doc["error"]["message"]
     entry = doc["implementations"]["side"]
     assert entry["gap"] is None and "integrity.flags" in entry["gap_note"]
-    assert entry["integrity"]["window"]["windows"] == rows["side"].samples
+    if mode == "cold":  # hot: calibration batches are timed windows too
+        assert entry["integrity"]["window"]["windows"] == rows["side"].samples
+    else:
+        assert entry["integrity"]["window"]["windows"] > rows["side"].samples
     assert doc["implementations"]["same"]["gap"]["ratio_of_medians"] == pytest.approx(1.0)
     assert getattr(stand_in, "closed", False), "the CUPTI recording must be closed"
     validate(session.document(), "result", "flagged comparison")
@@ -314,6 +319,7 @@ def test_the_cupti_timer_takes_its_time_from_the_windows_records(watched):
 
 def test_cupti_that_cannot_record_leaves_the_events_timing_and_says_why(watched, monkeypatch):
     session, _ = watched
+    session.configure(mode="hot", timer="events")
 
     def refuse(*args, **kwargs):
         raise RuntimeError("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED\nmore")
@@ -328,6 +334,16 @@ def test_cupti_that_cannot_record_leaves_the_events_timing_and_says_why(watched,
     session.configure(timer="cupti")
     with pytest.raises(RuntimeError, match="MULTIPLE_SUBSCRIBERS"):
         bench.Runner(double, case).compare({"same": double})
+
+
+def test_cold_samples_timed_by_events_are_not_watched_and_the_document_says_why(watched):
+    session, _ = watched
+    session.configure(mode="cold", timer="events")
+    (case,) = bench.cases(Scale())
+    c = bench.Runner(double, case).compare({"cached": double})  # it would be flagged if watched
+    window = c.document_case["implementations"]["cached"]["integrity"]["window"]
+    assert window == {"checked": False, "reason": integrity.COLD_EVENTS}
+    assert "not made for cold samples timed by events" in window["reason"]
 
 
 def test_without_cupti_the_window_check_is_recorded_as_not_made(make_session):

@@ -5,8 +5,12 @@ device's primary context (the one torch uses), so CUDA events, the blocking kern
 flush of runner.timing apply to callables exactly as to PTX kernels.
 
 Per implementation, once before timing:
-- capture: one call is captured into a CUDA graph (torch.cuda.CUDAGraph, private memory
-  pool). Its memcpy nodes are the call's copies. A callable that synchronizes, or otherwise
+- capture: one call is captured into a CUDA graph (torch.cuda.CUDAGraph). Every graph of a
+  comparison shares one private memory pool, and a captured call's outputs are freed as the
+  capture ends, so each implementation's graph gets the same blocks: identical implementations
+  write the same addresses, and placement (pages, L2 slices) cannot tell them apart (measured
+  on the H200: with a pool per graph, torch.add against itself read up to 0.9% apart hot and
+  5% cold). Its memcpy nodes are the call's copies. A callable that synchronizes, or otherwise
   cannot be captured, is recorded with the reason and timed without a graph.
 - blocking probe (uncaptured callables only): one call queued behind a blocking kernel with a
   short timeout; a call that waits for the stream (synchronizes) cannot be timed behind the
@@ -32,6 +36,9 @@ from runner.timing.cuda import InternalKernels, timed_behind_blocker
 __all__ = ["CallableBackend", "CudaDevice"]
 
 PROBE_TIMEOUT_NS = 200_000_000  # a call still waiting after 0.2 s behind the blocker synchronizes
+# While CUPTI traces, a CUDA graph launch waits for its stream, so it cannot be queued behind
+# the blocking kernel (the host would wait for a stream the blocker holds until it is released)
+UNBLOCKED = "not behind a blocking kernel (CUPTI records the window)"
 
 
 class CudaDevice:
@@ -89,6 +96,13 @@ class CudaDevice:
     def peaks(self) -> dict:
         return self._captured()["peaks"]
 
+    def cupti_handles(self) -> tuple[int, int]:
+        """The context and the timing stream, as CUPTI takes them (runner.bench.watch)."""
+        return int(self.ctx.handle), int(self.stream.handle)
+
+    def synchronize_device(self) -> None:
+        self.torch.cuda.synchronize()
+
     @property
     def l2_bytes(self) -> int:
         """The L2's size: a working set that fits is not judged against DRAM bandwidth."""
@@ -107,10 +121,10 @@ class CudaDevice:
 class _Graph:
     """A torch CUDA graph of `calls` calls, with its copies counted (and optionally disabled)."""
 
-    def __init__(self, device: CudaDevice, run, calls: int, disable_copies: bool):
+    def __init__(self, device: CudaDevice, run, calls: int, disable_copies: bool, pool=None):
         torch = device.torch
         self.graph = torch.cuda.CUDAGraph(keep_graph=True)
-        with torch.cuda.graph(self.graph, stream=device.torch_stream):
+        with torch.cuda.graph(self.graph, pool=pool, stream=device.torch_stream):
             for _ in range(calls):
                 run()
         self.outputs = getattr(run, "last", None)  # recheck: the last call's (static) outputs
@@ -165,10 +179,12 @@ class CallableBackend:
         self.inputs = case.inputs
         self.count_copies = case.count_copies
         self._graphs: dict[tuple[str, int], _Graph] = {}
+        self._pool = None  # one memory pool for every graph of the comparison (see above)
         self._calls: dict[str, functools.partial] = {}
         self._capture_error: dict[str, str] = {}
         self._synchronizes: dict[str, bool] = {}
         self._timed_graph: dict[str, _Graph | None] = {}  # what the last sample ran
+        self.unblocked = False  # time_unblocked()
         try:
             device.torch.cuda.synchronize()  # inputs made on other streams are complete
             self.info: dict[str, dict] = {name: self._prepare(name) for name in impls}
@@ -190,7 +206,11 @@ class CallableBackend:
         if key not in self._graphs:
             self.reset(name)
             self.stream.synchronize()
-            self._graphs[key] = _Graph(self.device, self._run(name), calls, not self.count_copies)
+            if self._pool is None:
+                self._pool = self.device.torch.cuda.graph_pool_handle()
+            self._graphs[key] = _Graph(
+                self.device, self._run(name), calls, not self.count_copies, self._pool
+            )
         return self._graphs[key]
 
     def _prepare(self, name: str) -> dict:
@@ -223,15 +243,26 @@ class CallableBackend:
 
     def _method(self, name: str) -> str:
         captured = name not in self._capture_error
+        where = UNBLOCKED if self.unblocked else "behind a blocking kernel"
         if self.options.mode == "hot":
             if captured:
-                return "hot: CUDA graph of back-to-back calls replayed between events; time / batch"
+                text = "hot: CUDA graph of back-to-back calls replayed between events; time / batch"
+                if self.unblocked:
+                    text += f"; {UNBLOCKED}, the first launch's latency included"
+                return text
             return "hot: Python loop of calls between events; time / batch (host launch overhead included)"
         if not self.count_copies and captured:
-            return "cold: one launch of the call's CUDA graph, copies disabled, behind a blocking kernel"
+            return f"cold: one launch of the call's CUDA graph, copies disabled, {where}"
         if self._synchronizes.get(name):
             return "cold: one call between events, host latency included (the call synchronizes)"
-        return "cold: one call behind a blocking kernel"
+        return f"cold: one call {where}"
+
+    def time_unblocked(self) -> None:
+        """From now on, time every sample between events without the blocking kernel (CUPTI is
+        recording: see UNBLOCKED); the rows' methods say so."""
+        self.unblocked = True
+        for name, entry in self.info.items():
+            entry["method"] = self._method(name)
 
     def _fallback(self, name: str) -> str | None:
         why = self._capture_error.get(name)
@@ -274,6 +305,9 @@ class CallableBackend:
         return self.end.elapsed_s(self.start)
 
     def _behind_blocker(self, work) -> float:
+        if self.unblocked:
+            return self._between_events(work)
+
         def queued():
             with self.device.torch.cuda.stream(self.device.torch_stream):
                 work()
@@ -318,15 +352,8 @@ class CallableBackend:
 
     # -- for runner.bench.integrity.WatchedBackend ------------------------------------------
 
-    def cupti_handles(self) -> tuple[int, int]:
-        """The context and the timing stream, as CUPTI takes them."""
-        return int(self.device.ctx.handle), int(self.stream.handle)
-
     def synchronize(self) -> None:
         self.stream.synchronize()
-
-    def synchronize_device(self) -> None:
-        self.device.torch.cuda.synchronize()
 
     def last_outputs(self, name: str):
         """The outputs of the last call of the last timed sample (recheck mode only)."""

@@ -86,31 +86,61 @@ def _copies_disabled(info: dict) -> bool:
     return bool(copies.get("known") and copies.get("per_call") and not copies.get("counted"))
 
 
-class WatchedBackend:
-    """runner.timing.base.Backend around the device's backend (see the module docstring)."""
+COLD_EVENTS = (
+    "not made for cold samples timed by events: they wait behind the blocking kernel, which a "
+    "CUDA graph launch cannot do while CUPTI traces; the cupti timer (auto's choice in cold "
+    "mode) checks the window"
+)
 
-    def __init__(self, inner, device, case, options, verify: list[str]):
-        self.inner, self.info, self.graph_calls = inner, inner.info, inner.graph_calls
+
+def watch_reason(device, options) -> str | None:
+    """None when the comparison's windows can be recorded by CUPTI, else why not."""
+    if getattr(device, "cupti_handles", None) is None:
+        return "the device is a stand-in without CUDA"
+    why = cupti_timer.unavailable_reason()
+    if why is None and options.mode == "cold" and options.timer == "events":
+        return COLD_EVENTS
+    return why
+
+
+class WatchedBackend:
+    """runner.timing.base.Backend around the device's backend (see the module docstring).
+
+    With CUPTI, the recording starts before the device's backend is made (so the graphs are
+    captured while it traces), and that preparation is untimed work in its own bracket."""
+
+    def __init__(self, device, impls: dict, case, options, verify: list[str]):
         self.watch = self.busy = self.recheck = None
         self._resetting = "(L2 flush)"
-        handles = getattr(inner, "cupti_handles", None)
-        why = "the device is a stand-in without CUDA" if handles is None else None
-        why = why or cupti_timer.unavailable_reason()
-        self.not_watched = why
+        why = watch_reason(device, options)
         if options.timer == "cupti" and why:
             raise DeclarationError(f"timer 'cupti' cannot be used: {why}")
         if why is None:
             from runner.bench.watch import Watch
 
-            context, stream = handles()
-            exempt = [n for n, i in self.info.items() if _copies_disabled(i) and not i["fallback"]]
             try:
-                self.watch = Watch(context, stream, inner.synchronize_device, exempt)
+                self.watch = Watch(*device.cupti_handles(), device.synchronize_device)
             except Exception as exc:  # e.g. another CUPTI subscriber: events still time
                 if options.timer == "cupti":
                     raise
                 first = (str(exc).splitlines() or [""])[0][:200]
-                self.not_watched = f"CUPTI could not record: {type(exc).__name__}: {first}"
+                why = f"CUPTI could not record: {type(exc).__name__}: {first}"
+        self.not_watched = why
+        try:
+            make = lambda: device.backend(impls, case, options)  # noqa: E731
+            self.inner = make() if self.watch is None else self.watch.untimed("(prepare)", make)
+        except BaseException:
+            if self.watch is not None:
+                self.watch.close()
+            raise
+        self.info, self.graph_calls = self.inner.info, self.inner.graph_calls
+        if self.watch is not None:
+            self.watch.classifier.exempt = {
+                n for n, i in self.info.items() if _copies_disabled(i) and not i["fallback"]
+            }
+            unblock = getattr(self.inner, "time_unblocked", None)
+            if unblock is not None:
+                unblock()
         if options.timer == "cupti":
             self.busy = cupti_timer.KernelBusyTimer(case.count_copies)
             for entry in self.info.values():  # one method for every sample of every row
@@ -148,7 +178,9 @@ class WatchedBackend:
             seconds, inside = self.watch.timed(name, sample)
             if self.busy is not None:
                 seconds = self.busy.seconds(inside)
-                if seconds <= 0:
+                # nothing of the sample ran on the timing stream: flagged (the row gets no ratio
+                # and the case fails), else a row the timer cannot time
+                if seconds <= 0 and not self.watch.classifier.flagged(name):
                     raise TimingError(
                         f"implementation {name!r}: CUPTI recorded no kernel for a timed sample; it "
                         "launches no kernel the timer counts (copies are left out in this case), "

@@ -11,6 +11,7 @@ the integrity checks raises IntegrityFailed after the case is recorded.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -71,16 +72,19 @@ class TimingOptions:
     target_sample_s: float = 0.010  # hot: one sample (a replayed batch) lasts about this long
     verify_only: bool = False
     # "events": CUDA events around each sample; "cupti": the union of the kernel intervals the
-    # sample launched (cupti-python), for every implementation of a comparison alike
-    timer: str = "events"
+    # sample launched (cupti-python), for every implementation of a comparison alike; "auto":
+    # cupti in cold mode where cupti-python works, else events (runner.timing.cupti)
+    timer: str = "auto"
     # every timed sample on fresh inputs from a new seed, its outputs verified (outside timing)
     recheck: bool = False
 
     def __post_init__(self):
         if self.mode not in ("hot", "cold"):
             raise DeclarationError(f"timing mode must be 'hot' or 'cold' (got {self.mode!r})")
-        if self.timer not in ("events", "cupti"):
-            raise DeclarationError(f"timer must be 'events' or 'cupti' (got {self.timer!r})")
+        if self.timer not in ("auto", "events", "cupti"):
+            raise DeclarationError(
+                f"timer must be 'auto', 'events' or 'cupti' (got {self.timer!r})"
+            )
         if not isinstance(self.recheck, bool):
             raise DeclarationError(f"recheck must be True or False (got {self.recheck!r})")
         if not (isinstance(self.budget_s, int | float) and self.budget_s > 0):
@@ -190,6 +194,12 @@ class Runner:
         self.case = case
         self.session = session or session_module.current()
         self.options = options or self.session.options
+        if self.options.timer == "auto":  # decided once, so every row says which it was
+            from runner.timing import cupti
+
+            usable = self.options.mode == "cold" and cupti.unavailable_reason() is None
+            timer = cupti.resolve_timer("auto", self.options.mode, usable)
+            self.options = dataclasses.replace(self.options, timer=timer)
         self._device = device
 
     @property
@@ -369,12 +379,7 @@ class Runner:
         """Prepare the device's backend, then measure with runner.timing's engine, watched."""
         t1 = time.perf_counter()
         verify = [n for n, s in statuses.items() if s.check["status"] == "passed"]
-        inner = self.device.backend(impls, self.case, self.options)
-        try:
-            backend = integrity.WatchedBackend(inner, self.device, self.case, self.options, verify)
-        except BaseException:
-            inner.close()
-            raise
+        backend = integrity.WatchedBackend(self.device, impls, self.case, self.options, verify)
         try:
             phases["prepare"] = time.perf_counter() - t1
             names = list(impls)

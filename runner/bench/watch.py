@@ -211,6 +211,9 @@ class Classifier:
         if last[1] - first > allowed:
             self._flag(b.name, "late", last, last[1] - first - b.elapsed_ns)
 
+    def flagged(self, name: str) -> bool:
+        return bool(self.found.get(name))
+
     def summary(self, name: str) -> dict:
         """The document's `integrity.window` block of implementation `name`."""
         windows = self.windows.get(name, 0)
