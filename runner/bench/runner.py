@@ -19,7 +19,7 @@ from runner import timing
 from runner.bench import arrays, integrity, null_models
 from runner.bench.implementation import Implementation, normalize
 from runner.bench.recheck import RecheckFailed
-from runner.bench.verification import DeclarationError, Verification
+from runner.bench.verification import DeclarationError
 from runner.bench.workload import Case, ReferenceUnavailable
 
 __all__ = [
@@ -208,9 +208,6 @@ class Runner:
 
     # -- check -------------------------------------------------------------------------------
 
-    def _run_controls(self, verification: Verification, expected: tuple) -> None:
-        null_models.reject_controls(self.case, verification, expected, self.device.call, _named)
-
     def _check_one(
         self, name: str, impl: Implementation, expected, op_status: _Status | None
     ) -> _Status:
@@ -319,7 +316,9 @@ class Runner:
         if expected is not None and not isinstance(expected, ReferenceUnavailable):
             expected = arrays.as_outputs(expected, f"the reference of case {self.case.id}")
             self.case.verification.fit(len(expected))
-            self._run_controls(self.case.verification, expected)
+            null_models.reject_controls(
+                self.case, self.case.verification, expected, self.device.call, _named
+            )
         for name, impl in impls.items():
             statuses[name] = self._check_one(name, impl, expected, statuses.get(self.name))
         return statuses
