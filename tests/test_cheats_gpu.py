@@ -340,9 +340,10 @@ def test_callable_result_cached_by_input_pointer_is_flagged_and_fails_recheck(se
         )
     rows = failure.value.comparison.rows
     flags = " ".join(rows["cached"].flags)
-    assert "physically impossible timing" in flags
-    if cupti_reason() is None:
+    if cupti_reason() is None:  # the cupti timer (auto's, cold) finds nothing to time: 0 s
         assert "no kernel or copy ran on the device during" in flags
+    else:  # events around a call that launches nothing: terabytes a second
+        assert "physically impossible timing" in flags
     assert rows["same"].flags == [] and rows["same"].ratio is not None
     assert rows["cached"].ratio is None
     record("result cached by input pointer", "callable", "flagged", flags)
