@@ -30,7 +30,7 @@ import click
 from harness import revision_build, shipping
 from harness.commands.compare import BadInput
 from harness.result_files import keep, save_new
-from harness.store import normalize_utc
+from harness.store_schema import normalize_utc
 from harness.transport.base import Completed, Transport, TransportError
 from harness.transport.local import LocalTransport
 from harness.transport.ssh import SshTarget, SshTargetError, SshTransport
