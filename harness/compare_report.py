@@ -3,7 +3,7 @@ comment or a CI job summary; every name and reason from the documents is escaped
 
 from __future__ import annotations
 
-from harness.compare import Comparison
+from harness.compare import Comparison, GapChange, TimeChange
 from harness.escaping import markdown as md
 from harness.export.table import MARKDOWN, Column, format_table, format_time
 
@@ -29,6 +29,20 @@ def _columns(first: str, second: str, base: str, head: str, conf: str) -> list[C
     return [Column(t, right=i in (2, 3, 4, 5, 6)) for i, t in enumerate(titles)]
 
 
+def _row(r: TimeChange | GapChange, what: str, base: str, head: str) -> tuple[str, ...]:
+    """One table row: the case, what is compared, its base and head figures, then the change."""
+    return (
+        f"{r.case_id} v{r.case_version}",
+        what,
+        base,
+        head,
+        _pct(r.change.ratio),
+        f"{_pct(r.change.ci_low)} … {_pct(r.change.ci_high)}",
+        f"{r.p_value:.2g}",
+        _verdict_cell(r.verdict),
+    )
+
+
 def markdown(comparison: Comparison) -> str:
     """A markdown report for a pull-request comment or a CI job summary; every name and reason
     from the documents is escaped (harness.escaping.markdown)."""
@@ -45,15 +59,11 @@ def markdown(comparison: Comparison) -> str:
     ]
     if c.times:
         rows = [
-            (
-                f"{r.case_id} v{r.case_version}",
+            _row(
+                r,
                 f"{r.impl} ({r.role})",
                 format_time(r.base_median_s),
                 format_time(r.head_median_s),
-                _pct(r.change.ratio),
-                f"{_pct(r.change.ci_low)} … {_pct(r.change.ci_high)}",
-                f"{r.p_value:.2g}",
-                _verdict_cell(r.verdict),
             )
             for r in c.times
         ]
@@ -61,16 +71,7 @@ def markdown(comparison: Comparison) -> str:
         parts.append(format_table(MARKDOWN, columns, rows))
     if c.gaps:
         rows = [
-            (
-                f"{r.case_id} v{r.case_version}",
-                f"{r.candidate} vs {r.baseline}",
-                f"{r.base_gap:.4f}x",
-                f"{r.head_gap:.4f}x",
-                _pct(r.change.ratio),
-                f"{_pct(r.change.ci_low)} … {_pct(r.change.ci_high)}",
-                f"{r.p_value:.2g}",
-                _verdict_cell(r.verdict),
-            )
+            _row(r, f"{r.candidate} vs {r.baseline}", f"{r.base_gap:.4f}x", f"{r.head_gap:.4f}x")
             for r in c.gaps
         ]
         columns = _columns("Case", "Candidate", "Base gap", "Head gap", conf)
