@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from runner import driver, gate, manifest, ptx
-from runner.timing import TimingSettings, measure, output_dependence
+from runner.timing import TimingSettings, clocks, cupti, measure, output_dependence
 from runner.timing.cuda import CudaBackend, InternalKernels, Launchable
 
 DYNAMIC_SHARED_DEFAULT_LIMIT = 48 * 1024
@@ -156,10 +156,15 @@ class CaseRun:
             self.record["phases_s"]["inputs_s"] = time.perf_counter() - t0
             args = buffers.kernel_args()
             launchables = {n: Launchable(self.kernel(n, geometry), args) for n in self.names}
+            verify = None
             if not self.job.get("skip_check"):
-                self.cross_check_timed_size(buffers, launchables, pristine)
-            self.enter("timing", mode=self.settings.mode)
+                reference = self.cross_check_timed_size(buffers, launchables, pristine)
+                verify = self.verifier(buffers, reference)
+            self.enter("timing", mode=self.settings.mode, timer=self.settings.timer)
             outputs = [buffers.buffers[b.name] for b in self.case.buffers if b.role == "output"]
+            window = None
+            if self.settings.timer == "cupti":
+                window = cupti.ActivityWindow(int(self.ctx.handle), int(self.stream.handle))
             backend = CudaBackend(
                 self.stream,
                 self.internal,
@@ -167,15 +172,24 @@ class CaseRun:
                 pristine,
                 self.settings.graph_launches,
                 outputs,
+                window,
+                verify,
+            )
+            monitor, source = clocks.open_monitor(
+                self.job.get("device", 0), self.job.get("device_uuid")
             )
             try:
-                m = measure(backend, self.names, self.settings)
+                m = measure(backend, self.names, self.settings, monitor, self.case.baseline.name)
+                m.clocks_source = source
                 if m.mode == "hot":
                     self.enter("timing", mode="hot, outputs poisoned")
-                    for name, found in output_dependence.check(backend, self.names, m).items():
-                        self.record["impls"][name]["integrity"] = found
+                    found = output_dependence.check(backend, self.names, m, verify)
+                    for name, integrity in found.items():
+                        self.record["impls"][name]["integrity"] = integrity
             finally:
                 backend.close()
+                if window is not None:
+                    window.close()
             self.ctx.synchronize()
         finally:
             for _, copy in pristine:
@@ -187,14 +201,37 @@ class CaseRun:
             "wall_s": m.wall_s,
             "orders": m.orders,
             "impls": {n: vars(t) for n, t in m.impls.items()},
+            "precision": m.precision,
+            "clocks_source": m.clocks_source,
         }
+
+    def verifier(self, buffers: gate.DeviceBuffers, reference: dict):
+        """verify(name) -> None, or how the outputs a timed launch left differ from the
+        baseline's at the timed size (`reference`, from cross_check_timed_size)."""
+        tol = gate.Tolerance.of(self.case).between_implementations()
+        baseline = self.case.baseline.name
+
+        def verify(name: str) -> str | None:
+            self.stream.synchronize()
+            for b, expected in reference.items():
+                found = gate.compare(buffers.download(b), expected, tol)
+                if found["mismatches"]:
+                    return (
+                        f"after a timed launch of {name}, {b} differs from baseline {baseline} "
+                        f"in {found['mismatches']} of {found['elements']} elements (first at "
+                        f"index {found['first_mismatch']['index']}): the launch did not do the work"
+                    )
+            return None
+
+        return verify
 
     def cross_check_timed_size(
         self, buffers: gate.DeviceBuffers, launchables: dict, pristine: list
-    ) -> None:
+    ) -> dict:
         """One launch of each implementation at the timed size, its outputs compared with the
         baseline's: behaviour that only shows at the large size (a loop that runs only there,
-        a size-dependent branch) cannot slip past the gate into the timing."""
+        a size-dependent branch) cannot slip past the gate into the timing. Returns the
+        baseline's outputs, which the timed launches are verified against afterwards."""
         self.enter("check", size="timed")
         t0 = time.perf_counter()
         case, impls, baseline = self.case, self.record["impls"], self.case.baseline.name
@@ -229,6 +266,7 @@ class CaseRun:
             raise PhaseError(
                 "check", f"at the timed size, {', '.join(failed)} disagree with baseline {baseline}"
             )
+        return reference
 
     def close(self) -> None:
         """Release everything unless a sticky error poisoned the context (the process then exits)."""

@@ -23,6 +23,7 @@ from runner.explain import profiling
 from runner.explain.static import record_static
 from runner.isolation import run_worker
 from runner.revisions import variants
+from runner.timing import cupti
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,11 @@ class BenchOptions:
     revisions: tuple[tuple[str, Path], ...] = ()  # labelled bundles (runner.revisions), in order
     profile: bool = False  # after timing, Nsight Compute counters per implementation (ncu)
     static: bool = True  # ptxas -v resources and the SASS instruction mix, where the tools are
+    # "auto": CUPTI's kernel timestamps in cold mode where cupti-python works, else events
+    timer: str = "auto"
+    precision: float | None = None  # the stopping rule's target half-width (0.005 is 0.5%)
+    precision_max_s: float | None = None  # its time cap per case
+    max_samples: int | None = None  # its sample cap per implementation
 
 
 class Progress:
@@ -58,14 +64,24 @@ class Progress:
             print(text, file=sys.stderr, flush=True)
 
 
-def timing_settings(case: manifest.CaseSpec, options: BenchOptions) -> dict:
+def timing_settings(
+    case: manifest.CaseSpec, options: BenchOptions, cupti_usable: bool = False
+) -> dict:
     s = case.settings
-    return {
-        "mode": options.mode or s.mode,
-        "samples": options.samples or s.samples,
+    mode = options.mode or s.mode
+    samples = options.samples or s.samples
+    settings = {
+        "mode": mode,
+        "samples": samples,
         "warmup": s.warmup if options.warmup is None else options.warmup,
         "target_sample_s": (options.target_sample_ms or s.target_sample_ms) / 1000.0,
+        "timer": cupti.resolve_timer(options.timer, mode, cupti_usable),
     }
+    if options.precision is not None:
+        settings["precision"] = options.precision
+        settings["max_samples"] = max(samples, options.max_samples or 1000)
+        settings["precision_max_s"] = options.precision_max_s or 60.0
+    return settings
 
 
 def effective_mode(cases, options: BenchOptions) -> str | None:
@@ -217,12 +233,13 @@ def run_one(
     budget_left_s: float | None = None,
     revisions: dict[str, Bundle] | None = None,
     environment_device: dict | None = None,
+    cupti_usable: bool = False,
 ) -> dict:
     """One case in its worker; with `budget_left_s` (what is left of the suite's --budget-s)
     the case's own timeout is cut to it, so one oversized case cannot spend the whole job."""
     deadline = None if budget_left_s is None else time.monotonic() + budget_left_s
     case_doc = case_skeleton(case)
-    settings = timing_settings(case, options)
+    settings = timing_settings(case, options, cupti_usable)
     case_timeout_s = options.timeout_s or case.settings.timeout_s
     by_budget = budget_left_s is not None and budget_left_s < case_timeout_s
     case_doc["settings"] = {
@@ -244,6 +261,7 @@ def run_one(
         "timing": settings,
         "skip_check": options.skip_check,
         "device": options.device,
+        "device_uuid": (environment_device or {}).get("uuid"),
         "variants": {
             n: d["variant_of"] for n, d in case_doc["implementations"].items() if "variant_of" in d
         },
@@ -385,6 +403,10 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
                 f"({device['name']}); rebuild it with --arch {arch}, or pass --arch {each.manifest['arch']}"
             )
     env["toolchains"] = {}
+    cupti_reason = cupti.unavailable_reason()
+    env["timers"] = {"events": "usable", "cupti": cupti_reason or "usable"}
+    if options.timer == "cupti" and cupti_reason:
+        raise driver.NoGpuError(f"--timer cupti cannot be used here: {cupti_reason}")
     say(
         f"kernelgap: {device['name']} ({device['arch']}, {device['sm_count']} SMs), driver {device.get('driver_version_string')}"
     )
@@ -414,6 +436,8 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
         "budget_s": options.budget_s,
         "profile": options.profile,
         "static": options.static,
+        "timer": options.timer,
+        "precision": options.precision,
     }
     case_docs = []
     t0 = time.monotonic()
@@ -439,6 +463,7 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
                     left_s,
                     revisions=revisions,
                     environment_device=env["device"],
+                    cupti_usable=cupti_reason is None,
                 )
             )
         except Exception as exc:  # a bug or an unforeseen failure costs this case, not the run
@@ -459,6 +484,9 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
         if options.emit_partial:
             sys.stderr.buffer.write(PARTIAL_DOCUMENT_PREFIX + encode(partial) + b"\n")
             sys.stderr.flush()
+    run_max = result.run_max_clock(case_docs)  # clocks flagged against the whole run's maximum
+    for case_doc in case_docs:
+        result.apply_clocks(case_doc, run_max)
     env["sensors_end"] = environment.nvml_sensors(options.device, uuid=device.get("uuid"))
     doc = result.document(
         suite_block, env, options_block, case_docs, started, environment.utc_now()
