@@ -278,10 +278,9 @@ def serve():
     Example:
       printf '%s\\n' "$(cat request.json)" | python -m runner serve > answers.jsonl
     """
-    from runner import oneshot
     from runner import serve as service
 
-    sys.exit(service.main(sys.stdin.buffer, oneshot.private_stdout()))
+    sys.exit(service.run())
 
 
 @main.command(context_settings={"ignore_unknown_options": False})

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import os
-import sys
 import threading
 from collections.abc import Callable
 from typing import BinaryIO
@@ -24,6 +23,7 @@ from typing import BinaryIO
 import numpy as np
 
 from protocol import RUN_PROTOCOL_VERSION, encode, validate
+from runner.processes import private_stdout  # noqa: F401  (runner run, runner serve)
 from runner.run_request import Output, Param, Request, decode_json, parse_request
 from runner.run_request import prepare as _prepare
 from runner.run_values import (
@@ -273,15 +273,6 @@ class _SingleAnswer:
         """Watchdog: answer with the timeout document and end the process (tears the context down)."""
         if self.write(_checked(document)):
             os._exit(1)
-
-
-def private_stdout() -> BinaryIO:
-    """The process's stdout for the response alone: file descriptor 1 then points at stderr, so a
-    kernel's printf (written to fd 1 by the driver) can never land in the JSON answer."""
-    sys.stdout.flush()
-    response = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
-    return response
 
 
 def _read_bounded(stdin: BinaryIO) -> bytes:
