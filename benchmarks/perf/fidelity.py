@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 SOURCE = ROOT / "benchmarks" / "kernels" / "axpy_f64.cu"
 ENTRY = "axpy_f64"
 NCU_LAUNCHES = 5
+COLD_SAMPLES = 200  # cold samples are short and noisier: more of them for the A/A
 TORCH_KERNEL = "vectorized_elementwise_kernel"  # torch.add on contiguous float32 (not torch.rand's)
 
 
@@ -101,7 +102,10 @@ def ptx_engine(ptx: str, sizes: list[int], target_ms: float) -> list[dict]:
                     axpy.stream, axpy.internal, items, axpy.resets, 1000, window=window
                 )
                 settings = TimingSettings(
-                    mode=mode, samples=30, target_sample_s=target_ms / 1e3, timer=timer
+                    mode=mode,
+                    samples=30 if mode == "hot" else COLD_SAMPLES,
+                    target_sample_s=target_ms / 1e3,
+                    timer=timer,
                 )
                 m = measure(backend, ["A", "A'"], settings)
                 backend.close()
@@ -111,6 +115,7 @@ def ptx_engine(ptx: str, sizes: list[int], target_ms: float) -> list[dict]:
                 g = stats.gap(a, b)
                 row[f"{mode}_{timer}_us"] = statistics.median(a) * 1e6
                 row[f"{mode}_{timer}_aa"] = [g["ratio_of_medians"], g["ci_low"], g["ci_high"]]
+                row[f"{mode}_{timer}_samples"] = [a, b]
                 say(
                     f"ptx 2^{log2n} {mode} {timer}: {row[f'{mode}_{timer}_us']:.3f} us, A/A "
                     f"{g['ratio_of_medians']:.5f} [{g['ci_low']:.5f}, {g['ci_high']:.5f}]"
@@ -120,12 +125,15 @@ def ptx_engine(ptx: str, sizes: list[int], target_ms: float) -> list[dict]:
     return rows
 
 
-def ptx_target(ptx: str, log2n: int) -> None:
-    """What ncu profiles: NCU_LAUNCHES launches of axpy at n, each after a reset."""
+def ptx_target(ptx: str, log2n: int, reset: bool) -> None:
+    """What ncu profiles: NCU_LAUNCHES launches of axpy at n; with `reset` each after a restore
+    of y (cold: ncu flushes the caches anyway), else back to back on the same y, as the hot
+    graph replays them (a restore between them would leave y in the L2)."""
     axpy = Axpy(ptx, 1 << log2n)
     for _ in range(NCU_LAUNCHES):
-        for dst, src in axpy.resets:
-            dst.copy_from(src, axpy.stream)
+        if reset:
+            for dst, src in axpy.resets:
+                dst.copy_from(src, axpy.stream)
         axpy.items[0].enqueue(axpy.stream)
     axpy.stream.synchronize()
     axpy.close()
@@ -189,7 +197,7 @@ def torch_side(sizes: list[int]) -> list[dict]:
 
     class Add(bench.Workload):
         name, version = "fidelity-add", 1
-        rows = tuple(bench.Row(f"2^{k}", n=1 << k) for k in sizes)
+        rows = tuple(bench.Row(f"n{k}", n=1 << k) for k in sizes)
         dtypes = ("float32",)
 
         def gen_inputs(self, params, dtype, seed):
@@ -222,20 +230,31 @@ def torch_side(sizes: list[int]) -> list[dict]:
             base, aa = c.rows["add"], c.document_case["implementations"]["again"]["gap"]
             row[f"{label}_us"] = base.median_s * 1e6
             row[f"{label}_aa"] = [aa["ratio_of_medians"], aa["ci_low"], aa["ci_high"]]
+            impls = c.document_case["implementations"]
+            row[f"{label}_samples"] = [impls[k]["timing"]["samples_s"] for k in ("add", "again")]
             say(f"torch 2^{row['log2n']} {label}: {row[f'{label}_us']:.3f} us, A/A {aa}")
         a, b = case.inputs
         row["do_bench_us"] = triton.testing.do_bench(lambda a=a, b=b: a + b) * 1e3
         row["do_bench_cudagraph_us"] = (
             triton.testing.do_bench_cudagraph(lambda a=a, b=b: a + b) * 1e3
         )
-        flush = l2_flush_tensor(torch)
-        row["profiler_us"] = profiler_durations(
-            torch, lambda a=a, b=b: torch.add(a, b), flush, 30, TORCH_KERNEL
-        )
-        del flush
         case.release()
         rows.append(row)
     return rows
+
+
+def torch_profiler(sizes: list[int]) -> dict:
+    """torch.profiler's durations of torch.add (its own process: one CUPTI subscriber each)."""
+    import torch
+
+    flush = l2_flush_tensor(torch)
+    out = {}
+    for log2n in sizes:
+        a, b = (torch.rand(1 << log2n, device="cuda") for _ in range(2))
+        out[log2n] = profiler_durations(
+            torch, lambda a=a, b=b: torch.add(a, b), flush, 30, TORCH_KERNEL
+        )
+    return out
 
 
 def torch_target(log2n: int) -> None:
@@ -384,11 +403,13 @@ def main() -> int:
     parser.add_argument("--ptx", type=Path, help="the PTX (the children)")
     parser.add_argument("--target-sample-ms", type=float, default=20.0)
     parser.add_argument("--skip-ncu", action="store_true")
+    parser.add_argument("--reset", action="store_true", help="ptx-target: restore y each time")
     parser.add_argument("--skip-torch", action="store_true")
+    parser.add_argument("--raw", type=Path, help="write every row with its raw samples here")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.part == "ptx-target":
-        ptx_target(args.ptx.read_text(), args.n)
+        ptx_target(args.ptx.read_text(), args.n, args.reset)
         return 0
     if args.part == "torch-target":
         torch_target(args.n)
@@ -401,6 +422,9 @@ def main() -> int:
         sys.stdout.buffer.write(
             orjson.dumps(ptx_profiler(args.ptx.read_text(), sizes), option=orjson.OPT_NON_STR_KEYS)
         )
+        return 0
+    if args.part == "torch-profiler":
+        sys.stdout.buffer.write(orjson.dumps(torch_profiler(sizes), option=orjson.OPT_NON_STR_KEYS))
         return 0
     if args.part == "torch":
         sys.stdout.buffer.write(orjson.dumps(torch_side(sizes)))
@@ -422,17 +446,22 @@ def main() -> int:
         ptx_prof = child(["ptx-profiler", *common])
         say("fidelity: the torch side")
         torch_rows = child(["torch", "--sizes", args.sizes])
+        profiled = child(["torch-profiler", "--sizes", args.sizes])
+        for row in torch_rows:
+            row["profiler_us"] = profiled[str(row["log2n"])]
     if not args.skip_ncu:
         for k in sizes:
             say(f"fidelity: ncu at 2^{k}")
             target = [sys.executable, __file__, "ptx-target", "--ptx", str(ptx_path), "--n", str(k)]
             ptx_ncu[k] = (
-                ncu_us(target, f"^{ENTRY}$", "all"),
+                ncu_us([*target, "--reset"], f"^{ENTRY}$", "all"),
                 ncu_us(target, f"^{ENTRY}$", "none"),
             )
             if not args.skip_torch:
                 target = [sys.executable, __file__, "torch-target", "--n", str(k)]
                 torch_ncu[k] = ncu_us(target, TORCH_KERNEL, "all")
+    if args.raw:
+        args.raw.write_bytes(orjson.dumps({"ptx": ptx_rows, "torch": torch_rows}))
     print("\n".join(report(ptx_rows, ptx_ncu, ptx_prof, torch_rows, torch_ncu)))
     return 0
 
