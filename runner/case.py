@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import time
 
-from runner import driver, gate, manifest, ptx
+from runner import driver, gate, manifest, ptx, spec
+from runner.reference import load_reference
 from runner.timing import TimingSettings, clocks, cupti, measure, output_dependence
 from runner.timing.cuda import CudaBackend, InternalKernels, Launchable
 
@@ -32,7 +33,7 @@ def error_record(phase: str, exc: BaseException) -> dict:
     return record
 
 
-def resolve_kernel(module: driver.Module, entry: str, geometry: manifest.Geometry) -> driver.Kernel:
+def resolve_kernel(module: driver.Module, entry: str, geometry: spec.Geometry) -> driver.Kernel:
     kernel = module.kernel(entry, geometry.grid, geometry.block, geometry.shared_bytes)
     if geometry.shared_bytes > DYNAMIC_SHARED_DEFAULT_LIMIT:
         d = driver.cu()
@@ -85,7 +86,7 @@ class CaseRun:
             self.record["impls"][name]["load_s"] = self.modules[name].load_s
             self.record["impls"][name]["ptx"] = ptx.describe(ptx.parse(text))
 
-    def kernel(self, name: str, geometry: manifest.Geometry) -> driver.Kernel:
+    def kernel(self, name: str, geometry: spec.Geometry) -> driver.Kernel:
         impl = self.case.impl(self.variant_of.get(name, name))
         return resolve_kernel(self.modules[name], impl.entry, geometry)
 
@@ -96,7 +97,7 @@ class CaseRun:
         t0 = time.perf_counter()
         tol = gate.Tolerance.of(case)
         geometry = case.geometry(case.check_dims)
-        reference = manifest.load_reference(self.suite, case)
+        reference = load_reference(self.suite, case)
         buffers = gate.DeviceBuffers(case, geometry, self.internal, self.stream, CHECK_GUARD_BYTES)
         try:
             host_inputs = buffers.host_inputs()
@@ -282,10 +283,10 @@ class CaseRun:
             self.ctx.close()
 
 
-def fits_device(case: manifest.CaseSpec, geometry: manifest.Geometry) -> None:
+def fits_device(case: manifest.CaseSpec, geometry: spec.Geometry) -> None:
     """PhaseError("inputs") before any allocation when the case's buffers at the timed size (with
     a copy of each inout buffer) exceed the device's free memory, naming the largest buffer."""
-    sizes = manifest.buffer_bytes(case, geometry.lengths)
+    sizes = spec.buffer_bytes(case, geometry.lengths)
     need = sum(sizes.values()) + sum(sizes[b.name] for b in case.buffers if b.role == "inout")
     free_bytes, _total = driver.check(driver.cu().cuMemGetInfo(), "cuMemGetInfo")
     if need > int(free_bytes):
