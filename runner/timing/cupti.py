@@ -40,9 +40,10 @@ INTERNAL_PREFIX = "kg_"
 # "memset 64 B" (kernels carry their own names)
 Record = tuple[int, int, str, "int | None"]
 COPY_PREFIXES = ("memcpy ", "memset ")
-# CUpti_ActivityMemcpyKind
-COPY_KINDS = {1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD"}
-COPY_KINDS.update({9: "HtoH", 10: "PtoP"})
+# CUpti_ActivityMemcpyKind, in order from 1
+COPY_KINDS = dict(
+    enumerate(("HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"), 1)
+)
 
 
 def is_copy(name: str) -> bool:
