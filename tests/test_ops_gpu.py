@@ -149,6 +149,12 @@ def test_in_place_op_with_private_argument_and_reset(session):
     assert case.inputs[0] is not x and torch.equal(case.inputs[0], original)
 
 
+def cupti_usable() -> bool:
+    from runner.timing import cupti
+
+    return cupti.unavailable_reason() is None
+
+
 def test_noncomparable_and_unverified_rows_get_no_ratio(session):
     from workloads import Scale
 
@@ -165,6 +171,12 @@ def test_noncomparable_and_unverified_rows_get_no_ratio(session):
     assert c["copy"].ratio is None and c["copy"].median_s > 0
     assert c["copy"].verification.startswith("unverified: noncomparable")
     assert c.document_case["implementations"]["copy"]["gap"] is None
+    # a copy-only call gives CUPTI's kernel timer nothing to time: the default timer falls back
+    # to events for the whole comparison, and every row says so
+    timing = c.document_case["implementations"]["copy"]["timing"]
+    if cupti_usable():
+        assert "timer auto: events" in timing["fallback"] and "'copy'" in timing["fallback"]
+        assert c.document_case["implementations"]["mul"]["timing"].get("timer", "events") == "events"
 
 
 def test_copy_policy_and_a_callable_that_synchronizes(session):
@@ -190,7 +202,13 @@ def test_copy_policy_and_a_callable_that_synchronizes(session):
     copies = c.document_case["implementations"]["with copy"]["copies"]
     assert copies == {"known": True, "counted": False, "per_call": 1, "bytes_per_call": 4 << 24}
     assert c["with copy"].ratio == pytest.approx(1.0, abs=0.1)  # the copy is not timed
-    c = bench.Runner(plain, left_out).compare({"sync": synchronizes})
+    # timed by events, an uncaptured call's copies cannot be left out (CUPTI's busy time leaves
+    # memcpy records out, so under the default timer in cold mode the row is comparable)
+    session.configure(timer="events")
+    try:
+        c = bench.Runner(plain, left_out).compare({"sync": synchronizes})
+    finally:
+        session.configure(timer="auto")
     sync = c.document_case["implementations"]["sync"]
     assert sync["copies"] == {"known": False, "counted": False}
     assert "could not be left out" in sync["timing"]["fallback"] and sync["gap"] is None

@@ -22,6 +22,16 @@ from runner.bench.recheck import Recheck
 from runner.bench.verification import DeclarationError
 from runner.timing.cuda import TimingError
 
+
+class NoKernelTimed(TimingError):
+    """The CUPTI timer found nothing to time in a sample of `name` (it launches no kernel the
+    timer counts); with timer "auto" the comparison is timed by events instead."""
+
+    def __init__(self, name: str, message: str):
+        super().__init__(message)
+        self.name = name
+
+
 __all__ = ["IntegrityFailed", "WatchedBackend", "check_outputs", "judge", "output_problems"]
 
 
@@ -181,10 +191,11 @@ class WatchedBackend:
                 # nothing of the sample ran on the timing stream: flagged (the row gets no ratio
                 # and the case fails), else a row the timer cannot time
                 if seconds <= 0 and not self.watch.classifier.flagged(name):
-                    raise TimingError(
+                    raise NoKernelTimed(
+                        name,
                         f"implementation {name!r}: CUPTI recorded no kernel for a timed sample; it "
                         "launches no kernel the timer counts (copies are left out in this case), "
-                        "so time it with events"
+                        "so time it with events",
                     )
         if self.recheck is not None:
             self._untimed(name, lambda: self.recheck.verify(name, self.inner.last_outputs(name)))

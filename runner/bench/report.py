@@ -116,6 +116,7 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, erro
             {
                 "samples_s": t.samples_s,
                 "method": info[name]["method"],
+                "timer": runner.options.timer,
                 "batch": t.batch,
                 "calibration_s": t.calibration_s,
             },

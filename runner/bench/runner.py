@@ -200,6 +200,7 @@ class Runner:
             usable = self.options.mode == "cold" and cupti.unavailable_reason() is None
             timer = cupti.resolve_timer("auto", self.options.mode, usable)
             self.options = dataclasses.replace(self.options, timer=timer)
+            self._auto_timer = True
         self._device = device
 
     @property
@@ -374,7 +375,25 @@ class Runner:
             )
         return comparison
 
+    _auto_timer = False  # the timer was "auto": it may fall back from cupti to events
+
     def _time(self, impls: dict[str, Implementation], phases: dict, statuses: dict) -> tuple:
+        """_timed with the chosen timer; with timer "auto", a comparison in which CUPTI finds
+        no kernel to time in some row (a copy-only call with copies left out) is timed by
+        events instead, every row alike, and the rows say why."""
+        try:
+            return self._timed(impls, phases, statuses)
+        except integrity.NoKernelTimed as exc:
+            if not (self._auto_timer and self.options.timer == "cupti"):
+                raise
+            self.options = dataclasses.replace(self.options, timer="events")
+            measurement, settings, info = self._timed(impls, phases, statuses)
+            why = f"timer auto: events, since CUPTI found no kernel to time in {exc.name!r}"
+            for entry in info.values():
+                entry["fallback"] = "; ".join(filter(None, [entry.get("fallback"), why]))
+            return measurement, settings, info
+
+    def _timed(self, impls: dict[str, Implementation], phases: dict, statuses: dict) -> tuple:
         """Prepare the device's backend, then measure with runner.timing's engine, watched."""
         t1 = time.perf_counter()
         verify = [n for n, s in statuses.items() if s.check["status"] == "passed"]
