@@ -553,3 +553,28 @@ def test_declared_controls_stand_in_for_null_models_and_the_defaults_have_teeth(
     controlled = bench.Exact(rtol=1e-7, atol=1e-7, controls=(bench.zeroed_input(0),))
     assert bench.Runner(double, bench.cases(Scale(controlled))[0]).compare().timed
     assert bench.Runner(double, bench.cases(Scale())[0]).compare().timed  # f64 default: 1e-12
+
+
+def test_timer_auto_falls_back_to_events_when_cupti_finds_no_kernel_in_a_row(watched, monkeypatch):
+    """A call that only copies, with copies left out, leaves CUPTI's kernel timer nothing to
+    time: under timer auto the whole comparison is timed by events and every row says why;
+    asked for explicitly, the cupti timer raises instead."""
+    session, _ = watched
+    monkeypatch.setattr(cupti, "unavailable_reason", lambda: None)  # auto chooses cupti
+    monkeypatch.setitem(
+        RECORDS, "copy only", lambda t: [(t + 1_000, t + 8_000, "memcpy DtoD 64 B", TS)]
+    )
+    session.configure(mode="cold", timer="auto")
+    (case,) = bench.cases(Scale())
+    c = bench.Runner(double, case).compare({"copy only": double})
+    impls = c.document_case["implementations"]
+    for name in ("double", "copy only"):
+        assert impls[name]["timing"]["timer"] == "events", impls[name]["timing"]
+        assert (
+            "timer auto: events, since CUPTI found no kernel to time in 'copy only'"
+            in (impls[name]["timing"]["fallback"])
+        )
+    assert not c.document_case["id"].endswith("/cupti")
+    session.configure(timer="cupti")
+    with pytest.raises(integrity.NoKernelTimed, match="'copy only': CUPTI recorded no kernel"):
+        bench.Runner(double, case).compare({"copy only": double})
