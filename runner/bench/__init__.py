@@ -14,15 +14,10 @@ See README.md ("Comparing Python callables") and benchmarks/ops/bench_matmul.py,
 from runner.bench.checking import check
 from runner.bench.implementation import Implementation
 from runner.bench.integrity import IntegrityFailed
+from runner.bench.options import TimingOptions
 from runner.bench.recheck import RecheckFailed
-from runner.bench.runner import (
-    CheckFailed,
-    Comparison,
-    InputsModified,
-    ReportRow,
-    Runner,
-    TimingOptions,
-)
+from runner.bench.rows import Comparison, ReportRow
+from runner.bench.runner import CheckFailed, InputsModified, Runner
 from runner.bench.session import Session, current, reset
 from runner.bench.verification import (
     DEFAULT_TOLERANCES,

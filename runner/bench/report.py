@@ -12,6 +12,7 @@ import platform
 from runner import result, stats
 from runner.bench import arrays, integrity
 from runner.bench.implementation import callable_identity
+from runner.bench.rows import ReportRow
 
 __all__ = ["case_document", "markdown", "rows"]
 
@@ -174,7 +175,6 @@ def _no_ratio(name: str, entry: dict, op_name: str, op_entry: dict, copies_apply
 
 
 def rows(doc: dict, op_name: str) -> dict:
-    from runner.bench.runner import ReportRow
 
     out = {}
     for name, entry in doc["implementations"].items():

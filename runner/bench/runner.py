@@ -13,12 +13,15 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from runner import timing
-from runner.bench import arrays, integrity, null_models
+from runner.bench import arrays, integrity, null_models, report
+from runner.bench import session as session_module
 from runner.bench.implementation import Implementation, normalize
+from runner.bench.options import TimingOptions
 from runner.bench.recheck import RecheckFailed
+from runner.bench.rows import Comparison, ReportRow
 from runner.bench.verification import DeclarationError
 from runner.bench.workload import Case, ReferenceUnavailable
 
@@ -60,86 +63,6 @@ class PhaseFailed(RuntimeError):
         self.phase = phase
 
 
-@dataclass(frozen=True)
-class TimingOptions:
-    """How the Python API times: cold by default, two passes, the budget split between them."""
-
-    mode: str = "cold"
-    budget_s: float = 1.0  # wall time for all timed samples of one comparison, both passes
-    min_samples: int = 30  # per implementation, both passes together
-    max_samples: int = 1000
-    warmup: int = 10
-    target_sample_s: float = 0.010  # hot: one sample (a replayed batch) lasts about this long
-    verify_only: bool = False
-    # "events": CUDA events around each sample; "cupti": the union of the kernel intervals the
-    # sample launched (cupti-python), for every implementation of a comparison alike; "auto":
-    # cupti in cold mode where cupti-python works, else events (runner.timing.cupti)
-    timer: str = "auto"
-    # every timed sample on fresh inputs from a new seed, its outputs verified (outside timing)
-    recheck: bool = False
-
-    def __post_init__(self):
-        if self.mode not in ("hot", "cold"):
-            raise DeclarationError(f"timing mode must be 'hot' or 'cold' (got {self.mode!r})")
-        if self.timer not in ("auto", "events", "cupti"):
-            raise DeclarationError(
-                f"timer must be 'auto', 'events' or 'cupti' (got {self.timer!r})"
-            )
-        if not isinstance(self.recheck, bool):
-            raise DeclarationError(f"recheck must be True or False (got {self.recheck!r})")
-        if not (isinstance(self.budget_s, int | float) and self.budget_s > 0):
-            raise DeclarationError(
-                f"budget_s must be a number of seconds > 0 (got {self.budget_s!r})"
-            )
-        if self.min_samples < 2 or self.min_samples % 2 or self.max_samples < self.min_samples:
-            raise DeclarationError(
-                "min_samples must be even and >= 2, max_samples >= min_samples "
-                f"(got {self.min_samples}, {self.max_samples})"
-            )
-
-    def samples_for(self, sample_wall_s: float) -> int:
-        """Samples per implementation so all of them fit the budget: even, within the limits."""
-        if sample_wall_s <= 0:
-            return self.max_samples
-        n = int(self.budget_s / sample_wall_s)
-        n = max(self.min_samples, min(self.max_samples, n))
-        return n - n % 2
-
-
-@dataclass
-class ReportRow:
-    """One implementation's line of the report."""
-
-    name: str
-    role: str  # "op" or "implementation"
-    verification: str
-    verified: bool
-    check_status: str  # passed, failed, not_checked
-    problems: list[str] = field(default_factory=list)
-    median_s: float | None = None
-    p10_s: float | None = None
-    p90_s: float | None = None
-    samples: int = 0
-    method: str = ""
-    tflops: float | None = None
-    gbps: float | None = None
-    ratio: float | None = None  # median time / the op's median time, verified rows only
-    stable: bool | None = None  # noise of this row (and, for a ratio, of the op's) within limits
-    flags: list[str] = field(default_factory=list)  # integrity findings: no ratio (integrity.py)
-
-
-@dataclass
-class Comparison:
-    op: str
-    case: Case
-    rows: dict[str, ReportRow]
-    document_case: dict
-    timed: bool
-
-    def __getitem__(self, name: str) -> ReportRow:
-        return self.rows[name]
-
-
 def _short_name(op) -> str:
     inner = op.run if isinstance(op, Implementation) else op
     inner = getattr(inner, "func", inner)
@@ -179,8 +102,6 @@ class Runner:
         device=None,
         session=None,
     ):
-        from runner.bench import session as session_module
-
         if not isinstance(case, Case):
             raise DeclarationError(
                 f"Runner takes a bench Case (got {type(case).__name__}); use bench.cases()"
@@ -332,8 +253,6 @@ class Runner:
         A failure in either phase is recorded in the session's document as a failed case (phase
         and message) before it is raised, so nothing measured or checked earlier is lost.
         """
-        from runner.bench import report
-
         impls = {self.name: self.op, **normalize(self.name, implementations)}
         statuses: dict[str, _Status] = {}
         phases: dict[str, float] = {}

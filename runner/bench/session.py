@@ -14,7 +14,7 @@ from pathlib import Path
 from protocol.codec import encode
 from protocol.validation import validate
 from runner import environment, result
-from runner.bench.runner import TimingOptions
+from runner.bench.options import TimingOptions
 
 __all__ = ["Session", "current", "reset"]
 

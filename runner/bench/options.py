@@ -1,0 +1,56 @@
+"""How the Python API times a comparison (bench.TimingOptions): the options every other module of
+runner.bench reads, so it depends on nothing of theirs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from runner.bench.verification import DeclarationError
+
+__all__ = ["TimingOptions"]
+
+
+@dataclass(frozen=True)
+class TimingOptions:
+    """How the Python API times: cold by default, two passes, the budget split between them."""
+
+    mode: str = "cold"
+    budget_s: float = 1.0  # wall time for all timed samples of one comparison, both passes
+    min_samples: int = 30  # per implementation, both passes together
+    max_samples: int = 1000
+    warmup: int = 10
+    target_sample_s: float = 0.010  # hot: one sample (a replayed batch) lasts about this long
+    verify_only: bool = False
+    # "events": CUDA events around each sample; "cupti": the union of the kernel intervals the
+    # sample launched (cupti-python), for every implementation of a comparison alike; "auto":
+    # cupti in cold mode where cupti-python works, else events (runner.timing.cupti)
+    timer: str = "auto"
+    # every timed sample on fresh inputs from a new seed, its outputs verified (outside timing)
+    recheck: bool = False
+
+    def __post_init__(self):
+        if self.mode not in ("hot", "cold"):
+            raise DeclarationError(f"timing mode must be 'hot' or 'cold' (got {self.mode!r})")
+        if self.timer not in ("auto", "events", "cupti"):
+            raise DeclarationError(
+                f"timer must be 'auto', 'events' or 'cupti' (got {self.timer!r})"
+            )
+        if not isinstance(self.recheck, bool):
+            raise DeclarationError(f"recheck must be True or False (got {self.recheck!r})")
+        if not (isinstance(self.budget_s, int | float) and self.budget_s > 0):
+            raise DeclarationError(
+                f"budget_s must be a number of seconds > 0 (got {self.budget_s!r})"
+            )
+        if self.min_samples < 2 or self.min_samples % 2 or self.max_samples < self.min_samples:
+            raise DeclarationError(
+                "min_samples must be even and >= 2, max_samples >= min_samples "
+                f"(got {self.min_samples}, {self.max_samples})"
+            )
+
+    def samples_for(self, sample_wall_s: float) -> int:
+        """Samples per implementation so all of them fit the budget: even, within the limits."""
+        if sample_wall_s <= 0:
+            return self.max_samples
+        n = int(self.budget_s / sample_wall_s)
+        n = max(self.min_samples, min(self.max_samples, n))
+        return n - n % 2
