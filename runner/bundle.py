@@ -15,7 +15,7 @@ from pathlib import Path
 
 from protocol.codec import decode, encode
 from protocol.validation import DocumentError, validate
-from runner import environment, toolchains
+from runner import provenance, toolchains
 from runner.explain.static import analyze, block_threads
 from runner.manifest import CaseSpec, ImplSpec, Suite
 
@@ -41,7 +41,7 @@ def write_bundle(
         "kind": "kernelgap.bundle",
         "suite": suite_block,
         "arch": arch,
-        "created_utc": environment.utc_now(),
+        "created_utc": provenance.utc_now(),
         "host": socket.gethostname(),
         "implementations": [],
         "skipped": [],

@@ -1,7 +1,7 @@
 """What every result document records about where it ran: device, live sensors, software, peaks.
 
 `device_info` (and the peaks of runner.peaks) use the driver API and need a `driver.Context`;
-`nvml_sensors`, `software`, `git_commit` and `utc_now` never touch CUDA, so the host side can
+`nvml_sensors` and `software` never touch CUDA, so the host side can
 call them too. Sensor and version look-ups never raise: an unknown value is None.
 """
 
@@ -11,10 +11,7 @@ import contextlib
 import importlib.metadata
 import platform
 import socket
-import subprocess
 import sys
-from datetime import UTC, datetime
-from pathlib import Path
 
 from runner import driver
 from runner.peaks import measure_peak_bandwidth, nominal_peaks
@@ -22,14 +19,11 @@ from runner.peaks import measure_peak_bandwidth, nominal_peaks
 __all__ = [
     "capture",
     "device_info",
-    "git_commit",
     "nvml_sensors",
     "package_version",
     "software",
-    "utc_now",
 ]
 
-GIT_TIMEOUT_S = 10.0
 UUID_GROUPS = (4, 2, 2, 2, 6)  # bytes per dash-separated group, as nvidia-smi prints it
 
 
@@ -258,34 +252,3 @@ def capture(ctx: driver.Context, *, measure_bandwidth: bool = True) -> dict:
         }
     )
     return {"device": info, "sensors": sensors, "software": software(), "peaks": peaks}
-
-
-def git_commit(path: str | Path) -> dict:
-    """{"commit": sha, "dirty": bool} of the git checkout holding `path`, else both None."""
-    target = Path(path)
-    directory = target if target.is_dir() else target.parent
-    unknown = {"commit": None, "dirty": None}
-    try:
-        head = subprocess.run(
-            ["git", "-C", str(directory), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_S,
-        )
-        status = subprocess.run(
-            ["git", "-C", str(directory), "status", "--porcelain"],
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_S,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return unknown
-    sha = head.stdout.strip()
-    if head.returncode != 0 or status.returncode != 0 or not sha:
-        return unknown
-    return {"commit": sha, "dirty": bool(status.stdout.strip())}
-
-
-def utc_now() -> str:
-    """Now in UTC as ISO 8601 with microseconds and a Z: 2025-01-31T12:34:56.123456Z."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

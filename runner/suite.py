@@ -16,7 +16,7 @@ from pathlib import Path
 from protocol.codec import encode
 from protocol.progress import PARTIAL_DOCUMENT_PREFIX
 from protocol.validation import DocumentError, validate
-from runner import driver, environment, manifest, result
+from runner import driver, environment, manifest, provenance, result
 from runner.bundle import Bundle, BundleError
 from runner.case_job import (
     BenchOptions,
@@ -111,7 +111,7 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
         Bundle.load(options.bundle) if options.bundle else None
     )  # bad input: before any GPU work
     revisions = {label: Bundle.load(path) for label, path in options.revisions}
-    started = environment.utc_now()
+    started = provenance.utc_now()
     say(f"kernelgap: {suite.name} v{suite.version}, {len(cases)} case(s); probing the GPU")
     env = probe_environment(options)
     env["sensors_start"] = env.pop("sensors", None)
@@ -140,7 +140,7 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
         "path": str(suite.path),
         "sha256": suite.sha256,
         "gpu": suite.gpu,
-        **environment.git_commit(suite.root),
+        **provenance.git_commit(suite.root),
     }
     if suite.primary:
         suite_block["primary"] = suite.primary
@@ -213,7 +213,7 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
         result.apply_clocks(case_doc, run_max)
     env["sensors_end"] = environment.nvml_sensors(options.device, uuid=device.get("uuid"))
     doc = result.document(
-        suite_block, env, options_block, case_docs, started, environment.utc_now()
+        suite_block, env, options_block, case_docs, started, provenance.utc_now()
     )
     try:
         validate(doc, "result", "result document")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from protocol.codec import encode
 from protocol.validation import validate
-from runner import environment, result
+from runner import provenance, result
 from runner.bench.options import TimingOptions
 
 __all__ = ["Session", "current", "reset"]
@@ -32,7 +32,7 @@ class Session:
         self._device = device
         self.root = Path(root)
         self.cases: list[dict] = []
-        self.started = environment.utc_now()
+        self.started = provenance.utc_now()
 
     def configure(self, **changes) -> None:
         self.options = dataclasses.replace(self.options, **changes)
@@ -90,10 +90,10 @@ class Session:
             "path": str(self.root),
             "sha256": self.content_sha256(),
             "gpu": None,
-            **environment.git_commit(self.root),
+            **provenance.git_commit(self.root),
         }
         options = {**dataclasses.asdict(self.options), "frontend": "python"}
-        doc = result.document(suite, env, options, self.cases, self.started, environment.utc_now())
+        doc = result.document(suite, env, options, self.cases, self.started, provenance.utc_now())
         validate(doc, "result", "result document (runner.bench)")
         return doc
 
