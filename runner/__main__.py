@@ -5,7 +5,7 @@ time to a first answer that the supervisor can save."""
 import sys
 
 if sys.argv[1:] == ["serve"]:
-    from runner.serve import run
+    from runner.launch.serve import run
 
     sys.exit(run())
 

@@ -58,8 +58,9 @@ def profile_case(job):
       python -m runner profile-case /tmp/kernelgap-profile-job.json
     """
     from protocol.codec import encode
-    from runner import driver, manifest
+    from runner.definition import manifest
     from runner.explain import profile_launch
+    from runner.gpu import driver
 
     try:
         launched = profile_launch.main(job)
@@ -87,7 +88,7 @@ def run():
       python -m runner run < request.json
       ssh gpu-host 'cd kernelgap && python3 -m runner run' < request.json
     """
-    from runner import oneshot
+    from runner.launch import oneshot
 
     sys.exit(oneshot.main(sys.stdin.buffer, oneshot.private_stdout()))
 
@@ -101,7 +102,7 @@ def serve():
     Example:
       printf '%s\\n' "$(cat request.json)" | python -m runner serve > answers.jsonl
     """
-    from runner import serve as service
+    from runner.launch import serve as service
 
     sys.exit(service.run())
 
@@ -129,8 +130,8 @@ def launch(ptx_file, kernel, params, grid, block, output_param, output_count, ti
       python -m runner launch k.ptx --kernel main --param 'i64[]:1,2,3' --param i64:2 \\
           --grid 1,1,1 --block 3,1,1 --output-param 0 --output-count 3
     """
-    from runner import launch as launcher
-    from runner import oneshot
+    from runner.launch import cli_compat as launcher
+    from runner.launch import oneshot
 
     try:
         text = ptx_file.read_text()
@@ -161,7 +162,8 @@ def info(device, no_bandwidth):
       python -m runner info --no-bandwidth
     """
     from protocol.codec import encode
-    from runner import driver, environment
+    from runner.gpu import driver
+    from runner.measurement import environment
 
     try:
         with driver.Context(device) as ctx:
@@ -197,9 +199,9 @@ def check(cases, arch, require_ptxas, require_all):
     Example:
       python -m runner check benchmarks/cases.toml --require-ptxas --require-all
     """
-    from runner import lock, manifest
-    from runner.checking import check_suite
-    from runner.toolchains import cuda_programs
+    from runner.definition import lock, manifest
+    from runner.definition.toolchains import cuda_programs
+    from runner.execution.checking import check_suite
 
     if require_ptxas and cuda_programs.find("ptxas") is None:
         _die(
@@ -241,8 +243,8 @@ def build(cases, out, arch, static):
     Example:
       python -m runner build benchmarks/cases.toml --out bundle/ --arch sm_90
     """
-    from runner import manifest
-    from runner.bundle import write_bundle
+    from runner.definition import manifest
+    from runner.definition.bundle import write_bundle
 
     try:
         suite = manifest.load(cases)
@@ -266,7 +268,7 @@ def lock_command(cases):
     Example:
       python -m runner lock benchmarks/cases.toml
     """
-    from runner import lock, manifest
+    from runner.definition import lock, manifest
 
     try:
         suite = manifest.load(cases)

@@ -151,9 +151,10 @@ def bench(cases, case_ids, **settings):
     """
     from protocol.codec import encode
     from protocol.validation import DocumentError
-    from runner import driver, manifest
-    from runner.bundle import BundleError
-    from runner.suite import BenchOptions, run_suite, write_atomic
+    from runner.definition import manifest
+    from runner.definition.bundle import BundleError
+    from runner.execution.suite import BenchOptions, run_suite, write_atomic
+    from runner.gpu import driver
 
     def emit(doc) -> None:
         data = encode(doc, pretty=True)
@@ -170,7 +171,7 @@ def bench(cases, case_ids, **settings):
                 )
         sys.stdout.buffer.write(data)
 
-    from runner.revisions import parse_bundle_options
+    from runner.definition.revisions import parse_bundle_options
 
     try:
         bundle, revisions = parse_bundle_options(settings.pop("bundles"))

@@ -16,7 +16,7 @@ if str(ROOT) not in sys.path:
 @functools.cache
 def gpu_unavailable_reason() -> str | None:
     """None when a CUDA device is usable from this process, else why not (checked once)."""
-    from runner import driver
+    from runner.gpu import driver
 
     try:
         driver.init()

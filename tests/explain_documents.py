@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from runner import case_job
-from runner import suite as suite_module
+from runner.execution import case_job
+from runner.execution import suite as suite_module
+from runner.execution.isolation import WorkerOutcome
+from runner.execution.suite import BenchOptions, run_suite
 from runner.explain import tools
-from runner.isolation import WorkerOutcome
-from runner.suite import BenchOptions, run_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDED = orjson.loads((ROOT / "tests/fixtures/result-1.2.0-h200-warpforth.json").read_bytes())

@@ -1,6 +1,6 @@
 """A fake timing backend with programmable kernel times, so the timing loop is tested on the CPU.
 
-It implements runner.timing.base.Backend and records every call, in order, in `calls`.
+It implements runner.measurement.timing.base.Backend and records every call, in order, in `calls`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 `make_document()` copies tests/fixtures/result-1.0.0-h200-axpy.json and replaces its cases with
 ones whose samples you choose; statistics, gaps and the summary come from the runner's own
-functions (runner.stats, runner.result), so the document is what a runner would have written
+functions (runner.measurement.stats, runner.execution.result), so the document is what a runner would have written
 and it validates against schemas/result.schema.json.
 """
 
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import orjson
 
-from runner import result as runner_result
-from runner import stats
+from runner.execution import result as runner_result
+from runner.measurement import stats
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "result-1.0.0-h200-axpy.json"
 COMMIT = "c0ffee" + "0" * 34

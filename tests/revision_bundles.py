@@ -73,8 +73,8 @@ def derive_head(base: Path, head: Path, edits: dict[tuple[str, str], object]) ->
 
 def build_pair(out: Path, arch: str = "sm_90") -> tuple[Path, Path, Path]:
     """(cases.toml, base bundle, head bundle) under out/, built with the suite's real nvcc."""
-    from runner import manifest
-    from runner.bundle import write_bundle
+    from runner.definition import manifest
+    from runner.definition.bundle import write_bundle
 
     cases = pair_suite(out / "suite")
     built = write_bundle(manifest.load(cases), arch, out / "bundle-base")

@@ -22,7 +22,7 @@ from runner.bench import integrity, null_models, watch
 from runner.bench.cupti_timer import KernelBusyTimer
 from runner.bench.report import markdown
 from runner.bench.watch import Bracket, Classifier
-from runner.timing import cupti
+from runner.measurement.timing import cupti
 
 make_session = test_bench_api.make_session  # the fixture: a fresh session on the fake device
 TS = 7  # the timing stream's CUPTI id in these tests
@@ -188,7 +188,7 @@ def double(x):
 
 
 class StandInCupti:
-    """CUPTI's clock (1 ms a reading) and activity records, for runner.timing.cupti."""
+    """CUPTI's clock (1 ms a reading) and activity records, for runner.measurement.timing.cupti."""
 
     STEP = 1_000_000
 

@@ -13,7 +13,7 @@ import pytest
 from harness.dashboard.build import gab_key
 from harness.series import run_mode
 from protocol.validation import validate
-from runner.suite import BenchOptions, run_suite
+from runner.execution.suite import BenchOptions, run_suite
 from tests.test_suite_budget import ROOT, stand_ins
 
 OLD = orjson.loads((ROOT / "tests/fixtures/result-1.2.0-h200-warpforth.json").read_bytes())
@@ -62,7 +62,7 @@ def test_an_old_document_with_a_null_mode_reads_as_its_cases_mode_and_shares_the
 
 
 def test_bench_progress_says_where_it_is_and_how_long_is_left(monkeypatch, capsys):
-    from runner.suite import position
+    from runner.execution.suite import position
 
     assert position(0, 8, 0.0) == "[1/8]"
     assert position(2, 8, 90.0) == "[3/8] 1m30s so far, about 4m30s left"

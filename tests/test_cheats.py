@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from runner import manifest
-from runner.null_models import passing_null_models
+from runner.definition import manifest
+from runner.execution.null_models import passing_null_models
 from tests.conftest import ROOT
 
 SUITE = ROOT / "tests" / "cheats" / "cases.toml"

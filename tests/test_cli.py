@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from runner.isolation import run_worker
+from runner.execution.isolation import run_worker
 from tests.conftest import ROOT, gpu_unavailable_reason
 
 needs_no_gpu = pytest.mark.skipif(

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from runner import environment, provenance
-from runner import peaks as peak_figures
+from runner.definition import provenance
+from runner.measurement import environment
+from runner.measurement import peaks as peak_figures
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -261,7 +262,7 @@ def test_format_uuid_matches_nvidia_smi():
 
 @pytest.fixture
 def ctx():
-    from runner import driver
+    from runner.gpu import driver
 
     context = driver.Context(0)
     yield context
@@ -269,7 +270,7 @@ def ctx():
 
 
 def free_bytes() -> int:
-    from runner import driver
+    from runner.gpu import driver
 
     free, _total = driver.check(driver.cu().cuMemGetInfo(), "cuMemGetInfo")
     return int(free)

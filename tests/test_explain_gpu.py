@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from runner import manifest, toolchains
+from runner.definition import manifest, toolchains
 from runner.explain import profile_launch, profiling, tools
 
 pytestmark = pytest.mark.gpu
@@ -20,7 +20,7 @@ SUITE = ROOT / "benchmarks" / "cases.toml"
 
 
 def cuda_ptx(case_id: str) -> str:
-    from runner import driver
+    from runner.gpu import driver
 
     impl = manifest.load(SUITE).case(case_id).impl("cuda")
     with driver.Context(0) as ctx:

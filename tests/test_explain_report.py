@@ -16,8 +16,8 @@ import pytest
 from harness.explain import report, sources
 from protocol.validation import validate
 from protocol.version import RESULT_SCHEMA_VERSION
-from runner import manifest
-from runner.bundle import write_bundle
+from runner.definition import manifest
+from runner.definition.bundle import write_bundle
 from runner.explain import tools
 from tests.explain_documents import bench_document
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from runner import manifest, toolchains
+from runner.definition import manifest, toolchains
 from runner.explain import instruction_mix, ptxas_resources, sass, static, tools
 
 ROOT = Path(__file__).resolve().parent.parent

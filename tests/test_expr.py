@@ -1,4 +1,4 @@
-"""Tests for runner.expr: the safe evaluator of manifest expressions."""
+"""Tests for runner.definition.expr: the safe evaluator of manifest expressions."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from runner.expr import (
+from runner.definition.expr import (
     MAX_EXPR_CHARS,
     ExprError,
     evaluate,

@@ -17,8 +17,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from runner import manifest, oneshot, run_request, toolchains
-from runner.manifest import ManifestError
+from runner.definition import manifest, toolchains
+from runner.definition.manifest import ManifestError
+from runner.launch import oneshot, run_request
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUEST = {
@@ -208,7 +209,7 @@ def test_a_format_spec_in_a_command_template_is_refused_before_it_runs(tmp_path)
 def test_a_failed_write_leaves_no_temporary_file_and_keeps_the_earlier_document(
     tmp_path, monkeypatch
 ):
-    from runner import suite
+    from runner.execution import suite
 
     target = tmp_path / "result.json"
     suite.write_atomic(target, b'{"earlier": true}')

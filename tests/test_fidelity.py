@@ -14,10 +14,10 @@ from harness.compare import compare
 from harness.series import series_id, series_key
 from harness.store import Store
 from protocol.validation import validate
-from runner import result
 from runner.cli import main
 from runner.cli_bench import Percent
-from runner.timing import TimingSettings, clocks, cupti, measure
+from runner.execution import result
+from runner.measurement.timing import TimingSettings, clocks, cupti, measure
 
 # -- the precision stopping rule -------------------------------------------------------------
 
@@ -99,7 +99,7 @@ def test_precision_on_the_command_line_is_a_percentage():
 
 
 class Clocks:
-    """A programmable NVML reading (the monitor of runner.timing.clocks needs a GPU)."""
+    """A programmable NVML reading (the monitor of runner.measurement.timing.clocks needs a GPU)."""
 
     source = "test"
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import runner.device as device
-from runner import generator
-from runner.generator import Distribution, generate, launch_args, stream_id
-from runner.toolchains import cuda_programs
+import runner.gpu.device as device
+from runner.definition.toolchains import cuda_programs
+from runner.gpu import generator
+from runner.gpu.generator import Distribution, generate, launch_args, stream_id
 
 U64_MAX = 2**64 - 1
 FULL_U64 = Distribution("integers", 0, U64_MAX)
@@ -351,7 +351,7 @@ def test_load_ptx_refuses_a_stale_ptx(tmp_path, monkeypatch):
     stale = tmp_path / "kernels.ptx"
     stale.write_text("// kernelgap-source-sha256: " + "0" * 64 + "\n.version 9.0\n")
     monkeypatch.setattr(device, "KERNELS_PTX", stale)
-    with pytest.raises(RuntimeError, match=re.escape("python -m runner.device")):
+    with pytest.raises(RuntimeError, match=re.escape("python -m runner.gpu.device")):
         device.load_ptx()
     stale.write_text(".version 9.0\n")
     with pytest.raises(ValueError, match="line 1 should be"):
@@ -360,7 +360,7 @@ def test_load_ptx_refuses_a_stale_ptx(tmp_path, monkeypatch):
 
 @pytest.fixture
 def device_copy(tmp_path, monkeypatch):
-    """runner.device pointed at a scratch copy of kernels.cu and kernels.ptx."""
+    """runner.gpu.device pointed at a scratch copy of kernels.cu and kernels.ptx."""
     for path in (device.KERNELS_CU, device.KERNELS_PTX):
         shutil.copy(path, tmp_path / path.name)
     monkeypatch.setattr(device, "DEVICE_DIR", tmp_path)

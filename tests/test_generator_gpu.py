@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from runner import driver, generator
-from runner.generator import Distribution
-from runner.timing.cuda import InternalKernels
+from runner.gpu import driver, generator
+from runner.gpu.generator import Distribution
+from runner.measurement.timing.cuda import InternalKernels
 
 pytestmark = pytest.mark.gpu
 

@@ -1,4 +1,4 @@
-"""runner.manifest: the suite manifest loads, resolves, and rejects bad input by file, case and field.
+"""runner.definition.manifest: the suite manifest loads, resolves, and rejects bad input by file, case and field.
 
 Each bad manifest is the minimal valid one below with exactly one edit, so a rejection can only
 come from that edit.
@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runner import manifest
-from runner.manifest import DEFAULT_SETTINGS, ManifestError, Settings
-from runner.reference import call_reference, load_reference
+from runner.definition import manifest
+from runner.definition.manifest import DEFAULT_SETTINGS, ManifestError, Settings
+from runner.definition.reference import call_reference, load_reference
 
 ROOT = Path(__file__).resolve().parents[1]
 

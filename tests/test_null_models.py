@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from runner import manifest
-from runner.null_models import passing_null_models
+from runner.definition import manifest
+from runner.execution.null_models import passing_null_models
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = manifest.load(ROOT / "benchmarks" / "cases.toml")

@@ -1,4 +1,4 @@
-"""runner.oneshot: one JSON run request in, one JSON response out, whatever happens."""
+"""runner.launch.oneshot: one JSON run request in, one JSON response out, whatever happens."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from conftest import gpu_unavailable_reason
 
 from protocol import decode, encode, validate
 from protocol.validation import errors
-from runner import oneshot
-from runner.oneshot import RequestError
-from runner.toolchains import cuda_programs
+from runner.definition.toolchains import cuda_programs
+from runner.launch import oneshot
+from runner.launch.oneshot import RequestError
 
 ROOT = Path(__file__).parents[1]
 

@@ -150,7 +150,7 @@ def test_in_place_op_with_private_argument_and_reset(session):
 
 
 def cupti_usable() -> bool:
-    from runner.timing import cupti
+    from runner.measurement.timing import cupti
 
     return cupti.unavailable_reason() is None
 
@@ -176,7 +176,9 @@ def test_noncomparable_and_unverified_rows_get_no_ratio(session):
     timing = c.document_case["implementations"]["copy"]["timing"]
     if cupti_usable():
         assert "timer auto: events" in timing["fallback"] and "'copy'" in timing["fallback"]
-        assert c.document_case["implementations"]["mul"]["timing"].get("timer", "events") == "events"
+        assert (
+            c.document_case["implementations"]["mul"]["timing"].get("timer", "events") == "events"
+        )
 
 
 def test_copy_policy_and_a_callable_that_synchronizes(session):

@@ -124,7 +124,7 @@ def test_scipy_is_imported_only_where_a_significance_is_computed():
 
 
 def test_nvcc_and_ptxas_are_found_on_path_first_then_in_nvidias_wheels(monkeypatch, tmp_path):
-    from runner.toolchains import cuda_programs
+    from runner.definition.toolchains import cuda_programs
 
     wheel_bin = tmp_path / "site" / "nvidia" / "cu13" / "bin"
     wheel_bin.mkdir(parents=True)
@@ -159,7 +159,7 @@ def test_the_readmes_first_command_writes_under_an_ignored_folder():
 def test_a_cuda_python_without_bindings_is_told_to_upgrade_not_to_install(monkeypatch):
     from importlib import metadata
 
-    from runner.bindings import missing
+    from runner.gpu.bindings import missing
 
     error = ImportError("No module named 'cuda.bindings'")
     monkeypatch.setattr(metadata, "version", lambda name: "12.6.0")

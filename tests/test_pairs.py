@@ -23,12 +23,13 @@ from harness import pull_request, shipping
 from harness.cli import main
 from protocol.validation import validate
 from protocol.version import RESULT_SCHEMA_VERSION
-from runner import manifest, result, spec
-from runner.bundle import Bundle, BundleError
-from runner.case import CaseRun
-from runner.case_job import build_case, case_skeleton
-from runner.revisions import parse_bundle_options
-from runner.timing import TimingSettings, measure
+from runner.definition import manifest, spec
+from runner.definition.bundle import Bundle, BundleError
+from runner.definition.revisions import parse_bundle_options
+from runner.execution import result
+from runner.execution.case import CaseRun
+from runner.execution.case_job import build_case, case_skeleton
+from runner.measurement.timing import TimingSettings, measure
 from tests.conftest import ROOT
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")

@@ -1,4 +1,4 @@
-"""runner.ptx: header and .entry signature parsing, and the manifest signature check."""
+"""runner.gpu.ptx: header and .entry signature parsing, and the manifest signature check."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.ptx import (
+from runner.definition.toolchains import cuda_programs
+from runner.gpu.ptx import (
     KIND_BYTES,
     PtxError,
     SignatureError,
@@ -15,7 +16,6 @@ from runner.ptx import (
     describe,
     parse,
 )
-from runner.toolchains import cuda_programs
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ptx"
 LEGACY = FIXTURES / "legacy_v60_sm70.ptx"

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from protocol.validation import DocumentError, validate
-from runner import result, stats
-from runner.spec import Geometry
-from runner.timing import HotMode
+from runner.definition.spec import Geometry
+from runner.execution import result
+from runner.measurement import stats
+from runner.measurement.timing import HotMode
 
 FIXTURE = json.loads(
     (Path(__file__).parent / "fixtures" / "result-1.0.0-h200-axpy.json").read_text()
@@ -126,7 +127,7 @@ def check(status: str = "passed") -> dict:
 
 
 def worker_record(timings: dict[str, list[float]], checks: dict[str, str]) -> dict:
-    """The record runner.case returns: per-implementation facts and the raw measurement."""
+    """The record runner.execution.case returns: per-implementation facts and the raw measurement."""
     names = list(timings)
     return {
         "status": "ok",

@@ -18,7 +18,8 @@ from sshd import running_sshd, running_with, skip_without_ssh
 from harness.client import KernelClient, KernelError, ServiceLost, _array, _param
 from harness.transport.ssh import SshTarget, SshTransport
 from protocol.validation import validate
-from runner import launch, oneshot
+from runner.launch import cli_compat as launch
+from runner.launch import oneshot
 from tests.conftest import ROOT, gpu_unavailable_reason
 
 PY = sys.executable
@@ -202,7 +203,7 @@ def test_client_over_ssh_uses_one_connection_for_a_whole_session(sshd):
                 gpu.request({**REQUEST, "params": [_param(np.arange(3))]}) for _ in range(20)
             ]
             assert gpu.proc.pid == pid  # one ssh session for all twenty requests
-            assert len(running_with("runner.serve_worker")) >= 1  # one service, kept warm
+            assert len(running_with("runner.launch.serve_worker")) >= 1  # one service, kept warm
         assert [a["id"] for a in answers] == list(range(1, 21))
         for answer in answers:
             validate(answer, "run-response", "answer over ssh")

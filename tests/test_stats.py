@@ -1,4 +1,4 @@
-"""Tests for runner.stats; expected values are worked out by hand in the comments."""
+"""Tests for runner.measurement.stats; expected values are worked out by hand in the comments."""
 
 from __future__ import annotations
 
@@ -8,8 +8,16 @@ import time
 import numpy as np
 import pytest
 
-from runner import stats
-from runner.stats import UNSTABLE_NOISE, gap, geometric_mean, mad, median, percentile, summarize
+from runner.measurement import stats
+from runner.measurement.stats import (
+    UNSTABLE_NOISE,
+    gap,
+    geometric_mean,
+    mad,
+    median,
+    percentile,
+    summarize,
+)
 
 
 def test_median_odd_and_even():

@@ -13,8 +13,9 @@ import shutil
 import numpy as np
 import pytest
 
-from runner import generator, lock, manifest
-from runner.reference import call_reference, load_reference
+from runner.definition import lock, manifest
+from runner.definition.reference import call_reference, load_reference
+from runner.gpu import generator
 from tests.conftest import ROOT
 
 SUITE = manifest.load(ROOT / "benchmarks" / "cases.toml")

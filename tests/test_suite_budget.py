@@ -15,9 +15,9 @@ from pathlib import Path
 import orjson
 
 from protocol.validation import validate
-from runner import suite as suite_module
-from runner.case_job import case_skeleton, record_failure
-from runner.suite import BenchOptions, run_suite
+from runner.execution import suite as suite_module
+from runner.execution.case_job import case_skeleton, record_failure
+from runner.execution.suite import BenchOptions, run_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = orjson.loads((ROOT / "tests/fixtures/result-1.0.0-h200-axpy.json").read_bytes())

@@ -7,10 +7,10 @@ import math
 import pytest
 from fake_device import FakeBackend
 
-from runner import stats
-from runner.timing import MODES, ColdMode, HotMode, TimingSettings, base, measure
-from runner.timing.base import quantize_batch, round_order
-from runner.timing.hot import calibrate
+from runner.measurement import stats
+from runner.measurement.timing import MODES, ColdMode, HotMode, TimingSettings, base, measure
+from runner.measurement.timing.base import quantize_batch, round_order
+from runner.measurement.timing.hot import calibrate
 
 TIMED = ("timed_batch", "timed_cold")
 
@@ -278,7 +278,7 @@ class PoisonBackend:
 
 
 def measured(plain_s: float, batch: int = 100):
-    from runner.timing.base import ImplTiming, Measurement
+    from runner.measurement.timing.base import ImplTiming, Measurement
 
     timing = ImplTiming(
         "k", samples_s=[plain_s * (1 + 0.001 * (i % 3 - 1)) for i in range(30)], batch=batch
@@ -287,7 +287,7 @@ def measured(plain_s: float, batch: int = 100):
 
 
 def test_an_honest_kernel_is_not_output_dependent():
-    from runner.timing import output_dependence
+    from runner.measurement.timing import output_dependence
 
     found = output_dependence.check(PoisonBackend(10e-6, 10.3e-6, 50e-6), ["k"], measured(10e-6))
     assert found["k"]["output_dependent"] is False
@@ -295,7 +295,7 @@ def test_an_honest_kernel_is_not_output_dependent():
 
 
 def test_a_kernel_that_skips_work_on_settled_outputs_is_flagged():
-    from runner.timing import output_dependence
+    from runner.measurement.timing import output_dependence
 
     found = output_dependence.check(PoisonBackend(2e-6, 40e-6, 5e-6), ["k"], measured(2e-6))
     assert found["k"]["output_dependent"] is True

@@ -1,6 +1,6 @@
-"""runner.toolchains: nvcc, NVRTC, clang and command templates, with the real compilers.
+"""runner.definition.toolchains: nvcc, NVRTC, clang and command templates, with the real compilers.
 
-Every compiled PTX is assembled by `ptxas -arch=sm_90` and its entry read back by runner.ptx, so
+Every compiled PTX is assembled by `ptxas -arch=sm_90` and its entry read back by runner.gpu.ptx, so
 a toolchain that emits something the driver would reject fails here. A test whose compiler is not
 installed skips and says which one.
 """
@@ -17,8 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from runner import checking, manifest, ptx, toolchains
-from runner.toolchains import BuildError, ToolchainMissing, clang, command, cuda_programs, nvrtc
+from runner.definition import manifest, toolchains
+from runner.definition.toolchains import (
+    BuildError,
+    ToolchainMissing,
+    clang,
+    command,
+    cuda_programs,
+    nvrtc,
+)
+from runner.execution import checking
+from runner.gpu import ptx
 
 ARCH = "sm_90"
 COMPILERS = ("nvcc", "nvrtc", "clang")
@@ -255,7 +264,7 @@ def nvrtc_unloadable(monkeypatch):
 
 
 def test_nvrtc_without_libnvrtc_is_skipped_with_a_remedy(nvrtc_unloadable, monkeypatch, source):
-    monkeypatch.setattr(toolchains, "cuda_roots", lambda: [])
+    monkeypatch.setattr(toolchains.common, "cuda_roots", lambda: [])
     with pytest.raises(ToolchainMissing) as error:
         toolchains.build("nvrtc", source, ARCH, FLAGS)
     message = str(error.value)
@@ -270,9 +279,9 @@ def test_nvrtc_fallback_picks_the_newest_libnvrtc_of_the_first_toolkit(monkeypat
         (first / "lib64" / name).write_bytes(b"")
     (second / "lib64").mkdir(parents=True)
     (second / "lib64" / "libnvrtc.so.14").write_bytes(b"")
-    monkeypatch.setattr(toolchains, "cuda_roots", lambda: [first, second])
+    monkeypatch.setattr(toolchains.common, "cuda_roots", lambda: [first, second])
     assert nvrtc._toolkit_libnvrtc() == first / "lib64" / "libnvrtc.so.13"
-    monkeypatch.setattr(toolchains, "cuda_roots", lambda: [tmp_path / "empty"])
+    monkeypatch.setattr(toolchains.common, "cuda_roots", lambda: [tmp_path / "empty"])
     assert nvrtc._toolkit_libnvrtc() is None
 
 
@@ -316,7 +325,7 @@ def test_clang_is_told_the_cuda_installation_so_its_ptx_does_not_depend_on_path(
     monkeypatch.setenv("PATH", str(clang_dir))  # no nvcc on PATH now (unless beside clang)
     without = toolchains.build("clang", source, ARCH, FLAGS)
     assert ptx.parse(without.ptx).version == ptx.parse(with_path.ptx).version
-    monkeypatch.setattr(toolchains, "cuda_roots", lambda: [])
+    monkeypatch.setattr(toolchains.common, "cuda_roots", lambda: [])
     assert not any(c.startswith("--cuda-path") for c in clang.build(source, ARCH, FLAGS, None)[1])
 
 

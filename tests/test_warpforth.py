@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from runner import manifest, ptx, toolchains
-from runner.case_job import obtain_ptx
-from runner.checking import assemble
-from runner.toolchains import cuda_programs
+from runner.definition import manifest, toolchains
+from runner.definition.toolchains import cuda_programs
+from runner.execution.case_job import obtain_ptx
+from runner.execution.checking import assemble
+from runner.gpu import ptx
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = manifest.load(ROOT / "benchmarks" / "cases.toml")

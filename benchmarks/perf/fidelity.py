@@ -49,9 +49,9 @@ class Axpy:
     """Inputs for axpy at n in one context, and a launchable per loaded module."""
 
     def __init__(self, ptx: str, n: int, modules: int = 1):
-        from runner import driver, generator
-        from runner.generator import Distribution
-        from runner.timing.cuda import InternalKernels, Launchable
+        from runner.gpu import driver, generator
+        from runner.gpu.generator import Distribution
+        from runner.measurement.timing.cuda import InternalKernels, Launchable
 
         self.driver = driver
         self.ctx = driver.Context(0)
@@ -84,9 +84,9 @@ class Axpy:
 
 def ptx_engine(ptx: str, sizes: list[int], target_ms: float) -> list[dict]:
     """The runner's figures: hot and cold, events and CUPTI, each with an A/A gap."""
-    from runner import stats
-    from runner.timing import TimingSettings, cupti, measure
-    from runner.timing.cuda import CudaBackend
+    from runner.measurement import stats
+    from runner.measurement.timing import TimingSettings, cupti, measure
+    from runner.measurement.timing.cuda import CudaBackend
 
     rows = []
     for log2n in sizes:
@@ -430,7 +430,8 @@ def main() -> int:
         sys.stdout.buffer.write(orjson.dumps(torch_side(sizes)))
         return 0
 
-    from runner import driver, toolchains
+    from runner.definition import toolchains
+    from runner.gpu import driver
 
     ctx = driver.Context(0)
     major, minor = (ctx.attribute(f"COMPUTE_CAPABILITY_{p}") for p in ("MAJOR", "MINOR"))

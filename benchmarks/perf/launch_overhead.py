@@ -19,10 +19,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from runner import driver, generator, toolchains  # noqa: E402
-from runner.generator import Distribution  # noqa: E402
-from runner.timing import TimingSettings, measure  # noqa: E402
-from runner.timing.cuda import CudaBackend, InternalKernels, Launchable  # noqa: E402
+from runner.definition import toolchains  # noqa: E402
+from runner.gpu import driver, generator  # noqa: E402
+from runner.gpu.generator import Distribution  # noqa: E402
+from runner.measurement.timing import TimingSettings, measure  # noqa: E402
+from runner.measurement.timing.cuda import CudaBackend, InternalKernels, Launchable  # noqa: E402
 
 SOURCE = ROOT / "benchmarks" / "kernels" / "axpy_f64.cu"
 

@@ -15,7 +15,7 @@ import time
 
 import orjson
 
-from runner import oneshot
+from runner.launch import oneshot
 
 
 def request(kind: str, n: int) -> bytes:

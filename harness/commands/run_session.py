@@ -140,7 +140,7 @@ class Session:
             command += ["--commit", self.options["commit"]]
         if self.plan.bundle:
             command += ["--bundle", self.plan.bundle]
-        for label, folder in self.plan.revisions:  # runner.revisions: X@base and X@head
+        for label, folder in self.plan.revisions:  # runner.definition.revisions: X@base and X@head
             command += ["--bundle", f"{label}={folder}"]
         done = self.step("runner bench", [*command, *self.options["runner_args"]])
         return self.keep(done)

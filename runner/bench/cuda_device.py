@@ -2,7 +2,7 @@
 
 Every call runs with torch's current stream set to the runner's own non-blocking stream, in the
 device's primary context (the one torch uses), so CUDA events, the blocking kernel and the L2
-flush of runner.timing apply to callables exactly as to PTX kernels.
+flush of runner.measurement.timing apply to callables exactly as to PTX kernels.
 
 Per implementation, once before timing:
 - capture: one call is captured into a CUDA graph (torch.cuda.CUDAGraph). Every graph of a
@@ -30,8 +30,9 @@ from __future__ import annotations
 import contextlib
 import functools
 
-from runner import driver, environment
-from runner.timing.cuda import InternalKernels, timed_behind_blocker
+from runner.gpu import driver
+from runner.measurement import environment
+from runner.measurement.timing.cuda import InternalKernels, timed_behind_blocker
 
 __all__ = ["CallableBackend", "CudaDevice"]
 
@@ -168,7 +169,7 @@ class _Kept:
 
 
 class CallableBackend:
-    """runner.timing.base.Backend for callables; `info[name]` says how each one was timed."""
+    """runner.measurement.timing.base.Backend for callables; `info[name]` says how each one was timed."""
 
     graph_calls = 100  # calls captured in one graph for hot mode; larger batches replay it
 
@@ -279,7 +280,7 @@ class CallableBackend:
             parts.append("copies inside the call could not be left out, so the row gets no ratio")
         return "; ".join(parts)
 
-    # -- runner.timing.base.Backend ------------------------------------------------------------
+    # -- runner.measurement.timing.base.Backend ------------------------------------------------------------
 
     def warmup(self, name: str, launches: int) -> None:
         run, impl = self._run(name), self.impls[name]

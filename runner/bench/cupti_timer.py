@@ -13,7 +13,7 @@ without it they stay out, which is the copy policy for this timer. The runner's 
 
 from __future__ import annotations
 
-from runner.timing.cupti import is_copy, unavailable_reason, union_s
+from runner.measurement.timing.cupti import is_copy, unavailable_reason, union_s
 
 __all__ = ["KernelBusyTimer", "unavailable_reason", "union_s"]
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.bench.verification import DeclarationError
-from runner.environment import package_version
+from runner.measurement.environment import package_version
 
 __all__ = ["Implementation", "callable_identity", "normalize"]
 

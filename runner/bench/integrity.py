@@ -7,7 +7,7 @@
   the `cupti` timer, a sample's time is the busy time of its own records; with `recheck`, every
   sample gets fresh inputs and its outputs are verified (runner.bench.recheck).
 - `judge()` marks the document: a row whose work left the window, or whose rate is physically
-  impossible on this device (runner.result.impossible; not for a noncomparable row, which
+  impossible on this device (runner.execution.result.impossible; not for a noncomparable row, which
   computes something else than the case declares), is flagged and gets no gap, and the case
   fails with what was found; Runner.compare then raises IntegrityFailed.
 """
@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import time
 
-from runner import result
 from runner.bench import cupti_timer
 from runner.bench.recheck import Recheck
 from runner.bench.verification import DeclarationError
-from runner.timing.cuda import TimingError
+from runner.execution import result
+from runner.measurement.timing.cuda import TimingError
 
 
 class NoKernelTimed(TimingError):
@@ -114,7 +114,7 @@ def watch_reason(device, options) -> str | None:
 
 
 class WatchedBackend:
-    """runner.timing.base.Backend around the device's backend (see the module docstring).
+    """runner.measurement.timing.base.Backend around the device's backend (see the module docstring).
 
     With CUPTI, the recording starts before the device's backend is made (so the graphs are
     captured while it traces), and that preparation is untimed work in its own bracket."""
@@ -201,7 +201,7 @@ class WatchedBackend:
             self._untimed(name, lambda: self.recheck.verify(name, self.inner.last_outputs(name)))
         return seconds
 
-    # -- runner.timing.base.Backend ------------------------------------------------------------
+    # -- runner.measurement.timing.base.Backend ------------------------------------------------------------
 
     def warmup(self, name: str, launches: int) -> None:
         self._untimed(name, lambda: self.inner.warmup(name, launches))

@@ -2,7 +2,7 @@
 
 A workload can declare negative controls (bench.Control: inputs changed so that the check must
 reject the reference's result on them). One that declares none gets null models instead, as
-`runner check` gives every suite case (runner.null_models): outputs that did not do the work,
+`runner check` gives every suite case (runner.execution.null_models): outputs that did not do the work,
 put through the case's own check against the reference's outputs. They are all zeros; a
 constant (the mean of each expected output); a copy of an input of the outputs' shape and
 dtype; and, where the case has float64 (or float32) inputs, the reference computed from inputs

@@ -23,7 +23,7 @@ class TimingOptions:
     verify_only: bool = False
     # "events": CUDA events around each sample; "cupti": the union of the kernel intervals the
     # sample launched (cupti-python), for every implementation of a comparison alike; "auto":
-    # cupti in cold mode where cupti-python works, else events (runner.timing.cupti)
+    # cupti in cold mode where cupti-python works, else events (runner.measurement.timing.cupti)
     timer: str = "auto"
     # every timed sample on fresh inputs from a new seed, its outputs verified (outside timing)
     recheck: bool = False

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import platform
 
-from runner import result, stats
 from runner.bench import arrays, integrity
 from runner.bench.implementation import callable_identity
 from runner.bench.rows import ReportRow
+from runner.execution import result
+from runner.measurement import stats
 
 __all__ = ["case_document", "markdown", "rows"]
 
@@ -67,7 +68,7 @@ def _inputs(case) -> list[dict]:
 def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, error=None) -> dict:
     """The result-document case of one comparison (`timed` = (measurement, settings, info) or
     None; `error` = (phase, message) when the comparison failed)."""
-    case, op_name = runner.case, runner.name
+    case, op_name = runner.execution.case, runner.name
     workload = case.workload
     others = ", ".join(n for n in impls if n != op_name) or "nothing"
     doc = {
@@ -109,7 +110,7 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, erro
     if timed is None:
         return doc
     measurement, settings, info = timed
-    peaks = runner.device.peaks()
+    peaks = runner.gpu.device.peaks()
     flop_dtype = FLOP_DTYPES.get(case.dtype)
     for name, t in measurement.impls.items():
         entry = doc["implementations"][name]
@@ -148,7 +149,7 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, erro
     doc["timing_wall_s"] = measurement.wall_s
     doc["round_orders"] = measurement.orders
     integrity.judge(
-        doc, info, {**peaks, "l2_bytes": getattr(runner.device, "l2_bytes", None)}, case
+        doc, info, {**peaks, "l2_bytes": getattr(runner.gpu.device, "l2_bytes", None)}, case
     )
     return doc
 

@@ -2,7 +2,7 @@
 
 Phases, in order: declare (names, reserved name, controls or null models) -> check (each
 implementation against `case.reference`, shared inputs watched for writes, outputs plain
-tensors) -> prepare (the device captures what it can) -> time (runner.timing's engine, two
+tensors) -> prepare (the device captures what it can) -> time (runner.measurement.timing's engine, two
 passes A B C then C B A, through runner.bench.integrity's watch) -> record (one document case
 and one report row per implementation). A failed check stops before timing; a row flagged by
 the integrity checks raises IntegrityFailed after the case is recorded.
@@ -15,7 +15,6 @@ import dataclasses
 import time
 from dataclasses import dataclass
 
-from runner import timing
 from runner.bench import arrays, integrity, null_models, report
 from runner.bench import session as session_module
 from runner.bench.implementation import Implementation, normalize
@@ -24,6 +23,7 @@ from runner.bench.recheck import RecheckFailed
 from runner.bench.rows import Comparison, ReportRow
 from runner.bench.verification import DeclarationError
 from runner.bench.workload import Case, ReferenceUnavailable
+from runner.measurement import timing
 
 __all__ = [
     "CheckFailed",
@@ -116,7 +116,7 @@ class Runner:
         self.session = session or session_module.current()
         self.options = options or self.session.options
         if self.options.timer == "auto":  # decided once, so every row says which it was
-            from runner.timing import cupti
+            from runner.measurement.timing import cupti
 
             usable = self.options.mode == "cold" and cupti.unavailable_reason() is None
             timer = cupti.resolve_timer("auto", self.options.mode, usable)
@@ -313,7 +313,7 @@ class Runner:
             return measurement, settings, info
 
     def _timed(self, impls: dict[str, Implementation], phases: dict, statuses: dict) -> tuple:
-        """Prepare the device's backend, then measure with runner.timing's engine, watched."""
+        """Prepare the device's backend, then measure with runner.measurement.timing's engine, watched."""
         t1 = time.perf_counter()
         verify = [n for n, s in statuses.items() if s.check["status"] == "passed"]
         backend = integrity.WatchedBackend(self.device, impls, self.case, self.options, verify)

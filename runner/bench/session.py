@@ -13,8 +13,9 @@ from pathlib import Path
 
 from protocol.codec import encode
 from protocol.validation import validate
-from runner import provenance, result
 from runner.bench.options import TimingOptions
+from runner.definition import provenance
+from runner.execution import result
 
 __all__ = ["Session", "current", "reset"]
 
@@ -99,7 +100,7 @@ class Session:
 
     def write(self, output: str | Path | None = None, report: str | Path | None = None) -> dict:
         from runner.bench.report import markdown
-        from runner.suite import write_atomic
+        from runner.execution.suite import write_atomic
 
         doc = self.document()
         if output:

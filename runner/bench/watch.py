@@ -1,7 +1,7 @@
 """Work stays in the window: what ran on the device while a callable was timed, from CUPTI.
 
 While a comparison is timed, CUPTI records every kernel, memcpy and memset of the context
-(runner.timing.cupti). The runner brackets what it does itself on the host's CUPTI clock: each
+(runner.measurement.timing.cupti). The runner brackets what it does itself on the host's CUPTI clock: each
 timed window (from before the sample is queued until its end event has completed) and each
 piece of untimed work (a reset, the warm-up, an L2 flush, a graph capture, a recheck). Every
 record is then put in its place by its timestamps:
@@ -237,7 +237,7 @@ class Watch:
     def __init__(self, context: int, stream: int, synchronize, exempt_no_work=()):
         """`context` and `stream` are driver handles as ints; `synchronize()` waits for the
         whole device (so untimed work has finished when its bracket closes)."""
-        from runner.timing import cupti
+        from runner.measurement.timing import cupti
 
         self.activity = cupti.ActivityWindow(context, stream, include_copies=True)
         self.now = cupti.now_ns  # looked up here, so a test can stand in for CUPTI

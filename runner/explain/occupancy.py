@@ -39,7 +39,7 @@ SUB_PARTITIONS = 4
 MAX_REGISTERS_PER_THREAD = 255
 MAX_THREADS_PER_BLOCK = 1024
 REGISTERS_PER_BLOCK = 65536
-# device attribute names (runner.environment records them) -> our limit names
+# device attribute names (runner.measurement.environment records them) -> our limit names
 DEVICE_KEYS = {
     "max_registers_per_sm": "regs",
     "max_threads_per_sm": "threads",

@@ -1,0 +1,152 @@
+"""PTX bundles: build where each compiler lives, time where the GPU is.
+
+`python -m runner build CASES.toml --out DIR` writes DIR/<case>/<impl>.ptx and DIR/bundle.json
+(toolchain versions, commands, flags, source and PTX hashes; schemas/bundle.schema.json).
+`python -m runner bench CASES.toml --bundle DIR` takes each implementation's PTX from the
+bundle, after checking that its source and case version are the ones on this machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocol.codec import decode, encode
+from protocol.validation import DocumentError, validate
+from runner.definition import provenance, toolchains
+from runner.definition.manifest import CaseSpec, ImplSpec, Suite
+from runner.explain.static import analyze, block_threads
+
+BUNDLE_VERSION = "1.2.0"  # 1.2.0: `static` per implementation
+
+
+class BundleError(ValueError):
+    """The bundle is unreadable, or does not belong to this suite's sources."""
+
+
+def write_bundle(
+    suite: Suite, arch: str, out: Path, say=lambda text: None, static: bool = True
+) -> dict:
+    """Build every implementation it can into `out`; returns the bundle manifest. With `static`,
+    each implementation carries its static analysis for `arch` at the case's timed geometry
+    (runner.explain.static; `harness explain BUNDLE` reads it)."""
+    out.mkdir(parents=True, exist_ok=True)
+    suite_block = {"name": suite.name, "version": suite.version, "sha256": suite.sha256}
+    if suite.primary:
+        suite_block["primary"] = suite.primary
+    manifest = {
+        "schema_version": BUNDLE_VERSION,
+        "kind": "kernelgap.bundle",
+        "suite": suite_block,
+        "arch": arch,
+        "created_utc": provenance.utc_now(),
+        "host": socket.gethostname(),
+        "implementations": [],
+        "skipped": [],
+    }
+    failures = 0
+    for case in suite.cases:
+        for impl in case.impls:
+            try:
+                b = toolchains.build(impl.toolchain, impl.source, arch, impl.flags, impl.command)
+            except toolchains.ToolchainMissing as exc:
+                manifest["skipped"].append({"case": case.id, "impl": impl.name, "reason": str(exc)})
+                say(f"skip  {case.id}/{impl.name}: {exc}")
+                continue
+            except toolchains.BuildError as exc:
+                failures += 1
+                manifest["skipped"].append(
+                    {"case": case.id, "impl": impl.name, "reason": f"build failed: {exc}"}
+                )
+                say(f"FAIL  {case.id}/{impl.name}: {exc}")
+                continue
+            rel = f"{case.id}/{impl.name}.ptx"
+            (out / case.id).mkdir(exist_ok=True)
+            (out / rel).write_text(b.ptx)
+            entry = {
+                "case": case.id,
+                "case_version": case.version,
+                "impl": impl.name,
+                "file": rel,
+                "build": b.provenance(),
+            }
+            if static:
+                entry["role"] = impl.role
+                entry["static"] = static_analysis(case, impl, b.ptx, arch)
+            manifest["implementations"].append(entry)
+            say(f"ok    {case.id}/{impl.name}: {b.toolchain} ({b.version}) -> {rel}")
+    validate(manifest, "bundle", f"{out}/bundle.json")
+    (out / "bundle.json").write_bytes(encode(manifest, pretty=True))
+    manifest["failures"] = failures
+    return manifest
+
+
+def static_analysis(case: CaseSpec, impl: ImplSpec, ptx_text: str, arch: str) -> dict:
+    geometry = case.geometry(case.dims)
+    return analyze(ptx_text, impl.entry, arch, block_threads(geometry.block), geometry.shared_bytes)
+
+
+@dataclass(frozen=True)
+class Bundle:
+    root: Path
+    manifest: dict
+
+    @classmethod
+    def load(cls, root: Path) -> Bundle:
+        path = root / "bundle.json"
+        try:
+            doc = decode(path.read_bytes(), str(path))
+            validate(doc, "bundle", str(path))
+        except OSError as exc:
+            raise BundleError(f"{path}: cannot read the bundle manifest: {exc.strerror}") from None
+        except (ValueError, DocumentError) as exc:
+            raise BundleError(str(exc)) from None
+        missing = [e["file"] for e in doc["implementations"] if not (root / e["file"]).is_file()]
+        if missing:
+            raise BundleError(f"{path}: files listed but missing: {', '.join(missing)}")
+        return cls(root, doc)
+
+    def static(self, case: CaseSpec, impl: ImplSpec, ptx_sha256: str, arch: str) -> dict | None:
+        """The static analysis `runner build` recorded for exactly this PTX and target, if any."""
+        for e in self.manifest["implementations"]:
+            if (e["case"], e["impl"]) == (case.id, impl.name):
+                found = e.get("static")
+                same = e["build"]["ptx_sha256"] == ptx_sha256 and self.manifest["arch"] == arch
+                return found if same and found and found.get("status") == "ok" else None
+        return None
+
+    def lookup(self, case: CaseSpec, impl: ImplSpec) -> tuple[str, dict] | None:
+        """(PTX, provenance) of `impl` if the bundle has it; BundleError if it is stale."""
+        entry = next(
+            (
+                e
+                for e in self.manifest["implementations"]
+                if e["case"] == case.id and e["impl"] == impl.name
+            ),
+            None,
+        )
+        if entry is None:
+            return None
+        where = f"{self.root}/bundle.json: {case.id}/{impl.name}"
+        if entry["case_version"] != case.version:
+            raise BundleError(
+                f"{where}: built for case version {entry['case_version']}, the suite has {case.version}"
+            )
+        source_sha = hashlib.sha256(impl.source.read_bytes()).hexdigest()
+        if entry["build"]["source_sha256"] != source_sha:
+            raise BundleError(
+                f"{where}: built from another source ({impl.source_rel} changed since); rebuild the bundle"
+            )
+        try:
+            ptx = (self.root / entry["file"]).read_text()
+        except OSError as exc:
+            raise BundleError(f"{where}: cannot read {entry['file']}: {exc.strerror}") from None
+        if hashlib.sha256(ptx.encode()).hexdigest() != entry["build"]["ptx_sha256"]:
+            raise BundleError(f"{where}: {entry['file']} does not match its recorded sha256")
+        return ptx, {
+            **entry["build"],
+            "bundle": str(self.root),
+            "bundle_arch": self.manifest["arch"],
+        }

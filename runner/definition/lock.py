@@ -1,0 +1,211 @@
+"""Case versions that cannot drift: the content hash of every published (case, version).
+
+`benchmarks/cases.lock` (beside the manifest, same stem) is append-only. A case's content
+is everything that decides what its numbers mean: dimensions, buffers and generator,
+parameters, launch geometry, tolerance, the reference function's source, the roofline
+expressions, and each implementation's toolchain, entry, flags and source bytes. Editing
+any of it without bumping the case's `version` makes `verify()` fail, and a version once
+recorded can never be re-recorded with other content.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import tomllib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import orjson
+
+from runner.definition.manifest import CaseSpec, ManifestError, Suite
+
+HEADER = (
+    "# Content hashes of every published (case, version) of the suite; append-only.\n"
+    "# Written by `python -m runner lock <manifest>`; checked by `runner check` and the tests.\n"
+    "# A case whose content changed needs a new version: never edit a recorded line.\n"
+)
+
+
+class LockError(ValueError):
+    """The manifest and its lock disagree; the message says which case and what to do."""
+
+
+def lock_path(suite: Suite) -> Path:
+    return suite.path.with_suffix(".lock")
+
+
+def _function_source(file: Path, name: str) -> str:
+    """The reference function's syntax tree, with the module-level definitions it uses (helper
+    functions, constants), so reformatting is no change and any edit of code it runs is.
+    (The generator is pinned by golden values in tests/test_generator.py.)"""
+    module = ast.parse(file.read_text())
+    defined: dict[str, ast.AST] = {}
+    for node in module.body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            defined[node.name] = node
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Name):
+                    defined[target.id] = node
+    if not isinstance(defined.get(name), ast.FunctionDef):
+        raise ManifestError(f"{file}: no function {name!r} (the reference of a case)")
+    parts, seen, todo = [], set(), [name]
+    while todo:
+        current = todo.pop()
+        if current in seen or current not in defined:
+            continue
+        seen.add(current)
+        node = defined[current]
+        body = getattr(node, "body", None)
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            node.body = body[1:]  # a docstring is prose, not code
+        parts.append(ast.dump(node))
+        todo.extend(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+    return "\n".join(sorted(parts))
+
+
+def case_content(suite: Suite, case: CaseSpec) -> dict:
+    """What a case's numbers depend on apart from its implementations (input of `content_sha256`)."""
+    ref_file, ref_name = case.reference.split(":", 1)
+    return {
+        "id": case.id,
+        "dims": case.dims,
+        "check_dims": case.check_dims,
+        "buffers": [
+            {**asdict(b), "dist": asdict(b.dist) if b.dist else None} for b in case.buffers
+        ],
+        "params": [asdict(p) for p in case.params],
+        "grid": case.grid,
+        "block": case.block,
+        "shared_bytes": case.shared_bytes,
+        "tolerance": {"rtol": case.rtol, "atol": case.atol, "exact": case.exact},
+        "reference": _function_source(suite.root / ref_file, ref_name),
+        "roofline": {"bytes": case.bytes, "flops": case.flops, "flop_dtype": case.flop_dtype},
+        "baseline": case.baseline.name,
+    }
+
+
+def _sha(data) -> str:
+    return hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def content_sha256(suite: Suite, case: CaseSpec) -> str:
+    return _sha(case_content(suite, case))
+
+
+def impl_sha256(impl) -> str:
+    """An implementation's toolchain, entry, flags and source bytes."""
+    return _sha(
+        {
+            "role": impl.role,
+            "toolchain": impl.toolchain,
+            "entry": impl.entry,
+            "flags": list(impl.flags),
+            "command": impl.command,
+            "source_sha256": hashlib.sha256(impl.source.read_bytes()).hexdigest(),
+        }
+    )
+
+
+@dataclass(frozen=True)
+class Recorded:
+    sha256: str
+    impls: dict
+
+
+def read_lock(path: Path) -> dict[tuple[str, int], Recorded]:
+    if not path.exists():
+        return {}
+    try:
+        doc = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise LockError(f"{path}: malformed TOML: {exc}") from None
+    recorded: dict[tuple[str, int], Recorded] = {}
+    for i, entry in enumerate(doc.get("version", [])):
+        if set(entry) != {"case", "version", "sha256", "impls"}:
+            raise LockError(
+                f"{path}: version[{i}]: expected exactly case, version, sha256 and impls"
+            )
+        key = (entry["case"], entry["version"])
+        if key in recorded:
+            raise LockError(f"{path}: case {key[0]!r} version {key[1]} is recorded twice")
+        recorded[key] = Recorded(entry["sha256"], dict(entry["impls"]))
+    return recorded
+
+
+def _changes(suite: Suite, case: CaseSpec, known: Recorded) -> list[str]:
+    """What changed in `case` since `known` was recorded (new implementations are not changes)."""
+    changed = []
+    if known.sha256 != content_sha256(suite, case):
+        changed.append(
+            "its dimensions, buffers, parameters, geometry, tolerance, reference or roofline"
+        )
+    for impl in case.impls:
+        if impl.name in known.impls and known.impls[impl.name] != impl_sha256(impl):
+            changed.append(
+                f"implementation {impl.name!r} (source {impl.source_rel}, toolchain, entry or flags)"
+            )
+    return changed
+
+
+def verify(suite: Suite) -> list[str]:
+    """Problems (empty when every case's current content matches its recorded version)."""
+    path = lock_path(suite)
+    recorded = read_lock(path)
+    problems = []
+    for case in suite.cases:
+        known = recorded.get((case.id, case.version))
+        if known is None:
+            problems.append(
+                f"{path}: case {case.id!r} version {case.version} is not recorded; "
+                f"run `python -m runner lock {suite.path}`"
+            )
+            continue
+        changed = _changes(suite, case, known)
+        if changed:
+            problems.append(
+                f"{suite.path}: case {case.id!r}: changed since version {case.version} was recorded "
+                f"({'; '.join(changed)}): bump its version, then run `python -m runner lock {suite.path}`"
+            )
+        added = [i.name for i in case.impls if i.name not in known.impls]
+        if added:
+            problems.append(
+                f"{path}: case {case.id!r} version {case.version}: implementations {added} are not "
+                f"recorded; run `python -m runner lock {suite.path}`"
+            )
+    return problems
+
+
+def _entry(case_id: str, version: int, sha: str, impls: dict) -> str:
+    pairs = ", ".join(f'"{name}" = "{digest}"' for name, digest in sorted(impls.items()))
+    return f'[[version]]\ncase = "{case_id}"\nversion = {version}\nsha256 = "{sha}"\nimpls = {{ {pairs} }}\n'
+
+
+def record(suite: Suite) -> list[tuple[str, int]]:
+    """Record new (case, version)s and new implementations of recorded versions; refuse changes."""
+    path = lock_path(suite)
+    recorded = read_lock(path)
+    touched = []
+    for case in suite.cases:
+        key = (case.id, case.version)
+        known = recorded.get(key)
+        if known is not None:
+            changed = _changes(suite, case, known)
+            if changed:
+                raise LockError(
+                    f"{suite.path}: case {case.id!r}: version {case.version} is already recorded and "
+                    f"{'; '.join(changed)} changed since: bump the case's version"
+                )
+        impls = dict(known.impls) if known else {}
+        new = {i.name: impl_sha256(i) for i in case.impls if i.name not in impls}
+        if known is None or new:
+            impls.update(new)
+            recorded[key] = Recorded(known.sha256 if known else content_sha256(suite, case), impls)
+            touched.append(key)
+    if touched:
+        entries = "".join(
+            f"\n{_entry(cid, ver, r.sha256, r.impls)}" for (cid, ver), r in recorded.items()
+        )
+        path.write_text(HEADER + entries)
+    return touched

@@ -1,0 +1,118 @@
+"""Toolchains behind one interface: `build(toolchain, source, arch, flags, template) -> Build`.
+
+One module per toolchain; `TOOLCHAINS` maps the manifest's `toolchain` names to them. Each module
+has `build(source, arch, flags, template) -> (ptx_text, command)` and `version(template) -> str`,
+and a module that runs a program has `program(template) -> str`, its path (the build records the
+sha256 of that file as the compiler's identity); `template` is the implementation's command
+template and only the `command` toolchain reads it.
+A module raises `ToolchainMissing` when its compiler is not installed here (the implementation is
+then skipped with that reason) and `BuildError` when the compiler rejects the source.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runner.definition.toolchains import clang, command, cuda_programs, nvcc, nvrtc, prebuilt
+from runner.definition.toolchains.common import BuildError, ToolchainMissing, cuda_roots
+
+__all__ = [
+    "TOOLCHAINS",
+    "Build",
+    "BuildError",
+    "ToolchainMissing",
+    "build",
+    "compiler_sha256",
+    "cuda_programs",
+    "cuda_roots",
+]
+
+
+@dataclass
+class Build:
+    ptx: str
+    toolchain: str
+    version: str
+    command: list[str]
+    flags: list[str]
+    source_sha256: str
+    build_s: float = 0.0
+    compiler_sha256: str | None = None  # the compiler program's file, where there is one
+    ptx_sha256: str = field(init=False)
+
+    def __post_init__(self):
+        self.ptx_sha256 = hashlib.sha256(self.ptx.encode()).hexdigest()
+
+    def provenance(self) -> dict:
+        record = {
+            "toolchain": self.toolchain,
+            "version": self.version,
+            "command": self.command,
+            "flags": self.flags,
+            "source_sha256": self.source_sha256,
+            "ptx_sha256": self.ptx_sha256,
+            "build_s": self.build_s,
+        }
+        if self.compiler_sha256:
+            record["compiler_sha256"] = self.compiler_sha256
+        return record
+
+
+@functools.cache
+def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
+    """sha256 of a file, cached per (path, size, mtime) so a suite hashes each compiler once."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def compiler_sha256(module, template: str | None) -> str | None:
+    """sha256 of the toolchain's program file (symlinks resolved), or None where it has none."""
+    find = getattr(module, "program", None)
+    if find is None:
+        return None
+    real = Path(find(template)).resolve()
+    stat = real.stat()
+    return _file_sha256(str(real), stat.st_size, stat.st_mtime_ns)
+
+
+TOOLCHAINS = {"nvcc": nvcc, "nvrtc": nvrtc, "clang": clang, "command": command, "ptx": prebuilt}
+
+
+def build(
+    toolchain: str,
+    source: Path,
+    arch: str,
+    flags: tuple[str, ...] = (),
+    template: str | None = None,
+) -> Build:
+    """Build `source` for `arch` (e.g. "sm_90") with the named toolchain.
+
+    `template` is the command template of the `command` toolchain (ignored by the others).
+    build_s is the wall time of the compile alone, version look-up excluded.
+    """
+    module = TOOLCHAINS.get(toolchain)
+    if module is None:
+        raise BuildError(
+            f"{source}: unknown toolchain {toolchain!r}; expected one of {sorted(TOOLCHAINS)}"
+        )
+    source_bytes = Path(source).read_bytes()
+    t0 = time.perf_counter()
+    ptx, command_line = module.build(Path(source), arch, list(flags), template)
+    elapsed = time.perf_counter() - t0
+    return Build(
+        ptx=ptx,
+        toolchain=toolchain,
+        version=module.version(template),
+        command=command_line,
+        flags=list(flags),
+        source_sha256=hashlib.sha256(source_bytes).hexdigest(),
+        build_s=elapsed,
+        compiler_sha256=compiler_sha256(module, template),
+    )

@@ -1,0 +1,323 @@
+"""One case on the GPU, in phases: load, inputs, check, timing. Runs inside a worker process.
+
+Every implementation's PTX is loaded into the one context of this process; the case is
+timed only if every implementation passed the gate. Whatever was measured before a
+failure stays in the record, which names the phase and the CUDA error.
+"""
+
+from __future__ import annotations
+
+import time
+
+from runner.definition import manifest, spec
+from runner.definition.reference import load_reference
+from runner.gpu import driver, ptx
+from runner.measurement import gate
+from runner.measurement.timing import TimingSettings, clocks, cupti, measure, output_dependence
+from runner.measurement.timing.cuda import CudaBackend, InternalKernels, Launchable
+
+DYNAMIC_SHARED_DEFAULT_LIMIT = 48 * 1024
+CHECK_GUARD_BYTES = 64 * 1024  # canary bands around every buffer at the correctness size
+
+
+class PhaseError(RuntimeError):
+    def __init__(self, phase: str, message: str, cuda_error: str | None = None):
+        super().__init__(message)
+        self.phase, self.cuda_error = phase, cuda_error
+
+
+def error_record(phase: str, exc: BaseException) -> dict:
+    record = {"phase": phase, "message": str(exc) or type(exc).__name__}
+    if isinstance(exc, driver.CudaError):
+        record["cuda_error"] = exc.name
+    elif isinstance(exc, PhaseError) and exc.cuda_error:
+        record["cuda_error"] = exc.cuda_error
+    return record
+
+
+def resolve_kernel(module: driver.Module, entry: str, geometry: spec.Geometry) -> driver.Kernel:
+    kernel = module.kernel(entry, geometry.grid, geometry.block, geometry.shared_bytes)
+    if geometry.shared_bytes > DYNAMIC_SHARED_DEFAULT_LIMIT:
+        d = driver.cu()
+        attr = d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        driver.check(
+            d.cuFuncSetAttribute(kernel.function, attr, geometry.shared_bytes),
+            f"cuFuncSetAttribute({entry})",
+        )
+    return kernel
+
+
+class CaseRun:
+    """The GPU state of one case (context, stream, modules) and its phases, in order."""
+
+    def __init__(self, job: dict, emit):
+        self.job, self.emit = job, emit
+        self.suite = manifest.load(job["manifest"])
+        self.case = self.suite.case(job["case"])
+        self.settings = TimingSettings(**job["timing"])
+        # revisions of a candidate (runner.definition.revisions: X@base, X@head) stand in X's place
+        self.variant_of = job.get("variants", {})
+        self.names = [
+            n
+            for i in self.case.impls
+            for n in (i.name, *(v for v, of in self.variant_of.items() if of == i.name))
+            if n in job["ptx"]
+        ]
+        baseline = self.case.baseline.name  # bench sends a case only when its baseline was built
+        self.baseline_first = [baseline] + [n for n in self.names if n != baseline]
+        self.record = {"impls": {n: {} for n in self.names}, "phases_s": {}}
+        self.phase = "setup"
+        self.ctx = self.stream = self.internal = None
+        self.modules: dict[str, driver.Module] = {}
+
+    def enter(self, phase: str, **extra) -> None:
+        self.phase = phase
+        self.emit({"event": "phase", "phase": phase, **extra})
+
+    def setup(self) -> None:
+        self.enter("setup")
+        self.ctx = driver.Context(self.job.get("device", 0))
+        self.stream = driver.Stream()
+        self.internal = InternalKernels(self.ctx)
+
+    def load(self) -> None:
+        self.enter("load")
+        for name in self.names:
+            text = self.job["ptx"][name]
+            self.modules[name] = driver.Module(text, f"{self.case.id}/{name}")
+            self.record["impls"][name]["load_s"] = self.modules[name].load_s
+            self.record["impls"][name]["ptx"] = ptx.describe(ptx.parse(text))
+
+    def kernel(self, name: str, geometry: spec.Geometry) -> driver.Kernel:
+        impl = self.case.impl(self.variant_of.get(name, name))
+        return resolve_kernel(self.modules[name], impl.entry, geometry)
+
+    def check(self) -> None:
+        """The correctness gate at check_dims; raises PhaseError unless every implementation passed."""
+        self.enter("check")
+        case, impls = self.case, self.record["impls"]
+        t0 = time.perf_counter()
+        tol = gate.Tolerance.of(case)
+        geometry = case.geometry(case.check_dims)
+        reference = load_reference(self.suite, case)
+        buffers = gate.DeviceBuffers(case, geometry, self.internal, self.stream, CHECK_GUARD_BYTES)
+        try:
+            host_inputs = buffers.host_inputs()
+            expected = gate.expected_outputs(case, geometry, reference, host_inputs)
+            args = buffers.kernel_args()
+            outputs = {}
+            baseline = case.baseline.name
+            for name in self.baseline_first:
+                kernel = self.kernel(name, geometry)
+                try:
+                    impls[name]["check"], outputs[name] = gate.check_impl(
+                        case,
+                        buffers,
+                        lambda k=kernel: k.launch(self.stream, args),
+                        expected,
+                        host_inputs,
+                        tol,
+                    )
+                except driver.CudaError as exc:
+                    impls[name]["check"] = {"status": "failed", "problems": [str(exc)]}
+                    raise PhaseError("check", f"implementation {name}: {exc}", exc.name) from exc
+                if name != baseline:
+                    gate.cross_check(
+                        impls[name]["check"],
+                        outputs[name],
+                        baseline,
+                        outputs[baseline],
+                        case,
+                        tol.between_implementations(),
+                    )
+        finally:
+            buffers.free()
+        self.record["phases_s"]["check_s"] = time.perf_counter() - t0
+        failed = [n for n in self.names if impls[n]["check"]["status"] != "passed"]
+        if failed:
+            details = "; ".join(
+                f"{n}: {' / '.join(impls[n]['check']['problems'][:3])}" for n in failed
+            )
+            raise PhaseError("check", f"correctness gate failed for {', '.join(failed)}: {details}")
+
+    def time(self) -> None:
+        """Inputs at the canonical size, then the timing strategy; raw samples into the record."""
+        self.enter("inputs")
+        t0 = time.perf_counter()
+        geometry = self.case.geometry(self.case.dims)
+        fits_device(self.case, geometry)
+        buffers = gate.DeviceBuffers(self.case, geometry, self.internal, self.stream)
+        pristine = []  # (buffer, copy) of every inout buffer, restored before each sample
+        try:
+            buffers.fill_inputs()
+            for b in self.case.buffers:
+                if b.role == "inout":
+                    copy = driver.Buffer(buffers.buffers[b.name].nbytes)
+                    copy.copy_from(buffers.buffers[b.name], self.stream)
+                    pristine.append((buffers.buffers[b.name], copy))
+            self.stream.synchronize()
+            self.record["phases_s"]["inputs_s"] = time.perf_counter() - t0
+            args = buffers.kernel_args()
+            launchables = {n: Launchable(self.kernel(n, geometry), args) for n in self.names}
+            verify = None
+            if not self.job.get("skip_check"):
+                reference = self.cross_check_timed_size(buffers, launchables, pristine)
+                verify = self.verifier(buffers, reference)
+            self.enter("timing", mode=self.settings.mode, timer=self.settings.timer)
+            outputs = [buffers.buffers[b.name] for b in self.case.buffers if b.role == "output"]
+            window = None
+            if self.settings.timer == "cupti":
+                window = cupti.ActivityWindow(int(self.ctx.handle), int(self.stream.handle))
+            backend = CudaBackend(
+                self.stream,
+                self.internal,
+                launchables,
+                pristine,
+                self.settings.graph_launches,
+                outputs,
+                window,
+                verify,
+            )
+            monitor, source = clocks.open_monitor(
+                self.job.get("device", 0), self.job.get("device_uuid")
+            )
+            try:
+                m = measure(backend, self.names, self.settings, monitor, self.case.baseline.name)
+                m.clocks_source = source
+                if m.mode == "hot":
+                    self.enter("timing", mode="hot, outputs poisoned")
+                    found = output_dependence.check(backend, self.names, m, verify)
+                    for name, integrity in found.items():
+                        self.record["impls"][name]["integrity"] = integrity
+            finally:
+                backend.close()
+                if window is not None:
+                    window.close()
+            self.ctx.synchronize()
+        finally:
+            for _, copy in pristine:
+                copy.free()
+            buffers.free()
+        self.record["measurement"] = {
+            "mode": m.mode,
+            "warmup": m.warmup,
+            "wall_s": m.wall_s,
+            "orders": m.orders,
+            "impls": {n: vars(t) for n, t in m.impls.items()},
+            "precision": m.precision,
+            "clocks_source": m.clocks_source,
+        }
+
+    def verifier(self, buffers: gate.DeviceBuffers, reference: dict):
+        """verify(name) -> None, or how the outputs a timed launch left differ from the
+        baseline's at the timed size (`reference`, from cross_check_timed_size)."""
+        tol = gate.Tolerance.of(self.case).between_implementations()
+        baseline = self.case.baseline.name
+
+        def verify(name: str) -> str | None:
+            self.stream.synchronize()
+            for b, expected in reference.items():
+                found = gate.compare(buffers.download(b), expected, tol)
+                if found["mismatches"]:
+                    return (
+                        f"after a timed launch of {name}, {b} differs from baseline {baseline} "
+                        f"in {found['mismatches']} of {found['elements']} elements (first at "
+                        f"index {found['first_mismatch']['index']}): the launch did not do the work"
+                    )
+            return None
+
+        return verify
+
+    def cross_check_timed_size(
+        self, buffers: gate.DeviceBuffers, launchables: dict, pristine: list
+    ) -> dict:
+        """One launch of each implementation at the timed size, its outputs compared with the
+        baseline's: behaviour that only shows at the large size (a loop that runs only there,
+        a size-dependent branch) cannot slip past the gate into the timing. Returns the
+        baseline's outputs, which the timed launches are verified against afterwards."""
+        self.enter("check", size="timed")
+        t0 = time.perf_counter()
+        case, impls, baseline = self.case, self.record["impls"], self.case.baseline.name
+        tol = gate.Tolerance.of(case).between_implementations()
+        written = [b.name for b in case.buffers if b.written]
+        reference = None
+        for name in self.baseline_first:
+            for destination, copy in pristine:
+                destination.copy_from(copy, self.stream)
+            buffers.poison_outputs(gate.POISON_BYTES[0])
+            launchables[name].enqueue(self.stream)
+            self.stream.synchronize()
+            outputs = {b: buffers.download(b) for b in written}
+            if reference is None:
+                reference = outputs
+                continue
+            check = impls[name].setdefault("check", {"status": "passed", "problems": []})
+            for b in written:
+                found = gate.compare(outputs[b], reference[b], tol)
+                found.update({"against": f"baseline:{baseline}", "buffer": b, "size": "timed"})
+                check.setdefault("against", []).append(found)
+                if found["mismatches"]:
+                    check["status"] = "failed"
+                    check["problems"].append(
+                        f"{b}: at the timed size {found['mismatches']} of {found['elements']} elements differ "
+                        f"from baseline {baseline} (first at index {found['first_mismatch']['index']})"
+                    )
+            del outputs
+        self.record["phases_s"]["check_timed_size_s"] = time.perf_counter() - t0
+        failed = [n for n in self.names if impls[n].get("check", {}).get("status") == "failed"]
+        if failed:
+            raise PhaseError(
+                "check", f"at the timed size, {', '.join(failed)} disagree with baseline {baseline}"
+            )
+        return reference
+
+    def close(self) -> None:
+        """Release everything unless a sticky error poisoned the context (the process then exits)."""
+        if self.record.get("sticky"):
+            return
+        for module in self.modules.values():
+            module.unload()
+        if self.internal is not None:
+            self.internal.close()
+        if self.stream is not None:
+            self.stream.destroy()
+        if self.ctx is not None:
+            self.ctx.close()
+
+
+def fits_device(case: manifest.CaseSpec, geometry: spec.Geometry) -> None:
+    """PhaseError("inputs") before any allocation when the case's buffers at the timed size (with
+    a copy of each inout buffer) exceed the device's free memory, naming the largest buffer."""
+    sizes = spec.buffer_bytes(case, geometry.lengths)
+    need = sum(sizes.values()) + sum(sizes[b.name] for b in case.buffers if b.role == "inout")
+    free_bytes, _total = driver.check(driver.cu().cuMemGetInfo(), "cuMemGetInfo")
+    if need > int(free_bytes):
+        big = max(case.buffers, key=lambda b: sizes[b.name])
+        raise PhaseError(
+            "inputs",
+            f"case {case.id}: its buffers need {need:.4g} bytes at the timed size, the device has "
+            f"{int(free_bytes):.4g} free; the largest is buffers.{big.name} (length {big.length!r} "
+            f"= {geometry.lengths[big.name]} {big.dtype} values, {sizes[big.name]:.4g} bytes)",
+        )
+
+
+def run_case(job: dict, emit) -> dict:
+    """Run the case that `job` names; `emit(event_dict)` reports phases as they start."""
+    run = CaseRun(job, emit)
+    try:
+        run.setup()
+        run.load()
+        if not job.get("skip_check"):
+            run.check()
+        run.time()
+        run.record["status"] = "ok"
+    except Exception as exc:
+        run.record["status"] = "failed"
+        run.record["error"] = error_record(getattr(exc, "phase", run.phase), exc)
+        cuda_error = (
+            exc.name if isinstance(exc, driver.CudaError) else getattr(exc, "cuda_error", None)
+        )
+        run.record["sticky"] = cuda_error in driver.STICKY_ERRORS
+    finally:
+        run.close()
+    return run.record

@@ -1,0 +1,90 @@
+"""`runner check`: validate a suite and build every implementation without a GPU (CI runs it).
+
+The report goes to stderr, like `runner build`'s: stdout carries documents only (there is none
+here), and the verdict is the exit status.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from pathlib import Path
+
+import click
+
+from runner.definition import manifest
+from runner.definition.toolchains import cuda_programs
+from runner.execution.case_job import build_case, case_skeleton
+from runner.execution.null_models import passing_null_models
+
+
+def _say(text: str) -> None:
+    click.echo(text, err=True)
+
+
+def assemble(ptx_text: str, arch: str) -> str | None:
+    """Run ptxas on the PTX; returns None when it assembles, else ptxas's message."""
+    ptxas = cuda_programs.find("ptxas")
+    if ptxas is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="kernelgap-ptxas-") as tmp:
+        src = Path(tmp) / "module.ptx"
+        src.write_text(ptx_text.rstrip("\0"))  # ptxas rejects the NUL the driver wants
+        done = subprocess.run(
+            [ptxas, f"-arch={arch}", str(src), "-o", str(Path(tmp) / "module.cubin")],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        return None if done.returncode == 0 else (done.stderr or done.stdout).strip()
+
+
+def check_suite(suite: manifest.Suite, arch: str, require_all: bool = False) -> int:
+    """Print one line per implementation, then a summary that counts the skipped ones by reason;
+    0 when every buildable implementation assembles (and, with `require_all`, none was skipped)."""
+    failures = 0
+    skipped: dict[str, list[str]] = {}  # reason -> case/impl
+    have_ptxas = cuda_programs.find("ptxas") is not None
+    for case in suite.cases:
+        doc = case_skeleton(case)
+        notes: list[str] = []
+        built = build_case(case, arch, doc, notes.append)
+        if doc["status"] == "failed":
+            failures += 1
+            _say(f"FAIL  {case.id}: {doc['error']['phase']}: {doc['error']['message']}")
+            for note in notes:  # e.g. why the baseline was skipped
+                _say(f"      {note.strip()}")
+            continue
+        try:
+            admitted = passing_null_models(suite, case)
+        except manifest.ManifestError as exc:
+            admitted = [f"(the reference could not run: {exc})"]
+        if admitted:
+            failures += 1
+            _say(
+                f"FAIL  {case.id}: tolerance: outputs that did not do the work pass it at the check "
+                f"size: {'; '.join(admitted)} (tighten the tolerance or make the data less degenerate)"
+            )
+        for name, impl in doc["implementations"].items():
+            if name not in built:
+                reason = impl.get("skip_reason", "not built")
+                skipped.setdefault(reason, []).append(f"{case.id}/{name}")
+                _say(f"skip  {case.id}/{name}: {reason}")
+                continue
+            problem = assemble(built[name], arch)
+            if problem:
+                failures += 1
+                _say(f"FAIL  {case.id}/{name}: ptxas -arch={arch}: {problem}")
+            else:
+                how = f"ptxas -arch={arch} ok" if have_ptxas else "ptxas not found: not assembled"
+                _say(
+                    f"ok    {case.id}/{name}: {impl['toolchain']}, PTX {impl['ptx']['version']} {impl['ptx']['target']}, {how}"
+                )
+    count = sum(len(v) for v in skipped.values())
+    _say(
+        f"{suite.path}: {len(suite.cases)} case(s), {failures} failure(s), {count} skipped"
+        + (" (--require-all: skips fail the check)" if require_all and count else "")
+    )
+    for reason, where in skipped.items():
+        _say(f"  skipped {len(where)}: {reason} ({', '.join(where)})")
+    return 1 if failures or (require_all and count) else 0

@@ -1,0 +1,107 @@
+"""Run a job in a fresh worker process with a deadline, so faults and hangs stay contained."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from protocol.codec import decode, encode
+from runner.execution.processes import spawn_worker
+
+
+@dataclass
+class WorkerOutcome:
+    record: dict | None = None  # the worker's final record, None if it never sent one
+    events: list[dict] = field(default_factory=list)
+    last_phase: str | None = None
+    timed_out: bool = False
+    returncode: int | None = None
+    stderr_tail: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+
+
+def _pump_events(stream, events: queue.Queue) -> None:
+    for line in stream:
+        line = line.strip()
+        if line:
+            try:
+                events.put(decode(line, "worker event"))
+            except ValueError:
+                events.put({"event": "garbage", "text": line[:500].decode(errors="replace")})
+    events.put(None)
+
+
+def _pump_log(stream, tail: deque, echo: bool) -> None:
+    for raw in stream:
+        text = raw.decode(errors="replace").rstrip("\n")
+        tail.append(text)
+        if echo:
+            print(f"    | {text}", file=sys.stderr, flush=True)
+
+
+def run_worker(
+    job: dict, timeout_s: float, on_event=None, echo_stderr: bool = True
+) -> WorkerOutcome:
+    """Run `job` in `python -m runner.execution.worker`; kill the whole process group at the deadline."""
+    # Events travel on their own pipe: a kernel's printf lands on the worker's stdout, which is
+    # treated as log output like its stderr, so it can never corrupt an event line.
+    t0 = time.monotonic()
+    proc, event_read = spawn_worker("runner.execution.worker")
+    outcome = WorkerOutcome()
+    events: queue.Queue = queue.Queue()
+    tail: deque = deque(maxlen=40)
+    readers = [
+        threading.Thread(
+            target=_pump_events, args=(os.fdopen(event_read, "rb"), events), daemon=True
+        ),
+        threading.Thread(target=_pump_log, args=(proc.stdout, tail, echo_stderr), daemon=True),
+        threading.Thread(target=_pump_log, args=(proc.stderr, tail, echo_stderr), daemon=True),
+    ]
+    for reader in readers:
+        reader.start()
+    try:
+        proc.stdin.write(encode(job))
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    deadline = t0 + timeout_s
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            outcome.timed_out = True
+            break
+        try:
+            event = events.get(timeout=remaining)
+        except queue.Empty:
+            outcome.timed_out = True
+            break
+        if event is None:
+            break
+        outcome.events.append(event)
+        if event.get("event") == "phase":
+            outcome.last_phase = event.get("phase")
+        elif event.get("event") == "result":
+            outcome.record = event.get("record")
+        if on_event is not None:
+            on_event(event)
+    if outcome.timed_out:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    try:
+        outcome.returncode = proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        outcome.returncode = proc.wait()
+    for reader in readers:
+        reader.join(timeout=5)
+    outcome.stderr_tail = list(tail)
+    outcome.wall_s = time.monotonic() - t0
+    return outcome

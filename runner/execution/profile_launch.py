@@ -1,0 +1,62 @@
+"""The small program that Nsight Compute profiles: one launch of one implementation at the timed
+size (`python -m runner profile-case JOB.json`, run under ncu by runner.explain.profiling).
+
+It loads the implementation's PTX, generates the case's inputs on the device exactly as the
+timing phase does, launches the kernel once and exits. ncu's kernel filter picks that launch out
+of the generator's; nothing here is timed, and nothing here is ever part of a timed sample.
+JOB.json: {"manifest", "case", "impl", "ptx", "device"}.
+"""
+
+from __future__ import annotations
+
+from protocol.codec import decode
+
+
+def launch_once(job: dict) -> dict:
+    """Inputs at the timed size, one launch of the implementation, synchronize; what ran."""
+    from runner.definition import manifest
+    from runner.execution.case import fits_device, resolve_kernel
+    from runner.gpu import driver
+    from runner.measurement import gate
+    from runner.measurement.timing.cuda import InternalKernels
+
+    suite = manifest.load(job["manifest"])
+    case = suite.case(job["case"])
+    impl = case.impl(
+        job["impl"].partition("@")[0]
+    )  # a revision X@head is X (runner.definition.revisions)
+    geometry = case.geometry(case.dims)
+    with driver.Context(job.get("device", 0)) as ctx:
+        stream = driver.Stream()
+        internal = InternalKernels(ctx)
+        module = driver.Module(job["ptx"], f"{case.id}/{impl.name}")
+        try:
+            fits_device(case, geometry)
+            buffers = gate.DeviceBuffers(case, geometry, internal, stream)
+            try:
+                buffers.fill_inputs()
+                stream.synchronize()
+                kernel = resolve_kernel(module, impl.entry, geometry)
+                kernel.launch(stream, buffers.kernel_args())
+                stream.synchronize()
+            finally:
+                buffers.free()
+        finally:
+            module.unload()
+            internal.close()
+            stream.destroy()
+    return {
+        "case": case.id,
+        "impl": impl.name,
+        "entry": impl.entry,
+        "dims": geometry.dims,
+        "grid": list(geometry.grid),
+        "block": list(geometry.block),
+        "shared_bytes": geometry.shared_bytes,
+        "launches": 1,
+    }
+
+
+def main(job_path: str) -> dict:
+    with open(job_path, "rb") as f:
+        return launch_once(decode(f.read(), job_path))

@@ -1,0 +1,225 @@
+"""`runner bench`: build, gate and time every case of a suite, one worker process per case.
+
+This process never creates a CUDA context: the environment probe and each case run in
+worker processes (runner.execution.isolation), so a case that faults or hangs is killed and
+recorded as a structured error while the remaining cases still run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from protocol.codec import encode
+from protocol.progress import PARTIAL_DOCUMENT_PREFIX
+from protocol.validation import DocumentError, validate
+from runner.definition import manifest, provenance
+from runner.definition.bundle import Bundle, BundleError
+from runner.execution import result
+from runner.execution.case_job import (
+    BenchOptions,
+    case_skeleton,
+    over_budget,
+    record_failure,
+    run_one,
+    timing_settings,
+)
+from runner.execution.isolation import run_worker
+from runner.gpu import driver
+from runner.measurement import environment
+from runner.measurement.timing import cupti
+
+
+class Progress:
+    """Human progress on stderr: one line per case and phase (silent with -q)."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+
+    def __call__(self, text: str) -> None:
+        if not self.quiet:
+            print(text, file=sys.stderr, flush=True)
+
+
+def effective_mode(cases, options: BenchOptions) -> str | None:
+    """The run's timing mode for options.mode: --mode, else the one mode the manifest gives its
+    cases (so a run on the defaults and a later explicit `--mode hot` run say the same); cases
+    of several modes give them joined, "cold+hot"."""
+    modes = sorted({timing_settings(case, options)["mode"] for case in cases})
+    return "+".join(modes) or None
+
+
+def probe_environment(options: BenchOptions) -> dict:
+    """The device and software block, measured in a worker (raises NoGpuError without a GPU)."""
+    outcome = run_worker(
+        {"job": "environment", "device": options.device},
+        timeout_s=180,
+        echo_stderr=not options.quiet,
+    )
+    record = outcome.record or {}
+    if record.get("no_gpu"):
+        raise driver.NoGpuError(record["error"]["message"])
+    if record.get("status") != "ok":
+        why = record.get("error", {}).get("message") or (
+            "timed out" if outcome.timed_out else "\n".join(outcome.stderr_tail)
+        )
+        raise driver.NoGpuError(f"the environment probe failed: {why}")
+    return record["environment"]
+
+
+def _duration(seconds: float) -> str:
+    """1h02m, 3m05s, 42s."""
+    seconds = round(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+def position(done: int, total: int, elapsed_s: float) -> str:
+    """`[3/8]`, with the time spent and, once a case has finished, an estimate of the time left
+    (the mean time of the finished cases times the cases to go)."""
+    where = f"[{done + 1}/{total}]"
+    if done == 0:
+        return where
+    left_s = elapsed_s / done * (total - done)
+    return f"{where} {_duration(elapsed_s)} so far, about {_duration(left_s)} left"
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """`data` under `path`, whole or not at all: a temporary file in the same folder, flushed to
+    disk, then renamed over `path`. On any failure (a full disk) the temporary file is removed
+    and the error raised; an earlier document under `path` stays as it was."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, int]:
+    """Returns (result document, exit status). Raises ManifestError / NoGpuError for exit 2."""
+    say = Progress(options.quiet)
+    suite = manifest.load(manifest_path)
+    cases = [suite.case(cid) for cid in options.case_ids] if options.case_ids else list(suite.cases)
+    bundle = (
+        Bundle.load(options.bundle) if options.bundle else None
+    )  # bad input: before any GPU work
+    revisions = {label: Bundle.load(path) for label, path in options.revisions}
+    started = provenance.utc_now()
+    say(f"kernelgap: {suite.name} v{suite.version}, {len(cases)} case(s); probing the GPU")
+    env = probe_environment(options)
+    env["sensors_start"] = env.pop("sensors", None)
+    device = env["device"]
+    arch = options.arch or device["arch"]
+    for where, each in [
+        (options.bundle, bundle),
+        *((p, revisions[k]) for k, p in options.revisions),
+    ]:
+        if each is not None and each.manifest["arch"] != arch:
+            raise BundleError(
+                f"{where}: built for {each.manifest['arch']}, but this run targets {arch} "
+                f"({device['name']}); rebuild it with --arch {arch}, or pass --arch {each.manifest['arch']}"
+            )
+    env["toolchains"] = {}
+    cupti_reason = cupti.unavailable_reason()
+    env["timers"] = {"events": "usable", "cupti": cupti_reason or "usable"}
+    if options.timer == "cupti" and cupti_reason:
+        raise driver.NoGpuError(f"--timer cupti cannot be used here: {cupti_reason}")
+    say(
+        f"kernelgap: {device['name']} ({device['arch']}, {device['sm_count']} SMs), driver {device.get('driver_version_string')}"
+    )
+    suite_block = {
+        "name": suite.name,
+        "version": suite.version,
+        "path": str(suite.path),
+        "sha256": suite.sha256,
+        "gpu": suite.gpu,
+        **provenance.git_commit(suite.root),
+    }
+    if suite.primary:
+        suite_block["primary"] = suite.primary
+    if options.commit:  # "<sha>-dirty" from harness run: a checkout with uncommitted changes
+        sha, dirty = options.commit.removesuffix("-dirty"), options.commit.endswith("-dirty")
+        suite_block.update(commit=sha, dirty=dirty)
+    options_block = {
+        "mode": effective_mode(cases, options),
+        "samples": options.samples,
+        "warmup": options.warmup,
+        "target_sample_ms": options.target_sample_ms,
+        "arch": arch,
+        "skip_check": options.skip_check,
+        "cases": list(options.case_ids),
+        "bundle": str(options.bundle) if options.bundle else None,
+        **({"revisions": {k: str(p) for k, p in options.revisions}} if options.revisions else {}),
+        "budget_s": options.budget_s,
+        "profile": options.profile,
+        "static": options.static,
+        "timer": options.timer,
+        "precision": options.precision,
+    }
+    case_docs = []
+    t0 = time.monotonic()
+    deadline = t0 + options.budget_s if options.budget_s else None
+    peaks = {**env["peaks"], "l2_bytes": device.get("l2_bytes")}  # for the physical limits
+    for index, case in enumerate(cases):
+        say(f"kernelgap: {position(index, len(cases), time.monotonic() - t0)}: {case.id}")
+        left_s = None if deadline is None else deadline - time.monotonic()
+        if left_s is not None and left_s <= 0:
+            case_docs.append(over_budget(case, options.budget_s, len(case_docs)))
+            say(f"[{case.id}] not run: {case_docs[-1]['error']['message']}")
+            continue
+        try:
+            case_docs.append(
+                run_one(
+                    suite,
+                    case,
+                    arch,
+                    options,
+                    peaks,
+                    say,
+                    bundle,
+                    left_s,
+                    revisions=revisions,
+                    environment_device=env["device"],
+                    cupti_usable=cupti_reason is None,
+                )
+            )
+        except Exception as exc:  # a bug or an unforeseen failure costs this case, not the run
+            case_doc = case_skeleton(case)
+            record_failure(case_doc, "unknown", f"case {case.id}: {type(exc).__name__}: {exc}")
+            say(f"[{case.id}] FAILED: {type(exc).__name__}: {exc}")
+            case_docs.append(case_doc)
+        for impl in case_docs[-1]["implementations"].values():
+            if "build" in impl:
+                env["toolchains"][impl["toolchain"]] = {"version": impl["build"]["version"]}
+        # After every case, so a crash or a dropped connection never loses the earlier ones.
+        partial = result.document(suite_block, env, options_block, case_docs, started, None)
+        if options.output:
+            try:
+                write_atomic(options.output, encode(partial, pretty=True))
+            except OSError as exc:  # a full disk must not end the run: the end tries again
+                say(f"kernelgap: could not write the partial document to {options.output}: {exc}")
+        if options.emit_partial:
+            sys.stderr.buffer.write(PARTIAL_DOCUMENT_PREFIX + encode(partial) + b"\n")
+            sys.stderr.flush()
+    run_max = result.run_max_clock(case_docs)  # clocks flagged against the whole run's maximum
+    for case_doc in case_docs:
+        result.apply_clocks(case_doc, run_max)
+    env["sensors_end"] = environment.nvml_sensors(options.device, uuid=device.get("uuid"))
+    doc = result.document(suite_block, env, options_block, case_docs, started, provenance.utc_now())
+    try:
+        validate(doc, "result", "result document")
+    except DocumentError as exc:
+        exc.document = doc  # written out all the same: nothing measured is lost
+        raise
+    status = 0 if all(c["status"] == "ok" for c in case_docs) else 1
+    return doc, status

@@ -1,0 +1,402 @@
+"""Thin, checked wrapper over cuda-python's driver API (`cuda.bindings.driver`).
+
+Every driver call goes through `check()`, which turns a failing return code into a
+`CudaError` whose text names the call, the error name and the driver's message:
+``cuLaunchKernel: CUDA_ERROR_INVALID_VALUE: invalid argument``.
+
+cuda-python is imported lazily (first use of `cu()`), so `--help`, `build` and `check`
+work on machines without a GPU or driver.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "STICKY_ERRORS",
+    "Buffer",
+    "Context",
+    "CudaError",
+    "Event",
+    "Graph",
+    "HostFlag",
+    "KernelArgs",
+    "Module",
+    "NoGpuError",
+    "Stream",
+    "check",
+    "cu",
+]
+
+# Errors after which the context is unusable: the process that owns it must be replaced.
+STICKY_ERRORS = frozenset(
+    {
+        "CUDA_ERROR_ILLEGAL_ADDRESS",
+        "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+        "CUDA_ERROR_MISALIGNED_ADDRESS",
+        "CUDA_ERROR_INVALID_ADDRESS_SPACE",
+        "CUDA_ERROR_INVALID_PC",
+        "CUDA_ERROR_LAUNCH_FAILED",
+        "CUDA_ERROR_HARDWARE_STACK_ERROR",
+        "CUDA_ERROR_ASSERT",
+        "CUDA_ERROR_LAUNCH_TIMEOUT",
+        "CUDA_ERROR_ECC_UNCORRECTABLE",
+        "CUDA_ERROR_CONTAINED",
+        "CUDA_ERROR_TRAP",
+    }
+)
+
+NO_GPU_HINT = (
+    "run it on a machine with an NVIDIA GPU and driver, or from this machine run the suite "
+    "remotely with `python -m harness run --target ssh://user@gpu-host` "
+    "(`python -m runner check benchmarks/cases.toml` validates and compiles without a GPU)"
+)
+
+_cu = None
+
+
+class NoGpuError(RuntimeError):
+    """No usable NVIDIA driver or device on this machine."""
+
+
+class CudaError(RuntimeError):
+    """A driver call failed. `name` is the CUresult name, e.g. CUDA_ERROR_ILLEGAL_ADDRESS."""
+
+    def __init__(self, call: str, name: str, text: str, detail: str = ""):
+        self.call = call
+        self.name = name
+        self.text = text
+        self.detail = detail
+        message = f"{call}: {name}: {text}"
+        if detail:
+            message += f"\n{detail}"
+        super().__init__(message)
+
+    @property
+    def sticky(self) -> bool:
+        return self.name in STICKY_ERRORS
+
+
+def cu():
+    """The `cuda.bindings.driver` module, imported on first use."""
+    global _cu
+    if _cu is None:
+        try:
+            from cuda.bindings import driver
+        except ImportError as exc:  # cuda-python < 12.6.2 or not installed
+            from runner.gpu import bindings
+
+            raise NoGpuError(bindings.missing("driver", exc)) from exc
+        _cu = driver
+    return _cu
+
+
+def _error_strings(err) -> tuple[str, str]:
+    d = cu()
+    _, name = d.cuGetErrorName(err)
+    _, text = d.cuGetErrorString(err)
+    name = name.decode() if isinstance(name, bytes) else str(getattr(err, "name", err))
+    text = text.decode() if isinstance(text, bytes) else ""
+    return name, text
+
+
+def check(result, call: str):
+    """Gate for every driver return tuple: raise CudaError on failure, else return the values."""
+    err, *values = result if isinstance(result, tuple) else (result,)
+    if int(err) != 0:
+        name, text = _error_strings(err)
+        raise CudaError(call, name, text)
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def init() -> None:
+    """cuInit(0), turning a missing driver or device into NoGpuError with what to do instead."""
+    d = cu()
+    try:
+        result = d.cuInit(0)
+    except Exception as exc:  # the driver library itself could not be loaded
+        raise NoGpuError(f"no NVIDIA driver found ({exc}); {NO_GPU_HINT}") from exc
+    err = result[0]
+    if int(err) != 0:
+        name, text = _error_strings(err)
+        raise NoGpuError(f"cuInit: {name}: {text}; {NO_GPU_HINT}")
+    if check(d.cuDeviceGetCount(), "cuDeviceGetCount") == 0:
+        raise NoGpuError(f"the NVIDIA driver reports no CUDA device; {NO_GPU_HINT}")
+
+
+class Context:
+    """The device's primary context, made current on this thread. One per process."""
+
+    def __init__(self, ordinal: int = 0):
+        init()
+        d = cu()
+        self.ordinal = ordinal
+        self.device = check(d.cuDeviceGet(ordinal), "cuDeviceGet")
+        self.handle = check(d.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain")
+        check(d.cuCtxSetCurrent(self.handle), "cuCtxSetCurrent")
+        self._closed = False
+
+    def attribute(self, name: str) -> int:
+        d = cu()
+        attr = getattr(d.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}")
+        return int(
+            check(d.cuDeviceGetAttribute(attr, self.device), f"cuDeviceGetAttribute({name})")
+        )
+
+    def synchronize(self) -> None:
+        check(cu().cuCtxSynchronize(), "cuCtxSynchronize")
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            cu().cuDevicePrimaryCtxRelease(self.device)
+
+    def __enter__(self) -> Context:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Buffer:
+    """A device allocation of `nbytes` bytes (at least one byte is allocated)."""
+
+    def __init__(self, nbytes: int):
+        self.nbytes = int(nbytes)
+        self._handle = check(cu().cuMemAlloc(max(self.nbytes, 1)), "cuMemAlloc")
+        self.ptr = int(self._handle)
+
+    def upload(self, array: np.ndarray) -> None:
+        array = np.ascontiguousarray(array)
+        if array.nbytes > self.nbytes:
+            raise ValueError(f"upload of {array.nbytes} bytes into a {self.nbytes}-byte buffer")
+        if array.nbytes:
+            check(cu().cuMemcpyHtoD(self.ptr, array.ctypes.data, array.nbytes), "cuMemcpyHtoD")
+
+    def download(self, dtype, count: int | None = None) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        count = self.nbytes // dtype.itemsize if count is None else count
+        out = np.empty(count, dtype=dtype)
+        if out.nbytes:
+            check(cu().cuMemcpyDtoH(out.ctypes.data, self.ptr, out.nbytes), "cuMemcpyDtoH")
+        return out
+
+    def fill_bytes(self, byte: int, stream: Stream | None = None) -> None:
+        d = cu()
+        if stream is None:
+            check(d.cuMemsetD8(self.ptr, byte, self.nbytes), "cuMemsetD8")
+        else:
+            check(d.cuMemsetD8Async(self.ptr, byte, self.nbytes, stream.handle), "cuMemsetD8Async")
+
+    def copy_from(self, other: Buffer, stream: Stream) -> None:
+        check(
+            cu().cuMemcpyDtoDAsync(
+                self.ptr, other.ptr, min(self.nbytes, other.nbytes), stream.handle
+            ),
+            "cuMemcpyDtoDAsync",
+        )
+
+    def view(self, offset: int, nbytes: int) -> Buffer:
+        """Bytes [offset, offset + nbytes) of this allocation, as a Buffer that owns nothing."""
+        if offset < 0 or offset + nbytes > self.nbytes:
+            raise ValueError(
+                f"view [{offset}, {offset + nbytes}) outside a {self.nbytes}-byte buffer"
+            )
+        view = Buffer.__new__(Buffer)
+        view.nbytes, view.ptr, view._handle = int(nbytes), self.ptr + offset, None
+        return view
+
+    def free(self) -> None:
+        if self._handle is not None:
+            cu().cuMemFree(self._handle)
+            self._handle = None
+
+
+class HostFlag:
+    """A 32-bit word of pinned host memory mapped into the device (for the blocking kernel)."""
+
+    def __init__(self):
+        d = cu()
+        flags = d.CU_MEMHOSTALLOC_DEVICEMAP | d.CU_MEMHOSTALLOC_PORTABLE
+        self.host_ptr = int(check(d.cuMemHostAlloc(8, flags), "cuMemHostAlloc"))
+        self.device_ptr = int(
+            check(d.cuMemHostGetDevicePointer(self.host_ptr, 0), "cuMemHostGetDevicePointer")
+        )
+        self._word = ctypes.c_uint32.from_address(self.host_ptr)
+        self._word.value = 0
+
+    def set(self, value: int) -> None:
+        self._word.value = value
+
+    def free(self) -> None:
+        if self.host_ptr:
+            cu().cuMemFreeHost(self.host_ptr)
+            self.host_ptr = 0
+
+
+class Stream:
+    """An explicit non-blocking stream (never the legacy default stream)."""
+
+    def __init__(self):
+        d = cu()
+        self.handle = check(
+            d.cuStreamCreate(d.CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate"
+        )
+
+    def synchronize(self) -> None:
+        check(cu().cuStreamSynchronize(self.handle), "cuStreamSynchronize")
+
+    def destroy(self) -> None:
+        cu().cuStreamDestroy(self.handle)
+
+
+class Event:
+    def __init__(self):
+        d = cu()
+        self.handle = check(d.cuEventCreate(d.CUevent_flags.CU_EVENT_DEFAULT), "cuEventCreate")
+
+    def record(self, stream: Stream) -> None:
+        check(cu().cuEventRecord(self.handle, stream.handle), "cuEventRecord")
+
+    def synchronize(self) -> None:
+        check(cu().cuEventSynchronize(self.handle), "cuEventSynchronize")
+
+    def elapsed_s(self, start: Event) -> float:
+        """Seconds from `start` to this event (both recorded and complete)."""
+        ms = check(cu().cuEventElapsedTime(start.handle, self.handle), "cuEventElapsedTime")
+        return float(ms) * 1e-3
+
+    def destroy(self) -> None:
+        cu().cuEventDestroy(self.handle)
+
+
+# Kernel parameter kinds -> ctypes storage. "ptr" is a device address (64-bit).
+CTYPES = {
+    "i32": ctypes.c_int32,
+    "u32": ctypes.c_uint32,
+    "i64": ctypes.c_int64,
+    "u64": ctypes.c_uint64,
+    "f32": ctypes.c_float,
+    "f64": ctypes.c_double,
+    "ptr": ctypes.c_uint64,
+}
+PARAM_BYTES = {kind: ctypes.sizeof(ct) for kind, ct in CTYPES.items()}
+
+
+class KernelArgs:
+    """Packed kernel arguments: `address` is the void** array that cuLaunchKernel takes."""
+
+    def __init__(self, args: list[tuple[str, int | float]]):
+        self.values = []
+        for kind, value in args:
+            ctype = CTYPES[kind]
+            self.values.append(ctype(value))
+        self._array = (ctypes.c_void_p * max(len(self.values), 1))(
+            *[ctypes.addressof(v) for v in self.values]
+        )
+        self.address = ctypes.addressof(self._array) if self.values else 0
+
+
+@dataclass
+class Kernel:
+    """A resolved entry point with its launch geometry."""
+
+    function: object
+    name: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int = 0
+
+    def launch(self, stream: Stream, args: KernelArgs) -> None:
+        check(
+            cu().cuLaunchKernel(
+                self.function,
+                *self.grid,
+                *self.block,
+                self.shared_bytes,
+                stream.handle,
+                args.address,
+                0,
+            ),
+            f"cuLaunchKernel({self.name})",
+        )
+
+
+class Module:
+    """A module loaded from PTX text. `load_s` is the wall time of the load (driver JIT included)."""
+
+    LOG_BYTES = 1 << 16
+
+    def __init__(self, ptx: str | bytes, label: str = "module"):
+        d = cu()
+        image = ptx.encode() if isinstance(ptx, str) else bytes(ptx)
+        image = image.rstrip(b"\0") + b"\0"  # the driver needs exactly one terminating NUL
+        self.label = label
+        error_log = bytearray(self.LOG_BYTES)
+        options = [
+            d.CUjit_option.CU_JIT_ERROR_LOG_BUFFER,
+            d.CUjit_option.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        ]
+        t0 = time.perf_counter()
+        result = d.cuModuleLoadDataEx(image, len(options), options, [error_log, self.LOG_BYTES])
+        self.load_s = time.perf_counter() - t0
+        if int(result[0]) != 0:
+            name, text = _error_strings(result[0])
+            log = bytes(error_log).split(b"\0", 1)[0].decode(errors="replace").strip()
+            raise CudaError(f"cuModuleLoadDataEx({label})", name, text, log)
+        self.handle = result[1]
+
+    def kernel(self, entry: str, grid, block, shared_bytes: int = 0) -> Kernel:
+        function = check(
+            cu().cuModuleGetFunction(self.handle, entry.encode()),
+            f"cuModuleGetFunction({self.label}: {entry})",
+        )
+        return Kernel(function, entry, tuple(grid), tuple(block), int(shared_bytes))
+
+    def unload(self) -> None:
+        if self.handle is not None:
+            cu().cuModuleUnload(self.handle)
+            self.handle = None
+
+
+class Graph:
+    """A CUDA graph captured from whatever `enqueue(stream)` queues on `stream`."""
+
+    def __init__(self, stream: Stream, enqueue):
+        d = cu()
+        mode = d.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+        check(d.cuStreamBeginCapture(stream.handle, mode), "cuStreamBeginCapture")
+        try:
+            enqueue(stream)
+        except BaseException:
+            result = d.cuStreamEndCapture(stream.handle)
+            if int(result[0]) == 0 and result[1] is not None:
+                d.cuGraphDestroy(result[1])  # the partial graph
+            raise
+        self.graph = check(d.cuStreamEndCapture(stream.handle), "cuStreamEndCapture")
+        try:
+            self.exec = check(d.cuGraphInstantiate(self.graph, 0), "cuGraphInstantiate")
+            # uploaded now, outside any timed region, rather than at its first launch
+            check(d.cuGraphUpload(self.exec, stream.handle), "cuGraphUpload")
+            stream.synchronize()
+        except CudaError:
+            if getattr(self, "exec", None) is not None:
+                d.cuGraphExecDestroy(self.exec)
+            d.cuGraphDestroy(self.graph)
+            raise
+
+    def launch(self, stream: Stream) -> None:
+        check(cu().cuGraphLaunch(self.exec, stream.handle), "cuGraphLaunch")
+
+    def destroy(self) -> None:
+        d = cu()
+        if self.exec is not None:
+            d.cuGraphExecDestroy(self.exec)
+            d.cuGraphDestroy(self.graph)
+            self.exec = None

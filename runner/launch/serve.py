@@ -1,0 +1,247 @@
+"""`runner serve`: a launch service for a compiler's test suite, JSON lines in and out.
+
+Each line on stdin is one run request (schemas/run-request.schema.json, plus an optional `id`);
+each answer is one line on stdout (schemas/run-response.schema.json) carrying the request's
+`id`, in request order. EOF ends the service with status 0.
+
+This process never touches CUDA: a worker process (runner.launch.serve_worker) holds the one CUDA
+context and its caches across requests, and answers on its own pipe, so nothing a kernel prints
+can reach stdout. When a request breaks the context (a sticky fault) or hangs past its
+timeout_s, the worker answers and ends (or is ended at the supervisor's deadline), and a fresh
+worker is started at once, so the next request finds a ready context. A line that is not a JSON
+object, or a request that does not validate, gets an error answer naming its line number.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from typing import BinaryIO
+
+import orjson
+
+from runner.execution.processes import private_stdout, spawn_worker
+
+# Only stdlib and orjson at import: the worker (CUDA context, numpy, jsonschema) is started
+# first and loads while this process reads its first line.
+
+READY_TIMEOUT_S = 120.0  # a fresh worker: interpreter, imports, the CUDA context
+GRACE_S = 30.0  # past a request's timeout_s: module load (JIT) and copies take time too
+DEFAULT_TIMEOUT_S = 60.0
+MAX_LINE_BYTES = 1 << 30
+
+
+def encode(document: dict) -> bytes:
+    return orjson.dumps(document)
+
+
+def decode(raw: bytes, what: str):
+    from protocol.codec import decode as protocol_decode  # its messages name line and column
+
+    return protocol_decode(raw, what)
+
+
+def _error(phase: str, message: str, ident=None, cuda_error: str | None = None) -> dict:
+    from protocol import RUN_PROTOCOL_VERSION
+
+    document = {
+        "status": "error",
+        "schema_version": RUN_PROTOCOL_VERSION,
+        "phase": phase,
+        "error": message,
+        "id": ident,
+    }
+    if cuda_error:
+        document["cuda_error"] = cuda_error
+    return document
+
+
+class Worker:
+    """One runner.launch.serve_worker process: frames go to its stdin, answers come on a pipe."""
+
+    def __init__(self):
+        self.proc, read_fd = spawn_worker("runner.launch.serve_worker", stderr=subprocess.STDOUT)
+        self.answers: queue.Queue = queue.Queue()
+        self.log: deque = deque(maxlen=20)
+        threading.Thread(target=self._pump, args=(os.fdopen(read_fd, "rb"),), daemon=True).start()
+        threading.Thread(target=self._echo, daemon=True).start()
+        self.ready = self.next_answer(READY_TIMEOUT_S)
+
+    def _pump(self, stream) -> None:
+        for line in stream:
+            if line.strip():
+                try:
+                    self.answers.put(decode(line, "worker answer"))
+                except ValueError:
+                    self.answers.put({"garbage": line[:200].decode(errors="replace")})
+        self.answers.put(None)  # the worker is gone
+
+    def _echo(self) -> None:
+        for raw in self.proc.stdout:  # a kernel's printf and the worker's own messages
+            text = raw.decode(errors="replace").rstrip("\n")
+            self.log.append(text)
+            print(f"    | {text}", file=sys.stderr, flush=True)
+
+    def next_answer(self, timeout_s: float) -> dict | None:
+        """The next answer; None if the worker exited first; TimeoutError past the deadline."""
+        try:
+            return self.answers.get(timeout=timeout_s)
+        except queue.Empty:
+            raise TimeoutError from None
+
+    def send(self, frame: dict) -> bool:
+        try:
+            self.proc.stdin.write(encode(frame) + b"\n")
+            self.proc.stdin.flush()
+            return True
+        except (BrokenPipeError, ValueError):
+            return False
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def close(self) -> None:
+        with contextlib.suppress(BrokenPipeError, ValueError):
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+
+class Supervisor:
+    """Keeps one ready worker and runs each request on it under a deadline."""
+
+    def __init__(self):
+        self.worker: Worker | None = None
+        self.restarts = 0
+
+    def ensure_worker(self) -> Worker:
+        if self.worker is not None and not self.worker.alive():
+            self.worker.close()
+            self.worker, self.restarts = None, self.restarts + 1
+        if self.worker is None:
+            try:
+                self.worker = Worker()
+            except TimeoutError:
+                raise RuntimeError(
+                    f"the service's worker was not ready within {READY_TIMEOUT_S:g} s"
+                ) from None
+        return self.worker
+
+    def ask(self, line: int, ident, request: dict) -> dict:
+        try:
+            worker = self.ensure_worker()
+        except (RuntimeError, OSError) as exc:
+            return _error("environment", f"line {line}: {exc}", ident)
+        timeout_s = request.get("timeout_s", DEFAULT_TIMEOUT_S)
+        if not isinstance(timeout_s, int | float) or isinstance(timeout_s, bool) or timeout_s <= 0:
+            timeout_s = DEFAULT_TIMEOUT_S  # the worker's validation names the field
+        if not worker.send({"id": ident, "line": line, "request": request}):
+            return self._lost(worker, line, ident)
+        try:
+            answer = worker.next_answer(float(timeout_s) + GRACE_S)
+        except TimeoutError:
+            worker.kill()
+            return _error(
+                "timeout",
+                f"line {line}: no answer within timeout_s + {GRACE_S:g} s = "
+                f"{float(timeout_s) + GRACE_S:g} s; the worker was ended and a fresh one started",
+                ident,
+            )
+        if answer is None or "status" not in answer:
+            return self._lost(worker, line, ident)
+        if answer["status"] == "error" and answer["phase"] == "input":
+            answer["error"] = f"line {line}: {answer['error']}"
+        if answer["status"] == "error" and answer["phase"] in ("launch", "timeout"):
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                worker.proc.wait(timeout=0.5)  # a broken context: the worker ends after answering
+        return answer
+
+    def _lost(self, worker: Worker, line: int, ident) -> dict:
+        worker.kill()
+        tail = " / ".join(list(worker.log)[-3:]) or "no output"
+        return _error(
+            "launch",
+            f"line {line}: the service's worker exited with status {worker.proc.returncode} "
+            f"without an answer ({tail}); a fresh one is started for the next request",
+            ident,
+        )
+
+    def prewarm(self) -> None:
+        """Replace a worker that ended, so the next request does not wait for a context."""
+        if self.worker is not None and not self.worker.alive():
+            with contextlib.suppress(RuntimeError, OSError):
+                self.ensure_worker()
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+
+
+def _frame(raw: bytes, line: int) -> tuple[object, dict | None, dict | None]:
+    """(id, request, None) for a usable line, or (id, None, error answer)."""
+    if len(raw) > MAX_LINE_BYTES:
+        return None, None, _error("input", f"line {line}: longer than {MAX_LINE_BYTES} bytes")
+    try:
+        request = decode(raw, f"line {line}")
+    except ValueError as exc:
+        return None, None, _error("input", str(exc))
+    if not isinstance(request, dict):
+        kind = type(request).__name__
+        return (
+            None,
+            None,
+            _error("input", f"line {line}: expected a JSON object (a run request), got {kind}"),
+        )
+    ident = request.get("id")
+    if isinstance(ident, bool) or not isinstance(ident, str | int | None):
+        return (
+            None,
+            None,
+            _error("input", f"line {line}: id: expected a string, an integer or null"),
+        )
+    return ident, request, None
+
+
+def main(stdin: BinaryIO, stdout: BinaryIO) -> int:
+    """Answer every line of `stdin` on `stdout`, in order; 0 at EOF."""
+    supervisor = Supervisor()
+    started = time.monotonic()
+    with contextlib.suppress(RuntimeError, OSError):
+        supervisor.ensure_worker()  # the context is ready before the first request arrives
+    print(
+        f"kernelgap serve: ready in {time.monotonic() - started:.2f} s", file=sys.stderr, flush=True
+    )
+    try:
+        for line, raw in enumerate(stdin, 1):
+            if not raw.strip():
+                continue
+            ident, request, answer = _frame(raw, line)
+            if answer is None:
+                answer = supervisor.ask(line, ident, request)
+            stdout.write(encode(answer) + b"\n")
+            stdout.flush()
+            supervisor.prewarm()
+    except (BrokenPipeError, KeyboardInterrupt):
+        pass
+    finally:
+        supervisor.close()
+    return 0
+
+
+def run() -> int:
+    """`python -m runner serve`: stdin's lines answered on the process's private stdout."""
+    return main(sys.stdin.buffer, private_stdout())

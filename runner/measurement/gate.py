@@ -1,0 +1,355 @@
+"""The correctness gate: every implementation is checked before anything is timed.
+
+Each implementation runs twice at the case's correctness size, its output buffers
+poisoned first with all-ones bytes (NaN for floats) and then with 0x5A bytes. An element
+that no thread writes keeps a poison value and so fails against the reference in at least
+one of the two runs, whatever its expected value. Outputs are compared with the case's
+numpy reference and with the baseline's outputs; inputs are compared bit for bit with
+what the generator wrote, so a kernel that writes to a buffer declared `input` is caught.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from runner.definition import manifest
+from runner.definition.reference import call_reference
+from runner.definition.spec import CaseSpec, Geometry
+from runner.gpu import driver, generator
+
+POISON_BYTES = (0xFF, 0x5A)
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float
+    atol: float
+    exact: bool
+
+    @classmethod
+    def of(cls, case: CaseSpec) -> Tolerance:
+        return cls(case.rtol, case.atol, case.exact)
+
+    def between_implementations(self) -> Tolerance:
+        """Two implementations may each err by the tolerance, so they may differ by twice it."""
+        return Tolerance(2 * self.rtol, 2 * self.atol, self.exact)
+
+    def describe(self) -> str:
+        return "exact" if self.exact else f"|out - ref| <= {self.atol:g} + {self.rtol:g} * |ref|"
+
+
+def _abs_diff(out: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """|out - ref| as float64: exact for integers of any width, 0 where equal (inf == inf too)."""
+    if out.dtype.kind in "iu":
+        wide = np.dtype(f"u{out.itemsize}")
+        hi, lo = np.maximum(out, ref), np.minimum(out, ref)
+        return (hi.astype(wide) - lo.astype(wide)).astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        got, want = out.astype(np.float64), ref.astype(np.float64)
+        return np.where(got == want, 0.0, np.abs(got - want))
+
+
+def compare(out: np.ndarray, expected: np.ndarray, tol: Tolerance) -> dict:
+    """Element-wise comparison; NaN matches only NaN. Returns errors and the first mismatch."""
+    n = int(out.size)
+    expected = np.asarray(expected)
+    if (
+        expected.dtype == out.dtype
+        and expected.shape == out.shape
+        and np.array_equal(out.view(np.uint8), expected.view(np.uint8))
+    ):  # bit-identical (the usual case between implementations): one cheap pass
+        return {
+            "elements": n,
+            "mismatches": 0,
+            "max_abs_err": 0.0,
+            "max_rel_err": 0.0,
+            "nonfinite_errors": 0,
+        }
+    exact = tol.exact or out.dtype.kind in "iu"
+    ref = expected.astype(out.dtype) if exact else expected.astype(np.float64)
+    diff = _abs_diff(out, ref)
+    both_nan = np.isnan(out) & np.isnan(ref) if out.dtype.kind == "f" else np.zeros(out.shape, bool)
+    if exact:
+        bad = ~((out == ref) | both_nan)
+    else:
+        with np.errstate(invalid="ignore", over="ignore"):
+            bad = ~((diff <= tol.atol + tol.rtol * np.abs(ref)) | both_nan)
+    ref64 = ref.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        finite = np.isfinite(diff)
+        rel = np.where(ref64 != 0, diff / np.abs(ref64), np.where(diff == 0, 0.0, np.inf))
+    mismatches = int(np.count_nonzero(bad))
+    result = {
+        "elements": n,
+        "mismatches": mismatches,
+        "max_abs_err": float(diff[finite].max()) if finite.any() else (0.0 if n == 0 else None),
+        "max_rel_err": float(rel[np.isfinite(rel)].max())
+        if np.isfinite(rel).any()
+        else (0.0 if n == 0 else None),
+        "nonfinite_errors": int(np.count_nonzero(~finite & bad)),
+    }
+    if mismatches:
+        i = int(np.flatnonzero(bad)[0])
+        result["first_mismatch"] = {
+            "index": i,
+            "got": _scalar(out[i]),
+            "expected": _scalar(expected[i]),
+        }
+    return result
+
+
+def _scalar(value):
+    value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return "nan" if np.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
+
+
+def poison_pattern(dtype: str, byte: int) -> np.ndarray:
+    return np.frombuffer(
+        bytes([byte]) * np.dtype(generator.DTYPES[dtype]).itemsize, dtype=generator.DTYPES[dtype]
+    )
+
+
+def unwritten(runs: list[np.ndarray], dtype: str) -> int:
+    """Elements that still hold the poison of their run in every run: nobody wrote them."""
+    left = np.ones(runs[0].shape, dtype=bool)
+    for out, byte in zip(runs, POISON_BYTES, strict=True):
+        pattern = poison_pattern(dtype, byte)[0]
+        left &= out.view(np.dtype(f"u{out.itemsize}")) == pattern.view(np.dtype(f"u{out.itemsize}"))
+    return int(np.count_nonzero(left))
+
+
+GUARD_BYTE = 0xA7
+
+
+class DeviceBuffers:
+    """The case's buffers on the device at one geometry, filled by the device generator.
+
+    With `guard_bytes`, each buffer sits between two guard bands of that many canary bytes,
+    so a kernel writing just past either end of a buffer is caught instead of landing in
+    allocation padding or in a neighbour.
+    """
+
+    def __init__(
+        self,
+        case: CaseSpec,
+        geometry: Geometry,
+        internal,
+        stream: driver.Stream,
+        guard_bytes: int = 0,
+    ):
+        self.case, self.geometry, self.internal, self.stream = case, geometry, internal, stream
+        self.guard_bytes = guard_bytes
+        self._allocations: dict[str, driver.Buffer] = {}
+        self.buffers: dict[str, driver.Buffer] = {}
+        try:
+            for b in case.buffers:
+                nbytes = geometry.lengths[b.name] * np.dtype(generator.DTYPES[b.dtype]).itemsize
+                allocation = driver.Buffer(nbytes + 2 * guard_bytes)
+                self._allocations[b.name] = allocation
+                self.buffers[b.name] = allocation.view(guard_bytes, nbytes)
+            self.fill_guards()
+        except BaseException:
+            self.free()
+            raise
+
+    def _guards(self, name: str) -> tuple[driver.Buffer, driver.Buffer]:
+        allocation, g = self._allocations[name], self.guard_bytes
+        return allocation.view(0, g), allocation.view(allocation.nbytes - g, g)
+
+    def fill_guards(self) -> None:
+        if self.guard_bytes:
+            for name in self.buffers:
+                for band in self._guards(name):
+                    band.fill_bytes(GUARD_BYTE, self.stream)
+
+    def guard_damage(self) -> dict[str, tuple[int, int]]:
+        """{buffer: (bytes changed before its start, bytes changed past its end)} where any changed."""
+        damage = {}
+        for name in self.buffers if self.guard_bytes else ():
+            before, after = (
+                int(np.count_nonzero(band.download(np.uint8) != GUARD_BYTE))
+                for band in self._guards(name)
+            )
+            if before or after:
+                damage[name] = (before, after)
+        return damage
+
+    def fill_inputs(self) -> None:
+        """(Re)generate every input and inout buffer on the device."""
+        for b in self.case.buffers:
+            if b.dist is not None:
+                n = self.geometry.lengths[b.name]
+                tail = generator.launch_args(
+                    b.dtype, b.dist, b.seed, generator.stream_id(b.name), n
+                )
+                self.internal.fill_random(self.stream, self.buffers[b.name], n, tail)
+
+    def poison_outputs(self, byte: int) -> None:
+        for b in self.case.buffers:
+            if b.role == "output":
+                self.buffers[b.name].fill_bytes(byte, self.stream)
+
+    def host_inputs(self) -> dict[str, np.ndarray]:
+        """The numpy twin of what fill_inputs() writes."""
+        return host_inputs(self.case, self.geometry)
+
+    def download(self, name: str) -> np.ndarray:
+        spec = self.case.buffer(name)
+        return self.buffers[name].download(
+            generator.DTYPES[spec.dtype], self.geometry.lengths[name]
+        )
+
+    def kernel_args(self) -> driver.KernelArgs:
+        values = []
+        for p in self.case.params:
+            values.append(
+                ("ptr", self.buffers[p.buffer].ptr)
+                if p.kind == "ptr"
+                else (p.kind, self.geometry.scalars[p.name])
+            )
+        return driver.KernelArgs(values)
+
+    def free(self) -> None:
+        for allocation in self._allocations.values():
+            allocation.free()
+        self._allocations.clear()
+        self.buffers.clear()
+
+
+def host_inputs(case: CaseSpec, geometry: Geometry) -> dict[str, np.ndarray]:
+    """The generated inputs of `case` at `geometry`, computed on the CPU (bit-identical to the
+    device generator)."""
+    return {
+        b.name: generator.generate(
+            b.dtype, b.dist, b.seed, generator.stream_id(b.name), geometry.lengths[b.name]
+        )
+        for b in case.buffers
+        if b.dist is not None
+    }
+
+
+def expected_outputs(
+    case: CaseSpec, geometry: Geometry, reference, host_inputs: dict
+) -> dict[str, np.ndarray]:
+    """Run the numpy reference on copies of the generated inputs; one array per written buffer."""
+    result = call_reference(
+        reference, case, geometry, {k: v.copy() for k, v in host_inputs.items()}
+    )
+    expected = {}
+    for b in case.buffers:
+        if not b.written:
+            continue
+        if b.name not in result:
+            raise manifest.ManifestError(
+                f"{case.where}: reference {case.reference}: returned no array for output {b.name!r}"
+            )
+        array = np.asarray(result[b.name]).reshape(-1)
+        if array.size != geometry.lengths[b.name]:
+            raise manifest.ManifestError(
+                f"{case.where}: reference {case.reference}: output {b.name!r} has {array.size} elements, "
+                f"expected {geometry.lengths[b.name]}"
+            )
+        expected[b.name] = array
+    return expected
+
+
+def run_checked(buffers: DeviceBuffers, launch, byte: int) -> tuple[dict[str, np.ndarray], dict]:
+    """Fresh inputs and guards, poisoned outputs, one launch; every buffer's contents afterwards
+    and the guard bands it damaged."""
+    buffers.fill_guards()
+    buffers.fill_inputs()
+    buffers.poison_outputs(byte)
+    launch()
+    buffers.stream.synchronize()
+    return {b.name: buffers.download(b.name) for b in buffers.case.buffers}, buffers.guard_damage()
+
+
+def check_impl(
+    case: CaseSpec,
+    buffers: DeviceBuffers,
+    launch,
+    expected: dict,
+    host_inputs: dict,
+    tol: Tolerance,
+) -> tuple[dict, dict]:
+    """Gate one implementation. Returns (check record, its outputs of the first run)."""
+    results = [run_checked(buffers, launch, byte) for byte in POISON_BYTES]
+    runs = [contents for contents, _ in results]
+    record = {
+        "status": "passed",
+        "tolerance": tol.describe(),
+        "against": [],
+        "unwritten_elements": 0,
+        "inputs_modified": [],
+        "out_of_bounds_writes": {},
+        "problems": [],
+    }
+    for name, (before, after) in results[0][1].items():
+        record["out_of_bounds_writes"][name] = {"bytes_before": before, "bytes_after": after}
+        record["problems"].append(
+            f"{name}: the kernel wrote outside the buffer ({before} bytes changed in the {buffers.guard_bytes} "
+            f"before its start, {after} in the {buffers.guard_bytes} past its end)"
+        )
+    record["dims"] = dict(buffers.geometry.dims)
+    for b in case.buffers:
+        if b.written:
+            for run_index, run in enumerate(runs):
+                found = compare(run[b.name], expected[b.name], tol)
+                found.update(
+                    {
+                        "against": "reference",
+                        "buffer": b.name,
+                        "poison": f"0x{POISON_BYTES[run_index]:02X}",
+                    }
+                )
+                record["against"].append(found)
+                if found["mismatches"]:
+                    record["problems"].append(
+                        f"{b.name}: {found['mismatches']} of {found['elements']} elements differ from the reference "
+                        f"(poison 0x{POISON_BYTES[run_index]:02X}; first at index {found['first_mismatch']['index']}: "
+                        f"got {found['first_mismatch']['got']}, expected {found['first_mismatch']['expected']})"
+                    )
+            if b.role == "output":
+                left = unwritten([run[b.name] for run in runs], b.dtype)
+                record["unwritten_elements"] += left
+                if left:
+                    record["problems"].append(f"{b.name}: {left} elements were never written")
+        else:
+            for run in runs:
+                if not np.array_equal(
+                    run[b.name].view(np.uint8), host_inputs[b.name].view(np.uint8)
+                ):
+                    record["inputs_modified"].append(b.name)
+                    record["problems"].append(
+                        f'{b.name}: the kernel wrote to this buffer, which is declared role = "input"; '
+                        'declare it role = "inout" so that it is reset before every run'
+                    )
+                    break
+    if record["problems"]:
+        record["status"] = "failed"
+    return record, runs[0]
+
+
+def cross_check(
+    record: dict,
+    outputs: dict,
+    baseline_name: str,
+    baseline_outputs: dict,
+    case: CaseSpec,
+    tol: Tolerance,
+) -> None:
+    """Compare a candidate's outputs with the baseline's (same tolerance) and record the result."""
+    for b in case.buffers:
+        if b.written:
+            found = compare(outputs[b.name], baseline_outputs[b.name], tol)
+            found.update({"against": f"baseline:{baseline_name}", "buffer": b.name})
+            record["against"].append(found)
+            if found["mismatches"]:
+                record["status"] = "failed"
+                record["problems"].append(
+                    f"{b.name}: {found['mismatches']} elements differ from baseline {baseline_name}"
+                )

@@ -1,0 +1,45 @@
+"""Timing strategies behind one `measure()` interface: hot (graph replay) and cold (L2 flushed)."""
+
+from runner.measurement.timing.base import (
+    SCHEDULES,
+    Backend,
+    ImplTiming,
+    Measurement,
+    Monitor,
+    TimingSettings,
+    round_order,
+    sample_plan,
+)
+from runner.measurement.timing.cold import ColdMode
+from runner.measurement.timing.hot import HotMode
+
+MODES = {"hot": HotMode, "cold": ColdMode}
+
+
+def measure(
+    backend: Backend,
+    names: list[str],
+    settings: TimingSettings,
+    monitor: Monitor | None = None,
+    baseline: str | None = None,
+) -> Measurement:
+    """Time `names` on `backend` with the strategy `settings.mode` names; `monitor` reads the
+    clocks around every sample; `baseline` is what the precision rule's gaps divide by (the
+    first name when not given)."""
+    return MODES[settings.mode]().measure(backend, names, settings, monitor, baseline)
+
+
+__all__ = [
+    "MODES",
+    "SCHEDULES",
+    "Backend",
+    "ColdMode",
+    "HotMode",
+    "ImplTiming",
+    "Measurement",
+    "Monitor",
+    "TimingSettings",
+    "measure",
+    "round_order",
+    "sample_plan",
+]

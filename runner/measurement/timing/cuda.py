@@ -1,0 +1,293 @@
+"""The CUDA backend of the timing strategies: kernels on one explicit stream, timed with events.
+
+Host latency is kept outside every timed region: each sample is queued behind a
+blocking kernel that spins on a mapped host flag, and the flag is released only after
+the start event, the work and the end event have all been queued.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from runner.gpu import driver
+from runner.measurement.timing.cupti import span_s, union_s
+
+
+class TimingError(RuntimeError):
+    """A measurement could not be taken as specified (e.g. the blocking kernel timed out)."""
+
+
+@dataclass
+class Launchable:
+    """One implementation: a resolved kernel and its packed arguments."""
+
+    kernel: driver.Kernel
+    args: driver.KernelArgs
+
+    def enqueue(self, stream: driver.Stream) -> None:
+        self.kernel.launch(stream, self.args)
+
+
+class InternalKernels:
+    """The runner's own kernels (runner/gpu/device/kernels.cu): generator, L2 flush, blocking spin."""
+
+    SPIN_TIMEOUT_NS = 10_000_000_000  # a blocker never outlives a dead host by more than this
+
+    def __init__(self, ctx: driver.Context):
+        from runner.gpu.device import load_ptx
+
+        self.module = driver.Module(load_ptx(), "kernelgap internal kernels")
+        self.sm_count = ctx.attribute("MULTIPROCESSOR_COUNT")
+        self.l2_bytes = ctx.attribute("L2_CACHE_SIZE")
+        self._flush_buffer: driver.Buffer | None = None
+        self._flag: driver.HostFlag | None = None
+        self._status: driver.Buffer | None = None
+
+    def fill_random(
+        self, stream: driver.Stream, buffer: driver.Buffer, n: int, tail_args: list
+    ) -> None:
+        """Queue the device generator over `n` elements (`tail_args` from generator.launch_args)."""
+        if n == 0:
+            return
+        grid = min(math.ceil(n / 256), self.sm_count * 16)
+        kernel = self.module.kernel("kg_fill_random", (grid, 1, 1), (256, 1, 1))
+        args = driver.KernelArgs([("ptr", buffer.ptr), *tail_args])
+        kernel.launch(stream, args)
+
+    def flush_l2(self, stream: driver.Stream) -> None:
+        """Queue a read of a buffer of at least twice the L2 (3x, and 64 MiB at least), after
+        returning every persisting L2 line to normal, so an access-policy window set by a
+        kernel cannot keep its data resident through the flush."""
+        driver.check(driver.cu().cuCtxResetPersistingL2Cache(), "cuCtxResetPersistingL2Cache")
+        if self._flush_buffer is None:
+            self._flush_buffer = driver.Buffer(max(3 * self.l2_bytes, 64 << 20))
+            self._flush_buffer.fill_bytes(0x3C, stream)
+            stream.synchronize()  # the fill must not overlap a measurement
+            self._flush_sink = driver.Buffer(8)
+            self._flush_kernel = self.module.kernel(
+                "kg_flush_l2", (self.sm_count * 4, 1, 1), (256, 1, 1)
+            )
+            self._flush_args = driver.KernelArgs(
+                [
+                    ("ptr", self._flush_buffer.ptr),
+                    ("u64", self._flush_buffer.nbytes // 8),
+                    ("ptr", self._flush_sink.ptr),
+                ]
+            )
+        self._flush_kernel.launch(stream, self._flush_args)
+
+    def block(self, stream: driver.Stream, timeout_ns: int | None = None) -> None:
+        """Queue the blocking kernel; nothing behind it on `stream` runs until `release()`.
+
+        It gives up after `timeout_ns` (SPIN_TIMEOUT_NS by default) and then records that it
+        timed out (see `blocker_timed_out()`).
+        """
+        timeout_ns = self.SPIN_TIMEOUT_NS if timeout_ns is None else int(timeout_ns)
+        if self._flag is None:
+            self._flag = driver.HostFlag()
+            self._status = driver.Buffer(4)
+            self._spin = self.module.kernel("kg_spin", (1, 1, 1), (1, 1, 1))
+            self._spin_args: dict[int, driver.KernelArgs] = {}
+        if timeout_ns not in self._spin_args:
+            self._spin_args[timeout_ns] = driver.KernelArgs(
+                [("ptr", self._flag.device_ptr), ("u64", timeout_ns), ("ptr", self._status.ptr)]
+            )
+        self._flag.set(0)
+        self._spin.launch(stream, self._spin_args[timeout_ns])
+
+    def blocker_timed_out(self) -> bool:
+        """Whether the last blocking kernel gave up before release() (read after it finished)."""
+        return self._status is not None and int(self._status.download("u4", 1)[0]) != 0
+
+    def release(self) -> None:
+        self._flag.set(1)
+
+    def check_blocker(self) -> None:
+        if self.blocker_timed_out():
+            raise TimingError(
+                "the blocking kernel timed out before the host released it: the sample included host "
+                "latency; the host was stalled for over 10 s"
+            )
+
+    def close(self) -> None:
+        for thing in (
+            self._flush_buffer,
+            getattr(self, "_flush_sink", None),
+            self._status,
+            self._flag,
+        ):
+            if thing is not None:
+                thing.free()
+        self.module.unload()
+
+
+def timed_behind_blocker(
+    internal: InternalKernels,
+    stream: driver.Stream,
+    start: driver.Event,
+    end: driver.Event,
+    enqueue_work,
+) -> float:
+    """Seconds between two events around `enqueue_work()`, all queued behind the blocking
+    kernel, so the host's time to queue the work stays outside the events."""
+    internal.block(stream)
+    try:
+        start.record(stream)
+        enqueue_work()
+        end.record(stream)
+    finally:
+        internal.release()  # never leave the stream held by the spin kernel
+    end.synchronize()
+    internal.check_blocker()
+    return end.elapsed_s(start)
+
+
+class CudaBackend:
+    """Implements timing.base.Backend for kernels on one stream of one context."""
+
+    def __init__(
+        self,
+        stream: driver.Stream,
+        internal: InternalKernels,
+        launchables: dict[str, Launchable],
+        resets: list[tuple[driver.Buffer, driver.Buffer]],
+        graph_launches: int,
+        outputs: list[driver.Buffer] | None = None,
+        window=None,
+        verify=None,
+    ):
+        """With `window` (a runner.measurement.timing.cupti.ActivityWindow on `stream`), samples are read
+        from CUPTI's kernel timestamps instead of the events (runner.measurement.timing.cupti says how).
+        `verify(name)` -> None or what is wrong with the outputs the last launch left."""
+        self.stream = stream
+        self.internal = internal
+        self.launchables = launchables
+        self.resets = resets  # (destination, pristine copy) of every buffer the kernels overwrite
+        self.graph_launches = graph_launches
+        self.start, self.end = driver.Event(), driver.Event()
+        self._graphs: dict[tuple, driver.Graph] = {}
+        self.outputs = outputs or []  # buffers the kernels only write (poisoned, never restored)
+        self.window = window
+        self.verify = verify
+
+    def warmup(self, name: str, launches: int) -> None:
+        for _ in range(launches):
+            self.launchables[name].enqueue(self.stream)
+        self.stream.synchronize()
+
+    def reset(self, name: str) -> None:
+        for destination, pristine in self.resets:
+            destination.copy_from(pristine, self.stream)
+
+    def _graph(self, name: str, launches: int) -> driver.Graph:
+        key = (name, launches)
+        if key not in self._graphs:
+            item = self.launchables[name]
+
+            def enqueue(stream, item=item, launches=launches):
+                for _ in range(launches):
+                    item.enqueue(stream)
+
+            self._graphs[key] = driver.Graph(self.stream, enqueue)
+        return self._graphs[key]
+
+    def _timed(self, enqueue_work) -> float:
+        return timed_behind_blocker(self.internal, self.stream, self.start, self.end, enqueue_work)
+
+    def timed_batch(self, name: str, batch: int) -> float:
+        per_graph = min(batch, self.graph_launches)
+        if batch % per_graph:
+            raise ValueError(f"batch {batch} is not a whole number of {per_graph}-launch graphs")
+        graph = self._graph(name, per_graph)
+
+        def work():
+            for _ in range(batch // per_graph):
+                graph.launch(self.stream)
+
+        if self.window is None:
+            return self._timed(work)
+        intervals = self._recorded(name, work, batch)
+        return span_s(intervals) * batch / len(intervals)  # timed_batch's seconds for `batch`
+
+    def _recorded(self, name: str, work, launches: int) -> list[tuple[int, int]]:
+        """The CUPTI intervals of `launches` launches of `name` that `work` queues.
+
+        Not queued behind the blocking kernel: the timestamps are the kernels' own, so host
+        latency before the first launch cannot enter them, and in hot mode a graph of up to
+        `graph_launches` launches keeps the GPU fed while the host queues the next one. (Held
+        behind the blocker, a graph launch under CUPTI tracing can wait for the stream: a
+        deadlock the blocker only breaks at its timeout.)"""
+        self.stream.synchronize()  # reset and flush finish outside the window
+        self.window.begin()
+        work()
+        self.stream.synchronize()
+        intervals = self.window.end()
+        if len(intervals) != launches:
+            raise TimingError(
+                f"implementation {name!r}: CUPTI recorded {len(intervals)} kernel(s) on the timing "
+                f"stream for {launches} launch(es); the timestamps cannot be matched to the launches"
+            )
+        return intervals
+
+    def _poison(self, stream: driver.Stream, byte: int) -> None:
+        for buffer in self.outputs:
+            buffer.fill_bytes(byte, stream)
+        for destination, pristine in self.resets:
+            destination.copy_from(pristine, stream)
+
+    def poison_outputs(self, byte: int) -> None:
+        """Fill what the kernels only write with `byte` (cold samples, outside the events)."""
+        for buffer in self.outputs:
+            buffer.fill_bytes(byte, self.stream)
+
+    def verify_outputs(self, name: str) -> str | None:
+        if self.verify is None:
+            return None
+        self.stream.synchronize()
+        return self.verify(name)
+
+    def timed_poisoned(self, name: str, batch: int, with_kernel: bool) -> float:
+        """Like timed_batch, with every launch preceded by a poison of what the kernels write
+        (runner.measurement.timing.output_dependence); without the kernel, the poison alone."""
+        from runner.measurement.timing.output_dependence import POISON_BYTE
+
+        per_graph = min(batch, self.graph_launches)
+        key = ("poisoned", name, per_graph, with_kernel)
+        if key not in self._graphs:
+            item = self.launchables[name]
+
+            def enqueue(stream, item=item):
+                for _ in range(per_graph):
+                    self._poison(stream, POISON_BYTE)
+                    if with_kernel:
+                        item.enqueue(stream)
+
+            self._graphs[key] = driver.Graph(self.stream, enqueue)
+        graph = self._graphs[key]
+        graph.launch(self.stream)  # untimed: the first replay uploads the graph
+        self.stream.synchronize()
+
+        def work():
+            for _ in range(batch // per_graph):
+                graph.launch(self.stream)
+
+        return self._timed(work)
+
+    def flush_l2(self) -> None:
+        self.internal.flush_l2(self.stream)
+
+    def timed_cold(self, name: str) -> float:
+        def work():
+            self.launchables[name].enqueue(self.stream)
+
+        if self.window is None:
+            return self._timed(work)
+        return union_s(self._recorded(name, work, 1))
+
+    def close(self) -> None:
+        for graph in self._graphs.values():
+            graph.destroy()
+        self._graphs.clear()
+        self.start.destroy()
+        self.end.destroy()
