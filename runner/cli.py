@@ -59,7 +59,7 @@ def profile_case(job):
     """
     from protocol.codec import encode
     from runner.definition import manifest
-    from runner.explain import profile_launch
+    from runner.execution import profile_launch
     from runner.gpu import driver
 
     try:

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from runner.definition import manifest, toolchains
-from runner.explain import profile_launch, profiling, tools
+from runner.execution import profile_launch
+from runner.explain import profiling, tools
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parent.parent

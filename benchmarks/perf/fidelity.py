@@ -30,12 +30,21 @@ from pathlib import Path
 import orjson
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
+
+from fidelity_torch import (  # noqa: E402
+    NCU_LAUNCHES,
+    TORCH_KERNEL,
+    l2_flush_tensor,
+    profiler_durations,
+    torch_profiler,
+    torch_side,
+    torch_target,
+)
+
 SOURCE = ROOT / "benchmarks" / "kernels" / "axpy_f64.cu"
 ENTRY = "axpy_f64"
-NCU_LAUNCHES = 5
 COLD_SAMPLES = 200  # cold samples are short and noisier: more of them for the A/A
-TORCH_KERNEL = "vectorized_elementwise_kernel"  # torch.add on contiguous float32 (not torch.rand's)
 
 
 def say(text: str) -> None:
@@ -139,36 +148,6 @@ def ptx_target(ptx: str, log2n: int, reset: bool) -> None:
     axpy.close()
 
 
-def l2_flush_tensor(torch):
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    return torch.ones(max(3 * l2, 64 << 20) // 4, dtype=torch.float32, device="cuda")
-
-
-def profiler_durations(torch, launch, flush, repeats: int, name_part: str) -> float:
-    """Median kernel duration (us) of `launch` from torch.profiler's CUPTI records, each launch
-    after a read-only flush of 3x the L2."""
-    from torch.profiler import ProfilerActivity, profile
-
-    sink = []
-    for _ in range(3):
-        launch()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(repeats):
-            sink.append(flush.sum())
-            torch.cuda.synchronize()
-            launch()
-            torch.cuda.synchronize()
-    found = [
-        e.time_range.elapsed_us()
-        for e in prof.events()
-        if name_part in e.name and e.device_type.name == "CUDA"
-    ]
-    if not found:
-        raise RuntimeError(f"torch.profiler recorded no kernel named like {name_part!r}")
-    return statistics.median(found)
-
-
 def ptx_profiler(ptx: str, sizes: list[int]) -> dict:
     import torch
 
@@ -184,86 +163,6 @@ def ptx_profiler(ptx: str, sizes: list[int]) -> dict:
         out[log2n] = profiler_durations(torch, launch, flush, 30, ENTRY)
         axpy.close()
     return out
-
-
-# -- the torch side ------------------------------------------------------------------------
-
-
-def torch_side(sizes: list[int]) -> list[dict]:
-    import torch
-    import triton.testing
-
-    from runner import bench
-
-    class Add(bench.Workload):
-        name, version = "fidelity-add", 1
-        rows = tuple(bench.Row(f"n{k}", n=1 << k) for k in sizes)
-        dtypes = ("float32",)
-
-        def gen_inputs(self, params, dtype, seed):
-            g = torch.Generator(device="cuda").manual_seed(seed)
-            return tuple(
-                torch.rand(params["n"], generator=g, device="cuda", dtype=torch.float32)
-                for _ in range(2)
-            )
-
-        def reference(self, a, b):
-            return (a.double() + b.double()).float()
-
-    def again(a, b):
-        return torch.add(a, b)
-
-    rows = []
-    for case in bench.cases(Add()):
-        n = case.params["n"]
-        row = {"log2n": n.bit_length() - 1}
-        for label, mode, timer in (
-            ("cold_cupti", "cold", "cupti"),
-            ("cold_events", "cold", "events"),
-            ("hot_events", "hot", "events"),
-        ):
-            options = bench.TimingOptions(mode=mode, timer=timer, budget_s=1.0)
-            session = bench.Session(options=options)
-            c = bench.Runner(torch.add, case, options=options, session=session).compare(
-                {"again": again}
-            )
-            base, aa = c.rows["add"], c.document_case["implementations"]["again"]["gap"]
-            row[f"{label}_us"] = base.median_s * 1e6
-            row[f"{label}_aa"] = [aa["ratio_of_medians"], aa["ci_low"], aa["ci_high"]]
-            impls = c.document_case["implementations"]
-            row[f"{label}_samples"] = [impls[k]["timing"]["samples_s"] for k in ("add", "again")]
-            say(f"torch 2^{row['log2n']} {label}: {row[f'{label}_us']:.3f} us, A/A {aa}")
-        a, b = case.inputs
-        row["do_bench_us"] = triton.testing.do_bench(lambda a=a, b=b: a + b) * 1e3
-        row["do_bench_cudagraph_us"] = (
-            triton.testing.do_bench_cudagraph(lambda a=a, b=b: a + b) * 1e3
-        )
-        case.release()
-        rows.append(row)
-    return rows
-
-
-def torch_profiler(sizes: list[int]) -> dict:
-    """torch.profiler's durations of torch.add (its own process: one CUPTI subscriber each)."""
-    import torch
-
-    flush = l2_flush_tensor(torch)
-    out = {}
-    for log2n in sizes:
-        a, b = (torch.rand(1 << log2n, device="cuda") for _ in range(2))
-        out[log2n] = profiler_durations(
-            torch, lambda a=a, b=b: torch.add(a, b), flush, 30, TORCH_KERNEL
-        )
-    return out
-
-
-def torch_target(log2n: int) -> None:
-    import torch
-
-    a, b = (torch.rand(1 << log2n, device="cuda") for _ in range(2))
-    for _ in range(NCU_LAUNCHES):
-        torch.add(a, b)
-    torch.cuda.synchronize()
 
 
 # -- ncu and the orchestration ---------------------------------------------------------------

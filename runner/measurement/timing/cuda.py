@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from runner.gpu import driver
+from runner.gpu.graphs import Graph
 from runner.measurement.timing.cupti import span_s, union_s
 
 
@@ -166,7 +167,7 @@ class CudaBackend:
         self.resets = resets  # (destination, pristine copy) of every buffer the kernels overwrite
         self.graph_launches = graph_launches
         self.start, self.end = driver.Event(), driver.Event()
-        self._graphs: dict[tuple, driver.Graph] = {}
+        self._graphs: dict[tuple, Graph] = {}
         self.outputs = outputs or []  # buffers the kernels only write (poisoned, never restored)
         self.window = window
         self.verify = verify
@@ -180,7 +181,7 @@ class CudaBackend:
         for destination, pristine in self.resets:
             destination.copy_from(pristine, self.stream)
 
-    def _graph(self, name: str, launches: int) -> driver.Graph:
+    def _graph(self, name: str, launches: int) -> Graph:
         key = (name, launches)
         if key not in self._graphs:
             item = self.launchables[name]
@@ -189,7 +190,7 @@ class CudaBackend:
                 for _ in range(launches):
                     item.enqueue(stream)
 
-            self._graphs[key] = driver.Graph(self.stream, enqueue)
+            self._graphs[key] = Graph(self.stream, enqueue)
         return self._graphs[key]
 
     def _timed(self, enqueue_work) -> float:
@@ -263,7 +264,7 @@ class CudaBackend:
                     if with_kernel:
                         item.enqueue(stream)
 
-            self._graphs[key] = driver.Graph(self.stream, enqueue)
+            self._graphs[key] = Graph(self.stream, enqueue)
         graph = self._graphs[key]
         graph.launch(self.stream)  # untimed: the first replay uploads the graph
         self.stream.synchronize()
