@@ -68,7 +68,7 @@ def _inputs(case) -> list[dict]:
 def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, error=None) -> dict:
     """The result-document case of one comparison (`timed` = (measurement, settings, info) or
     None; `error` = (phase, message) when the comparison failed)."""
-    case, op_name = runner.execution.case, runner.name
+    case, op_name = runner.case, runner.name
     workload = case.workload
     others = ", ".join(n for n in impls if n != op_name) or "nothing"
     doc = {
@@ -110,7 +110,7 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, erro
     if timed is None:
         return doc
     measurement, settings, info = timed
-    peaks = runner.gpu.device.peaks()
+    peaks = runner.device.peaks()
     flop_dtype = FLOP_DTYPES.get(case.dtype)
     for name, t in measurement.impls.items():
         entry = doc["implementations"][name]
@@ -149,7 +149,7 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, erro
     doc["timing_wall_s"] = measurement.wall_s
     doc["round_orders"] = measurement.orders
     integrity.judge(
-        doc, info, {**peaks, "l2_bytes": getattr(runner.gpu.device, "l2_bytes", None)}, case
+        doc, info, {**peaks, "l2_bytes": getattr(runner.device, "l2_bytes", None)}, case
     )
     return doc
 
