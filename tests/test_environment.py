@@ -135,7 +135,7 @@ def test_nvml_sensors_turns_an_init_failure_into_a_reason(monkeypatch):
 
 def test_nvml_sensors_does_not_load_cuda():
     code = (
-        "import sys; from runner import environment; environment.nvml_sensors(); "
+        "import sys; from runner.measurement import environment; environment.nvml_sensors(); "
         "print(sorted(m for m in sys.modules if m.startswith('cuda')))"
     )
     out = subprocess.run(

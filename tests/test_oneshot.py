@@ -492,7 +492,7 @@ def test_ptx_that_does_not_load():
 
 def run_process(request: dict, timeout_s: float = 60) -> tuple[int, dict, float]:
     """Run the one-shot runner as its own process (a fault poisons the context for good)."""
-    code = "import sys; from runner import oneshot; sys.exit(oneshot.main(sys.stdin.buffer, sys.stdout.buffer))"
+    code = "import sys; from runner.launch import oneshot; sys.exit(oneshot.main(sys.stdin.buffer, sys.stdout.buffer))"
     t0 = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", code],
