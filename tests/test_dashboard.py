@@ -17,6 +17,7 @@ import orjson
 import pytest
 from browser import Browser, BrowserError, chromium_path
 from click.testing import CliRunner
+from dashboard_page import draw_every_chart
 from harness_docs import default_source_sha, make_document, samples
 
 from harness.cli import main
@@ -137,7 +138,11 @@ def test_site_files(site, history):
     for name in ("index.html", "app.js", "data.js", "plotly.min.js"):
         assert (out / name).is_file(), name
     page = (out / "index.html").read_text()
-    assert 'src="plotly.min.js"' in page and "cdn" not in page.lower() and "http" not in page
+    assert "cdn" not in page.lower() and "http" not in page
+    # app.js loads plotly.min.js from beside the page once the first view is on screen.
+    assert '"plotly.min.js"' in (out / "app.js").read_text()
+    for script in ("data.js", "marks.js", "overview.js", "charts.js", "lazy.js", "app.js"):
+        assert f'<script src="{script}"></script>' in page and (out / script).is_file(), script
     import plotly
 
     shipped = __import__("pathlib").Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
@@ -351,10 +356,7 @@ def test_page_in_headless_chromium(site, history, tmp_path):
     with_repo = build_site(history, tmp_path / "with-repo", repo_url="https://x.test/r").out
     with Browser(width=1400, height=2400) as browser:
         browser.open((out / "index.html").as_uri())
-        browser.wait_for("document.body.dataset.rendered === 'all'", timeout_s=60)
-        state = orjson.loads(
-            browser.evaluate("document.getElementById('render-state').textContent")
-        )
+        state = draw_every_chart(browser)
         shot = browser.screenshot(tmp_path / "dashboard.png")
         browser.screenshot(tmp_path / "dashboard-full.png", full_page=True)
         cards = browser.evaluate(
@@ -375,6 +377,14 @@ def test_page_in_headless_chromium(site, history, tmp_path):
             "document.getElementById('chart-case-transpose').layout.annotations"
             ".filter(a => a.text === '✕').length"
         )
+        lead_rows = browser.evaluate(
+            "[...document.querySelectorAll('#chart-overview svg a')].map(a => "
+            "[a.querySelector('text').firstChild.nodeValue, a.getAttribute('href')])"
+        )
+        lead_points = browser.evaluate(
+            "[...document.querySelectorAll('#chart-overview g.point')].map(g => [g.dataset.case, "
+            "g.dataset.candidate, g.querySelector('circle').getAttribute('fill')])"
+        )
         # Hover the newest point of axpy's llvm gap, then click it (window.open is recorded).
         x, y = browser.evaluate(POINT_JS)
         browser.mouse(x, y)
@@ -382,15 +392,15 @@ def test_page_in_headless_chromium(site, history, tmp_path):
         browser.evaluate("window.open = (url) => { window.openedUrl = url; return null; }")
         browser.mouse(x, y, click=True)
         opened = browser.wait_for("window.openedUrl")
-        # The x axis switches to dates and back.
+        # The x axis switches to dates (axpy's chart, in view, is drawn again at once).
         browser.evaluate("window.kernelgapSetX('date')")
-        browser.wait_for("document.body.dataset.rendered === 'all'", timeout_s=60)
+        browser.evaluate("kernelgapIdle()")
         date_x = browser.evaluate(
             "document.getElementById('chart-case-axpy')._fullLayout.xaxis.type"
         )
         errors = browser.errors()
         browser.open((with_repo / "index.html").as_uri())
-        browser.wait_for("document.body.dataset.rendered === 'all'", timeout_s=60)
+        browser.wait_for("document.body.dataset.rendered", timeout_s=60)
         repo_link = browser.evaluate("window.kernelgapLink(window.KERNELGAP_DATA.latest.run)")
         errors += browser.errors()
     shutil.copyfile(shot, SCREENSHOT_COPY)
@@ -412,6 +422,14 @@ def test_page_in_headless_chromium(site, history, tmp_path):
     assert ["transpose", None, "failed", "#case-transpose"] in rows
     assert ["matmul", "handptx", "unstable", "#case-matmul"] in rows
     assert failed_marks == 2  # the newest run, in both panels
+    # The lead chart: a row per case with a gap, the largest (llvm's, the first candidate) on
+    # top, linked to its charts; unstable points hollow.
+    table = read_js_json(out / "data.js", "window.KERNELGAP_DATA = ")["table"]
+    llvm = {r["case"]: r["gap"] for r in table if r["candidate"] == "llvm" and r["gap"]}
+    assert lead_rows == [[c, f"#case-{c}"] for c in sorted(llvm, key=llvm.get, reverse=True)]
+    assert len(lead_points) == 2 * len(llvm) == 6
+    hollow = [p[:2] for p in lead_points if p[2] == "#fff"]
+    assert hollow == [["matmul", "handptx"]]
     # Every case has its two panels; the new source of reduce/llvm is a second trace.
     assert set(traces) == set(CASES) == set(state["cases"])
     for case_id, case in state["cases"].items():
@@ -493,7 +511,7 @@ def test_page_shows_names_and_errors_literally_and_says_where_clicks_lead(tmp_pa
     )
     with Browser(width=1400, height=1600) as browser:
         browser.open((out / "index.html").as_uri())
-        browser.wait_for("document.body.dataset.rendered === 'all'", timeout_s=60)
+        draw_every_chart(browser)
         legends = browser.evaluate(
             "[...document.querySelectorAll('#chart-case-axpy .legendtext, #chart-suite "
             ".legendtext')].map(n => n.textContent)"

@@ -7,6 +7,7 @@ import numpy as np
 import orjson
 import pytest
 from browser import Browser, chromium_path
+from dashboard_page import draw_every_chart
 from harness_docs import make_document, samples
 
 from harness.dashboard import build_site
@@ -89,10 +90,7 @@ def test_the_page_shows_the_alerts_on_top_and_the_marks_on_the_charts(site, tmp_
     out, _ = site
     with Browser(width=1400, height=1600) as browser:
         browser.open((out / "index.html").as_uri())
-        browser.wait_for("document.body.dataset.rendered === 'all'", timeout_s=60)
-        state = orjson.loads(
-            browser.evaluate("document.getElementById('render-state').textContent")
-        )
+        state = draw_every_chart(browser)
         items = browser.evaluate(
             "[...document.querySelectorAll('#alerts li')].map(li => li.textContent)"
         )

@@ -4,7 +4,8 @@ The site, every file beside index.html so that it works from file:// and from an
   index.html          the page (page.html as is: it holds no data)
   app.js              draws the headline, the table and the charts from data.js; it loads
                       plotly.min.js itself once the page's first view is on screen, and draws a
-                      chart only when it comes into (or near) the window
+                      chart only when it comes into (or near) the window (lazy.js)
+  charts.js           the history charts' Plotly figures: each case's, the suite's
   plotly.min.js       plotly.js as shipped inside the plotly Python package (no CDN; copied
                       once: an identical file already there is left alone)
   data.js             `window.KERNELGAP_DATA = {...};` (harness.dashboard.data: what it holds)
@@ -52,7 +53,7 @@ __all__ = [
 
 RAW_RUNS = 20  # raw documents written per build (newest drawn runs); older ones stay
 RUN_ID = re.compile(r"[0-9a-f]{64}")  # store run ids; anything else never becomes a file name
-PAGE_FILES = ("app.js", "marks.js", "overview.js")  # written beside index.html as they are
+PAGE_FILES = ("app.js", "charts.js", "lazy.js", "marks.js", "overview.js")  # copied as they are
 
 
 @dataclass
