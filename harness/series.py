@@ -63,10 +63,14 @@ def _source_sha256(case: dict, impl_name: str | None) -> str | None:
 
 
 def _mode(document: dict, case: dict, impl: dict) -> str | None:
-    """The timing mode: the implementation's timing block, else the case's settings, else options."""
+    """The timing mode: the implementation's timing block, else the case's settings, else
+    options; qualified by the timer when it is not CUDA events ("cold/cupti"), so numbers read
+    by different timers are never one series nor compared (a document before result schema
+    1.5.0 names no timer: events). Events keep the bare mode, so older series continue."""
     for block in (impl.get("timing"), case.get("settings"), document.get("options")):
         if isinstance(block, dict) and block.get("mode"):
-            return block["mode"]
+            timer = block.get("timer") or "events"
+            return block["mode"] if timer in ("events", "auto") else f"{block['mode']}/{timer}"
     return None
 
 
@@ -89,7 +93,8 @@ def run_mode(document: dict) -> str | None:
 def series_key(document: dict, case: dict, impl_name: str) -> dict:
     """The series key of implementation `impl_name` of `case` (an entry of document["cases"]).
 
-    Fields (KEY_FIELDS): gpu (gpu_model() of environment.device.name), mode (hot or cold), suite_version,
+    Fields (KEY_FIELDS): gpu (gpu_model() of environment.device.name), mode (hot or cold, with
+    "/cupti" when CUPTI's timestamps read the samples), suite_version,
     case_id, case_version, impl, source_sha256 (its build's source hash; None when the build
     never ran) and baseline_source_sha256 (the same for the case's baseline).
     """

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import time
 
-from runner import driver, gate, manifest, ptx
-from runner.timing import TimingSettings, measure, output_dependence
+from runner import driver, gate, manifest, ptx, spec
+from runner.reference import load_reference
+from runner.timing import TimingSettings, clocks, cupti, measure, output_dependence
 from runner.timing.cuda import CudaBackend, InternalKernels, Launchable
 
 DYNAMIC_SHARED_DEFAULT_LIMIT = 48 * 1024
@@ -32,7 +33,7 @@ def error_record(phase: str, exc: BaseException) -> dict:
     return record
 
 
-def resolve_kernel(module: driver.Module, entry: str, geometry: manifest.Geometry) -> driver.Kernel:
+def resolve_kernel(module: driver.Module, entry: str, geometry: spec.Geometry) -> driver.Kernel:
     kernel = module.kernel(entry, geometry.grid, geometry.block, geometry.shared_bytes)
     if geometry.shared_bytes > DYNAMIC_SHARED_DEFAULT_LIMIT:
         d = driver.cu()
@@ -85,7 +86,7 @@ class CaseRun:
             self.record["impls"][name]["load_s"] = self.modules[name].load_s
             self.record["impls"][name]["ptx"] = ptx.describe(ptx.parse(text))
 
-    def kernel(self, name: str, geometry: manifest.Geometry) -> driver.Kernel:
+    def kernel(self, name: str, geometry: spec.Geometry) -> driver.Kernel:
         impl = self.case.impl(self.variant_of.get(name, name))
         return resolve_kernel(self.modules[name], impl.entry, geometry)
 
@@ -96,7 +97,7 @@ class CaseRun:
         t0 = time.perf_counter()
         tol = gate.Tolerance.of(case)
         geometry = case.geometry(case.check_dims)
-        reference = manifest.load_reference(self.suite, case)
+        reference = load_reference(self.suite, case)
         buffers = gate.DeviceBuffers(case, geometry, self.internal, self.stream, CHECK_GUARD_BYTES)
         try:
             host_inputs = buffers.host_inputs()
@@ -156,10 +157,15 @@ class CaseRun:
             self.record["phases_s"]["inputs_s"] = time.perf_counter() - t0
             args = buffers.kernel_args()
             launchables = {n: Launchable(self.kernel(n, geometry), args) for n in self.names}
+            verify = None
             if not self.job.get("skip_check"):
-                self.cross_check_timed_size(buffers, launchables, pristine)
-            self.enter("timing", mode=self.settings.mode)
+                reference = self.cross_check_timed_size(buffers, launchables, pristine)
+                verify = self.verifier(buffers, reference)
+            self.enter("timing", mode=self.settings.mode, timer=self.settings.timer)
             outputs = [buffers.buffers[b.name] for b in self.case.buffers if b.role == "output"]
+            window = None
+            if self.settings.timer == "cupti":
+                window = cupti.ActivityWindow(int(self.ctx.handle), int(self.stream.handle))
             backend = CudaBackend(
                 self.stream,
                 self.internal,
@@ -167,15 +173,24 @@ class CaseRun:
                 pristine,
                 self.settings.graph_launches,
                 outputs,
+                window,
+                verify,
+            )
+            monitor, source = clocks.open_monitor(
+                self.job.get("device", 0), self.job.get("device_uuid")
             )
             try:
-                m = measure(backend, self.names, self.settings)
+                m = measure(backend, self.names, self.settings, monitor, self.case.baseline.name)
+                m.clocks_source = source
                 if m.mode == "hot":
                     self.enter("timing", mode="hot, outputs poisoned")
-                    for name, found in output_dependence.check(backend, self.names, m).items():
-                        self.record["impls"][name]["integrity"] = found
+                    found = output_dependence.check(backend, self.names, m, verify)
+                    for name, integrity in found.items():
+                        self.record["impls"][name]["integrity"] = integrity
             finally:
                 backend.close()
+                if window is not None:
+                    window.close()
             self.ctx.synchronize()
         finally:
             for _, copy in pristine:
@@ -187,14 +202,37 @@ class CaseRun:
             "wall_s": m.wall_s,
             "orders": m.orders,
             "impls": {n: vars(t) for n, t in m.impls.items()},
+            "precision": m.precision,
+            "clocks_source": m.clocks_source,
         }
+
+    def verifier(self, buffers: gate.DeviceBuffers, reference: dict):
+        """verify(name) -> None, or how the outputs a timed launch left differ from the
+        baseline's at the timed size (`reference`, from cross_check_timed_size)."""
+        tol = gate.Tolerance.of(self.case).between_implementations()
+        baseline = self.case.baseline.name
+
+        def verify(name: str) -> str | None:
+            self.stream.synchronize()
+            for b, expected in reference.items():
+                found = gate.compare(buffers.download(b), expected, tol)
+                if found["mismatches"]:
+                    return (
+                        f"after a timed launch of {name}, {b} differs from baseline {baseline} "
+                        f"in {found['mismatches']} of {found['elements']} elements (first at "
+                        f"index {found['first_mismatch']['index']}): the launch did not do the work"
+                    )
+            return None
+
+        return verify
 
     def cross_check_timed_size(
         self, buffers: gate.DeviceBuffers, launchables: dict, pristine: list
-    ) -> None:
+    ) -> dict:
         """One launch of each implementation at the timed size, its outputs compared with the
         baseline's: behaviour that only shows at the large size (a loop that runs only there,
-        a size-dependent branch) cannot slip past the gate into the timing."""
+        a size-dependent branch) cannot slip past the gate into the timing. Returns the
+        baseline's outputs, which the timed launches are verified against afterwards."""
         self.enter("check", size="timed")
         t0 = time.perf_counter()
         case, impls, baseline = self.case, self.record["impls"], self.case.baseline.name
@@ -229,6 +267,7 @@ class CaseRun:
             raise PhaseError(
                 "check", f"at the timed size, {', '.join(failed)} disagree with baseline {baseline}"
             )
+        return reference
 
     def close(self) -> None:
         """Release everything unless a sticky error poisoned the context (the process then exits)."""
@@ -244,10 +283,10 @@ class CaseRun:
             self.ctx.close()
 
 
-def fits_device(case: manifest.CaseSpec, geometry: manifest.Geometry) -> None:
+def fits_device(case: manifest.CaseSpec, geometry: spec.Geometry) -> None:
     """PhaseError("inputs") before any allocation when the case's buffers at the timed size (with
     a copy of each inout buffer) exceed the device's free memory, naming the largest buffer."""
-    sizes = manifest.buffer_bytes(case, geometry.lengths)
+    sizes = spec.buffer_bytes(case, geometry.lengths)
     need = sum(sizes.values()) + sum(sizes[b.name] for b in case.buffers if b.role == "inout")
     free_bytes, _total = driver.check(driver.cu().cuMemGetInfo(), "cuMemGetInfo")
     if need > int(free_bytes):

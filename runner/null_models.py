@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from runner import gate, manifest
+from runner import gate, manifest, spec
+from runner.reference import load_reference
 
 
 def _matching_input(array: np.ndarray, length: int, dtype: np.dtype) -> np.ndarray:
@@ -21,7 +22,7 @@ def _matching_input(array: np.ndarray, length: int, dtype: np.dtype) -> np.ndarr
 
 
 def null_models(
-    case: manifest.CaseSpec, geometry: manifest.Geometry, reference, inputs: dict, expected: dict
+    case: manifest.CaseSpec, geometry: spec.Geometry, reference, inputs: dict, expected: dict
 ) -> dict[str, dict[str, np.ndarray]]:
     """{description: {written buffer: array}} for every null model that applies to the case."""
     models: dict[str, dict[str, np.ndarray]] = {
@@ -63,7 +64,7 @@ def null_models(
 def passing_null_models(suite: manifest.Suite, case: manifest.CaseSpec) -> list[str]:
     """The null models that the case's tolerance accepts at its check size (empty is good)."""
     geometry = case.geometry(case.check_dims)
-    reference = manifest.load_reference(suite, case)
+    reference = load_reference(suite, case)
     inputs = gate.host_inputs(case, geometry)
     expected = gate.expected_outputs(case, geometry, reference, inputs)
     tol = gate.Tolerance.of(case)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from protocol.version import RESULT_SCHEMA_VERSION
 from runner import stats
+from runner.timing import clocks
 
 
 def throughput(
@@ -70,15 +71,80 @@ def impossible(rates: dict, peaks: dict, working_set_bytes: float | None) -> str
 
 def timing_block(timing: dict, measurement: dict) -> dict:
     samples = timing["samples_s"]
-    return {
+    block = {
         "mode": measurement["mode"],
         "method": timing["method"],
+        "timer": timing.get("timer", "events"),
         "batch": timing["batch"],
         "warmup": measurement["warmup"],
         "calibration_s": timing["calibration_s"],
         "samples_s": samples,
         "stats": stats.summarize(samples),
     }
+    if timing.get("clocks") is not None:
+        block["clocks"] = timing["clocks"]
+    if timing.get("problems"):
+        block["problems"] = timing["problems"]
+    return block
+
+
+def apply_clocks(case_doc: dict, run_max: int | None, source: str | None = None) -> None:
+    """Flag the case's samples against the run's highest SM clock (runner.timing.clocks) and,
+    when they are mostly flagged, make its gaps and pairs unstable, saying why. Idempotent: run
+    again with the final maximum once the whole run is known."""
+    timings = {
+        n: i["timing"]
+        for n, i in case_doc["implementations"].items()
+        if "clocks" in i.get("timing", {})
+    }
+    if not timings:
+        if source and "timing_wall_s" in case_doc:
+            case_doc["clocks"] = {"source": source}
+        return
+    for timing in timings.values():
+        timing["clock_flags"] = clocks.sample_flags(timing["clocks"], run_max)
+    report = clocks.clock_report(timings, run_max)
+    case_doc["clocks"] = {
+        "source": source or case_doc.get("clocks", {}).get("source", "nvml"),
+        **report,
+    }
+    unstable = report["unstable"]
+    impls = case_doc["implementations"]
+    base = impls[case_doc["baseline"]].get("timing")
+    for impl in impls.values():
+        if impl.get("gap") and base:
+            impl["gap"]["stable"] = (
+                impl["timing"]["stats"]["stable"] and base["stats"]["stable"] and not unstable
+            )
+    for pair in case_doc.get("pairs", []):
+        sides = (impls[pair["base"]]["timing"], impls[pair["head"]]["timing"])
+        pair["stable"] = all(t["stats"]["stable"] for t in sides) and not unstable
+    notes = [n for n in case_doc.get("notes", []) if not n.startswith("clocks: ")]
+    if unstable:
+        notes.append("clocks: " + report["note"])
+    if notes:
+        case_doc["notes"] = notes
+    else:
+        case_doc.pop("notes", None)
+
+
+def run_max_clock(case_docs: list[dict]) -> int | None:
+    """The highest SM clock read around any sample of these cases."""
+    return clocks.run_max_mhz(
+        i["timing"] for c in case_docs for i in c["implementations"].values() if "timing" in i
+    )
+
+
+def dependence(integrity: dict) -> str:
+    """What the hot output-dependence check found, in words."""
+    after = integrity.get("outputs_after_replay")
+    if after and not after.startswith("match"):
+        return after
+    return (
+        f"{integrity['poisoned_s'] * 1e6:.2f} us a launch when its outputs are poisoned first, "
+        f"{integrity['plain_s'] * 1e6:.2f} us in plain hot replay (x{integrity['ratio']:.2f}, "
+        f"limit x{integrity['limit']:.2f})"
+    )
 
 
 def gap_block(baseline_samples: list[float], candidate_samples: list[float], stable: bool) -> dict:
@@ -130,11 +196,13 @@ def finish_case(
             and (why := impossible(impl["throughput"], peaks, working_set_bytes))
         ]
         dependent = [
-            f"{name}: {i['integrity']['poisoned_s'] * 1e6:.2f} us a launch when its outputs are "
-            f"poisoned first, {i['integrity']['plain_s'] * 1e6:.2f} us in plain hot replay "
-            f"(x{i['integrity']['ratio']:.2f}, limit x{i['integrity']['limit']:.2f})"
+            f"{name}: {dependence(i['integrity'])}"
             for name, i in case_doc["implementations"].items()
             if i.get("integrity", {}).get("output_dependent")
+        ] + [
+            f"{name}: {'; '.join(i['timing']['problems'][:2])}"
+            for name, i in case_doc["implementations"].items()
+            if i.get("timing", {}).get("problems")
         ]
         if found or dependent:  # the samples stay in the document; the case gets no gap
             case_doc["status"] = "failed"
@@ -146,8 +214,8 @@ def finish_case(
                 )
             if dependent:
                 parts.append(
-                    "output-dependent timing (faster when its outputs already hold the answer): "
-                    + "; ".join(dependent)
+                    "output-dependent timing (faster when its outputs already hold the answer, "
+                    "or outputs not written by a timed launch): " + "; ".join(dependent)
                 )
             case_doc["error"] = {"phase": "timing", "message": "; ".join(parts)}
         base_timing = case_doc["implementations"][baseline]["timing"]
@@ -170,6 +238,16 @@ def finish_case(
             case_doc["pairs"] = pairs
         case_doc["timing_wall_s"] = measurement["wall_s"]
         case_doc["round_orders"] = measurement["orders"][:2]
+        precision = measurement.get("precision")
+        if precision:
+            case_doc["precision"] = precision
+            if not precision["converged"]:
+                case_doc.setdefault("notes", []).append(
+                    f"not converged: the widest gap interval is +-{precision['half_width']:.2%} "
+                    f"against the --precision target of {precision['target']:.2%} after "
+                    f"{precision['samples']} samples (stopped by {precision['stopped_by']})"
+                )
+        apply_clocks(case_doc, run_max_clock([case_doc]), measurement.get("clocks_source"))
     case_doc.setdefault("phases_s", {}).update(record.get("phases_s", {}))
     return case_doc
 

@@ -27,7 +27,7 @@ from typing import BinaryIO
 
 import orjson
 
-from runner.processes import spawn_worker
+from runner.processes import private_stdout, spawn_worker
 
 # Only stdlib and orjson at import: the worker (CUDA context, numpy, jsonschema) is started
 # first and loads while this process reads its first line.
@@ -240,3 +240,8 @@ def main(stdin: BinaryIO, stdout: BinaryIO) -> int:
     finally:
         supervisor.close()
     return 0
+
+
+def run() -> int:
+    """`python -m runner serve`: stdin's lines answered on the process's private stdout."""
+    return main(sys.stdin.buffer, private_stdout())

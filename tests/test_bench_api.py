@@ -821,7 +821,7 @@ def test_cupti_union_of_intervals():
 
 
 def test_timer_option_is_checked():
-    with pytest.raises(bench.DeclarationError, match="timer must be 'events' or 'cupti'"):
+    with pytest.raises(bench.DeclarationError, match="timer must be 'auto', 'events' or 'cupti'"):
         bench.TimingOptions(timer="wallclock")
 
 

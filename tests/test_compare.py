@@ -21,9 +21,9 @@ from harness.compare import (
     detect,
     detect_gap,
     gate,
-    markdown,
     significance,
 )
+from harness.compare_report import markdown
 from tests.conftest import ROOT
 from tests.harness_docs import make_document, samples
 

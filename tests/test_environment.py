@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from runner import environment
+from runner import peaks as peak_figures
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -212,28 +213,28 @@ H100_INFO = {
 
 def test_nominal_peaks_sm90_from_nvml_clocks():
     sensors = {"source": "nvml", "max_sm_clock_mhz": 1980, "max_memory_clock_mhz": 2619}
-    peaks = environment.nominal_peaks(H100_INFO, sensors)
+    peaks = peak_figures.nominal_peaks(H100_INFO, sensors)
     assert peaks["f64_flops_per_s"] == 132 * 1980e6 * 2 * 64
     assert peaks["f32_flops_per_s"] == 132 * 1980e6 * 2 * 128
     assert peaks["memory_bytes_per_s"] == pytest.approx(2 * 2619e6 * 5120 / 8)
 
 
 def test_nominal_peaks_falls_back_to_driver_clocks_without_nvml():
-    peaks = environment.nominal_peaks(H100_INFO, {"source": "unavailable", "reason": "x"})
+    peaks = peak_figures.nominal_peaks(H100_INFO, {"source": "unavailable", "reason": "x"})
     assert peaks["f64_flops_per_s"] == 132 * 1755e6 * 2 * 64
     assert any("driver attribute clock_rate_khz" in note for note in peaks["notes"])
 
 
 def test_nominal_peaks_unknown_compute_capability_gives_no_flops():
     info = {**H100_INFO, "compute_capability": "6.1"}
-    peaks = environment.nominal_peaks(info, {"max_sm_clock_mhz": 1980})
+    peaks = peak_figures.nominal_peaks(info, {"max_sm_clock_mhz": 1980})
     assert peaks["f64_flops_per_s"] is None and peaks["f32_flops_per_s"] is None
     assert any("'6.1'" in note for note in peaks["notes"])
 
 
 def test_nominal_peaks_drops_an_implausible_memory_bandwidth():
     info = {**H100_INFO, "memory_bus_width_bits": 64, "memory_clock_rate_khz": 100_000}
-    peaks = environment.nominal_peaks(info, {})
+    peaks = peak_figures.nominal_peaks(info, {})
     assert peaks["memory_bytes_per_s"] is None  # 2 * 100 MHz * 8 bytes = 1.6e9 B/s
     assert any("implausible" in note for note in peaks["notes"])
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from runner import manifest, oneshot, toolchains
+from runner import manifest, oneshot, run_request, toolchains
 from runner.manifest import ManifestError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,13 +62,13 @@ def test_a_million_values_are_checked_without_the_schema_walking_each_one(monkey
     """The schema sees the structure; numpy and one pass over the types see the values (the
     cost is measured by benchmarks/perf/request_parse.py, not asserted here)."""
     seen: list[int] = []
-    real = oneshot.validate
+    real = run_request.validate
 
     def counting(document, schema, what):
         seen.extend(len(p.get("values", [])) for p in document.get("params", []))
         return real(document, schema, what)
 
-    monkeypatch.setattr(oneshot, "validate", counting)
+    monkeypatch.setattr(run_request, "validate", counting)
     values = [float(i) for i in range(10**6)]
     request = {**REQUEST, "params": [{"type": "f64[]", "values": values}]}
     oneshot.parse_request(orjson.dumps(request))

@@ -23,7 +23,8 @@ import pytest
 from sshd import running_sshd, wait_gone
 
 from harness import shipping
-from harness.commands.run import Terminated, local_commit, result_name, signals_interrupt
+from harness.commands.run import Terminated, local_commit, signals_interrupt
+from harness.commands.run_session import result_name
 from tests.conftest import ROOT, gpu_unavailable_reason
 
 FIXTURE = ROOT / "tests" / "fixtures" / "result-1.0.0-h200-axpy.json"
@@ -425,7 +426,7 @@ FIXTURE_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIIXmSRTE7SpQh0hMHniI513TJ35si
 def test_stderr_tail_keeps_the_partial_document_out_of_sight(tmp_path):
     import io
 
-    from harness.commands.run import _save_partial
+    from harness.commands.run_session import _save_partial
     from harness.transport.stderr_tail import PARTIAL_PREFIX, StderrTail
 
     shown = io.BytesIO()

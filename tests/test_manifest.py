@@ -15,6 +15,7 @@ import pytest
 
 from runner import manifest
 from runner.manifest import DEFAULT_SETTINGS, ManifestError, Settings
+from runner.reference import call_reference, load_reference
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -430,34 +431,34 @@ def test_call_reference_passes_only_the_names_it_takes(tmp_path):
     geometry = case.geometry(case.check_dims)
     x = np.linspace(-1, 1, 17, dtype=np.float32)
     # dims (n), scalars (a, n) and inputs (x) are on offer; scale(x, a) would raise on any other
-    result = manifest.call_reference(manifest.load_reference(suite, case), case, geometry, {"x": x})
+    result = call_reference(load_reference(suite, case), case, geometry, {"x": x})
     np.testing.assert_array_equal(result["out"], 2.0 * x.astype(np.float64))
     # a function taking **kwargs gets everything, and defaults fill what is not on offer
-    assert manifest.call_reference(
-        lambda **kw: {"names": sorted(kw)}, case, geometry, {"x": x}
-    ) == {"names": ["a", "n", "x"]}
-    assert manifest.call_reference(lambda n, k=3: {"out": n * k}, case, geometry, {}) == {"out": 51}
+    assert call_reference(lambda **kw: {"names": sorted(kw)}, case, geometry, {"x": x}) == {
+        "names": ["a", "n", "x"]
+    }
+    assert call_reference(lambda n, k=3: {"out": n * k}, case, geometry, {}) == {"out": 51}
 
 
 def test_call_reference_rejects_unknown_arguments_and_non_dict_results(tmp_path):
     suite = manifest.load(write_suite(tmp_path, "reference.py:scale", "reference.py:needs_k"))
     case = suite.cases[0]
     geometry = case.geometry(case.check_dims)
-    fn = manifest.load_reference(suite, case)
+    fn = load_reference(suite, case)
     with pytest.raises(ManifestError) as info:
-        manifest.call_reference(fn, case, geometry, {"x": np.zeros(17, np.float32)})
+        call_reference(fn, case, geometry, {"x": np.zeros(17, np.float32)})
     message = str(info.value)
     assert message.startswith(f"{suite.path}: case 'scale': reference reference.py:needs_k")
     assert "['k']" in message and "neither dims, params nor buffers" in message
     with pytest.raises(ManifestError, match="must return a dict of output arrays"):
-        manifest.call_reference(lambda x: x, case, geometry, {"x": np.zeros(17)})
+        call_reference(lambda x: x, case, geometry, {"x": np.zeros(17)})
 
 
 def test_load_reference_names_a_missing_function(tmp_path):
     # load() checks that the file exists; the function is looked up when the reference is loaded
     suite = manifest.load(write_suite(tmp_path, "reference.py:scale", "reference.py:axpy"))
     with pytest.raises(ManifestError) as info:
-        manifest.load_reference(suite, suite.cases[0])
+        load_reference(suite, suite.cases[0])
     assert (
         str(info.value)
         == f"{suite.path}: case 'scale': reference: reference.py has no function 'axpy'"
@@ -468,7 +469,7 @@ def test_load_reference_reports_an_import_failure(tmp_path):
     suite = manifest.load(write_suite(tmp_path))
     (tmp_path / "reference.py").write_text("import numpy as np\nraise RuntimeError('broken')\n")
     with pytest.raises(ManifestError) as info:
-        manifest.load_reference(suite, suite.cases[0])
+        load_reference(suite, suite.cases[0])
     message = str(info.value)
     assert "case 'scale': reference: importing reference.py failed" in message
     assert "broken" in message

@@ -23,11 +23,11 @@ from harness import pull_request, shipping
 from harness.cli import main
 from protocol.validation import validate
 from protocol.version import RESULT_SCHEMA_VERSION
-from runner import manifest, result
+from runner import manifest, result, spec
 from runner.bundle import Bundle, BundleError
 from runner.case import CaseRun
+from runner.case_job import build_case, case_skeleton
 from runner.revisions import parse_bundle_options
-from runner.suite import build_case, case_skeleton
 from runner.timing import TimingSettings, measure
 from tests.conftest import ROOT
 
@@ -139,7 +139,7 @@ def case_document(case_id: str, candidate: str, head_factor: float, seed: int = 
             "impls": {n: vars(t) for n, t in m.impls.items()},
         },
     }  # fmt: skip
-    geometry = manifest.Geometry(
+    geometry = spec.Geometry(
         dims={"n": 1}, lengths={}, grid=(1, 1, 1), block=(1, 1, 1), shared_bytes=0, scalars={},
         bytes=None, flops=None,
     )  # fmt: skip

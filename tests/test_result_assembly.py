@@ -12,7 +12,7 @@ import pytest
 
 from protocol.validation import DocumentError, validate
 from runner import result, stats
-from runner.manifest import Geometry
+from runner.spec import Geometry
 from runner.timing import HotMode
 
 FIXTURE = json.loads(

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from runner import generator, lock, manifest
+from runner.reference import call_reference, load_reference
 from tests.conftest import ROOT
 
 SUITE = manifest.load(ROOT / "benchmarks" / "cases.toml")
@@ -155,9 +156,7 @@ def _inputs(case_id: str):
         for b in case.buffers
         if b.dist is not None
     }
-    expected = manifest.call_reference(
-        manifest.load_reference(SUITE, case), case, geometry, dict(inputs)
-    )
+    expected = call_reference(load_reference(SUITE, case), case, geometry, dict(inputs))
     for b in case.buffers:
         if b.written:
             assert expected[b.name].size == geometry.lengths[b.name]

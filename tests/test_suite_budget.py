@@ -16,7 +16,8 @@ import orjson
 
 from protocol.validation import validate
 from runner import suite as suite_module
-from runner.suite import BenchOptions, _fail, case_skeleton, run_suite
+from runner.case_job import case_skeleton, record_failure
+from runner.suite import BenchOptions, run_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = orjson.loads((ROOT / "tests/fixtures/result-1.0.0-h200-axpy.json").read_bytes())
@@ -34,7 +35,7 @@ def stand_ins(monkeypatch) -> list[float | None]:
         limits.append(budget_left_s)
         time.sleep(CASE_S)
         doc = case_skeleton(case)
-        _fail(doc, "timing", f"case {case.id}: stand-in worker")
+        record_failure(doc, "timing", f"case {case.id}: stand-in worker")
         return doc
 
     monkeypatch.setattr(suite_module, "run_one", one_case)

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from runner import manifest, ptx, toolchains
+from runner.case_job import obtain_ptx
 from runner.checking import assemble
-from runner.suite import obtain_ptx
 from runner.toolchains import cuda_programs
 
 ROOT = Path(__file__).resolve().parents[1]

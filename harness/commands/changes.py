@@ -18,7 +18,7 @@ from harness.changes import ChangePolicy
 from harness.commands.compare import BadInput
 from harness.commands.history import DB_OPTION, _echo_json, _opened
 from harness.drift import DriftPolicy
-from harness.store import normalize_utc
+from harness.store_schema import normalize_utc
 
 __all__ = ["changes"]
 

@@ -97,6 +97,7 @@ def compare(base, head, output_format, fail_on, min_effect, alpha, seed):
       python -m harness compare base/result.json results/result.json --fail-on gap-slower
     """
     from harness import compare as comparing
+    from harness.compare_report import markdown
 
     base_doc, head_doc = load_result(base), load_result(head)
     policy = comparing.Policy(min_effect=min_effect, alpha=alpha)
@@ -107,7 +108,7 @@ def compare(base, head, output_format, fail_on, min_effect, alpha, seed):
     if output_format == "json":
         _write_stdout(encode(result.to_json(), pretty=True))
     else:
-        click.echo(comparing.markdown(result), nl=False)
+        click.echo(markdown(result), nl=False)
     tripped = comparing.gate(result, fail_on)
     if tripped:
         names = terminal(", ".join(f"{r.label} {r.verdict}" for r in tripped))

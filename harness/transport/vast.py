@@ -11,8 +11,8 @@ destroyed; a label with the prefix but no readable expiry falls back to an age r
 create is followed by a look-up of that label, so a rental made by a request that then failed is
 destroyed too. Which offer is rented (the exact GPU model, the cheapest, under `max_price`) is
 harness.transport.vast_offers' to decide. The SDK (`pip install 'kernelgap[vast]'`) is used
-only through `VastSdk`, a thin adapter over the five `vastai.VastAI` methods this needs, so tests
-drive the provider with a fake of that adapter.
+only through `VastSdk` (harness.transport.vast_sdk), a thin adapter over the five `vastai.VastAI`
+methods this needs, so tests drive the provider with a fake of that adapter.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import BinaryIO
 
 from harness.transport.base import Completed, ConnectError, StderrSink
 from harness.transport.ssh import SshTarget, SshTransport
@@ -35,6 +35,7 @@ from harness.transport.vast_offers import (  # also imported from here, the prov
     normalise_gpu_name,
     offer_query,
 )
+from harness.transport.vast_sdk import VastApi, VastSdk
 
 LABEL = "kernelgap"  # the prefix of every rental's label
 DEFAULT_IMAGE = "pytorch/pytorch:2.7.0-cuda12.8-cudnn9-devel"  # python3, numpy and nvcc
@@ -46,74 +47,6 @@ DESTROY_ATTEMPTS = 5
 DESTROY_BACKOFF_S = 5.0
 ORPHAN_AFTER_S = 6 * 3600.0  # age rule for a labelled instance without a readable expiry
 LIFETIME_S = 6 * 3600.0  # how long a rental may live when the caller does not say
-GONE_STATUSES = {"destroyed", "destroying", "terminated", "offline"}  # as vastai's own CLI reads
-
-
-class VastApi(Protocol):
-    """The few Vast.ai calls the provider makes (real: `VastSdk`; tests: a recording fake)."""
-
-    def search_offers(self, query: dict) -> list[dict]: ...
-
-    def create_instance(self, offer_id: int, *, image: str, disk_gb: float, label: str) -> int: ...
-
-    def attach_ssh_key(self, instance_id: int, public_key: str) -> None: ...
-
-    def show_instances(self) -> list[dict]: ...
-
-    def show_instance(self, instance_id: int) -> dict | None: ...
-
-    def destroy_instance(self, instance_id: int) -> None:
-        """Returns only once the instance is confirmed gone or marked destroyed; else raises."""
-
-
-class VastSdk:
-    """`VastApi` over `vastai.VastAI` (API key from VAST_API_KEY or the vastai config file)."""
-
-    def __init__(self, api_key: str | None = None):
-        try:
-            from vastai import VastAI
-        except ImportError:
-            raise VastError(
-                "--target vast: needs the `vastai` package: pip install 'kernelgap[vast]'"
-            ) from None
-        self.sdk = VastAI(api_key=api_key, raw=True, quiet=True)
-
-    def search_offers(self, query: dict) -> list[dict]:
-        return list(self.sdk.search_offers(query=query, order="dph_total", limit=64))
-
-    def create_instance(self, offer_id: int, *, image: str, disk_gb: float, label: str) -> int:
-        answer = self.sdk.create_instance(
-            id=offer_id, image=image, disk=disk_gb, label=label, ssh=True, direct=True
-        )
-        if not answer.get("success") or "new_contract" not in answer:
-            raise VastError(f"vast: renting offer {offer_id} failed: {answer}")
-        return int(answer["new_contract"])
-
-    def attach_ssh_key(self, instance_id: int, public_key: str) -> None:
-        self.sdk.attach_ssh(instance_id, public_key)
-
-    def show_instances(self) -> list[dict]:
-        return list(self.sdk.show_instances())
-
-    def show_instance(self, instance_id: int) -> dict | None:
-        return self.sdk.show_instance(instance_id)
-
-    def destroy_instance(self, instance_id: int) -> None:
-        answer = self.sdk.destroy_instance(instance_id)
-        if not isinstance(answer, dict) or not answer.get("success"):
-            raise VastError(f"vast: destroying instance {instance_id} was refused: {answer}")
-        try:
-            left = self.sdk.show_instance(instance_id)
-        except Exception as exc:  # the SDK raises requests' HTTPError; 404 means gone
-            if getattr(getattr(exc, "response", None), "status_code", None) == 404:
-                return
-            raise
-        status = (left or {}).get("intended_status") or (left or {}).get("actual_status")
-        if left and status not in GONE_STATUSES:
-            raise VastError(
-                f"vast: instance {instance_id} is still {status!r} after a destroy that "
-                "reported success"
-            )
 
 
 def rental_label(prefix: str, expiry_s: float) -> str:

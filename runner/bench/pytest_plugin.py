@@ -33,9 +33,9 @@ def pytest_addoption(parser):
     group.addoption("--bench-mode", choices=("cold", "hot"), help="timing mode (default cold)")
     group.addoption(
         "--bench-timer",
-        choices=("events", "cupti"),
-        help="events (default): CUDA events around each sample; cupti: kernel busy time from "
-        "CUPTI activity records (needs cupti-python)",
+        choices=("auto", "events", "cupti"),
+        help="auto (default): cupti in cold mode where cupti-python works, else events; events: "
+        "CUDA events around each sample; cupti: kernel busy time from CUPTI activity records",
     )
     group.addoption(
         "--bench-budget",

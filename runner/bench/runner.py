@@ -9,6 +9,7 @@ document case and one report row per implementation). A failed check stops befor
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -68,14 +69,17 @@ class TimingOptions:
     target_sample_s: float = 0.010  # hot: one sample (a replayed batch) lasts about this long
     verify_only: bool = False
     # "events": CUDA events around each sample; "cupti": the union of the kernel intervals the
-    # sample launched (cupti-python), for every implementation of a comparison alike
-    timer: str = "events"
+    # sample launched (cupti-python), for every implementation of a comparison alike; "auto":
+    # cupti in cold mode where cupti-python works, else events (runner.timing.cupti)
+    timer: str = "auto"
 
     def __post_init__(self):
         if self.mode not in ("hot", "cold"):
             raise DeclarationError(f"timing mode must be 'hot' or 'cold' (got {self.mode!r})")
-        if self.timer not in ("events", "cupti"):
-            raise DeclarationError(f"timer must be 'events' or 'cupti' (got {self.timer!r})")
+        if self.timer not in ("auto", "events", "cupti"):
+            raise DeclarationError(
+                f"timer must be 'auto', 'events' or 'cupti' (got {self.timer!r})"
+            )
         if not (isinstance(self.budget_s, int | float) and self.budget_s > 0):
             raise DeclarationError(
                 f"budget_s must be a number of seconds > 0 (got {self.budget_s!r})"
@@ -182,6 +186,12 @@ class Runner:
         self.case = case
         self.session = session or session_module.current()
         self.options = options or self.session.options
+        if self.options.timer == "auto":  # decided once, so every row says which it was
+            from runner.timing import cupti
+
+            usable = self.options.mode == "cold" and cupti.unavailable_reason() is None
+            timer = cupti.resolve_timer("auto", self.options.mode, usable)
+            self.options = dataclasses.replace(self.options, timer=timer)
         self._device = device
 
     @property

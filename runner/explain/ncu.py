@@ -78,6 +78,8 @@ def command(
         f"regex:^{re.escape(entry)}$",
         "--launch-count",
         "1",
+        "--clock-control",  # ncu would lock the clocks to base by default: leave the card alone
+        "none",
         "--target-processes",
         "all",
         "--log-file",

@@ -5,6 +5,7 @@ from runner.timing.base import (
     Backend,
     ImplTiming,
     Measurement,
+    Monitor,
     TimingSettings,
     round_order,
     sample_plan,
@@ -15,9 +16,17 @@ from runner.timing.hot import HotMode
 MODES = {"hot": HotMode, "cold": ColdMode}
 
 
-def measure(backend: Backend, names: list[str], settings: TimingSettings) -> Measurement:
-    """Time `names` on `backend` with the strategy `settings.mode` names."""
-    return MODES[settings.mode]().measure(backend, names, settings)
+def measure(
+    backend: Backend,
+    names: list[str],
+    settings: TimingSettings,
+    monitor: Monitor | None = None,
+    baseline: str | None = None,
+) -> Measurement:
+    """Time `names` on `backend` with the strategy `settings.mode` names; `monitor` reads the
+    clocks around every sample; `baseline` is what the precision rule's gaps divide by (the
+    first name when not given)."""
+    return MODES[settings.mode]().measure(backend, names, settings, monitor, baseline)
 
 
 __all__ = [
@@ -28,6 +37,7 @@ __all__ = [
     "HotMode",
     "ImplTiming",
     "Measurement",
+    "Monitor",
     "TimingSettings",
     "measure",
     "round_order",

@@ -27,6 +27,15 @@ class TimingSettings:
     # "passes": two passes, A B C then C B A, each implementation taking its samples of a pass
     # back to back; `samples` is split between the passes (the Python API's default).
     schedule: str = "rounds"
+    # "events": CUDA events around each sample; "cupti": kernel timestamps from CUPTI activity
+    # records (runner.timing.cupti). The caller resolves "auto" before it gets here.
+    timer: str = "events"
+    # Precision stopping rule (None: exactly `samples`): after the first `samples`, keep
+    # sampling until the 95% interval of every gap has a half-width of at most this fraction
+    # of the gap, or `max_samples` or `precision_max_s` of wall time are spent.
+    precision: float | None = None
+    max_samples: int = 1000
+    precision_max_s: float = 60.0
 
     def __post_init__(self):
         if self.mode not in ("hot", "cold"):
@@ -42,6 +51,19 @@ class TimingSettings:
         if self.samples < 1 or self.warmup < 0:
             raise ValueError(
                 f"TimingSettings needs samples >= 1 and warmup >= 0 (got {self.samples}, {self.warmup})"
+            )
+        if self.timer not in TIMERS:
+            raise ValueError(
+                f"TimingSettings.timer must be one of {', '.join(TIMERS)} (got {self.timer!r})"
+            )
+        if self.precision is not None and not 0 < self.precision < 1:
+            raise ValueError(
+                f"TimingSettings.precision must be a fraction in (0, 1), e.g. 0.005 for 0.5% "
+                f"(got {self.precision!r})"
+            )
+        if self.max_samples < self.samples:
+            raise ValueError(
+                f"TimingSettings.max_samples ({self.max_samples}) must be >= samples ({self.samples})"
             )
         if not self.target_sample_s > 0:
             raise ValueError(
@@ -75,6 +97,10 @@ class ImplTiming:
     batch: int = 1  # launches per sample
     calibration_s: float = 0.0
     method: str = ""
+    timer: str = "events"
+    # per sample: [SM MHz before, SM MHz after, clocks-event reason bits seen before or after]
+    clocks: list[list[int]] | None = None
+    problems: list[str] = field(default_factory=list)  # what the outputs showed after samples
 
 
 @dataclass
@@ -84,9 +110,13 @@ class Measurement:
     orders: list[list[str]]  # the order implementations ran in, per round
     warmup: int
     wall_s: float = 0.0
+    # the precision stopping rule's outcome (None when it was not asked for)
+    precision: dict | None = None
+    clocks_source: str | None = None  # where `clocks` came from, or why there are none
 
 
 SCHEDULES = ("rounds", "passes")
+TIMERS = ("events", "cupti")
 
 
 def round_order(names: list[str], round_index: int) -> list[str]:
@@ -94,17 +124,21 @@ def round_order(names: list[str], round_index: int) -> list[str]:
     return list(names) if round_index % 2 == 0 else list(reversed(names))
 
 
-def sample_plan(names: list[str], settings: TimingSettings) -> list[list[tuple[str, int]]]:
+def sample_plan(
+    names: list[str], settings: TimingSettings, samples: int | None = None, first_round: int = 0
+) -> list[list[tuple[str, int]]]:
     """The order samples are taken in: blocks of (implementation, consecutive samples).
 
     rounds: `samples` blocks, each one sample of every implementation in round_order.
     passes: two blocks, A B C then C B A, each implementation taking samples / 2 in a row, so
     the whole sequence is A B C C B A and a linear drift hits every implementation alike.
+    `samples` and `first_round` give a continuation: more rounds, alternating on from there.
     """
+    samples = settings.samples if samples is None else samples
     if settings.schedule == "passes":
-        half = settings.samples // 2
+        half = samples // 2
         return [[(n, half) for n in round_order(names, p)] for p in range(2)]
-    return [[(n, 1) for n in round_order(names, r)] for r in range(settings.samples)]
+    return [[(n, 1) for n in round_order(names, first_round + r)] for r in range(samples)]
 
 
 def quantize_batch(batch: int, quantum: int) -> int:
@@ -117,3 +151,91 @@ def warm_up(backend: Backend, names: list[str], settings: TimingSettings) -> Non
     for name in names:
         backend.reset(name)
         backend.warmup(name, settings.warmup)
+
+
+class Monitor(Protocol):
+    """Reads the device's clocks around each sample (runner.timing.clocks)."""
+
+    source: str
+
+    def read(self) -> tuple[int, int]:
+        """(SM clock in MHz, clocks-event reason bits) now."""
+
+
+def _sampled(sample, monitor: Monitor | None, timing: ImplTiming) -> None:
+    if monitor is None:
+        timing.samples_s.append(sample())
+        return
+    before_mhz, before_bits = monitor.read()
+    timing.samples_s.append(sample())
+    after_mhz, after_bits = monitor.read()
+    timing.clocks.append([before_mhz, after_mhz, before_bits | after_bits])
+
+
+def precision_reached(
+    timings: dict[str, ImplTiming], baseline: str, target: float
+) -> tuple[bool, float]:
+    """Whether every candidate's gap interval has a half-width <= target x its gap; and the
+    largest relative half-width. A bootstrap of 2,000 resamples is enough to decide."""
+    from runner import stats
+
+    worst = 0.0
+    base = timings[baseline].samples_s
+    for name, timing in timings.items():
+        if name == baseline:
+            continue
+        g = stats.gap(base, timing.samples_s, resamples=2000)
+        worst = max(worst, (g["ci_high"] - g["ci_low"]) / 2 / g["ratio_of_medians"])
+    return worst <= target, worst
+
+
+def take_samples(
+    backend_sample,
+    names: list[str],
+    settings: TimingSettings,
+    timings: dict[str, ImplTiming],
+    monitor: Monitor | None = None,
+    baseline: str | None = None,
+) -> tuple[list[list[str]], dict | None]:
+    """Run the sample plan, calling `backend_sample(name)` -> seconds per launch, and, with
+    `settings.precision`, continue it until every gap is that precise (see TimingSettings).
+    Returns the orders the blocks ran in and the stopping rule's outcome (or None)."""
+    import time
+
+    t0 = time.perf_counter()
+    if monitor is not None:
+        for t in timings.values():
+            t.clocks = []
+    orders: list[list[str]] = []
+    plan = sample_plan(names, settings)
+    done = 0
+    while True:
+        for block in plan:
+            orders.append([n for n, _ in block])
+            for n, count in block:
+                for _ in range(count):
+                    _sampled(lambda n=n: backend_sample(n), monitor, timings[n])
+        done = len(timings[names[0]].samples_s)
+        if settings.precision is None:
+            return orders, None
+        if len(names) < 2:
+            converged, worst = True, 0.0
+        else:
+            converged, worst = precision_reached(timings, baseline or names[0], settings.precision)
+        spent = time.perf_counter() - t0
+        more = min(settings.max_samples, math.ceil(done * 1.5)) - done
+        if done and spent < settings.precision_max_s:  # what the time left allows
+            more = min(more, int((settings.precision_max_s - spent) * done / spent))
+        more -= more % 2  # whole AB/BA pairs (and whole passes)
+        if converged or more <= 0 or spent >= settings.precision_max_s:
+            return orders, {
+                "target": settings.precision,
+                "half_width": worst,
+                "converged": converged,
+                "samples": done,
+                "stopped_by": "precision"
+                if converged
+                else ("max_samples" if more <= 0 else "precision_max_s"),
+                "spent_s": spent,
+            }
+        plan = sample_plan(names, settings, more, first_round=len(orders))

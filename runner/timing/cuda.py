@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from runner import driver
+from runner.timing.cupti import span_s, union_s
 
 
 class TimingError(RuntimeError):
@@ -55,6 +56,10 @@ class InternalKernels:
         kernel.launch(stream, args)
 
     def flush_l2(self, stream: driver.Stream) -> None:
+        """Queue a read of a buffer of at least twice the L2 (3x, and 64 MiB at least), after
+        returning every persisting L2 line to normal, so an access-policy window set by a
+        kernel cannot keep its data resident through the flush."""
+        driver.check(driver.cu().cuCtxResetPersistingL2Cache(), "cuCtxResetPersistingL2Cache")
         if self._flush_buffer is None:
             self._flush_buffer = driver.Buffer(max(3 * self.l2_bytes, 64 << 20))
             self._flush_buffer.fill_bytes(0x3C, stream)
@@ -149,7 +154,12 @@ class CudaBackend:
         resets: list[tuple[driver.Buffer, driver.Buffer]],
         graph_launches: int,
         outputs: list[driver.Buffer] | None = None,
+        window=None,
+        verify=None,
     ):
+        """With `window` (a runner.timing.cupti.ActivityWindow on `stream`), samples are read
+        from CUPTI's kernel timestamps instead of the events (runner.timing.cupti says how).
+        `verify(name)` -> None or what is wrong with the outputs the last launch left."""
         self.stream = stream
         self.internal = internal
         self.launchables = launchables
@@ -158,6 +168,8 @@ class CudaBackend:
         self.start, self.end = driver.Event(), driver.Event()
         self._graphs: dict[tuple, driver.Graph] = {}
         self.outputs = outputs or []  # buffers the kernels only write (poisoned, never restored)
+        self.window = window
+        self.verify = verify
 
     def warmup(self, name: str, launches: int) -> None:
         for _ in range(launches):
@@ -193,13 +205,47 @@ class CudaBackend:
             for _ in range(batch // per_graph):
                 graph.launch(self.stream)
 
-        return self._timed(work)
+        if self.window is None:
+            return self._timed(work)
+        intervals = self._recorded(name, work, batch)
+        return span_s(intervals) * batch / len(intervals)  # timed_batch's seconds for `batch`
+
+    def _recorded(self, name: str, work, launches: int) -> list[tuple[int, int]]:
+        """The CUPTI intervals of `launches` launches of `name` that `work` queues.
+
+        Not queued behind the blocking kernel: the timestamps are the kernels' own, so host
+        latency before the first launch cannot enter them, and in hot mode a graph of up to
+        `graph_launches` launches keeps the GPU fed while the host queues the next one. (Held
+        behind the blocker, a graph launch under CUPTI tracing can wait for the stream: a
+        deadlock the blocker only breaks at its timeout.)"""
+        self.stream.synchronize()  # reset and flush finish outside the window
+        self.window.begin()
+        work()
+        self.stream.synchronize()
+        intervals = self.window.end()
+        if len(intervals) != launches:
+            raise TimingError(
+                f"implementation {name!r}: CUPTI recorded {len(intervals)} kernel(s) on the timing "
+                f"stream for {launches} launch(es); the timestamps cannot be matched to the launches"
+            )
+        return intervals
 
     def _poison(self, stream: driver.Stream, byte: int) -> None:
         for buffer in self.outputs:
             buffer.fill_bytes(byte, stream)
         for destination, pristine in self.resets:
             destination.copy_from(pristine, stream)
+
+    def poison_outputs(self, byte: int) -> None:
+        """Fill what the kernels only write with `byte` (cold samples, outside the events)."""
+        for buffer in self.outputs:
+            buffer.fill_bytes(byte, self.stream)
+
+    def verify_outputs(self, name: str) -> str | None:
+        if self.verify is None:
+            return None
+        self.stream.synchronize()
+        return self.verify(name)
 
     def timed_poisoned(self, name: str, batch: int, with_kernel: bool) -> float:
         """Like timed_batch, with every launch preceded by a poison of what the kernels write
@@ -232,7 +278,12 @@ class CudaBackend:
         self.internal.flush_l2(self.stream)
 
     def timed_cold(self, name: str) -> float:
-        return self._timed(lambda: self.launchables[name].enqueue(self.stream))
+        def work():
+            self.launchables[name].enqueue(self.stream)
+
+        if self.window is None:
+            return self._timed(work)
+        return union_s(self._recorded(name, work, 1))
 
     def close(self) -> None:
         for graph in self._graphs.values():

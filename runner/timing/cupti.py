@@ -22,7 +22,14 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-__all__ = ["ActivityWindow", "Record", "span_s", "unavailable_reason", "union_s"]
+__all__ = [
+    "ActivityWindow",
+    "Record",
+    "resolve_timer",
+    "span_s",
+    "unavailable_reason",
+    "union_s",
+]
 
 BUFFER_BYTES = 8 << 20
 INTERNAL_PREFIX = "kg_"
@@ -51,6 +58,14 @@ def span_s(intervals_ns) -> float:
     if not intervals:
         return 0.0
     return (max(e for _, e in intervals) - min(s for s, _ in intervals)) * 1e-9
+
+
+def resolve_timer(timer: str, mode: str, cupti_usable: bool) -> str:
+    """ "auto" made concrete, the same way in both front ends: CUPTI's kernel timestamps in cold
+    mode where cupti-python works, events otherwise (hot keeps graph replay between events)."""
+    if timer != "auto":
+        return timer
+    return "cupti" if mode == "cold" and cupti_usable else "events"
 
 
 def unavailable_reason() -> str | None:

@@ -9,9 +9,10 @@ from runner.timing.base import (
     Backend,
     ImplTiming,
     Measurement,
+    Monitor,
     TimingSettings,
     quantize_batch,
-    sample_plan,
+    take_samples,
     warm_up,
 )
 
@@ -50,9 +51,16 @@ class HotMode:
     name = "hot"
     method = "CUDA graph of back-to-back launches, replayed between two events; time / batch"
 
-    def measure(self, backend: Backend, names: list[str], settings: TimingSettings) -> Measurement:
+    def measure(
+        self,
+        backend: Backend,
+        names: list[str],
+        settings: TimingSettings,
+        monitor: Monitor | None = None,
+        baseline: str | None = None,
+    ) -> Measurement:
         t0 = time.perf_counter()
-        timings = {n: ImplTiming(n, method=self.method) for n in names}
+        timings = {n: ImplTiming(n, method=self.method, timer=settings.timer) for n in names}
         warm_up(backend, names, settings)
         for n in names:
             c0 = time.perf_counter()
@@ -61,13 +69,18 @@ class HotMode:
                 backend, n, timings[n].batch
             )  # untimed: the final graph's first replay uploads it
             timings[n].calibration_s = time.perf_counter() - c0
-        orders = []
-        for block in sample_plan(names, settings):
-            orders.append([n for n, _ in block])
-            for n, count in block:
-                for _ in range(count):
-                    backend.reset(n)
-                    timings[n].samples_s.append(
-                        backend.timed_batch(n, timings[n].batch) / timings[n].batch
-                    )
-        return Measurement("hot", timings, orders, settings.warmup, time.perf_counter() - t0)
+
+        def sample(n: str) -> float:
+            backend.reset(n)
+            return backend.timed_batch(n, timings[n].batch) / timings[n].batch
+
+        orders, precision = take_samples(sample, names, settings, timings, monitor, baseline)
+        return Measurement(
+            "hot",
+            timings,
+            orders,
+            settings.warmup,
+            time.perf_counter() - t0,
+            precision,
+            getattr(monitor, "source", None),
+        )

@@ -6,7 +6,9 @@ samples, each implementation is replayed again with every launch preceded by a p
 it writes (a memset of its output buffers, a restore of its inout buffers: graph nodes, so still
 no host in the loop), and that poison is replayed alone; their difference per launch is the
 kernel's time on outputs it must compute. When it is well above the plain hot figure, the
-implementation is flagged output-dependent and the case gets no gap.
+implementation is flagged output-dependent and the case gets no gap. With `verify`, the outputs
+are also read back after a poisoned replay and compared with the baseline's at the timed size:
+a kernel that skips the work on a later launch (a result cached by pointer) leaves poison there.
 """
 
 from __future__ import annotations
@@ -20,17 +22,20 @@ TOLERANCE = 0.10  # poisoned / plain may exceed 1 by this much, or 5 x the sampl
 POISON_BYTE = 0xFF  # all-ones: NaN for floats, -1 for integers
 
 
-def check(backend, names: list[str], measurement) -> dict[str, dict]:
-    """Per implementation: plain and poisoned per-launch seconds, their ratio and the verdict."""
+def check(backend, names: list[str], measurement, verify=None) -> dict[str, dict]:
+    """Per implementation: plain and poisoned per-launch seconds, their ratio and the verdict;
+    `verify(name)` -> None or what is wrong with the outputs the last launch left."""
     found = {}
     for name in names:
         timing = measurement.impls[name]
         batch = timing.batch
         plain_s = statistics.median(timing.samples_s)
-        both, poison = [], []
-        for _ in range(REPEATS):
+        both, poison, problem = [], [], None
+        for repeat in range(REPEATS):
             backend.reset(name)
             both.append(backend.timed_poisoned(name, batch, with_kernel=True))
+            if verify is not None and repeat == 0:
+                problem = verify(name)
             poison.append(backend.timed_poisoned(name, batch, with_kernel=False))
         poisoned_s = max(statistics.median(both) - statistics.median(poison), 0.0) / batch
         noise = stats.summarize(timing.samples_s)["noise"]
@@ -41,9 +46,11 @@ def check(backend, names: list[str], measurement) -> dict[str, dict]:
             "poisoned_s": poisoned_s,
             "ratio": ratio,
             "limit": limit,
-            "output_dependent": ratio > limit,
+            "output_dependent": ratio > limit or problem is not None,
             "method": "hot replay with a poison of the outputs before every launch, minus the "
             "poison replayed alone; time / batch",
         }
+        if verify is not None:
+            found[name]["outputs_after_replay"] = problem or "match the baseline's"
     backend.reset(names[0])
     return found

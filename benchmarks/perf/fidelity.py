@@ -1,0 +1,470 @@
+"""Benchmark (not a test): the runner's timings against independent readings of the same kernels.
+
+On the GPU box, for n = 2^10 .. 2^27 it measures
+  PTX      the suite's axpy_f64 (nvcc PTX, grid min(n/256, 4224)) with the runner's engine, hot
+           and cold, timed by CUDA events and by CUPTI, and an A/A gap (the same PTX loaded twice);
+           Nsight Compute's gpu__time_duration of the same launch (--cache-control all for cold,
+           none for hot; --clock-control none: the card's clocks are left alone); and
+           torch.profiler's CUPTI kernel durations of the same PTX launched after the same
+           read-only L2 flush (an independent CUPTI reading);
+  torch    torch.add on float32 through runner.bench (cold by CUPTI, cold by events, hot) with an
+           A/A gap, triton's do_bench and do_bench_cudagraph, torch.profiler and ncu;
+then prints one markdown table per front end and the targets met or missed.
+
+    python benchmarks/perf/fidelity.py [--sizes 10,14,18,20,22,24,27] [--skip-ncu]
+
+Each part runs in its own process: CUPTI has one subscriber per process, and the runner's CUPTI
+timer, torch.profiler and ncu must not see each other. Progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+SOURCE = ROOT / "benchmarks" / "kernels" / "axpy_f64.cu"
+ENTRY = "axpy_f64"
+NCU_LAUNCHES = 5
+COLD_SAMPLES = 200  # cold samples are short and noisier: more of them for the A/A
+TORCH_KERNEL = "vectorized_elementwise_kernel"  # torch.add on contiguous float32 (not torch.rand's)
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+# -- the PTX side --------------------------------------------------------------------------
+
+
+class Axpy:
+    """Inputs for axpy at n in one context, and a launchable per loaded module."""
+
+    def __init__(self, ptx: str, n: int, modules: int = 1):
+        from runner import driver, generator
+        from runner.generator import Distribution
+        from runner.timing.cuda import InternalKernels, Launchable
+
+        self.driver = driver
+        self.ctx = driver.Context(0)
+        self.stream = driver.Stream()
+        self.internal = InternalKernels(self.ctx)
+        self.modules = [driver.Module(ptx, f"axpy {i}") for i in range(modules)]
+        self.buffers = x, y, y0 = [driver.Buffer(8 * n) for _ in range(3)]
+        dist = Distribution("uniform", -1.0, 1.0)
+        for buf, name in ((x, "x"), (y, "y")):
+            args = generator.launch_args("f64", dist, 1, generator.stream_id(name), n)
+            self.internal.fill_random(self.stream, buf, n, args)
+        y0.copy_from(y, self.stream)
+        self.stream.synchronize()
+        grid = min((n + 255) // 256, 4224)
+        args = driver.KernelArgs([("ptr", x.ptr), ("ptr", y.ptr), ("f64", 2.5), ("i64", n)])
+        self.items = [
+            Launchable(m.kernel(ENTRY, (grid, 1, 1), (256, 1, 1)), args) for m in self.modules
+        ]
+        self.resets = [(y, y0)]
+
+    def close(self) -> None:
+        for b in self.buffers:
+            b.free()
+        for m in self.modules:
+            m.unload()
+        self.internal.close()
+        self.stream.destroy()
+        self.ctx.close()
+
+
+def ptx_engine(ptx: str, sizes: list[int], target_ms: float) -> list[dict]:
+    """The runner's figures: hot and cold, events and CUPTI, each with an A/A gap."""
+    from runner import stats
+    from runner.timing import TimingSettings, cupti, measure
+    from runner.timing.cuda import CudaBackend
+
+    rows = []
+    for log2n in sizes:
+        axpy = Axpy(ptx, 1 << log2n, modules=2)
+        row = {"log2n": log2n}
+        for mode in ("hot", "cold"):
+            for timer in ("events", "cupti"):
+                window = None
+                if timer == "cupti":
+                    window = cupti.ActivityWindow(int(axpy.ctx.handle), int(axpy.stream.handle))
+                items = {"A": axpy.items[0], "A'": axpy.items[1]}
+                backend = CudaBackend(
+                    axpy.stream, axpy.internal, items, axpy.resets, 1000, window=window
+                )
+                settings = TimingSettings(
+                    mode=mode,
+                    samples=30 if mode == "hot" else COLD_SAMPLES,
+                    target_sample_s=target_ms / 1e3,
+                    timer=timer,
+                )
+                m = measure(backend, ["A", "A'"], settings)
+                backend.close()
+                if window is not None:
+                    window.close()
+                a, b = m.impls["A"].samples_s, m.impls["A'"].samples_s
+                g = stats.gap(a, b)
+                row[f"{mode}_{timer}_us"] = statistics.median(a) * 1e6
+                row[f"{mode}_{timer}_aa"] = [g["ratio_of_medians"], g["ci_low"], g["ci_high"]]
+                row[f"{mode}_{timer}_samples"] = [a, b]
+                say(
+                    f"ptx 2^{log2n} {mode} {timer}: {row[f'{mode}_{timer}_us']:.3f} us, A/A "
+                    f"{g['ratio_of_medians']:.5f} [{g['ci_low']:.5f}, {g['ci_high']:.5f}]"
+                )
+        axpy.close()
+        rows.append(row)
+    return rows
+
+
+def ptx_target(ptx: str, log2n: int, reset: bool) -> None:
+    """What ncu profiles: NCU_LAUNCHES launches of axpy at n; with `reset` each after a restore
+    of y (cold: ncu flushes the caches anyway), else back to back on the same y, as the hot
+    graph replays them (a restore between them would leave y in the L2)."""
+    axpy = Axpy(ptx, 1 << log2n)
+    for _ in range(NCU_LAUNCHES):
+        if reset:
+            for dst, src in axpy.resets:
+                dst.copy_from(src, axpy.stream)
+        axpy.items[0].enqueue(axpy.stream)
+    axpy.stream.synchronize()
+    axpy.close()
+
+
+def l2_flush_tensor(torch):
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    return torch.ones(max(3 * l2, 64 << 20) // 4, dtype=torch.float32, device="cuda")
+
+
+def profiler_durations(torch, launch, flush, repeats: int, name_part: str) -> float:
+    """Median kernel duration (us) of `launch` from torch.profiler's CUPTI records, each launch
+    after a read-only flush of 3x the L2."""
+    from torch.profiler import ProfilerActivity, profile
+
+    sink = []
+    for _ in range(3):
+        launch()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(repeats):
+            sink.append(flush.sum())
+            torch.cuda.synchronize()
+            launch()
+            torch.cuda.synchronize()
+    found = [
+        e.time_range.elapsed_us()
+        for e in prof.events()
+        if name_part in e.name and e.device_type.name == "CUDA"
+    ]
+    if not found:
+        raise RuntimeError(f"torch.profiler recorded no kernel named like {name_part!r}")
+    return statistics.median(found)
+
+
+def ptx_profiler(ptx: str, sizes: list[int]) -> dict:
+    import torch
+
+    torch.cuda.init()
+    flush = l2_flush_tensor(torch)
+    out = {}
+    for log2n in sizes:
+        axpy = Axpy(ptx, 1 << log2n)
+
+        def launch(axpy=axpy):
+            axpy.items[0].enqueue(axpy.stream)
+
+        out[log2n] = profiler_durations(torch, launch, flush, 30, ENTRY)
+        axpy.close()
+    return out
+
+
+# -- the torch side ------------------------------------------------------------------------
+
+
+def torch_side(sizes: list[int]) -> list[dict]:
+    import torch
+    import triton.testing
+
+    from runner import bench
+
+    class Add(bench.Workload):
+        name, version = "fidelity-add", 1
+        rows = tuple(bench.Row(f"n{k}", n=1 << k) for k in sizes)
+        dtypes = ("float32",)
+
+        def gen_inputs(self, params, dtype, seed):
+            g = torch.Generator(device="cuda").manual_seed(seed)
+            return tuple(
+                torch.rand(params["n"], generator=g, device="cuda", dtype=torch.float32)
+                for _ in range(2)
+            )
+
+        def reference(self, a, b):
+            return (a.double() + b.double()).float()
+
+    def again(a, b):
+        return torch.add(a, b)
+
+    rows = []
+    for case in bench.cases(Add()):
+        n = case.params["n"]
+        row = {"log2n": n.bit_length() - 1}
+        for label, mode, timer in (
+            ("cold_cupti", "cold", "cupti"),
+            ("cold_events", "cold", "events"),
+            ("hot_events", "hot", "events"),
+        ):
+            options = bench.TimingOptions(mode=mode, timer=timer, budget_s=1.0)
+            session = bench.Session(options=options)
+            c = bench.Runner(torch.add, case, options=options, session=session).compare(
+                {"again": again}
+            )
+            base, aa = c.rows["add"], c.document_case["implementations"]["again"]["gap"]
+            row[f"{label}_us"] = base.median_s * 1e6
+            row[f"{label}_aa"] = [aa["ratio_of_medians"], aa["ci_low"], aa["ci_high"]]
+            impls = c.document_case["implementations"]
+            row[f"{label}_samples"] = [impls[k]["timing"]["samples_s"] for k in ("add", "again")]
+            say(f"torch 2^{row['log2n']} {label}: {row[f'{label}_us']:.3f} us, A/A {aa}")
+        a, b = case.inputs
+        row["do_bench_us"] = triton.testing.do_bench(lambda a=a, b=b: a + b) * 1e3
+        row["do_bench_cudagraph_us"] = (
+            triton.testing.do_bench_cudagraph(lambda a=a, b=b: a + b) * 1e3
+        )
+        case.release()
+        rows.append(row)
+    return rows
+
+
+def torch_profiler(sizes: list[int]) -> dict:
+    """torch.profiler's durations of torch.add (its own process: one CUPTI subscriber each)."""
+    import torch
+
+    flush = l2_flush_tensor(torch)
+    out = {}
+    for log2n in sizes:
+        a, b = (torch.rand(1 << log2n, device="cuda") for _ in range(2))
+        out[log2n] = profiler_durations(
+            torch, lambda a=a, b=b: torch.add(a, b), flush, 30, TORCH_KERNEL
+        )
+    return out
+
+
+def torch_target(log2n: int) -> None:
+    import torch
+
+    a, b = (torch.rand(1 << log2n, device="cuda") for _ in range(2))
+    for _ in range(NCU_LAUNCHES):
+        torch.add(a, b)
+    torch.cuda.synchronize()
+
+
+# -- ncu and the orchestration ---------------------------------------------------------------
+
+
+def ncu_us(target: list[str], kernel_regex: str, cache: str) -> float | None:
+    ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
+    if not Path(ncu).exists():
+        return None
+    command = [
+        ncu,
+        "--csv",
+        "--print-units",
+        "base",
+        "--metrics",
+        "gpu__time_duration.sum",
+        "--cache-control",
+        cache,
+        "--clock-control",
+        "none",
+        "-k",
+        f"regex:{kernel_regex}",
+        *target,
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    from runner.explain import ncu as ncu_parse
+
+    values = [
+        ncu_parse.number(r["Metric Value"])
+        for r in ncu_parse.rows(done.stdout)
+        if r["Metric Name"] == "gpu__time_duration.sum"
+    ]
+    values = [v for v in values if v is not None]
+    if not values:
+        say(f"ncu gave no figure: {done.stdout[-400:]} {done.stderr[-400:]}")
+        return None
+    return statistics.median(values) / 1e3  # ns -> us
+
+
+def child(args: list[str]) -> object:
+    done = subprocess.run(
+        [sys.executable, __file__, *args], capture_output=True, timeout=600, check=False
+    )
+    sys.stderr.write(done.stderr.decode(errors="replace")[-3000:])
+    if done.returncode:
+        raise RuntimeError(f"{' '.join(args)} exited {done.returncode}")
+    return orjson.loads(done.stdout)
+
+
+def within(value: float, reference: float, rel: float, abs_us: float) -> bool:
+    return abs(value - reference) <= max(rel * reference, abs_us)
+
+
+def _aa(triple) -> str:
+    r, lo, hi = triple
+    ok = abs(r - 1) <= 0.002 and lo <= 1.0 <= hi
+    return f"{r:.4f} [{lo:.4f}, {hi:.4f}]{'' if ok else ' (!)'}"
+
+
+def report(ptx_rows, ptx_ncu, ptx_prof, torch_rows, torch_ncu) -> list[str]:
+    lines = ["## PTX runner: axpy_f64 (per launch, us)", ""]
+    lines.append(
+        "| n | ncu cold | profiler cold | runner cold cupti | runner cold events | A/A cold cupti "
+        "| ncu hot | runner hot events | runner hot cupti | A/A hot events |"
+    )
+    lines.append("|" + " --- |" * 10)
+    misses = []
+    for r in ptx_rows:
+        k = r["log2n"]
+        nc, nh = ptx_ncu.get(k, (None, None))
+        prof = ptx_prof.get(str(k)) or ptx_prof.get(k)
+        cells = [
+            f"2^{k}",
+            f"{nc:.2f}" if nc else "-",
+            f"{prof:.2f}" if prof else "-",
+            f"{r['cold_cupti_us']:.2f}",
+            f"{r['cold_events_us']:.2f}",
+            _aa(r["cold_cupti_aa"]),
+            f"{nh:.2f}" if nh else "-",
+            f"{r['hot_events_us']:.2f}",
+            f"{r['hot_cupti_us']:.2f}",
+            _aa(r["hot_events_aa"]),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+        cold = r["cold_cupti_us"]
+        if prof and not within(cold, prof, 0.03, 0.2):
+            misses.append(f"PTX 2^{k}: cold {cold:.2f} us vs CUPTI reference {prof:.2f} us")
+        if nc and cold > nc + max(0.03 * nc, 0.3):
+            misses.append(f"PTX 2^{k}: cold {cold:.2f} us above ncu {nc:.2f} us")
+        if nh and not within(r["hot_events_us"], nh, 0.03, 1.0):
+            misses.append(f"PTX 2^{k}: hot {r['hot_events_us']:.2f} us vs ncu {nh:.2f} us")
+        for key in ("cold_cupti_aa", "hot_events_aa"):
+            ratio, lo, hi = r[key]
+            if abs(ratio - 1) > 0.002 or not lo <= 1 <= hi:
+                misses.append(f"PTX 2^{k}: A/A {key[:-3]} {_aa(r[key])}")
+    lines += ["", "## runner.bench: torch.add float32 (per call, us)", ""]
+    lines.append(
+        "| n | ncu cold | profiler cold | bench cold cupti | bench cold events | A/A cold cupti "
+        "| bench hot | A/A hot | do_bench | do_bench_cudagraph |"
+    )
+    lines.append("|" + " --- |" * 10)
+    for r in torch_rows:
+        k = r["log2n"]
+        nc = torch_ncu.get(k)
+        cells = [
+            f"2^{k}",
+            f"{nc:.2f}" if nc else "-",
+            f"{r['profiler_us']:.2f}",
+            f"{r['cold_cupti_us']:.2f}",
+            f"{r['cold_events_us']:.2f}",
+            _aa(r["cold_cupti_aa"]),
+            f"{r['hot_events_us']:.2f}",
+            _aa(r["hot_events_aa"]),
+            f"{r['do_bench_us']:.2f}",
+            f"{r['do_bench_cudagraph_us']:.2f}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+        cold = r["cold_cupti_us"]
+        if not within(cold, r["profiler_us"], 0.03, 0.2):
+            misses.append(f"torch 2^{k}: cold {cold:.2f} us vs profiler {r['profiler_us']:.2f} us")
+        if nc and cold > nc + max(0.03 * nc, 0.3):
+            misses.append(f"torch 2^{k}: cold {cold:.2f} us above ncu {nc:.2f} us")
+        for key in ("cold_cupti_aa", "hot_events_aa"):
+            ratio, lo, hi = r[key]
+            if abs(ratio - 1) > 0.002 or not lo <= 1 <= hi:
+                misses.append(f"torch 2^{k}: A/A {key[:-3]} {_aa(r[key])}")
+    lines += ["", "(!) marks an A/A outside |gap - 1| <= 0.2% or an interval without 1.0.", ""]
+    lines.append("targets: " + ("all met" if not misses else "MISSED: " + "; ".join(misses)))
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("part", nargs="?", default="all")
+    parser.add_argument("--sizes", default="10,14,18,20,22,24,27")
+    parser.add_argument("--n", type=int, help="log2 n (the ncu targets)")
+    parser.add_argument("--ptx", type=Path, help="the PTX (the children)")
+    parser.add_argument("--target-sample-ms", type=float, default=20.0)
+    parser.add_argument("--skip-ncu", action="store_true")
+    parser.add_argument("--reset", action="store_true", help="ptx-target: restore y each time")
+    parser.add_argument("--skip-torch", action="store_true")
+    parser.add_argument("--raw", type=Path, help="write every row with its raw samples here")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    if args.part == "ptx-target":
+        ptx_target(args.ptx.read_text(), args.n, args.reset)
+        return 0
+    if args.part == "torch-target":
+        torch_target(args.n)
+        return 0
+    if args.part == "ptx-engine":
+        rows = ptx_engine(args.ptx.read_text(), sizes, args.target_sample_ms)
+        sys.stdout.buffer.write(orjson.dumps(rows))
+        return 0
+    if args.part == "ptx-profiler":
+        sys.stdout.buffer.write(
+            orjson.dumps(ptx_profiler(args.ptx.read_text(), sizes), option=orjson.OPT_NON_STR_KEYS)
+        )
+        return 0
+    if args.part == "torch-profiler":
+        sys.stdout.buffer.write(orjson.dumps(torch_profiler(sizes), option=orjson.OPT_NON_STR_KEYS))
+        return 0
+    if args.part == "torch":
+        sys.stdout.buffer.write(orjson.dumps(torch_side(sizes)))
+        return 0
+
+    from runner import driver, toolchains
+
+    ctx = driver.Context(0)
+    major, minor = (ctx.attribute(f"COMPUTE_CAPABILITY_{p}") for p in ("MAJOR", "MINOR"))
+    ctx.close()
+    ptx_path = Path(os.environ.get("TMPDIR", "/tmp")) / "fidelity-axpy.ptx"
+    ptx_path.write_text(toolchains.build("nvcc", SOURCE, f"sm_{major}{minor}").ptx)
+    common = ["--sizes", args.sizes, "--ptx", str(ptx_path)]
+    say("fidelity: the runner's engine on the PTX")
+    ptx_rows = child(["ptx-engine", *common, "--target-sample-ms", str(args.target_sample_ms)])
+    ptx_ncu, torch_ncu, ptx_prof, torch_rows = {}, {}, {}, []
+    if not args.skip_torch:
+        say("fidelity: torch.profiler on the PTX")
+        ptx_prof = child(["ptx-profiler", *common])
+        say("fidelity: the torch side")
+        torch_rows = child(["torch", "--sizes", args.sizes])
+        profiled = child(["torch-profiler", "--sizes", args.sizes])
+        for row in torch_rows:
+            row["profiler_us"] = profiled[str(row["log2n"])]
+    if not args.skip_ncu:
+        for k in sizes:
+            say(f"fidelity: ncu at 2^{k}")
+            target = [sys.executable, __file__, "ptx-target", "--ptx", str(ptx_path), "--n", str(k)]
+            ptx_ncu[k] = (
+                ncu_us([*target, "--reset"], f"^{ENTRY}$", "all"),
+                ncu_us(target, f"^{ENTRY}$", "none"),
+            )
+            if not args.skip_torch:
+                target = [sys.executable, __file__, "torch-target", "--n", str(k)]
+                torch_ncu[k] = ncu_us(target, TORCH_KERNEL, "all")
+    if args.raw:
+        args.raw.write_bytes(orjson.dumps({"ptx": ptx_rows, "torch": torch_rows}))
+    print("\n".join(report(ptx_rows, ptx_ncu, ptx_prof, torch_rows, torch_ncu)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

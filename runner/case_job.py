@@ -1,0 +1,300 @@
+"""One case of `runner bench`, from the host's side: its skeleton in the document, its build
+(or its PTX from a bundle), its job for a worker process, and what comes back folded in.
+
+runner.suite runs the cases of a suite in order, one `run_one` each; nothing here creates a
+CUDA context: the worker (runner.isolation, runner.case) does.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner import manifest, ptx, result, spec, toolchains
+from runner.bundle import Bundle, BundleError
+from runner.explain import profiling
+from runner.explain.static import record_static
+from runner.isolation import run_worker
+from runner.revisions import variants
+from runner.timing import cupti
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    case_ids: tuple[str, ...] = ()
+    mode: str | None = None
+    samples: int | None = None
+    warmup: int | None = None
+    target_sample_ms: float | None = None
+    timeout_s: float | None = None
+    arch: str | None = None
+    skip_check: bool = False
+    device: int = 0
+    output: Path | None = None
+    quiet: bool = False
+    commit: str | None = None  # recorded as the suite's commit (a shipped tree is no checkout)
+    bundle: Path | None = None  # PTX built elsewhere (python -m runner build)
+    emit_partial: bool = False  # the partial document on stderr after each case (for harness run)
+    budget_s: float | None = None  # the whole suite's wall-time budget; cases past it are not run
+    revisions: tuple[tuple[str, Path], ...] = ()  # labelled bundles (runner.revisions), in order
+    profile: bool = False  # after timing, Nsight Compute counters per implementation (ncu)
+    static: bool = True  # ptxas -v resources and the SASS instruction mix, where the tools are
+    # "auto": CUPTI's kernel timestamps in cold mode where cupti-python works, else events
+    timer: str = "auto"
+    precision: float | None = None  # the stopping rule's target half-width (0.005 is 0.5%)
+    precision_max_s: float | None = None  # its time cap per case
+    max_samples: int | None = None  # its sample cap per implementation
+
+
+def timing_settings(
+    case: manifest.CaseSpec, options: BenchOptions, cupti_usable: bool = False
+) -> dict:
+    s = case.settings
+    mode = options.mode or s.mode
+    samples = options.samples or s.samples
+    settings = {
+        "mode": mode,
+        "samples": samples,
+        "warmup": s.warmup if options.warmup is None else options.warmup,
+        "target_sample_s": (options.target_sample_ms or s.target_sample_ms) / 1000.0,
+        "timer": cupti.resolve_timer(options.timer, mode, cupti_usable),
+    }
+    if options.precision is not None:
+        settings["precision"] = options.precision
+        settings["max_samples"] = max(samples, options.max_samples or 1000)
+        settings["precision_max_s"] = options.precision_max_s or 60.0
+    return settings
+
+
+def case_skeleton(case: manifest.CaseSpec) -> dict:
+    canonical, check = case.geometry(case.dims), case.geometry(case.check_dims)
+    return {
+        "id": case.id,
+        "version": case.version,
+        "description": case.description,
+        "status": "ok",
+        "baseline": case.baseline.name,
+        "dims": canonical.dims,
+        "check_dims": check.dims,
+        "launch": {
+            "grid": list(canonical.grid),
+            "block": list(canonical.block),
+            "shared_bytes": canonical.shared_bytes,
+        },
+        "implementations": {
+            i.name: {
+                "role": i.role,
+                "toolchain": i.toolchain,
+                "source": i.source_rel,
+                "entry": i.entry,
+            }
+            for i in case.impls
+        },
+    }
+
+
+def record_failure(case_doc: dict, phase: str, message: str, cuda_error: str | None = None) -> None:
+    case_doc["status"] = "failed"
+    case_doc["error"] = {"phase": phase, "message": message}
+    if cuda_error:
+        case_doc["error"]["cuda_error"] = cuda_error
+
+
+def obtain_ptx(case: manifest.CaseSpec, impl: manifest.ImplSpec, arch: str, bundle: Bundle | None):
+    """(PTX, provenance) from the bundle when it has the implementation, else built here."""
+    found = bundle.lookup(case, impl) if bundle is not None else None
+    if found is not None:
+        return found
+    b = toolchains.build(impl.toolchain, impl.source, arch, impl.flags, impl.command)
+    return b.ptx, b.provenance()
+
+
+def build_case(
+    case: manifest.CaseSpec,
+    arch: str,
+    case_doc: dict,
+    say,
+    bundle: Bundle | None = None,
+    revisions: dict[str, Bundle] | None = None,
+) -> dict[str, str]:
+    """Build (or take from the bundle) and signature-check every implementation; PTX by name.
+    With `revisions`, a candidate a labelled bundle holds becomes one implementation per label
+    (runner.revisions), in its place in case_doc["implementations"]."""
+    built: dict[str, str] = {}
+    docs = case_doc["implementations"]
+    for impl in case.impls:
+        where = f"case {case.id}, implementation {impl.name} ({impl.source_rel})"
+        try:
+            found = variants(case, impl, revisions) if revisions else []
+            if found and impl.role == "candidate":
+                docs = _replace(docs, impl.name, [(name, label) for name, label, _, _ in found])
+            for name, _, text, build in found:
+                docs[name]["build"] = build
+                built[name] = text
+            if not found:
+                text, docs[impl.name]["build"] = obtain_ptx(case, impl, arch, bundle)
+                built[impl.name] = text
+        except BundleError as exc:
+            record_failure(case_doc, "build", f"{where}: {exc}")
+            return {}
+        except toolchains.ToolchainMissing as exc:
+            docs[impl.name]["status"] = "skipped"
+            docs[impl.name]["skip_reason"] = str(exc)
+            say(f"  {impl.name}: skipped: {exc}")
+            continue
+        except toolchains.BuildError as exc:
+            record_failure(case_doc, "build", f"{where}: {exc}")
+            return {}
+    case_doc["implementations"] = docs
+    for name, text in built.items():
+        impl = case.impl(docs[name].get("variant_of", name))
+        where = f"case {case.id}, implementation {name} ({impl.source_rel})"
+        try:
+            module = ptx.parse(text)
+            ptx.check_signature(module, impl.entry, case.signature(), where=where)
+        except (ptx.PtxError, ptx.SignatureError) as exc:
+            record_failure(case_doc, "signature", str(exc))
+            return {}
+        docs[name]["ptx"] = ptx.describe(module)
+    if case.baseline.name not in built:
+        record_failure(
+            case_doc,
+            "build",
+            f"case {case.id}: the baseline {case.baseline.name} could not be built",
+        )
+        return {}
+    return built
+
+
+def _replace(docs: dict, name: str, revisions: list[tuple[str, str]]) -> dict:
+    """`docs` with implementation `name` replaced, in its place, by one copy per revision."""
+    out = {}
+    for key, doc in docs.items():
+        if key != name:
+            out[key] = doc
+            continue
+        for variant, label in revisions:
+            out[variant] = {**doc, "variant_of": name, "revision": label}
+    return out
+
+
+def run_one(
+    suite: manifest.Suite,
+    case: manifest.CaseSpec,
+    arch: str,
+    options: BenchOptions,
+    peaks: dict,
+    say,
+    bundle: Bundle | None = None,
+    budget_left_s: float | None = None,
+    revisions: dict[str, Bundle] | None = None,
+    environment_device: dict | None = None,
+    cupti_usable: bool = False,
+) -> dict:
+    """One case in its worker; with `budget_left_s` (what is left of the suite's --budget-s)
+    the case's own timeout is cut to it, so one oversized case cannot spend the whole job."""
+    deadline = None if budget_left_s is None else time.monotonic() + budget_left_s
+    case_doc = case_skeleton(case)
+    settings = timing_settings(case, options, cupti_usable)
+    case_timeout_s = options.timeout_s or case.settings.timeout_s
+    by_budget = budget_left_s is not None and budget_left_s < case_timeout_s
+    case_doc["settings"] = {
+        **settings,
+        "timeout_s": budget_left_s if by_budget else case_timeout_s,
+    }
+    say(f"[{case.id}] build (arch {arch})")
+    built = build_case(case, arch, case_doc, say, bundle, revisions)
+    if case_doc["status"] == "failed":
+        say(f"[{case.id}] FAILED in {case_doc['error']['phase']}: {case_doc['error']['message']}")
+        return case_doc
+    if options.static:
+        record_static(case, case_doc, built, arch, environment_device, bundle)
+    job = {
+        "job": "case",
+        "manifest": str(suite.path.resolve()),
+        "case": case.id,
+        "ptx": built,
+        "timing": settings,
+        "skip_check": options.skip_check,
+        "device": options.device,
+        "device_uuid": (environment_device or {}).get("uuid"),
+        "variants": {
+            n: d["variant_of"] for n, d in case_doc["implementations"].items() if "variant_of" in d
+        },
+    }
+
+    def on_event(event):
+        if event.get("event") == "phase":
+            extra = f" ({event['mode']})" if "mode" in event else ""
+            say(f"[{case.id}] {event['phase']}{extra}")
+
+    timeout_s = case_doc["settings"]["timeout_s"]
+    outcome = run_worker(job, timeout_s=timeout_s, on_event=on_event, echo_stderr=not options.quiet)
+    record = outcome.record
+    if outcome.timed_out:
+        limit = (
+            f"the {timeout_s:.0f} s left of the suite's --budget-s"
+            if by_budget
+            else f"{timeout_s:g} s"
+        )
+        record_failure(
+            case_doc,
+            "timeout",
+            f"case {case.id} did not finish within {limit} (last phase: {outcome.last_phase or 'start'}); "
+            "its worker process was killed, which ends its kernels and its context",
+        )
+    elif record is None:
+        tail = "\n".join(outcome.stderr_tail[-10:])
+        record_failure(
+            case_doc,
+            "crash",
+            f"case {case.id}: the worker exited with status {outcome.returncode} "
+            f"during phase {outcome.last_phase or 'start'} without a result\n{tail}",
+        )
+    elif record.get("status") != "ok":
+        err = record.get("error", {})
+        record_failure(
+            case_doc,
+            err.get("phase", "unknown"),
+            err.get("message", "unknown error"),
+            err.get("cuda_error"),
+        )
+    if options.skip_check:
+        for impl in case_doc["implementations"].values():
+            impl.setdefault("check", {"status": "not_checked"})
+    geometry = case.geometry(case.dims)
+    working_set = sum(spec.buffer_bytes(case, geometry.lengths).values())
+    result.finish_case(case_doc, record, geometry, case.flop_dtype, peaks, working_set)
+    case_doc["worker_wall_s"] = outcome.wall_s
+    if options.profile and case_doc["status"] == "ok":  # after timing, never inside it
+        entries = {
+            name: case.impl(doc.get("variant_of", name)).entry  # X@base: X's entry
+            for name, doc in case_doc["implementations"].items()
+            if name in built
+        }
+        profiling.profile_case(suite.path, case_doc, entries, built, say, options.device, deadline)
+    if case_doc["status"] == "ok":
+        gaps = [
+            f"{n} {i['gap']['ratio_of_medians']:.3f}x [{i['gap']['ci_low']:.3f}, {i['gap']['ci_high']:.3f}]"
+            for n, i in case_doc["implementations"].items()
+            if i.get("gap")
+        ]
+        say(f"[{case.id}] ok: {'; '.join(gaps) or 'no candidates timed'}")
+    else:
+        say(
+            f"[{case.id}] FAILED in {case_doc['error']['phase']}: {case_doc['error']['message'].splitlines()[0]}"
+        )
+    return case_doc
+
+
+def over_budget(case: manifest.CaseSpec, budget_s: float, done: int) -> dict:
+    """A case left out because the suite's time budget was spent: skipped, saying why."""
+    case_doc = case_skeleton(case)
+    case_doc["status"] = "skipped"
+    case_doc["error"] = {
+        "phase": "timeout",
+        "message": f"not run: the suite's time budget (--budget-s {budget_s:g}) was spent after "
+        f"{done} case(s)",
+    }
+    return case_doc

@@ -1,0 +1,126 @@
+"""The device's peaks that throughput is judged against: the memory bandwidth measured with one
+device-to-device copy, and the nominal (datasheet-style) figures from clocks and unit counts."""
+
+from __future__ import annotations
+
+from runner import driver
+
+__all__ = ["FMA_LANES_PER_SM", "measure_peak_bandwidth", "nominal_peaks"]
+
+# (FP64, FP32) FMA lanes per SM by compute capability, from the CUDA C++ Programming Guide's
+# "arithmetic instructions" throughput table.
+FMA_LANES_PER_SM = {
+    "7.0": (32, 64),
+    "7.5": (2, 64),
+    "8.0": (32, 64),
+    "8.6": (2, 128),
+    "8.9": (2, 128),
+    "9.0": (64, 128),
+    "10.0": (64, 128),
+    "12.0": (2, 128),
+}
+
+# Below this a "nominal memory bandwidth" is a misread clock, not a GPU (any CUDA GPU beats 100 GB/s).
+PLAUSIBLE_MEMORY_BYTES_PER_S = 1e11
+
+
+def measure_peak_bandwidth(ctx: driver.Context, *, nbytes: int = 1 << 30, repeats: int = 5) -> dict:
+    """Achievable device-memory bandwidth: one device-to-device copy, timed with events.
+
+    bytes_per_s = 2 * nbytes / best_s (each byte is read once and written once), best of
+    `repeats` copies after one untimed warm-up. nbytes shrinks to a quarter of free memory
+    (two buffers: half of it) when needed.
+    """
+    if repeats < 1:
+        raise ValueError(f"measure_peak_bandwidth: repeats must be >= 1 (got {repeats})")
+    free_bytes, _total = driver.check(driver.cu().cuMemGetInfo(), "cuMemGetInfo")
+    nbytes = int(min(nbytes, int(free_bytes) // 4))
+    if nbytes <= 0:
+        raise ValueError(f"measure_peak_bandwidth: no device memory free ({free_bytes} bytes)")
+    buffers, stream, events = [], None, []
+    try:
+        buffers = [driver.Buffer(nbytes)]
+        buffers.append(driver.Buffer(nbytes))
+        src, dst = buffers
+        stream = driver.Stream()
+        events = [driver.Event()]
+        events.append(driver.Event())
+        start, stop = events
+        dst.copy_from(src, stream)  # warm-up: first-touch and clock ramp stay out of the timing
+        stream.synchronize()
+        best_s = float("inf")
+        for _ in range(repeats):
+            start.record(stream)
+            dst.copy_from(src, stream)
+            stop.record(stream)
+            stop.synchronize()
+            best_s = min(best_s, stop.elapsed_s(start))
+    finally:
+        for event in events:
+            event.destroy()
+        if stream is not None:
+            stream.destroy()
+        for buffer in buffers:
+            buffer.free()
+    return {
+        "bytes_per_s": 2 * nbytes / best_s,
+        "nbytes": nbytes,
+        "best_s": best_s,
+        "repeats": repeats,
+        "method": f"cuMemcpyDtoD, read+write bytes, best of {repeats}",
+    }
+
+
+def nominal_peaks(info: dict, sensors: dict) -> dict:
+    """Datasheet-style peaks from clocks and unit counts (None where an input is unknown).
+
+    memory_bytes_per_s = 2 * max memory clock (Hz) * bus width / 8 (double data rate);
+    f64/f32_flops_per_s = SMs * max SM clock (Hz) * 2 (an FMA is 2 flops) * FMA lanes per SM.
+    Clocks come from NVML's maximum when known, else the driver's clock attributes.
+    """
+    notes: list[str] = []
+
+    def clock_hz(sensor_mhz: str, attribute_khz: str, what: str) -> float | None:
+        if sensors.get(sensor_mhz):
+            notes.append(f"{what} clock: NVML {sensor_mhz} = {sensors[sensor_mhz]} MHz")
+            return sensors[sensor_mhz] * 1e6
+        if info.get(attribute_khz):
+            notes.append(
+                f"{what} clock: driver attribute {attribute_khz} = {info[attribute_khz]} kHz"
+            )
+            return info[attribute_khz] * 1e3
+        notes.append(f"{what} clock unknown (neither NVML {sensor_mhz} nor driver {attribute_khz})")
+        return None
+
+    memory_hz = clock_hz("max_memory_clock_mhz", "memory_clock_rate_khz", "memory")
+    bus_bits = info.get("memory_bus_width_bits")
+    memory_bytes_per_s = None
+    if memory_hz and bus_bits:
+        memory_bytes_per_s = 2 * memory_hz * bus_bits / 8
+        if memory_bytes_per_s < PLAUSIBLE_MEMORY_BYTES_PER_S:
+            notes.append(
+                f"nominal memory bandwidth {memory_bytes_per_s:.3g} B/s is implausible (< 1e11): "
+                "the reported memory clock is probably not the effective one (HBM); dropped"
+            )
+            memory_bytes_per_s = None
+    elif not bus_bits:
+        notes.append("memory bus width unknown: no nominal memory bandwidth")
+
+    sm_hz = clock_hz("max_sm_clock_mhz", "clock_rate_khz", "SM")
+    lanes = FMA_LANES_PER_SM.get(info.get("compute_capability"))
+    sm_count = info.get("sm_count")
+    if lanes is None:
+        notes.append(
+            f"no FMA-lanes entry for compute capability {info.get('compute_capability')!r}: "
+            "no nominal flops"
+        )
+    f64 = f32 = None
+    if lanes and sm_hz and sm_count:
+        f64 = sm_count * sm_hz * 2 * lanes[0]
+        f32 = sm_count * sm_hz * 2 * lanes[1]
+    return {
+        "memory_bytes_per_s": memory_bytes_per_s,
+        "f64_flops_per_s": f64,
+        "f32_flops_per_s": f32,
+        "notes": notes,
+    }

@@ -1,0 +1,248 @@
+"""The suite's data model with no file and no GPU behind it: cases, buffers, params, settings,
+and the geometry a case resolves to at given dims (lengths, grid, scalars, bytes, FLOPs), with
+the limits a resolved case must keep. runner.manifest builds these from the TOML."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from runner import expr
+from runner.generator import DTYPES, Distribution
+
+PARAM_KINDS = ("i32", "u32", "i64", "u64", "f32", "f64")
+DEFAULT_SETTINGS = {
+    "block": 256,
+    "warmup": 10,
+    "samples": 30,
+    "target_sample_ms": 50.0,
+    "mode": "hot",
+    "timeout_s": 60.0,
+    "seed": 0,
+}
+
+
+class ManifestError(ValueError):
+    """The manifest is malformed; the message names the file, case, field and expectation."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    block: object
+    warmup: int
+    samples: int
+    target_sample_ms: float
+    mode: str
+    timeout_s: float
+    seed: int
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    name: str
+    dtype: str
+    length: object
+    role: str  # input | output | inout
+    dist: Distribution | None
+    seed: int
+
+    @property
+    def written(self) -> bool:
+        return self.role in ("output", "inout")
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    name: str
+    kind: str  # "ptr" for a buffer, else a scalar type
+    buffer: str | None = None
+    value: object = None
+
+
+@dataclass(frozen=True)
+class ImplSpec:
+    name: str
+    role: str
+    toolchain: str
+    source: Path
+    source_rel: str
+    entry: str
+    flags: tuple[str, ...] = ()
+    command: str | None = None  # toolchain = "command": the compiler's command template
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """A case's launch and buffers at one set of dimensions (canonical or correctness)."""
+
+    dims: dict
+    lengths: dict
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int
+    scalars: dict
+    bytes: float | None
+    flops: float | None
+
+
+@dataclass(frozen=True)
+class CaseSpec:
+    id: str
+    version: int
+    description: str
+    dims: dict
+    check_dims: dict
+    buffers: tuple[BufferSpec, ...]
+    params: tuple[ParamSpec, ...]
+    grid: object
+    block: object
+    shared_bytes: object
+    reference: str
+    rtol: float
+    atol: float
+    exact: bool
+    bytes: object
+    flops: object
+    flop_dtype: str | None
+    settings: Settings
+    impls: tuple[ImplSpec, ...]
+    where: str = field(repr=False, default="")
+
+    @property
+    def baseline(self) -> ImplSpec:
+        return next(i for i in self.impls if i.role == "baseline")
+
+    def impl(self, name: str) -> ImplSpec:
+        return next(i for i in self.impls if i.name == name)
+
+    def buffer(self, name: str) -> BufferSpec:
+        return next(b for b in self.buffers if b.name == name)
+
+    def signature(self) -> list[tuple[str, str]]:
+        """The kernel parameters in order as (name, kind), kind "ptr" for buffers."""
+        return [(p.name, p.kind) for p in self.params]
+
+    def geometry(self, dims: dict) -> Geometry:
+        return resolve(self, dims)
+
+
+@dataclass(frozen=True)
+class Suite:
+    path: Path
+    root: Path
+    name: str
+    version: int
+    gpu: str | None
+    cases: tuple[CaseSpec, ...]
+    sha256: str
+    primary: str | None = None  # the headline candidate's implementation name
+
+    def case(self, case_id: str) -> CaseSpec:
+        for case in self.cases:
+            if case.id == case_id:
+                return case
+        raise ManifestError(
+            f"{self.path}: no case with id {case_id!r} (cases: {', '.join(c.id for c in self.cases)})"
+        )
+
+
+def _dim3(value, where: str, names: dict, minimum: int = 1) -> tuple[int, int, int]:
+    items = list(value) if isinstance(value, list | tuple) else [value]
+    dims = [
+        expr.evaluate_int(v, names, where=f"{where}[{i}]", minimum=minimum)
+        for i, v in enumerate(items)
+    ]
+    return tuple(dims + [1] * (3 - len(dims)))
+
+
+def resolve(case: CaseSpec, dims: dict) -> Geometry:
+    """Evaluate every expression of `case` over `dims` (raises ManifestError naming the field)."""
+    w = case.where
+    try:
+        lengths = {
+            b.name: expr.evaluate_int(
+                b.length, dims, where=f"{w}: buffers.{b.name}.length", minimum=0
+            )
+            for b in case.buffers
+        }
+        scalars = {}
+        for p in case.params:
+            if p.kind == "ptr":
+                continue
+            value = expr.evaluate(p.value, dims, where=f"{w}: params.{p.name}.value")
+            if p.kind.startswith("f"):
+                scalars[p.name] = float(value)
+            else:
+                scalars[p.name] = expr.evaluate_int(
+                    value, dims, where=f"{w}: params.{p.name}.value"
+                )
+        grid = _dim3(case.grid, f"{w}: grid", dims)
+        block = _dim3(case.block, f"{w}: block", dims)
+        shared = expr.evaluate_int(case.shared_bytes, dims, where=f"{w}: shared_bytes", minimum=0)
+        nbytes = (
+            None
+            if case.bytes is None
+            else float(expr.evaluate(case.bytes, dims, where=f"{w}: bytes"))
+        )
+        flops = (
+            None
+            if case.flops is None
+            else float(expr.evaluate(case.flops, dims, where=f"{w}: flops"))
+        )
+    except expr.ExprError as exc:
+        raise ManifestError(str(exc)) from None
+    _check_scalar_ranges(case, scalars)
+    _check_buffer_sizes(case, lengths)
+    return Geometry(dict(dims), lengths, grid, block, shared, scalars, nbytes, flops)
+
+
+# No GPU has this much memory for one buffer: a length past it is a mistake in the manifest
+# (the GPU box refuses sizes past the device's own memory before allocating anything).
+MAX_BUFFER_BYTES = 1 << 40
+
+
+def buffer_bytes(case: CaseSpec, lengths: dict[str, int]) -> dict[str, int]:
+    """Each buffer's size in bytes for the given lengths (Geometry.lengths)."""
+    return {b.name: lengths[b.name] * np.dtype(DTYPES[b.dtype]).itemsize for b in case.buffers}
+
+
+def _check_buffer_sizes(case: CaseSpec, lengths: dict[str, int]) -> None:
+    sizes = buffer_bytes(case, lengths)
+    for b in case.buffers:
+        nbytes = sizes[b.name]
+        if nbytes > MAX_BUFFER_BYTES:
+            raise ManifestError(
+                f"{case.where}: buffers.{b.name}.length: {b.length!r} = {lengths[b.name]} "
+                f"{b.dtype} values ({nbytes:.3g} bytes) is past the limit of "
+                f"{MAX_BUFFER_BYTES:.3g} bytes for one buffer"
+            )
+
+
+def _check_scalar_ranges(case: CaseSpec, scalars: dict) -> None:
+    for p in case.params:
+        if p.kind in ("i32", "u32", "i64", "u64"):
+            info = np.iinfo(DTYPES[p.kind])
+            lo, hi = int(info.min), int(info.max)
+            if not lo <= scalars[p.name] <= hi:
+                raise ManifestError(
+                    f"{case.where}: params.{p.name}.value: {scalars[p.name]} does not fit {p.kind} ([{lo}, {hi}])"
+                )
+
+
+def inside_suite(root: Path, relative: str, where: str) -> Path:
+    """`relative` resolved under the suite's folder `root`; ManifestError when it is absolute or
+    leads outside it (`..`, or a symbolic link out): a suite reads and runs only its own files."""
+    if Path(relative).is_absolute():
+        raise ManifestError(
+            f"{where}: {relative!r} is an absolute path; give a path relative to the suite's "
+            f"folder ({root})"
+        )
+    path = (root / relative).resolve()
+    if not path.is_relative_to(root):
+        raise ManifestError(
+            f"{where}: {relative!r} leads outside the suite's folder ({root}, resolved to {path}); "
+            "keep a suite's files under its folder"
+        )
+    return path

@@ -1,0 +1,114 @@
+"""Clocks per sample: the SM clock and the clocks-event (throttle) reasons read through NVML
+around every timed sample, and what they say about the samples.
+
+A sample is flagged when, before or after it, NVML reported a power or thermal slowdown, or
+an SM clock below the run's maximum (the highest SM clock read around any sample of the run).
+A case whose samples are mostly flagged (more than half of them, over all implementations)
+is unstable for that reason: kept and shown, left out of aggregates and alerts, like noise.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "SLOWDOWN_BITS",
+    "NvmlMonitor",
+    "clock_report",
+    "open_monitor",
+    "run_max_mhz",
+    "sample_flags",
+]
+
+# NVML's clocks-event reason bits (nvml.h, nvmlClocksEventReason*): the ones that mean the
+# clock was held down by power or heat. Idle (0x1), application clocks (0x2), sync boost
+# (0x10) and display clocks (0x100) are left out: they do not slow a running kernel.
+SLOWDOWN_BITS = {
+    0x4: "power cap (SwPowerCap)",
+    0x8: "hardware slowdown (HwSlowdown)",
+    0x20: "thermal (SwThermalSlowdown)",
+    0x40: "thermal (HwThermalSlowdown)",
+    0x80: "power brake (HwPowerBrakeSlowdown)",
+}
+MOSTLY = 0.5  # a case with more than this fraction of its samples flagged is unstable
+
+
+class NvmlMonitor:
+    """timing.base.Monitor over NVML for one device."""
+
+    def __init__(self, nvml, handle):
+        self.nvml, self.handle = nvml, handle
+        getter = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+        self._reasons = getter or nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+        self.source = "nvml"
+        self.read()  # fail here, not in the middle of a measurement
+
+    def read(self) -> tuple[int, int]:
+        mhz = int(self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM))
+        return mhz, int(self._reasons(self.handle))
+
+
+def open_monitor(index: int = 0, uuid: str | None = None) -> tuple[NvmlMonitor | None, str]:
+    """(monitor, "nvml"), or (None, why not) where NVML cannot be read."""
+    try:
+        import pynvml as nvml
+
+        nvml.nvmlInit()
+        handle = None
+        if uuid:
+            try:
+                handle = nvml.nvmlDeviceGetHandleByUUID(uuid)
+            except Exception:
+                handle = None
+        if handle is None:
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        return NvmlMonitor(nvml, handle), "nvml"
+    except Exception as exc:  # not installed, no driver, a query this GPU does not support
+        return None, f"unavailable: {type(exc).__name__}: {exc}"
+
+
+def sample_flags(clocks: list[list[int]], run_max: int | None) -> list[str | None]:
+    """Per sample: None, or why it is flagged ([before MHz, after MHz, reason bits] each)."""
+    flags: list[str | None] = []
+    for before, after, bits in clocks:
+        why = [name for bit, name in SLOWDOWN_BITS.items() if bits & bit]
+        low = min(before, after)
+        if run_max is not None and low < run_max:
+            why.append(f"SM clock {low} MHz below the run's {run_max} MHz")
+        flags.append("; ".join(dict.fromkeys(why)) or None)
+    return flags
+
+
+def run_max_mhz(timings) -> int | None:
+    """The highest SM clock read around any sample in `timings` (dicts with "clocks")."""
+    seen = [max(b, a) for t in timings for b, a, _ in (t.get("clocks") or [])]
+    return max(seen) if seen else None
+
+
+def clock_report(timings: dict[str, dict], run_max: int | None) -> dict:
+    """The case's verdict from its implementations' clocks: how many samples were flagged, the
+    commonest reasons, and `unstable` with the reason when they are mostly flagged."""
+    flagged = total = 0
+    reasons: dict[str, int] = {}
+    for timing in timings.values():
+        for why in sample_flags(timing.get("clocks") or [], run_max):
+            total += 1
+            if why:
+                flagged += 1
+                for part in why.split("; "):
+                    key = (
+                        part if "below the run" not in part else "SM clock below the run's maximum"
+                    )
+                    reasons[key] = reasons.get(key, 0) + 1
+    unstable = total > 0 and flagged > MOSTLY * total
+    report = {
+        "run_max_sm_mhz": run_max,
+        "samples": total,
+        "flagged": flagged,
+        "reasons": dict(sorted(reasons.items(), key=lambda kv: -kv[1])),
+        "unstable": unstable,
+    }
+    if unstable:
+        top = ", ".join(report["reasons"])
+        report["note"] = (
+            f"unstable: {flagged} of {total} samples were taken while throttled ({top})"
+        )
+    return report

@@ -1,0 +1,249 @@
+"""Timing fidelity on the CPU (issue 18): the precision stopping rule, the clocks per sample and
+their flags, the CUPTI figures' arithmetic, and timers kept apart in the history."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from click.testing import CliRunner
+from fake_device import FakeBackend
+from harness_docs import make_document, samples
+
+from harness.compare import compare
+from harness.series import series_id, series_key
+from harness.store import Store
+from protocol.validation import validate
+from runner import result
+from runner.cli import Percent, main
+from runner.timing import TimingSettings, clocks, cupti, measure
+
+# -- the precision stopping rule -------------------------------------------------------------
+
+
+def stopped(noise: float, mode: str = "hot", schedule: str = "rounds", seed: int = 1):
+    backend = FakeBackend({"base": 1e-4, "cand": 1.3e-4}, noise=noise, seed=seed, overhead_s=0)
+    settings = TimingSettings(
+        mode=mode, samples=30, precision=0.005, max_samples=1000, schedule=schedule
+    )
+    return measure(backend, ["base", "cand"], settings, baseline="base")
+
+
+@pytest.mark.parametrize("mode", ["hot", "cold"])
+@pytest.mark.parametrize("noise", [0.005, 0.02])
+def test_the_stopping_rule_converges_at_half_a_percent_and_two_percent_noise(noise, mode):
+    m = stopped(noise, mode)
+    p = m.precision
+    assert p["converged"] is True and p["stopped_by"] == "precision", p
+    assert p["half_width"] <= 0.005
+    n = len(m.impls["base"].samples_s)
+    assert n == len(m.impls["cand"].samples_s) == p["samples"] >= 30
+    if noise == 0.02:  # needs more than the first 30: it kept sampling, in whole AB/BA pairs
+        assert n > 30 and n % 2 == 0
+    # the continuation keeps alternating the order, so drift still cancels
+    assert [o[0] for o in m.orders[:4]] == ["base", "cand", "base", "cand"]
+
+
+def test_the_stopping_rule_reports_twenty_percent_noise_as_not_converged():
+    m = stopped(0.20)
+    p = m.precision
+    assert p["converged"] is False and p["stopped_by"] == "max_samples", p
+    assert p["half_width"] > 0.005 and p["samples"] == len(m.impls["cand"].samples_s) <= 1000
+
+
+def test_the_stopping_rule_stops_at_its_time_cap():
+    backend = FakeBackend({"base": 1e-4, "cand": 1.3e-4}, noise=0.2, seed=2, overhead_s=0)
+    settings = TimingSettings(samples=30, precision=0.005, precision_max_s=1e-9)
+    m = measure(backend, ["base", "cand"], settings)
+    assert m.precision["stopped_by"] == "precision_max_s" and m.precision["samples"] == 30
+
+
+def test_the_passes_schedule_continues_in_whole_passes():
+    m = stopped(0.02, mode="cold", schedule="passes")
+    assert m.precision["converged"]
+    n = len(m.impls["base"].samples_s)
+    assert n > 30 and all(len(o) == 2 for o in m.orders)
+
+
+def test_without_a_target_the_sample_count_is_exact():
+    backend = FakeBackend({"a": 1e-4, "b": 1e-4}, noise=0.2)
+    m = measure(backend, ["a", "b"], TimingSettings(samples=30))
+    assert m.precision is None and len(m.impls["a"].samples_s) == 30
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "label"),
+    [
+        ({"precision": 0.0}, "precision"),
+        ({"precision": 1.5}, "precision"),
+        ({"samples": 40, "max_samples": 30}, "max_samples"),
+        ({"timer": "wallclock"}, "timer"),
+    ],
+)
+def test_stopping_rule_settings_are_checked(kwargs, label):
+    with pytest.raises(ValueError, match=f"TimingSettings.{label}"):
+        TimingSettings(**kwargs)
+
+
+def test_precision_on_the_command_line_is_a_percentage():
+    assert Percent().convert("0.5%", None, None) == pytest.approx(0.005)
+    assert Percent().convert("2", None, None) == pytest.approx(0.02)
+    out = CliRunner().invoke(main, ["bench", "x.toml", "--precision", "half"])
+    assert out.exit_code == 2 and "not a percentage such as 0.5%" in out.output
+    out = CliRunner().invoke(main, ["bench", "x.toml", "--precision", "150%"])
+    assert out.exit_code == 2 and "between 0% and 100%" in out.output
+
+
+# -- clocks per sample ---------------------------------------------------------------------
+
+
+class Clocks:
+    """A programmable NVML reading (the monitor of runner.timing.clocks needs a GPU)."""
+
+    source = "test"
+
+    def __init__(self, readings):
+        self.readings = iter(readings)
+
+    def read(self):
+        return next(self.readings)
+
+
+def test_clocks_are_read_around_every_sample_and_kept_with_it():
+    backend = FakeBackend({"a": 1e-4, "b": 1e-4})
+    readings = [(1980, 0), (1980, 0)] * 3 + [(1755, 0x4), (1740, 0)] + [(1980, 0)] * 100
+    m = measure(backend, ["a", "b"], TimingSettings(samples=4), Clocks(readings))
+    assert m.clocks_source == "test"
+    assert m.impls["a"].clocks[0] == [1980, 1980, 0]
+    assert m.impls["a"].clocks[1] == [1755, 1740, 0x4]  # a b | b a: the fourth sample is a's second
+    assert all(len(t.clocks) == len(t.samples_s) == 4 for t in m.impls.values())
+
+
+def test_samples_under_power_or_thermal_slowdown_or_a_lower_clock_are_flagged():
+    flags = clocks.sample_flags(
+        [
+            [1980, 1980, 0],
+            [1980, 1980, 0x1],
+            [1980, 1965, 0],
+            [1980, 1980, 0x4],
+            [1900, 1980, 0x40],
+        ],
+        1980,
+    )
+    assert flags[0] is None and flags[1] is None  # idle is not a slowdown
+    assert flags[2] == "SM clock 1965 MHz below the run's 1980 MHz"
+    assert flags[3] == "power cap (SwPowerCap)"
+    assert "thermal (HwThermalSlowdown)" in flags[4] and "1900 MHz" in flags[4]
+
+
+def timed_case(clocks_per_impl: dict) -> dict:
+    doc = make_document({"axpy": {"cuda": samples(1e-3), "forth": samples(1.2e-3, seed=1)}})
+    case = doc["cases"][0]
+    for name, readings in clocks_per_impl.items():
+        case["implementations"][name]["timing"]["clocks"] = readings
+    case["timing_wall_s"] = 1.0
+    return doc
+
+
+def test_a_case_mostly_throttled_is_unstable_with_that_reason_and_recovers_when_it_is_not():
+    throttled = [[1980, 1980, 0x4]] * 20 + [[1980, 1980, 0]] * 10
+    doc = timed_case({"cuda": throttled, "forth": throttled})
+    case = doc["cases"][0]
+    assert case["implementations"]["forth"]["gap"]["stable"] is True
+    result.apply_clocks(case, result.run_max_clock([case]), "nvml")
+    assert case["clocks"]["unstable"] is True and case["clocks"]["flagged"] == 40
+    assert case["clocks"]["reasons"] == {"power cap (SwPowerCap)": 40}
+    assert case["implementations"]["forth"]["gap"]["stable"] is False
+    assert any("40 of 60 samples were taken while throttled" in n for n in case["notes"])
+    assert case["implementations"]["cuda"]["timing"]["clock_flags"][0] == "power cap (SwPowerCap)"
+    validate(doc, "result", "throttled document")
+    # a few flagged samples do not make a case unstable; apply_clocks can run again
+    calm = [[1980, 1980, 0x4]] * 5 + [[1980, 1980, 0]] * 25
+    for name in ("cuda", "forth"):
+        case["implementations"][name]["timing"]["clocks"] = calm
+    result.apply_clocks(case, 1980)
+    assert case["clocks"]["unstable"] is False and "notes" not in case
+    assert case["implementations"]["forth"]["gap"]["stable"] is True
+
+
+def test_the_run_maximum_spans_cases():
+    low = timed_case({"cuda": [[1800, 1800, 0]] * 30, "forth": [[1800, 1800, 0]] * 30})
+    high = timed_case({"cuda": [[1980, 1980, 0]] * 30, "forth": [[1980, 1980, 0]] * 30})
+    cases = [low["cases"][0], high["cases"][0]]
+    run_max = result.run_max_clock(cases)
+    assert run_max == 1980
+    result.apply_clocks(cases[0], result.run_max_clock(cases[:1]))
+    assert cases[0]["clocks"]["unstable"] is False  # alone, 1800 MHz was its own maximum
+    result.apply_clocks(cases[0], run_max)
+    assert cases[0]["clocks"]["unstable"] is True
+    assert "SM clock below the run's maximum" in cases[0]["clocks"]["reasons"]
+
+
+# -- CUPTI's figures -------------------------------------------------------------------------
+
+
+def test_cold_is_the_union_and_hot_the_span_per_launch():
+    launches = [(1000, 3000), (3500, 5500), (6000, 8000)]  # 2 us kernels, 0.5 us apart
+    assert cupti.union_s(launches) == pytest.approx(6e-6)
+    assert cupti.span_s(launches) == pytest.approx(7e-6)  # the spacing is kept in hot mode
+    assert cupti.union_s([(0, 10), (5, 20)]) == pytest.approx(20e-9)  # overlaps counted once
+    assert cupti.span_s([]) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("timer", "mode", "usable", "resolved"),
+    [
+        ("auto", "cold", True, "cupti"),
+        ("auto", "cold", False, "events"),
+        ("auto", "hot", True, "events"),
+        ("events", "cold", True, "events"),
+        ("cupti", "hot", True, "cupti"),
+    ],
+)
+def test_auto_timer(timer, mode, usable, resolved):
+    assert cupti.resolve_timer(timer, mode, usable) == resolved
+
+
+# -- methods never mix ---------------------------------------------------------------------
+
+
+def with_timer(document: dict, timer: str) -> dict:
+    document = copy.deepcopy(document)
+    for case in document["cases"]:
+        for impl in case["implementations"].values():
+            if "timing" in impl:
+                impl["timing"]["timer"] = timer
+    return document
+
+
+def run_doc(k: int, mode: str = "cold") -> dict:
+    return make_document(
+        {"axpy": {"cuda": samples(1e-3, seed=k), "forth": samples(1.2e-3, seed=100 + k)}},
+        mode=mode,
+        commit=f"{k:040x}",
+        started_utc=f"2026-12-01T10:00:{k:02d}Z",
+    )
+
+
+def test_a_timer_is_part_of_the_series_key_and_events_keep_the_old_series(tmp_path):
+    events, cuptied = run_doc(0), with_timer(run_doc(1), "cupti")
+    case = events["cases"][0]
+    assert series_key(events, case, "forth")["mode"] == "cold"
+    assert series_key(with_timer(events, "events"), case, "forth")["mode"] == "cold"
+    key = series_key(cuptied, cuptied["cases"][0], "forth")
+    assert key["mode"] == "cold/cupti"
+    assert series_id(key) != series_id(series_key(events, case, "forth"))
+    with Store(tmp_path / "h.sqlite") as store:
+        for d in (events, cuptied, with_timer(run_doc(2), "cupti")):
+            validate(d, "result", "document")
+            assert store.ingest(d, trusted=True).stored
+        forth = {s["mode"]: s["points"] for s in store.list_series("axpy") if s["impl"] == "forth"}
+    assert forth == {"cold": 1, "cold/cupti": 2}
+
+
+def test_two_runs_read_by_different_timers_are_not_compared():
+    found = compare(run_doc(0), with_timer(run_doc(1), "cupti"))
+    assert not found.times and not found.gaps
+    assert found.not_compared and all("mode" in n.reason for n in found.not_compared)
+    same = compare(with_timer(run_doc(0), "cupti"), with_timer(run_doc(1), "cupti"))
+    assert same.gaps
