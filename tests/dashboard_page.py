@@ -3,9 +3,10 @@ into (or near) the window, so a test that reads every chart scrolls them all int
 
 from __future__ import annotations
 
+import orjson
 from browser import Browser
 
-__all__ = ["draw_every_chart", "page_state"]
+__all__ = ["draw_every_chart", "page_state", "read_js_json"]
 
 
 def draw_every_chart(browser: Browser, timeout_s: float = 60.0) -> dict:
@@ -20,3 +21,10 @@ def draw_every_chart(browser: Browser, timeout_s: float = 60.0) -> dict:
 def page_state(browser: Browser) -> dict:
     """What the page says it drew (app.js's <script id="render-state">)."""
     return browser.evaluate("JSON.parse(document.getElementById('render-state').textContent)")
+
+
+def read_js_json(path, prefix: str):
+    """The JSON a site's .js data file holds after `prefix` (`window.KERNELGAP_DATA = `)."""
+    text = path.read_text()
+    assert text.startswith(prefix), text[:80]
+    return orjson.loads(text[len(prefix) :].rstrip().rstrip(";"))

@@ -4,10 +4,9 @@ the size of its github-action-benchmark data (harness.dashboard.gab)."""
 from __future__ import annotations
 
 import numpy as np
-import orjson
 import pytest
 from browser import Browser, chromium_path
-from dashboard_page import draw_every_chart
+from dashboard_page import draw_every_chart, read_js_json
 from harness_docs import make_document, samples
 
 from harness.dashboard import build_site
@@ -30,12 +29,6 @@ def run_document(k: int) -> dict:
     return make_document(
         cases, commit=f"{k:040x}", started_utc=f"2026-12-01T10:{k:02d}:00Z", resamples=50
     )
-
-
-def read_js_json(path, prefix: str):
-    text = path.read_text()
-    assert text.startswith(prefix), text[:80]
-    return orjson.loads(text[len(prefix) :].rstrip().rstrip(";"))
 
 
 @pytest.fixture(scope="module")
