@@ -193,7 +193,6 @@
   function drawOverview() {
     const box = document.getElementById("chart-overview");
     if (!window.KernelgapOverview || !box) return;  // overview.js: the lead chart, SVG, at once
-    box.style.height = "auto";
     state.overview = KernelgapOverview.draw(D, box);
     let width = box.clientWidth;
     window.addEventListener("resize", () => {

@@ -32,7 +32,8 @@ window.KernelgapLazy = (function () {
   // A job: { node, draw(node) -> promise, library: whether it needs the library }.
   function create(hooks) {
     const jobs = [], visible = new Set();
-    let library = null, missing = false;
+    let library = null, missing = false, running = Promise.resolve(), pumping = false, seen;
+    const sighted = new Promise((resolve) => (seen = resolve));  // the observer's first report
 
     function load() {
       if (library === null) {
@@ -43,8 +44,7 @@ window.KernelgapLazy = (function () {
       }
       return library;
     }
-    let running = Promise.resolve(), pumping = false, seen;
-    const sighted = new Promise((resolve) => (seen = resolve));
+
     const observer = new IntersectionObserver((entries) => {
       for (const e of entries) (e.isIntersecting ? visible.add(e.target) : visible.delete(e.target));
       seen();
