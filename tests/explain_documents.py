@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
+from runner import case_job
 from runner import suite as suite_module
 from runner.explain import tools
 from runner.isolation import WorkerOutcome
@@ -84,7 +85,7 @@ def bench_document(monkeypatch, tmp_path: Path, case_ids: tuple[str, ...], profi
     def worker(job, timeout_s, on_event=None, echo_stderr=True):
         return WorkerOutcome(record=_record(list(job["ptx"])), wall_s=1.0)
 
-    monkeypatch.setattr(suite_module, "run_worker", worker)
+    monkeypatch.setattr(case_job, "run_worker", worker)
     if profile:
         bin_dir = tmp_path / "bin"
         fake_ncu(bin_dir)

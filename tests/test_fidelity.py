@@ -15,7 +15,8 @@ from harness.series import series_id, series_key
 from harness.store import Store
 from protocol.validation import validate
 from runner import result
-from runner.cli import Percent, main
+from runner.cli import main
+from runner.cli_bench import Percent
 from runner.timing import TimingSettings, clocks, cupti, measure
 
 # -- the precision stopping rule -------------------------------------------------------------
