@@ -2,20 +2,23 @@
 
 `Store.points()` builds a dict per point with every column, which is right for one series and
 too slow for all of them (a 10,000-run history has about a million points). These reads take
-only the value columns, for many series in one query, as numpy arrays, and look runs up only
-for the points a finding names. They go through the store's one read gate (`Store._query`), so
+only the columns asked for, for many series in one query, as numpy arrays (series_values: the
+values that change detection reads; series_columns: any columns, as the dashboard draws them),
+and look runs up only for the points a finding names. They go through the store's one read gate (`Store._query`), so
 a missing file is an empty history and a corrupt one a StoreError, as everywhere else.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
+from harness.series import COMPILER_FIELDS
 from harness.store import Store
 
-__all__ = ["RunInfo", "SeriesValues", "run_info", "series_values"]
+__all__ = ["RunInfo", "SeriesValues", "run_info", "series_columns", "series_values"]
 
 MISSING = -1.0  # stands for NULL in the numeric columns (values are > 0, flags 0 or 1)
 
@@ -79,11 +82,7 @@ def series_values(
             if rows:
                 out[sid] = _values(np.array(rows[::-1], dtype=np.float64))
         return out
-    where, params = "", ()
-    if len(wanted) <= min(500, len(rowids) // 4):  # a few series: the index; else one scan
-        where, params = f"WHERE series IN ({','.join('?' * len(wanted))})", tuple(wanted)
-    # No ORDER BY: a sequential scan and a numpy sort are several times faster than walking the
-    # index, whose order sends every row to another page of a table holding the samples.
+    where, params = _only(wanted, rowids)  # and no ORDER BY: a numpy sort
     rows = store._query(f"SELECT {COLUMNS} FROM points {where}", params)
     if not rows:
         return {}
@@ -96,6 +95,52 @@ def series_values(
         if sid is not None:
             out[sid] = _values(part)
     return out
+
+
+def series_columns(
+    store: Store, series_ids: list[str], text: tuple[str, ...], numbers: tuple[str, ...]
+) -> dict[str, dict[str, np.ndarray]]:
+    """Every point of each series in `series_ids` (unknown ids are left out), oldest first, as
+    one array per column: "run" (the run's rowid) and "run_id" (str), then the `text` columns
+    (object arrays, None where NULL) and the `numbers` columns (float64, NaN where NULL).
+    Compiler columns of a version 1 file, read before its migration, are all None. One scan of
+    the table, as series_values."""
+    rowids = store._series_rowids()
+    wanted = {rowids[s]: s for s in series_ids if s in rowids}
+    if not wanted:
+        return {}
+    missing = () if store._version >= 2 else COMPILER_FIELDS
+    names = (*text, *numbers)
+    where, params = _only(wanted, rowids)
+    picked = ", ".join("NULL" if n in missing else n for n in names)
+    rows = store._query(f"SELECT series, started_us, run, {picked} FROM points {where}", params)
+    if not rows:
+        return {}
+    table = np.array(rows, dtype=object)  # faster than a zip into columns
+    series, started, run = (table[:, k].astype(np.int64) for k in range(3))
+    order = np.lexsort((run, started, series))
+    table, run = table[order], run[order]
+    run_ids = dict(store._query("SELECT run, run_id FROM runs"))
+    columns = {"run": run, "run_id": np.array([run_ids[r] for r in run.tolist()], dtype=object)}
+    for k, name in enumerate(names, start=3):
+        columns[name] = table[:, k] if name in text else table[:, k].astype(np.float64)
+    series = series[order]
+    edges = [0, *(np.flatnonzero(np.diff(series)) + 1).tolist(), series.size]
+    out = {}
+    for start, stop in itertools.pairwise(edges):
+        sid = wanted.get(int(series[start]))
+        if sid is not None:
+            out[sid] = {name: column[start:stop] for name, column in columns.items()}
+    return out
+
+
+def _only(wanted: dict[int, str], rowids: dict[str, int]) -> tuple[str, tuple]:
+    """The WHERE clause that reads only the `wanted` series: for a few, through the index; for
+    many, none (one sequential scan, then a numpy sort, is several times faster than walking the
+    index, whose order sends every row to another page of a table holding the samples)."""
+    if len(wanted) <= min(500, len(rowids) // 4):
+        return f"WHERE series IN ({','.join('?' * len(wanted))})", tuple(wanted)
+    return "", ()
 
 
 def run_info(store: Store, runs) -> dict[int, RunInfo]:

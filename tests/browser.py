@@ -7,6 +7,7 @@ failed to load) are collected as they arrive, so a test can assert that a page m
 
     with Browser() as browser:
         browser.open(Path("site/index.html").as_uri())
+        browser.scroll_through("kernelgapIdle()")  # the dashboard draws charts as they show
         state = browser.wait_for("document.body.dataset.rendered === 'all'", timeout_s=30)
         browser.screenshot(Path("shot.png"))
         assert not browser.errors()
@@ -189,6 +190,23 @@ class Browser:
             if time.monotonic() > deadline:
                 raise BrowserError(f"waited {timeout_s} s for {expression!r}")
             time.sleep(poll_s)
+
+    def scroll_through(self, settled: str) -> int:
+        """Scroll the page from top to bottom a window at a time, at each stop awaiting the
+        JavaScript promise `settled` (say, until what is in view is drawn); then back to the
+        top, awaiting it once more. The number of stops."""
+        y, stops = 0, 0
+        while True:
+            self.evaluate(f"scrollTo(0, {y})")
+            self.evaluate(settled)
+            stops += 1
+            window, page = self.evaluate("[innerHeight, document.documentElement.scrollHeight]")
+            if y + window >= page:
+                break
+            y += window
+        self.evaluate("scrollTo(0, 0)")
+        self.evaluate(settled)
+        return stops
 
     def mouse(self, x: float, y: float, click: bool = False) -> None:
         """Move the mouse to (x, y) in CSS pixels of the viewport; then click there if asked."""

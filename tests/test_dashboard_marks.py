@@ -4,9 +4,9 @@ the size of its github-action-benchmark data (harness.dashboard.gab)."""
 from __future__ import annotations
 
 import numpy as np
-import orjson
 import pytest
 from browser import Browser, chromium_path
+from dashboard_page import draw_every_chart, read_js_json
 from harness_docs import make_document, samples
 
 from harness.dashboard import build_site
@@ -29,12 +29,6 @@ def run_document(k: int) -> dict:
     return make_document(
         cases, commit=f"{k:040x}", started_utc=f"2026-12-01T10:{k:02d}:00Z", resamples=50
     )
-
-
-def read_js_json(path, prefix: str):
-    text = path.read_text()
-    assert text.startswith(prefix), text[:80]
-    return orjson.loads(text[len(prefix) :].rstrip().rstrip(";"))
 
 
 @pytest.fixture(scope="module")
@@ -89,10 +83,7 @@ def test_the_page_shows_the_alerts_on_top_and_the_marks_on_the_charts(site, tmp_
     out, _ = site
     with Browser(width=1400, height=1600) as browser:
         browser.open((out / "index.html").as_uri())
-        browser.wait_for("document.body.dataset.rendered === 'all'", timeout_s=60)
-        state = orjson.loads(
-            browser.evaluate("document.getElementById('render-state').textContent")
-        )
+        state = draw_every_chart(browser)
         items = browser.evaluate(
             "[...document.querySelectorAll('#alerts li')].map(li => li.textContent)"
         )

@@ -16,6 +16,7 @@ import zlib
 import orjson
 import pytest
 from browser import Browser, chromium_path
+from dashboard_page import draw_every_chart
 from harness_docs import make_document, samples
 
 from harness.dashboard import build_site, collect
@@ -204,7 +205,7 @@ def test_hovering_a_point_names_the_compiler_that_built_it(tmp_path):
     })()"""
     with Browser(width=1400, height=1600) as browser:
         browser.open((out / "index.html").as_uri())
-        browser.wait_for("document.body.dataset.rendered === 'all'", timeout_s=60)
+        draw_every_chart(browser)
         browser.mouse(*browser.evaluate(point_js))
         hover = browser.wait_for("document.querySelector('.hoverlayer .hovertext')?.textContent")
         primary = browser.evaluate(

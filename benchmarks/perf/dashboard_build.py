@@ -12,10 +12,17 @@ Timed:
           newest 20 raw documents written), into a fresh folder; then `python -m harness
           dashboard` as a command (adds the interpreter's start and imports); then the same
           with --format github-action-benchmark (every run's raw document is read for it).
-  render  headless Chromium opens index.html from file://; the page writes performance.now()
-          (ms since navigation start) when what is on screen is drawn (first view: header,
-          headline, table and any chart in the window) and when every chart is drawn.
-Targets: build under 5 s, render under 2 s.
+  render  headless Chromium (1400 x 1000 window, a fresh browser per load) opens index.html
+          from file://; the page writes performance.now() (ms since navigation start) when
+          data.js is loaded, when its first view is painted (header, alerts, headline, lead
+          chart, table), when every chart in the window at open is drawn and painted (and how
+          many that was, of all), and when plotly.min.js is loaded. Charts are drawn as they
+          come into view: once the page is settled, a case chart half-way down and the suite
+          chart at the bottom are each scrolled to and timed until drawn and painted; then the
+          whole page is scrolled through a window at a time, waiting at each stop until what is
+          in view is drawn. A second load scrolls to the suite chart as soon as the first view
+          is painted, before plotly.min.js has loaded: the worst wait for a chart.
+Targets: build under 5 s; every chart in view at open drawn within 2 s.
 
     python benchmarks/perf/dashboard_build.py [--documents 1000] [--cases 67] [--db PATH]
 """
@@ -61,21 +68,82 @@ def folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
-def render(index: Path, loads: int) -> list[dict]:
-    """The page's timings (ms since navigation start) per load, in a fresh browser each time:
-    script (plotly.min.js and data.js loaded, app.js starts), first_view, first_chart, rendered."""
-    out = []
-    for _ in range(loads):
-        with Browser(width=1400, height=1000) as browser:
-            browser.open(index.as_uri())
-            browser.wait_for("document.body.dataset.rendered === 'all'", timeout_s=120)
-            state = orjson.loads(
-                browser.evaluate("document.getElementById('render-state').textContent")
-            )
-            if state["errors"] or browser.errors():
-                raise SystemExit(f"the page reported errors: {state['errors'] or browser.errors()}")
-            out.append({k[:-3]: state[k] for k in state if k.endswith("_ms")})
+# Scrolls chart `id` to the middle of the window; ms until it is drawn and painted.
+SCROLL_TO_JS = """(async (id) => {
+  const node = document.getElementById(id), painted = () => new Promise((resolve) =>
+    requestAnimationFrame(() => setTimeout(resolve, 0)));
+  const t0 = performance.now();
+  node.scrollIntoView({ block: "center" });
+  while (!node.dataset.drawn) await painted();
+  await painted();
+  return performance.now() - t0;
+})"""
+# Scrolls to `y` and waits until what is in view is drawn; [ms, window height, page height].
+SCROLL_STOP_JS = """(async (y) => {
+  const t0 = performance.now();
+  scrollTo(0, y);
+  await kernelgapIdle();
+  return [performance.now() - t0, innerHeight, document.documentElement.scrollHeight];
+})"""
+# Run before the page's own scripts: as soon as its first view is painted (data-rendered
+# "first"), scroll to the suite chart and set window.jumpMs when it is drawn and painted.
+JUMP_JS = """new MutationObserver((_, watch) => {
+  if (!document.body || document.body.dataset.rendered !== "first") return;
+  watch.disconnect();
+  const node = document.getElementById("chart-suite"), t0 = performance.now();
+  node.scrollIntoView({ block: "center" });
+  const poll = () => node.dataset.drawn
+    ? requestAnimationFrame(() => setTimeout(() => (window.jumpMs = performance.now() - t0), 0))
+    : requestAnimationFrame(poll);
+  poll();
+}).observe(document, { subtree: true, attributeFilter: ["data-rendered"] });"""
+STATE_JS = "JSON.parse(document.getElementById('render-state').textContent)"
+SETTLED_JS = f"['view', 'all'].includes(document.body.dataset.rendered) && {STATE_JS}.plotly_ms"
+
+
+def page_state(browser: Browser) -> dict:
+    state = browser.evaluate(STATE_JS)
+    if state["errors"] or browser.errors():
+        raise SystemExit(f"the page reported errors: {state['errors'] or browser.errors()}")
+    return state
+
+
+def render(index: Path, middle: str) -> dict:
+    """One load's figures (ms): the page's own timings, then the scrolls (module doc)."""
+    with Browser(width=1400, height=1000) as browser:
+        browser.open(index.as_uri())
+        browser.wait_for(SETTLED_JS, timeout_s=120)
+        browser.evaluate("kernelgapIdle()")
+        state = page_state(browser)
+        times = {k: v for k, v in state.items() if k.endswith("_ms") and isinstance(v, float | int)}
+        out = {k[:-3]: v for k, v in times.items()}
+        out.update(drawn_at_open=state["drawn_at_open"], charts=state["charts"])
+        out["middle_scroll"] = browser.evaluate(f"{SCROLL_TO_JS}('{middle}')")
+        browser.evaluate("kernelgapIdle()")
+        out["suite_scroll"] = browser.evaluate(f"{SCROLL_TO_JS}('chart-suite')")
+        stops, y, bottom = [], 0, False
+        while not bottom:
+            stop_ms, window_px, page_px = browser.evaluate(f"{SCROLL_STOP_JS}({y})")
+            stops.append(stop_ms)
+            bottom, y = y + window_px >= page_px, y + window_px
+        state = page_state(browser)
+        if state["drawn"] != state["charts"]:
+            raise SystemExit(f"scrolled through, {state['drawn']} of {state['charts']} drawn")
+        out.update(stops=len(stops), stop_median=statistics.median(stops), stops_total=sum(stops))
+        out["chart_median"] = statistics.median(state["chart_ms"].values())
+    with Browser(width=1400, height=1000) as browser:  # a reader who jumps at once
+        browser.send("Page.addScriptToEvaluateOnNewDocument", {"source": JUMP_JS})
+        browser.open(index.as_uri())
+        out["suite_at_once"] = browser.wait_for("window.jumpMs", timeout_s=120)
+        page_state(browser)
     return out
+
+
+def site_middle_chart(site: Path) -> str:
+    """The element id of the chart of the case half-way down the page."""
+    text = (site / "data.js").read_text()
+    cases = orjson.loads(text[text.index("{") : text.rstrip().rindex("}") + 1])["cases"]
+    return "chart-" + cases[len(cases) // 2]["anchor"]
 
 
 def main() -> int:
@@ -127,18 +195,29 @@ def main() -> int:
     if chromium_path() is None:
         print("render: skipped (chromium is not installed)")
         return 0
-    loads = render(site / "index.html", args.loads)
+    middle = site_middle_chart(site)
+    loads = [render(site / "index.html", middle) for _ in range(args.loads)]
     ms = {key: statistics.median(load[key] for load in loads) for key in loads[0]}
     target_ms = RENDER_TARGET_S * 1e3
+    met = "met" if ms["in_view"] <= target_ms else "MISSED"
     print(
         f"render (headless Chromium, file://, 1400x1000 window, median of {len(loads)} loads, "
         f"ms since navigation start):\n"
-        f"  plotly.min.js + data.js loaded: {ms['script']:.0f} ms\n"
-        f"  first view painted (header, headline, table): {ms['first_view']:.0f} ms, "
-        f"target < {target_ms:.0f} ms: {'met' if ms['first_view'] < target_ms else 'MISSED'}\n"
-        f"  first case chart drawn: {ms['first_chart']:.0f} ms\n"
-        f"  every chart drawn ({report.cases + 1} figures, in the background): "
-        f"{ms['rendered']:.0f} ms ({'met' if ms['rendered'] < target_ms else 'over'} the target)"
+        f"  data.js loaded, app.js starts: {ms['script']:.0f} ms\n"
+        f"  first view painted (header, alerts, headline, lead chart, table): "
+        f"{ms['first_view']:.0f} ms\n"
+        f"  every chart in the window at open drawn: {ms['in_view']:.0f} ms, target <= "
+        f"{target_ms:.0f} ms: {met} ({ms['drawn_at_open']:.0f} of {ms['charts']:.0f} charts "
+        f"drawn at open)\n"
+        f"  plotly.min.js loaded (after that, in the background): {ms['plotly']:.0f} ms\n"
+        f"then, the page settled (ms from scrolling until drawn and painted):\n"
+        f"  a case chart half-way down ({middle}): {ms['middle_scroll']:.0f} ms\n"
+        f"  the suite chart at the bottom: {ms['suite_scroll']:.0f} ms\n"
+        f"  the whole page a window at a time: {ms['stops']:.0f} stops, median "
+        f"{ms['stop_median']:.0f} ms a stop, {ms['stops_total']:.0f} ms in all; one chart's "
+        f"drawing, median {ms['chart_median']:.0f} ms\n"
+        f"  the suite chart scrolled to as soon as the first view is painted (plotly.min.js "
+        f"not loaded yet): {ms['suite_at_once']:.0f} ms"
     )
     return 0
 

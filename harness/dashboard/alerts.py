@@ -12,9 +12,10 @@ onto the runs it draws.
 
 from __future__ import annotations
 
-from harness.change_review import ChangeFinding, find_changes
+from harness.change_review import ChangeFinding, find_changes, review_changes
 from harness.regressions import Policy, current_series, review
 from harness.store import Store
+from harness.store_values import SeriesValues, run_info
 
 __all__ = ["findings"]
 
@@ -46,12 +47,19 @@ def _alert(case_id, impl, metric, kind, relative, run, text) -> dict:
     }
 
 
-def findings(store: Store, policy: Policy | None = None) -> tuple[list[dict], dict[str, list]]:
-    """(open alerts, {case_id: [mark, ...]}) for the history in `store`; slower alerts first."""
+def findings(
+    store: Store, policy: Policy | None = None, values_of: dict[str, SeriesValues] | None = None
+) -> tuple[list[dict], dict[str, list]]:
+    """(open alerts, {case_id: [mark, ...]}) for the history in `store`; slower alerts first.
+    values_of: every series' points (series_values(), or as the dashboard read them), when the
+    caller has them already: the search then reads no points."""
     policy = policy or Policy()
     run_index = {r["run_id"]: i for i, r in enumerate(store.runs())}
     series = store.list_series()
-    changes = find_changes(store, series)
+    if values_of is None:
+        changes = find_changes(store, series)
+    else:
+        changes = review_changes(series, values_of, lambda runs: run_info(store, runs))
     marks: dict[str, list] = {}
     for f in changes:
         marks.setdefault(f.case_id, []).append(_mark(f, run_index))

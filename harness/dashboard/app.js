@@ -1,15 +1,24 @@
-// kernelgap dashboard: draws the headline, the table and the charts from window.KERNELGAP_DATA
-// (data.js, written by harness/dashboard/build.py) with Plotly (plotly.min.js beside the page).
-// What it drew goes into <script id="render-state"> as JSON and into <body data-rendered>, so a
-// headless browser (tests, benchmarks/perf/dashboard_build.py) can check the page.
+// kernelgap dashboard: draws the alerts, the headline, the lead chart and the table from
+// window.KERNELGAP_DATA (data.js, written by harness/dashboard/build.py) at once, then loads
+// plotly.min.js and draws each history chart (charts.js) as it comes into view (lazy.js).
+// What it drew goes into <script id="render-state"> as JSON and into <body data-rendered>
+// ("first": the page is on screen; "view": every chart in view is drawn; "all": every chart
+// is), so a headless browser (tests, benchmarks/perf/dashboard_build.py) can check the page;
+// window.kernelgapIdle() resolves once what is in view now is drawn.
 "use strict";
 (function () {
+  // Times are ms since navigation start: script (data.js loaded, this starts), first_view (the
+  // page but the history charts painted), in_view (every chart in the window at open drawn and
+  // painted: drawn_at_open of `charts`), plotly (plotly.min.js loaded), first_chart (the first
+  // Plotly chart drawn) and rendered (every chart drawn: after all were scrolled into view).
   const state = { errors: [], headline: [], table: 0, cases: {}, suite: null, xmode: "commit",
-                  script_ms: performance.now(), first_view_ms: null, first_chart_ms: null,
+                  charts: 0, drawn: 0, drawn_at_open: null, chart_ms: {}, script_ms: performance.now(),
+                  first_view_ms: null, in_view_ms: null, plotly_ms: null, first_chart_ms: null,
                   rendered_ms: null };
   const errorBox = document.getElementById("errors");
 
   function fail(message) {
+    if (state.errors.includes(message)) return;  // a chart that cannot draw is tried again on scrolling
     state.errors.push(message);
     errorBox.style.display = "block";
     errorBox.textContent = state.errors.join("\n");
@@ -29,7 +38,9 @@
 
   const D = window.KERNELGAP_DATA;
   if (!D) { fail("data.js is missing or did not set window.KERNELGAP_DATA: rebuild with `python -m harness dashboard`"); return; }
-  if (typeof Plotly === "undefined") { fail("plotly.min.js is missing beside index.html: rebuild with `python -m harness dashboard`"); return; }
+  for (const part of ["KernelgapCharts", "KernelgapLazy"]) {
+    if (!window[part]) { fail(part + " is missing (charts.js, lazy.js beside index.html): rebuild with `python -m harness dashboard`"); return; }
+  }
   if (D.format !== 1) { fail("data.js has layout " + D.format + "; this page reads layout 1"); return; }
   const R = D.runs;
 
@@ -137,221 +148,6 @@
     }
   }
 
-  // -- charts ---------------------------------------------------------------------------
-  // Lines with bands, not error bars and markers: each marker or error bar is an SVG node of
-  // its own, which made a 1,000-point history take 4x as long to draw.
-  const DASHES = ["solid", "dash", "dot", "dashdot"];
-  const UNSTABLE = { color: "#8d949c", symbol: "circle-open", size: 8, line: { width: 2, color: "#8d949c" } };
-  const MARKERS_UP_TO = 60;  // points on a line up to which each point also gets a marker
-  let xmode = "commit";
-  // Commit mode: x is the run's position in R (runs are in time order), ticks show commits.
-  const xOf = (runs) => (xmode === "date" ? runs.map((i) => R.date[i]) : runs);
-
-  function axis(extra) {
-    // Fixed margins: automargin measures the labels and lays out again, doubling the time.
-    return { showgrid: true, gridcolor: "#eceff2", zeroline: false, automargin: false, ...extra };
-  }
-  function commitTicks(lo, hi) {
-    const first = Math.max(0, Math.ceil(lo)), last = Math.min(R.label.length - 1, Math.floor(hi));
-    const vals = [];
-    const step = Math.max(1, Math.ceil((last - first + 1) / 7));
-    for (let v = last; v >= first; v -= step) vals.unshift(v);  // aligned on the newest run
-    return { tickmode: "array", tickvals: vals, ticktext: vals.map((v) => esc(R.label[v])) };
-  }
-  // Every chart spans the same runs, so charts read alike and a case missing lately shows it.
-  const utcMs = (date) => Date.parse(date.replace(" ", "T") + "Z");
-  const utcText = (ms) => new Date(ms).toISOString().replace("T", " ").slice(0, 19);
-  function xAxis(domain, anchor) {
-    const base = { domain, anchor, tickfont: { size: 11 }, tickangle: 0 };
-    if (xmode === "date") {
-      const first = utcMs(R.date[0]), last = utcMs(R.date[R.date.length - 1]);
-      const pad = Math.max((last - first) * 0.02, 3600e3);
-      return axis({ ...base, type: "date", range: [utcText(first - pad), utcText(last + pad)],
-                    title: { text: "date (UTC)", font: { size: 12 } } });
-    }
-    const range = [-0.5, R.label.length - 0.5];
-    return axis({ ...base, type: "linear", range, ...commitTicks(...range), title: { text: "commit", font: { size: 12 } } });
-  }
-  function retickOnZoom(gd) {
-    // Commit ticks are chosen for the visible runs, so they are chosen again after a zoom.
-    gd.on("plotly_relayout", (ev) => {
-      if (xmode !== "commit" || !Object.keys(ev).some((k) => /^xaxis\d*\.(range|autorange)/.test(k))) return;
-      const update = {};
-      for (const name of Object.keys(gd._fullLayout).filter((k) => /^xaxis\d*$/.test(k))) {
-        const [lo, hi] = gd._fullLayout[name].range;
-        const t = commitTicks(lo, hi);
-        update[name + ".tickvals"] = t.tickvals;
-        update[name + ".ticktext"] = t.ticktext;
-      }
-      Plotly.relayout(gd, update);
-    });
-  }
-  function rgba(hex, alpha) {
-    const n = parseInt(hex.slice(1), 16);
-    return "rgba(" + (n >> 16) + "," + ((n >> 8) & 255) + "," + (n & 255) + "," + alpha + ")";
-  }
-  // customdata of a point: commit, date, run id, two values of its chart, run index, click note.
-  function hoverData(runs, extra) {
-    return runs.map((r, k) => [esc(commitOf(r)), R.date[r], R.id[r].slice(0, 12), extra[k][0], extra[k][1], r,
-                               clickNotes[r]]);
-  }
-  const pick = (arr, idx) => idx.map((k) => arr[k]);
-  const noiseText = (n) => (n === null || n === undefined) ? "–" : (n * 100).toFixed(2) + "%";
-  const has = (v) => v !== null && v !== undefined;
-
-  // The compiler that built a series' k-th point, as a hover line ('' when the history lacks it).
-  function compilerLine(s, k) {
-    const i = s.compiler ? s.compiler[k] : -1;
-    return has(i) && i >= 0 ? "<br>compiler " + esc(D.compilers[i]) : "";
-  }
-
-  // One series in one panel: a band (MAD or 95% interval), a line through the stable points,
-  // and its unstable points handed to the panel's grey hollow trace. customdata: hoverData's
-  // seven, then the compiler line, then (unstable points) the series name.
-  function seriesTraces(s, panel, values, lower, upper, okFlags, extra, hover, axes, unstable) {
-    const idx = s.run.map((_, k) => k).filter((k) => has(values[k]));
-    const ok = idx.filter((k) => okFlags[k]);
-    const bad = idx.filter((k) => !okFlags[k]);
-    const x = xOf(pick(s.run, ok));
-    const banded = ok.filter((k) => has(lower[k]) && has(upper[k]));
-    const bx = xOf(pick(s.run, banded));
-    const traces = [];
-    if (banded.length) {
-      traces.push({ type: "scatter", mode: "lines", x: bx.concat(bx.slice().reverse()),
-        y: pick(upper, banded).concat(pick(lower, banded).reverse()), fill: "toself",
-        fillcolor: rgba(s.color, 0.18), line: { width: 0 }, hoverinfo: "skip", showlegend: false,
-        legendgroup: s.name, ...axes, meta: { panel, band: true } });
-    }
-    traces.push({ type: "scatter", mode: ok.length <= MARKERS_UP_TO ? "lines+markers" : "lines", name: esc(s.name),
-      legendgroup: s.name, showlegend: panel === "times", x, y: pick(values, ok), ...axes,
-      line: { color: s.color, width: 2, dash: DASHES[s.segment % DASHES.length] }, marker: { color: s.color, size: 5 },
-      customdata: hoverData(pick(s.run, ok), pick(extra, ok)).map((row, i) => row.concat([compilerLine(s, ok[i])])),
-      hovertemplate: hover, meta: { panel } });
-    for (const k of bad) {
-      unstable.runs.push(s.run[k]);
-      unstable.y.push(values[k]);
-      unstable.cd.push(hoverData([s.run[k]], [extra[k]])[0].concat([compilerLine(s, k), esc(s.name)]));
-    }
-    return traces;
-  }
-
-  function caseFigure(c) {
-    const traces = [], shapes = [], annotations = [];
-    const unstable = { gap: { runs: [], y: [], cd: [] }, times: { runs: [], y: [], cd: [] } };
-    const tail = "<br>commit %{customdata[0]}<br>%{customdata[1]} UTC<br>noise %{customdata[3]}" +
-      "%{customdata[7]}<br>run %{customdata[2]}<br>%{customdata[6]}<extra></extra>";
-    const gapHover = "<b>%{fullData.name}</b><br>gap %{y:.4f}x, 95% interval %{customdata[4]}" + tail;
-    const timeHover = "<b>%{fullData.name}</b><br>%{y:.4~f} " + esc(c.unit) + " ± %{customdata[4]} (MAD)" + tail;
-    for (const s of c.series) {
-      const tExtra = s.run.map((_, k) => [noiseText(s.noise[k]), has(s.mad[k]) ? s.mad[k] + " " + esc(c.unit) : "–"]);
-      const tLow = s.t.map((t, k) => (has(t) && has(s.mad[k]) ? t - s.mad[k] : null));
-      const tHigh = s.t.map((t, k) => (has(t) && has(s.mad[k]) ? t + s.mad[k] : null));
-      traces.push(...seriesTraces(s, "times", s.t, tLow, tHigh, s.ok, tExtra, timeHover,
-                                  { xaxis: "x2", yaxis: "y2" }, unstable.times));
-      if (s.role === "candidate") {
-        const gExtra = s.run.map((_, k) => [noiseText(s.noise[k]),
-          has(s.lo[k]) ? "[" + s.lo[k].toFixed(4) + ", " + s.hi[k].toFixed(4) + "]" : "–"]);
-        traces.push(...seriesTraces(s, "gap", s.gap, s.lo, s.hi, s.gap_ok, gExtra, gapHover,
-                                    { xaxis: "x", yaxis: "y" }, unstable.gap));
-      }
-      if (s.change && s.run.length) {
-        // A new series key: a dotted rule where it starts, and what changed, in both panels.
-        const x0 = xOf([s.run[0]])[0];
-        const panels = s.role === "candidate" ? [["x", "y"], ["x2", "y2"]] : [["x2", "y2"]];
-        for (const [xa, ya] of panels) {
-          shapes.push({ type: "line", xref: xa, yref: ya + " domain", x0, x1: x0, y0: 0, y1: 1,
-                        line: { color: s.color, width: 1.5, dash: "dot" } });
-        }
-        const [xa, ya] = panels[0];
-        annotations.push({ xref: xa, yref: ya + " domain", x: x0, y: 1, xanchor: "left", yanchor: "top", xshift: 3,
-          text: esc(s.impl + ": " + s.change), showarrow: false, bgcolor: "rgba(255,255,255,0.85)",
-          font: { size: 11, color: s.color } });
-      }
-    }
-    c.failed.run.forEach((r, k) => {
-      // A run where the case failed: a red cross at the foot of both panels.
-      for (const [xa, ya] of [["x", "y"], ["x2", "y2"]]) {
-        annotations.push({ xref: xa, yref: ya + " domain", x: xOf([r])[0], y: 0, yanchor: "bottom", text: "✕",
-          showarrow: false, font: { size: 14, color: "#b3261e" },
-          hovertext: esc("failed in run " + R.id[r].slice(0, 12) + " (commit " + commitOf(r) + ", " + R.date[r] +
-                         " UTC): " + c.failed.error[k]) });
-      }
-    });
-    const unstableTrace = (panel, axes, hover) => ({
-      type: "scatter", mode: "markers", name: "unstable (not in geomeans)", legendgroup: "unstable",
-      showlegend: panel === "times", x: xOf(unstable[panel].runs), y: unstable[panel].y, ...axes,
-      marker: UNSTABLE, customdata: unstable[panel].cd, meta: { panel, unstable: true },
-      hovertemplate: hover.replace("%{fullData.name}", "%{customdata[8]} (unstable)") });
-    if (unstable.times.runs.length) traces.push(unstableTrace("times", { xaxis: "x2", yaxis: "y2" }, timeHover));
-    if (unstable.gap.runs.length) traces.push(unstableTrace("gap", { xaxis: "x", yaxis: "y" }, gapHover));
-    shapes.push({ type: "line", xref: "x domain", yref: "y", x0: 0, x1: 1, y0: 1, y1: 1,
-                  line: { color: "#7a828c", width: 1, dash: "dash" } });  // parity
-    if (window.KernelgapMarks) KernelgapMarks.chart(c, xOf, shapes, annotations);  // marks.js
-    annotations.push(
-      { xref: "x domain", yref: "paper", x: 0, y: 1.08, xanchor: "left", showarrow: false,
-        text: "<b>gap</b> (x " + esc(c.baseline) + ", lower is better; band: 95% interval)", font: { size: 13 } },
-      { xref: "x2 domain", yref: "paper", x: 0, y: 1.08, xanchor: "left", showarrow: false,
-        text: "<b>time per launch</b> (" + esc(c.unit) + "; band: ± MAD)", font: { size: 13 } });
-    const layout = {
-      margin: { l: 72, r: 16, t: 40, b: 46 }, hovermode: "closest", showlegend: true,
-      legend: { orientation: "h", x: 0, y: -0.22, font: { size: 12 } },
-      xaxis: xAxis([0, 0.46], "y"), xaxis2: xAxis([0.54, 1], "y2"),
-      yaxis: axis({ title: { text: "gap (x " + esc(c.baseline) + ")", font: { size: 12 } }, tickformat: ".3f" }),
-      yaxis2: axis({ anchor: "x2", title: { text: esc(c.unit), font: { size: 12 } } }),
-      shapes, annotations, font: { family: "system-ui, sans-serif", size: 12, color: "#1b1f24" },
-    };
-    return { traces, layout };
-  }
-
-  function suiteFigure() {
-    const hover = (name) => "<b>" + name + "</b><br>geomean gap %{y:.4f}x over %{customdata[3]} stable cases" +
-      "%{customdata[7]}<br>%{customdata[4]}<br>commit %{customdata[0]}<br>%{customdata[1]} UTC<br>run %{customdata[2]}" +
-      "<br>%{customdata[6]}<extra></extra>";
-    // A point whose stable cases differ from the previous point's: its step is partly the
-    // change of cases, so it gets a hollow diamond and says what changed.
-    const changed = { x: [], y: [], cd: [] };
-    const traces = D.suite.map((t) => {
-      const cd = hoverData(t.run, t.cases.map((n) => [n, esc(t.suite)]))
-        .map((row, k) => row.concat([t.cases_note[k] ? "<br><b>" + esc(t.cases_note[k]) + "</b>" : "", esc(t.name)]));
-      t.cases_note.forEach((note, k) => {
-        if (!note) return;
-        changed.x.push(t.run[k]);
-        changed.y.push(t.gap[k]);
-        changed.cd.push(cd[k]);
-      });
-      return { type: "scatter", mode: t.run.length <= MARKERS_UP_TO ? "lines+markers" : "lines", name: esc(t.name),
-        x: xOf(t.run), y: t.gap, line: { color: t.color, width: 2.5 }, marker: { color: t.color, size: 5 },
-        customdata: cd, hovertemplate: hover("%{fullData.name}"), meta: { panel: "suite" } };
-    });
-    if (changed.x.length) {
-      traces.push({ type: "scatter", mode: "markers", name: "stable cases changed (hover)", x: xOf(changed.x),
-        y: changed.y, customdata: changed.cd, hovertemplate: hover("%{customdata[8]}"),
-        marker: { symbol: "diamond-open", size: 10, color: "#1b1f24", line: { width: 1.5 } },
-        meta: { panel: "suite", changed: true } });
-    }
-    const layout = {
-      margin: { l: 72, r: 16, t: 20, b: 46 }, hovermode: "closest",
-      legend: { orientation: "h", x: 0, y: -0.2 },
-      xaxis: xAxis([0, 1], "y"),
-      yaxis: axis({ title: { text: "geomean gap (lower is better)" }, tickformat: ".3f" }),
-      shapes: [{ type: "line", xref: "x domain", yref: "y", x0: 0, x1: 1, y0: 1, y1: 1,
-                 line: { color: "#7a828c", width: 1, dash: "dash" } }],
-      font: { family: "system-ui, sans-serif", size: 12, color: "#1b1f24" },
-    };
-    return { traces, layout };
-  }
-
-  const config = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
-
-  function onClick(gd) {
-    gd.on("plotly_click", (ev) => {
-      const p = ev.points && ev.points[0];
-      if (!p || !p.customdata) return;
-      const url = runLink(p.customdata[5]);
-      if (url) window.open(url, "_blank", "noopener");
-    });
-  }
-
   function recordCase(c, gd) {
     const names = (panel) => gd.data.filter((t) => t.meta && t.meta.panel === panel && !t.meta.unstable && !t.meta.band).map((t) => t.name);
     const count = (panel) => gd.data.filter((t) => t.meta && t.meta.panel === panel && t.meta.unstable).reduce((n, t) => n + t.y.length, 0);
@@ -359,17 +155,54 @@
       gap_traces: names("gap"), time_traces: names("times"), unstable_gap: count("gap"), unstable_times: count("times") };
   }
 
-  // -- rendering: what is on screen first, then the rest, one chart per task --------------
-  const jobs = [];
-  function addJob(node, figure, record) {
-    jobs.push({ node, figure, record, drawn: false });
+  // -- rendering: the page at once; each chart when it comes into (or near) the window -----
+  const lazy = KernelgapLazy.create({
+    // Loaded only when the charts in view are drawn, so that its 1.5-2.5 s of parsing (on a
+    // 2-core machine) never holds up the first view; a history chart in view waits for it.
+    library: "plotly.min.js",
+    loaded() { state.plotly_ms = performance.now(); writeState(); },
+    missing: () => fail("plotly.min.js is missing beside index.html: rebuild with `python -m harness dashboard`"),
+    idle(drawn, total) {
+      state.drawn = drawn;
+      if (state.in_view_ms === null) {  // everything in view at open is drawn and on screen
+        state.in_view_ms = performance.now();
+        state.drawn_at_open = drawn;
+      }
+      if (drawn === total) {
+        if (state.rendered_ms === null) state.rendered_ms = performance.now();
+        document.body.dataset.rendered = "all";
+      } else {
+        document.body.dataset.rendered = "view";
+      }
+      writeState();
+    },
+    error: (e) => fail("drawing the charts failed: " + (e && e.stack || e)),
+  });
+  const charts = KernelgapCharts(D, { esc, commitOf, runLink, clickNotes });
+
+  // A history chart: drawn with Plotly, then what it drew goes into the page's state.
+  async function drawChart(node, figure, record) {
+    const t0 = performance.now();
+    await charts.draw(node, figure);
+    state.chart_ms[node.id] = Math.round(performance.now() - t0);  // its latest drawing
+    record(node);
+    if (state.first_chart_ms === null) state.first_chart_ms = performance.now();
+    state.xmode = charts.mode();
   }
-  function drawCases() {
-    const overview = document.getElementById("chart-overview");
-    if (window.KernelgapOverview && overview) {  // overview.js: the lead chart, drawn first
-      overview.dataset.wired = "1";  // no commit ticks, no click-through: not a history chart
-      addJob(overview, () => KernelgapOverview.figure(D), (gd) => (state.overview = gd.data.length));
-    }
+
+  function drawOverview() {
+    const box = document.getElementById("chart-overview");
+    if (!window.KernelgapOverview || !box) return;  // overview.js: the lead chart, SVG, at once
+    state.overview = KernelgapOverview.draw(D, box);
+    let width = box.clientWidth;
+    window.addEventListener("resize", () => {
+      if (box.clientWidth !== width) state.overview = KernelgapOverview.draw(D, box);
+      width = box.clientWidth;
+    });
+    lazy.add(box, null, { drawn: true });
+  }
+
+  function addCharts() {
     const list = document.getElementById("case-list");
     for (const c of D.cases) {
       const chart = el("div", { class: "chart", id: "chart-" + c.anchor, "data-case": c.id });
@@ -380,101 +213,43 @@
           el("span", { class: "meta" }, "baseline " + c.baseline + " · " + c.series.length + " series · " +
              (shown < stored ? shown + " of " + stored + " points drawn" : stored + " points") +
              (c.failed_runs ? " · failed in " + c.failed_runs + " run" + (c.failed_runs === 1 ? "" : "s") + " (✕)" : ""))), chart));
-      addJob(chart, () => caseFigure(c), (gd) => recordCase(c, gd));
+      lazy.add(chart, (node) => drawChart(node, () => charts.caseFigure(c), (gd) => recordCase(c, gd)), { library: true });
     }
-    addJob(document.getElementById("chart-suite"), suiteFigure, (gd) => {
+    lazy.add(document.getElementById("chart-suite"), (node) => drawChart(node, charts.suiteFigure, (gd) => {
       const lines = gd.data.filter((t) => !t.meta.changed);
       state.suite = { traces: lines.map((t) => t.name), points: lines.reduce((n, t) => n + t.y.length, 0),
                       changed: gd.data.filter((t) => t.meta.changed).reduce((n, t) => n + t.y.length, 0) };
-    });
+    }), { library: true });
+    state.charts = lazy.counts().total;
   }
 
-  // Which charts are in (or near) the window: they are drawn first.
-  const visible = new Set();
-  let observed;
-  const firstSighting = new Promise((resolve) => (observed = resolve));
-  const observer = new IntersectionObserver((entries) => {
-    for (const e of entries) (e.isIntersecting ? visible.add(e.target) : visible.delete(e.target));
-    observed();
-    if (!pumping && jobs.some((j) => !j.drawn)) pump();
-  }, { rootMargin: "200px 0px" });
-
-  // Yield to the browser between slices of drawing: MessageChannel, as nested setTimeout(0)
-  // calls are clamped to 4 ms each.
-  const channel = new MessageChannel();
-  const waiting = [];
-  channel.port1.onmessage = () => waiting.shift()();
-  const yieldTask = () => new Promise((resolve) => { waiting.push(resolve); channel.port2.postMessage(0); });
-  const nextPaint = () => new Promise((resolve) => requestAnimationFrame(() => yieldTask().then(resolve)));
-  const SLICE_MS = 50;
-
-  let pumping = false;
-  async function pump() {
-    if (pumping) return;
-    pumping = true;
-    try {
-      let slice = performance.now();
-      for (;;) {
-        const pending = jobs.filter((j) => !j.drawn);
-        const onScreen = pending.find((j) => visible.has(j.node));
-        if (!onScreen && state.first_view_ms === null) {
-          await nextPaint();  // what is on screen has been painted
-          state.first_view_ms = performance.now();
-          document.body.dataset.rendered = "first";
-        }
-        const job = onScreen || pending[0];
-        if (!job) {
-          await nextPaint();
-          if (jobs.some((j) => !j.drawn)) continue;  // the x axis was switched meanwhile
-          break;
-        }
-        const { traces, layout } = job.figure();
-        job.drawn = true;
-        await Plotly.react(job.node, traces, layout, config);
-        if (!job.node.dataset.wired) {
-          onClick(job.node);
-          retickOnZoom(job.node);
-          job.node.dataset.wired = "1";
-        }
-        job.record(job.node);
-        if (state.first_chart_ms === null) state.first_chart_ms = performance.now();
-        if (performance.now() - slice > SLICE_MS) {
-          await yieldTask();  // let the page scroll, paint and answer clicks
-          slice = performance.now();
-        }
-      }
-      state.rendered_ms = performance.now();
-      state.xmode = xmode;
-      document.body.dataset.rendered = "all";
-    } catch (e) {
-      fail("drawing the charts failed: " + (e && e.stack || e));
-    } finally {
-      pumping = false;
-      writeState();
-    }
-  }
-
+  // The other x axis: the history charts in view are drawn again now, the others as they come
+  // into view.
   function setX(mode) {
-    xmode = mode;
+    charts.setMode(mode);
     for (const b of document.querySelectorAll(".toolbar button")) b.setAttribute("aria-pressed", String(b.dataset.x === mode));
-    for (const j of jobs) j.drawn = false;  // redraw with the other axis, visible charts first
-    document.body.dataset.rendered = "first";
-    pump();
+    document.body.dataset.rendered = "view";
+    lazy.redraw((node) => node.id !== "chart-overview");
   }
 
   try {
     if (window.KernelgapMarks) state.alerts = KernelgapMarks.alerts(D, el, document.getElementById("alerts"));
     drawHeader();
     drawTable();
-    drawCases();
+    drawOverview();
+    addCharts();
     document.getElementById("footer").textContent = "Built " + D.generated_utc + " by kernelgap from " +
       D.counts.runs + " runs and " + D.counts.series + " series; " + D.counts.points_drawn + " of " +
       D.counts.points_stored + " points drawn (trimmed for display only: the history keeps every point).";
     for (const b of document.querySelectorAll(".toolbar button")) b.addEventListener("click", () => setX(b.dataset.x));
     window.kernelgapSetX = setX;
-    for (const j of jobs) observer.observe(j.node);
+    window.kernelgapIdle = lazy.idle;
     writeState();
-    firstSighting.then(pump);
+    lazy.nextPaint().then(() => {
+      if (state.first_view_ms === null) state.first_view_ms = performance.now();
+      if (!document.body.dataset.rendered) document.body.dataset.rendered = "first";
+      writeState();
+    });
   } catch (e) {
     fail("building the page failed: " + (e && e.stack || e));
   }

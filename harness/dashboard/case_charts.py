@@ -1,0 +1,207 @@
+"""Each case's chart data in data.js: its series, one trace per series key, as drawn.
+
+A series never joins points of different series keys: each key is its own trace, labelled with
+what changed against the implementation's previous key ("source changed", "suite v2", "mode
+cold", ...). The compiler that built a point (toolchain, version, sha256) is not part of the
+key: it is shown on hover, from data["compilers"] (each distinct description once; a series'
+`compiler` holds indices into it, -1 where unknown). Times are in one unit per case: the one
+that puts its baseline's newest median in [1, 1000).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.dashboard.display import MAX_POINTS, display_indices, key_change, rounded
+from harness.series import COMPILER_FIELDS, describe_compiler, series_label
+from harness.store import Store
+from harness.store_values import SeriesValues, series_columns
+
+__all__ = ["Series", "case_anchor", "case_chart", "case_order", "line_colors", "read_series"]
+
+MAX_FAILED_MARKS = 50  # runs where a case failed, marked on its charts (the newest ones)
+PALETTE = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#8c564b", "#7f7f7f")
+BASELINE_COLOR = "#333333"
+UNITS = ((1e-6, "ns", 1e9), (1e-3, "µs", 1e6), (1.0, "ms", 1e3), (math.inf, "s", 1.0))
+TEXT = ("case_status", "error_phase", "error_message", *COMPILER_FIELDS)
+NUMBERS = ("median_s", "mad_s", "noise", "stable", "gap", "gap_ci_low", "gap_ci_high", "gap_stable")
+
+
+@dataclass
+class Series:
+    """One series' points as arrays (the ok ones), and the runs where its case failed."""
+
+    info: dict
+    run: np.ndarray
+    median_s: np.ndarray
+    mad_s: np.ndarray
+    noise: np.ndarray
+    stable: np.ndarray
+    gap: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    gap_stable: np.ndarray
+    failed: dict[int, str]  # run -> 'status: phase: message' of each run where the case failed
+    compiler: tuple[np.ndarray, ...]  # per ok point: its COMPILER_FIELDS (None when unknown)
+    values: SeriesValues  # every point, for harness.dashboard.alerts (runs as store rowids)
+
+
+def read_series(store: Store, runs: list[dict]) -> list[Series]:
+    """Every series of the store (list_series() order) in one scan of the points; runs are
+    given as indices into `runs` (store.runs())."""
+    infos = store.list_series()
+    columns = series_columns(store, [i["series_id"] for i in infos], TEXT, NUMBERS)
+    empty = {name: np.array([], dtype=object) for name in ("run_id", *TEXT)}
+    empty.update({name: np.array([], dtype=np.float64) for name in NUMBERS})
+    empty["run"] = np.array([], dtype=np.int64)
+    run_index = {r["run_id"]: i for i, r in enumerate(runs)}
+    return [_series(info, columns.get(info["series_id"], empty), run_index) for info in infos]
+
+
+def _series(info: dict, c: dict[str, np.ndarray], run_index: dict[str, int]) -> Series:
+    status = c["case_status"]
+    stable, gap_stable = c["stable"] == 1, c["gap_stable"] == 1
+    ok = (status == "ok") & ~np.isnan(c["median_s"])
+    failed = {
+        run_index[c["run_id"][k]]: f"{status[k]}: {c['error_phase'][k]}: {c['error_message'][k]}"
+        for k in np.flatnonzero(status == "failed").tolist()
+    }
+    return Series(
+        info,
+        np.array([run_index[r] for r in c["run_id"][ok].tolist()], dtype=np.int64),
+        c["median_s"][ok],
+        c["mad_s"][ok],
+        c["noise"][ok],
+        stable[ok],
+        c["gap"][ok],
+        c["gap_ci_low"][ok],
+        c["gap_ci_high"][ok],
+        gap_stable[ok],
+        failed,
+        tuple(c[name][ok] for name in COMPILER_FIELDS),
+        SeriesValues(c["run"], c["median_s"], stable, c["gap"], gap_stable),
+    )
+
+
+def line_colors(all_series: list[Series]) -> dict[str, str]:
+    """One colour per candidate name, the same in every chart; baselines are dark grey."""
+    names = sorted({s.info["impl"] for s in all_series if s.info["role"] == "candidate"})
+    out = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(names)}
+    for s in all_series:
+        if s.info["role"] == "baseline":
+            out.setdefault(s.info["impl"], BASELINE_COLOR)
+    return out
+
+
+def case_order(latest_doc: dict, all_series: list[Series]) -> list[str]:
+    """The newest run's cases in its order, then cases no longer run, by id."""
+    order = [c["id"] for c in latest_doc["cases"]]
+    rest = sorted({s.info["case_id"] for s in all_series} - set(order))
+    present = {s.info["case_id"] for s in all_series}
+    return [c for c in order if c in present] + rest
+
+
+def case_anchor(case_id: str, taken: set) -> str:
+    """The case's element id on the page ('case-' and its id made safe), unique among `taken`."""
+    name = "case-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", case_id).strip("-") or "x")
+    while name in taken:
+        name += "-"
+    taken.add(name)
+    return name
+
+
+def _unit(seconds: float | None) -> tuple[str, float]:
+    """The display unit of a case's times: the one that puts its baseline in [1, 1000)."""
+    for limit, name, scale in UNITS:
+        if seconds is not None and seconds < limit:
+            return name, scale
+    return "µs", 1e6
+
+
+def _compiler_indices(s: Series, keep: list[int], compilers: dict) -> list[int]:
+    """Indices into data["compilers"] (added there when new) of the kept points' compilers."""
+    out = []
+    for k in keep:
+        words = describe_compiler(*(field[k] for field in s.compiler))
+        out.append(compilers.setdefault(words, len(compilers)) if words else -1)
+    return out
+
+
+def case_chart(
+    case_id: str,
+    members: list[Series],
+    colors: dict[str, str],
+    used: set,
+    anchor: str,
+    compilers: dict[str, int],
+    max_points: int = MAX_POINTS,
+) -> dict:
+    """One case's chart data: its series (one trace per series key), times in one unit. The
+    runs it draws are added to `used`; new compiler descriptions to `compilers`."""
+    failed = {run: text for s in members for run, text in s.failed.items()}
+    members = [s for s in members if len(s.run)]
+    members.sort(key=lambda s: (s.info["role"] != "baseline", s.info["impl"], s.info["first_utc"]))
+    latest = max(members, key=lambda s: s.info["last_utc"]) if members else None
+    baseline = latest.info["baseline"] if latest else ""
+    base_medians = [s.median_s[-1] for s in members if s.info["role"] == "baseline"]
+    unit, scale = _unit(
+        base_medians[-1] if base_medians else (latest.median_s[-1] if latest else None)
+    )
+    previous: dict[str, dict] = {}
+    segments: dict[str, int] = defaultdict(int)
+    series = []
+    for s in members:
+        info = s.info
+        change = key_change(previous.get(info["impl"]), info)
+        previous[info["impl"]] = info
+        # A baseline has no gap: only its own stability counts.
+        unstable = ~s.stable | (~s.gap_stable & ~np.isnan(s.gap))
+        keep = display_indices(len(s.run), unstable, (s.median_s, s.gap), max_points)
+        used.update(s.run[keep].tolist())
+        name = info["impl"] + (" (baseline)" if info["role"] == "baseline" else "")
+        entry = {
+            "impl": info["impl"],
+            "role": info["role"],
+            "name": f"{name} · {change}" if change else name,
+            "change": change,
+            "segment": segments[info["impl"]],
+            "color": colors[info["impl"]],
+            "key": series_label(info),
+            "stored": info["points"],
+            "run": s.run[keep].tolist(),
+            "t": rounded(s.median_s[keep] * scale),
+            "mad": rounded(s.mad_s[keep] * scale, 3),
+            "noise": rounded(s.noise[keep], 3),
+            "ok": s.stable[keep].astype(int).tolist(),
+            "compiler": _compiler_indices(s, keep.tolist(), compilers),
+        }
+        segments[info["impl"]] += 1
+        if info["role"] == "candidate":
+            entry.update(
+                gap=rounded(s.gap[keep]),
+                lo=rounded(s.ci_low[keep]),
+                hi=rounded(s.ci_high[keep]),
+                gap_ok=s.gap_stable[keep].astype(int).tolist(),
+            )
+        series.append(entry)
+    version = latest.info["case_version"] if latest else None
+    newest_failed = sorted(failed)[-MAX_FAILED_MARKS:]
+    used.update(newest_failed)
+    return {
+        "id": case_id,
+        "version": version,
+        "anchor": anchor,
+        "baseline": baseline,
+        "unit": unit,
+        "series": series,
+        "failed": {
+            "run": newest_failed,
+            "error": [failed[r].splitlines()[0] for r in newest_failed],
+        },
+        "failed_runs": len(failed),
+    }

@@ -1,0 +1,212 @@
+"""The dashboard's data: what data.js holds (layout DATA_FORMAT_VERSION), from the history.
+
+data["runs"] lists only the runs that something on the page refers to (a drawn point, a mark,
+an alert, the headline, the table); every other part names runs by their index in it. The
+charts' parts come from harness.dashboard.case_charts (each case) and .geomeans (the suite line
+and the headline cards); data["table"] is the newest run, a row per candidate of each case.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import UTC, datetime
+
+from harness.dashboard.case_charts import (
+    Series,
+    case_anchor,
+    case_chart,
+    case_order,
+    line_colors,
+    read_series,
+)
+from harness.dashboard.display import MAX_POINTS
+from harness.dashboard.geomeans import suite_geomeans
+from harness.primary import primary_candidate
+from harness.series import run_mode
+from harness.store import Store
+from harness.summary import signature
+
+__all__ = ["DATA_FORMAT_VERSION", "DashboardError", "collect"]
+
+DATA_FORMAT_VERSION = 1
+
+
+class DashboardError(ValueError):
+    """The dashboard cannot be built as asked; the message says why and what to do."""
+
+
+def collect(
+    store: Store,
+    *,
+    repo_url: str | None = None,
+    max_points: int = MAX_POINTS,
+    title: str | None = None,
+    marked: tuple[list[dict], dict[str, list]] | None = None,
+    series: list[Series] | None = None,
+) -> dict:
+    """The dashboard's data (what data.js holds) from the history in `store`.
+
+    marked: (open alerts, {case_id: change marks}) from harness.dashboard.alerts.findings, with
+    runs as indices into store.runs(); they become data["alerts"] and each case's "changes".
+    series: read_series(store, store.runs()) when the caller has read it already.
+
+    Every run in data["runs"] is one that a drawn point, the headline or the table refers to;
+    its "raw" flags and "raw_runs" are 0 here (build_site sets them when it publishes documents).
+    """
+    runs = store.runs()
+    if not runs:
+        raise DashboardError(
+            f"{store.path}: the history has no runs; store one with "
+            "`python -m harness ingest RESULT.json --db PATH --trusted`"
+        )
+    latest_doc = store.raw_document(runs[-1]["run_id"])
+    all_series = read_series(store, runs) if series is None else series
+    used = {len(runs) - 1}
+    alerts, marks = marked or ([], {})
+    used.update(m["run"] for ms in marks.values() for m in ms)
+    used.update(m["from"] for ms in marks.values() for m in ms if m["from"] >= 0)
+    used.update(a["run"] for a in alerts)
+    primary = primary_candidate(latest_doc)
+    compilers: dict[str, int] = {}  # description -> its index in data["compilers"]
+    colors = line_colors(all_series)
+    members = defaultdict(list)
+    for s in all_series:
+        members[s.info["case_id"]].append(s)
+    anchors: set = set()
+    cases = [
+        case_chart(c, members[c], colors, used, case_anchor(c, anchors), compilers, max_points)
+        for c in case_order(latest_doc, all_series)
+    ]
+    suite, headline = suite_geomeans(all_series, runs, colors, used, primary, max_points)
+    anchor_of = {c["id"]: c["anchor"] for c in cases}
+    compact = {g: i for i, g in enumerate(sorted(used))}
+    alerts = [{**a, "run": compact[a["run"]], "anchor": anchor_of.get(a["case"])} for a in alerts]
+    _renumber(compact, cases, marks, suite, headline, primary)
+    labels = _run_labels(runs)
+    chosen = [runs[g] for g in sorted(used)]
+    suite_doc = latest_doc["suite"]
+    return {
+        "format": DATA_FORMAT_VERSION,
+        "title": title or f"{suite_doc['name']}: kernel gap dashboard",
+        "generated_utc": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "repo_url": (repo_url or "").rstrip("/") or None,
+        "raw_runs": 0,  # how many newest drawn runs get runs/<id>.json: set by build_site
+        "primary": primary,
+        "colors": colors,
+        "compilers": list(compilers),
+        "counts": {
+            "runs": len(runs),
+            "series": len(all_series),
+            "points_stored": sum(s.info["points"] for s in all_series),
+            "points_drawn": sum(len(s["run"]) for c in cases for s in c["series"]),
+        },
+        "runs": {
+            "id": [r["run_id"] for r in chosen],
+            "commit": [r["commit_sha"] for r in chosen],
+            "date": [r["started_utc"][:19].replace("T", " ") for r in chosen],
+            "label": [labels[g] for g in sorted(used)],
+            "raw": [0] * len(chosen),
+        },
+        "latest": {
+            "run": compact[len(runs) - 1],
+            "suite": f"{suite_doc['name']} v{suite_doc['version']}",
+            "gpu": latest_doc["environment"]["device"]["name"],
+            "mode": run_mode(latest_doc),
+            "complete": latest_doc["complete"],
+            "cards": headline,
+            "signature": [list(pair) for pair in signature(latest_doc)],
+        },
+        "alerts": alerts,
+        "table": _table(latest_doc, anchor_of),
+        "cases": cases,
+        "suite": suite,
+    }
+
+
+def _renumber(compact: dict[int, int], cases, marks, suite, headline, primary) -> None:
+    """Runs named by their index in store.runs() -> by their index in data["runs"] (compact);
+    each case gets its change marks, each card its primary flag."""
+    for case in cases:
+        for s in case["series"]:
+            s["run"] = [compact[g] for g in s["run"]]
+        case["failed"]["run"] = [compact[g] for g in case["failed"]["run"]]
+        case["changes"] = [
+            {**m, "run": compact[m["run"]], "from": compact.get(m["from"], -1)}
+            for m in marks.get(case["id"], [])
+        ]
+    for trace in suite:
+        trace["run"] = [compact[g] for g in trace["run"]]
+    for card in headline:
+        card["primary"] = card["candidate"] == primary
+        card["run"] = compact[card["run"]]
+        if card["previous"]:
+            card["previous"]["run"] = compact[card["previous"]["run"]]
+
+
+def _run_labels(runs: list[dict]) -> list[str]:
+    """A unique x-axis category per run: the short commit, '#2' on a commit's second run."""
+    seen: dict[str, int] = defaultdict(int)
+    labels = []
+    for run in runs:
+        base = run["commit_sha"][:7] if run["commit_sha"] else f"run {run['run_id'][:7]}"
+        seen[base] += 1
+        labels.append(base if seen[base] == 1 else f"{base}#{seen[base]}")
+    return labels
+
+
+def _table(document: dict, anchor_of: dict[str, str]) -> list[dict]:
+    """Rows of the newest run: one per candidate of each case (one per case that failed)."""
+    rows = []
+    for case in document["cases"]:
+        base = {
+            "case": case["id"],
+            "version": case["version"],
+            "anchor": anchor_of.get(case["id"]),
+            "baseline": case["baseline"],
+        }
+        impls = case["implementations"]
+        if case["status"] != "ok":
+            error = case.get("error") or {}
+            note = f"{error.get('phase', '')}: {error.get('message', '')}".strip(": ")
+            rows.append(
+                {
+                    **base,
+                    "candidate": None,
+                    "status": case["status"],
+                    "note": note.splitlines()[0] if note else "",
+                }
+            )
+            continue
+        base_stats = ((impls.get(case["baseline"]) or {}).get("timing") or {}).get("stats")
+        for name, impl in impls.items():
+            if impl["role"] != "candidate":
+                continue
+            stats = (impl.get("timing") or {}).get("stats")
+            gap = impl.get("gap")
+            row = {
+                **base,
+                "candidate": name,
+                "base_s": base_stats["median_s"] if base_stats else None,
+                "cand_s": stats["median_s"] if stats else None,
+                "gap": gap["ratio_of_medians"] if gap else None,
+                "lo": gap["ci_low"] if gap else None,
+                "hi": gap["ci_high"] if gap else None,
+            }
+            if impl.get("status") == "skipped":
+                row.update(status="skipped", note=impl.get("skip_reason", ""))
+            elif not gap:
+                row.update(
+                    status="no gap",
+                    note=impl.get("gap_note") or f"check {impl.get('check', {}).get('status')}",
+                )
+            elif not gap["stable"]:
+                noisy = [
+                    n for n in (case["baseline"], name) if not impls[n]["timing"]["stats"]["stable"]
+                ]
+                row.update(
+                    status="unstable", note=f"noise above the limit: {', '.join(noisy) or 'gap'}"
+                )
+            else:
+                row.update(status="stable", note="")
+            rows.append(row)
+    return rows
