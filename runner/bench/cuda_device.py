@@ -52,7 +52,7 @@ class CudaDevice:
         self.ctx = driver.Context(ordinal)
         torch.cuda.set_device(ordinal)
         torch.cuda.init()
-        self.stream = driver.Stream()
+        self.stream = _runner_stream(ordinal)
         self.torch_stream = torch.cuda.ExternalStream(int(self.stream.handle), device=ordinal)
         self.internal = InternalKernels(self.ctx)
         self._env: dict | None = None
@@ -113,10 +113,22 @@ class CudaDevice:
         return CallableBackend(self, impls, case, options)
 
     def close(self) -> None:
-        self.stream.synchronize()
+        self.stream.synchronize()  # the stream itself stays: see _runner_stream
         self.internal.close()
-        self.stream.destroy()
         self.ctx.close()
+
+
+_STREAMS: dict[int, driver.Stream] = {}
+
+
+def _runner_stream(ordinal: int) -> driver.Stream:
+    """The runner's one stream on device `ordinal`, for the life of the process. torch's caching
+    allocator remembers the stream of every block it handed out there and records events on it
+    when such a block is reused or freed; a stream destroyed while torch still holds blocks of
+    it makes the next comparison's first kernel fail (invalid resource handle)."""
+    if ordinal not in _STREAMS:
+        _STREAMS[ordinal] = driver.Stream()
+    return _STREAMS[ordinal]
 
 
 class _Graph:
