@@ -156,6 +156,16 @@ def plan(document: dict, *, path: Path, trusted: bool, what: str) -> IngestRepor
             f"{what}: ran on {device['name']!r} but suite {suite['name']!r} pins the GPU "
             f"model {pinned!r}; refused for the canonical history"
         )
+    models = {gpu_model(device["name"])} | {
+        gpu_model(c["device"]["name"])
+        for c in document["cases"]
+        if (c.get("device") or {}).get("name")
+    }
+    if len(models) > 1:  # runner bench --gpus on a host with GPUs of two models
+        raise GpuMismatchError(
+            f"{what}: its cases were measured on different GPU models ({', '.join(sorted(models))}); "
+            "a series is one model, so a run mixing models is refused for the canonical history"
+        )
     report = IngestReport(
         path=path,
         what=what,

@@ -136,6 +136,18 @@ class Percent(click.ParamType):
     type=click.IntRange(min=30),
     help="The stopping rule's cap on samples per implementation (default 1000).",
 )
+@click.option(
+    "--gpus",
+    metavar="all|0,1,...",
+    help="Deal the cases over these GPUs of this host, one worker per GPU at a time (a case's "
+    "implementations always share one GPU); every case records the GPU it ran on.",
+)
+@click.option(
+    "--previous",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="An earlier result document of the suite: with --gpus, cases are dealt longest first "
+    "by the time each took there.",
+)
 def bench(cases, case_ids, **settings):
     """Build, check and time every case of the suite CASES (a cases.toml).
 

@@ -49,6 +49,10 @@ class BenchOptions:
     precision: float | None = None  # the stopping rule's target half-width (0.005 is 0.5%)
     precision_max_s: float | None = None  # its time cap per case
     max_samples: int | None = None  # its sample cap per implementation
+    gpus: str | None = (
+        None  # "all" or "0,1": cases dealt over those GPUs (runner.execution.sharding)
+    )
+    previous: Path | None = None  # an earlier result document: its case times order the dealing
 
 
 def timing_settings(

@@ -7,9 +7,11 @@ recorded as a structured error while the remaining cases still run.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -18,7 +20,7 @@ from protocol.progress import PARTIAL_DOCUMENT_PREFIX
 from protocol.validation import DocumentError, validate
 from runner.definition import manifest, provenance
 from runner.definition.bundle import Bundle, BundleError
-from runner.execution import result
+from runner.execution import result, sharding
 from runner.execution.case_job import (
     BenchOptions,
     case_skeleton,
@@ -53,7 +55,8 @@ def effective_mode(cases, options: BenchOptions) -> str | None:
 
 
 def probe_environment(options: BenchOptions) -> dict:
-    """The device and software block, measured in a worker (raises NoGpuError without a GPU)."""
+    """The device and software block, measured in a worker (raises NoGpuError without a GPU);
+    `device_count` beside it says how many CUDA devices the worker saw."""
     outcome = run_worker(
         {"job": "environment", "device": options.device},
         timeout_s=180,
@@ -67,7 +70,40 @@ def probe_environment(options: BenchOptions) -> dict:
             "timed out" if outcome.timed_out else "\n".join(outcome.stderr_tail)
         )
         raise driver.NoGpuError(f"the environment probe failed: {why}")
-    return record["environment"]
+    return {**record["environment"], "device_count": record.get("device_count")}
+
+
+def device_block(index: int, device: dict) -> dict:
+    """What a case records of the GPU it ran on."""
+    return {"index": index, "uuid": device.get("uuid"), "name": device.get("name")}
+
+
+def probe_devices(options: BenchOptions, env: dict) -> dict[int, dict]:
+    """{ordinal: device info} of every GPU of --gpus (the first from `env`, the others probed in
+    parallel, each in its own worker); {options.device: ...} without --gpus."""
+    if not options.gpus:
+        return {options.device: env["device"]}
+    try:
+        gpus = sharding.parse_gpus(options.gpus, env.get("device_count"))
+    except ValueError as exc:
+        raise manifest.ManifestError(str(exc)) from None
+    found = {options.device: env["device"]} if options.device in gpus else {}
+    errors: dict[int, str] = {}
+
+    def probe(d: int) -> None:
+        try:
+            found[d] = probe_environment(dataclasses.replace(options, device=d))["device"]
+        except driver.NoGpuError as exc:
+            errors[d] = str(exc)
+
+    threads = [threading.Thread(target=probe, args=(d,)) for d in gpus if d not in found]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise driver.NoGpuError("; ".join(f"GPU {d}: {e}" for d, e in sorted(errors.items())))
+    return {d: found[d] for d in gpus}
 
 
 def _duration(seconds: float) -> str:
@@ -130,6 +166,8 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
                 f"({device['name']}); rebuild it with --arch {arch}, or pass --arch {each.manifest['arch']}"
             )
     env["toolchains"] = {}
+    devices = probe_devices(options, env)
+    env.pop("device_count", None)
     cupti_reason = cupti.unavailable_reason()
     env["timers"] = {"events": "usable", "cupti": cupti_reason or "usable"}
     if options.timer == "cupti" and cupti_reason:
@@ -165,40 +203,49 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
         "static": options.static,
         "timer": options.timer,
         "precision": options.precision,
+        **({"gpus": list(devices)} if options.gpus else {}),
     }
-    case_docs = []
+    case_docs: list[dict] = []
     t0 = time.monotonic()
     deadline = t0 + options.budget_s if options.budget_s else None
     peaks = {**env["peaks"], "l2_bytes": device.get("l2_bytes")}  # for the physical limits
-    for index, case in enumerate(cases):
-        say(f"kernelgap: {position(index, len(cases), time.monotonic() - t0)}: {case.id}")
+    if len(devices) > 1:
+        env["devices"] = [device_block(d, info) for d, info in devices.items()]
+        names = ", ".join(f"{d} {info['name']}" for d, info in devices.items())
+        say(f"kernelgap: {len(devices)} GPUs: {names}")
+
+    def one(case, d: int) -> dict:
+        say(f"kernelgap: {position(len(case_docs), len(cases), time.monotonic() - t0)}: {case.id}")
         left_s = None if deadline is None else deadline - time.monotonic()
         if left_s is not None and left_s <= 0:
-            case_docs.append(over_budget(case, options.budget_s, len(case_docs)))
-            say(f"[{case.id}] not run: {case_docs[-1]['error']['message']}")
-            continue
+            case_doc = over_budget(case, options.budget_s, len(case_docs))
+            say(f"[{case.id}] not run: {case_doc['error']['message']}")
+            return case_doc
         try:
-            case_docs.append(
-                run_one(
-                    suite,
-                    case,
-                    arch,
-                    options,
-                    peaks,
-                    say,
-                    bundle,
-                    left_s,
-                    revisions=revisions,
-                    environment_device=env["device"],
-                    cupti_usable=cupti_reason is None,
-                )
+            case_doc = run_one(
+                suite,
+                case,
+                arch,
+                dataclasses.replace(options, device=d),
+                peaks,
+                say,
+                bundle,
+                left_s,
+                revisions=revisions,
+                environment_device=devices[d],
+                cupti_usable=cupti_reason is None,
             )
         except Exception as exc:  # a bug or an unforeseen failure costs this case, not the run
             case_doc = case_skeleton(case)
             record_failure(case_doc, "unknown", f"case {case.id}: {type(exc).__name__}: {exc}")
             say(f"[{case.id}] FAILED: {type(exc).__name__}: {exc}")
-            case_docs.append(case_doc)
-        for impl in case_docs[-1]["implementations"].values():
+        case_doc["device"] = device_block(d, devices[d])
+        return case_doc
+
+    def finished(case_doc: dict) -> None:
+        case_docs.append(case_doc)
+        case_docs.sort(key=lambda c: order[c["id"]])  # the suite's order, whatever ran first
+        for impl in case_doc["implementations"].values():
             if "build" in impl:
                 env["toolchains"][impl["toolchain"]] = {"version": impl["build"]["version"]}
         # After every case, so a crash or a dropped connection never loses the earlier ones.
@@ -211,6 +258,16 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
         if options.emit_partial:
             sys.stderr.buffer.write(PARTIAL_DOCUMENT_PREFIX + encode(partial) + b"\n")
             sys.stderr.flush()
+
+    def not_run(case, why: str) -> dict:
+        case_doc = case_skeleton(case)
+        record_failure(case_doc, "setup", f"case {case.id}: {why}")
+        case_doc["status"] = "skipped"
+        return case_doc
+
+    order = {c.id: i for i, c in enumerate(cases)}
+    dealt = sharding.deal_order(cases, sharding.load_previous(options.previous))
+    sharding.run_sharded(dealt, list(devices), one, finished, not_run, say)
     run_max = result.run_max_clock(case_docs)  # clocks flagged against the whole run's maximum
     for case_doc in case_docs:
         result.apply_clocks(case_doc, run_max)

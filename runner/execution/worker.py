@@ -42,7 +42,8 @@ def run_job(job: dict) -> dict:
         from runner.measurement import environment
 
         with driver.Context(job.get("device", 0)) as ctx:
-            return {"status": "ok", "environment": environment.capture(ctx)}
+            count = int(driver.check(driver.cu().cuDeviceGetCount(), "cuDeviceGetCount"))
+            return {"status": "ok", "environment": environment.capture(ctx), "device_count": count}
     raise ValueError(f"unknown worker job {kind!r}")
 
 
