@@ -239,3 +239,38 @@ def take_samples(
                 "spent_s": spent,
             }
         plan = sample_plan(names, settings, more, first_round=len(orders))
+
+
+class Strategy:
+    """What hot and cold share: warm-up, their own preparation, then the paired samples (with
+    the stopping rule and the clocks) into one Measurement. A strategy gives `name`, `method`,
+    `prepare()` (hot: calibration) and `sampler()`: the function that takes one sample."""
+
+    name = ""
+    method = ""
+
+    def prepare(self, backend: Backend, names: list[str], settings: TimingSettings, timings):
+        """Untimed work after warm-up, before the samples."""
+
+    def sampler(self, backend: Backend, settings: TimingSettings, timings):
+        raise NotImplementedError
+
+    def measure(
+        self,
+        backend: Backend,
+        names: list[str],
+        settings: TimingSettings,
+        monitor: Monitor | None = None,
+        baseline: str | None = None,
+    ) -> Measurement:
+        import time
+
+        t0 = time.perf_counter()
+        timings = {n: ImplTiming(n, method=self.method, timer=settings.timer) for n in names}
+        warm_up(backend, names, settings)
+        self.prepare(backend, names, settings, timings)
+        sample = self.sampler(backend, settings, timings)
+        orders, precision = take_samples(sample, names, settings, timings, monitor, baseline)
+        source = getattr(monitor, "source", None)
+        wall_s = time.perf_counter() - t0
+        return Measurement(self.name, timings, orders, settings.warmup, wall_s, precision, source)

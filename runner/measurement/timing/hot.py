@@ -5,16 +5,7 @@ from __future__ import annotations
 import math
 import time
 
-from runner.measurement.timing.base import (
-    Backend,
-    ImplTiming,
-    Measurement,
-    Monitor,
-    TimingSettings,
-    quantize_batch,
-    take_samples,
-    warm_up,
-)
+from runner.measurement.timing.base import Backend, Strategy, TimingSettings, quantize_batch
 
 
 def calibrate(time_batch, settings: TimingSettings) -> int:
@@ -47,40 +38,20 @@ def _reset_then_time(backend: Backend, name: str, batch: int) -> float:
     return backend.timed_batch(name, batch)
 
 
-class HotMode:
+class HotMode(Strategy):
     name = "hot"
     method = "CUDA graph of back-to-back launches, replayed between two events; time / batch"
 
-    def measure(
-        self,
-        backend: Backend,
-        names: list[str],
-        settings: TimingSettings,
-        monitor: Monitor | None = None,
-        baseline: str | None = None,
-    ) -> Measurement:
-        t0 = time.perf_counter()
-        timings = {n: ImplTiming(n, method=self.method, timer=settings.timer) for n in names}
-        warm_up(backend, names, settings)
+    def prepare(self, backend: Backend, names: list[str], settings: TimingSettings, timings):
         for n in names:
             c0 = time.perf_counter()
             timings[n].batch = calibrate(lambda b, n=n: _reset_then_time(backend, n, b), settings)
-            _reset_then_time(
-                backend, n, timings[n].batch
-            )  # untimed: the final graph's first replay uploads it
+            _reset_then_time(backend, n, timings[n].batch)  # untimed: warms the final graph
             timings[n].calibration_s = time.perf_counter() - c0
 
+    def sampler(self, backend: Backend, settings: TimingSettings, timings):
         def sample(n: str) -> float:
             backend.reset(n)
             return backend.timed_batch(n, timings[n].batch) / timings[n].batch
 
-        orders, precision = take_samples(sample, names, settings, timings, monitor, baseline)
-        return Measurement(
-            "hot",
-            timings,
-            orders,
-            settings.warmup,
-            time.perf_counter() - t0,
-            precision,
-            getattr(monitor, "source", None),
-        )
+        return sample
