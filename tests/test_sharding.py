@@ -168,3 +168,17 @@ def test_a_run_over_two_gpu_models_is_refused_for_the_canonical_history(monkeypa
         pytest.raises(GpuMismatchError, match="different GPU models"),
     ):
         store.ingest(doc, trusted=True)
+
+
+def test_a_malformed_gpus_or_previous_is_refused_before_the_gpu_is_probed(monkeypatch, tmp_path):
+    probed = []
+    monkeypatch.setattr(suite_module, "probe_environment", lambda options: probed.append(1))
+    with pytest.raises(
+        suite_module.manifest.ManifestError, match="expected 'all' or CUDA ordinals"
+    ):
+        run_suite(SUITE, BenchOptions(gpus="0,one", quiet=True))
+    bad = tmp_path / "previous.json"
+    bad.write_text("{not json")
+    with pytest.raises(suite_module.manifest.ManifestError, match=r"--previous .*previous\.json"):
+        run_suite(SUITE, BenchOptions(gpus="all", previous=bad, quiet=True))
+    assert probed == []

@@ -150,6 +150,17 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
         Bundle.load(options.bundle) if options.bundle else None
     )  # bad input: before any GPU work
     revisions = {label: Bundle.load(path) for label, path in options.revisions}
+    if options.gpus and options.gpus.strip() != "all":  # its form before any GPU work
+        try:
+            sharding.parse_gpus(options.gpus)
+        except ValueError as exc:
+            raise manifest.ManifestError(str(exc)) from None
+    try:  # a bad file, before any GPU work
+        expected_s = sharding.load_previous(options.previous)
+    except (OSError, ValueError) as exc:
+        raise manifest.ManifestError(
+            f"--previous {options.previous}: not a result document to deal cases by ({exc})"
+        ) from None
     started = provenance.utc_now()
     say(f"kernelgap: {suite.name} v{suite.version}, {len(cases)} case(s); probing the GPU")
     env = probe_environment(options)
@@ -266,7 +277,7 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
         return case_doc
 
     order = {c.id: i for i, c in enumerate(cases)}
-    dealt = sharding.deal_order(cases, sharding.load_previous(options.previous))
+    dealt = sharding.deal_order(cases, expected_s)
     sharding.run_sharded(dealt, list(devices), one, finished, not_run, say)
     run_max = result.run_max_clock(case_docs)  # clocks flagged against the whole run's maximum
     for case_doc in case_docs:
