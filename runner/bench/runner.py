@@ -118,7 +118,7 @@ class Runner:
         if self.options.timer == "auto":  # decided once, so every row says which it was
             from runner.measurement.timing import cupti
 
-            usable = self.options.mode == "cold" and cupti.unavailable_reason() is None
+            usable = cupti.unavailable_reason() is None
             timer = cupti.resolve_timer("auto", self.options.mode, usable)
             self.options = dataclasses.replace(self.options, timer=timer)
             self._auto_timer = True

@@ -87,7 +87,7 @@ def probe_devices(options: BenchOptions, env: dict) -> dict[int, dict]:
         gpus = sharding.parse_gpus(options.gpus, env.get("device_count"))
     except ValueError as exc:
         raise manifest.ManifestError(str(exc)) from None
-    found = {options.device: env["device"]} if options.device in gpus else {}
+    found = {options.device: env["device"]}  # the run's first GPU, probed already
     errors: dict[int, str] = {}
 
     def probe(d: int) -> None:
@@ -152,9 +152,10 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
     revisions = {label: Bundle.load(path) for label, path in options.revisions}
     if options.gpus and options.gpus.strip() != "all":  # its form before any GPU work
         try:
-            sharding.parse_gpus(options.gpus)
+            first = sharding.parse_gpus(options.gpus)[0]
         except ValueError as exc:
             raise manifest.ManifestError(str(exc)) from None
+        options = dataclasses.replace(options, device=first)  # the probe's is the run's first
     try:  # a bad file, before any GPU work
         expected_s = sharding.load_previous(options.previous)
     except (OSError, ValueError) as exc:

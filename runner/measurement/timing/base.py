@@ -8,8 +8,11 @@ touches the device, so a fake backend tests ordering and calibration on the CPU.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Protocol
+
+from runner.measurement import stats
 
 
 @dataclass(frozen=True)
@@ -162,12 +165,12 @@ class Monitor(Protocol):
         """(SM clock in MHz, clocks-event reason bits) now."""
 
 
-def _sampled(sample, monitor: Monitor | None, timing: ImplTiming) -> None:
+def _sampled(sample, name: str, monitor: Monitor | None, timing: ImplTiming) -> None:
     if monitor is None:
-        timing.samples_s.append(sample())
+        timing.samples_s.append(sample(name))
         return
     before_mhz, before_bits = monitor.read()
-    timing.samples_s.append(sample())
+    timing.samples_s.append(sample(name))
     after_mhz, after_bits = monitor.read()
     timing.clocks.append([before_mhz, after_mhz, before_bits | after_bits])
 
@@ -176,9 +179,8 @@ def precision_reached(
     timings: dict[str, ImplTiming], baseline: str, target: float
 ) -> tuple[bool, float]:
     """Whether every candidate's gap interval has a half-width <= target x its gap; and the
-    largest relative half-width. A bootstrap of 2,000 resamples is enough to decide."""
-    from runner.measurement import stats
-
+    largest relative half-width (with no candidate: True, 0). A bootstrap of 2,000 resamples
+    is enough to decide."""
     worst = 0.0
     base = timings[baseline].samples_s
     for name, timing in timings.items():
@@ -200,42 +202,38 @@ def take_samples(
     """Run the sample plan, calling `backend_sample(name)` -> seconds per launch, and, with
     `settings.precision`, continue it until every gap is that precise (see TimingSettings).
     Returns the orders the blocks ran in and the stopping rule's outcome (or None)."""
-    import time
-
     t0 = time.perf_counter()
     if monitor is not None:
         for t in timings.values():
             t.clocks = []
     orders: list[list[str]] = []
     plan = sample_plan(names, settings)
-    done = 0
     while True:
         for block in plan:
             orders.append([n for n, _ in block])
             for n, count in block:
                 for _ in range(count):
-                    _sampled(lambda n=n: backend_sample(n), monitor, timings[n])
-        done = len(timings[names[0]].samples_s)
+                    _sampled(backend_sample, n, monitor, timings[n])
         if settings.precision is None:
             return orders, None
-        if len(names) < 2:
-            converged, worst = True, 0.0
-        else:
-            converged, worst = precision_reached(timings, baseline or names[0], settings.precision)
+        done = len(timings[names[0]].samples_s)
+        converged, worst = precision_reached(timings, baseline or names[0], settings.precision)
         spent = time.perf_counter() - t0
         more = min(settings.max_samples, math.ceil(done * 1.5)) - done
-        if done and spent < settings.precision_max_s:  # what the time left allows
-            more = min(more, int((settings.precision_max_s - spent) * done / spent))
+        stopped_by = "precision" if converged else "max_samples" if more < 2 else None
+        left_s = settings.precision_max_s - spent
+        if stopped_by is None:  # no more than the time left allows
+            more = min(more, int(left_s * done / spent)) if left_s > 0 else 0
         more -= more % 2  # whole AB/BA pairs (and whole passes)
-        if converged or more <= 0 or spent >= settings.precision_max_s:
+        if stopped_by is None and more <= 0:
+            stopped_by = "precision_max_s"
+        if stopped_by:
             return orders, {
                 "target": settings.precision,
                 "half_width": worst,
                 "converged": converged,
                 "samples": done,
-                "stopped_by": "precision"
-                if converged
-                else ("max_samples" if more <= 0 else "precision_max_s"),
+                "stopped_by": stopped_by,
                 "spent_s": spent,
             }
         plan = sample_plan(names, settings, more, first_round=len(orders))
@@ -263,8 +261,6 @@ class Strategy:
         monitor: Monitor | None = None,
         baseline: str | None = None,
     ) -> Measurement:
-        import time
-
         t0 = time.perf_counter()
         timings = {n: ImplTiming(n, method=self.method, timer=settings.timer) for n in names}
         warm_up(backend, names, settings)

@@ -65,16 +65,22 @@ def open_monitor(index: int = 0, uuid: str | None = None) -> tuple[NvmlMonitor |
         return None, f"unavailable: {type(exc).__name__}: {exc}"
 
 
+BELOW_RUN_MAX = "SM clock below the run's maximum"
+
+
+def _reasons(clock: list[int], run_max: int | None) -> list[tuple[str, str]]:
+    """(reason, its words for this sample) of one [before MHz, after MHz, reason bits]."""
+    before, after, bits = clock
+    found = [(name, name) for bit, name in SLOWDOWN_BITS.items() if bits & bit]
+    low = min(before, after)
+    if run_max is not None and low < run_max:
+        found.append((BELOW_RUN_MAX, f"SM clock {low} MHz below the run's {run_max} MHz"))
+    return found
+
+
 def sample_flags(clocks: list[list[int]], run_max: int | None) -> list[str | None]:
     """Per sample: None, or why it is flagged ([before MHz, after MHz, reason bits] each)."""
-    flags: list[str | None] = []
-    for before, after, bits in clocks:
-        why = [name for bit, name in SLOWDOWN_BITS.items() if bits & bit]
-        low = min(before, after)
-        if run_max is not None and low < run_max:
-            why.append(f"SM clock {low} MHz below the run's {run_max} MHz")
-        flags.append("; ".join(dict.fromkeys(why)) or None)
-    return flags
+    return ["; ".join(words for _, words in _reasons(c, run_max)) or None for c in clocks]
 
 
 def run_max_mhz(timings) -> int | None:
@@ -89,15 +95,12 @@ def clock_report(timings: dict[str, dict], run_max: int | None) -> dict:
     flagged = total = 0
     reasons: dict[str, int] = {}
     for timing in timings.values():
-        for why in sample_flags(timing.get("clocks") or [], run_max):
+        for clock in timing.get("clocks") or []:
+            found = _reasons(clock, run_max)
             total += 1
-            if why:
-                flagged += 1
-                for part in why.split("; "):
-                    key = (
-                        part if "below the run" not in part else "SM clock below the run's maximum"
-                    )
-                    reasons[key] = reasons.get(key, 0) + 1
+            flagged += bool(found)
+            for reason, _ in found:
+                reasons[reason] = reasons.get(reason, 0) + 1
     unstable = total > 0 and flagged > MOSTLY * total
     report = {
         "run_max_sm_mhz": run_max,

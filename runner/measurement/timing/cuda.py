@@ -181,17 +181,20 @@ class CudaBackend:
         for destination, pristine in self.resets:
             destination.copy_from(pristine, self.stream)
 
-    def _graph(self, name: str, launches: int) -> Graph:
-        key = (name, launches)
+    def _graph(self, key: tuple, enqueue) -> Graph:
+        """The graph captured from `enqueue(stream)`, made once per `key`."""
         if key not in self._graphs:
-            item = self.launchables[name]
-
-            def enqueue(stream, item=item, launches=launches):
-                for _ in range(launches):
-                    item.enqueue(stream)
-
             self._graphs[key] = Graph(self.stream, enqueue)
         return self._graphs[key]
+
+    def _launches(self, name: str, launches: int) -> Graph:
+        item = self.launchables[name]
+
+        def enqueue(stream):
+            for _ in range(launches):
+                item.enqueue(stream)
+
+        return self._graph((name, launches), enqueue)
 
     def _timed(self, enqueue_work) -> float:
         return timed_behind_blocker(self.internal, self.stream, self.start, self.end, enqueue_work)
@@ -200,7 +203,7 @@ class CudaBackend:
         per_graph = min(batch, self.graph_launches)
         if batch % per_graph:
             raise ValueError(f"batch {batch} is not a whole number of {per_graph}-launch graphs")
-        graph = self._graph(name, per_graph)
+        graph = self._launches(name, per_graph)
 
         def work():
             for _ in range(batch // per_graph):
@@ -231,22 +234,13 @@ class CudaBackend:
             )
         return intervals
 
-    def _poison(self, stream: driver.Stream, byte: int) -> None:
+    def poison_outputs(self, byte: int, stream: driver.Stream | None = None) -> None:
+        """Fill what the kernels only write with `byte` (cold samples: outside the events)."""
         for buffer in self.outputs:
-            buffer.fill_bytes(byte, stream)
-        for destination, pristine in self.resets:
-            destination.copy_from(pristine, stream)
-
-    def poison_outputs(self, byte: int) -> None:
-        """Fill what the kernels only write with `byte` (cold samples, outside the events)."""
-        for buffer in self.outputs:
-            buffer.fill_bytes(byte, self.stream)
+            buffer.fill_bytes(byte, stream or self.stream)
 
     def verify_outputs(self, name: str) -> str | None:
-        if self.verify is None:
-            return None
-        self.stream.synchronize()
-        return self.verify(name)
+        return None if self.verify is None else self.verify(name)
 
     def timed_poisoned(self, name: str, batch: int, with_kernel: bool) -> float:
         """Like timed_batch, with every launch preceded by a poison of what the kernels write
@@ -254,19 +248,18 @@ class CudaBackend:
         from runner.measurement.timing.output_dependence import POISON_BYTE
 
         per_graph = min(batch, self.graph_launches)
-        key = ("poisoned", name, per_graph, with_kernel)
-        if key not in self._graphs:
-            item = self.launchables[name]
+        item = self.launchables[name]
 
-            def enqueue(stream, item=item):
-                for _ in range(per_graph):
-                    self._poison(stream, POISON_BYTE)
-                    if with_kernel:
-                        item.enqueue(stream)
+        def enqueue(stream):
+            for _ in range(per_graph):
+                self.poison_outputs(POISON_BYTE, stream)
+                for destination, pristine in self.resets:
+                    destination.copy_from(pristine, stream)
+                if with_kernel:
+                    item.enqueue(stream)
 
-            self._graphs[key] = Graph(self.stream, enqueue)
-        graph = self._graphs[key]
-        graph.launch(self.stream)  # untimed: the first replay uploads the graph
+        graph = self._graph(("poisoned", name, per_graph, with_kernel), enqueue)
+        graph.launch(self.stream)  # untimed: the first replay warms it (uploaded when made)
         self.stream.synchronize()
 
         def work():
