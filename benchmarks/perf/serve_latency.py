@@ -5,8 +5,10 @@
 
 On a GPU box each request launches axpy on 1,024 doubles (16 KiB of data in and out). Without a
 GPU every request is answered with an environment error, which still measures the framing and
-transport costs. `--ssh` adds the same loop through a real sshd started on 127.0.0.1 for the
-run (tests/sshd.py; needs openssh-server). Prints one markdown table.
+transport costs. `--ssh` adds a client through a real sshd started on 127.0.0.1 for the run
+(tests/sshd.py; needs openssh-server): the local and the SSH client are both started and take
+turns, request by request, so that both meet the same machine, and the figure SSH adds is the
+median of the paired differences. Prints one markdown table.
 """
 
 from __future__ import annotations
@@ -47,18 +49,28 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q))
 
 
-def through_client(client: KernelClient, count: int) -> tuple[float, list[float], str]:
+def started(client: KernelClient) -> tuple[float, str]:
+    """Seconds from start to the first answer, and what that answer was."""
     t0 = time.perf_counter()
     client.start()
     first = client.request(request())
-    startup_s = time.perf_counter() - t0
-    times = []
-    for _ in range(count):
-        t = time.perf_counter()
-        client.request(request())
-        times.append(time.perf_counter() - t)
-    client.close()
-    return startup_s, times, first["status"] if first["status"] == "ok" else first["phase"]
+    return time.perf_counter() - t0, first["status"] if first["status"] == "ok" else first["phase"]
+
+
+def timed(client: KernelClient) -> float:
+    t = time.perf_counter()
+    client.request(request())
+    return time.perf_counter() - t
+
+
+def taking_turns(clients: list[KernelClient], count: int) -> list[list[float]]:
+    """`count` requests on each client, one on each in turn, the order alternating."""
+    times: list[list[float]] = [[] for _ in clients]
+    for index in range(count):
+        order = range(len(clients)) if index % 2 == 0 else reversed(range(len(clients)))
+        for which in order:
+            times[which].append(timed(clients[which]))
+    return times
 
 
 def per_process(count: int) -> tuple[list[float], str]:
@@ -84,9 +96,13 @@ def main() -> None:
     rows = []
     times, status = per_process(args.run_requests)
     rows.append(("runner run, a process per request", "-", times, status))
-    startup, times, status = through_client(KernelClient.local(), args.requests)
-    rows.append(("runner serve via KernelClient, local", f"{startup:.3f}", times, status))
-    if args.ssh:
+    local = KernelClient.local()
+    startup, status = started(local)
+    row = ("runner serve via KernelClient, local", f"{startup:.3f}")
+    added = None
+    if not args.ssh:
+        rows.append((*row, taking_turns([local], args.requests)[0], status))
+    else:
         from sshd import running_sshd
 
         from harness.transport.ssh import SshTarget, SshTransport
@@ -99,16 +115,15 @@ def main() -> None:
                 known_hosts=server.known_hosts,
                 python=sys.executable,
             ) as ssh:
-                client = KernelClient.over_ssh(ssh, remote_dir=str(ROOT))
-                startup, times, status = through_client(client, args.requests)
-                rows.append(
-                    (
-                        "runner serve via KernelClient, SSH to 127.0.0.1",
-                        f"{startup:.3f}",
-                        times,
-                        status,
-                    )
-                )
+                remote = KernelClient.over_ssh(ssh, remote_dir=str(ROOT))
+                ssh_startup, ssh_status = started(remote)
+                near, far = taking_turns([local, remote], args.requests)
+                remote.close()
+        rows.append((*row, near, status))
+        rows.append(("runner serve via KernelClient, SSH to 127.0.0.1", f"{ssh_startup:.3f}",
+                     far, ssh_status))  # fmt: skip
+        added = statistics.median(f - n for n, f in zip(near, far, strict=True)) * 1e3
+    local.close()
     print("| path | start-up to first answer (s) | requests | median (ms) | p95 (ms) | answers |")
     print("| --- | ---: | ---: | ---: | ---: | --- |")
     for name, startup, times, status in rows:
@@ -116,6 +131,8 @@ def main() -> None:
         print(
             f"| {name} | {startup} | {len(ms)} | {statistics.median(ms):.2f} | {percentile(ms, 95):.2f} | {status} |"
         )
+    if added is not None:
+        print(f"\nSSH adds {added:.2f} ms per request (median of the paired differences)")
 
 
 if __name__ == "__main__":
