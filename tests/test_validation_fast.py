@@ -105,7 +105,11 @@ def test_mutants_get_the_same_verdict_from_both(schema_name):
         original = DOCUMENTS[schema_name][index % len(DOCUMENTS[schema_name])]
         mutant = mutate(original, rng)
         slow = errors(mutant, schema_name) == []
-        assert is_valid(mutant, schema_name) == slow, (schema_name, index, errors(mutant, schema_name))
+        assert is_valid(mutant, schema_name) == slow, (
+            schema_name,
+            index,
+            errors(mutant, schema_name),
+        )
         verdicts[slow] += 1
     # the mutations reach the schema's rules: many mutants are refused, and some still pass
     assert verdicts[False] >= MUTANTS[schema_name] // 4, verdicts
