@@ -221,9 +221,15 @@ class CallableBackend:
             self.stream.synchronize()
             if self._pool is None:
                 self._pool = self.device.torch.cuda.graph_pool_handle()
-            self._graphs[key] = _Graph(
-                self.device, self._run(name), calls, not self.count_copies, self._pool
-            )
+            try:
+                self._graphs[key] = _Graph(
+                    self.device, self._run(name), calls, not self.count_copies, self._pool
+                )
+            except BaseException:
+                # torch leaves a pool whose capture failed (a call that synchronizes) recording;
+                # capturing into it again fails (already recording to mempool_id)
+                self._pool = None
+                raise
         return self._graphs[key]
 
     def _prepare(self, name: str) -> dict:
