@@ -6,8 +6,9 @@ Major means breaking: a reader refuses a document whose major version is newer t
 from __future__ import annotations
 
 # 1.3.0: `static` and `profile` per implementation; 1.4.0: revisions; 1.5.0: timing.timer,
-# clocks per sample, the precision stopping rule, outputs verified after timed launches
-RESULT_SCHEMA_VERSION = "1.5.0"
+# clocks per sample, the precision stopping rule, outputs verified after timed launches;
+# 1.6.0: gap.systematic (the interval adds what stays fixed within a run)
+RESULT_SCHEMA_VERSION = "1.6.0"
 RUN_PROTOCOL_VERSION = "1.1.0"  # 1.1.0: `id`, data_base64 arrays, base64 outputs
 
 

@@ -178,7 +178,11 @@ def test_finish_case_gives_a_stable_gap_of_one_and_a_half():
     gap = cand["gap"]
     assert gap["ratio_of_medians"] == pytest.approx(1.5)
     assert gap["median_of_round_ratios"] == pytest.approx(1.5)
-    assert gap["ci_low"] == pytest.approx(1.5) and gap["ci_high"] == pytest.approx(1.5)
+    # exact copies: the bootstrap collapses to 1.5 and the interval is the run-fixed term alone
+    half_width = 1.959963984540054 * stats.INSTANCE_SD * 1.5
+    assert gap["systematic"] == stats.INSTANCE_SD
+    assert gap["ci_low"] == pytest.approx(1.5 - half_width, rel=1e-9)
+    assert gap["ci_high"] == pytest.approx(1.5 + half_width, rel=1e-9)
     assert gap["rounds"] == 30 and gap["stable"] is True
     for impl in (base_doc, cand):
         t = impl["timing"]
@@ -309,9 +313,10 @@ def test_the_frozen_fixture_is_recomputed_from_its_raw_samples():
         recomputed = stats.summarize(t["samples_s"])  # 1.1.0 added p10_s and p90_s
         assert {k: recomputed[k] for k in t["stats"]} == pytest.approx(t["stats"])
         assert recomputed["p10_s"] <= recomputed["median_s"] <= recomputed["p90_s"]
-    assert result.gap_block(base["samples_s"], cand["samples_s"], True) == pytest.approx(
-        impls["handptx"]["gap"]
-    )
+    # 1.0.0 added nothing for what stays fixed within a run (gap.systematic, since 1.6.0)
+    recomputed = result.gap_block(base["samples_s"], cand["samples_s"], True, systematic=0.0)
+    assert recomputed.pop("systematic") == 0.0
+    assert recomputed == pytest.approx(impls["handptx"]["gap"])
 
 
 # --- physically impossible timings (issue 13) ----------------------------------------------

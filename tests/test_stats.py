@@ -222,6 +222,29 @@ def test_gap_single_round_collapses_to_ratio():
     assert result["rounds"] == 1
 
 
+def test_gap_systematic_widens_each_side_in_quadrature():
+    baseline, candidate = _paired_two_x()
+    plain = gap(baseline, candidate)
+    wide = gap(baseline, candidate, systematic=3e-4)
+    assert plain["systematic"] == 0.0 and wide["systematic"] == 3e-4
+    assert wide["ratio_of_medians"] == plain["ratio_of_medians"]
+    r = plain["ratio_of_medians"]
+    s = 1.959963984540054 * 3e-4 * r  # z of 95%
+    assert r - wide["ci_low"] == pytest.approx(math.hypot(r - plain["ci_low"], s), rel=1e-9)
+    assert wide["ci_high"] - r == pytest.approx(math.hypot(plain["ci_high"] - r, s), rel=1e-9)
+
+
+def test_gap_systematic_opens_a_collapsed_interval_around_the_ratio():
+    # identical samples: the bootstrap alone says [1, 1]; a run-fixed 0.03% says +-0.0588%
+    samples = [1.0e-3, 1.1e-3, 0.9e-3, 1.3e-3, 1.0e-3, 0.95e-3]
+    result = gap(samples, list(samples), systematic=3e-4)
+    assert result["ci_low"] == pytest.approx(1 - 1.959963984540054 * 3e-4, rel=1e-12)
+    assert result["ci_high"] == pytest.approx(1 + 1.959963984540054 * 3e-4, rel=1e-12)
+    # a lower confidence adds less
+    half = gap(samples, list(samples), systematic=3e-4, confidence=0.5)
+    assert result["ci_low"] < half["ci_low"] < 1 < half["ci_high"] < result["ci_high"]
+
+
 def test_gap_rejections():
     with pytest.raises(ValueError, match="got 3 baseline and 2 candidate samples"):
         gap([1.0, 2.0, 3.0], [1.0, 2.0])
@@ -237,6 +260,8 @@ def test_gap_rejections():
         gap([1.0], [1.0], resamples=0)
     with pytest.raises(ValueError, match=r"confidence must be a number in \(0, 1\)"):
         gap([1.0], [1.0], confidence=95)
+    with pytest.raises(ValueError, match=r"systematic must be a fraction in \[0, 1\)"):
+        gap([1.0], [1.0], systematic=-0.1)
 
 
 def test_row_medians_odd_and_even():

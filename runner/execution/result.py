@@ -147,8 +147,13 @@ def dependence(integrity: dict) -> str:
     )
 
 
-def gap_block(baseline_samples: list[float], candidate_samples: list[float], stable: bool) -> dict:
-    g = stats.gap(baseline_samples, candidate_samples)
+def gap_block(
+    baseline_samples: list[float],
+    candidate_samples: list[float],
+    stable: bool,
+    systematic: float = stats.INSTANCE_SD,
+) -> dict:
+    g = stats.gap(baseline_samples, candidate_samples, systematic=systematic)
     return {
         "ratio_of_medians": g["ratio_of_medians"],
         "median_of_round_ratios": g["median_of_round_ratios"],
@@ -157,6 +162,7 @@ def gap_block(baseline_samples: list[float], candidate_samples: list[float], sta
         "confidence": g["confidence"],
         "resamples": g["resamples"],
         "rounds": g["rounds"],
+        "systematic": g["systematic"],
         "stable": stable,
     }
 
