@@ -24,7 +24,15 @@ def names(requirements: list[str]) -> set[str]:
 
 def test_the_runner_needs_neither_plotly_nor_scipy_and_the_harness_extra_brings_them():
     runner = names(shipping.runner_requirements())
-    assert {"cuda-python", "numpy", "orjson", "jsonschema", "jsonschema-rs", "click", "nvidia-ml-py"} == runner
+    assert {
+        "cuda-python",
+        "numpy",
+        "orjson",
+        "jsonschema",
+        "jsonschema-rs",
+        "click",
+        "nvidia-ml-py",
+    } == runner
     assert {"scipy", "plotly", "ruptures"} == names(PROJECT["optional-dependencies"]["harness"])
     with_tests = shipping.runner_requirements(tests=True)
     assert {"scipy", "plotly", "pytest", "nvidia-cuda-nvcc"} <= names(with_tests)
