@@ -21,10 +21,14 @@ import functools
 from importlib import resources
 from pathlib import Path
 
-import jsonschema_rs
 import orjson
 from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import best_match
+
+try:
+    import jsonschema_rs
+except ImportError:  # no wheel for this platform (PyPy): every document goes through jsonschema
+    jsonschema_rs = None
 
 
 def schema_dir() -> Path:
@@ -96,7 +100,10 @@ def fast_validator(schema_name: str):
 
 
 def is_valid(document, schema_name: str) -> bool:
-    """jsonschema-rs's verdict; False where it cannot read the document (numpy scalars)."""
+    """jsonschema-rs's verdict; False where it cannot read the document (numpy scalars) or is
+    not installed."""
+    if jsonschema_rs is None:
+        return False
     try:
         return fast_validator(schema_name).is_valid(document)
     except ValueError:

@@ -132,3 +132,15 @@ def test_what_jsonschema_rs_cannot_read_is_judged_by_jsonschema():
     request["grid"] = [np.int64(4)]  # not an int to jsonschema either
     with pytest.raises(DocumentError, match=r"grid\[0\]"):
         validate(request, "run-request", "line 1")
+
+
+def test_without_jsonschema_rs_every_document_goes_through_jsonschema(monkeypatch):
+    from protocol import validation
+
+    monkeypatch.setattr(validation, "jsonschema_rs", None)
+    request = run_request()
+    assert not is_valid(request, "run-request")
+    validate(request, "run-request", "line 1")
+    request["grid"] = [4.0]
+    with pytest.raises(DocumentError, match=r"line 1: does not match .* at grid\[0\]"):
+        validate(request, "run-request", "line 1")
