@@ -31,10 +31,12 @@ UNSTABLE_NOISE = 0.03
 INSTANCE_SD = 3e-4
 """Relative standard uncertainty of a gap that stays fixed within a run, so that no resampling
 of its rounds can see it: what one load of a module, its buffers and its graph instance take
-from placement. On the H200, A/A gaps of the same PTX loaded twice, hot, read 0.99973 to 1.00043
-across fresh runs (11 runs, 2^10 to 2^27 doubles, root mean square 2.4e-4 from 1.0), each with a
-bootstrap interval of about +-0.003% to +-0.015% that missed 1.0 in 4 of them.
-benchmarks/perf/fidelity.py measures it again. A gap's interval adds it (see gap)."""
+from placement. On the H200, A/A gaps of the same PTX loaded twice, hot, in fresh runs:
+fidelity.py's axpy at 2^10 to 2^27 read 0.99991 to 1.00043, the GPU tests' scale_aa 1.00024
+[1.00006, 1.00035], repeats at 2^14 and 2^18 0.99973 to 1.00034 with intervals of about +-0.003%:
+about 2.4e-4 root mean square from 1.0, while the bootstrap intervals (+-0.003% to +-0.015%)
+missed 1.0 in several. benchmarks/perf/fidelity.py measures it again. A gap's interval adds it
+(see gap)."""
 
 Samples = Sequence[float] | np.ndarray
 
