@@ -8,6 +8,7 @@ users read; its verdict is final, so where the two dialects differ (Python's `$`
 trailing newline, a NaN, numpy scalars) a document is rejected only if jsonschema rejects it.
 tests/test_validation_fast.py checks on mutated documents that jsonschema-rs never passes what
 jsonschema fails; the one loosening is a tuple standing for an array, which orjson writes as one.
+Without jsonschema-rs installed (a platform with no wheel), every document goes through jsonschema.
 
 The schemas live in the repository's top-level `schemas/`; a built wheel carries them as package
 data of `protocol` (`protocol/schemas/`, mapped by pyproject.toml), found with importlib.resources.
@@ -17,6 +18,7 @@ source tree's `schemas/` instead.
 
 from __future__ import annotations
 
+import decimal
 import functools
 from importlib import resources
 from pathlib import Path
@@ -27,7 +29,7 @@ from jsonschema.exceptions import best_match
 
 try:
     import jsonschema_rs
-except ImportError:  # no wheel for this platform (PyPy): every document goes through jsonschema
+except ImportError:  # no wheel for this platform: every document goes through jsonschema
     jsonschema_rs = None
 
 
@@ -52,6 +54,9 @@ StrictValidator = validators.extend(
 MESSAGE_CHARS = 300
 STRICT_INTEGER = "x-kernelgap-strict-integer"  # the same rule for jsonschema-rs
 NOT_SCHEMAS = frozenset({"enum", "const", "examples", "default"})  # values there are data
+SCHEMA_MAPS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
+)
 
 
 class DocumentError(ValueError):
@@ -73,8 +78,8 @@ class _StrictInteger:
         pass
 
     def validate(self, instance) -> None:
-        if isinstance(instance, float):
-            raise ValueError(f"{instance!r} is a float, not an integer")
+        if isinstance(instance, float | decimal.Decimal):
+            raise ValueError(f"{instance!r} is not an int")
 
 
 def _strict_integers(schema):
@@ -83,7 +88,12 @@ def _strict_integers(schema):
         return [_strict_integers(item) for item in schema]
     if not isinstance(schema, dict):
         return schema
-    copy = {k: v if k in NOT_SCHEMAS else _strict_integers(v) for k, v in schema.items()}
+    copy = {}
+    for key, value in schema.items():
+        if key in SCHEMA_MAPS and isinstance(value, dict):  # names to schemas, whatever the names
+            copy[key] = {name: _strict_integers(sub) for name, sub in value.items()}
+        else:
+            copy[key] = value if key in NOT_SCHEMAS else _strict_integers(value)
     kinds = schema.get("type")
     kinds = [kinds] if isinstance(kinds, str) else kinds
     if isinstance(kinds, list) and "integer" in kinds and "number" not in kinds:

@@ -30,6 +30,21 @@ class Percent(click.ParamType):
         return fraction
 
 
+def _reachable(ctx, param, value):
+    """A --precision at or below the interval's floor (stats.INSTANCE_SD) could never converge."""
+    from runner.measurement import stats
+
+    floor = stats.floor_half_width()
+    if value is not None and value <= floor:
+        raise click.BadParameter(
+            f"{value:.4%} cannot be reached: a gap's 95% interval is never narrower than "
+            f"+-{floor:.4%} (what stays fixed within a run; README, What the numbers mean)",
+            ctx,
+            param,
+        )
+    return value
+
+
 @click.command()
 @click.argument("cases", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--case", "case_ids", multiple=True, help="Run only this case id (repeatable).")
@@ -121,6 +136,7 @@ class Percent(click.ParamType):
 @click.option(
     "--precision",
     type=Percent(),
+    callback=_reachable,
     metavar="PERCENT",
     help="Stopping rule: after --samples, keep sampling until every gap's 95% interval has a "
     "half-width within this (e.g. 0.5%), up to --max-samples or --precision-max-s per case; "

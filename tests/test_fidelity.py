@@ -93,6 +93,15 @@ def test_precision_on_the_command_line_is_a_percentage():
     assert out.exit_code == 2 and "not a percentage such as 0.5%" in out.output
     out = CliRunner().invoke(main, ["bench", "x.toml", "--precision", "150%"])
     assert out.exit_code == 2 and "between 0% and 100%" in out.output
+    out = CliRunner().invoke(main, ["bench", "x.toml", "--precision", "0.05%"])
+    assert out.exit_code == 2 and "0.0500% cannot be reached" in out.output
+    assert "never narrower than +-0.0588%" in out.output
+
+
+def test_a_precision_below_the_intervals_floor_is_refused():
+    with pytest.raises(ValueError, match=r"TimingSettings.precision 0.0500% cannot be reached"):
+        TimingSettings(samples=30, precision=0.0005)
+    assert TimingSettings(samples=30, precision=0.001).precision == 0.001
 
 
 # -- clocks per sample ---------------------------------------------------------------------

@@ -260,8 +260,10 @@ def test_gap_rejections():
         gap([1.0], [1.0], resamples=0)
     with pytest.raises(ValueError, match=r"confidence must be a number in \(0, 1\)"):
         gap([1.0], [1.0], confidence=95)
-    with pytest.raises(ValueError, match=r"systematic must be a fraction in \[0, 1\)"):
+    with pytest.raises(ValueError, match=r"systematic must be a fraction in \[0, 0.1\)"):
         gap([1.0], [1.0], systematic=-0.1)
+    with pytest.raises(ValueError, match=r"systematic must be a fraction in \[0, 0.1\)"):
+        gap([1.0], [1.0], systematic=0.6)  # z * 0.6 > 1: the interval would reach 0
 
 
 def test_row_medians_odd_and_even():

@@ -227,7 +227,8 @@ class CallableBackend:
                 )
             except BaseException:
                 # torch leaves a pool whose capture failed (a call that synchronizes) recording;
-                # capturing into it again fails (already recording to mempool_id)
+                # capturing into it again fails (already recording to mempool_id). Graphs made
+                # before keep the old pool (README: list a synchronizing callable last).
                 self._pool = None
                 raise
         return self._graphs[key]

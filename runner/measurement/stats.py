@@ -17,6 +17,7 @@ import numpy as np
 __all__ = [
     "INSTANCE_SD",
     "UNSTABLE_NOISE",
+    "floor_half_width",
     "gap",
     "geometric_mean",
     "mad",
@@ -37,6 +38,14 @@ fidelity.py's axpy at 2^10 to 2^27 read 0.99991 to 1.00043, the GPU tests' scale
 about 2.4e-4 root mean square from 1.0, while the bootstrap intervals (+-0.003% to +-0.015%)
 missed 1.0 in several. benchmarks/perf/fidelity.py measures it again. A gap's interval adds it
 (see gap)."""
+
+MAX_SYSTEMATIC = 0.1  # above it z * systematic nears 1 and an interval could reach 0
+
+
+def floor_half_width(confidence: float = 0.95) -> float:
+    """The narrowest relative half-width a gap's interval can have: the INSTANCE_SD term alone."""
+    return statistics.NormalDist().inv_cdf((1 + confidence) / 2) * INSTANCE_SD
+
 
 Samples = Sequence[float] | np.ndarray
 
@@ -139,7 +148,8 @@ def gap(
       draw n round indices with replacement (pairs stay together), recompute the ratio of
       medians, and take the (1 - confidence) / 2 and (1 + confidence) / 2 type-7 percentiles
       of those ratios. Indices come from numpy's PCG64 seeded with `seed`, so the interval is
-      reproducible. With one round every resample is that round, so the interval is the ratio.
+      reproducible. With one round every resample is that round, so the bootstrap interval is the
+      ratio (and the whole interval is the systematic term alone).
     - systematic (a relative standard uncertainty, e.g. INSTANCE_SD): what the resampling cannot
       see. Each side of the interval is widened in quadrature: its distance d from the ratio
       becomes sqrt(d^2 + (z s ratio)^2), z the normal quantile of `confidence` (1.96 at 95%).
@@ -176,8 +186,10 @@ def gap(
     tail = (1 - confidence) / 2 * 100
     ci_low, ci_high = (float(v) for v in np.percentile(boot, [tail, 100 - tail], method="linear"))
     ratio = float(np.median(candidate)) / baseline_median_s
-    if not (isinstance(systematic, int | float) and 0 <= systematic < 1):
-        raise ValueError(f"gap: systematic must be a fraction in [0, 1), got {systematic!r}")
+    if not (isinstance(systematic, int | float) and 0 <= systematic < MAX_SYSTEMATIC):
+        raise ValueError(
+            f"gap: systematic must be a fraction in [0, {MAX_SYSTEMATIC}), got {systematic!r}"
+        )
     if systematic > 0:
         s = statistics.NormalDist().inv_cdf((1 + confidence) / 2) * systematic * ratio
         ci_low = min(ci_low, ratio - math.hypot(max(ratio - ci_low, 0.0), s))
