@@ -14,6 +14,7 @@ median of the paired differences. Prints one markdown table.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import subprocess
 import sys
@@ -96,34 +97,37 @@ def main() -> None:
     rows = []
     times, status = per_process(args.run_requests)
     rows.append(("runner run, a process per request", "-", times, status))
-    local = KernelClient.local()
-    startup, status = started(local)
-    row = ("runner serve via KernelClient, local", f"{startup:.3f}")
-    added = None
-    if not args.ssh:
-        rows.append((*row, taking_turns([local], args.requests)[0], status))
-    else:
-        from sshd import running_sshd
+    with contextlib.ExitStack() as stack:
+        local = KernelClient.local()
+        stack.callback(local.close)  # also when the SSH side fails to come up
+        startup, status = started(local)
+        row = ("runner serve via KernelClient, local", f"{startup:.3f}")
+        added = None
+        if not args.ssh:
+            rows.append((*row, taking_turns([local], args.requests)[0], status))
+        else:
+            from sshd import running_sshd
 
-        from harness.transport.ssh import SshTarget, SshTransport
+            from harness.transport.ssh import SshTarget, SshTransport
 
-        with tempfile.TemporaryDirectory() as tmp, running_sshd(Path(tmp)) as server:
-            target = SshTarget.parse(server.url)
-            with SshTransport(
-                target,
-                identity=server.identity,
-                known_hosts=server.known_hosts,
-                python=sys.executable,
-            ) as ssh:
-                remote = KernelClient.over_ssh(ssh, remote_dir=str(ROOT))
-                ssh_startup, ssh_status = started(remote)
-                near, far = taking_turns([local, remote], args.requests)
-                remote.close()
-        rows.append((*row, near, status))
-        rows.append(("runner serve via KernelClient, SSH to 127.0.0.1", f"{ssh_startup:.3f}",
-                     far, ssh_status))  # fmt: skip
-        added = statistics.median(f - n for n, f in zip(near, far, strict=True)) * 1e3
-    local.close()
+            tmp = stack.enter_context(tempfile.TemporaryDirectory())
+            server = stack.enter_context(running_sshd(Path(tmp)))
+            ssh = stack.enter_context(
+                SshTransport(
+                    SshTarget.parse(server.url),
+                    identity=server.identity,
+                    known_hosts=server.known_hosts,
+                    python=sys.executable,
+                )
+            )
+            remote = KernelClient.over_ssh(ssh, remote_dir=str(ROOT))
+            stack.callback(remote.close)
+            ssh_startup, ssh_status = started(remote)
+            near, far = taking_turns([local, remote], args.requests)
+            rows.append((*row, near, status))
+            rows.append(("runner serve via KernelClient, SSH to 127.0.0.1", f"{ssh_startup:.3f}",
+                         far, ssh_status))  # fmt: skip
+            added = statistics.median(f - n for n, f in zip(near, far, strict=True)) * 1e3
     print("| path | start-up to first answer (s) | requests | median (ms) | p95 (ms) | answers |")
     print("| --- | ---: | ---: | ---: | ---: | --- |")
     for name, startup, times, status in rows:
