@@ -64,9 +64,14 @@ class DocumentError(ValueError):
 
 
 @functools.cache
+def _schema(schema_name: str) -> dict:
+    """The schema, read once for both validators (neither changes it)."""
+    return orjson.loads((SCHEMA_DIR / f"{schema_name}.schema.json").read_bytes())
+
+
+@functools.cache
 def validator(schema_name: str) -> Draft202012Validator:
-    path = SCHEMA_DIR / f"{schema_name}.schema.json"
-    schema = orjson.loads(path.read_bytes())
+    schema = _schema(schema_name)
     Draft202012Validator.check_schema(schema)
     return StrictValidator(schema)
 
@@ -103,9 +108,8 @@ def _strict_integers(schema):
 
 @functools.cache
 def fast_validator(schema_name: str):
-    schema = orjson.loads((SCHEMA_DIR / f"{schema_name}.schema.json").read_bytes())
     return jsonschema_rs.validator_for(
-        _strict_integers(schema), keywords={STRICT_INTEGER: _StrictInteger}
+        _strict_integers(_schema(schema_name)), keywords={STRICT_INTEGER: _StrictInteger}
     )
 
 

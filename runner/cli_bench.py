@@ -34,14 +34,8 @@ def _reachable(ctx, param, value):
     """A --precision at or below the interval's floor (stats.INSTANCE_SD) could never converge."""
     from runner.measurement import stats
 
-    floor = stats.floor_half_width()
-    if value is not None and value <= floor:
-        raise click.BadParameter(
-            f"{value:.4%} cannot be reached: a gap's 95% interval is never narrower than "
-            f"+-{floor:.4%} (what stays fixed within a run; README, What the numbers mean)",
-            ctx,
-            param,
-        )
+    if value is not None and (why := stats.unreachable_precision(value)):
+        raise click.BadParameter(why, ctx, param)
     return value
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "median",
     "percentile",
     "summarize",
+    "unreachable_precision",
 ]
 
 UNSTABLE_NOISE = 0.03
@@ -42,9 +43,25 @@ missed 1.0 in several. benchmarks/perf/fidelity.py measures it again. A gap's in
 MAX_SYSTEMATIC = 0.1  # above it z * systematic nears 1 and an interval could reach 0
 
 
+def _z(confidence: float) -> float:
+    """The two-sided normal quantile of `confidence` (1.96 at 95%)."""
+    return statistics.NormalDist().inv_cdf((1 + confidence) / 2)
+
+
 def floor_half_width(confidence: float = 0.95) -> float:
     """The narrowest relative half-width a gap's interval can have: the INSTANCE_SD term alone."""
-    return statistics.NormalDist().inv_cdf((1 + confidence) / 2) * INSTANCE_SD
+    return _z(confidence) * INSTANCE_SD
+
+
+def unreachable_precision(precision: float) -> str | None:
+    """Why a stopping-rule target (a relative half-width) can never be met, or None."""
+    floor = floor_half_width()
+    if precision > floor:
+        return None
+    return (
+        f"{precision:.4%} cannot be reached: a gap's 95% interval is never narrower than "
+        f"+-{floor:.4%} (INSTANCE_SD, what stays fixed within a run; README, What the numbers mean)"
+    )
 
 
 Samples = Sequence[float] | np.ndarray
@@ -191,7 +208,7 @@ def gap(
             f"gap: systematic must be a fraction in [0, {MAX_SYSTEMATIC}), got {systematic!r}"
         )
     if systematic > 0:
-        s = statistics.NormalDist().inv_cdf((1 + confidence) / 2) * systematic * ratio
+        s = _z(confidence) * systematic * ratio
         ci_low = min(ci_low, ratio - math.hypot(max(ratio - ci_low, 0.0), s))
         ci_high = max(ci_high, ratio + math.hypot(max(ci_high - ratio, 0.0), s))
     return {

@@ -64,12 +64,8 @@ class TimingSettings:
                 f"TimingSettings.precision must be a fraction in (0, 1), e.g. 0.005 for 0.5% "
                 f"(got {self.precision!r})"
             )
-        if self.precision is not None and self.precision <= stats.floor_half_width():
-            raise ValueError(
-                f"TimingSettings.precision {self.precision:.4%} cannot be reached: a gap's 95% "
-                f"interval is never narrower than +-{stats.floor_half_width():.4%} "
-                f"(stats.INSTANCE_SD, what stays fixed within a run)"
-            )
+        if self.precision is not None and (why := stats.unreachable_precision(self.precision)):
+            raise ValueError(f"TimingSettings.precision {why}")
         if self.max_samples < self.samples:
             raise ValueError(
                 f"TimingSettings.max_samples ({self.max_samples}) must be >= samples ({self.samples})"
