@@ -12,6 +12,7 @@ On the GPU box, for n = 2^10 .. 2^27 it measures
 then prints one markdown table per front end and the targets met or missed.
 
     python benchmarks/perf/fidelity.py [--sizes 10,14,18,20,22,24,27] [--skip-ncu]
+        [--ncu-cache ncu.json] [--raw raw.json]
 
 Each part runs in its own process: CUPTI has one subscriber per process, and the runner's CUPTI
 timer, torch.profiler and ncu must not see each other. Progress goes to stderr.
@@ -44,7 +45,7 @@ from fidelity_torch import (  # noqa: E402
 
 SOURCE = ROOT / "benchmarks" / "kernels" / "axpy_f64.cu"
 ENTRY = "axpy_f64"
-COLD_SAMPLES = 200  # cold samples are short and noisier: more of them for the A/A
+COLD_SAMPLES = 2000  # a cold launch of a small kernel spreads by +-10% in 32 ns ticks
 
 
 def say(text: str) -> None:
@@ -204,6 +205,33 @@ def ncu_us(target: list[str], kernel_regex: str, cache: str) -> float | None:
     return statistics.median(values) / 1e3  # ns -> us
 
 
+def ncu_figures(sizes: list[int], ptx_path: Path, skip_torch: bool, cache: Path | None):
+    """ncu's (cold, hot) of the PTX and cold of torch.add per size. With `cache`, sizes found
+    there are not profiled again and each size profiled is written there at once, so a run cut
+    short keeps what it measured (ncu is the slowest part)."""
+    known = orjson.loads(cache.read_bytes()) if cache and cache.exists() else {}
+    ptx_ncu, torch_ncu = {}, {}
+    for k in sizes:
+        if str(k) not in known:
+            say(f"fidelity: ncu at 2^{k}")
+            target = [sys.executable, __file__, "ptx-target", "--ptx", str(ptx_path), "--n", str(k)]
+            entry = {
+                "ptx": (
+                    ncu_us([*target, "--reset"], f"^{ENTRY}$", "all"),
+                    ncu_us(target, f"^{ENTRY}$", "none"),
+                )
+            }
+            if not skip_torch:
+                target = [sys.executable, __file__, "torch-target", "--n", str(k)]
+                entry["torch"] = ncu_us(target, TORCH_KERNEL, "all")
+            known[str(k)] = entry
+            if cache:
+                cache.write_bytes(orjson.dumps(known))
+        ptx_ncu[k] = tuple(known[str(k)]["ptx"])
+        torch_ncu[k] = known[str(k)].get("torch")
+    return ptx_ncu, torch_ncu
+
+
 def child(args: list[str]) -> object:
     done = subprocess.run(
         [sys.executable, __file__, *args], capture_output=True, timeout=600, check=False
@@ -308,6 +336,11 @@ def main() -> int:
     parser.add_argument("--reset", action="store_true", help="ptx-target: restore y each time")
     parser.add_argument("--skip-torch", action="store_true")
     parser.add_argument("--raw", type=Path, help="write every row with its raw samples here")
+    parser.add_argument(
+        "--ncu-cache",
+        type=Path,
+        help="ncu's figures per size: read from here where present, each new one written here",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.part == "ptx-target":
@@ -353,16 +386,7 @@ def main() -> int:
         for row in torch_rows:
             row["profiler_us"] = profiled[str(row["log2n"])]
     if not args.skip_ncu:
-        for k in sizes:
-            say(f"fidelity: ncu at 2^{k}")
-            target = [sys.executable, __file__, "ptx-target", "--ptx", str(ptx_path), "--n", str(k)]
-            ptx_ncu[k] = (
-                ncu_us([*target, "--reset"], f"^{ENTRY}$", "all"),
-                ncu_us(target, f"^{ENTRY}$", "none"),
-            )
-            if not args.skip_torch:
-                target = [sys.executable, __file__, "torch-target", "--n", str(k)]
-                torch_ncu[k] = ncu_us(target, TORCH_KERNEL, "all")
+        ptx_ncu, torch_ncu = ncu_figures(sizes, ptx_path, args.skip_torch, args.ncu_cache)
     if args.raw:
         args.raw.write_bytes(orjson.dumps({"ptx": ptx_rows, "torch": torch_rows}))
     print("\n".join(report(ptx_rows, ptx_ncu, ptx_prof, torch_rows, torch_ncu)))

@@ -331,6 +331,7 @@ class Runner:
                 target_sample_s=self.options.target_sample_s,
                 graph_launches=backend.graph_calls,
                 max_batch=backend.graph_calls * 100,
+                max_samples=self.options.max_samples,
                 schedule="passes",
             )
             t2 = time.perf_counter()
