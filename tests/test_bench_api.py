@@ -14,6 +14,7 @@ from harness.series import KEY_FIELDS, series_key
 from protocol.validation import validate
 from runner import bench
 from runner.bench.report import markdown
+from runner.measurement.timing import cold as cold_timing
 
 # -- workloads ------------------------------------------------------------------------------
 
@@ -122,6 +123,11 @@ def timed_names(calls, kind):
     return [c[1] for c in calls if c[0] == kind]
 
 
+def doc_batch(comparison, name) -> int:
+    """Launches per sample of `name` (cold: the mean of that many launches)."""
+    return comparison.document_case["implementations"][name]["timing"]["batch"]
+
+
 # -- 1. ordering and sample counts -------------------------------------------------------------
 
 
@@ -134,11 +140,13 @@ def test_cold_timing_runs_a_b_c_then_c_b_a_with_samples_split_between_passes(mak
     assert samples == {"matmul": 30, "B": 30, "C": 30}
     half = 15
     timed = timed_names(device.backends[-1].calls, "timed_cold")
-    assert (
-        timed
-        == (["matmul"] * half + ["B"] * half + ["C"] * half + ["C"] * half + ["B"] * half)
-        + ["matmul"] * half
-    )
+    # one probe launch each; then every sample is the mean of the batch the fastest (C, 10 us)
+    # needs, for every implementation alike
+    batches = {e["timing"]["batch"] for e in comparison.document_case["implementations"].values()}
+    assert batches == {cold_timing.launches_for(1e-5)} == {2}
+    sampled = ["matmul"] * half + ["B"] * half + ["C"] * half
+    sampled += sampled[::-1]
+    assert timed == ["matmul", "B", "C"] + [n for n in sampled for _ in range(2)]
     assert comparison.document_case["round_orders"] == [["matmul", "B", "C"], ["C", "B", "matmul"]]
     assert comparison.rows["B"].median_s == pytest.approx(2e-5)
 
@@ -186,11 +194,23 @@ def test_cold_sample_count_follows_the_budget_within_the_limits(
     options = bench.TimingOptions(
         budget_s=budget_s, min_samples=min_samples, max_samples=max_samples
     )
-    _, device = make_session(options=options, sample_wall_s=sample_wall_s)
+    # calls of 0.1 ms: one launch per cold sample, so a sample lasts the stated wall time
+    _, device = make_session(options=options, sample_wall_s=sample_wall_s, default_s=1e-4)
     comparison = bench.Runner(np.matmul, only_case(Matmul())).compare({"B": np.dot})
     assert comparison.rows["matmul"].samples == expected
     assert comparison.rows["B"].samples == expected
-    assert len(timed_names(device.backends[-1].calls, "timed_cold")) == 2 * expected
+    assert len(timed_names(device.backends[-1].calls, "timed_cold")) == 2 + 2 * expected
+
+
+def test_the_cold_budget_counts_every_launch_of_a_sample(make_session):
+    """Calls of 2 us are averaged 10 to a sample: 2 s / (2 implementations x 10 x 1 ms)."""
+    options = bench.TimingOptions(budget_s=2.0)
+    _, device = make_session(options=options, sample_wall_s=1e-3, default_s=2e-6)
+    comparison = bench.Runner(np.matmul, only_case(Matmul())).compare({"B": np.dot})
+    assert {r.samples for r in comparison.rows.values()} == {100}
+    assert len(timed_names(device.backends[-1].calls, "timed_cold")) == 2 + 2 * 100 * 10
+    timing = comparison.document_case["implementations"]["B"]["timing"]
+    assert timing["batch"] == 10 and timing["samples_s"] == pytest.approx([2e-6] * 100)
 
 
 # -- 2. names ------------------------------------------------------------------------------------
@@ -256,7 +276,8 @@ def test_a_private_copy_restored_by_reset_passes_and_reset_precedes_every_flush(
     assert all(log[i - 1] == "reset" for i, entry in enumerate(log) if entry == "call")
     calls = device.backends[-1].calls
     flushes = [i for i, c in enumerate(calls) if c == ("flush",)]
-    assert len(flushes) == 60
+    batch = doc_batch(comparison, "in place")
+    assert len(flushes) == 2 + 2 * 30 * batch  # a probe launch each, then the samples
     for i in flushes:
         assert calls[i + 1][0] == "timed_cold"
         assert calls[i - 1] == ("reset", calls[i + 1][1])
@@ -669,7 +690,8 @@ def test_a_reference_out_of_memory_times_everything_unverified_without_ratios(se
         assert not row.verified and row.check_status == "not_checked" and row.ratio is None
         assert row.median_s is not None and row.samples == 30
     assert comparison.document_case["implementations"]["other"]["gap"] is None
-    assert timed_names(session[1].backends[-1].calls, "timed_cold").count("wrong") == 30
+    timed = timed_names(session[1].backends[-1].calls, "timed_cold")
+    assert timed.count("wrong") == 1 + 30 * doc_batch(comparison, "wrong")
 
 
 def test_a_reference_raising_a_bare_memory_error_is_out_of_memory(session):

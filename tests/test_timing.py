@@ -8,7 +8,7 @@ import pytest
 from fake_device import FakeBackend
 
 from runner.measurement import stats
-from runner.measurement.timing import MODES, ColdMode, HotMode, TimingSettings, base, measure
+from runner.measurement.timing import MODES, ColdMode, HotMode, TimingSettings, base, cold, measure
 from runner.measurement.timing.base import quantize_batch, round_order
 from runner.measurement.timing.hot import calibrate
 
@@ -142,14 +142,69 @@ def test_cold_sample_is_reset_flush_launch():
         ("warmup", "B", 3),
     ]
     timed = [i for i, c in enumerate(backend.calls) if c[0] == "timed_cold"]
-    assert len(timed) == 10
+    assert len(timed) == 2 * cold.PROBES + 10  # the probes that choose the batch, then samples
     for i in timed:
         name = backend.calls[i][1]
         assert backend.calls[i - 2 : i] == [("reset", name), ("flush",)]
-    assert "".join(timed_names(backend.calls)) == "ABBAABBAAB"
-    for name, t in m.impls.items():
+    assert "".join(timed_names(backend.calls)) == "AAABBB" + "ABBAABBAAB"
+    for name, t in m.impls.items():  # 150 us and more: one launch per sample
         assert t.batch == 1 and len(t.samples_s) == 5 and t.method == ColdMode.method
         assert t.samples_s == pytest.approx([backend.per_launch_s[name] * 1.5] * 5)
+
+
+@pytest.mark.parametrize(
+    ("launch_s", "launches"),
+    [(1e-6, 20), (1.3e-6, 16), (0.5e-6, 32), (1e-7, 32), (7e-6, 3), (2e-5, 1), (1e-3, 1)],
+)
+def test_cold_launches_per_sample(launch_s, launches):
+    assert cold.launches_for(launch_s) == launches
+    assert cold.launches_for(0.0) == cold.MAX_COLD_LAUNCHES  # nothing measured: the most
+
+
+def test_a_cold_sample_is_the_mean_of_its_launches_for_the_fastest_implementation():
+    # A 1.5 us cold launch needs 14 launches per sample; B, slower, gets the same batch
+    backend = FakeBackend({"A": 1e-6, "B": 4e-5}, noise=0.05, seed=1)
+    m = measure(backend, ["A", "B"], TimingSettings(mode="cold", samples=4, warmup=0))
+    assert {t.batch for t in m.impls.values()} == {14}
+    timed = timed_names(backend.calls)[2 * cold.PROBES :]
+    assert timed == ["A"] * 14 + ["B"] * 28 + ["A"] * 28 + ["B"] * 28 + ["A"] * 14
+    assert m.impls["A"].samples_s == pytest.approx([1.5e-6] * 4, rel=0.05)  # 5% / sqrt(14)
+    fixed = measure(
+        FakeBackend({"A": 1e-6}), ["A"], TimingSettings(mode="cold", samples=2, cold_launches=3)
+    )
+    assert fixed.impls["A"].batch == 3
+
+
+def test_every_cold_launch_gets_the_next_poison_and_every_tenth_sample_is_verified():
+    backend = FakeBackend({"A": 1e-6})
+    patterns, verified = [], []
+    backend.poison_outputs = patterns.append
+    backend.verify_outputs = lambda name: verified.append(len(patterns)) or "stale"
+    m = measure(backend, ["A"], TimingSettings(mode="cold", samples=11, warmup=0, cold_launches=2))
+    assert patterns == [cold.POISON_CYCLE[i % 4] for i in range(22)]
+    assert verified == [2, 22]  # after the last launch of samples 0 and 10
+    assert m.impls["A"].problems == ["cold sample 0: stale", "cold sample 10: stale"]
+
+
+def test_single_cold_launches_in_ticks_cannot_see_a_one_percent_gap_and_batches_can():
+    """The defect batches fix: +-6% launch to launch, read in 32 ns ticks (a 1.3 us kernel,
+    as CUPTI reads it on the H200). Medians of single launches sit on a tick: a candidate 1%
+    slower reads 1.0. Medians of 16-launch means see the 1% (their grid is 2 ns)."""
+
+    class Ticks(FakeBackend):
+        def timed_cold(self, name):
+            return round(super().timed_cold(name) / 32e-9) * 32e-9
+
+    def gap(launches):
+        backend = Ticks({"A": 0.87e-6, "B": 0.87e-6 * 1.01}, noise=0.06, seed=1)
+        settings = TimingSettings(mode="cold", samples=500, warmup=0, cold_launches=launches)
+        m = measure(backend, ["A", "B"], settings)
+        return stats.gap(m.impls["A"].samples_s, m.impls["B"].samples_s, resamples=2000)
+
+    single, batched = gap(1), gap(16)
+    assert single["ratio_of_medians"] == pytest.approx(1.0)
+    assert batched["ratio_of_medians"] == pytest.approx(1.01, abs=0.003)
+    assert batched["ci_low"] <= 1.01 <= batched["ci_high"]
 
 
 # --- drift and gaps ------------------------------------------------------------------------
@@ -205,6 +260,8 @@ def test_noisy_candidate_gap():
         ({"target_sample_s": 0.0}, "TimingSettings.target_sample_s"),
         ({"target_sample_s": -1.0}, "TimingSettings.target_sample_s"),
         ({"target_sample_s": math.nan}, "TimingSettings.target_sample_s"),
+        ({"cold_launches": 0}, "cold_launches must be None or an integer"),
+        ({"cold_launches": 2.0}, "cold_launches must be None or an integer"),
     ],
 )
 def test_settings_reject_bad_values(kwargs, label):
@@ -234,7 +291,7 @@ def _timed_names(calls, kind):
 @pytest.mark.parametrize("mode", ["cold", "hot"])
 def test_passes_schedule_runs_a_b_c_c_b_a_with_samples_split(mode):
     backend = FakeBackend({"A": 1e-5, "B": 2e-5, "C": 3e-5})
-    settings = TimingSettings(mode=mode, samples=8, warmup=1, schedule="passes")
+    settings = TimingSettings(mode=mode, samples=8, warmup=1, schedule="passes", cold_launches=1)
     m = measure(backend, ["A", "B", "C"], settings)
     kind = "timed_cold" if mode == "cold" else "timed_batch"
     timed = _timed_names(backend.calls, kind)

@@ -45,7 +45,9 @@ from fidelity_torch import (  # noqa: E402
 
 SOURCE = ROOT / "benchmarks" / "kernels" / "axpy_f64.cu"
 ENTRY = "axpy_f64"
-COLD_SAMPLES = 2000  # a cold launch of a small kernel spreads by +-10% in 32 ns ticks
+# cold samples for the CUPTI A/A (each the mean of up to 32 launches): a cold launch of a small
+# kernel spreads by +-10%, so a 0.1% standard error of the gap takes about 10,000 launches a side
+COLD_SAMPLES = 800
 
 
 def say(text: str) -> None:
@@ -111,9 +113,11 @@ def ptx_engine(ptx: str, sizes: list[int], target_ms: float) -> list[dict]:
                 backend = CudaBackend(
                     axpy.stream, axpy.internal, items, axpy.resets, 1000, window=window
                 )
+                samples = 30 if mode == "hot" else COLD_SAMPLES if timer == "cupti" else 200
                 settings = TimingSettings(
                     mode=mode,
-                    samples=30 if mode == "hot" else COLD_SAMPLES,
+                    samples=samples,
+                    max_samples=max(samples, 1000),
                     target_sample_s=target_ms / 1e3,
                     timer=timer,
                 )

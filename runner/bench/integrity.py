@@ -230,17 +230,17 @@ class WatchedBackend:
             self._untimed(name, lambda: prepare(name, batch))
         return self._timed(name, lambda: self.inner.timed_batch(name, batch))
 
-    def sample_wall_s(self, name: str) -> float:
-        """Host wall time of one cold sample (reset, flush, timed call), for the sample budget
-        (a CPU stand-in states its own)."""
-        stated = getattr(self.inner, "sample_wall_s", None)
-        if stated is not None:
-            return stated(name)
+    def cold_probe(self, name: str) -> tuple[float, float]:
+        """One cold launch (reset, flush, timed call): (its host wall time, for the sample
+        budget; a CPU stand-in states its own) and (the seconds it timed, for the launches per
+        sample: runner.measurement.timing.cold)."""
         t0 = time.perf_counter()
         self.reset(name)
         self.flush_l2()
-        self.timed_cold(name)
-        return time.perf_counter() - t0
+        seconds = self.timed_cold(name)
+        wall = time.perf_counter() - t0
+        stated = getattr(self.inner, "sample_wall_s", None)
+        return (stated(name) if stated is not None else wall), seconds
 
     def finish(self) -> None:
         """After the last sample: the last records placed, every row's findings in `info`."""

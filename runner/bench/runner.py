@@ -24,6 +24,7 @@ from runner.bench.rows import Comparison, ReportRow
 from runner.bench.verification import DeclarationError
 from runner.bench.workload import Case, ReferenceUnavailable
 from runner.measurement import timing
+from runner.measurement.timing import cold as cold_timing
 
 __all__ = [
     "CheckFailed",
@@ -320,8 +321,11 @@ class Runner:
         try:
             phases["prepare"] = time.perf_counter() - t1
             names = list(impls)
+            launches = None  # cold: launches per sample, from one probe launch of each
             if self.options.mode == "cold":
-                samples = self.options.samples_for(sum(backend.sample_wall_s(n) for n in names))
+                walls, seconds = zip(*(backend.cold_probe(n) for n in names), strict=True)
+                launches = cold_timing.launches_for(min(seconds))
+                samples = self.options.samples_for(sum(walls) * launches)
             else:
                 samples = self.options.samples_for(len(names) * self.options.target_sample_s * 1.2)
             settings = timing.TimingSettings(
@@ -332,6 +336,7 @@ class Runner:
                 graph_launches=backend.graph_calls,
                 max_batch=backend.graph_calls * 100,
                 max_samples=self.options.max_samples,
+                cold_launches=launches,
                 schedule="passes",
             )
             t2 = time.perf_counter()

@@ -39,6 +39,8 @@ class TimingSettings:
     precision: float | None = None
     max_samples: int = 1000
     precision_max_s: float = 60.0
+    # cold: launches averaged into one sample (None: chosen from probe launches, cold.py)
+    cold_launches: int | None = None
 
     def __post_init__(self):
         if self.mode not in ("hot", "cold"):
@@ -69,6 +71,13 @@ class TimingSettings:
         if self.max_samples < self.samples:
             raise ValueError(
                 f"TimingSettings.max_samples ({self.max_samples}) must be >= samples ({self.samples})"
+            )
+        if self.cold_launches is not None and not (
+            isinstance(self.cold_launches, int) and 1 <= self.cold_launches <= 10_000
+        ):
+            raise ValueError(
+                f"TimingSettings.cold_launches must be None or an integer in 1..10000 "
+                f"(got {self.cold_launches!r})"
             )
         if not self.target_sample_s > 0:
             raise ValueError(

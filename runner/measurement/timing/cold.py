@@ -1,35 +1,87 @@
-"""cold: one launch per sample with a clean, unrelated L2 and no host latency inside the events."""
+"""cold: launches with a clean, unrelated L2 and no host latency inside the events; a sample is
+the mean of `batch` of them.
+
+Each launch is timed on its own: reset, a fresh poison of its outputs, a read-only L2 flush,
+then the launch (between events behind the blocking kernel, or by CUPTI's timestamps). A
+sample is the mean of `batch` such launches, as a hot sample is the mean over its batch. One
+cold launch of a small kernel is a coarse figure: on the H200 a 1.3 us launch spreads by about
++-10% from launch to launch, read in 32 ns ticks (CUPTI) or 0.5 us ones (events), so medians of
+single launches sit on ticks and their ratio jumps by a whole tick (an A/A read x1.028 with 738
+samples of torch.add at 2^10, an interval without 1.0). Launches are added to a sample until
+their kernel time reaches COLD_SAMPLE_KERNEL_S, at most MAX_COLD_LAUNCHES: a kernel of 20 us or
+more is one launch per sample, as before.
+"""
 
 from __future__ import annotations
 
+import math
+import statistics
+import time
+
 from runner.measurement.timing.base import Backend, Strategy, TimingSettings
 
-POISON_CYCLE = (0xFF, 0x7F, 0xA5, 0x5A)  # a fresh pattern for every sample, in turn
+POISON_CYCLE = (0xFF, 0x7F, 0xA5, 0x5A)  # a fresh pattern for every launch, in turn
 VERIFY_EVERY = 10  # the outputs of samples 0, 10, 20, ... are read back and compared
+COLD_SAMPLE_KERNEL_S = 20e-6  # the kernel time a cold sample gathers (see above)
+MAX_COLD_LAUNCHES = 32
+PROBES = 3  # untimed cold launches per implementation that choose the batch
+
+
+def launches_for(seconds: float) -> int:
+    """Cold launches per sample for a launch that takes `seconds` (see the module docstring)."""
+    if not seconds > 0:
+        return MAX_COLD_LAUNCHES
+    wanted = math.ceil(COLD_SAMPLE_KERNEL_S / seconds - 1e-9)  # 20 us / 1 us is 20, not 21
+    return max(1, min(MAX_COLD_LAUNCHES, wanted))
+
+
+def cold_launch(backend: Backend, name: str, pattern: int) -> float:
+    """One cold launch of `name`: reset, poison with `pattern` where the backend can, flush,
+    then the timed launch; its seconds."""
+    backend.reset(name)  # restores inputs first, so the flush evicts them too
+    poison = getattr(backend, "poison_outputs", None)
+    if poison is not None:  # so a launch that skips its work cannot leave the answer
+        poison(pattern)
+    backend.flush_l2()
+    return backend.timed_cold(name)
 
 
 class ColdMode(Strategy):
     name = "cold"
     method = (
-        "one launch behind a blocking kernel after reset, a fresh poison of its outputs and a "
-        "read-only L2 flush"
+        "mean of `batch` launches, each behind a blocking kernel after reset, a fresh poison of "
+        "its outputs and a read-only L2 flush"
     )
 
+    def prepare(self, backend: Backend, names: list[str], settings: TimingSettings, timings):
+        """Every implementation gets the same batch: the one its fastest launch needs
+        (settings.cold_launches when given, else from PROBES launches of each)."""
+        c0 = time.perf_counter()
+        launches = settings.cold_launches
+        if launches is None:
+            fastest = min(
+                statistics.median(cold_launch(backend, n, POISON_CYCLE[0]) for _ in range(PROBES))
+                for n in names
+            )
+            launches = launches_for(fastest)
+        spent = time.perf_counter() - c0
+        for n in names:
+            timings[n].batch, timings[n].calibration_s = launches, spent / len(names)
+
     def sampler(self, backend: Backend, settings: TimingSettings, timings):
-        poison = getattr(backend, "poison_outputs", None)
         verify = getattr(backend, "verify_outputs", None)
 
         def sample(n: str) -> float:
-            k = len(timings[n].samples_s)
-            backend.reset(n)  # restores inputs first, so the flush evicts them too
-            if poison is not None:  # so a launch that skips its work cannot leave the answer
-                poison(POISON_CYCLE[k % len(POISON_CYCLE)])
-            backend.flush_l2()
-            seconds = backend.timed_cold(n)
+            k, batch = len(timings[n].samples_s), timings[n].batch
+            first = k * batch
+            total = sum(
+                cold_launch(backend, n, POISON_CYCLE[(first + j) % len(POISON_CYCLE)])
+                for j in range(batch)
+            )
             if verify is not None and k % VERIFY_EVERY == 0:
-                problem = verify(n)
+                problem = verify(n)  # what the sample's last launch left
                 if problem:
                     timings[n].problems.append(f"cold sample {k}: {problem}")
-            return seconds
+            return total / batch
 
         return sample
