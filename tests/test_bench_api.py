@@ -13,6 +13,7 @@ from fake_callable_device import FakeCallableDevice
 from harness.series import KEY_FIELDS, series_key
 from protocol.validation import validate
 from runner import bench
+from runner.bench import integrity
 from runner.bench.report import markdown
 from runner.measurement.timing import cold as cold_timing
 
@@ -146,7 +147,8 @@ def test_cold_timing_runs_a_b_c_then_c_b_a_with_samples_split_between_passes(mak
     assert batches == {cold_timing.launches_for(1e-5)} == {2}
     sampled = ["matmul"] * half + ["B"] * half + ["C"] * half
     sampled += sampled[::-1]
-    assert timed == ["matmul", "B", "C"] + [n for n in sampled for _ in range(2)]
+    probes = [n for n in ("matmul", "B", "C") for _ in range(integrity.COLD_PROBES)]
+    assert timed == probes + [n for n in sampled for _ in range(2)]
     assert comparison.document_case["round_orders"] == [["matmul", "B", "C"], ["C", "B", "matmul"]]
     assert comparison.rows["B"].median_s == pytest.approx(2e-5)
 
@@ -199,7 +201,8 @@ def test_cold_sample_count_follows_the_budget_within_the_limits(
     comparison = bench.Runner(np.matmul, only_case(Matmul())).compare({"B": np.dot})
     assert comparison.rows["matmul"].samples == expected
     assert comparison.rows["B"].samples == expected
-    assert len(timed_names(device.backends[-1].calls, "timed_cold")) == 2 + 2 * expected
+    timed = timed_names(device.backends[-1].calls, "timed_cold")
+    assert len(timed) == 2 * integrity.COLD_PROBES + 2 * expected
 
 
 def test_the_cold_budget_counts_every_launch_of_a_sample(make_session):
@@ -208,7 +211,8 @@ def test_the_cold_budget_counts_every_launch_of_a_sample(make_session):
     _, device = make_session(options=options, sample_wall_s=1e-3, default_s=2e-6)
     comparison = bench.Runner(np.matmul, only_case(Matmul())).compare({"B": np.dot})
     assert {r.samples for r in comparison.rows.values()} == {100}
-    assert len(timed_names(device.backends[-1].calls, "timed_cold")) == 2 + 2 * 100 * 10
+    timed = timed_names(device.backends[-1].calls, "timed_cold")
+    assert len(timed) == 2 * integrity.COLD_PROBES + 2 * 100 * 10
     timing = comparison.document_case["implementations"]["B"]["timing"]
     assert timing["batch"] == 10 and timing["samples_s"] == pytest.approx([2e-6] * 100)
 
@@ -277,7 +281,7 @@ def test_a_private_copy_restored_by_reset_passes_and_reset_precedes_every_flush(
     calls = device.backends[-1].calls
     flushes = [i for i, c in enumerate(calls) if c == ("flush",)]
     batch = doc_batch(comparison, "in place")
-    assert len(flushes) == 2 + 2 * 30 * batch  # a probe launch each, then the samples
+    assert len(flushes) == 2 * integrity.COLD_PROBES + 2 * 30 * batch  # probes, then samples
     for i in flushes:
         assert calls[i + 1][0] == "timed_cold"
         assert calls[i - 1] == ("reset", calls[i + 1][1])
@@ -691,7 +695,7 @@ def test_a_reference_out_of_memory_times_everything_unverified_without_ratios(se
         assert row.median_s is not None and row.samples == 30
     assert comparison.document_case["implementations"]["other"]["gap"] is None
     timed = timed_names(session[1].backends[-1].calls, "timed_cold")
-    assert timed.count("wrong") == 1 + 30 * doc_batch(comparison, "wrong")
+    assert timed.count("wrong") == integrity.COLD_PROBES + 30 * doc_batch(comparison, "wrong")
 
 
 def test_a_reference_raising_a_bare_memory_error_is_out_of_memory(session):

@@ -297,8 +297,8 @@ def test_rows_whose_work_left_the_window_are_flagged_and_honest_rows_keep_their_
     assert "same:" not in doc["error"]["message"] and "honest:" not in doc["error"]["message"]
     entry = doc["implementations"]["side"]
     assert entry["gap"] is None and "integrity.flags" in entry["gap_note"]
-    if mode == "cold":  # a probe launch, then every launch of every sample; hot: calibration too
-        launches = 1 + rows["side"].samples * entry["timing"]["batch"]
+    if mode == "cold":  # the probes, then every launch of every sample; hot: calibration too
+        launches = integrity.COLD_PROBES + rows["side"].samples * entry["timing"]["batch"]
         assert entry["integrity"]["window"]["windows"] == launches
     else:
         assert entry["integrity"]["window"]["windows"] > rows["side"].samples

@@ -20,14 +20,15 @@ captured graph with its memcpy nodes disabled) between events behind the blockin
 callable that cannot be captured in a case that leaves copies out is timed with whatever copies
 it makes; its row says so and gets no ratio (report.py).
 hot: a graph of up to `graph_calls` calls replayed between events; when the callable cannot be
-captured, a Python loop of calls between events (host launch overhead included, recorded). A
-full graph is captured HOT_INSTANCES times and the samples take the instances in turn: each
-graph instance has an offset of its own that stays for its life (measured on the H200 with
-torch.add at 2^10 and 2^14: 0.08-0.2% standard deviation between instances of the same graph,
-against 0.05% of noise within one; the same with one fixed output, so it is the instance and
-not the addresses), so one instance per side made A/A gaps spread by about 0.2% from run to
-run, with intervals that missed 1.0. Over 8 instances the offsets average out (sqrt(8)) and
-the samples carry their spread into the bootstrap.
+captured, a Python loop of calls between events (host launch overhead included, recorded).
+Graph instances: each instance of the same graph runs at an offset of its own that stays for
+its life. Measured on the H200 with torch.add: hot, at 2^10 and 2^14, 0.08-0.2% standard
+deviation between instances against 0.05% of noise within one (the same with the output at one
+fixed address, so it is the instance, not the addresses); cold, by CUPTI, one 1-call graph per
+side read x1.0147 [1.0090, 1.0183] for torch.add against itself at 2^14, in both passes. So a
+full hot graph and the cold 1-call graph are captured INSTANCES times, and the samples (hot)
+or launches (cold) take the instances in turn: the offsets average out and their spread enters
+the samples.
 The engine drives it through runner.bench.integrity.WatchedBackend (CUPTI, the cupti timer,
 recheck), which uses the hooks at the end of this class.
 """
@@ -48,7 +49,7 @@ PROBE_TIMEOUT_NS = 200_000_000  # a call still waiting after 0.2 s behind the bl
 # While CUPTI traces, a CUDA graph launch waits for its stream, so it cannot be queued behind
 # the blocking kernel (the host would wait for a stream the blocker holds until it is released)
 UNBLOCKED = "not behind a blocking kernel (CUPTI records the window)"
-HOT_INSTANCES = 8  # captures of a full hot graph, taken in turn by the samples (see above)
+INSTANCES = 8  # captures of a full hot graph and of the cold 1-call graph (see above)
 
 
 class CudaDevice:
@@ -152,7 +153,7 @@ class CallableBackend:
         self.inputs = case.inputs
         self.count_copies = case.count_copies
         self._graphs: dict[tuple[str, int, int], CapturedGraph] = {}
-        self._replays: dict[str, int] = {}  # full-graph samples so far: whose instance is next
+        self._turns: dict[str, int] = {}  # timed replays so far: whose instance is next
         self._pool = None  # one memory pool for every graph of the comparison (see above)
         self._calls: dict[str, functools.partial] = {}
         self._capture_error: dict[str, str] = {}
@@ -194,9 +195,20 @@ class CallableBackend:
                 raise
         return self._graphs[key]
 
+    def _cold_instances(self) -> int:
+        """Instances of the 1-call graph: cold samples launch it when copies are left out."""
+        return INSTANCES if self.options.mode == "cold" and not self.count_copies else 1
+
+    def _turn(self, name: str, instances: int) -> int:
+        """The instance the next timed replay of `name` takes (see the module docstring)."""
+        turn = self._turns[name] = self._turns.get(name, -1) + 1
+        return turn % instances
+
     def _prepare(self, name: str) -> dict:
         try:
             graph = self._graph(name, 1)
+            for instance in range(1, self._cold_instances()):
+                self._graph(name, 1, instance)
             copies = {
                 "known": True,
                 "counted": self.count_copies,
@@ -298,8 +310,9 @@ class CallableBackend:
     def timed_cold(self, name: str) -> float:
         self._timed_graph[name] = None
         if not self.count_copies and name not in self._capture_error:
-            self._timed_graph[name] = self._graph(name, 1)
-            return self._behind_blocker(self._timed_graph[name].replay)
+            instance = self._turn(name, self._cold_instances())
+            graph = self._timed_graph[name] = self._graph(name, 1, instance)
+            return self._behind_blocker(graph.replay)
         if self._synchronizes.get(name):
             return self._between_events(self._run(name))
         return self._behind_blocker(self._run(name))
@@ -311,9 +324,9 @@ class CallableBackend:
                 self._graph(name, min(batch, self.graph_calls), instance)
 
     def _instances(self, batch: int) -> int:
-        """Instances of the batch's graph: HOT_INSTANCES for a full graph, else one (a batch
-        under graph_calls calls is one of a kernel so slow that the offsets do not show)."""
-        return HOT_INSTANCES if batch >= self.graph_calls else 1
+        """Instances of the batch's graph: INSTANCES for a full graph, else one (a batch under
+        graph_calls calls is one of a kernel so slow that the offsets do not show)."""
+        return INSTANCES if batch >= self.graph_calls else 1
 
     def timed_batch(self, name: str, batch: int) -> float:
         self.prepare_batch(name, batch)
@@ -329,8 +342,7 @@ class CallableBackend:
         per_graph = min(batch, self.graph_calls)
         if batch % per_graph:
             raise ValueError(f"batch {batch} is not a whole number of {per_graph}-call graphs")
-        turn = self._replays[name] = self._replays.get(name, -1) + 1
-        instance = turn % self._instances(batch)
+        instance = self._turn(name, self._instances(batch))
         graph = self._timed_graph[name] = self._graph(name, per_graph, instance)
 
         def replays():
