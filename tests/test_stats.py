@@ -245,6 +245,34 @@ def test_gap_systematic_opens_a_collapsed_interval_around_the_ratio():
     assert result["ci_low"] < half["ci_low"] < 1 < half["ci_high"] < result["ci_high"]
 
 
+def test_systematic_adds_a_cold_launchs_placement_to_short_kernels_only():
+    assert stats.systematic("hot", 1.3e-6) == stats.INSTANCE_SD  # hot: placement only
+    short = stats.systematic("cold", 1.34e-6)  # axpy at 2^10, cold by CUPTI on the H200
+    assert short == pytest.approx(math.hypot(stats.INSTANCE_SD, 5e-9 / 1.34e-6))
+    # its 95% half-width covers the x1.0028 that run-fixed placement gave an A/A there
+    assert 1.959963984540054 * short > 0.0028
+    long = stats.systematic("cold", 95e-6)
+    assert stats.INSTANCE_SD < long < 1.02 * stats.INSTANCE_SD  # a 95 us kernel: hardly any
+    assert stats.systematic("cold", 1e-12) == stats.MAX_SYSTEMATIC / 2  # capped, still valid
+    assert stats.systematic("cold", 0.0) == stats.systematic("cold", None) == stats.INSTANCE_SD
+    gap(list(np.full(10, 1e-12)), list(np.full(10, 1e-12)), systematic=stats.MAX_SYSTEMATIC / 2)
+
+
+def test_cold_gaps_of_a_short_kernel_get_the_placement_term_in_documents_and_the_stopping_rule():
+    from runner.execution import result
+    from runner.measurement.timing import base
+
+    samples = [1.3e-6, 1.31e-6, 1.29e-6, 1.3e-6] * 10
+    for mode in ("hot", "cold"):
+        timing = {"mode": mode, "stats": {"median_s": 1.3e-6}}
+        block = result.gap_block(samples, samples, True, result.systematic_of(timing))
+        assert block["systematic"] == stats.systematic(mode, 1.3e-6)
+        timings = {n: base.ImplTiming(n, samples_s=list(samples)) for n in ("A", "B")}
+        reached, worst = base.precision_reached(timings, "A", 0.002, mode)
+        assert worst == pytest.approx(1.959963984540054 * block["systematic"], rel=1e-6)
+        assert reached == (mode == "hot")  # cold: +-0.77% can never be +-0.2% here
+
+
 def test_gap_rejections():
     with pytest.raises(ValueError, match="got 3 baseline and 2 candidate samples"):
         gap([1.0, 2.0, 3.0], [1.0, 2.0])

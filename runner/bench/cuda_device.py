@@ -15,8 +15,9 @@ Per implementation, once before timing:
 - blocking probe (uncaptured callables only): one call queued behind a blocking kernel with a
   short timeout; a call that waits for the stream (synchronizes) cannot be timed behind the
   blocking kernel, so its events include host latency, and the row says so.
-cold: reset, flush, then one call (or, when the case leaves copies out, one launch of the
-captured graph with its memcpy nodes disabled) between events behind the blocking kernel. A
+cold: reset, flush, then one call (or, when the case leaves copies out and the call makes
+some, one launch of the captured graph with its memcpy nodes disabled) between events behind
+the blocking kernel. A
 callable that cannot be captured in a case that leaves copies out is timed with whatever copies
 it makes; its row says so and gets no ratio (report.py).
 hot: a graph of up to `graph_calls` calls replayed between events; when the callable cannot be
@@ -25,10 +26,13 @@ Graph instances: each instance of the same graph runs at an offset of its own th
 its life. Measured on the H200 with torch.add: hot, at 2^10 and 2^14, 0.08-0.2% standard
 deviation between instances against 0.05% of noise within one (the same with the output at one
 fixed address, so it is the instance, not the addresses); cold, by CUPTI, one 1-call graph per
-side read x1.0147 [1.0090, 1.0183] for torch.add against itself at 2^14, in both passes. So a
-full hot graph and the cold 1-call graph are captured INSTANCES times, and the samples (hot)
-or launches (cold) take the instances in turn: the offsets average out and their spread enters
-the samples.
+side read x1.0147 [1.0090, 1.0183] for torch.add against itself at 2^14 in both passes, and 8
+instances taken in turn still x0.9902 [0.9886, 0.9930] at 2^18 in another run (a cold node
+finds its instance's parameters outside the L2 too). So a full hot graph is captured INSTANCES
+times and the samples take the instances in turn: the offsets average out and their spread
+enters the samples. Cold, a call is launched as itself, as the PTX runner launches kernels
+(fresh arguments every launch); only a call whose copies the case leaves out needs its graph,
+captured INSTANCES times and taken in turn by the launches.
 The engine drives it through runner.bench.integrity.WatchedBackend (CUPTI, the cupti timer,
 recheck), which uses the hooks at the end of this class.
 """
@@ -154,6 +158,7 @@ class CallableBackend:
         self.count_copies = case.count_copies
         self._graphs: dict[tuple[str, int, int], CapturedGraph] = {}
         self._turns: dict[str, int] = {}  # timed replays so far: whose instance is next
+        self._copies: dict[str, int] = {}  # memcpy nodes per captured call
         self._pool = None  # one memory pool for every graph of the comparison (see above)
         self._calls: dict[str, functools.partial] = {}
         self._capture_error: dict[str, str] = {}
@@ -195,9 +200,11 @@ class CallableBackend:
                 raise
         return self._graphs[key]
 
-    def _cold_instances(self) -> int:
-        """Instances of the 1-call graph: cold samples launch it when copies are left out."""
-        return INSTANCES if self.options.mode == "cold" and not self.count_copies else 1
+    def _cold_graph(self, name: str) -> bool:
+        """Whether cold launches of `name` replay its 1-call graph: only to leave copies out
+        (the case does and the call makes some); otherwise the call itself, whose launches
+        need no graph instance (see the module docstring)."""
+        return not self.count_copies and self._copies.get(name, 0) > 0
 
     def _turn(self, name: str, instances: int) -> int:
         """The instance the next timed replay of `name` takes (see the module docstring)."""
@@ -207,8 +214,10 @@ class CallableBackend:
     def _prepare(self, name: str) -> dict:
         try:
             graph = self._graph(name, 1)
-            for instance in range(1, self._cold_instances()):
-                self._graph(name, 1, instance)
+            self._copies[name] = graph.copies
+            if self.options.mode == "cold" and self._cold_graph(name):
+                for instance in range(1, INSTANCES):
+                    self._graph(name, 1, instance)
             copies = {
                 "known": True,
                 "counted": self.count_copies,
@@ -244,7 +253,7 @@ class CallableBackend:
                     text += f"; {UNBLOCKED}, the first launch's latency included"
                 return text
             return "hot: Python loop of calls between events; time / batch (host launch overhead included)"
-        if not self.count_copies and captured:
+        if self._cold_graph(name):
             return f"cold: one launch of the call's CUDA graph, copies disabled, {where}"
         if self._synchronizes.get(name):
             return "cold: one call between events, host latency included (the call synchronizes)"
@@ -309,8 +318,8 @@ class CallableBackend:
 
     def timed_cold(self, name: str) -> float:
         self._timed_graph[name] = None
-        if not self.count_copies and name not in self._capture_error:
-            instance = self._turn(name, self._cold_instances())
+        if self._cold_graph(name):
+            instance = self._turn(name, INSTANCES)
             graph = self._timed_graph[name] = self._graph(name, 1, instance)
             return self._behind_blocker(graph.replay)
         if self._synchronizes.get(name):

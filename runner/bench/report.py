@@ -144,7 +144,10 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, erro
             continue
         stable = entry["timing"]["stats"]["stable"] and op_timing["stats"]["stable"]
         entry["gap"] = result.gap_block(
-            op_timing["samples_s"], entry["timing"]["samples_s"], stable
+            op_timing["samples_s"],
+            entry["timing"]["samples_s"],
+            stable,
+            result.systematic_of(op_timing),
         )
     doc["timing_wall_s"] = measurement.wall_s
     doc["round_orders"] = measurement.orders

@@ -147,6 +147,12 @@ def dependence(integrity: dict) -> str:
     )
 
 
+def systematic_of(baseline_timing: dict) -> float:
+    """What a gap against this baseline's timing block adds for what stays fixed within a run
+    (stats.systematic: its mode and median)."""
+    return stats.systematic(baseline_timing["mode"], baseline_timing["stats"]["median_s"])
+
+
 def gap_block(
     baseline_samples: list[float],
     candidate_samples: list[float],
@@ -237,7 +243,10 @@ def finish_case(
                     continue
                 stable = impl["timing"]["stats"]["stable"] and base_timing["stats"]["stable"]
                 impl["gap"] = gap_block(
-                    base_timing["samples_s"], impl["timing"]["samples_s"], stable
+                    base_timing["samples_s"],
+                    impl["timing"]["samples_s"],
+                    stable,
+                    systematic_of(base_timing),
                 )
         pairs = pair_blocks(case_doc)
         if pairs:
@@ -281,6 +290,7 @@ def pair_blocks(case_doc: dict) -> list[dict]:
                 first["timing"]["samples_s"],
                 sides[1]["timing"]["samples_s"],
                 all(s["timing"]["stats"]["stable"] for s in sides),
+                systematic_of(first["timing"]),
             )
             blocks.append({"of": of, "base": names[0], "head": name, **block})
     return blocks

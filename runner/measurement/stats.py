@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = [
+    "COLD_PLACEMENT_S",
     "INSTANCE_SD",
     "UNSTABLE_NOISE",
     "floor_half_width",
@@ -24,6 +25,7 @@ __all__ = [
     "median",
     "percentile",
     "summarize",
+    "systematic",
     "unreachable_precision",
 ]
 
@@ -41,6 +43,26 @@ missed 1.0 in several. benchmarks/perf/fidelity.py measures it again. A gap's in
 (see gap)."""
 
 MAX_SYSTEMATIC = 0.1  # above it z * systematic nears 1 and an interval could reach 0
+
+COLD_PLACEMENT_S = 5e-9
+"""Standard uncertainty, in seconds, of a cold launch's time that stays fixed within a run: a
+cold launch finds its code and arguments outside the L2 too, and where they sit (a module's
+load, a graph instance's node) costs a few nanoseconds more or less for the life of the run.
+On the H200, fidelity.py in two fresh runs, cold by CUPTI, samples the mean of up to 32
+launches: A/A of the same PTX loaded twice read x1.0017 and x1.0028 at 2^10 (1.34 us), x1.0000
+and x1.0029 at 2^14, x1.0015 twice at 2^18 (2.9 us), the same in both passes of each run (2 to
+4.4 ns), with bootstrap intervals that reached 1.0 only at their edge; from 7 us up, within the
+hot INSTANCE_SD. A cold gap's interval adds it, relative to the baseline's median (systematic)."""
+
+
+def systematic(mode: str, baseline_median_s: float | None) -> float:
+    """The relative standard uncertainty a gap's interval adds for what stays fixed within a
+    run (stats.gap's `systematic`): INSTANCE_SD, and in cold mode COLD_PLACEMENT_S over the
+    baseline's median as well, in quadrature (at most MAX_SYSTEMATIC / 2)."""
+    s = INSTANCE_SD
+    if mode == "cold" and baseline_median_s and baseline_median_s > 0:
+        s = math.hypot(s, COLD_PLACEMENT_S / baseline_median_s)
+    return min(s, MAX_SYSTEMATIC / 2)
 
 
 def _z(confidence: float) -> float:
