@@ -258,6 +258,15 @@ def test_systematic_adds_a_cold_launchs_placement_to_short_kernels_only():
     gap(list(np.full(10, 1e-12)), list(np.full(10, 1e-12)), systematic=stats.MAX_SYSTEMATIC / 2)
 
 
+def test_systematic_adds_a_per_call_term_in_hot_mode_only():
+    node = stats.TORCH_GRAPH_NODE_S
+    hot = stats.systematic("hot", 1.2e-6, node)  # torch.add at 2^14 through runner.bench
+    assert hot == pytest.approx(math.hypot(stats.INSTANCE_SD, node / 1.2e-6))
+    assert 1.959963984540054 * hot > 0.0020  # covers the x0.9980 a fresh comparison read
+    assert stats.systematic("hot", 48e-6, node) < 1.01 * stats.INSTANCE_SD  # 2^24: hardly any
+    assert stats.systematic("cold", 1.2e-6, node) == stats.systematic("cold", 1.2e-6)
+
+
 def test_cold_gaps_of_a_short_kernel_get_the_placement_term_in_documents_and_the_stopping_rule():
     from runner.execution import result
     from runner.measurement.timing import base

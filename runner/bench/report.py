@@ -147,7 +147,7 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, erro
             op_timing["samples_s"],
             entry["timing"]["samples_s"],
             stable,
-            result.systematic_of(op_timing),
+            result.systematic_of(op_timing, stats.TORCH_GRAPH_NODE_S),
         )
     doc["timing_wall_s"] = measurement.wall_s
     doc["round_orders"] = measurement.orders

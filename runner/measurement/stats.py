@@ -17,6 +17,7 @@ import numpy as np
 __all__ = [
     "COLD_PLACEMENT_S",
     "INSTANCE_SD",
+    "TORCH_GRAPH_NODE_S",
     "UNSTABLE_NOISE",
     "floor_half_width",
     "gap",
@@ -55,13 +56,25 @@ and x1.0029 at 2^14, x1.0015 twice at 2^18 (2.9 us), the same in both passes of 
 hot INSTANCE_SD. A cold gap's interval adds it, relative to the baseline's median (systematic)."""
 
 
-def systematic(mode: str, baseline_median_s: float | None) -> float:
+TORCH_GRAPH_NODE_S = 1.2e-9
+"""Standard uncertainty, in seconds per call, of a hot figure replayed from torch CUDA graphs
+that stays fixed within a run: each instance of a graph runs at an offset of its own
+(benchmarks/perf/graph_instances.py), and runner.bench's 8 instances a side average most of it
+out, not all. On the H200, A/A gaps of torch.add through runner.bench, hot, 8 instances, fresh
+comparisons: at 2^10 to 2^18 (1.15-1.53 us a call) 1.0 +- 0.10% root mean square (fidelity.py's
+x0.9980 [0.9973, 0.9987] at 2^14 among them), at 2^20 and up within INSTANCE_SD: about 1.2 ns a
+call, whatever the call's length. runner.bench's hot gaps add it, over the baseline's median."""
+
+
+def systematic(mode: str, baseline_median_s: float | None, per_call_s: float = 0.0) -> float:
     """The relative standard uncertainty a gap's interval adds for what stays fixed within a
-    run (stats.gap's `systematic`): INSTANCE_SD, and in cold mode COLD_PLACEMENT_S over the
-    baseline's median as well, in quadrature (at most MAX_SYSTEMATIC / 2)."""
+    run (stats.gap's `systematic`): INSTANCE_SD, with, over the baseline's median and in
+    quadrature, COLD_PLACEMENT_S in cold mode and `per_call_s` (TORCH_GRAPH_NODE_S for
+    runner.bench's hot graphs) in hot mode; at most MAX_SYSTEMATIC / 2."""
     s = INSTANCE_SD
-    if mode == "cold" and baseline_median_s and baseline_median_s > 0:
-        s = math.hypot(s, COLD_PLACEMENT_S / baseline_median_s)
+    absolute = COLD_PLACEMENT_S if mode == "cold" else per_call_s
+    if absolute and baseline_median_s and baseline_median_s > 0:
+        s = math.hypot(s, absolute / baseline_median_s)
     return min(s, MAX_SYSTEMATIC / 2)
 
 
