@@ -27,7 +27,12 @@ class FakeCallableBackend(FakeBackend):
             for n in impls
         }
         super().__init__(
-            times, noise=device.noise, seed=device.seed, cold_factor=1.0, overhead_s=0.0
+            times,
+            noise=device.noise,
+            seed=device.seed,
+            cold_factor=1.0,
+            overhead_s=0.0,
+            graph_launches=self.graph_calls,  # the batches the engine is told to make
         )
         self.device, self.impls, self.inputs = device, impls, case.inputs
         self.last = {}  # what each implementation's last timed call returned (recheck)

@@ -264,6 +264,28 @@ def watched(monkeypatch):
     bench.reset()
 
 
+@pytest.mark.parametrize("mode", ["cold", "hot"])
+def test_untimed_work_of_many_implementations_is_placed_though_its_brackets_do_not_flush(
+    watched, monkeypatch, mode
+):
+    """Untimed brackets do not flush CUPTI; the warm-up of 40 implementations (80 brackets, more
+    than the classifier keeps) must still find its records' brackets, not flag them."""
+    session, stand_in = watched
+    session.configure(mode=mode, timer="cupti")
+
+    def warmup(self, name, launches):  # leaves a kernel inside its own bracket
+        self.stand_in.pending.append((self.stand_in.t + 1_000, self.stand_in.t + 2_000, K, TS))
+        return FakeCallableBackend.warmup(self, name, launches)
+
+    monkeypatch.setattr(WatchedFakeBackend, "warmup", warmup)
+    (case,) = bench.cases(Scale())
+    comparison = bench.Runner(double, case).compare({f"copy{i}": double for i in range(40)})
+    windows = [
+        e["integrity"]["window"] for e in comparison.document_case["implementations"].values()
+    ]
+    assert all(w["checked"] and not w["findings"] for w in windows), windows[0]
+
+
 @pytest.mark.parametrize(("mode", "timer"), [("cold", "cupti")])
 def test_rows_whose_work_left_the_window_are_flagged_and_honest_rows_keep_their_ratio(
     watched, mode, timer

@@ -214,10 +214,10 @@ class CallableBackend:
     def _prepare(self, name: str) -> dict:
         try:
             graph = self._graph(name, 1)
-            self._copies[name] = graph.copies
-            if self.options.mode == "cold" and self._cold_graph(name):
+            if self.options.mode == "cold" and not self.count_copies and graph.copies:
                 for instance in range(1, INSTANCES):
                     self._graph(name, 1, instance)
+            self._copies[name] = graph.copies  # after every instance: _cold_graph's condition
             copies = {
                 "known": True,
                 "counted": self.count_copies,

@@ -244,6 +244,7 @@ class Watch:
         self.synchronize = synchronize
         self.classifier = Classifier(self.activity.stream_id, exempt_no_work)
         self.depth = 0
+        self.unflushed = 0  # untimed brackets since the last flush
         self.activity.begin()
 
     @property
@@ -251,6 +252,7 @@ class Watch:
         return self.activity.stream_id
 
     def _take(self) -> list:
+        self.unflushed = 0
         return [r for r in self.activity.end_records() if not runner_own(r)]
 
     def untimed(self, name: str, work):
@@ -263,8 +265,14 @@ class Watch:
             out = work()
             self.synchronize()
             # no flush (about 0.7 ms): its records arrive with the next window's and are placed
-            # by their timestamps among the recent brackets, this one included
-            self.classifier.add(Bracket("untimed", name, t0, self.now()), [])
+            # by their timestamps among the recent brackets, this one included; before this
+            # bracket could leave those (warm-up of many implementations), a flush places them
+            bracket = Bracket("untimed", name, t0, self.now())
+            self.unflushed += 1
+            records = []
+            if self.unflushed >= RECENT_BRACKETS // 2:
+                records, self.unflushed = self._take(), 0
+            self.classifier.add(bracket, records)
             return out
         finally:
             self.depth -= 1
