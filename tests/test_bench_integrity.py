@@ -270,7 +270,7 @@ def test_untimed_work_of_many_implementations_is_placed_though_its_brackets_do_n
 ):
     """Untimed brackets do not flush CUPTI; the warm-up of 40 implementations (80 brackets, more
     than the classifier keeps) must still find its records' brackets, not flag them."""
-    session, stand_in = watched
+    session, _ = watched
     session.configure(mode=mode, timer="cupti")
 
     def warmup(self, name, launches):  # leaves a kernel inside its own bracket

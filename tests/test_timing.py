@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -175,15 +176,28 @@ def test_a_cold_sample_is_the_mean_of_its_launches_for_the_fastest_implementatio
     assert fixed.impls["A"].batch == 3
 
 
-def test_every_cold_launch_gets_the_next_poison_and_every_tenth_sample_is_verified():
-    backend = FakeBackend({"A": 1e-6})
+def test_every_cold_launch_gets_the_next_poison_and_every_tenth_launch_is_verified():
+    backend = FakeBackend({"A": 1e-6, "B": 1e-6})
     patterns, verified = [], []
     backend.poison_outputs = patterns.append
-    backend.verify_outputs = lambda name: verified.append(len(patterns)) or "stale"
-    m = measure(backend, ["A"], TimingSettings(mode="cold", samples=11, warmup=0, cold_launches=2))
-    assert patterns == [cold.POISON_CYCLE[i % 4] for i in range(22)]
-    assert verified == [2, 22]  # after the last launch of samples 0 and 10
-    assert m.impls["A"].problems == ["cold sample 0: stale", "cold sample 10: stale"]
+
+    def verify(name):  # how many launches of `name` ran when it was verified
+        verified.append((name, backend.calls.count(("timed_cold", name))))
+        return "stale"
+
+    backend.verify_outputs = verify
+    m = measure(backend, ["A", "B"], TimingSettings(mode="cold", samples=6, warmup=0))
+    assert {t.batch for t in m.impls.values()} == {14}  # 1.5 us a launch
+    # probes included, no launch of either implementation gets the pattern the one before got
+    assert len(patterns) == 2 * cold.PROBES + 2 * 6 * 14
+    assert all(a != b for a, b in itertools.pairwise(patterns))
+    # each implementation's timed launches 0, 10, 20, ... are verified right after they ran
+    first = cold.PROBES  # its probes ran before
+    assert [n for name, n in verified if name == "A"] == [first + i + 1 for i in range(0, 84, 10)]
+    assert m.impls["A"].problems[:2] == [
+        "cold sample 0 (launch 0): stale",
+        "cold sample 0 (launch 10): stale",
+    ]
 
 
 def test_single_cold_launches_in_ticks_cannot_see_a_one_percent_gap_and_batches_can():

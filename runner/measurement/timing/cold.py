@@ -21,7 +21,7 @@ import time
 from runner.measurement.timing.base import Backend, Strategy, TimingSettings
 
 POISON_CYCLE = (0xFF, 0x7F, 0xA5, 0x5A)  # a fresh pattern for every launch, in turn
-VERIFY_EVERY = 10  # the outputs of samples 0, 10, 20, ... are read back and compared
+VERIFY_EVERY = 10  # the outputs of launches 0, 10, 20, ... are read back and compared
 COLD_SAMPLE_KERNEL_S = 20e-6  # the kernel time a cold sample gathers (see above)
 MAX_COLD_LAUNCHES = 32
 PROBES = 3  # untimed cold launches per implementation that choose the batch
@@ -60,7 +60,7 @@ class ColdMode(Strategy):
         launches = settings.cold_launches
         if launches is None:
             fastest = min(
-                statistics.median(cold_launch(backend, n, POISON_CYCLE[0]) for _ in range(PROBES))
+                statistics.median(cold_launch(backend, n, self._pattern()) for _ in range(PROBES))
                 for n in names
             )
             launches = launches_for(fastest)
@@ -68,20 +68,24 @@ class ColdMode(Strategy):
         for n in names:
             timings[n].batch, timings[n].calibration_s = launches, spent / len(names)
 
+    def _pattern(self) -> int:
+        """The poison of the next cold launch of any implementation, probes included: each
+        launch's differs from the one before it."""
+        self.launched = getattr(self, "launched", -1) + 1
+        return POISON_CYCLE[self.launched % len(POISON_CYCLE)]
+
     def sampler(self, backend: Backend, settings: TimingSettings, timings):
         verify = getattr(backend, "verify_outputs", None)
 
         def sample(n: str) -> float:
             k, batch = len(timings[n].samples_s), timings[n].batch
-            first = k * batch
-            total = sum(
-                cold_launch(backend, n, POISON_CYCLE[(first + j) % len(POISON_CYCLE)])
-                for j in range(batch)
-            )
-            if verify is not None and k % VERIFY_EVERY == 0:
-                problem = verify(n)  # what the sample's last launch left
-                if problem:
-                    timings[n].problems.append(f"cold sample {k}: {problem}")
+            total = 0.0
+            for j in range(batch):
+                total += cold_launch(backend, n, self._pattern())
+                if verify is not None and (k * batch + j) % VERIFY_EVERY == 0:
+                    problem = verify(n)  # what this launch left (untimed)
+                    if problem:
+                        timings[n].problems.append(f"cold sample {k} (launch {j}): {problem}")
             return total / batch
 
         return sample
