@@ -17,6 +17,7 @@ from protocol.validation import validate
 from runner import bench
 from runner.bench import integrity
 from runner.bench.report import markdown
+from runner.measurement import stats
 from runner.measurement.timing import cold as cold_timing
 
 # -- workloads ------------------------------------------------------------------------------
@@ -208,6 +209,19 @@ def test_cold_sample_count_follows_the_budget_within_the_limits(
     assert comparison.rows["B"].samples == expected
     timed = timed_names(device.backends[-1].calls, "timed_cold")
     assert len(timed) == 2 * integrity.COLD_PROBES + 2 * expected
+
+
+def test_cold_gaps_of_rows_launched_from_graphs_add_the_graph_node_term(make_session):
+    """Cold, a row whose copies are left out replays its graph (disabled copies); one without
+    copies is launched as itself and adds no graph term."""
+    _, _ = make_session(per_call_s={"matmul": 1e-4, "B": 1e-4, "C": 1e-4}, copy_s={"B": 1e-5})
+    comparison = bench.Runner(np.matmul, only_case(Matmul())).compare({"B": np.dot, "C": np.dot})
+    impls = comparison.document_case["implementations"]
+    assert impls["B"]["copies"]["per_call"] == 1 and not impls["B"]["copies"]["counted"]
+    assert impls["B"]["gap"]["systematic"] == pytest.approx(
+        stats.systematic("cold", 1e-4, stats.COLD_GRAPH_NODE_S)
+    )
+    assert impls["C"]["gap"]["systematic"] == pytest.approx(stats.systematic("cold", 1e-4))
 
 
 def test_the_cold_budget_counts_every_launch_of_a_sample(make_session):

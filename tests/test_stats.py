@@ -258,13 +258,18 @@ def test_systematic_adds_a_cold_launchs_placement_to_short_kernels_only():
     gap(list(np.full(10, 1e-12)), list(np.full(10, 1e-12)), systematic=stats.MAX_SYSTEMATIC / 2)
 
 
-def test_systematic_adds_a_per_call_term_in_hot_mode_only():
+def test_systematic_adds_the_per_call_term_of_graph_launched_rows():
     node = stats.TORCH_GRAPH_NODE_S
     hot = stats.systematic("hot", 1.2e-6, node)  # torch.add at 2^14 through runner.bench
     assert hot == pytest.approx(math.hypot(stats.INSTANCE_SD, node / 1.2e-6))
     assert 1.959963984540054 * hot > 0.0020  # covers the x0.9980 a fresh comparison read
     assert stats.systematic("hot", 48e-6, node) < 1.01 * stats.INSTANCE_SD  # 2^24: hardly any
-    assert stats.systematic("cold", 1.2e-6, node) == stats.systematic("cold", 1.2e-6)
+    # cold: the graph-launched row's term joins the placement term in quadrature
+    cold = stats.systematic("cold", 2.07e-6, stats.COLD_GRAPH_NODE_S)
+    assert cold == pytest.approx(
+        math.hypot(stats.INSTANCE_SD, 5e-9 / 2.07e-6, stats.COLD_GRAPH_NODE_S / 2.07e-6)
+    )
+    assert 1.959963984540054 * cold > 0.0098 + 0.0022  # x0.9902 [0.9886, 0.9930] at 2^18
 
 
 def test_cold_gaps_of_a_short_kernel_get_the_placement_term_in_documents_and_the_stopping_rule():

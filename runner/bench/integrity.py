@@ -32,7 +32,14 @@ class NoKernelTimed(TimingError):
         self.name = name
 
 
-__all__ = ["IntegrityFailed", "WatchedBackend", "check_outputs", "judge", "output_problems"]
+__all__ = [
+    "IntegrityFailed",
+    "WatchedBackend",
+    "check_outputs",
+    "copies_disabled",
+    "judge",
+    "output_problems",
+]
 
 COLD_PROBES = 2  # cold launches of each implementation before the samples (cold_probe)
 
@@ -93,7 +100,8 @@ def check_outputs(device, case_id: str, name: str, outputs) -> None:
         )
 
 
-def _copies_disabled(info: dict) -> bool:
+def copies_disabled(info: dict) -> bool:
+    """Whether a row's copies are left out by disabling them in its graph (its info)."""
     copies = info.get("copies", {})
     return bool(copies.get("known") and copies.get("per_call") and not copies.get("counted"))
 
@@ -150,7 +158,7 @@ class WatchedBackend:
         self.info, self.graph_calls = self.inner.info, self.inner.graph_calls
         if self.watch is not None:
             self.watch.classifier.exempt = {
-                n for n, i in self.info.items() if _copies_disabled(i) and not i["fallback"]
+                n for n, i in self.info.items() if copies_disabled(i) and not i["fallback"]
             }
             unblock = getattr(self.inner, "time_unblocked", None)
             if unblock is not None:
@@ -171,7 +179,7 @@ class WatchedBackend:
                 "it takes private arguments (Implementation(args=...)): its reset must refill "
                 "them from case.inputs, which recheck regenerates in place"
             )
-        if _copies_disabled(info):
+        if copies_disabled(info):
             parts.append(
                 f"its {info['copies']['per_call']} copies per call are disabled in the timed "
                 "graph (the case leaves copies out), so what reads their destinations sees stale "

@@ -147,7 +147,7 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, erro
             op_timing["samples_s"],
             entry["timing"]["samples_s"],
             stable,
-            result.systematic_of(op_timing, stats.TORCH_GRAPH_NODE_S),
+            result.systematic_of(op_timing, _graph_node_s(measurement.mode, info, op_name, name)),
         )
     doc["timing_wall_s"] = measurement.wall_s
     doc["round_orders"] = measurement.orders
@@ -321,3 +321,14 @@ def markdown(document: dict) -> str:
     if unwatched:
         out += ["", "Work-in-window check not made (CUPTI): " + "; ".join(sorted(unwatched))]
     return "\n".join(out) + "\n"
+
+
+def _graph_node_s(mode: str, info: dict, *names: str) -> float:
+    """What the graphs the rows were launched from leave fixed within the run, per call
+    (stats.systematic): hot, every captured row replays graphs; cold, only a row whose copies
+    are left out launches one (the others are launched as themselves)."""
+    if mode == "hot":
+        return stats.TORCH_GRAPH_NODE_S
+    if any(integrity.copies_disabled(info.get(n, {})) for n in names):
+        return stats.COLD_GRAPH_NODE_S
+    return 0.0
