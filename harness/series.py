@@ -62,15 +62,34 @@ def _source_sha256(case: dict, impl_name: str | None) -> str | None:
     return ((impl or {}).get("build") or {}).get("source_sha256")
 
 
+COLD_MEAN_SINCE = (1, 7)  # result schema from which a cold sample is the mean of its batch
+
+
+def _cold_mean(document: dict) -> bool:
+    """Whether the document's cold samples are means of `timing.batch` launches (result schema
+    1.7.0 on); before, each was one launch, whose median is a different figure for a short
+    kernel (the mean of a launch's skewed spread sits above its median)."""
+    try:
+        major, minor = (int(p) for p in str(document.get("schema_version")).split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= COLD_MEAN_SINCE
+
+
 def _mode(document: dict, case: dict, impl: dict) -> str | None:
     """The timing mode: the implementation's timing block, else the case's settings, else
     options; qualified by the timer when it is not CUDA events ("cold/cupti"), so numbers read
     by different timers are never one series nor compared (a document before result schema
-    1.5.0 names no timer: events). Events keep the bare mode, so older series continue."""
+    1.5.0 names no timer: events). Events keep the bare mode, so older series continue. Cold
+    samples that are means of their batch (schema 1.7.0 on) are "cold-mean": a new series, not
+    the single launches' one continued."""
     for block in (impl.get("timing"), case.get("settings"), document.get("options")):
         if isinstance(block, dict) and block.get("mode"):
+            mode = block["mode"]
+            if mode == "cold" and _cold_mean(document):
+                mode = "cold-mean"
             timer = block.get("timer") or "events"
-            return block["mode"] if timer in ("events", "auto") else f"{block['mode']}/{timer}"
+            return mode if timer in ("events", "auto") else f"{mode}/{timer}"
     return None
 
 

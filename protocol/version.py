@@ -7,8 +7,10 @@ from __future__ import annotations
 
 # 1.3.0: `static` and `profile` per implementation; 1.4.0: revisions; 1.5.0: timing.timer,
 # clocks per sample, the precision stopping rule, outputs verified after timed launches;
-# 1.6.0: gap.systematic (the interval adds what stays fixed within a run)
-RESULT_SCHEMA_VERSION = "1.6.0"
+# 1.6.0: gap.systematic (the interval adds what stays fixed within a run); 1.7.0: a cold sample
+# is the mean of timing.batch launches (a new series: harness.series), precision.stopped_by
+# "floor", systematic with a cold launch's placement
+RESULT_SCHEMA_VERSION = "1.7.0"
 RUN_PROTOCOL_VERSION = "1.1.0"  # 1.1.0: `id`, data_base64 arrays, base64 outputs
 
 

@@ -390,7 +390,7 @@ def test_callable_work_on_a_side_stream_is_flagged_naming_the_stream(session, op
         side.synchronize()  # done before it returns: the timing stream never sees it
         return out
 
-    case = scale_case(count_copies=True)  # cold, uncaptured: each sample is one real call
+    case = scale_case(count_copies=True)  # cold, uncaptured: every launch is one real call
     with pytest.raises(bench.IntegrityFailed) as failure:
         bench.Runner(honest, case, name="mul").compare({"same": honest, "side": on_a_side_stream})
     rows = failure.value.comparison.rows

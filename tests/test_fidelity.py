@@ -17,6 +17,7 @@ from protocol.validation import validate
 from runner.cli import main
 from runner.cli_bench import Percent
 from runner.execution import result
+from runner.measurement import stats
 from runner.measurement.timing import TimingSettings, clocks, cupti, measure
 
 # -- the precision stopping rule -------------------------------------------------------------
@@ -50,6 +51,23 @@ def test_the_stopping_rule_reports_twenty_percent_noise_as_not_converged():
     p = m.precision
     assert p["converged"] is False and p["stopped_by"] == "max_samples", p
     assert p["half_width"] > 0.005 and p["samples"] == len(m.impls["cand"].samples_s) <= 1000
+
+
+def test_a_target_under_a_cold_short_kernels_placement_floor_stops_after_the_first_samples():
+    """Cold, a 2 us kernel's gaps are never narrower than +-0.53% (stats.systematic): a 0.5%
+    target stops at once, saying why, instead of sampling to the caps; hot it converges."""
+    for mode, floor in (("cold", True), ("hot", False)):
+        backend = FakeBackend({"base": 1.3e-6, "cand": 1.3e-6}, noise=0.005, seed=3)
+        settings = TimingSettings(mode=mode, samples=30, precision=0.005, cold_launches=1)
+        m = measure(backend, ["base", "cand"], settings)
+        p = m.precision
+        if floor:
+            assert p["stopped_by"] == "floor" and p["samples"] == 30 and not p["converged"]
+            # the fake's cold launch is 1.5x, 1.95 us: a floor of +-0.53%
+            floor = stats.floor_half_width(systematic=stats.systematic("cold", 1.95e-6))
+            assert 0.005 < floor <= p["half_width"]
+        else:
+            assert p["stopped_by"] == "precision" and p["converged"]
 
 
 def test_the_stopping_rule_stops_at_its_time_cap():
@@ -249,6 +267,33 @@ def test_a_timer_is_part_of_the_series_key_and_events_keep_the_old_series(tmp_pa
             assert store.ingest(d, trusted=True).stored
         forth = {s["mode"]: s["points"] for s in store.list_series("axpy") if s["impl"] == "forth"}
     assert forth == {"cold": 1, "cold/cupti": 2}
+
+
+def with_schema(document: dict, version: str) -> dict:
+    document = copy.deepcopy(document)
+    document["schema_version"] = version
+    return document
+
+
+def test_cold_samples_that_are_means_of_their_batch_start_a_series_of_their_own(tmp_path):
+    """Result schema 1.7.0 made a cold sample the mean of `batch` launches: for a short kernel
+    another figure than the median of single launches, so it must not continue their series."""
+    single, mean = with_schema(run_doc(0), "1.6.0"), with_schema(run_doc(1), "1.7.0")
+    case = single["cases"][0]
+    assert series_key(single, case, "forth")["mode"] == "cold"
+    assert series_key(mean, mean["cases"][0], "forth")["mode"] == "cold-mean"
+    cuptied = with_timer(mean, "cupti")
+    assert series_key(cuptied, cuptied["cases"][0], "forth")["mode"] == "cold-mean/cupti"
+    hot = with_schema(run_doc(2, mode="hot"), "1.7.0")  # hot samples did not change
+    assert series_key(hot, hot["cases"][0], "forth")["mode"] == "hot"
+    with Store(tmp_path / "h.sqlite") as store:
+        for d in (single, mean, with_schema(run_doc(3), "1.7.0")):
+            validate(d, "result", "document")
+            assert store.ingest(d, trusted=True).stored
+        forth = {s["mode"]: s["points"] for s in store.list_series("axpy") if s["impl"] == "forth"}
+    assert forth == {"cold": 1, "cold-mean": 2}
+    found = compare(single, mean)  # nor is one compared with the other
+    assert not found.times and not found.gaps and found.not_compared
 
 
 def test_two_runs_read_by_different_timers_are_not_compared():

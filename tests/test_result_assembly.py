@@ -200,6 +200,30 @@ def test_finish_case_gives_a_stable_gap_of_one_and_a_half():
     assert doc["phases_s"] == {"check_s": 0.02, "inputs_s": 0.001}
 
 
+def test_a_cold_case_stopped_at_the_floor_says_so_and_its_gap_adds_the_placement_term():
+    base = samples(1.3e-6, 0.01, seed=4)
+    doc = skeleton({"cuda": "baseline", "handptx": "candidate"})
+    record = worker_record(
+        {"cuda": base, "handptx": list(base)}, {"cuda": "passed", "handptx": "passed"}
+    )
+    record["measurement"]["mode"] = "cold"
+    record["measurement"]["precision"] = {
+        "target": 0.005,
+        "half_width": 0.0076,
+        "converged": False,
+        "samples": 30,
+        "stopped_by": "floor",
+        "spent_s": 0.1,
+    }
+    result.finish_case(doc, record, GEOMETRY, "f64", {})  # no peaks: any rate is possible
+    gap = doc["implementations"]["handptx"]["gap"]
+    median = doc["implementations"]["cuda"]["timing"]["stats"]["median_s"]
+    assert gap["systematic"] == pytest.approx(stats.systematic("cold", median))
+    assert gap["systematic"] > 10 * stats.INSTANCE_SD  # 5 ns of a 1.3 us kernel
+    (note,) = doc["notes"]
+    assert "stopped by floor" in note and "below what stays fixed within the run" in note
+
+
 def test_a_noisy_side_makes_the_gap_unstable():
     base, noisy = samples(1e-3, 0.002, seed=1), samples(1.5e-3, 0.2, seed=2)
     doc = finished(base, noisy)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -33,6 +32,7 @@ import orjson
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
 
+from fidelity_ncu import ncu_us  # noqa: E402
 from fidelity_torch import (  # noqa: E402
     NCU_LAUNCHES,
     TORCH_KERNEL,
@@ -174,40 +174,6 @@ def ptx_profiler(ptx: str, sizes: list[int]) -> dict:
 
 
 # -- ncu and the orchestration ---------------------------------------------------------------
-
-
-def ncu_us(target: list[str], kernel_regex: str, cache: str) -> float | None:
-    ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
-    if not Path(ncu).exists():
-        return None
-    command = [
-        ncu,
-        "--csv",
-        "--print-units",
-        "base",
-        "--metrics",
-        "gpu__time_duration.sum",
-        "--cache-control",
-        cache,
-        "--clock-control",
-        "none",
-        "-k",
-        f"regex:{kernel_regex}",
-        *target,
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    from runner.explain import ncu as ncu_parse
-
-    values = [
-        ncu_parse.number(r["Metric Value"])
-        for r in ncu_parse.rows(done.stdout)
-        if r["Metric Name"] == "gpu__time_duration.sum"
-    ]
-    values = [v for v in values if v is not None]
-    if not values:
-        say(f"ncu gave no figure: {done.stdout[-400:]} {done.stderr[-400:]}")
-        return None
-    return statistics.median(values) / 1e3  # ns -> us
 
 
 def ncu_figures(sizes: list[int], ptx_path: Path, skip_torch: bool, cache: Path | None):

@@ -3,7 +3,7 @@
 For a grid-stride f64 axpy at n = 2^10 .. 2^27 it prints the per-launch time of
   hot   the runner's engine: graph replay of a calibrated batch behind a blocking kernel,
   loop  B launches from a Python loop between two events (what a naive harness measures),
-  cold  the runner's cold mode (L2 flushed, one launch per sample),
+  cold  the runner's cold mode (L2 flushed before every launch, a sample the mean of B launches),
 each the median of --samples samples. Target: hot never above loop, and within 5% of it at 2^27.
 
     python benchmarks/perf/launch_overhead.py [--samples 30] [--sizes 10,16,20,24,27]

@@ -45,7 +45,8 @@ COLUMNS = [
 ]
 LEGEND = (
     "Columns (not nvbench's statistics, hence not its names):",
-    "- Samples: timed samples (hot: one graph replay of B launches each; cold: one launch each).",
+    "- Samples: timed samples (hot: one graph replay of B launches each; cold: the mean of B "
+    "cold launches each, B = 1 before result schema 1.7.0).",
     "- Median / launch: median over the samples of the per-launch kernel time (hot: a sample's "
     "time / B).",
     "- MAD / median: median absolute deviation over the median (noise; above 3% is unstable).",

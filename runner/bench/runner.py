@@ -321,7 +321,7 @@ class Runner:
         try:
             phases["prepare"] = time.perf_counter() - t1
             names = list(impls)
-            launches = None  # cold: launches per sample, from one probe launch of each
+            launches = None  # cold: launches per sample, from two probe launches of each
             if self.options.mode == "cold":
                 walls, seconds = zip(*(backend.cold_probe(n) for n in names), strict=True)
                 launches = cold_timing.launches_for(min(seconds))

@@ -258,10 +258,16 @@ def finish_case(
         if precision:
             case_doc["precision"] = precision
             if not precision["converged"]:
+                floor = (
+                    ": the target is below what stays fixed within the run (a cold short "
+                    "kernel's placement, stats.systematic), which no sample narrows"
+                    if precision["stopped_by"] == "floor"
+                    else ""
+                )
                 case_doc.setdefault("notes", []).append(
                     f"not converged: the widest gap interval is +-{precision['half_width']:.2%} "
                     f"against the --precision target of {precision['target']:.2%} after "
-                    f"{precision['samples']} samples (stopped by {precision['stopped_by']})"
+                    f"{precision['samples']} samples (stopped by {precision['stopped_by']}{floor})"
                 )
         apply_clocks(case_doc, run_max_clock([case_doc]), measurement.get("clocks_source"))
     case_doc.setdefault("phases_s", {}).update(record.get("phases_s", {}))

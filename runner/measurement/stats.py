@@ -91,9 +91,10 @@ def _z(confidence: float) -> float:
     return statistics.NormalDist().inv_cdf((1 + confidence) / 2)
 
 
-def floor_half_width(confidence: float = 0.95) -> float:
-    """The narrowest relative half-width a gap's interval can have: the INSTANCE_SD term alone."""
-    return _z(confidence) * INSTANCE_SD
+def floor_half_width(confidence: float = 0.95, systematic: float = INSTANCE_SD) -> float:
+    """The narrowest relative half-width a gap's interval can have: its systematic term alone
+    (INSTANCE_SD, the least any gap has)."""
+    return _z(confidence) * systematic
 
 
 def unreachable_precision(precision: float) -> str | None:

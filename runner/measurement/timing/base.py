@@ -205,6 +205,13 @@ def precision_reached(
     return worst <= target, worst
 
 
+def unreachable(baseline: ImplTiming, settings: TimingSettings) -> bool:
+    """Whether the run-fixed term alone (stats.systematic: a cold short kernel's placement)
+    makes every gap's interval wider than the precision target."""
+    systematic = stats.systematic(settings.mode, stats.median(baseline.samples_s))
+    return stats.floor_half_width(systematic=systematic) >= settings.precision
+
+
 def take_samples(
     backend_sample,
     names: list[str],
@@ -237,6 +244,8 @@ def take_samples(
         spent = time.perf_counter() - t0
         more = min(settings.max_samples, math.ceil(done * 1.5)) - done
         stopped_by = "precision" if converged else "max_samples" if more < 2 else None
+        if stopped_by is None and unreachable(timings[baseline or names[0]], settings):
+            stopped_by = "floor"  # no sample can narrow the run-fixed term: stop now
         left_s = settings.precision_max_s - spent
         if stopped_by is None:  # no more than the time left allows
             more = min(more, int(left_s * done / spent)) if left_s > 0 else 0

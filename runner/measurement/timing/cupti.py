@@ -9,8 +9,9 @@ records of what ran on the window's stream in between. The runner's own kernels 
 blocker, the flush, the generator) never count.
 
 What a figure is, per timer and mode (DESIGN.md, Timing method):
-- cold: the duration of the one launch, end - start of its record (the union of the intervals
-  when an implementation launches several kernels).
+- cold: the duration of one launch, end - start of its record (the union of the intervals
+  when an implementation launches several kernels); a cold sample is the mean of its batch of
+  such launches (runner.measurement.timing.cold).
 - hot: (last end - first start) / launches over the batch's records. This keeps the spacing
   between back-to-back launches, which a stream of launches really pays and graph replay between
   events also includes, and leaves out the start event's latency to the first kernel and the
