@@ -821,7 +821,9 @@ def test_the_document_validates_and_the_harness_reads_it(make_session):
         for name in case["implementations"]:
             key = series_key(doc, case, name)
             assert set(key) == set(KEY_FIELDS)
-            assert key["gpu"] == "NVIDIA H200" and key["mode"] == "cold"
+            assert (
+                key["gpu"] == "NVIDIA H200" and key["mode"] == "cold-mean"
+            )  # means of a batch (1.7.0)
             assert key["impl"] == name and key["case_id"] == case["id"]
             assert key["source_sha256"] and key["baseline_source_sha256"]
             keys.add(tuple(key.values()))
