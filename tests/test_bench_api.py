@@ -234,6 +234,7 @@ def test_the_cold_budget_counts_every_launch_of_a_sample(make_session):
     assert len(timed) == 2 * integrity.COLD_PROBES + 2 * 100 * 10
     timing = comparison.document_case["implementations"]["B"]["timing"]
     assert timing["batch"] == 10 and timing["samples_s"] == pytest.approx([2e-6] * 100)
+    assert timing["calibration_s"] > 0  # the probes that chose the batch
 
 
 # -- 2. names ------------------------------------------------------------------------------------

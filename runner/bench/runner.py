@@ -322,8 +322,15 @@ class Runner:
             phases["prepare"] = time.perf_counter() - t1
             names = list(impls)
             launches = None  # cold: launches per sample, from two probe launches of each
+            probed_s = dict.fromkeys(names, 0.0)  # cold: the probes' time, as calibration
             if self.options.mode == "cold":
-                walls, seconds = zip(*(backend.cold_probe(n) for n in names), strict=True)
+                walls, seconds = [], []
+                for n in names:
+                    p0 = time.perf_counter()
+                    wall, launch_s = backend.cold_probe(n)
+                    probed_s[n] = time.perf_counter() - p0
+                    walls.append(wall)
+                    seconds.append(launch_s)
                 launches = cold_timing.launches_for(min(seconds))
                 samples = self.options.samples_for(sum(walls) * launches)
             else:
@@ -341,6 +348,8 @@ class Runner:
             )
             t2 = time.perf_counter()
             measurement = timing.measure(backend, names, settings)
+            for n, spent in probed_s.items():
+                measurement.impls[n].calibration_s += spent
             backend.finish()
             phases["time"] = time.perf_counter() - t2
             return measurement, settings, backend.info
