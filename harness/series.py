@@ -22,6 +22,8 @@ import hashlib
 
 import orjson
 
+from protocol.version import version_tuple
+
 __all__ = [
     "COMPILER_FIELDS",
     "KEY_FIELDS",
@@ -70,10 +72,9 @@ def _cold_mean(document: dict) -> bool:
     1.7.0 on); before, each was one launch, whose median is a different figure for a short
     kernel (the mean of a launch's skewed spread sits above its median)."""
     try:
-        major, minor = (int(p) for p in str(document.get("schema_version")).split(".")[:2])
+        return version_tuple(document.get("schema_version"))[:2] >= COLD_MEAN_SINCE
     except ValueError:
         return False
-    return (major, minor) >= COLD_MEAN_SINCE
 
 
 def _mode(document: dict, case: dict, impl: dict) -> str | None:

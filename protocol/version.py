@@ -18,6 +18,14 @@ class VersionError(ValueError):
     pass
 
 
+def version_tuple(version) -> tuple[int, ...]:
+    """(major, minor, patch) of a semantic version string; ValueError when it is not one."""
+    parts = tuple(int(p) for p in str(version).split("."))
+    if len(parts) != 3:
+        raise ValueError(f"{version!r} is not a semantic version")
+    return parts
+
+
 def check_version(found: str, supported: str, what: str) -> None:
     """Refuse `found` if its major version is not the one this tool understands."""
     try:

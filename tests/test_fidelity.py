@@ -253,6 +253,15 @@ def run_doc(k: int, mode: str = "cold") -> dict:
     )
 
 
+def points_by_mode(tmp_path, documents) -> dict:
+    """Each document validated and stored in a fresh history: the forth series' points by mode."""
+    with Store(tmp_path / "h.sqlite") as store:
+        for d in documents:
+            validate(d, "result", "document")
+            assert store.ingest(d, trusted=True).stored
+        return {s["mode"]: s["points"] for s in store.list_series("axpy") if s["impl"] == "forth"}
+
+
 def test_a_timer_is_part_of_the_series_key_and_events_keep_the_old_series(tmp_path):
     events, cuptied = run_doc(0), with_timer(run_doc(1), "cupti")
     case = events["cases"][0]
@@ -261,11 +270,7 @@ def test_a_timer_is_part_of_the_series_key_and_events_keep_the_old_series(tmp_pa
     key = series_key(cuptied, cuptied["cases"][0], "forth")
     assert key["mode"] == "cold/cupti"
     assert series_id(key) != series_id(series_key(events, case, "forth"))
-    with Store(tmp_path / "h.sqlite") as store:
-        for d in (events, cuptied, with_timer(run_doc(2), "cupti")):
-            validate(d, "result", "document")
-            assert store.ingest(d, trusted=True).stored
-        forth = {s["mode"]: s["points"] for s in store.list_series("axpy") if s["impl"] == "forth"}
+    forth = points_by_mode(tmp_path, (events, cuptied, with_timer(run_doc(2), "cupti")))
     assert forth == {"cold": 1, "cold/cupti": 2}
 
 
@@ -286,11 +291,7 @@ def test_cold_samples_that_are_means_of_their_batch_start_a_series_of_their_own(
     assert series_key(cuptied, cuptied["cases"][0], "forth")["mode"] == "cold-mean/cupti"
     hot = with_schema(run_doc(2, mode="hot"), "1.7.0")  # hot samples did not change
     assert series_key(hot, hot["cases"][0], "forth")["mode"] == "hot"
-    with Store(tmp_path / "h.sqlite") as store:
-        for d in (single, mean, with_schema(run_doc(3), "1.7.0")):
-            validate(d, "result", "document")
-            assert store.ingest(d, trusted=True).stored
-        forth = {s["mode"]: s["points"] for s in store.list_series("axpy") if s["impl"] == "forth"}
+    forth = points_by_mode(tmp_path, (single, mean, with_schema(run_doc(3), "1.7.0")))
     assert forth == {"cold": 1, "cold-mean": 2}
     found = compare(single, mean)  # nor is one compared with the other
     assert not found.times and not found.gaps and found.not_compared

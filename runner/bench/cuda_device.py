@@ -214,10 +214,10 @@ class CallableBackend:
     def _prepare(self, name: str) -> dict:
         try:
             graph = self._graph(name, 1)
-            if self.options.mode == "cold" and not self.count_copies and graph.copies:
+            self._copies[name] = graph.copies
+            if self.options.mode == "cold" and self._cold_graph(name):
                 for instance in range(1, INSTANCES):
                     self._graph(name, 1, instance)
-            self._copies[name] = graph.copies  # after every instance: _cold_graph's condition
             copies = {
                 "known": True,
                 "counted": self.count_copies,
@@ -225,6 +225,7 @@ class CallableBackend:
                 "bytes_per_call": graph.copy_bytes,
             }
         except Exception as exc:  # not capturable: why goes into the row
+            self._copies.pop(name, None)  # an instance that failed: no graph for cold either
             self.device.torch.cuda.synchronize()
             first = (str(exc).splitlines() or [""])[0][:160]
             self._capture_error[name] = f"not capturable: {type(exc).__name__}: {first}"

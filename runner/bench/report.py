@@ -254,8 +254,9 @@ def markdown(document: dict) -> str:
         "",
         "Times are device time per call: median, p10 and p90 over all samples of both passes "
         "(A B C, then C B A). cold: each sample is the mean of `batch` calls, each after the "
-        "implementation's reset and a read-only L2 flush; hot: back-to-back calls. `time / op` is the median over the op's "
-        "median, given only where both rows are verified (below 1: faster than the op).",
+        "implementation's reset and a read-only L2 flush; hot: back-to-back calls. `time / op` "
+        "is the median over the op's median, given only where both rows are verified (below 1: "
+        "faster than the op).",
     ]
     by_op: dict[str, list[dict]] = {}
     for case in document["cases"]:

@@ -271,7 +271,7 @@ class Watch:
             self.unflushed += 1
             records = []
             if self.unflushed >= RECENT_BRACKETS // 2:
-                records, self.unflushed = self._take(), 0
+                records = self._take()
             self.classifier.add(bracket, records)
             return out
         finally:

@@ -149,9 +149,9 @@ def dependence(integrity: dict) -> str:
 
 def systematic_of(baseline_timing: dict, per_call_s: float = 0.0) -> float:
     """What a gap against this baseline's timing block adds for what stays fixed within a run
-    (stats.systematic: its mode and median, and `per_call_s` in hot mode)."""
-    timing = baseline_timing
-    return stats.systematic(timing["mode"], timing["stats"]["median_s"], per_call_s)
+    (stats.systematic: its mode and median, and the graphs' `per_call_s`)."""
+    median_s = baseline_timing["stats"]["median_s"]
+    return stats.systematic(baseline_timing["mode"], median_s, per_call_s)
 
 
 def gap_block(

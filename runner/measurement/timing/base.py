@@ -196,7 +196,7 @@ def precision_reached(
     the case says it did not converge."""
     worst = 0.0
     base = timings[baseline].samples_s
-    systematic = stats.systematic(mode, stats.median(base))
+    systematic = _systematic(timings[baseline], mode)
     for name, timing in timings.items():
         if name == baseline:
             continue
@@ -205,11 +205,16 @@ def precision_reached(
     return worst <= target, worst
 
 
+def _systematic(baseline: ImplTiming, mode: str) -> float:
+    """The run-fixed term of every gap against `baseline` (stats.systematic)."""
+    return stats.systematic(mode, stats.median(baseline.samples_s))
+
+
 def unreachable(baseline: ImplTiming, settings: TimingSettings) -> bool:
     """Whether the run-fixed term alone (stats.systematic: a cold short kernel's placement)
     makes every gap's interval wider than the precision target."""
-    systematic = stats.systematic(settings.mode, stats.median(baseline.samples_s))
-    return stats.floor_half_width(systematic=systematic) >= settings.precision
+    floor = stats.floor_half_width(systematic=_systematic(baseline, settings.mode))
+    return floor >= settings.precision
 
 
 def take_samples(

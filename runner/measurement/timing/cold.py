@@ -48,6 +48,7 @@ def cold_launch(backend: Backend, name: str, pattern: int) -> float:
 
 class ColdMode(Strategy):
     name = "cold"
+    launched = -1  # cold launches so far, probes included (a strategy measures once)
     method = (
         "mean of `batch` launches, each behind a blocking kernel after reset, a fresh poison of "
         "its outputs and a read-only L2 flush"
@@ -71,7 +72,7 @@ class ColdMode(Strategy):
     def _pattern(self) -> int:
         """The poison of the next cold launch of any implementation, probes included: each
         launch's differs from the one before it."""
-        self.launched = getattr(self, "launched", -1) + 1
+        self.launched += 1
         return POISON_CYCLE[self.launched % len(POISON_CYCLE)]
 
     def sampler(self, backend: Backend, settings: TimingSettings, timings):
