@@ -157,10 +157,13 @@ class CudaBackend:
         outputs: list[driver.Buffer] | None = None,
         window=None,
         verify=None,
+        cold_items: dict[str, list[Launchable]] | None = None,
     ):
         """With `window` (a runner.measurement.timing.cupti.ActivityWindow on `stream`), samples are read
         from CUPTI's kernel timestamps instead of the events (runner.measurement.timing.cupti says how).
-        `verify(name)` -> None or what is wrong with the outputs the last launch left."""
+        `verify(name)` -> None or what is wrong with the outputs the last launch left.
+        `cold_items[name]`: launchables of several loads of `name`'s module, which its cold
+        launches take in turn (runner.execution.case.COLD_LOADS); by default its one."""
         self.stream = stream
         self.internal = internal
         self.launchables = launchables
@@ -171,10 +174,14 @@ class CudaBackend:
         self.outputs = outputs or []  # buffers the kernels only write (poisoned, never restored)
         self.window = window
         self.verify = verify
+        self.cold_items = cold_items or {}
+        self._cold_turns: dict[str, int] = {}
 
     def warmup(self, name: str, launches: int) -> None:
         for _ in range(launches):
             self.launchables[name].enqueue(self.stream)
+        for item in self.cold_items.get(name, [])[1:]:  # every cold load launched once too
+            item.enqueue(self.stream)
         self.stream.synchronize()
 
     def reset(self, name: str) -> None:
@@ -272,8 +279,12 @@ class CudaBackend:
         self.internal.flush_l2(self.stream)
 
     def timed_cold(self, name: str) -> float:
+        items = self.cold_items.get(name) or [self.launchables[name]]
+        turn = self._cold_turns[name] = self._cold_turns.get(name, -1) + 1
+        item = items[turn % len(items)]
+
         def work():
-            self.launchables[name].enqueue(self.stream)
+            item.enqueue(self.stream)
 
         if self.window is None:
             return self._timed(work)
