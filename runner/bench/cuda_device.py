@@ -53,7 +53,7 @@ PROBE_TIMEOUT_NS = 200_000_000  # a call still waiting after 0.2 s behind the bl
 # While CUPTI traces, a CUDA graph launch waits for its stream, so it cannot be queued behind
 # the blocking kernel (the host would wait for a stream the blocker holds until it is released)
 UNBLOCKED = "not behind a blocking kernel (CUPTI records the window)"
-INSTANCES = 8  # captures of a full hot graph and of the cold 1-call graph (see above)
+INSTANCES = 16  # captures of a full hot graph and of the cold 1-call graph (see above)
 
 
 class CudaDevice:

@@ -21,7 +21,7 @@ DYNAMIC_SHARED_DEFAULT_LIMIT = 48 * 1024
 # in turn. A cold launch finds its code outside the L2 too, and where a load put it stays for the
 # run: on the H200, cold A/A of one PTX loaded twice read x1.0027 and x1.0028 in the two passes
 # of one run at 2^10 (1.34 us), x1.0000 to x1.0029 across runs (benchmarks/perf/RESULTS.md).
-COLD_LOADS = 4
+COLD_LOADS = 8
 CHECK_GUARD_BYTES = 64 * 1024  # canary bands around every buffer at the correctness size
 
 

@@ -60,8 +60,8 @@ hot INSTANCE_SD. A cold gap's interval adds it, relative to the baseline's media
 TORCH_GRAPH_NODE_S = 1.2e-9
 """Standard uncertainty, in seconds per call, of a hot figure replayed from torch CUDA graphs
 that stays fixed within a run: each instance of a graph runs at an offset of its own
-(benchmarks/perf/graph_instances.py), and runner.bench's 8 instances a side average most of it
-out, not all. On the H200, A/A gaps of torch.add through runner.bench, hot, 8 instances, fresh
+(benchmarks/perf/graph_instances.py), and runner.bench's instances a side average most of it
+out, not all (16 now). On the H200, A/A gaps of torch.add through runner.bench, hot, 8 instances, fresh
 comparisons: at 2^10 to 2^18 (1.15-1.53 us a call) 1.0 +- 0.10% root mean square (fidelity.py's
 x0.9980 [0.9973, 0.9987] at 2^14 among them), at 2^20 and up within INSTANCE_SD: about 1.2 ns a
 call, whatever the call's length. runner.bench's hot gaps add it, over the baseline's median."""
