@@ -122,6 +122,36 @@ def test_work_outside_every_bracket_is_charged_to_the_timed_window_before_it():
     )
 
 
+def test_windows_placed_together_read_and_flag_as_when_each_is_placed_on_its_own():
+    """Watch.defer: a cold sample's windows and untimed brackets, their records delivered in
+    one flush at the end, give each window its own records and the same findings."""
+    brackets, records = [], []
+    for k, name in enumerate(["a", "side", "a", "cached", "late", "a"]):
+        t = k * 1_000_000
+        brackets.append(untimed(name, t, t + 100_000))
+        records.append([(t + 10_000, t + 20_000, "memcpy DtoD 64 B", TS)])
+        brackets.append(timed(name, t + 200_000, t + 300_000, 30_000))
+        own = {"side": [(t + 210_000, t + 240_000, K, 21)], "cached": []}
+        own["late"] = [(t + 210_000, t + 280_000, K, TS)]  # 70 us, the events said 30 us
+        records.append(own.get(name, [(t + 210_000, t + 240_000, K, TS)]))
+    one_by_one, together = Classifier(TS), Classifier(TS)
+    pairs = zip(brackets, records, strict=True)
+    insides = [one_by_one.add(b, r) for b, r in pairs if b.kind == "timed"]
+    together.recent.extend(brackets)
+    timed_ones = [b for b in brackets if b.kind == "timed"]
+    assert together.place([r for rs in records for r in rs], timed_ones) == insides
+    assert [len(i) for i in insides] == [1, 0, 1, 0, 1, 1]  # side: not its own work
+    for name in ("a", "side", "cached", "late"):
+        assert together.summary(name) == one_by_one.summary(name), name
+    assert {
+        f["kind"] for n in ("side", "cached", "late") for f in together.summary(n)["findings"]
+    } == {
+        "side",
+        "none",
+        "late",
+    }
+
+
 def test_a_window_without_device_work_is_flagged_unless_its_copies_were_disabled():
     c = Classifier(TS, exempt_no_work={"copy"})
     c.add(timed("cached", 0, 100_000, 2_000), [])
@@ -307,7 +337,7 @@ def watched(monkeypatch):
 def test_untimed_work_of_many_implementations_is_placed_though_its_brackets_do_not_flush(
     watched, monkeypatch, mode
 ):
-    """Untimed brackets do not flush CUPTI; the warm-up of 40 implementations (80 brackets, more
+    """Untimed brackets do not flush CUPTI; the warm-up of 90 implementations (180 brackets, more
     than the classifier keeps) must still find its records' brackets, not flag them."""
     session, _ = watched
     session.configure(mode=mode, timer="cupti")
@@ -318,7 +348,7 @@ def test_untimed_work_of_many_implementations_is_placed_though_its_brackets_do_n
 
     monkeypatch.setattr(WatchedFakeBackend, "warmup", warmup)
     (case,) = bench.cases(Scale())
-    comparison = bench.Runner(double, case).compare({f"copy{i}": double for i in range(40)})
+    comparison = bench.Runner(double, case).compare({f"copy{i}": double for i in range(90)})
     windows = [
         e["integrity"]["window"] for e in comparison.document_case["implementations"].values()
     ]
@@ -377,6 +407,34 @@ def test_the_cupti_timer_takes_its_time_from_the_windows_records(watched):
     assert c["honest"].method.startswith("CUPTI kernel busy time")
     assert c["honest"].median_s == pytest.approx(7e-6)  # the record, not the fake's 10 us
     assert c.document_case["implementations"]["same"]["integrity"]["flags"] == []
+
+
+def test_a_cold_sample_by_cupti_flushes_once_for_all_its_launches(watched, monkeypatch):
+    """CUPTI's forced flush costs about 0.7 ms: a cold sample's launches (2 here, 10 us each)
+    leave their records until the sample's last launch, and each still reads its own record."""
+    session, stand_in = watched
+    session.configure(mode="cold", timer="cupti")
+    flushes = []
+    window = stand_in.window
+
+    def counted(*args, **kwargs):
+        activity = window(*args, **kwargs)
+        take = activity.end_records
+        activity.end_records = lambda: flushes.append(1) or take()
+        return activity
+
+    monkeypatch.setattr(cupti, "ActivityWindow", counted)
+    (case,) = bench.cases(Scale())
+    c = bench.Runner(double, case, name="honest").compare({"same": double})
+    doc = c.document_case["implementations"]
+    batch, samples = doc["same"]["timing"]["batch"], c["same"].samples
+    assert batch >= 2, batch
+    windows = doc["same"]["integrity"]["window"]["windows"]
+    assert windows == integrity.COLD_PROBES + samples * batch
+    assert c["honest"].median_s == pytest.approx(7e-6) and c["same"].ratio == pytest.approx(1.0)
+    assert doc["same"]["integrity"]["flags"] == [] and doc["honest"]["integrity"]["flags"] == []
+    launches = 2 * (integrity.COLD_PROBES + samples * batch)  # both implementations
+    assert len(flushes) < launches / batch + 2 * integrity.COLD_PROBES + 8, (len(flushes), launches)
 
 
 def test_hot_samples_timed_by_events_are_not_watched_and_a_cupti_that_cannot_record_raises(

@@ -200,6 +200,29 @@ def test_every_cold_launch_gets_the_next_poison_and_every_tenth_launch_is_verifi
     ]
 
 
+def test_a_backend_that_reads_its_launches_afterwards_gets_a_sample_at_a_time():
+    """cold_batch: the sample's launches run inside it, each with its poison and verification,
+    and the sample is the mean of the seconds it returns, not of what timed_cold said."""
+    backend = FakeBackend({"A": 1e-6, "B": 1e-6})
+    batches, patterns = [], []
+    backend.poison_outputs = patterns.append
+
+    def cold_batch(name, batch, launches):
+        before = backend.calls.count(("timed_cold", name))
+        launches()
+        assert backend.calls.count(("timed_cold", name)) == before + batch
+        batches.append((name, batch))
+        return [2e-6 * (i + 1) for i in range(batch)]  # 2, 4, ... us: the mean is (batch+1) us
+
+    backend.cold_batch = cold_batch
+    m = measure(backend, ["A", "B"], TimingSettings(mode="cold", samples=4, warmup=0))
+    # one call a sample, in the rounds' order (the probes are single launches, not batched)
+    assert [n for n, _ in batches] == ["A", "B", "B", "A", "A", "B", "B", "A"]
+    assert {b for _, b in batches} == {14}
+    assert m.impls["A"].samples_s == pytest.approx([15e-6] * 4)
+    assert len(patterns) == 2 * cold.PROBES + 2 * 4 * 14
+
+
 def test_single_cold_launches_in_ticks_cannot_see_a_one_percent_gap_and_batches_can():
     """The defect batches fix: +-6% launch to launch, read in 32 ns ticks (a 1.3 us kernel,
     as CUPTI reads it on the H200). Medians of single launches sit on a tick: a candidate 1%

@@ -47,7 +47,7 @@ SOURCE = ROOT / "benchmarks" / "kernels" / "axpy_f64.cu"
 ENTRY = "axpy_f64"
 # cold samples for the CUPTI A/A (each the mean of up to 32 launches): a cold launch of a small
 # kernel spreads by +-10%, so a 0.1% standard error of the gap takes about 10,000 launches a side
-COLD_SAMPLES = 800
+COLD_SAMPLES = 2000
 
 
 def say(text: str) -> None:
@@ -96,13 +96,16 @@ class Axpy:
 
 def ptx_engine(ptx: str, sizes: list[int], target_ms: float) -> list[dict]:
     """The runner's figures: hot and cold, events and CUPTI, each with an A/A gap."""
+    from runner.execution.case import COLD_LOADS
     from runner.measurement import stats
     from runner.measurement.timing import TimingSettings, cupti, measure
     from runner.measurement.timing.cuda import CudaBackend
 
     rows = []
     for log2n in sizes:
-        axpy = Axpy(ptx, 1 << log2n, modules=2)
+        # as the runner's cold mode does (runner.execution.case.COLD_LOADS): each side's cold
+        # launches take its loads in turn, the loads interleaved across the sides
+        axpy = Axpy(ptx, 1 << log2n, modules=2 * COLD_LOADS)
         row = {"log2n": log2n}
         for mode in ("hot", "cold"):
             for timer in ("events", "cupti"):
@@ -110,8 +113,15 @@ def ptx_engine(ptx: str, sizes: list[int], target_ms: float) -> list[dict]:
                 if timer == "cupti":
                     window = cupti.ActivityWindow(int(axpy.ctx.handle), int(axpy.stream.handle))
                 items = {"A": axpy.items[0], "A'": axpy.items[1]}
+                loads = {"A": axpy.items[0::2], "A'": axpy.items[1::2]} if mode == "cold" else None
                 backend = CudaBackend(
-                    axpy.stream, axpy.internal, items, axpy.resets, 1000, window=window
+                    axpy.stream,
+                    axpy.internal,
+                    items,
+                    axpy.resets,
+                    1000,
+                    window=window,
+                    cold_items=loads,
                 )
                 samples = 30 if mode == "hot" else COLD_SAMPLES if timer == "cupti" else 200
                 settings = TimingSettings(

@@ -79,7 +79,7 @@ def torch_side(sizes: list[int]) -> list[dict]:
         ):
             # the A/A rows get the samples they need (a short cold call spreads by +-10%, see
             # fidelity.COLD_SAMPLES); cold by events is only a figure here
-            budget = {"cold_cupti": 8.0, "cold_events": 1.0, "hot_events": 3.0}[label]
+            budget = {"cold_cupti": 16.0, "cold_events": 1.0, "hot_events": 3.0}[label]
             options = bench.TimingOptions(mode=mode, timer=timer, budget_s=budget, max_samples=4000)
             session = bench.Session(options=options)
             c = bench.Runner(torch.add, case, options=options, session=session).compare(

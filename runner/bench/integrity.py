@@ -199,20 +199,38 @@ class WatchedBackend:
             seconds = sample()
         else:
             seconds, inside = self.watch.timed(name, sample)
-            if self.busy is not None:
-                seconds = self.busy.seconds(inside)
-                # nothing of the sample ran on the timing stream: flagged (the row gets no ratio
-                # and the case fails), else a row the timer cannot time
-                if seconds <= 0 and not self.watch.classifier.flagged(name):
-                    raise NoKernelTimed(
-                        name,
-                        f"implementation {name!r}: CUPTI recorded no kernel for a timed sample; it "
-                        "launches no kernel the timer counts (copies are left out in this case), "
-                        "so time it with events",
-                    )
+            if self.busy is not None and inside is not None:  # None: deferred (cold_batch)
+                seconds = self._busy(name, inside)
         if self.recheck is not None:
             self._untimed(name, lambda: self.recheck.verify(name, self.inner.last_outputs(name)))
         return seconds
+
+    def _busy(self, name: str, inside: list) -> float:
+        """The cupti timer's seconds of a window's records."""
+        seconds = self.busy.seconds(inside)
+        # nothing of the sample ran on the timing stream: flagged (the row gets no ratio and the
+        # case fails), else a row the timer cannot time
+        if seconds <= 0 and not self.watch.classifier.flagged(name):
+            raise NoKernelTimed(
+                name,
+                f"implementation {name!r}: CUPTI recorded no kernel for a timed sample; it "
+                "launches no kernel the timer counts (copies are left out in this case), so time "
+                "it with events",
+            )
+        return seconds
+
+    def cold_batch(self, name: str, batch: int, launches) -> list[float]:
+        """With the cupti timer, a cold sample's launches leave their records in CUPTI until the
+        last one (runner.measurement.timing.cold): one forced flush for the sample, not one per
+        launch; each launch's window and untimed work stay bracketed and judged as before."""
+        # per launch: its reset, its flush, its window and a recheck's verification
+        if self.busy is None or not self.watch.defer(4 * batch):
+            return launches()
+        try:
+            launches()
+        finally:
+            insides = self.watch.collect()
+        return [self._busy(name, inside) for inside in insides]
 
     # -- runner.measurement.timing.base.Backend ------------------------------------------------------------
 

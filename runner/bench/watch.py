@@ -37,7 +37,7 @@ SLACK_NS = 5_000  # host stamps and device records are both on CUPTI's clock, to
 SPAN_SLACK_NS = 2_000  # the events' resolution (0.5 us) and their own overhead
 SPAN_SLACK_FRACTION = 0.005  # clock-rate differences over a long sample
 STATUS_READ_BYTES = 8
-RECENT_BRACKETS = 64  # brackets a late record is looked up in
+RECENT_BRACKETS = 160  # brackets a late record is looked up in (Watch.defer)
 NAME_CHARS = 90
 
 METHOD = (
@@ -153,20 +153,32 @@ class Classifier:
         `bracket` on the timing stream inside it (its samples' own work)."""
         if bracket is not None:
             self.recent.append(bracket)
-        inside, touched = [], False
+        timed = [bracket] if bracket is not None and bracket.kind == "timed" else []
+        insides = self.place(records, timed)
+        return insides[0] if timed else []
+
+    def place(self, records, timed: list[Bracket]) -> list[list]:
+        """Place `records` among the recent brackets, then judge each of the `timed` brackets
+        (noted already, in order, with no records placed since): each one's records inside it."""
+        slot = {id(b): i for i, b in enumerate(timed)}
+        inside: list[list] = [[] for _ in timed]
+        touched = [False] * len(timed)
         for r in records:
             if r[0] <= 0 or r[1] < r[0]:  # flushed while still running: no timestamps
-                self._flag(self._last_timed(bracket, 1 << 62), "unfinished", r)
-                touched = True
+                last = timed[-1] if timed else None
+                self._flag(self._last_timed(last, 1 << 62), "unfinished", r)
+                if timed:
+                    touched[-1] = True
                 continue
             owner, clean = self._place(r)
-            if owner is bracket and bracket is not None and bracket.kind == "timed":
-                touched = True
+            i = slot.get(id(owner))
+            if i is not None:
+                touched[i] = True
                 if clean:
-                    inside.append(r)
-        if bracket is not None and bracket.kind == "timed":
-            self.windows[bracket.name] = self.windows.get(bracket.name, 0) + 1
-            self._judge_window(bracket, inside, touched)
+                    inside[i].append(r)
+        for b, found, hit in zip(timed, inside, touched, strict=True):
+            self.windows[b.name] = self.windows.get(b.name, 0) + 1
+            self._judge_window(b, found, hit)
         return inside
 
     def _place(self, r) -> tuple[Bracket | None, bool]:
@@ -245,6 +257,7 @@ class Watch:
         self.classifier = Classifier(self.activity.stream_id, exempt_no_work)
         self.depth = 0
         self.unflushed = 0  # untimed brackets since the last flush
+        self.deferred: list[Bracket] | None = None  # timed brackets awaiting collect()
         self.activity.begin()
 
     @property
@@ -270,19 +283,42 @@ class Watch:
             bracket = Bracket("untimed", name, t0, self.now())
             self.unflushed += 1
             records = []
-            if self.unflushed >= RECENT_BRACKETS // 2:
+            if self.unflushed >= RECENT_BRACKETS // 2 and self.deferred is None:
                 records = self._take()
             self.classifier.add(bracket, records)
             return out
         finally:
             self.depth -= 1
 
-    def timed(self, name: str, sample) -> tuple[float, list]:
-        """`sample()` -> event seconds, run as a timed window: (seconds, its records)."""
+    def timed(self, name: str, sample) -> tuple[float, list | None]:
+        """`sample()` -> event seconds, run as a timed window: (seconds, its records); after
+        defer(), (seconds, None), its records left to collect()."""
         t0 = self.now()
         seconds = sample()
         bracket = Bracket("timed", name, t0, self.now(), round(seconds * 1e9))
+        if self.deferred is not None:
+            self.classifier.recent.append(bracket)
+            self.deferred.append(bracket)
+            return seconds, None
         return seconds, self.classifier.add(bracket, self._take())
+
+    def defer(self, brackets: int) -> bool:
+        """From here, timed windows and untimed brackets leave their records in CUPTI until
+        collect(): one forced flush (about 0.7 ms on the H200) for many windows. Only for at
+        most RECENT_BRACKETS `brackets` of any kind (so every one stays among the recent ones,
+        where their records are looked up); False, nothing deferred, for more."""
+        if brackets > RECENT_BRACKETS:
+            return False
+        if self.unflushed:  # the untimed brackets before: their records placed first
+            self.classifier.add(None, self._take())
+        self.deferred = []
+        return True
+
+    def collect(self) -> list[list]:
+        """The records of each timed window since defer(), in order (each one's own, as
+        timed() returns them); recording goes back to one flush per window."""
+        timed, self.deferred = self.deferred or [], None
+        return self.classifier.place(self._take(), timed)
 
     def finish(self) -> None:
         """Wait for the device and place what arrived after the last bracket."""
