@@ -437,6 +437,29 @@ def test_a_cold_sample_by_cupti_flushes_once_for_all_its_launches(watched, monke
     assert len(flushes) < launches / batch + 2 * integrity.COLD_PROBES + 8, (len(flushes), launches)
 
 
+def test_the_sample_budget_of_cupti_cold_samples_is_probed_as_they_are_taken(watched, monkeypatch):
+    """Without a stated wall time (a real device), the budget's cost of a launch comes from a
+    batch of 1 and of BATCH_PROBE launches read at their end: their windows are judged too."""
+    session, _ = watched
+    session.configure(mode="cold", timer="cupti")
+    monkeypatch.setattr(WatchedFakeBackend, "sample_wall_s", None, raising=False)
+    walls = []
+    batched_wall = integrity.WatchedBackend._batched_wall
+    monkeypatch.setattr(
+        integrity.WatchedBackend,
+        "_batched_wall",
+        lambda self, name, s: walls.append(batched_wall(self, name, s)) or walls[-1],
+    )
+    (case,) = bench.cases(Scale())
+    c = bench.Runner(double, case, name="honest").compare({"same": double})
+    entry = c.document_case["implementations"]["same"]
+    probes = integrity.COLD_PROBES + 1 + integrity.BATCH_PROBE
+    batch = entry["timing"]["batch"]
+    assert entry["integrity"]["window"]["windows"] == probes + c["same"].samples * batch
+    assert entry["integrity"]["flags"] == [] and c["same"].ratio == pytest.approx(1.0)
+    assert len(walls) == 2 and all(0 < w < 0.1 for w in walls), walls
+
+
 def test_hot_samples_timed_by_events_are_not_watched_and_a_cupti_that_cannot_record_raises(
     watched, monkeypatch
 ):

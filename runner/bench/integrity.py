@@ -43,6 +43,7 @@ __all__ = [
 ]
 
 COLD_PROBES = 2  # cold launches of each implementation before the samples (cold_probe)
+BATCH_PROBE = 4  # and, with the cupti timer, a batch of this many (WatchedBackend._batched_wall)
 
 
 class IntegrityFailed(AssertionError):
@@ -270,7 +271,29 @@ class WatchedBackend:
             seconds.append(cold.cold_launch(self, name, cold.POISON_CYCLE[0]))  # no poison here
             walls.append(time.perf_counter() - t0)
         stated = getattr(self.inner, "sample_wall_s", None)
-        return (stated(name) if stated is not None else min(walls)), min(seconds)
+        if stated is not None:
+            return stated(name), min(seconds)
+        if self.busy is not None:  # its samples are read a sample at a time (cold_batch)
+            return self._batched_wall(name, min(seconds)), min(seconds)
+        return min(walls), min(seconds)
+
+    def _batched_wall(self, name: str, launch_s: float) -> float:
+        """The host wall time a launch takes in a cold sample read at its end (cold_batch): the
+        walls of a batch of 1 and of BATCH_PROBE launches give the cost of a launch and the one
+        flush a sample pays, spread over this launch's batch (an upper bound: a sample takes the
+        batch of the fastest implementation, at least this one's)."""
+
+        def wall(launches: int) -> float:
+            t0 = time.perf_counter()
+            run = lambda: [  # noqa: E731
+                cold.cold_launch(self, name, cold.POISON_CYCLE[0]) for _ in range(launches)
+            ]
+            self.cold_batch(name, launches, run)
+            return time.perf_counter() - t0
+
+        one, many = wall(1), wall(BATCH_PROBE)
+        per_launch = max((many - one) / (BATCH_PROBE - 1), 0.0)
+        return per_launch + max(one - per_launch, 0.0) / cold.launches_for(launch_s)
 
     def finish(self) -> None:
         """After the last sample: the last records placed, every row's findings in `info`."""
