@@ -17,6 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 import fidelity  # benchmarks/perf, on the path above
+import fidelity_torch
 
 
 def ptx_line(ptx: str, label: str, loads=8, hot_first=False, order=("A", "A'"), log2n=10):
@@ -57,27 +58,11 @@ def torch_lines() -> None:
 
     from runner import bench
 
-    class Add(bench.Workload):
-        name, version = "cold-aa-add", 1
-        rows = (bench.Row("n10", n=1 << 10),)
-        dtypes = ("float32",)
-
-        def gen_inputs(self, params, dtype, seed):
-            g = torch.Generator(device="cuda").manual_seed(seed)
-            return tuple(
-                torch.rand(params["n"], generator=g, device="cuda", dtype=torch.float32)
-                for _ in range(2)
-            )
-
-        def reference(self, a, b):
-            return (a.double() + b.double()).float()
-
-    def again(a, b):
-        return torch.add(a, b)
+    add, again = fidelity_torch.add_workload([10], label="cold-aa-add")
 
     for budget in (2.0, 8.0):
         opts = bench.TimingOptions(mode="cold", timer="cupti", budget_s=budget, max_samples=4000)
-        (case,) = bench.cases(Add())
+        (case,) = bench.cases(add)
         t = time.perf_counter()
         session = bench.Session(options=opts)
         c = bench.Runner(torch.add, case, options=opts, session=session).compare({"again": again})

@@ -44,14 +44,15 @@ def profiler_durations(torch, launch, flush, repeats: int, name_part: str) -> fl
     return statistics.median(found)
 
 
-def torch_side(sizes: list[int]) -> list[dict]:
+def add_workload(sizes: list[int], label: str = "fidelity-add"):
+    """torch.add of two float32 vectors of 2^k elements for k in `sizes`, as a runner.bench
+    workload, and a second callable doing the same (the A/A's other side)."""
     import torch
-    import triton.testing
 
     from runner import bench
 
     class Add(bench.Workload):
-        name, version = "fidelity-add", 1
+        name, version = label, 1
         rows = tuple(bench.Row(f"n{k}", n=1 << k) for k in sizes)
         dtypes = ("float32",)
 
@@ -68,8 +69,19 @@ def torch_side(sizes: list[int]) -> list[dict]:
     def again(a, b):
         return torch.add(a, b)
 
+    return Add(), again
+
+
+def torch_side(sizes: list[int]) -> list[dict]:
+    import torch
+    import triton.testing
+
+    from runner import bench
+
+    add, again = add_workload(sizes)
+
     rows = []
-    for case in bench.cases(Add()):
+    for case in bench.cases(add):
         n = case.params["n"]
         row = {"log2n": n.bit_length() - 1}
         for label, mode, timer in (

@@ -176,7 +176,7 @@ class CudaBackend:
         self.verify = verify
         self.cold_items = cold_items or {}
         self._cold_turns: dict[str, int] = {}
-        self._deferred: list[str] | None = None  # cold_batch: the launches queued in its window
+        self._deferred: int | None = None  # cold_batch: the launches queued in its window
 
     def warmup(self, name: str, launches: int) -> None:
         for _ in range(launches):
@@ -291,7 +291,7 @@ class CudaBackend:
             return self._timed(work)
         if self._deferred is not None:  # read from the window when cold_batch closes it
             work()
-            self._deferred.append(name)
+            self._deferred += 1
             return 0.0
         return union_s(self._recorded(name, work, 1))
 
@@ -304,10 +304,10 @@ class CudaBackend:
             return launches()
         self.stream.synchronize()
         self.window.begin()
-        self._deferred = []
+        self._deferred = 0
         try:
             launches()
-            queued = len(self._deferred)
+            queued = self._deferred
         finally:
             self._deferred = None
         self.stream.synchronize()
