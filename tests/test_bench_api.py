@@ -147,11 +147,11 @@ def test_cold_timing_runs_a_b_c_then_c_b_a_with_samples_split_between_passes(mak
     # one probe launch each; then every sample is the mean of the batch the fastest (C, 10 us)
     # needs, for every implementation alike
     batches = {e["timing"]["batch"] for e in comparison.document_case["implementations"].values()}
-    assert batches == {cold_timing.launches_for(1e-5)} == {2}
+    assert batches == {cold_timing.launches_for(1e-5)} == {8}
     sampled = ["matmul"] * half + ["B"] * half + ["C"] * half
     sampled += sampled[::-1]
     probes = [n for n in ("matmul", "B", "C") for _ in range(integrity.COLD_PROBES)]
-    assert timed == probes + [n for n in sampled for _ in range(2)]
+    assert timed == probes + [n for n in sampled for _ in range(8)]
     assert comparison.document_case["round_orders"] == [["matmul", "B", "C"], ["C", "B", "matmul"]]
     assert comparison.rows["B"].median_s == pytest.approx(2e-5)
 
@@ -189,11 +189,11 @@ def test_hot_timing_replays_batches_a_b_c_then_c_b_a_after_calibration(make_sess
 @pytest.mark.parametrize(
     ("budget_s", "sample_wall_s", "min_samples", "max_samples", "expected"),
     [
-        (0.2, 1e-3, 30, 1000, 100),  # budget / (2 implementations x 1 ms)
-        (0.01, 1e-3, 30, 1000, 30),  # raised to min_samples
-        (10.0, 1e-3, 30, 60, 60),  # capped at max_samples
-        (0.25, 1e-3, 30, 1000, 124),  # 125 rounded down to an even count (two equal passes)
-        (0.2, 4e-3, 10, 1000, 24),  # 25, even
+        (1.6, 1e-3, 30, 1000, 100),  # budget / (2 implementations x 8 launches x 1 ms)
+        (0.08, 1e-3, 30, 1000, 30),  # raised to min_samples
+        (80.0, 1e-3, 30, 60, 60),  # capped at max_samples
+        (2.0, 1e-3, 30, 1000, 124),  # 125 rounded down to an even count (two equal passes)
+        (1.6, 4e-3, 10, 1000, 24),  # 25, even
     ],
 )
 def test_cold_sample_count_follows_the_budget_within_the_limits(
@@ -202,13 +202,14 @@ def test_cold_sample_count_follows_the_budget_within_the_limits(
     options = bench.TimingOptions(
         budget_s=budget_s, min_samples=min_samples, max_samples=max_samples
     )
-    # calls of 0.1 ms: one launch per cold sample, so a sample lasts the stated wall time
+    # calls of 0.1 ms: the fewest launches a cold sample takes (COLD_PHASE), each lasting the
+    # stated wall time
     _, device = make_session(options=options, sample_wall_s=sample_wall_s, default_s=1e-4)
     comparison = bench.Runner(np.matmul, only_case(Matmul())).compare({"B": np.dot})
     assert comparison.rows["matmul"].samples == expected
     assert comparison.rows["B"].samples == expected
     timed = timed_names(device.backends[-1].calls, "timed_cold")
-    assert len(timed) == 2 * integrity.COLD_PROBES + 2 * expected
+    assert len(timed) == 2 * integrity.COLD_PROBES + 2 * expected * cold_timing.COLD_PHASE
 
 
 def test_cold_gaps_of_rows_launched_from_graphs_add_the_graph_node_term(make_session):
@@ -225,15 +226,16 @@ def test_cold_gaps_of_rows_launched_from_graphs_add_the_graph_node_term(make_ses
 
 
 def test_the_cold_budget_counts_every_launch_of_a_sample(make_session):
-    """Calls of 2 us are averaged 10 to a sample: 2 s / (2 implementations x 10 x 1 ms)."""
-    options = bench.TimingOptions(budget_s=2.0)
+    """Calls of 2 us are averaged 16 to a sample (20 us in whole periods of 8 launches):
+    3.2 s / (2 implementations x 16 x 1 ms)."""
+    options = bench.TimingOptions(budget_s=3.2)
     _, device = make_session(options=options, sample_wall_s=1e-3, default_s=2e-6)
     comparison = bench.Runner(np.matmul, only_case(Matmul())).compare({"B": np.dot})
     assert {r.samples for r in comparison.rows.values()} == {100}
     timed = timed_names(device.backends[-1].calls, "timed_cold")
-    assert len(timed) == 2 * integrity.COLD_PROBES + 2 * 100 * 10
+    assert len(timed) == 2 * integrity.COLD_PROBES + 2 * 100 * 16
     timing = comparison.document_case["implementations"]["B"]["timing"]
-    assert timing["batch"] == 10 and timing["samples_s"] == pytest.approx([2e-6] * 100)
+    assert timing["batch"] == 16 and timing["samples_s"] == pytest.approx([2e-6] * 100)
     assert timing["calibration_s"] > 0  # the probes that chose the batch
 
 

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from protocol.validation import validate
@@ -108,18 +109,24 @@ def test_what_a_candidate_prints_or_writes_never_enters_the_document(tmp_path):
         "test_forger.py",
     ]
     command += ["--bench-output", str(out), "--bench-report", str(report), "--bench-budget", "0.03"]
-    done = subprocess.run(
-        command,
-        cwd=tmp_path,
-        env=env,
-        pass_fds=(write,),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    os.close(write)
+    drained: list[str] = []  # read while it runs: a full pipe would block the candidate
     with os.fdopen(read) as pipe:
-        inherited = pipe.read()
+        reader = threading.Thread(target=lambda: drained.append(pipe.read()), daemon=True)
+        reader.start()
+        try:
+            done = subprocess.run(
+                command,
+                cwd=tmp_path,
+                env=env,
+                pass_fds=(write,),
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+        finally:
+            os.close(write)
+        reader.join(timeout=30)
+    inherited = "".join(drained)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert MARK in inherited and MARK in done.stdout and MARK in done.stderr  # it did write
 

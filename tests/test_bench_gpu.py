@@ -145,8 +145,9 @@ def test_cold_mode_flushes_l2(cold_run, hot_run):
     hot = _case(hot_run[0], "scale_small")["implementations"]["cuda"]
     assert cold["timing"]["mode"] == "cold"
     # a sample is the mean of the launches 20 us of kernel time takes (from probe launches)
-    wanted = launches_for(cold["timing"]["stats"]["median_s"])
-    assert abs(cold["timing"]["batch"] - wanted) <= 1, (cold["timing"]["batch"], wanted)
+    # (from the probes' fastest launch: within 25% of the samples' median)
+    median, batch = cold["timing"]["stats"]["median_s"], cold["timing"]["batch"]
+    assert launches_for(1.25 * median) <= batch <= launches_for(0.8 * median), (batch, median)
     # 16 MiB fits in the L2: hot replays hit it, a cold launch after the flush cannot.
     assert cold["timing"]["stats"]["median_s"] > 1.2 * hot["timing"]["stats"]["median_s"]
     gap = _case(doc, "scale_double_work")["implementations"]["twice"]["gap"]

@@ -25,8 +25,13 @@ from runner.measurement.timing import TimingSettings, clocks, cupti, measure
 
 def stopped(noise: float, mode: str = "hot", schedule: str = "rounds", seed: int = 1):
     backend = FakeBackend({"base": 1e-4, "cand": 1.3e-4}, noise=noise, seed=seed, overhead_s=0)
-    settings = TimingSettings(
-        mode=mode, samples=30, precision=0.005, max_samples=1000, schedule=schedule
+    settings = TimingSettings(  # cold: one launch a sample, so `noise` is a sample's
+        mode=mode,
+        samples=30,
+        precision=0.005,
+        max_samples=1000,
+        schedule=schedule,
+        cold_launches=1 if mode == "cold" else None,
     )
     return measure(backend, ["base", "cand"], settings, baseline="base")
 

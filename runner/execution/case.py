@@ -19,9 +19,10 @@ from runner.measurement.timing.cuda import CudaBackend, InternalKernels, Launcha
 DYNAMIC_SHARED_DEFAULT_LIMIT = 48 * 1024
 # cold: each implementation's PTX is loaded this many times and its cold launches take the loads
 # in turn. A cold launch finds its code outside the L2 too, and where a load put it stays for the
-# run: on the H200, cold A/A of one PTX loaded twice read x1.0027 and x1.0028 in the two passes
-# of one run at 2^10 (1.34 us), x1.0000 to x1.0029 across runs (benchmarks/perf/RESULTS.md).
-COLD_LOADS = 8
+# run: on the H200, 16 loads of PTX axpy at 2^10 (1.36 us), their cold launches in shuffled order,
+# read means 0.4% apart (standard deviation, 0.27% of it sampling), 0.2% at 2^18 (2.95 us); the
+# mean of 32 loads a side leaves 0.1% of that between two sides (benchmarks/perf/RESULTS.md).
+COLD_LOADS = 32
 CHECK_GUARD_BYTES = 64 * 1024  # canary bands around every buffer at the correctness size
 
 

@@ -8,8 +8,19 @@ cold launch of a small kernel is a coarse figure: on the H200 a 1.3 us launch sp
 +-10% from launch to launch, read in 32 ns ticks (CUPTI) or 0.5 us ones (events), so medians of
 single launches sit on ticks and their ratio jumps by a whole tick (an A/A read x1.028 with 738
 samples of torch.add at 2^10, an interval without 1.0). Launches are added to a sample until
-their kernel time reaches COLD_SAMPLE_KERNEL_S, at most MAX_COLD_LAUNCHES: a kernel of 20 us or
-more is one launch per sample, as before.
+their kernel time reaches COLD_SAMPLE_KERNEL_S, at most MAX_COLD_LAUNCHES.
+
+A sample's launches are a multiple of COLD_PHASE (8), so every kernel gets 8 launches a sample
+at the least. A cold launch's time depends on where it falls in the process's sequence of cold
+launches, not only on the kernel: on the H200, PTX axpy at 2^10 (1.36 us) timed by CUPTI in
+windows of 16 cold launches read -4% to +4% by position, repeating every 4 launches (2^18: -2.7%
+to +1.9%), and that phase carries from one sample to the next. With an odd batch, the rounds (A
+B B A) start one implementation's samples at other phases than the other's: the same loads on
+both sides, with 17 launches a sample, read their turns -1.0% / +0.9% on one side and the
+opposite on the other, and fidelity.py's A/A (batches of 1 to 32 then) read x0.9946 at 2^10 and
+x0.9977 at 2^18. With a batch of 16, both sides read every turn alike (A/A x1.0000). A multiple
+of the period puts every sample of every implementation at the same phase, whatever launched
+before, and averages each sample over whole periods (benchmarks/perf/RESULTS.md, session 25).
 
 A backend whose timer reads a launch's time only once the device has reported it (CUPTI: a
 forced flush of its records costs about 0.7 ms on the H200, 500 times a 1.3 us kernel) may take
@@ -30,6 +41,7 @@ POISON_CYCLE = (0xFF, 0x7F, 0xA5, 0x5A)  # a fresh pattern for every launch, in 
 VERIFY_EVERY = 10  # the outputs of launches 0, 10, 20, ... are read back and compared
 COLD_SAMPLE_KERNEL_S = 20e-6  # the kernel time a cold sample gathers (see above)
 MAX_COLD_LAUNCHES = 32
+COLD_PHASE = 8  # a cold sample's launches are a multiple of this (see above); divides 32
 PROBES = 3  # untimed cold launches per implementation that choose the batch
 
 
@@ -38,7 +50,8 @@ def launches_for(seconds: float) -> int:
     if not seconds > 0:
         return MAX_COLD_LAUNCHES
     wanted = math.ceil(COLD_SAMPLE_KERNEL_S / seconds - 1e-9)  # 20 us / 1 us is 20, not 21
-    return max(1, min(MAX_COLD_LAUNCHES, wanted))
+    whole = COLD_PHASE * math.ceil(wanted / COLD_PHASE)  # whole periods of the launch sequence
+    return max(COLD_PHASE, min(MAX_COLD_LAUNCHES, whole))
 
 
 def cold_launch(backend: Backend, name: str, pattern: int) -> float:
