@@ -18,7 +18,7 @@ from runner.cli import main
 from runner.cli_bench import Percent
 from runner.execution import result
 from runner.measurement import stats
-from runner.measurement.timing import TimingSettings, clocks, cupti, measure
+from runner.measurement.timing import TimingSettings, base, clocks, cupti, measure
 
 # -- the precision stopping rule -------------------------------------------------------------
 
@@ -47,8 +47,9 @@ def test_the_stopping_rule_converges_at_half_a_percent_and_two_percent_noise(noi
     assert n == len(m.impls["cand"].samples_s) == p["samples"] >= 30
     if noise == 0.02:  # needs more than the first 30: it kept sampling, in whole AB/BA pairs
         assert n > 30 and n % 2 == 0
-    # the continuation keeps alternating the order, so drift still cancels
-    assert [o[0] for o in m.orders[:4]] == ["base", "cand", "base", "cand"]
+    # the continuation keeps the rounds' Thue-Morse order, so drift still cancels
+    assert [o[0] for o in m.orders[:4]] == ["base", "cand", "cand", "base"]
+    assert m.orders == [base.round_order(["base", "cand"], r) for r in range(n)]
 
 
 def test_the_stopping_rule_reports_twenty_percent_noise_as_not_converged():

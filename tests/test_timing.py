@@ -98,9 +98,9 @@ def test_hot_warmup_comes_first_and_uses_the_setting():
 
 @pytest.mark.parametrize(
     ("names", "rounds"),
-    [("AB", ["AB", "BA", "AB", "BA", "AB"]), ("ABC", ["ABC", "CBA", "ABC", "CBA"])],
+    [("AB", ["AB", "BA", "BA", "AB", "BA"]), ("ABC", ["ABC", "CBA", "CBA", "ABC"])],
 )
-def test_hot_rounds_alternate_forward_and_reverse(names, rounds):
+def test_hot_rounds_run_forward_and_reverse_in_thue_morse_order(names, rounds):
     backend, m = run_hot({n: 1e-4 for n in names}, samples=len(rounds))
     assert m.orders == [list(r) for r in rounds]
     sample_calls = timed_names(backend.calls)[-len(names) * len(rounds) :]
@@ -113,6 +113,25 @@ def test_round_order():
     assert round_order(["A", "B", "C"], 0) == ["A", "B", "C"]
     assert round_order(["A", "B", "C"], 1) == ["C", "B", "A"]
     assert round_order(["A"], 5) == ["A"]
+    # Thue-Morse: 0 1 1 0 1 0 0 1; every pair of rounds (2s, 2s + 1) runs both orders
+    firsts = "".join(round_order(["A", "B"], r)[0] for r in range(16))
+    assert firsts == "ABBABAABBAABABBA"
+    assert all(firsts[i] != firsts[i + 1] for i in range(0, 16, 2))
+
+
+@pytest.mark.parametrize("period", [2, 4, 8, 16])
+def test_every_side_starts_its_samples_at_every_place_of_a_period_alike(period):
+    """Two sides, one launch a sample: over 32 rounds (64 launches), each side's samples fall
+    on every place of a period of 2 to 16 launches equally often (A B B A repeated puts A's
+    on places 0 and 3 of 4 only, and B's on 1 and 2)."""
+    places = {"A": [], "B": []}
+    for r in range(32):
+        for slot, name in enumerate(round_order(["A", "B"], r)):
+            places[name].append((2 * r + slot) % period)
+    for name in places:
+        assert sorted(places[name]) == sorted(list(range(period)) * (32 // period)), name
+    repeated = [(2 * r + ["A", "B"][:: 1 if r % 2 == 0 else -1].index("A")) % 4 for r in range(32)]
+    assert set(repeated) == {0, 3}
 
 
 def test_hot_resets_before_every_timed_call():
@@ -151,7 +170,7 @@ def test_cold_sample_is_reset_flush_launch():
     for i in timed:
         name = backend.calls[i][1]
         assert backend.calls[i - 2 : i] == [("reset", name), ("flush",)]
-    rounds = "".join(n * batch for n in "ABBAABBAAB")
+    rounds = "".join(n * batch for n in "ABBABAABBA")  # Thue-Morse rounds
     assert "".join(timed_names(backend.calls)) == "AAABBB" + rounds
     for name, t in m.impls.items():
         assert t.batch == batch and len(t.samples_s) == 5 and t.method == ColdMode.method
@@ -176,7 +195,7 @@ def test_a_cold_sample_is_the_mean_of_its_launches_for_the_fastest_implementatio
     m = measure(backend, ["A", "B"], TimingSettings(mode="cold", samples=4, warmup=0))
     assert {t.batch for t in m.impls.values()} == {16}
     timed = timed_names(backend.calls)[2 * cold.PROBES :]
-    assert timed == ["A"] * 16 + ["B"] * 32 + ["A"] * 32 + ["B"] * 32 + ["A"] * 16
+    assert timed == ["A"] * 16 + ["B"] * 32 + ["A"] * 16 + ["B"] * 16 + ["A"] * 32 + ["B"] * 16
     assert m.impls["A"].samples_s == pytest.approx([1.5e-6] * 4, rel=0.05)  # 5% / sqrt(16)
     fixed = measure(
         FakeBackend({"A": 1e-6}), ["A"], TimingSettings(mode="cold", samples=2, cold_launches=3)
@@ -225,38 +244,65 @@ def test_a_backend_that_reads_its_launches_afterwards_gets_a_sample_at_a_time():
     backend.cold_batch = cold_batch
     m = measure(backend, ["A", "B"], TimingSettings(mode="cold", samples=4, warmup=0))
     # one call a sample, in the rounds' order (the probes are single launches, not batched)
-    assert [n for n, _ in batches] == ["A", "B", "B", "A", "A", "B", "B", "A"]
+    assert [n for n, _ in batches] == ["A", "B", "B", "A", "B", "A", "A", "B"]
     assert {b for _, b in batches} == {16}
     assert m.impls["A"].samples_s == pytest.approx([17e-6] * 4)
     assert len(patterns) == 2 * cold.PROBES + 2 * 4 * 16
 
 
-def test_a_cold_launchs_place_in_the_launch_sequence_cannot_bias_a_gap():
+class Phased(FakeBackend):
+    """A cold launch 8% slower on some places of the launch sequence: `slow(i)` of the i-th."""
+
+    def __init__(self, per_launch_s, slow):
+        super().__init__(per_launch_s)
+        self.slow, self.launched = slow, 0
+
+    def timed_cold(self, name):
+        slow = self.slow(self.launched)
+        self.launched += 1
+        return super().timed_cold(name) * (1.08 if slow else 1.0)
+
+
+def phased_aa(slow, launches, monkeypatch=None) -> tuple[float, int]:
+    """The same kernel against itself, cold, 64 rounds: ratio of the sides' mean samples; with
+    `monkeypatch`, in rounds A B / B A repeated instead of the Thue-Morse order."""
+    if monkeypatch is not None:
+        repeated = lambda names, r: list(names) if r % 2 == 0 else list(reversed(names))  # noqa: E731
+        monkeypatch.setattr(base, "round_order", repeated)
+    backend = Phased({"A": 1.3e-6, "A2": 1.3e-6}, slow)
+    settings = TimingSettings(mode="cold", samples=64, warmup=0, cold_launches=launches)
+    m = measure(backend, ["A", "A2"], settings)
+    means = {n: statistics.fmean(m.impls[n].samples_s) for n in ("A", "A2")}
+    return means["A2"] / means["A"], m.impls["A"].batch
+
+
+@pytest.mark.parametrize(
+    ("slow", "launches"),
+    [
+        (lambda i: i % 4 == 3, 17),  # every 4th launch, an odd batch
+        (lambda i: (i // 16) % 4 == 1, 16),  # 16 launches in every 64, a batch of 16
+    ],
+)
+def test_a_cold_launchs_place_in_the_launch_sequence_cannot_bias_a_gap(slow, launches, monkeypatch):
     """On the H200 a cold launch's time depends on its place in the process's sequence of cold
-    launches, repeating every 4 (cold.py). Here every 4th launch is 8% slower: with 17 launches
-    a sample the rounds start A's samples and A2's at other phases, and the same kernel reads
-    0.2% apart; in whole periods (the batch launches_for chooses) both read alike."""
+    launches (cold.py: -4% to +4% repeating every 4 launches, and slower patterns). Rounds
+    A B / B A repeated start one side's samples on other places than the other's, and the same
+    kernel reads apart; in the Thue-Morse order both sides' samples start on every place
+    alike, whatever the batch."""
+    assert phased_aa(slow, launches) == (pytest.approx(1.0, abs=1e-12), launches)
+    biased, _ = phased_aa(slow, launches, monkeypatch)
+    assert abs(biased - 1) > 0.001, biased
 
-    class Phased(FakeBackend):
-        launched = 0
 
-        def timed_cold(self, name):
-            slow = self.launched % 4 == 3
-            self.launched += 1
-            return super().timed_cold(name) * (1.08 if slow else 1.0)
-
-    def means(launches):
-        backend = Phased({"A": 1.3e-6, "A2": 1.3e-6})
-        settings = TimingSettings(mode="cold", samples=40, warmup=0, cold_launches=launches)
-        m = measure(backend, ["A", "A2"], settings)
-        t = {n: statistics.fmean(m.impls[n].samples_s) for n in ("A", "A2")}
-        return t["A2"] / t["A"], m.impls["A"].batch
-
-    odd, _ = means(17)
-    assert abs(odd - 1) > 0.001, odd
-    whole, batch = means(None)
+def test_the_cold_batch_is_whole_periods_of_the_launch_sequence():
+    """launches_for's batch is a multiple of COLD_PHASE: each sample averages whole periods of
+    a short pattern, so its samples do not differ by where they started either."""
+    ratio, batch = phased_aa(lambda i: i % 4 == 3, None)
     assert batch % cold.COLD_PHASE == 0 and batch == cold.launches_for(1.95e-6) == 16
-    assert whole == pytest.approx(1.0, abs=1e-12)
+    assert ratio == pytest.approx(1.0, abs=1e-12)
+    backend = Phased({"A": 1.3e-6}, lambda i: i % 4 == 3)
+    m = measure(backend, ["A"], TimingSettings(mode="cold", samples=8, warmup=0))
+    assert len(set(m.impls["A"].samples_s)) == 1  # every sample alike
 
 
 def test_single_cold_launches_in_ticks_cannot_see_a_one_percent_gap_and_batches_can():

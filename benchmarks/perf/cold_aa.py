@@ -3,7 +3,8 @@
     python benchmarks/perf/cold_aa.py      (on a GPU box with nvcc, torch and cupti-python)
 
 The engine's `measure` on fidelity.py's axpy at 2^10 and 2^18, 1500 cold samples a side, each
-line with fresh modules: 8 interleaved loads a side (runner.execution.case.COLD_LOADS) or one,
+line with fresh modules: the runner's loads a side (runner.execution.case.COLD_LOADS, split
+between the sides as it splits them: fidelity.side_loads) or one,
 after a hot run on the same modules or not, the two names in either order. Then runner.bench's
 torch.add at 2^10, cold by CUPTI, for two budgets: the samples a side it gets.
 """
@@ -20,12 +21,14 @@ import fidelity  # benchmarks/perf, on the path above
 import fidelity_torch
 
 
-def ptx_line(ptx: str, label: str, loads=8, hot_first=False, order=("A", "A'"), log2n=10):
+def ptx_line(ptx: str, label: str, loads=None, hot_first=False, order=("A", "A'"), log2n=10):
+    from runner.execution.case import COLD_LOADS
     from runner.measurement import stats
     from runner.measurement.timing import TimingSettings, cupti, measure
     from runner.measurement.timing.cuda import CudaBackend
 
     samples = 1500
+    loads = COLD_LOADS if loads is None else loads
     axpy = fidelity.Axpy(ptx, 1 << log2n, modules=2 * loads)
     items = {"A": axpy.items[0], "A'": axpy.items[1]}
     if hot_first:
@@ -33,7 +36,7 @@ def ptx_line(ptx: str, label: str, loads=8, hot_first=False, order=("A", "A'"), 
         measure(b, ["A", "A'"], TimingSettings(mode="hot", samples=30, target_sample_s=0.02))
         b.close()
     window = cupti.ActivityWindow(int(axpy.ctx.handle), int(axpy.stream.handle))
-    cold_items = {"A": axpy.items[0::2], "A'": axpy.items[1::2]} if loads > 1 else None
+    cold_items = fidelity.side_loads(axpy.items) if loads > 1 else None
     b = CudaBackend(
         axpy.stream, axpy.internal, items, axpy.resets, 1000, window=window, cold_items=cold_items
     )
@@ -86,12 +89,12 @@ def main() -> None:
     major, minor = (ctx.attribute(f"COMPUTE_CAPABILITY_{p}") for p in ("MAJOR", "MINOR"))
     ctx.close()
     ptx = toolchains.build("nvcc", fidelity.SOURCE, f"sm_{major}{minor}").ptx
-    ptx_line(ptx, "8 loads interleaved, fresh")
-    ptx_line(ptx, "8 loads interleaved, after hot", hot_first=True)
-    ptx_line(ptx, "8 loads, order A' A", order=("A'", "A"))
+    ptx_line(ptx, "runner's loads, fresh")
+    ptx_line(ptx, "runner's loads, after hot", hot_first=True)
+    ptx_line(ptx, "runner's loads, order A' A", order=("A'", "A"))
     ptx_line(ptx, "1 load a side, fresh", loads=1)
     ptx_line(ptx, "1 load a side, after hot", loads=1, hot_first=True)
-    ptx_line(ptx, "8 loads interleaved, fresh, 2^18", log2n=18)
+    ptx_line(ptx, "runner's loads, fresh, 2^18", log2n=18)
     ptx_line(ptx, "1 load a side, fresh, 2^18", loads=1, log2n=18)
     torch_lines()
 

@@ -94,6 +94,18 @@ class Axpy:
         self.ctx.close()
 
 
+def side_loads(items: list) -> dict[str, list]:
+    """The loads, made in turn, split between A and A' as the runner's cold mode splits its
+    (runner.execution.case.COLD_LOADS): load round i goes in round_order(["A", "A'"], i)."""
+    from runner.measurement.timing import round_order
+
+    sides: dict[str, list] = {"A": [], "A'": []}
+    for i in range(len(items) // 2):
+        for slot, name in enumerate(round_order(["A", "A'"], i)):
+            sides[name].append(items[2 * i + slot])
+    return sides
+
+
 def ptx_engine(ptx: str, sizes: list[int], target_ms: float) -> list[dict]:
     """The runner's figures: hot and cold, events and CUPTI, each with an A/A gap."""
     from runner.execution.case import COLD_LOADS
@@ -106,14 +118,14 @@ def ptx_engine(ptx: str, sizes: list[int], target_ms: float) -> list[dict]:
         # as the runner's cold mode does (runner.execution.case.COLD_LOADS): each side's cold
         # launches take its loads in turn, the loads interleaved across the sides
         axpy = Axpy(ptx, 1 << log2n, modules=2 * COLD_LOADS)
+        loads = side_loads(axpy.items)
         row = {"log2n": log2n}
         for mode in ("hot", "cold"):
             for timer in ("events", "cupti"):
                 window = None
                 if timer == "cupti":
                     window = cupti.ActivityWindow(int(axpy.ctx.handle), int(axpy.stream.handle))
-                items = {"A": axpy.items[0], "A'": axpy.items[1]}
-                loads = {"A": axpy.items[0::2], "A'": axpy.items[1::2]} if mode == "cold" else None
+                items = {n: loads[n][0] for n in loads}  # hot: each side's first load
                 backend = CudaBackend(
                     axpy.stream,
                     axpy.internal,
@@ -121,7 +133,7 @@ def ptx_engine(ptx: str, sizes: list[int], target_ms: float) -> list[dict]:
                     axpy.resets,
                     1000,
                     window=window,
-                    cold_items=loads,
+                    cold_items=loads if mode == "cold" else None,
                 )
                 samples = 30 if mode == "hot" else COLD_SAMPLES if timer == "cupti" else 200
                 settings = TimingSettings(

@@ -13,7 +13,14 @@ from runner.definition import manifest, spec
 from runner.definition.reference import load_reference
 from runner.gpu import driver, ptx
 from runner.measurement import gate
-from runner.measurement.timing import TimingSettings, clocks, cupti, measure, output_dependence
+from runner.measurement.timing import (
+    TimingSettings,
+    clocks,
+    cupti,
+    measure,
+    output_dependence,
+    round_order,
+)
 from runner.measurement.timing.cuda import CudaBackend, InternalKernels, Launchable
 
 DYNAMIC_SHARED_DEFAULT_LIMIT = 48 * 1024
@@ -22,6 +29,10 @@ DYNAMIC_SHARED_DEFAULT_LIMIT = 48 * 1024
 # run: on the H200, 16 loads of PTX axpy at 2^10 (1.36 us), their cold launches in shuffled order,
 # read means 0.4% apart (standard deviation, 0.27% of it sampling), 0.2% at 2^18 (2.95 us); the
 # mean of 32 loads a side leaves 0.1% of that between two sides (benchmarks/perf/RESULTS.md).
+# Where a load lands follows the order of the loads: the same PTX loaded for two sides in turn,
+# A A' A A' ..., read A' 0.4% faster than A at 2^14 by CUPTI and by events, in every quarter of
+# two runs. The loads of round i go in round_order(names, i), the Thue-Morse order the samples
+# take, so each side's loads fall on every place of any power-of-two stride alike.
 COLD_LOADS = 32
 CHECK_GUARD_BYTES = 64 * 1024  # canary bands around every buffer at the correctness size
 
@@ -96,7 +107,7 @@ class CaseRun:
             self.record["impls"][name]["ptx"] = ptx.describe(ptx.parse(text))
         if self.settings.mode == "cold":  # more loads, in turn across implementations
             for i in range(1, COLD_LOADS):
-                for name in self.names:
+                for name in round_order(self.names, i):  # see COLD_LOADS
                     label = f"{self.case.id}/{name} (cold load {i + 1})"
                     self.cold_copies[name].append(driver.Module(self.job["ptx"][name], label))
 

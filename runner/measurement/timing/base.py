@@ -133,9 +133,20 @@ SCHEDULES = ("rounds", "passes")
 TIMERS = ("events", "cupti")
 
 
+def thue_morse(index: int) -> int:
+    """Bit `index` of the Thue-Morse sequence 0 1 1 0 1 0 0 1 ...: the parity of its ones."""
+    return index.bit_count() & 1
+
+
 def round_order(names: list[str], round_index: int) -> list[str]:
-    """Round r runs A B C when r is even and C B A when odd, so drift hits every side alike."""
-    return list(names) if round_index % 2 == 0 else list(reversed(names))
+    """Round r runs A B C when bit r of the Thue-Morse sequence is 0 and C B A when it is 1:
+    rounds 0 and 1 are A B C, C B A, and so is every pair (2s, 2s + 1) in one order or the
+    other, so linear drift cancels pair by pair as with A B C / C B A repeated. Unlike that
+    repetition (A B B A A B B A), the sequence (A B B A B A A B ...) also starts each side's
+    samples at every place of any power-of-two period of the launch sequence equally often: a
+    cold launch's time depends on its place in the process's launches (timing.cold), and with
+    A B B A repeated, one side's samples always started at other places than the other's."""
+    return list(names) if thue_morse(round_index) == 0 else list(reversed(names))
 
 
 def sample_plan(
