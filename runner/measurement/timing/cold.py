@@ -10,17 +10,19 @@ single launches sit on ticks and their ratio jumps by a whole tick (an A/A read 
 samples of torch.add at 2^10, an interval without 1.0). Launches are added to a sample until
 their kernel time reaches COLD_SAMPLE_KERNEL_S, at most MAX_COLD_LAUNCHES.
 
-A sample's launches are a multiple of COLD_PHASE (8), so every kernel gets 8 launches a sample
-at the least. A cold launch's time depends on where it falls in the process's sequence of cold
-launches, not only on the kernel: on the H200, PTX axpy at 2^10 (1.36 us) timed by CUPTI in
-windows of 16 cold launches read -4% to +4% by position, repeating every 4 launches (2^18: -2.7%
-to +1.9%), and that phase carries from one sample to the next. With an odd batch, the rounds (A
-B B A) start one implementation's samples at other phases than the other's: the same loads on
-both sides, with 17 launches a sample, read their turns -1.0% / +0.9% on one side and the
-opposite on the other, and fidelity.py's A/A (batches of 1 to 32 then) read x0.9946 at 2^10 and
-x0.9977 at 2^18. With a batch of 16, both sides read every turn alike (A/A x1.0000). A multiple
-of the period puts every sample of every implementation at the same phase, whatever launched
-before, and averages each sample over whole periods (benchmarks/perf/RESULTS.md, session 25).
+A cold launch's time depends on where it falls in the process's sequence of cold launches, not
+only on the kernel: on the H200, PTX axpy at 2^10 (1.36 us) by CUPTI read -4% to +4% by position
+in windows of 16 launches, repeating every 4 launches (2^18: -2.7% to +1.9%), and by +-0.5% over
+blocks of 16 repeating every 64; the phase carries from one sample to the next. Rounds in A B /
+B A repeated started one side's samples on other places than the other's (the same loads on both
+sides, 17 launches a sample: their turns read -1.0% / +0.9% on one side and the opposite on the
+other), and fidelity.py's A/A read x0.9946 at 2^10 and x0.9977 at 2^18. The rounds' order
+(base.round_order, Thue-Morse) starts every side's samples on every place of any power-of-two
+period alike, whatever the batch; and a batch of more than one launch is a multiple of
+COLD_PHASE (8), so each sample holds whole periods of the short pattern and samples do not
+differ by where they started. From 20 us a sample stays one launch: its place moves it by 80 ns
+at most, 0.4%, spread alike over both sides by the rounds (benchmarks/perf/RESULTS.md, session
+25).
 
 A backend whose timer reads a launch's time only once the device has reported it (CUPTI: a
 forced flush of its records costs about 0.7 ms on the H200, 500 times a 1.3 us kernel) may take
@@ -41,7 +43,7 @@ POISON_CYCLE = (0xFF, 0x7F, 0xA5, 0x5A)  # a fresh pattern for every launch, in 
 VERIFY_EVERY = 10  # the outputs of launches 0, 10, 20, ... are read back and compared
 COLD_SAMPLE_KERNEL_S = 20e-6  # the kernel time a cold sample gathers (see above)
 MAX_COLD_LAUNCHES = 32
-COLD_PHASE = 8  # a cold sample's launches are a multiple of this (see above); divides 32
+COLD_PHASE = 8  # a batch of more than one launch is a multiple of this (see above)
 PROBES = 3  # untimed cold launches per implementation that choose the batch
 
 
@@ -50,8 +52,10 @@ def launches_for(seconds: float) -> int:
     if not seconds > 0:
         return MAX_COLD_LAUNCHES
     wanted = math.ceil(COLD_SAMPLE_KERNEL_S / seconds - 1e-9)  # 20 us / 1 us is 20, not 21
+    if wanted <= 1:  # 20 us or more: one launch (its place moves it by 0.4% at most)
+        return 1
     whole = COLD_PHASE * math.ceil(wanted / COLD_PHASE)  # whole periods of the launch sequence
-    return max(COLD_PHASE, min(MAX_COLD_LAUNCHES, whole))
+    return min(MAX_COLD_LAUNCHES, whole)
 
 
 def cold_launch(backend: Backend, name: str, pattern: int) -> float:

@@ -1,0 +1,168 @@
+"""Cold launches by their place in the launch sequence, and cold A/A by how sides are ordered.
+
+    python benchmarks/perf/cold_phase.py positions      (on a GPU box with nvcc and cupti-python)
+    python benchmarks/perf/cold_phase.py rounds
+    python benchmarks/perf/cold_phase.py loads interleaved|thue-morse
+
+positions: fidelity.py's axpy at 2^10 and 2^18, one load, 400 CUPTI windows of 16 cold launches
+each (reset, flush, launch, as the engine queues them): each position's mean against the mean.
+rounds: the engine's cold A/A by CUPTI (the runner's loads a side, 2000 samples) at 2^10 and 2^14
+with the rounds in Thue-Morse order (the engine's) and in A B / B A repeated, with every launch's
+time by its place G in the sequence of cold launches (G mod 8, and G // 16 mod 8).
+loads: fidelity.py's PTX engine at 2^14 and 2^18 with the loads split between the sides in turn
+(A A' A A' ...) or as the runner splits them (fidelity.side_loads). Run each in a fresh process.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import fidelity  # benchmarks/perf, on the path above
+
+
+def tmean(xs: list[float], cut: float = 0.1) -> float:
+    xs = sorted(xs)
+    k = int(len(xs) * cut)
+    return statistics.fmean(xs[k : len(xs) - k])
+
+
+def percent(values: list[float], mean: float) -> str:
+    return "[" + " ".join(f"{(v / mean - 1) * 100:+.2f}" for v in values) + "]"
+
+
+def positions(ptx: str, log2n: int, windows: int = 400, width: int = 16) -> None:
+    from runner.measurement.timing import cupti
+    from runner.measurement.timing.cold import cold_launch
+    from runner.measurement.timing.cuda import CudaBackend
+
+    axpy = fidelity.Axpy(ptx, 1 << log2n)
+    window = cupti.ActivityWindow(int(axpy.ctx.handle), int(axpy.stream.handle))
+    b = CudaBackend(
+        axpy.stream, axpy.internal, {"X": axpy.items[0]}, axpy.resets, 1000, window=window
+    )
+    b.warmup("X", 10)
+    by_position: list[list[float]] = [[] for _ in range(width)]
+    for w in range(windows):
+        seconds = b.cold_batch("X", width, lambda: [cold_launch(b, "X", 0) for _ in range(width)])
+        if w >= 10:  # the first windows warm up
+            for p, s in enumerate(seconds):
+                by_position[p].append(s)
+    mean = tmean([s for p in by_position for s in p])
+    print(
+        f"positions 2^{log2n}: {mean * 1e6:.4f} us; by position %: "
+        f"{percent([tmean(p) for p in by_position], mean)}",
+        flush=True,
+    )
+    b.close()
+    window.close()
+    axpy.close()
+
+
+def rounds(ptx: str, log2n: int, repeated: bool, samples: int = 2000) -> None:
+    from runner.execution.case import COLD_LOADS
+    from runner.measurement import stats
+    from runner.measurement.timing import TimingSettings, base, cupti, measure
+    from runner.measurement.timing.cuda import CudaBackend
+
+    thue_morse = base.round_order
+    if repeated:
+        base.round_order = lambda names, r: list(names) if r % 2 == 0 else list(reversed(names))
+    axpy = fidelity.Axpy(ptx, 1 << log2n, modules=2 * COLD_LOADS)
+    loads = fidelity.side_loads(axpy.items)
+    window = cupti.ActivityWindow(int(axpy.ctx.handle), int(axpy.stream.handle))
+    items = {n: loads[n][0] for n in loads}
+    b = CudaBackend(
+        axpy.stream, axpy.internal, items, axpy.resets, 1000, window=window, cold_items=loads
+    )
+    placed, timed = [], []  # (G, name) of every cold launch; (G, name, seconds) of the sampled
+    timed_cold, cold_batch = b.timed_cold, b.cold_batch
+
+    def count(name):
+        placed.append((len(placed), name))
+        return timed_cold(name)
+
+    def batch(name, n, launches):
+        first = len(placed)
+        seconds = cold_batch(name, n, launches)
+        timed.extend((g, who, s) for (g, who), s in zip(placed[first:], seconds, strict=True))
+        return seconds
+
+    b.timed_cold, b.cold_batch = count, batch
+    t0 = time.perf_counter()
+    settings = TimingSettings(mode="cold", samples=samples, max_samples=samples, timer="cupti")
+    m = measure(b, ["A", "A'"], settings)
+    g = stats.gap(m.impls["A"].samples_s, m.impls["A'"].samples_s)
+    mean = tmean([s for _, _, s in timed])
+
+    def by(key, k):
+        return percent([tmean([s for gg, _, s in timed if key(gg) == i]) for i in range(k)], mean)
+
+    label = "A B / B A repeated" if repeated else "Thue-Morse"
+    print(
+        f"rounds {label:18s} 2^{log2n} batch {m.impls['A'].batch} {time.perf_counter() - t0:.1f} s: "
+        f"A'/A {g['ratio_of_medians']:.4f} [{g['ci_low']:.4f}, {g['ci_high']:.4f}]",
+        flush=True,
+    )
+    print(
+        f"   by G mod 8 %: {by(lambda x: x % 8, 8)}  by G // 16 mod 8 %: "
+        f"{by(lambda x: (x // 16) % 8, 8)}",
+        flush=True,
+    )
+    b.close()
+    window.close()
+    axpy.close()
+    base.round_order = thue_morse
+
+
+def loads(ptx: str, how: str) -> None:
+    if how == "interleaved":
+        fidelity.side_loads = lambda items: {"A": items[0::2], "A'": items[1::2]}
+    for row in fidelity.ptx_engine(ptx, [14, 18], 20.0):
+        cells = []
+        for key in ("cold_cupti", "cold_events"):
+            a, b = row[f"{key}_samples"]
+            q = len(a) // 4
+            quarters = " ".join(
+                f"{statistics.median(b[i * q : (i + 1) * q]) / statistics.median(a[i * q : (i + 1) * q]):.4f}"
+                for i in range(4)
+            )
+            r, lo, hi = row[f"{key}_aa"]
+            cells.append(f"{key} A/A {r:.4f} [{lo:.4f}, {hi:.4f}], quarters {quarters}")
+        print(f"loads {how:11s} 2^{row['log2n']}: " + " | ".join(cells), flush=True)
+
+
+def main() -> int:
+    from runner.definition import toolchains
+    from runner.gpu import driver
+
+    part = sys.argv[1] if len(sys.argv) > 1 else ""
+    if part not in ("positions", "rounds", "loads"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    ctx = driver.Context(0)
+    major, minor = (ctx.attribute(f"COMPUTE_CAPABILITY_{p}") for p in ("MAJOR", "MINOR"))
+    ctx.close()
+    ptx = toolchains.build("nvcc", fidelity.SOURCE, f"sm_{major}{minor}").ptx
+    if part == "positions":
+        for log2n in (10, 18):
+            positions(ptx, log2n)
+    elif part == "rounds":
+        for log2n in (10, 14):
+            rounds(ptx, log2n, repeated=False)
+            rounds(ptx, log2n, repeated=True)
+    else:
+        how = sys.argv[2] if len(sys.argv) > 2 else "thue-morse"
+        if how not in ("interleaved", "thue-morse"):
+            print(__doc__, file=sys.stderr)
+            return 2
+        loads(ptx, how)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
