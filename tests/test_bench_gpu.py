@@ -15,6 +15,7 @@ import orjson
 import pytest
 
 from protocol.validation import validate
+from runner.execution.case import COLD_LOADS
 from runner.measurement.timing.cold import launches_for
 from tests.conftest import ROOT
 
@@ -144,6 +145,7 @@ def test_cold_mode_flushes_l2(cold_run, hot_run):
     cold = _case(doc, "scale_small")["implementations"]["cuda"]
     hot = _case(hot_run[0], "scale_small")["implementations"]["cuda"]
     assert cold["timing"]["mode"] == "cold"
+    assert f"take {COLD_LOADS} loads of the PTX in turn" in cold["timing"]["method"]
     # a sample is the mean of the launches 20 us of kernel time takes (from probe launches)
     # (from the probes' fastest launch: within 25% of the samples' median)
     median, batch = cold["timing"]["stats"]["median_s"], cold["timing"]["batch"]

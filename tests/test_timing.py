@@ -11,7 +11,7 @@ from fake_device import FakeBackend
 
 from runner.measurement import stats
 from runner.measurement.timing import MODES, ColdMode, HotMode, TimingSettings, base, cold, measure
-from runner.measurement.timing.base import quantize_batch, round_order
+from runner.measurement.timing.base import load_order, quantize_batch, round_order
 from runner.measurement.timing.hot import calibrate
 
 TIMED = ("timed_batch", "timed_cold")
@@ -117,6 +117,14 @@ def test_round_order():
     firsts = "".join(round_order(["A", "B"], r)[0] for r in range(16))
     assert firsts == "ABBABAABBAABABBA"
     assert all(firsts[i] != firsts[i + 1] for i in range(0, 16, 2))
+
+
+def test_cold_loads_are_made_in_the_rounds_order():
+    order = load_order(["A", "B"], 4)
+    assert order == ["A", "B", "B", "A", "B", "A", "A", "B"]
+    three = load_order(["A", "B", "C"], 32)
+    assert [three.count(n) for n in "ABC"] == [32, 32, 32]
+    assert three[:6] == ["A", "B", "C", "C", "B", "A"]
 
 
 @pytest.mark.parametrize("period", [2, 4, 8, 16])

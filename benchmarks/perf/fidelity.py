@@ -96,13 +96,12 @@ class Axpy:
 
 def side_loads(items: list) -> dict[str, list]:
     """The loads, made in turn, split between A and A' as the runner's cold mode splits its
-    (runner.execution.case.COLD_LOADS): load round i goes in round_order(["A", "A'"], i)."""
-    from runner.measurement.timing import round_order
+    (runner.execution.case.COLD_LOADS, in load_order)."""
+    from runner.measurement.timing import load_order
 
     sides: dict[str, list] = {"A": [], "A'": []}
-    for i in range(len(items) // 2):
-        for slot, name in enumerate(round_order(["A", "A'"], i)):
-            sides[name].append(items[2 * i + slot])
+    for item, name in zip(items, load_order(["A", "A'"], len(items) // 2), strict=False):
+        sides[name].append(item)
     return sides
 
 

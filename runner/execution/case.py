@@ -17,9 +17,9 @@ from runner.measurement.timing import (
     TimingSettings,
     clocks,
     cupti,
+    load_order,
     measure,
     output_dependence,
-    round_order,
 )
 from runner.measurement.timing.cuda import CudaBackend, InternalKernels, Launchable
 
@@ -106,10 +106,9 @@ class CaseRun:
             self.record["impls"][name]["load_s"] = self.modules[name].load_s
             self.record["impls"][name]["ptx"] = ptx.describe(ptx.parse(text))
         if self.settings.mode == "cold":  # more loads, in turn across implementations
-            for i in range(1, COLD_LOADS):
-                for name in round_order(self.names, i):  # see COLD_LOADS
-                    label = f"{self.case.id}/{name} (cold load {i + 1})"
-                    self.cold_copies[name].append(driver.Module(self.job["ptx"][name], label))
+            for name in load_order(self.names, COLD_LOADS)[len(self.names) :]:  # see COLD_LOADS
+                label = f"{self.case.id}/{name} (cold load {len(self.cold_copies[name]) + 2})"
+                self.cold_copies[name].append(driver.Module(self.job["ptx"][name], label))
 
     def kernel(self, name: str, geometry: spec.Geometry, module=None) -> driver.Kernel:
         """`name`'s kernel in its module (or in `module`, one of its cold copies)."""

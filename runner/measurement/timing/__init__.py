@@ -7,6 +7,7 @@ from runner.measurement.timing.base import (
     Measurement,
     Monitor,
     TimingSettings,
+    load_order,
     round_order,
     sample_plan,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "Measurement",
     "Monitor",
     "TimingSettings",
+    "load_order",
     "measure",
     "round_order",
     "sample_plan",

@@ -149,6 +149,13 @@ def round_order(names: list[str], round_index: int) -> list[str]:
     return list(names) if thue_morse(round_index) == 0 else list(reversed(names))
 
 
+def load_order(names: list[str], rounds: int) -> list[str]:
+    """`rounds` rounds of every name, round i in round_order(names, i): the order cold mode
+    makes its loads of each implementation's PTX in (runner.execution.case.COLD_LOADS), so no
+    implementation's loads fall on other places of the sequence of loads than another's."""
+    return [name for i in range(rounds) for name in round_order(names, i)]
+
+
 def sample_plan(
     names: list[str], settings: TimingSettings, samples: int | None = None, first_round: int = 0
 ) -> list[list[tuple[str, int]]]:
