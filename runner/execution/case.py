@@ -30,9 +30,10 @@ DYNAMIC_SHARED_DEFAULT_LIMIT = 48 * 1024
 # read means 0.4% apart (standard deviation, 0.27% of it sampling), 0.2% at 2^18 (2.95 us); the
 # mean of 32 loads a side leaves 0.1% of that between two sides (benchmarks/perf/RESULTS.md).
 # Where a load lands follows the order of the loads: the same PTX loaded for two sides in turn,
-# A A' A A' ..., read A' 0.4% faster than A at 2^14 by CUPTI and by events, in every quarter of
-# two runs. The loads of round i go in round_order(names, i), the Thue-Morse order the samples
-# take, so each side's loads fall on every place of any power-of-two stride alike.
+# A A' A A' ..., read A' 0.49% and 0.38% faster than A at 2^14 by CUPTI in two runs, in every
+# quarter of each (0.30% by events in the second), and 0.13% and 0.24% in two more; split in
+# load_order (round i in round_order(names, i), the Thue-Morse order the samples take), 1.0000
+# and 0.9999. Each side's loads then fall on every place of any power-of-two stride alike.
 COLD_LOADS = 32
 CHECK_GUARD_BYTES = 64 * 1024  # canary bands around every buffer at the correctness size
 
