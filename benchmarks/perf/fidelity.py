@@ -12,7 +12,7 @@ On the GPU box, for n = 2^10 .. 2^27 it measures
 then prints one markdown table per front end and the targets met or missed.
 
     python benchmarks/perf/fidelity.py [--sizes 10,14,18,20,22,24,27] [--skip-ncu]
-        [--ncu-cache ncu.json] [--raw raw.json]
+        [--ncu-cache ncu.json] [--raw raw.json] [--only ptx|torch]
 
 Each part runs in its own process: CUPTI has one subscriber per process, and the runner's CUPTI
 timer, torch.profiler and ncu must not see each other. Progress goes to stderr.
@@ -33,8 +33,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
 
 from fidelity_ncu import ncu_us  # noqa: E402
+from fidelity_report import report  # noqa: E402
 from fidelity_torch import (  # noqa: E402
     NCU_LAUNCHES,
+    SMALL_LOG2N,
     TORCH_KERNEL,
     l2_flush_tensor,
     profiler_durations,
@@ -46,8 +48,14 @@ from fidelity_torch import (  # noqa: E402
 SOURCE = ROOT / "benchmarks" / "kernels" / "axpy_f64.cu"
 ENTRY = "axpy_f64"
 # cold samples for the CUPTI A/A (each the mean of up to 32 launches): a cold launch of a small
-# kernel spreads by +-10%, so a 0.1% standard error of the gap takes about 10,000 launches a side
-COLD_SAMPLES = 2000
+# kernel spreads by +-10%, so a 0.1% standard error of the gap takes about 10,000 launches a side;
+# at 2^18 and under (batches of 8 to 32), 2000 samples left a standard error of about 0.1%, and
+# |gap - 1| <= 0.2% then misses by chance alone in one size of twenty: 4000 halve that
+COLD_SAMPLES = {"small": 4000, "large": 2000}
+
+
+def cold_samples(log2n: int) -> int:
+    return COLD_SAMPLES["small" if log2n <= SMALL_LOG2N else "large"]
 
 
 def say(text: str) -> None:
@@ -134,7 +142,7 @@ def ptx_engine(ptx: str, sizes: list[int], target_ms: float) -> list[dict]:
                     window=window,
                     cold_items=loads if mode == "cold" else None,
                 )
-                samples = 30 if mode == "hot" else COLD_SAMPLES if timer == "cupti" else 200
+                samples = 30 if mode == "hot" else 200 if timer == "events" else cold_samples(log2n)
                 settings = TimingSettings(
                     mode=mode,
                     samples=samples,
@@ -197,30 +205,31 @@ def ptx_profiler(ptx: str, sizes: list[int]) -> dict:
 # -- ncu and the orchestration ---------------------------------------------------------------
 
 
-def ncu_figures(sizes: list[int], ptx_path: Path, skip_torch: bool, cache: Path | None):
-    """ncu's (cold, hot) of the PTX and cold of torch.add per size. With `cache`, sizes found
-    there are not profiled again and each size profiled is written there at once, so a run cut
-    short keeps what it measured (ncu is the slowest part)."""
+def ncu_figures(sizes: list[int], ptx_path: Path, parts: tuple[str, ...], cache: Path | None):
+    """ncu's (cold, hot) of the PTX and cold of torch.add per size, for `parts` ("ptx",
+    "torch"). With `cache`, figures found there are not profiled again and each one profiled
+    is written there at once, so a run cut short keeps what it measured (ncu is the slowest
+    part)."""
     known = orjson.loads(cache.read_bytes()) if cache and cache.exists() else {}
     ptx_ncu, torch_ncu = {}, {}
     for k in sizes:
-        if str(k) not in known:
-            say(f"fidelity: ncu at 2^{k}")
+        entry = known.setdefault(str(k), {})
+        if "ptx" in parts and "ptx" not in entry:
+            say(f"fidelity: ncu at 2^{k}, the PTX")
             target = [sys.executable, __file__, "ptx-target", "--ptx", str(ptx_path), "--n", str(k)]
-            entry = {
-                "ptx": (
-                    ncu_us([*target, "--reset"], f"^{ENTRY}$", "all"),
-                    ncu_us(target, f"^{ENTRY}$", "none"),
-                )
-            }
-            if not skip_torch:
-                target = [sys.executable, __file__, "torch-target", "--n", str(k)]
-                entry["torch"] = ncu_us(target, TORCH_KERNEL, "all")
-            known[str(k)] = entry
-            if cache:
-                cache.write_bytes(orjson.dumps(known))
-        ptx_ncu[k] = tuple(known[str(k)]["ptx"])
-        torch_ncu[k] = known[str(k)].get("torch")
+            entry["ptx"] = (
+                ncu_us([*target, "--reset"], f"^{ENTRY}$", "all"),
+                ncu_us(target, f"^{ENTRY}$", "none"),
+            )
+        if "torch" in parts and "torch" not in entry:
+            say(f"fidelity: ncu at 2^{k}, torch.add")
+            target = [sys.executable, __file__, "torch-target", "--n", str(k)]
+            entry["torch"] = ncu_us(target, TORCH_KERNEL, "all")
+        if cache:
+            cache.write_bytes(orjson.dumps(known))
+        if "ptx" in entry:
+            ptx_ncu[k] = tuple(entry["ptx"])
+        torch_ncu[k] = entry.get("torch")
     return ptx_ncu, torch_ncu
 
 
@@ -234,89 +243,6 @@ def child(args: list[str]) -> object:
     return orjson.loads(done.stdout)
 
 
-def within(value: float, reference: float, rel: float, abs_us: float) -> bool:
-    return abs(value - reference) <= max(rel * reference, abs_us)
-
-
-def _aa_ok(triple) -> bool:
-    ratio, lo, hi = triple
-    return abs(ratio - 1) <= 0.002 and lo <= 1.0 <= hi
-
-
-def _aa(triple) -> str:
-    r, lo, hi = triple
-    return f"{r:.4f} [{lo:.4f}, {hi:.4f}]{'' if _aa_ok(triple) else ' (!)'}"
-
-
-def _misses(side: str, k: int, row: dict, reference: float | None, ncu_cold: float | None):
-    """The cold and A/A targets a row misses: cold within max(3%, 0.2 us) of the independent
-    CUPTI reading and never above ncu's cold figure by more than max(3%, 0.3 us)."""
-    cold = row["cold_cupti_us"]
-    if reference and not within(cold, reference, 0.03, 0.2):
-        yield f"{side} 2^{k}: cold {cold:.2f} us vs CUPTI reference {reference:.2f} us"
-    if ncu_cold and cold > ncu_cold + max(0.03 * ncu_cold, 0.3):
-        yield f"{side} 2^{k}: cold {cold:.2f} us above ncu {ncu_cold:.2f} us"
-    for key in ("cold_cupti_aa", "hot_events_aa"):
-        if not _aa_ok(row[key]):
-            yield f"{side} 2^{k}: A/A {key[:-3]} {_aa(row[key])}"
-
-
-def report(ptx_rows, ptx_ncu, ptx_prof, torch_rows, torch_ncu) -> list[str]:
-    lines = ["## PTX runner: axpy_f64 (per launch, us)", ""]
-    lines.append(
-        "| n | ncu cold | profiler cold | runner cold cupti | runner cold events | A/A cold cupti "
-        "| ncu hot | runner hot events | runner hot cupti | A/A hot events |"
-    )
-    lines.append("|" + " --- |" * 10)
-    misses = []
-    for r in ptx_rows:
-        k = r["log2n"]
-        nc, nh = ptx_ncu.get(k, (None, None))
-        prof = ptx_prof.get(str(k)) or ptx_prof.get(k)
-        cells = [
-            f"2^{k}",
-            f"{nc:.2f}" if nc else "-",
-            f"{prof:.2f}" if prof else "-",
-            f"{r['cold_cupti_us']:.2f}",
-            f"{r['cold_events_us']:.2f}",
-            _aa(r["cold_cupti_aa"]),
-            f"{nh:.2f}" if nh else "-",
-            f"{r['hot_events_us']:.2f}",
-            f"{r['hot_cupti_us']:.2f}",
-            _aa(r["hot_events_aa"]),
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-        misses += _misses("PTX", k, r, prof, nc)
-        if nh and not within(r["hot_events_us"], nh, 0.03, 1.0):
-            misses.append(f"PTX 2^{k}: hot {r['hot_events_us']:.2f} us vs ncu {nh:.2f} us")
-    lines += ["", "## runner.bench: torch.add float32 (per call, us)", ""]
-    lines.append(
-        "| n | ncu cold | profiler cold | bench cold cupti | bench cold events | A/A cold cupti "
-        "| bench hot | A/A hot | do_bench | do_bench_cudagraph |"
-    )
-    lines.append("|" + " --- |" * 10)
-    for r in torch_rows:
-        k = r["log2n"]
-        nc = torch_ncu.get(k)
-        cells = [
-            f"2^{k}",
-            f"{nc:.2f}" if nc else "-",
-            f"{r['profiler_us']:.2f}",
-            f"{r['cold_cupti_us']:.2f}",
-            f"{r['cold_events_us']:.2f}",
-            _aa(r["cold_cupti_aa"]),
-            f"{r['hot_events_us']:.2f}",
-            _aa(r["hot_events_aa"]),
-            f"{r['do_bench_us']:.2f}",
-            f"{r['do_bench_cudagraph_us']:.2f}",
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-        misses += _misses("torch", k, r, r["profiler_us"], nc)
-    lines += ["", "(!) marks an A/A outside |gap - 1| <= 0.2% or an interval without 1.0.", ""]
-    lines.append("targets: " + ("all met" if not misses else "MISSED: " + "; ".join(misses)))
-    return lines
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("part", nargs="?", default="all")
@@ -326,7 +252,14 @@ def main() -> int:
     parser.add_argument("--target-sample-ms", type=float, default=20.0)
     parser.add_argument("--skip-ncu", action="store_true")
     parser.add_argument("--reset", action="store_true", help="ptx-target: restore y each time")
-    parser.add_argument("--skip-torch", action="store_true")
+    parser.add_argument(
+        "--skip-torch", action="store_true", help="no torch: the PTX engine and ncu"
+    )
+    parser.add_argument(
+        "--only",
+        choices=("ptx", "torch"),
+        help="one front end (with its references): a run in two parts, under a time limit each",
+    )
     parser.add_argument("--raw", type=Path, help="write every row with its raw samples here")
     parser.add_argument(
         "--ncu-cache",
@@ -366,19 +299,24 @@ def main() -> int:
     ptx_path = Path(os.environ.get("TMPDIR", "/tmp")) / "fidelity-axpy.ptx"
     ptx_path.write_text(toolchains.build("nvcc", SOURCE, f"sm_{major}{minor}").ptx)
     common = ["--sizes", args.sizes, "--ptx", str(ptx_path)]
-    say("fidelity: the runner's engine on the PTX")
-    ptx_rows = child(["ptx-engine", *common, "--target-sample-ms", str(args.target_sample_ms)])
-    ptx_ncu, torch_ncu, ptx_prof, torch_rows = {}, {}, {}, []
-    if not args.skip_torch:
-        say("fidelity: torch.profiler on the PTX")
-        ptx_prof = child(["ptx-profiler", *common])
+    ptx_ncu, torch_ncu, ptx_prof, ptx_rows, torch_rows = {}, {}, {}, [], []
+    parts = tuple(p for p in ("ptx", "torch") if args.only in (None, p))
+    if args.skip_torch:
+        parts = tuple(p for p in parts if p != "torch")
+    if "ptx" in parts:
+        say("fidelity: the runner's engine on the PTX")
+        ptx_rows = child(["ptx-engine", *common, "--target-sample-ms", str(args.target_sample_ms)])
+        if not args.skip_torch:
+            say("fidelity: torch.profiler on the PTX")
+            ptx_prof = child(["ptx-profiler", *common])
+    if "torch" in parts:
         say("fidelity: the torch side")
         torch_rows = child(["torch", "--sizes", args.sizes])
         profiled = child(["torch-profiler", "--sizes", args.sizes])
         for row in torch_rows:
             row["profiler_us"] = profiled[str(row["log2n"])]
     if not args.skip_ncu:
-        ptx_ncu, torch_ncu = ncu_figures(sizes, ptx_path, args.skip_torch, args.ncu_cache)
+        ptx_ncu, torch_ncu = ncu_figures(sizes, ptx_path, parts, args.ncu_cache)
     if args.raw:
         args.raw.write_bytes(orjson.dumps({"ptx": ptx_rows, "torch": torch_rows}))
     print("\n".join(report(ptx_rows, ptx_ncu, ptx_prof, torch_rows, torch_ncu)))
