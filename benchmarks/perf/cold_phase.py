@@ -69,11 +69,11 @@ def rounds(ptx: str, log2n: int, repeated: bool, samples: int = 2000) -> None:
     from runner.measurement.timing import TimingSettings, base, cupti, measure
     from runner.measurement.timing.cuda import CudaBackend
 
-    thue_morse = base.round_order
-    if repeated:
-        base.round_order = lambda names, r: list(names) if r % 2 == 0 else list(reversed(names))
     axpy = fidelity.Axpy(ptx, 1 << log2n, modules=2 * COLD_LOADS)
-    loads = fidelity.side_loads(axpy.items)
+    loads = fidelity.side_loads(axpy.items)  # as the runner splits them, in both orders
+    thue_morse = base.round_order
+    if repeated:  # the rounds only (sample_plan reads base.round_order)
+        base.round_order = lambda names, r: list(names) if r % 2 == 0 else list(reversed(names))
     window = cupti.ActivityWindow(int(axpy.ctx.handle), int(axpy.stream.handle))
     items = {n: loads[n][0] for n in loads}
     b = CudaBackend(
