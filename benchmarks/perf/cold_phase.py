@@ -1,11 +1,14 @@
 """Cold launches by their place in the launch sequence, and cold A/A by how sides are ordered.
 
     python benchmarks/perf/cold_phase.py positions      (on a GPU box with nvcc and cupti-python)
+    python benchmarks/perf/cold_phase.py spread
     python benchmarks/perf/cold_phase.py rounds
     python benchmarks/perf/cold_phase.py loads interleaved|thue-morse
 
 positions: fidelity.py's axpy at 2^10 and 2^18, one load, 400 CUPTI windows of 16 cold launches
 each (reset, flush, launch, as the engine queues them): each position's mean against the mean.
+spread: 16 loads of it, one launch of each a window in shuffled order, 580 windows: each load's
+mean, and how far the means spread against their standard errors.
 rounds: the engine's cold A/A by CUPTI (the runner's loads a side, 2000 samples) at 2^10 and 2^14
 with the rounds in Thue-Morse order (the engine's) and in A B / B A repeated, with every launch's
 time by its place G in the sequence of cold launches (G mod 8, and G // 16 mod 8).
@@ -56,6 +59,44 @@ def positions(ptx: str, log2n: int, windows: int = 400, width: int = 16) -> None
     print(
         f"positions 2^{log2n}: {mean * 1e6:.4f} us; by position %: "
         f"{percent([tmean(p) for p in by_position], mean)}",
+        flush=True,
+    )
+    b.close()
+    window.close()
+    axpy.close()
+
+
+def spread(ptx: str, log2n: int, loads: int = 16, windows: int = 600) -> None:
+    """Each load's cold launches, one of each load a window in shuffled order: how far the
+    loads' means spread, against their standard errors."""
+    import random
+
+    from runner.measurement.timing import cupti
+    from runner.measurement.timing.cold import cold_launch
+    from runner.measurement.timing.cuda import CudaBackend
+
+    axpy = fidelity.Axpy(ptx, 1 << log2n, modules=loads)
+    window = cupti.ActivityWindow(int(axpy.ctx.handle), int(axpy.stream.handle))
+    b = CudaBackend(
+        axpy.stream, axpy.internal, {"X": axpy.items[0]}, axpy.resets, 1000, window=window
+    )
+    b.warmup("X", 10)
+    by_load: list[list[float]] = [[] for _ in range(loads)]
+    rng = random.Random(1)
+    for w in range(windows):
+        order = rng.sample(range(loads), loads)
+        b.cold_items, b._cold_turns = {"X": [axpy.items[i] for i in order]}, {}
+        seconds = b.cold_batch("X", loads, lambda: [cold_launch(b, "X", 0) for _ in range(loads)])
+        if w >= 20:  # the first windows warm up
+            for i, s in zip(order, seconds, strict=True):
+                by_load[i].append(s)
+    means = [tmean(x) for x in by_load]
+    mean = statistics.fmean(means)
+    se = statistics.fmean(statistics.stdev(x) / len(x) ** 0.5 for x in by_load)
+    print(
+        f"spread 2^{log2n}: {mean * 1e6:.4f} us; loads %: {percent(means, mean)}; sd of the "
+        f"loads' means {statistics.pstdev(means) / mean * 100:.3f}% against a standard error of "
+        f"{se / mean * 100:.3f}%",
         flush=True,
     )
     b.close()
@@ -141,16 +182,16 @@ def main() -> int:
     from runner.gpu import driver
 
     part = sys.argv[1] if len(sys.argv) > 1 else ""
-    if part not in ("positions", "rounds", "loads"):
+    if part not in ("positions", "spread", "rounds", "loads"):
         print(__doc__, file=sys.stderr)
         return 2
     ctx = driver.Context(0)
     major, minor = (ctx.attribute(f"COMPUTE_CAPABILITY_{p}") for p in ("MAJOR", "MINOR"))
     ctx.close()
     ptx = toolchains.build("nvcc", fidelity.SOURCE, f"sm_{major}{minor}").ptx
-    if part == "positions":
+    if part in ("positions", "spread"):
         for log2n in (10, 18):
-            positions(ptx, log2n)
+            (positions if part == "positions" else spread)(ptx, log2n)
     elif part == "rounds":
         for log2n in (10, 14):
             rounds(ptx, log2n, repeated=False)
