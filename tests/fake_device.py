@@ -7,6 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 
+TIMED = ("timed_batch", "timed_cold")
+
+
+def timed_names(calls: list[tuple]) -> list[str]:
+    """The implementation of every timed call in `calls`, in order."""
+    return [c[1] for c in calls if c[0] in TIMED]
+
 
 class FakeBackend:
     """Kernel `name` takes `per_launch_s[name]` seconds per launch.

@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-import itertools
 import math
-import statistics
 
 import pytest
-from fake_device import FakeBackend
+from fake_device import TIMED, FakeBackend, timed_names
 
 from runner.measurement import stats
-from runner.measurement.timing import MODES, ColdMode, HotMode, TimingSettings, base, cold, measure
-from runner.measurement.timing.base import load_order, quantize_batch, round_order
+from runner.measurement.timing import MODES, ColdMode, HotMode, TimingSettings, base, measure
+from runner.measurement.timing.base import quantize_batch, round_order
 from runner.measurement.timing.hot import calibrate
-
-TIMED = ("timed_batch", "timed_cold")
-
-
-def timed_names(calls: list[tuple]) -> list[str]:
-    return [c[1] for c in calls if c[0] in TIMED]
 
 
 def batch_of(per_launch_s: float, settings: TimingSettings, overhead_s: float = 5e-6) -> int:
@@ -119,29 +111,6 @@ def test_round_order():
     assert all(firsts[i] != firsts[i + 1] for i in range(0, 16, 2))
 
 
-def test_cold_loads_are_made_in_the_rounds_order():
-    order = load_order(["A", "B"], 4)
-    assert order == ["A", "B", "B", "A", "B", "A", "A", "B"]
-    three = load_order(["A", "B", "C"], 32)
-    assert [three.count(n) for n in "ABC"] == [32, 32, 32]
-    assert three[:6] == ["A", "B", "C", "C", "B", "A"]
-
-
-@pytest.mark.parametrize("period", [2, 4, 8, 16])
-def test_every_side_starts_its_samples_at_every_place_of_a_period_alike(period):
-    """Two sides, one launch a sample: over 32 rounds (64 launches), each side's samples fall
-    on every place of a period of 2 to 16 launches equally often (A B B A repeated puts A's
-    on places 0 and 3 of 4 only, and B's on 1 and 2)."""
-    places = {"A": [], "B": []}
-    for r in range(32):
-        for slot, name in enumerate(round_order(["A", "B"], r)):
-            places[name].append((2 * r + slot) % period)
-    for name in places:
-        assert sorted(places[name]) == sorted(list(range(period)) * (32 // period)), name
-    repeated = [(2 * r + ["A", "B"][:: 1 if r % 2 == 0 else -1].index("A")) % 4 for r in range(32)]
-    assert set(repeated) == {0, 3}
-
-
 def test_hot_resets_before_every_timed_call():
     backend, _ = run_hot({"A": 1e-5, "B": 1e-3}, samples=6)
     calls = backend.calls
@@ -156,191 +125,6 @@ def test_hot_resets_before_every_timed_call():
         assert all(x[1] == c[1] for x in calls[j:i])
         if i >= samples_start:
             assert calls[i - 1] == ("reset", c[1])
-
-
-# --- cold mode -----------------------------------------------------------------------------
-
-
-def test_cold_sample_is_reset_flush_launch():
-    backend = FakeBackend({"A": 1e-4, "B": 3e-4}, cold_factor=1.5)
-    m = ColdMode().measure(backend, ["A", "B"], TimingSettings(mode="cold", samples=5, warmup=3))
-    assert m.mode == "cold" and m.warmup == 3
-    assert not [c for c in backend.calls if c[0] == "timed_batch"]
-    assert [c for c in backend.calls if c[0] == "warmup"] == [
-        ("warmup", "A", 3),
-        ("warmup", "B", 3),
-    ]
-    timed = [i for i, c in enumerate(backend.calls) if c[0] == "timed_cold"]
-    batch = 1  # 150 us and more: one launch per sample
-    # the probes that choose the batch, then the samples
-    assert len(timed) == 2 * cold.PROBES + 10 * batch
-    for i in timed:
-        name = backend.calls[i][1]
-        assert backend.calls[i - 2 : i] == [("reset", name), ("flush",)]
-    rounds = "".join(n * batch for n in "ABBABAABBA")  # Thue-Morse rounds
-    assert "".join(timed_names(backend.calls)) == "AAABBB" + rounds
-    for name, t in m.impls.items():
-        assert t.batch == batch and len(t.samples_s) == 5 and t.method == ColdMode.method
-        assert t.samples_s == pytest.approx([backend.per_launch_s[name] * 1.5] * 5)
-
-
-@pytest.mark.parametrize(
-    ("launch_s", "launches"),
-    [
-        (1e-6, 24),
-        (1.3e-6, 16),
-        (2.5e-6, 8),
-        (0.5e-6, 32),
-        (1e-7, 32),
-        (7e-6, 8),
-        (1.5e-5, 8),
-        (2e-5, 1),
-        (1e-3, 1),
-    ],
-)
-def test_cold_launches_per_sample(launch_s, launches):
-    # 20 us of kernel time in whole multiples of COLD_PHASE launches, at most 32; from 20 us one
-    assert cold.launches_for(launch_s) == launches
-    assert launches == 1 or launches % cold.COLD_PHASE == 0
-    assert cold.launches_for(0.0) == cold.MAX_COLD_LAUNCHES  # nothing measured: the most
-
-
-def test_a_cold_sample_is_the_mean_of_its_launches_for_the_fastest_implementation():
-    # A 1.5 us cold launch needs 14 launches per sample, 16 in whole periods of the launch
-    # sequence; B, slower, gets the same batch
-    backend = FakeBackend({"A": 1e-6, "B": 4e-5}, noise=0.05, seed=1)
-    m = measure(backend, ["A", "B"], TimingSettings(mode="cold", samples=4, warmup=0))
-    assert {t.batch for t in m.impls.values()} == {16}
-    timed = timed_names(backend.calls)[2 * cold.PROBES :]
-    assert timed == ["A"] * 16 + ["B"] * 32 + ["A"] * 16 + ["B"] * 16 + ["A"] * 32 + ["B"] * 16
-    assert m.impls["A"].samples_s == pytest.approx([1.5e-6] * 4, rel=0.05)  # 5% / sqrt(16)
-    fixed = measure(
-        FakeBackend({"A": 1e-6}), ["A"], TimingSettings(mode="cold", samples=2, cold_launches=3)
-    )
-    assert fixed.impls["A"].batch == 3
-
-
-def test_every_cold_launch_gets_the_next_poison_and_every_tenth_launch_is_verified():
-    backend = FakeBackend({"A": 1e-6, "B": 1e-6})
-    patterns, verified = [], []
-    backend.poison_outputs = patterns.append
-
-    def verify(name):  # how many launches of `name` ran when it was verified
-        verified.append((name, backend.calls.count(("timed_cold", name))))
-        return "stale"
-
-    backend.verify_outputs = verify
-    m = measure(backend, ["A", "B"], TimingSettings(mode="cold", samples=6, warmup=0))
-    assert {t.batch for t in m.impls.values()} == {16}  # 1.5 us a launch
-    # probes included, no launch of either implementation gets the pattern the one before got
-    assert len(patterns) == 2 * cold.PROBES + 2 * 6 * 16
-    assert all(a != b for a, b in itertools.pairwise(patterns))
-    # each implementation's timed launches 0, 10, 20, ... are verified right after they ran
-    first = cold.PROBES  # its probes ran before
-    assert [n for name, n in verified if name == "A"] == [first + i + 1 for i in range(0, 96, 10)]
-    assert m.impls["A"].problems[:2] == [
-        "cold sample 0 (launch 0): stale",
-        "cold sample 0 (launch 10): stale",
-    ]
-
-
-def test_a_backend_that_reads_its_launches_afterwards_gets_a_sample_at_a_time():
-    """cold_batch: the sample's launches run inside it, each with its poison and verification,
-    and the sample is the mean of the seconds it returns, not of what timed_cold said."""
-    backend = FakeBackend({"A": 1e-6, "B": 1e-6})
-    batches, patterns = [], []
-    backend.poison_outputs = patterns.append
-
-    def cold_batch(name, batch, launches):
-        before = backend.calls.count(("timed_cold", name))
-        launches()
-        assert backend.calls.count(("timed_cold", name)) == before + batch
-        batches.append((name, batch))
-        return [2e-6 * (i + 1) for i in range(batch)]  # 2, 4, ... us: the mean is (batch+1) us
-
-    backend.cold_batch = cold_batch
-    m = measure(backend, ["A", "B"], TimingSettings(mode="cold", samples=4, warmup=0))
-    # one call a sample, in the rounds' order (the probes are single launches, not batched)
-    assert [n for n, _ in batches] == ["A", "B", "B", "A", "B", "A", "A", "B"]
-    assert {b for _, b in batches} == {16}
-    assert m.impls["A"].samples_s == pytest.approx([17e-6] * 4)
-    assert len(patterns) == 2 * cold.PROBES + 2 * 4 * 16
-
-
-class Phased(FakeBackend):
-    """A cold launch 8% slower on some places of the launch sequence: `slow(i)` of the i-th."""
-
-    def __init__(self, per_launch_s, slow):
-        super().__init__(per_launch_s)
-        self.slow, self.launched = slow, 0
-
-    def timed_cold(self, name):
-        slow = self.slow(self.launched)
-        self.launched += 1
-        return super().timed_cold(name) * (1.08 if slow else 1.0)
-
-
-def phased_aa(slow, launches, monkeypatch=None) -> tuple[float, int]:
-    """The same kernel against itself, cold, 64 rounds: ratio of the sides' mean samples; with
-    `monkeypatch`, in rounds A B / B A repeated instead of the Thue-Morse order."""
-    if monkeypatch is not None:
-        repeated = lambda names, r: list(names) if r % 2 == 0 else list(reversed(names))  # noqa: E731
-        monkeypatch.setattr(base, "round_order", repeated)
-    backend = Phased({"A": 1.3e-6, "A2": 1.3e-6}, slow)
-    settings = TimingSettings(mode="cold", samples=64, warmup=0, cold_launches=launches)
-    m = measure(backend, ["A", "A2"], settings)
-    means = {n: statistics.fmean(m.impls[n].samples_s) for n in ("A", "A2")}
-    return means["A2"] / means["A"], m.impls["A"].batch
-
-
-@pytest.mark.parametrize(
-    ("slow", "launches"),
-    [
-        (lambda i: i % 4 == 3, 17),  # every 4th launch, an odd batch
-        (lambda i: (i // 16) % 4 == 1, 16),  # 16 launches in every 64, a batch of 16
-    ],
-)
-def test_a_cold_launchs_place_in_the_launch_sequence_cannot_bias_a_gap(slow, launches, monkeypatch):
-    """On the H200 a cold launch's time depends on its place in the process's sequence of cold
-    launches (cold.py: -4% to +4% repeating every 4 launches, and slower patterns). Rounds
-    A B / B A repeated start one side's samples on other places than the other's, and the same
-    kernel reads apart; in the Thue-Morse order both sides' samples start on every place
-    alike, whatever the batch."""
-    assert phased_aa(slow, launches) == (pytest.approx(1.0, abs=1e-12), launches)
-    biased, _ = phased_aa(slow, launches, monkeypatch)
-    assert abs(biased - 1) > 0.001, biased
-
-
-def test_the_cold_batch_is_whole_periods_of_the_launch_sequence():
-    """launches_for's batch is a multiple of COLD_PHASE: each sample averages whole periods of
-    a short pattern, so its samples do not differ by where they started either."""
-    ratio, batch = phased_aa(lambda i: i % 4 == 3, None)
-    assert batch % cold.COLD_PHASE == 0 and batch == cold.launches_for(1.95e-6) == 16
-    assert ratio == pytest.approx(1.0, abs=1e-12)
-    backend = Phased({"A": 1.3e-6}, lambda i: i % 4 == 3)
-    m = measure(backend, ["A"], TimingSettings(mode="cold", samples=8, warmup=0))
-    assert len(set(m.impls["A"].samples_s)) == 1  # every sample alike
-
-
-def test_single_cold_launches_in_ticks_cannot_see_a_one_percent_gap_and_batches_can():
-    """The defect batches fix: +-6% launch to launch, read in 32 ns ticks (a 1.3 us kernel,
-    as CUPTI reads it on the H200). Medians of single launches sit on a tick: a candidate 1%
-    slower reads 1.0. Medians of 16-launch means see the 1% (their grid is 2 ns)."""
-
-    class Ticks(FakeBackend):
-        def timed_cold(self, name):
-            return round(super().timed_cold(name) / 32e-9) * 32e-9
-
-    def gap(launches):
-        backend = Ticks({"A": 0.87e-6, "B": 0.87e-6 * 1.01}, noise=0.06, seed=1)
-        settings = TimingSettings(mode="cold", samples=500, warmup=0, cold_launches=launches)
-        m = measure(backend, ["A", "B"], settings)
-        return stats.gap(m.impls["A"].samples_s, m.impls["B"].samples_s, resamples=2000)
-
-    single, batched = gap(1), gap(16)
-    assert single["ratio_of_medians"] == pytest.approx(1.0)
-    assert batched["ratio_of_medians"] == pytest.approx(1.01, abs=0.003)
-    assert batched["ci_low"] <= 1.01 <= batched["ci_high"]
 
 
 # --- drift and gaps ------------------------------------------------------------------------
