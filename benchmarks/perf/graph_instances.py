@@ -7,7 +7,9 @@ graphs' medians ("between-graph sd") against one graph's own standard error ("wi
 A between-graph spread well above the within-graph error is an offset that stays with the
 instance: what runner.bench's INSTANCES rotation averages out (runner/bench/cuda_device.py).
 
-    python benchmarks/perf/graph_instances.py
+    python benchmarks/perf/graph_instances.py [--sizes 10,14,20]
+
+(--sizes 21,22,23: around the L2's size, where a call's hits depend on where its buffers sit.)
 """
 
 from __future__ import annotations
@@ -63,11 +65,18 @@ def spread(torch, stream, graphs) -> tuple[float, float, float, float, float]:
 
 
 def main() -> int:
+    import argparse
+
     import torch
 
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--sizes", default=",".join(map(str, SIZES)), help="log2 n, comma-separated"
+    )
+    sizes = [int(k) for k in parser.parse_args().sizes.split(",")]
     torch.cuda.init()
     stream = torch.cuda.Stream()
-    for k in SIZES:
+    for k in sizes:
         a, b = (torch.rand(1 << k, device="cuda") for _ in range(2))
         c = torch.empty_like(a)
         torch.cuda.synchronize()
