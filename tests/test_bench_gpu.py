@@ -146,6 +146,7 @@ def test_cold_mode_flushes_l2(cold_run, hot_run):
     hot = _case(hot_run[0], "scale_small")["implementations"]["cuda"]
     assert cold["timing"]["mode"] == "cold"
     assert f"take {COLD_LOADS} loads of the PTX in turn" in cold["timing"]["method"]
+    assert _case(doc, "scale_small")["phases_s"]["cold_loads_s"] > 0  # reported apart
     # a sample is the mean of the launches 20 us of kernel time takes (from probe launches)
     # (from the probes' fastest launch: within 25% of the samples' median)
     median, batch = cold["timing"]["stats"]["median_s"], cold["timing"]["batch"]

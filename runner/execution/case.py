@@ -107,9 +107,11 @@ class CaseRun:
             self.record["impls"][name]["load_s"] = self.modules[name].load_s
             self.record["impls"][name]["ptx"] = ptx.describe(ptx.parse(text))
         if self.settings.mode == "cold":  # more loads, in turn across implementations
+            t0 = time.perf_counter()
             for name in load_order(self.names, COLD_LOADS)[len(self.names) :]:  # see COLD_LOADS
                 label = f"{self.case.id}/{name} (cold load {len(self.cold_copies[name]) + 2})"
                 self.cold_copies[name].append(driver.Module(self.job["ptx"][name], label))
+            self.record["phases_s"]["cold_loads_s"] = time.perf_counter() - t0
 
     def kernel(self, name: str, geometry: spec.Geometry, module=None) -> driver.Kernel:
         """`name`'s kernel in its module (or in `module`, one of its cold copies)."""
