@@ -24,19 +24,36 @@ def test_cold_loads_are_made_in_the_rounds_order():
     assert three[:6] == ["A", "B", "C", "C", "B", "A"]
 
 
+def places(count: int, batch: int, period: int, rounds: int) -> dict[int, list[int]]:
+    """Where each of `count` sides' samples start, mod `period`, in `rounds` rounds."""
+    found: dict[int, list[int]] = {i: [] for i in range(count)}
+    launched = 0
+    for r in range(rounds):
+        for name in round_order(list(range(count)), r):
+            found[name].append(launched % period)
+            launched += batch
+    return found
+
+
+@pytest.mark.parametrize("count", [2, 3, 5, 6])
+@pytest.mark.parametrize("batch", [1, 3, 8, 17])
 @pytest.mark.parametrize("period", [2, 4, 8, 16])
-def test_every_side_starts_its_samples_at_every_place_of_a_period_alike(period):
-    """Two sides, one launch a sample: over 32 rounds (64 launches), each side's samples fall
-    on every place of a period of 2 to 16 launches equally often (A B B A repeated puts A's
-    on places 0 and 3 of 4 only, and B's on 1 and 2)."""
-    places = {"A": [], "B": []}
-    for r in range(32):
-        for slot, name in enumerate(round_order(["A", "B"], r)):
-            places[name].append((2 * r + slot) % period)
-    for name in places:
-        assert sorted(places[name]) == sorted(list(range(period)) * (32 // period)), name
+def test_every_side_starts_its_samples_at_every_place_of_a_period_alike(count, batch, period):
+    """Over 64 rounds each side's samples start on the places of a period of 2 to 16 launches
+    as often as every other side's (A B / B A repeated with one launch a sample puts A's on
+    places 0 and 3 of 4 only, and B's on 1 and 2)."""
+    found = places(count, batch, period, 64)
+    assert all(sorted(found[i]) == sorted(found[0]) for i in found), (count, batch, period)
     repeated = [(2 * r + ["A", "B"][:: 1 if r % 2 == 0 else -1].index("A")) % 4 for r in range(32)]
     assert set(repeated) == {0, 3}
+
+
+def test_a_multiple_of_four_sides_is_not_balanced():
+    """The limit of reversing rounds: with 4 sides and one launch a sample every round is 4
+    launches long, so a side sits on its slot or the mirror one, A and D on places 0 and 3 of 4,
+    B and C on 1 and 2 (README, Paired rounds)."""
+    found = places(4, 1, 4, 64)
+    assert set(found[0]) == set(found[3]) == {0, 3} and set(found[1]) == {1, 2}
 
 
 # --- cold mode -----------------------------------------------------------------------------

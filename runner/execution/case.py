@@ -33,7 +33,8 @@ DYNAMIC_SHARED_DEFAULT_LIMIT = 48 * 1024
 # A A' A A' ..., read A' 0.49% and 0.38% faster than A at 2^14 by CUPTI in two runs, in every
 # quarter of each (0.30% by events in the second), and 0.13% and 0.24% in two more; split in
 # load_order (round i in round_order(names, i), the Thue-Morse order the samples take), 1.0000
-# and 0.9999. Each side's loads then fall on every place of any power-of-two stride alike.
+# and 0.9999. Each side's loads then fall on the places of any power-of-two stride alike
+# (with 2, 3, 5, 6 or 7 implementations: base.round_order).
 COLD_LOADS = 32
 CHECK_GUARD_BYTES = 64 * 1024  # canary bands around every buffer at the correctness size
 

@@ -26,7 +26,7 @@ class TimingSettings:
     graph_launches: int = 1000  # hot: launches captured in one graph; larger batches replay it
     max_batch: int = 100_000  # at most 100 graph replays are queued behind the blocking kernel
     calibration_steps: int = 5
-    # "rounds": one sample per implementation per round, rounds alternate A B C / C B A.
+    # "rounds": one sample per implementation per round, A B C or C B A (round_order).
     # "passes": two passes, A B C then C B A, each implementation taking its samples of a pass
     # back to back; `samples` is split between the passes (the Python API's default).
     schedule: str = "rounds"
@@ -143,9 +143,12 @@ def round_order(names: list[str], round_index: int) -> list[str]:
     rounds 0 and 1 are A B C, C B A, and so is every pair (2s, 2s + 1) in one order or the
     other, so linear drift cancels pair by pair as with A B C / C B A repeated. Unlike that
     repetition (A B B A A B B A), the sequence (A B B A B A A B ...) also starts each side's
-    samples at every place of any power-of-two period of the launch sequence equally often: a
-    cold launch's time depends on its place in the process's launches (timing.cold), and with
-    A B B A repeated, one side's samples always started at other places than the other's."""
+    samples on the places of any power-of-two period of the launch sequence as often as every
+    other side's: a cold launch's time depends on its place in the process's launches
+    (timing.cold), and with A B B A repeated, one side's samples always started at other places
+    than the other's. That holds for 2, 3, 5, 6 and 7 sides, not for a multiple of 4: there a
+    round is a multiple of 4 launches long whatever the batch, and reversing it only swaps a
+    side's slot with the mirror one (tests/test_timing_cold.py)."""
     return list(names) if thue_morse(round_index) == 0 else list(reversed(names))
 
 
