@@ -176,7 +176,7 @@ class CudaBackend:
         self.verify = verify
         self.cold_items = cold_items or {}
         self._cold_turns: dict[str, int] = {}
-        self._deferred: int | None = None  # cold_batch: the launches queued in its window
+        self._deferred = False  # inside cold_batch: launches queue into its one window
 
     def warmup(self, name: str, launches: int) -> None:
         for _ in range(launches):
@@ -289,9 +289,8 @@ class CudaBackend:
 
         if self.window is None:
             return self._timed(work)
-        if self._deferred is not None:  # read from the window when cold_batch closes it
+        if self._deferred:  # read from the window when cold_batch closes it
             work()
-            self._deferred += 1
             return 0.0
         return union_s(self._recorded(name, work, 1))
 
@@ -302,23 +301,12 @@ class CudaBackend:
         records instead of one per launch). By events, each launch is timed as it runs."""
         if self.window is None:
             return launches()
-        self.stream.synchronize()
-        self.window.begin()
-        self._deferred = 0
-        try:
-            launches()
-            queued = self._deferred
+        self._deferred = True
+        try:  # one kernel per launch (a PTX implementation's entry), checked as any window
+            intervals = self._recorded(name, launches, batch)
         finally:
-            self._deferred = None
-        self.stream.synchronize()
-        intervals = sorted(self.window.end())
-        if len(intervals) != queued:  # one kernel per launch (a PTX implementation's entry)
-            raise TimingError(
-                f"implementation {name!r}: CUPTI recorded {len(intervals)} kernel(s) on the timing "
-                f"stream for {queued} cold launch(es); the timestamps cannot be matched to the "
-                "launches"
-            )
-        return [union_s([interval]) for interval in intervals]
+            self._deferred = False
+        return [union_s([interval]) for interval in sorted(intervals)]
 
     def close(self) -> None:
         for graph in self._graphs.values():
