@@ -123,7 +123,7 @@ def ptx_engine(ptx: str, sizes: list[int], target_ms: float) -> list[dict]:
     rows = []
     for log2n in sizes:
         # as the runner's cold mode does (runner.execution.case.COLD_LOADS): each side's cold
-        # launches take its loads in turn, the loads interleaved across the sides
+        # launches take its loads in turn, the loads split between the sides in load_order
         axpy = Axpy(ptx, 1 << log2n, modules=2 * COLD_LOADS)
         loads = side_loads(axpy.items)
         row = {"log2n": log2n}
@@ -214,18 +214,19 @@ def ncu_figures(sizes: list[int], ptx_path: Path, parts: tuple[str, ...], cache:
     ptx_ncu, torch_ncu = {}, {}
     for k in sizes:
         entry = known.setdefault(str(k), {})
-        if "ptx" in parts and "ptx" not in entry:
+        missing = [p for p in parts if p not in entry]
+        if "ptx" in missing:
             say(f"fidelity: ncu at 2^{k}, the PTX")
             target = [sys.executable, __file__, "ptx-target", "--ptx", str(ptx_path), "--n", str(k)]
             entry["ptx"] = (
                 ncu_us([*target, "--reset"], f"^{ENTRY}$", "all"),
                 ncu_us(target, f"^{ENTRY}$", "none"),
             )
-        if "torch" in parts and "torch" not in entry:
+        if "torch" in missing:
             say(f"fidelity: ncu at 2^{k}, torch.add")
             target = [sys.executable, __file__, "torch-target", "--n", str(k)]
             entry["torch"] = ncu_us(target, TORCH_KERNEL, "all")
-        if cache:
+        if cache and missing:  # each size's new figures kept at once
             cache.write_bytes(orjson.dumps(known))
         if "ptx" in entry:
             ptx_ncu[k] = tuple(entry["ptx"])
