@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 import sys
+from contextlib import nullcontext
 
 TORCH_KERNEL = "vectorized_elementwise_kernel"  # torch.add on contiguous float32 (not torch.rand's)
 NCU_LAUNCHES = 5  # what ncu profiles in each target process (fidelity.py)
@@ -20,29 +21,40 @@ def l2_flush_tensor(torch):
     return torch.ones(max(3 * l2, 64 << 20) // 4, dtype=torch.float32, device="cuda")
 
 
-def profiler_durations(torch, launch, flush, repeats: int, name_part: str) -> float:
-    """Median kernel duration (us) of `launch` from torch.profiler's CUPTI records, each launch
-    after a read-only flush of 3x the L2."""
+PROFILED_LAUNCHES = 300  # torch.profiler's reading: the mean of this many cold launches
+
+
+def profiler_durations(torch, launch, flush, name_part: str, stream: int | None = None) -> float:
+    """Mean kernel duration (us) of `launch` from torch.profiler's CUPTI records over
+    PROFILED_LAUNCHES launches, each right behind a read-only flush of 3x the L2 on its stream
+    (`stream`, a CUstream handle; else torch's current one), as the runner queues a cold launch
+    behind its flush. The mean, as a runner cold sample is the mean of its launches: on the
+    H200 at 2^18 (session 26) the median of such launches read 2.94 us and their mean 3.01 us,
+    and launched after a host sync instead (the GPU idle before the launch) 2.88 us and 2.93 us."""
     from torch.profiler import ProfilerActivity, profile
 
     sink = []
     for _ in range(3):
         launch()
     torch.cuda.synchronize()
+    on = torch.cuda.stream(torch.cuda.ExternalStream(stream)) if stream else nullcontext()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(repeats):
-            sink.append(flush.sum())
-            torch.cuda.synchronize()
+        for _ in range(PROFILED_LAUNCHES):
+            with on:
+                sink.append(flush.sum())
             launch()
-            torch.cuda.synchronize()
+        torch.cuda.synchronize()
     found = [
         e.time_range.elapsed_us()
         for e in prof.events()
         if name_part in e.name and e.device_type.name == "CUDA"
     ]
-    if not found:
-        raise RuntimeError(f"torch.profiler recorded no kernel named like {name_part!r}")
-    return statistics.median(found)
+    if len(found) != PROFILED_LAUNCHES:
+        raise RuntimeError(
+            f"torch.profiler recorded {len(found)} kernels named like {name_part!r} for "
+            f"{PROFILED_LAUNCHES} launches"
+        )
+    return statistics.fmean(found)
 
 
 def add_workload(sizes: list[int], label: str = "fidelity-add"):
@@ -126,7 +138,7 @@ def torch_profiler(sizes: list[int]) -> dict:
     for log2n in sizes:
         a, b = (torch.rand(1 << log2n, device="cuda") for _ in range(2))
         out[log2n] = profiler_durations(
-            torch, lambda a=a, b=b: torch.add(a, b), flush, 30, TORCH_KERNEL
+            torch, lambda a=a, b=b: torch.add(a, b), flush, TORCH_KERNEL
         )
     return out
 
