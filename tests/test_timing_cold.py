@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import statistics
 
+import numpy as np
 import pytest
 from fake_device import FakeBackend, timed_names
 
@@ -239,3 +240,54 @@ def test_single_cold_launches_in_ticks_cannot_see_a_one_percent_gap_and_batches_
     assert single["ratio_of_medians"] == pytest.approx(1.0)
     assert batched["ratio_of_medians"] == pytest.approx(1.01, abs=0.003)
     assert batched["ci_low"] <= 1.01 <= batched["ci_high"]
+
+
+@pytest.mark.parametrize("copies", [1, 2, 8, 16, 32])
+@pytest.mark.parametrize("batch", [1, 8, 16, 24, 32])
+def test_copy_turn_takes_every_copy_once_a_cycle_and_on_every_place(copies, batch):
+    turns = [base.copy_turn(t, copies) for t in range(copies * copies * batch)]
+    for c in range(0, len(turns), copies):  # each cycle: every copy once
+        assert sorted(turns[c : c + copies]) == list(range(copies))
+    # over `copies` cycles a copy falls on every place modulo `copies`: so on every place of a
+    # batch that divides the count (taken plainly in turn, on one place of it only)
+    for modulus in (copies, batch) if copies % batch == 0 else (copies,):
+        places = [{t % modulus for t, x in enumerate(turns) if x == k} for k in range(copies)]
+        assert all(p == set(range(modulus)) for p in places), (modulus, places)
+
+
+class Copies(FakeBackend):
+    """Cold launches that take several copies of each side (loads of its PTX) by `turn`, as
+    CudaBackend's do: a launch's time swings by +-4% with its place in the launch sequence
+    (every 4th, as on the H200), by an amount of the copy's own (`amplitude[name][copy]`)."""
+
+    SWING = (-0.04, 0.03, -0.02, 0.03)
+
+    def __init__(self, amplitude, turn):
+        super().__init__({n: 1.3e-6 for n in amplitude})
+        self.amplitude, self.turn, self.turns, self.launched = amplitude, turn, {}, 0
+
+    def timed_cold(self, name):
+        t = self.turns[name] = self.turns.get(name, -1) + 1
+        copy = self.turn(t, len(self.amplitude[name]))
+        swing = self.SWING[self.launched % 4] * self.amplitude[name][copy]
+        self.launched += 1
+        return super().timed_cold(name) * (1 + swing)
+
+
+@pytest.mark.parametrize("batch", [8, 16])
+def test_copies_pinned_to_a_place_bias_a_cold_gap_and_copy_turn_does_not(batch):
+    """Taken plainly in turn with a batch that divides the count, each copy always falls on
+    the same place of the launch sequence; the sides then differ by how their own copies
+    react to those places (H200: the two halves of one side's loads 0.54% apart, an A/A of
+    x1.0027). copy_turn moves each copy one place on every cycle."""
+    rng = np.random.default_rng(3)
+    amplitude = {n: list(rng.uniform(0.2, 1.8, 16)) for n in ("A", "A2")}
+    settings = TimingSettings(mode="cold", samples=128, warmup=0, cold_launches=batch)
+
+    def aa(turn):
+        m = measure(Copies(amplitude, turn), ["A", "A2"], settings)
+        a, b = (statistics.fmean(m.impls[n].samples_s) for n in ("A", "A2"))
+        return b / a
+
+    assert aa(base.copy_turn) == pytest.approx(1.0, abs=2e-4)
+    assert abs(aa(lambda t, copies: t % copies) - 1) > 1e-3

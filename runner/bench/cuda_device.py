@@ -45,6 +45,7 @@ import functools
 from runner.bench.graph_capture import CapturedGraph, Kept
 from runner.gpu import driver
 from runner.measurement import environment
+from runner.measurement.timing.base import copy_turn
 from runner.measurement.timing.cuda import InternalKernels, timed_behind_blocker
 
 __all__ = ["CallableBackend", "CudaDevice"]
@@ -209,7 +210,7 @@ class CallableBackend:
     def _turn(self, name: str, instances: int) -> int:
         """The instance the next timed replay of `name` takes (see the module docstring)."""
         turn = self._turns[name] = self._turns.get(name, -1) + 1
-        return turn % instances
+        return copy_turn(turn, instances)
 
     def _prepare(self, name: str) -> dict:
         try:

@@ -34,7 +34,8 @@ DYNAMIC_SHARED_DEFAULT_LIMIT = 48 * 1024
 # quarter of each (0.30% by events in the second), and 0.13% and 0.24% in two more; split in
 # load_order (round i in round_order(names, i), the Thue-Morse order the samples take), 1.0000
 # and 0.9999. Each side's loads then fall on the places of any power-of-two stride alike
-# (with 2, 3, 5, 6 or 7 implementations: base.round_order).
+# (with 2, 3, 5, 6 or 7 implementations: base.round_order). The launches take the loads by
+# base.copy_turn, so no load keeps one place of the launch sequence.
 COLD_LOADS = 32
 CHECK_GUARD_BYTES = 64 * 1024  # canary bands around every buffer at the correctness size
 
@@ -220,7 +221,8 @@ class CaseRun:
                 for n, t in m.impls.items():
                     if len(cold_items[n]) > 1 and m.mode == "cold":
                         t.method += (
-                            f"; the launches take {len(cold_items[n])} loads of the PTX in turn"
+                            f"; the launches take {len(cold_items[n])} loads of the PTX in turn, "
+                            "one place later each cycle (timing.base.copy_turn)"
                         )
                 if m.mode == "hot":
                     self.enter("timing", mode="hot, outputs poisoned")

@@ -159,6 +159,17 @@ def load_order(names: list[str], rounds: int) -> list[str]:
     return [name for i in range(rounds) for name in round_order(names, i)]
 
 
+def copy_turn(turn: int, copies: int) -> int:
+    """Which of `copies` interchangeable copies (loads of a PTX, captures of a graph) the
+    `turn`-th timed launch takes: in turn, one place later each cycle (0 1 2 3, 1 2 3 0,
+    2 3 0 1, ...), so over `copies` cycles every copy falls on every place of a cold sample's
+    batch and of the launch sequence. Taken plainly in turn, with a batch that divides the
+    count, a copy always fell on the same place: on the H200 (session 26) the two halves of one
+    side's 32 loads, at 16 launches a sample, read 0.54% apart at 2^10 (11 standard errors) in
+    one side of the A/A and not in the other, which then read x1.0027."""
+    return (turn + turn // copies) % copies
+
+
 def sample_plan(
     names: list[str], settings: TimingSettings, samples: int | None = None, first_round: int = 0
 ) -> list[list[tuple[str, int]]]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from runner.gpu import driver
 from runner.gpu.graphs import Graph
+from runner.measurement.timing.base import copy_turn
 from runner.measurement.timing.cupti import span_s, union_s
 
 
@@ -282,7 +283,7 @@ class CudaBackend:
     def timed_cold(self, name: str) -> float:
         items = self.cold_items.get(name) or [self.launchables[name]]
         turn = self._cold_turns[name] = self._cold_turns.get(name, -1) + 1
-        item = items[turn % len(items)]
+        item = items[copy_turn(turn, len(items))]
 
         def work():
             item.enqueue(self.stream)
