@@ -13,6 +13,12 @@ then prints one markdown table per front end and the targets met or missed.
 
     python benchmarks/perf/fidelity.py [--sizes 10,14,18,20,22,24,27] [--skip-ncu]
         [--ncu-cache ncu.json] [--raw raw.json] [--only ptx|torch]
+    python benchmarks/perf/fidelity.py report --from raw_ptx.json raw_torch_a.json ...
+        [--ncu-cache ncu.json]     (the table of runs made in parts, each saved with --raw)
+
+On the H200 `--only ptx` takes about 170 s with ncu; `--only torch` for all seven sizes took
+more than 380 s (session 26), so under the device's 600 s a call it runs in two parts
+(`--sizes 10,14,18`, then `--sizes 20,22,24,27`), and `report` merges them.
 
 Each part runs in its own process: CUPTI has one subscriber per process, and the runner's CUPTI
 timer, torch.profiler and ncu must not see each other. Progress goes to stderr.
@@ -211,7 +217,6 @@ def ncu_figures(sizes: list[int], ptx_path: Path, parts: tuple[str, ...], cache:
     is written there at once, so a run cut short keeps what it measured (ncu is the slowest
     part)."""
     known = orjson.loads(cache.read_bytes()) if cache and cache.exists() else {}
-    ptx_ncu, torch_ncu = {}, {}
     for k in sizes:
         entry = known.setdefault(str(k), {})
         missing = [p for p in parts if p not in entry]
@@ -228,10 +233,34 @@ def ncu_figures(sizes: list[int], ptx_path: Path, parts: tuple[str, ...], cache:
             entry["torch"] = ncu_us(target, TORCH_KERNEL, "all")
         if cache and missing:  # each size's new figures kept at once
             cache.write_bytes(orjson.dumps(known))
+    return cached_ncu(known, sizes)
+
+
+def cached_ncu(known: dict, sizes: list[int]) -> tuple[dict, dict]:
+    """({log2n: (cold, hot)} of the PTX, {log2n: cold} of torch.add) of an ncu cache."""
+    ptx_ncu, torch_ncu = {}, {}
+    for k in sizes:
+        entry = known.get(str(k), {})
         if "ptx" in entry:
             ptx_ncu[k] = tuple(entry["ptx"])
         torch_ncu[k] = entry.get("torch")
     return ptx_ncu, torch_ncu
+
+
+def merged_report(sources: list[Path], cache: Path | None) -> list[str]:
+    """The report of runs saved with --raw (parts and sizes run in separate calls, each under
+    the device's time limit), with ncu's figures from `cache`; a size in two files: the last."""
+    parts: dict[str, dict] = {"ptx": {}, "torch": {}, "ptx_profiler": {}}
+    for source in sources:
+        saved = orjson.loads(source.read_bytes())
+        for side in ("ptx", "torch"):
+            parts[side].update({row["log2n"]: row for row in saved.get(side, [])})
+        parts["ptx_profiler"].update(saved.get("ptx_profiler", {}))
+    known = orjson.loads(cache.read_bytes()) if cache and cache.exists() else {}
+    ptx_ncu, torch_ncu = cached_ncu(known, sorted({*parts["ptx"], *parts["torch"]}))
+    ptx_rows = [parts["ptx"][k] for k in sorted(parts["ptx"])]
+    torch_rows = [parts["torch"][k] for k in sorted(parts["torch"])]
+    return report(ptx_rows, ptx_ncu, parts["ptx_profiler"], torch_rows, torch_ncu)
 
 
 def child(args: list[str]) -> object:
@@ -261,12 +290,22 @@ def main() -> int:
     )
     parser.add_argument("--raw", type=Path, help="write every row with its raw samples here")
     parser.add_argument(
+        "--from",
+        dest="sources",
+        type=Path,
+        nargs="+",
+        help="report: the --raw files of earlier runs, merged (with --ncu-cache)",
+    )
+    parser.add_argument(
         "--ncu-cache",
         type=Path,
         help="ncu's figures per size: read from here where present, each new one written here",
     )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    if args.part == "report":
+        print("\n".join(merged_report(args.sources or [], args.ncu_cache)))
+        return 0
     if args.part == "ptx-target":
         ptx_target(args.ptx.read_text(), args.n, args.reset)
         return 0
@@ -317,7 +356,8 @@ def main() -> int:
     if not args.skip_ncu:
         ptx_ncu, torch_ncu = ncu_figures(sizes, ptx_path, parts, args.ncu_cache)
     if args.raw:
-        args.raw.write_bytes(orjson.dumps({"ptx": ptx_rows, "torch": torch_rows}))
+        raw = {"ptx": ptx_rows, "torch": torch_rows, "ptx_profiler": ptx_prof}
+        args.raw.write_bytes(orjson.dumps(raw, option=orjson.OPT_NON_STR_KEYS))
     print("\n".join(report(ptx_rows, ptx_ncu, ptx_prof, torch_rows, torch_ncu)))
     return 0
 
