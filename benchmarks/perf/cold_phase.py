@@ -72,6 +72,7 @@ def spread(ptx: str, log2n: int, loads: int = 16, windows: int = 600) -> None:
     import random
 
     from runner.measurement.timing import cupti
+    from runner.measurement.timing.base import CopyTurns
     from runner.measurement.timing.cold import cold_launch
     from runner.measurement.timing.cuda import CudaBackend
 
@@ -85,7 +86,7 @@ def spread(ptx: str, log2n: int, loads: int = 16, windows: int = 600) -> None:
     rng = random.Random(1)
     for w in range(windows):
         order = rng.sample(range(loads), loads)
-        b.cold_items, b._cold_turns = {"X": [axpy.items[i] for i in order]}, {}
+        b.cold_items, b.cold_turns = {"X": [axpy.items[i] for i in order]}, CopyTurns()
         seconds = b.cold_batch("X", loads, lambda: [cold_launch(b, "X", 0) for _ in range(loads)])
         if w >= 20:  # the first windows warm up
             for i, s in zip(order, seconds, strict=True):

@@ -211,12 +211,17 @@ def ptx_profiler(ptx: str, sizes: list[int]) -> dict:
 # -- ncu and the orchestration ---------------------------------------------------------------
 
 
+def read_cache(cache: Path | None) -> dict:
+    """ncu's figures kept by --ncu-cache: {str(log2n): {"ptx": [cold, hot], "torch": cold}}."""
+    return orjson.loads(cache.read_bytes()) if cache and cache.exists() else {}
+
+
 def ncu_figures(sizes: list[int], ptx_path: Path, parts: tuple[str, ...], cache: Path | None):
     """ncu's (cold, hot) of the PTX and cold of torch.add per size, for `parts` ("ptx",
     "torch"). With `cache`, figures found there are not profiled again and each one profiled
     is written there at once, so a run cut short keeps what it measured (ncu is the slowest
     part)."""
-    known = orjson.loads(cache.read_bytes()) if cache and cache.exists() else {}
+    known = read_cache(cache)
     for k in sizes:
         entry = known.setdefault(str(k), {})
         missing = [p for p in parts if p not in entry]
@@ -256,7 +261,7 @@ def merged_report(sources: list[Path], cache: Path | None) -> list[str]:
         for side in ("ptx", "torch"):
             parts[side].update({row["log2n"]: row for row in saved.get(side, [])})
         parts["ptx_profiler"].update(saved.get("ptx_profiler", {}))
-    known = orjson.loads(cache.read_bytes()) if cache and cache.exists() else {}
+    known = read_cache(cache)
     ptx_ncu, torch_ncu = cached_ncu(known, sorted({*parts["ptx"], *parts["torch"]}))
     ptx_rows = [parts["ptx"][k] for k in sorted(parts["ptx"])]
     torch_rows = [parts["torch"][k] for k in sorted(parts["torch"])]

@@ -45,7 +45,7 @@ import functools
 from runner.bench.graph_capture import CapturedGraph, Kept
 from runner.gpu import driver
 from runner.measurement import environment
-from runner.measurement.timing.base import copy_turn
+from runner.measurement.timing.base import CopyTurns
 from runner.measurement.timing.cuda import InternalKernels, timed_behind_blocker
 
 __all__ = ["CallableBackend", "CudaDevice"]
@@ -158,7 +158,7 @@ class CallableBackend:
         self.inputs = case.inputs
         self.count_copies = case.count_copies
         self._graphs: dict[tuple[str, int, int], CapturedGraph] = {}
-        self._turns: dict[str, int] = {}  # timed replays so far: whose instance is next
+        self._turns = CopyTurns()  # the graph instance a timed replay takes
         self._copies: dict[str, int] = {}  # memcpy nodes per captured call
         self._pool = None  # one memory pool for every graph of the comparison (see above)
         self._calls: dict[str, functools.partial] = {}
@@ -206,11 +206,6 @@ class CallableBackend:
         (the case does and the call makes some); otherwise the call itself, whose launches
         need no graph instance (see the module docstring)."""
         return not self.count_copies and self._copies.get(name, 0) > 0
-
-    def _turn(self, name: str, instances: int) -> int:
-        """The instance the next timed replay of `name` takes (see the module docstring)."""
-        turn = self._turns[name] = self._turns.get(name, -1) + 1
-        return copy_turn(turn, instances)
 
     def _prepare(self, name: str) -> dict:
         try:
@@ -321,7 +316,7 @@ class CallableBackend:
     def timed_cold(self, name: str) -> float:
         self._timed_graph[name] = None
         if self._cold_graph(name):
-            instance = self._turn(name, INSTANCES)
+            instance = self._turns.next(name, INSTANCES)
             graph = self._timed_graph[name] = self._graph(name, 1, instance)
             return self._behind_blocker(graph.replay)
         if self._synchronizes.get(name):
@@ -353,7 +348,7 @@ class CallableBackend:
         per_graph = min(batch, self.graph_calls)
         if batch % per_graph:
             raise ValueError(f"batch {batch} is not a whole number of {per_graph}-call graphs")
-        instance = self._turn(name, self._instances(batch))
+        instance = self._turns.next(name, self._instances(batch))
         graph = self._timed_graph[name] = self._graph(name, per_graph, instance)
 
         def replays():

@@ -170,6 +170,17 @@ def copy_turn(turn: int, copies: int) -> int:
     return (turn + turn // copies) % copies
 
 
+class CopyTurns:
+    """Per name, the copy its next timed launch takes: copy_turn over a count of its own."""
+
+    def __init__(self):
+        self._turns: dict[str, int] = {}
+
+    def next(self, name: str, copies: int) -> int:
+        turn = self._turns[name] = self._turns.get(name, -1) + 1
+        return copy_turn(turn, copies)
+
+
 def sample_plan(
     names: list[str], settings: TimingSettings, samples: int | None = None, first_round: int = 0
 ) -> list[list[tuple[str, int]]]:

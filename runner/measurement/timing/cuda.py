@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from runner.gpu import driver
 from runner.gpu.graphs import Graph
-from runner.measurement.timing.base import copy_turn
+from runner.measurement.timing.base import CopyTurns
 from runner.measurement.timing.cupti import span_s, union_s
 
 
@@ -176,7 +176,7 @@ class CudaBackend:
         self.window = window
         self.verify = verify
         self.cold_items = cold_items or {}
-        self._cold_turns: dict[str, int] = {}
+        self.cold_turns = CopyTurns()  # which of cold_items[name] a cold launch takes
         self._deferred = False  # inside cold_batch: launches queue into its one window
 
     def warmup(self, name: str, launches: int) -> None:
@@ -282,8 +282,7 @@ class CudaBackend:
 
     def timed_cold(self, name: str) -> float:
         items = self.cold_items.get(name) or [self.launchables[name]]
-        turn = self._cold_turns[name] = self._cold_turns.get(name, -1) + 1
-        item = items[copy_turn(turn, len(items))]
+        item = items[self.cold_turns.next(name, len(items))]
 
         def work():
             item.enqueue(self.stream)
