@@ -74,7 +74,7 @@ def say(text: str) -> None:
 class Axpy:
     """Inputs for axpy at n in one context, and a launchable per loaded module."""
 
-    def __init__(self, ptx: str, n: int, modules: int = 1):
+    def __init__(self, ptx: str, n: int, modules=1):
         from runner.gpu import driver, generator
         from runner.gpu.generator import Distribution
         from runner.measurement.timing.cuda import InternalKernels, Launchable
@@ -83,7 +83,11 @@ class Axpy:
         self.ctx = driver.Context(0)
         self.stream = driver.Stream()
         self.internal = InternalKernels(self.ctx)
-        self.modules = [driver.Module(ptx, f"axpy {i}") for i in range(modules)]
+        # `modules`: how many loads, or a callable that makes them (cold_placement.py)
+        if callable(modules):
+            self.modules = modules()
+        else:
+            self.modules = [driver.Module(ptx, f"axpy {i}") for i in range(modules)]
         self.buffers = x, y, y0 = [driver.Buffer(8 * n) for _ in range(3)]
         dist = Distribution("uniform", -1.0, 1.0)
         for buf, name in ((x, "x"), (y, "y")):
@@ -119,59 +123,74 @@ def side_loads(items: list) -> dict[str, list]:
     return sides
 
 
+def engine_aa(axpy: Axpy, loads: dict, mode: str, timer: str, samples: int, target_ms: float):
+    """One A/A through the runner's engine on `axpy`'s loads (split by side_loads): hot takes
+    each side's first load, cold all of them in turn (as the runner's cold mode does, see
+    runner.execution.case.COLD_LOADS); the Measurement."""
+    from runner.measurement.timing import TimingSettings, cupti, measure
+    from runner.measurement.timing.cuda import CudaBackend
+
+    window = None
+    if timer == "cupti":
+        window = cupti.ActivityWindow(int(axpy.ctx.handle), int(axpy.stream.handle))
+    items = {n: loads[n][0] for n in loads}  # hot: each side's first load
+    backend = CudaBackend(
+        axpy.stream,
+        axpy.internal,
+        items,
+        axpy.resets,
+        1000,
+        window=window,
+        cold_items=loads if mode == "cold" else None,
+    )
+    settings = TimingSettings(
+        mode=mode,
+        samples=samples,
+        max_samples=max(samples, 1000),
+        target_sample_s=target_ms / 1e3,
+        timer=timer,
+    )
+    try:
+        return measure(backend, ["A", "A'"], settings)
+    finally:
+        backend.close()
+        if window is not None:
+            window.close()
+
+
+# what ptx_engine measures at each size, in this order (cold_placement.py replays parts of it)
+ENGINE_RUNS = (("hot", "events"), ("hot", "cupti"), ("cold", "events"), ("cold", "cupti"))
+
+
+def engine_samples(mode: str, timer: str, log2n: int) -> int:
+    return 30 if mode == "hot" else 200 if timer == "events" else cold_samples(log2n)
+
+
 def ptx_engine(ptx: str, sizes: list[int], target_ms: float) -> list[dict]:
     """The runner's figures: hot and cold, events and CUPTI, each with an A/A gap."""
     from runner.execution.case import COLD_LOADS
     from runner.measurement import stats
-    from runner.measurement.timing import TimingSettings, cupti, measure
-    from runner.measurement.timing.cuda import CudaBackend
 
     rows = []
     for log2n in sizes:
-        # as the runner's cold mode does (runner.execution.case.COLD_LOADS): each side's cold
-        # launches take its loads in turn, the loads split between the sides in load_order
         axpy = Axpy(ptx, 1 << log2n, modules=2 * COLD_LOADS)
         loads = side_loads(axpy.items)
         row = {"log2n": log2n}
-        for mode in ("hot", "cold"):
-            for timer in ("events", "cupti"):
-                window = None
-                if timer == "cupti":
-                    window = cupti.ActivityWindow(int(axpy.ctx.handle), int(axpy.stream.handle))
-                items = {n: loads[n][0] for n in loads}  # hot: each side's first load
-                backend = CudaBackend(
-                    axpy.stream,
-                    axpy.internal,
-                    items,
-                    axpy.resets,
-                    1000,
-                    window=window,
-                    cold_items=loads if mode == "cold" else None,
-                )
-                samples = 30 if mode == "hot" else 200 if timer == "events" else cold_samples(log2n)
-                settings = TimingSettings(
-                    mode=mode,
-                    samples=samples,
-                    max_samples=max(samples, 1000),
-                    target_sample_s=target_ms / 1e3,
-                    timer=timer,
-                )
-                m = measure(backend, ["A", "A'"], settings)
-                backend.close()
-                if window is not None:
-                    window.close()
-                a, b = m.impls["A"].samples_s, m.impls["A'"].samples_s
-                systematic = stats.systematic(mode, statistics.median(a))  # as in the result
-                g = stats.gap(a, b, systematic=systematic)
-                raw = stats.gap(a, b)  # the bootstrap alone: the evidence for the systematic term
-                row[f"{mode}_{timer}_aa_bootstrap"] = [raw["ci_low"], raw["ci_high"]]
-                row[f"{mode}_{timer}_us"] = statistics.median(a) * 1e6
-                row[f"{mode}_{timer}_aa"] = [g["ratio_of_medians"], g["ci_low"], g["ci_high"]]
-                row[f"{mode}_{timer}_samples"] = [a, b]
-                say(
-                    f"ptx 2^{log2n} {mode} {timer}: {row[f'{mode}_{timer}_us']:.3f} us, A/A "
-                    f"{g['ratio_of_medians']:.5f} [{g['ci_low']:.5f}, {g['ci_high']:.5f}]"
-                )
+        for mode, timer in ENGINE_RUNS:
+            samples = engine_samples(mode, timer, log2n)
+            m = engine_aa(axpy, loads, mode, timer, samples, target_ms)
+            a, b = m.impls["A"].samples_s, m.impls["A'"].samples_s
+            systematic = stats.systematic(mode, statistics.median(a))  # as in the result
+            g = stats.gap(a, b, systematic=systematic)
+            raw = stats.gap(a, b)  # the bootstrap alone: the evidence for the systematic term
+            row[f"{mode}_{timer}_aa_bootstrap"] = [raw["ci_low"], raw["ci_high"]]
+            row[f"{mode}_{timer}_us"] = statistics.median(a) * 1e6
+            row[f"{mode}_{timer}_aa"] = [g["ratio_of_medians"], g["ci_low"], g["ci_high"]]
+            row[f"{mode}_{timer}_samples"] = [a, b]
+            say(
+                f"ptx 2^{log2n} {mode} {timer}: {row[f'{mode}_{timer}_us']:.3f} us, A/A "
+                f"{g['ratio_of_medians']:.5f} [{g['ci_low']:.5f}, {g['ci_high']:.5f}]"
+            )
         axpy.close()
         rows.append(row)
     return rows

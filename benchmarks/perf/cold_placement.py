@@ -1,0 +1,154 @@
+"""Benchmark (not a test): what sets a cold A/A's offset: where the loads land, or what the
+process ran before?
+
+The runner's cold CUPTI A/A (the same PTX loaded for two sides, COLD_LOADS loads a side) read A'
+faster than A at 2^14 in four fidelity.py runs in a row (x0.9951, 0.9962, 0.9974, 0.9975), and
+fidelity.py's PTX engine in fresh processes read the same again (x0.9977, 0.9976, 0.9964,
+0.9974): the offset repeats for a process that does the same things. This script runs the
+engine's cold CUPTI A/A (fidelity.py's PTX axpy, loads split in load_order, launches by
+copy_turn) in fresh processes, each variant one process, a variant being parts joined by "/":
+
+  plain        the loads as the runner makes them
+  decoys:S     before each load, 0 to 3 extra loads of the same PTX (seeded by S), unloaded once
+               every real load is made: the real loads land elsewhere for each seed
+  after:R+R    first the engine's other A/A runs on the same loads, as fidelity.py makes them
+               before its cold CUPTI run (R: hot-events, hot-cupti, cold-events)
+
+and prints the A/A of each (ratio of medians, ratio of means, bootstrap interval).
+
+    python benchmarks/perf/cold_placement.py [--sizes 10,14] [--samples 2000]
+        [--variants plain,plain,decoys:1,decoys:2,after:hot-events+hot-cupti+cold-events,...]
+
+On the H200 (benchmarks/perf/RESULTS.md, session 27) six processes of plain and decoys:1-4 at
+2^10 and 2^14 took 123 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
+
+from fidelity import (  # noqa: E402
+    ENGINE_RUNS,
+    ENTRY,
+    SOURCE,
+    Axpy,
+    engine_aa,
+    engine_samples,
+    say,
+    side_loads,
+)
+
+
+def parse_variant(variant: str) -> tuple[int | None, list[tuple[str, str]]]:
+    """(the decoys' seed or None, the (mode, timer) runs made before) of a variant."""
+    seed, before = None, []
+    runs = {f"{mode}-{timer}": (mode, timer) for mode, timer in ENGINE_RUNS}
+    for part in variant.split("/"):
+        kind, _, value = part.partition(":")
+        if kind == "decoys":
+            seed = int(value)
+        elif kind == "after":
+            before = [runs[r] for r in value.split("+")]
+        elif kind != "plain":
+            raise SystemExit(f"cold_placement.py: unknown variant part {part!r} in {variant!r}")
+    return seed, before
+
+
+def placed_modules(ptx: str, count: int, seed: int | None) -> list:
+    """`count` loads of `ptx`; with `seed`, 0 to 3 decoy loads before each (then unloaded)."""
+    import numpy as np
+
+    from runner.gpu import driver
+
+    rng = np.random.default_rng(seed) if seed is not None else None
+    real, decoys = [], []
+    for i in range(count):
+        if rng is not None:
+            decoys += [driver.Module(ptx, "decoy") for _ in range(int(rng.integers(0, 4)))]
+        real.append(driver.Module(ptx, f"axpy {i}"))
+    for m in decoys:
+        m.unload()
+    return real
+
+
+def one_variant(ptx: str, sizes: list[int], samples: int, variant: str) -> list[dict]:
+    from runner.execution.case import COLD_LOADS
+    from runner.measurement import stats
+
+    seed, before = parse_variant(variant)
+    rows = []
+    for log2n in sizes:
+        axpy = Axpy(ptx, 1 << log2n, modules=lambda: placed_modules(ptx, 2 * COLD_LOADS, seed))
+        loads = side_loads(axpy.items)
+        for mode, timer in before:
+            engine_aa(axpy, loads, mode, timer, engine_samples(mode, timer, log2n), 20.0)
+        m = engine_aa(axpy, loads, "cold", "cupti", samples, 20.0)
+        axpy.close()
+        a, b = m.impls["A"].samples_s, m.impls["A'"].samples_s
+        g = stats.gap(a, b)
+        row = {
+            "variant": variant,
+            "log2n": log2n,
+            "us": statistics.median(a) * 1e6,
+            "median_ratio": g["ratio_of_medians"],
+            "mean_ratio": statistics.fmean(b) / statistics.fmean(a),
+            "ci": [g["ci_low"], g["ci_high"]],
+        }
+        say(f"{variant} 2^{log2n}: {row}")
+        rows.append(row)
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("part", nargs="?", default="all")
+    parser.add_argument("--sizes", default="10,14")
+    parser.add_argument("--samples", type=int, default=2000)
+    parser.add_argument("--variants", default="plain,plain,decoys:1,decoys:2,decoys:3,decoys:4")
+    parser.add_argument("--ptx", type=Path)
+    parser.add_argument("--variant")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    if args.part == "variant":
+        rows = one_variant(args.ptx.read_text(), sizes, args.samples, args.variant)
+        sys.stdout.buffer.write(orjson.dumps(rows))
+        return 0
+    from runner.definition import toolchains
+    from runner.gpu import driver
+
+    ctx = driver.Context(0)
+    major, minor = (ctx.attribute(f"COMPUTE_CAPABILITY_{p}") for p in ("MAJOR", "MINOR"))
+    ctx.close()
+    ptx_path = Path(os.environ.get("TMPDIR", "/tmp")) / "cold-placement-axpy.ptx"
+    ptx_path.write_text(toolchains.build("nvcc", SOURCE, f"sm_{major}{minor}").ptx)
+    rows = []
+    for variant in args.variants.split(","):
+        cmd = [sys.executable, __file__, "variant", "--ptx", str(ptx_path), "--variant", variant]
+        cmd += ["--sizes", args.sizes, "--samples", str(args.samples)]
+        done = subprocess.run(cmd, stdout=subprocess.PIPE, check=True)
+        rows += orjson.loads(done.stdout)
+    print(
+        f"cold CUPTI A/A of {ENTRY}, {args.samples} samples a side, each variant a fresh process\n"
+    )
+    print("| variant | n | us | A'/A medians | A'/A means | bootstrap 95% |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for r in sorted(rows, key=lambda r: r["log2n"]):
+        print(
+            f"| {r['variant']} | 2^{r['log2n']} | {r['us']:.3f} | {r['median_ratio']:.4f} | "
+            f"{r['mean_ratio']:.4f} | [{r['ci'][0]:.4f}, {r['ci'][1]:.4f}] |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
