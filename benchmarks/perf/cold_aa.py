@@ -82,13 +82,7 @@ def torch_lines() -> None:
 
 
 def main() -> None:
-    from runner.definition import toolchains
-    from runner.gpu import driver
-
-    ctx = driver.Context(0)
-    major, minor = (ctx.attribute(f"COMPUTE_CAPABILITY_{p}") for p in ("MAJOR", "MINOR"))
-    ctx.close()
-    ptx = toolchains.build("nvcc", fidelity.SOURCE, f"sm_{major}{minor}").ptx
+    ptx = fidelity.device_ptx()
     ptx_line(ptx, "runner's loads, fresh")
     ptx_line(ptx, "runner's loads, after hot", hot_first=True)
     ptx_line(ptx, "runner's loads, order A' A", order=("A'", "A"))

@@ -179,17 +179,11 @@ def loads(ptx: str, how: str) -> None:
 
 
 def main() -> int:
-    from runner.definition import toolchains
-    from runner.gpu import driver
-
     part = sys.argv[1] if len(sys.argv) > 1 else ""
     if part not in ("positions", "spread", "rounds", "loads"):
         print(__doc__, file=sys.stderr)
         return 2
-    ctx = driver.Context(0)
-    major, minor = (ctx.attribute(f"COMPUTE_CAPABILITY_{p}") for p in ("MAJOR", "MINOR"))
-    ctx.close()
-    ptx = toolchains.build("nvcc", fidelity.SOURCE, f"sm_{major}{minor}").ptx
+    ptx = fidelity.device_ptx()
     if part in ("positions", "spread"):
         for log2n in (10, 18):
             (positions if part == "positions" else spread)(ptx, log2n)

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
@@ -40,8 +39,9 @@ sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
 from fidelity import (  # noqa: E402
     ENGINE_RUNS,
     ENTRY,
-    SOURCE,
     Axpy,
+    child,
+    device_ptx,
     engine_aa,
     engine_samples,
     say,
@@ -123,20 +123,12 @@ def main() -> int:
         rows = one_variant(args.ptx.read_text(), sizes, args.samples, args.variant)
         sys.stdout.buffer.write(orjson.dumps(rows))
         return 0
-    from runner.definition import toolchains
-    from runner.gpu import driver
-
-    ctx = driver.Context(0)
-    major, minor = (ctx.attribute(f"COMPUTE_CAPABILITY_{p}") for p in ("MAJOR", "MINOR"))
-    ctx.close()
     ptx_path = Path(os.environ.get("TMPDIR", "/tmp")) / "cold-placement-axpy.ptx"
-    ptx_path.write_text(toolchains.build("nvcc", SOURCE, f"sm_{major}{minor}").ptx)
+    ptx_path.write_text(device_ptx())
     rows = []
     for variant in args.variants.split(","):
-        cmd = [sys.executable, __file__, "variant", "--ptx", str(ptx_path), "--variant", variant]
-        cmd += ["--sizes", args.sizes, "--samples", str(args.samples)]
-        done = subprocess.run(cmd, stdout=subprocess.PIPE, check=True)
-        rows += orjson.loads(done.stdout)
+        part = ["variant", "--ptx", str(ptx_path), "--variant", variant, "--sizes", args.sizes]
+        rows += child([*part, "--samples", str(args.samples)], script=__file__)
     print(
         f"cold CUPTI A/A of {ENTRY}, {args.samples} samples a side, each variant a fresh process\n"
     )

@@ -287,9 +287,21 @@ def merged_report(sources: list[Path], cache: Path | None) -> list[str]:
     return report(ptx_rows, ptx_ncu, parts["ptx_profiler"], torch_rows, torch_ncu)
 
 
-def child(args: list[str]) -> object:
-    """The JSON a part run in its own process prints; its progress goes on to stderr as made."""
-    done = subprocess.run([sys.executable, __file__, *args], stdout=subprocess.PIPE, check=False)
+def device_ptx() -> str:
+    """The axpy PTX that nvcc builds for GPU 0's architecture."""
+    from runner.definition import toolchains
+    from runner.gpu import driver
+
+    ctx = driver.Context(0)
+    major, minor = (ctx.attribute(f"COMPUTE_CAPABILITY_{p}") for p in ("MAJOR", "MINOR"))
+    ctx.close()
+    return toolchains.build("nvcc", SOURCE, f"sm_{major}{minor}").ptx
+
+
+def child(args: list[str], script: str = __file__) -> object:
+    """The JSON a part run in its own process (`script` with `args`) prints; its progress goes
+    on to stderr as made."""
+    done = subprocess.run([sys.executable, script, *args], stdout=subprocess.PIPE, check=False)
     if done.returncode:
         raise RuntimeError(f"{' '.join(args)} exited {done.returncode}")
     return orjson.loads(done.stdout)
@@ -352,14 +364,8 @@ def main() -> int:
         sys.stdout.buffer.write(orjson.dumps(torch_side(sizes)))
         return 0
 
-    from runner.definition import toolchains
-    from runner.gpu import driver
-
-    ctx = driver.Context(0)
-    major, minor = (ctx.attribute(f"COMPUTE_CAPABILITY_{p}") for p in ("MAJOR", "MINOR"))
-    ctx.close()
     ptx_path = Path(os.environ.get("TMPDIR", "/tmp")) / "fidelity-axpy.ptx"
-    ptx_path.write_text(toolchains.build("nvcc", SOURCE, f"sm_{major}{minor}").ptx)
+    ptx_path.write_text(device_ptx())
     common = ["--sizes", args.sizes, "--ptx", str(ptx_path)]
     ptx_ncu, torch_ncu, ptx_prof, ptx_rows, torch_rows = {}, {}, {}, [], []
     parts = tuple(p for p in ("ptx", "torch") if args.only in (None, p))
