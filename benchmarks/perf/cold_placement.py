@@ -55,12 +55,15 @@ def parse_variant(variant: str) -> tuple[int | None, list[tuple[str, str]]]:
     runs = {f"{mode}-{timer}": (mode, timer) for mode, timer in ENGINE_RUNS}
     for part in variant.split("/"):
         kind, _, value = part.partition(":")
-        if kind == "decoys":
+        if kind == "decoys" and value.isdigit():
             seed = int(value)
-        elif kind == "after":
+        elif kind == "after" and set(value.split("+")) <= set(runs):
             before = [runs[r] for r in value.split("+")]
         elif kind != "plain":
-            raise SystemExit(f"cold_placement.py: unknown variant part {part!r} in {variant!r}")
+            raise SystemExit(
+                f"cold_placement.py: variant {variant!r}: {part!r} is not plain, decoys:SEED or "
+                f"after:R+R with R one of {', '.join(runs)}"
+            )
     return seed, before
 
 
@@ -123,10 +126,13 @@ def main() -> int:
         rows = one_variant(args.ptx.read_text(), sizes, args.samples, args.variant)
         sys.stdout.buffer.write(orjson.dumps(rows))
         return 0
+    variants = args.variants.split(",")
+    for variant in variants:  # every variant checked before any GPU work
+        parse_variant(variant)
     ptx_path = Path(os.environ.get("TMPDIR", "/tmp")) / "cold-placement-axpy.ptx"
     ptx_path.write_text(device_ptx())
     rows = []
-    for variant in args.variants.split(","):
+    for variant in variants:
         part = ["variant", "--ptx", str(ptx_path), "--variant", variant, "--sizes", args.sizes]
         rows += child([*part, "--samples", str(args.samples)], script=__file__)
     print(
