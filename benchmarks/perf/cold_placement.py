@@ -36,15 +36,15 @@ import orjson
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
 
-from fidelity import (  # noqa: E402
+from fidelity import child, say  # noqa: E402
+from fidelity_ptx import (  # noqa: E402
     ENGINE_RUNS,
     ENTRY,
+    TARGET_SAMPLE_MS,
     Axpy,
-    child,
     device_ptx,
     engine_aa,
     engine_samples,
-    say,
     side_loads,
 )
 
@@ -67,23 +67,6 @@ def parse_variant(variant: str) -> tuple[int | None, list[tuple[str, str]]]:
     return seed, before
 
 
-def placed_modules(ptx: str, count: int, seed: int | None) -> list:
-    """`count` loads of `ptx`; with `seed`, 0 to 3 decoy loads before each (then unloaded)."""
-    import numpy as np
-
-    from runner.gpu import driver
-
-    rng = np.random.default_rng(seed) if seed is not None else None
-    real, decoys = [], []
-    for i in range(count):
-        if rng is not None:
-            decoys += [driver.Module(ptx, "decoy") for _ in range(int(rng.integers(0, 4)))]
-        real.append(driver.Module(ptx, f"axpy {i}"))
-    for m in decoys:
-        m.unload()
-    return real
-
-
 def one_variant(ptx: str, sizes: list[int], samples: int, variant: str) -> list[dict]:
     from runner.execution.case import COLD_LOADS
     from runner.measurement import stats
@@ -91,11 +74,12 @@ def one_variant(ptx: str, sizes: list[int], samples: int, variant: str) -> list[
     seed, before = parse_variant(variant)
     rows = []
     for log2n in sizes:
-        axpy = Axpy(ptx, 1 << log2n, modules=lambda: placed_modules(ptx, 2 * COLD_LOADS, seed))
+        axpy = Axpy(ptx, 1 << log2n, modules=2 * COLD_LOADS, decoy_seed=seed)
         loads = side_loads(axpy.items)
         for mode, timer in before:
-            engine_aa(axpy, loads, mode, timer, engine_samples(mode, timer, log2n), 20.0)
-        m = engine_aa(axpy, loads, "cold", "cupti", samples, 20.0)
+            samples_before = engine_samples(mode, timer, log2n)
+            engine_aa(axpy, loads, mode, timer, samples_before, TARGET_SAMPLE_MS)
+        m = engine_aa(axpy, loads, "cold", "cupti", samples, TARGET_SAMPLE_MS)
         axpy.close()
         a, b = m.impls["A"].samples_s, m.impls["A'"].samples_s
         g = stats.gap(a, b)

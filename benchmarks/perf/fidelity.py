@@ -39,10 +39,19 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
 
 from fidelity_ncu import ncu_us  # noqa: E402
+from fidelity_ptx import (  # noqa: E402
+    ENGINE_RUNS,
+    ENTRY,
+    TARGET_SAMPLE_MS,
+    Axpy,
+    device_ptx,
+    engine_aa,
+    engine_samples,
+    side_loads,
+)
 from fidelity_report import report  # noqa: E402
 from fidelity_torch import (  # noqa: E402
     NCU_LAUNCHES,
-    SMALL_LOG2N,
     TORCH_KERNEL,
     l2_flush_tensor,
     profiler_durations,
@@ -51,119 +60,12 @@ from fidelity_torch import (  # noqa: E402
     torch_target,
 )
 
-SOURCE = ROOT / "benchmarks" / "kernels" / "axpy_f64.cu"
-ENTRY = "axpy_f64"
-# cold samples for the CUPTI A/A (each the mean of up to 32 launches): a cold launch of a small
-# kernel spreads by +-10%, so a 0.1% standard error of the gap takes about 10,000 launches a side;
-# at 2^18 and under (batches of 8 to 32), 2000 samples left a standard error of about 0.1%, and
-# |gap - 1| <= 0.2% then misses by chance alone in one size of twenty: 4000 halve that
-COLD_SAMPLES = {"small": 4000, "large": 2000}
-
-
-def cold_samples(log2n: int) -> int:
-    return COLD_SAMPLES["small" if log2n <= SMALL_LOG2N else "large"]
-
 
 def say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
 # -- the PTX side --------------------------------------------------------------------------
-
-
-class Axpy:
-    """Inputs for axpy at n in one context, and a launchable per loaded module."""
-
-    def __init__(self, ptx: str, n: int, modules=1):
-        from runner.gpu import driver, generator
-        from runner.gpu.generator import Distribution
-        from runner.measurement.timing.cuda import InternalKernels, Launchable
-
-        self.driver = driver
-        self.ctx = driver.Context(0)
-        self.stream = driver.Stream()
-        self.internal = InternalKernels(self.ctx)
-        # `modules`: how many loads, or a callable that makes them (cold_placement.py)
-        if callable(modules):
-            self.modules = modules()
-        else:
-            self.modules = [driver.Module(ptx, f"axpy {i}") for i in range(modules)]
-        self.buffers = x, y, y0 = [driver.Buffer(8 * n) for _ in range(3)]
-        dist = Distribution("uniform", -1.0, 1.0)
-        for buf, name in ((x, "x"), (y, "y")):
-            args = generator.launch_args("f64", dist, 1, generator.stream_id(name), n)
-            self.internal.fill_random(self.stream, buf, n, args)
-        y0.copy_from(y, self.stream)
-        self.stream.synchronize()
-        grid = min((n + 255) // 256, 4224)
-        args = driver.KernelArgs([("ptr", x.ptr), ("ptr", y.ptr), ("f64", 2.5), ("i64", n)])
-        self.items = [
-            Launchable(m.kernel(ENTRY, (grid, 1, 1), (256, 1, 1)), args) for m in self.modules
-        ]
-        self.resets = [(y, y0)]
-
-    def close(self) -> None:
-        for b in self.buffers:
-            b.free()
-        for m in self.modules:
-            m.unload()
-        self.internal.close()
-        self.stream.destroy()
-        self.ctx.close()
-
-
-def side_loads(items: list) -> dict[str, list]:
-    """The loads, made in turn, split between A and A' as the runner's cold mode splits its
-    (runner.execution.case.COLD_LOADS, in load_order)."""
-    from runner.measurement.timing import load_order
-
-    sides: dict[str, list] = {"A": [], "A'": []}
-    for item, name in zip(items, load_order(["A", "A'"], len(items) // 2), strict=False):
-        sides[name].append(item)
-    return sides
-
-
-def engine_aa(axpy: Axpy, loads: dict, mode: str, timer: str, samples: int, target_ms: float):
-    """One A/A through the runner's engine on `axpy`'s loads (split by side_loads): hot takes
-    each side's first load, cold all of them in turn (as the runner's cold mode does, see
-    runner.execution.case.COLD_LOADS); the Measurement."""
-    from runner.measurement.timing import TimingSettings, cupti, measure
-    from runner.measurement.timing.cuda import CudaBackend
-
-    window = None
-    if timer == "cupti":
-        window = cupti.ActivityWindow(int(axpy.ctx.handle), int(axpy.stream.handle))
-    items = {n: loads[n][0] for n in loads}  # hot: each side's first load
-    backend = CudaBackend(
-        axpy.stream,
-        axpy.internal,
-        items,
-        axpy.resets,
-        1000,
-        window=window,
-        cold_items=loads if mode == "cold" else None,
-    )
-    settings = TimingSettings(
-        mode=mode,
-        samples=samples,
-        max_samples=max(samples, 1000),
-        target_sample_s=target_ms / 1e3,
-        timer=timer,
-    )
-    try:
-        return measure(backend, ["A", "A'"], settings)
-    finally:
-        backend.close()
-        if window is not None:
-            window.close()
-
-
-# what ptx_engine measures at each size, in this order (cold_placement.py replays parts of it)
-ENGINE_RUNS = (("hot", "events"), ("hot", "cupti"), ("cold", "events"), ("cold", "cupti"))
-
-
-def engine_samples(mode: str, timer: str, log2n: int) -> int:
-    return 30 if mode == "hot" else 200 if timer == "events" else cold_samples(log2n)
 
 
 def ptx_engine(ptx: str, sizes: list[int], target_ms: float) -> list[dict]:
@@ -287,17 +189,6 @@ def merged_report(sources: list[Path], cache: Path | None) -> list[str]:
     return report(ptx_rows, ptx_ncu, parts["ptx_profiler"], torch_rows, torch_ncu)
 
 
-def device_ptx() -> str:
-    """The axpy PTX that nvcc builds for GPU 0's architecture."""
-    from runner.definition import toolchains
-    from runner.gpu import driver
-
-    ctx = driver.Context(0)
-    major, minor = (ctx.attribute(f"COMPUTE_CAPABILITY_{p}") for p in ("MAJOR", "MINOR"))
-    ctx.close()
-    return toolchains.build("nvcc", SOURCE, f"sm_{major}{minor}").ptx
-
-
 def child(args: list[str], script: str = __file__) -> object:
     """The JSON a part run in its own process (`script` with `args`) prints; its progress goes
     on to stderr as made."""
@@ -313,7 +204,7 @@ def main() -> int:
     parser.add_argument("--sizes", default="10,14,18,20,22,24,27")
     parser.add_argument("--n", type=int, help="log2 n (the ncu targets)")
     parser.add_argument("--ptx", type=Path, help="the PTX (the children)")
-    parser.add_argument("--target-sample-ms", type=float, default=20.0)
+    parser.add_argument("--target-sample-ms", type=float, default=TARGET_SAMPLE_MS)
     parser.add_argument("--skip-ncu", action="store_true")
     parser.add_argument("--reset", action="store_true", help="ptx-target: restore y each time")
     parser.add_argument(

@@ -9,7 +9,7 @@ from contextlib import nullcontext
 
 TORCH_KERNEL = "vectorized_elementwise_kernel"  # torch.add on contiguous float32 (not torch.rand's)
 NCU_LAUNCHES = 5  # what ncu profiles in each target process (fidelity.py)
-SMALL_LOG2N = 18  # up to 2^18 a cold A/A row takes more samples (fidelity.COLD_SAMPLES)
+SMALL_LOG2N = 18  # up to 2^18 a cold A/A row takes more samples (fidelity_ptx.COLD_SAMPLES)
 
 
 def say(text: str) -> None:
@@ -103,7 +103,7 @@ def torch_side(sizes: list[int]) -> list[dict]:
             ("hot_events", "hot", "events"),
         ):
             # the A/A rows get the samples they need (a short cold call spreads by +-10%, see
-            # fidelity.COLD_SAMPLES: 16 s gave 1146 samples a side at 2^14, a standard error of
+            # fidelity_ptx.COLD_SAMPLES: 16 s gave 1146 samples a side at 2^14, a standard error of
             # the gap of about 0.13%); cold by events is only a figure here
             budget = {"cold_cupti": 16.0, "cold_events": 1.0, "hot_events": 3.0}[label]
             if label == "cold_cupti" and row["log2n"] <= SMALL_LOG2N:
