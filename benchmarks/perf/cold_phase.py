@@ -12,8 +12,9 @@ mean, and how far the means spread against their standard errors.
 rounds: the engine's cold A/A by CUPTI (the runner's loads a side, 2000 samples) at 2^10 and 2^14
 with the rounds in Thue-Morse order (the engine's) and in A B / B A repeated, with every launch's
 time by its place G in the sequence of cold launches (G mod 8, and G // 16 mod 8).
-loads: fidelity.py's PTX engine at 2^14 and 2^18 with the loads split between the sides in turn
-(A A' A A' ...) or as the runner splits them (fidelity.side_loads). Run each in a fresh process.
+loads: fidelity.py's cold runs of the PTX engine (fidelity_ptx.engine_run) at 2^14 and 2^18 with
+the loads split between the sides in turn (A A' A A' ...) or as the runner splits them
+(fidelity_ptx.side_loads). Run each in a fresh process.
 """
 
 from __future__ import annotations
@@ -162,20 +163,22 @@ def rounds(ptx: str, log2n: int, repeated: bool, samples: int = 2000) -> None:
 
 
 def loads(ptx: str, how: str) -> None:
-    if how == "interleaved":
-        fidelity.side_loads = lambda items: {"A": items[0::2], "A'": items[1::2]}
-    for row in fidelity.ptx_engine(ptx, [14, 18], 20.0):
+    from fidelity_ptx import engine_run
+
+    split = (lambda items: {"A": items[0::2], "A'": items[1::2]}) if how == "interleaved" else None
+    for log2n in (14, 18):
         cells = []
-        for key in ("cold_cupti", "cold_events"):
-            a, b = row[f"{key}_samples"]
+        for timer in ("cupti", "events"):
+            row = engine_run(ptx, log2n, "cold", timer, 20.0, split=split)
+            a, b = row[f"cold_{timer}_samples"]
             q = len(a) // 4
             quarters = " ".join(
                 f"{statistics.median(b[i * q : (i + 1) * q]) / statistics.median(a[i * q : (i + 1) * q]):.4f}"
                 for i in range(4)
             )
-            r, lo, hi = row[f"{key}_aa"]
-            cells.append(f"{key} A/A {r:.4f} [{lo:.4f}, {hi:.4f}], quarters {quarters}")
-        print(f"loads {how:11s} 2^{row['log2n']}: " + " | ".join(cells), flush=True)
+            r, lo, hi = row[f"cold_{timer}_aa"]
+            cells.append(f"cold_{timer} A/A {r:.4f} [{lo:.4f}, {hi:.4f}], quarters {quarters}")
+        print(f"loads {how:11s} 2^{log2n}: " + " | ".join(cells), flush=True)
 
 
 def main() -> int:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -45,15 +44,15 @@ from fidelity_ptx import (  # noqa: E402
     TARGET_SAMPLE_MS,
     Axpy,
     device_ptx,
-    engine_aa,
-    engine_samples,
-    side_loads,
+    engine_run,
 )
 from fidelity_report import report  # noqa: E402
 from fidelity_torch import (  # noqa: E402
     NCU_LAUNCHES,
+    PROFILED_LAUNCHES,
     TORCH_KERNEL,
     l2_flush_tensor,
+    profiled_mean,
     profiler_durations,
     torch_profiler,
     torch_side,
@@ -68,32 +67,23 @@ def say(text: str) -> None:
 # -- the PTX side --------------------------------------------------------------------------
 
 
-def ptx_engine(ptx: str, sizes: list[int], target_ms: float) -> list[dict]:
-    """The runner's figures: hot and cold, events and CUPTI, each with an A/A gap."""
-    from runner.execution.case import COLD_LOADS
-    from runner.measurement import stats
-
+def ptx_engine(ptx_path: Path, sizes: list[int], target_ms: float) -> list[dict]:
+    """The runner's figures: hot and cold, events and CUPTI, each with an A/A gap; each run
+    (fidelity_ptx.ENGINE_RUNS) in a process of its own, as the runner gives each case's
+    measurement a fresh worker with one mode and one timer. (Made one after the other in one
+    process, the earlier runs on the same loads moved the cold CUPTI A/A at 2^14 to x0.997:
+    benchmarks/perf/RESULTS.md, session 27.)"""
     rows = []
     for log2n in sizes:
-        axpy = Axpy(ptx, 1 << log2n, modules=2 * COLD_LOADS)
-        loads = side_loads(axpy.items)
         row = {"log2n": log2n}
         for mode, timer in ENGINE_RUNS:
-            samples = engine_samples(mode, timer, log2n)
-            m = engine_aa(axpy, loads, mode, timer, samples, target_ms)
-            a, b = m.impls["A"].samples_s, m.impls["A'"].samples_s
-            systematic = stats.systematic(mode, statistics.median(a))  # as in the result
-            g = stats.gap(a, b, systematic=systematic)
-            raw = stats.gap(a, b)  # the bootstrap alone: the evidence for the systematic term
-            row[f"{mode}_{timer}_aa_bootstrap"] = [raw["ci_low"], raw["ci_high"]]
-            row[f"{mode}_{timer}_us"] = statistics.median(a) * 1e6
-            row[f"{mode}_{timer}_aa"] = [g["ratio_of_medians"], g["ci_low"], g["ci_high"]]
-            row[f"{mode}_{timer}_samples"] = [a, b]
+            part = ["ptx-run", "--ptx", str(ptx_path), "--n", str(log2n), "--mode", mode]
+            row.update(child([*part, "--timer", timer, "--target-sample-ms", str(target_ms)]))
+            r, lo, hi = row[f"{mode}_{timer}_aa"]
             say(
                 f"ptx 2^{log2n} {mode} {timer}: {row[f'{mode}_{timer}_us']:.3f} us, A/A "
-                f"{g['ratio_of_medians']:.5f} [{g['ci_low']:.5f}, {g['ci_high']:.5f}]"
+                f"{r:.5f} [{lo:.5f}, {hi:.5f}]"
             )
-        axpy.close()
         rows.append(row)
     return rows
 
@@ -113,6 +103,10 @@ def ptx_target(ptx: str, log2n: int, reset: bool) -> None:
 
 
 def ptx_profiler(ptx: str, sizes: list[int]) -> dict:
+    """torch.profiler's CUPTI kernel durations of the PTX per size (us): cold, each launch
+    behind a read-only flush; hot, PROFILED_LAUNCHES launches queued behind the blocking
+    kernel, so they run back to back on data the launch before left in the L2 (each kernel's
+    own start to end: the gaps between them are not in it)."""
     import torch
 
     torch.cuda.init()
@@ -124,7 +118,17 @@ def ptx_profiler(ptx: str, sizes: list[int]) -> dict:
         def launch(axpy=axpy):
             axpy.items[0].enqueue(axpy.stream)
 
-        out[log2n] = profiler_durations(torch, launch, flush, ENTRY, int(axpy.stream.handle))
+        def back_to_back(axpy=axpy):
+            axpy.internal.block(axpy.stream, timeout_ns=2_000_000_000)
+            try:
+                for _ in range(PROFILED_LAUNCHES):
+                    launch()
+            finally:
+                axpy.internal.release()
+
+        cold = profiler_durations(torch, launch, flush, ENTRY, int(axpy.stream.handle))
+        hot = profiled_mean(torch, back_to_back, ENTRY, PROFILED_LAUNCHES)
+        out[log2n] = {"cold": cold, "hot": hot}
         axpy.close()
     return out
 
@@ -207,6 +211,8 @@ def main() -> int:
     parser.add_argument("--target-sample-ms", type=float, default=TARGET_SAMPLE_MS)
     parser.add_argument("--skip-ncu", action="store_true")
     parser.add_argument("--reset", action="store_true", help="ptx-target: restore y each time")
+    parser.add_argument("--mode", choices=("hot", "cold"), help="ptx-run: the timing mode")
+    parser.add_argument("--timer", choices=("events", "cupti"), help="ptx-run: the timer")
     parser.add_argument(
         "--skip-torch", action="store_true", help="no torch: the PTX engine and ncu"
     )
@@ -239,9 +245,10 @@ def main() -> int:
     if args.part == "torch-target":
         torch_target(args.n)
         return 0
-    if args.part == "ptx-engine":
-        rows = ptx_engine(args.ptx.read_text(), sizes, args.target_sample_ms)
-        sys.stdout.buffer.write(orjson.dumps(rows))
+    if args.part == "ptx-run":
+        ptx = args.ptx.read_text()
+        row = engine_run(ptx, args.n, args.mode, args.timer, args.target_sample_ms)
+        sys.stdout.buffer.write(orjson.dumps(row))
         return 0
     if args.part == "ptx-profiler":
         sys.stdout.buffer.write(
@@ -264,7 +271,7 @@ def main() -> int:
         parts = tuple(p for p in parts if p != "torch")
     if "ptx" in parts:
         say("fidelity: the runner's engine on the PTX")
-        ptx_rows = child(["ptx-engine", *common, "--target-sample-ms", str(args.target_sample_ms)])
+        ptx_rows = ptx_engine(ptx_path, sizes, args.target_sample_ms)
         if not args.skip_torch:
             say("fidelity: torch.profiler on the PTX")
             ptx_prof = child(["ptx-profiler", *common])

@@ -117,12 +117,43 @@ def engine_aa(axpy: Axpy, loads: dict, mode: str, timer: str, samples: int, targ
             window.close()
 
 
-# what ptx_engine measures at each size, in this order (cold_placement.py replays parts of it)
+# what fidelity.py measures at each size, in this order, each run in a fresh process as a case's
+# worker makes it (cold_placement.py replays parts of it in one process)
 ENGINE_RUNS = (("hot", "events"), ("hot", "cupti"), ("cold", "events"), ("cold", "cupti"))
 
 
 def engine_samples(mode: str, timer: str, log2n: int) -> int:
     return 30 if mode == "hot" else 200 if timer == "events" else cold_samples(log2n)
+
+
+def engine_run(ptx: str, log2n: int, mode: str, timer: str, target_ms: float, split=None) -> dict:
+    """One of ENGINE_RUNS at 2^log2n in this process, as the runner's worker makes a case's
+    measurement (a context of its own, the loads in load_order, then the A/A; no other run
+    before it): the row's fields for it. `split(items)` splits the loads between the sides in
+    place of side_loads (cold_phase.py)."""
+    import statistics
+
+    from runner.execution.case import COLD_LOADS
+    from runner.measurement import stats
+
+    axpy = Axpy(ptx, 1 << log2n, modules=2 * COLD_LOADS if mode == "cold" else 2)
+    try:
+        loads = (split or side_loads)(axpy.items)
+        samples = engine_samples(mode, timer, log2n)
+        m = engine_aa(axpy, loads, mode, timer, samples, target_ms)
+    finally:
+        axpy.close()
+    a, b = m.impls["A"].samples_s, m.impls["A'"].samples_s
+    systematic = stats.systematic(mode, statistics.median(a))  # as in the result
+    g = stats.gap(a, b, systematic=systematic)
+    raw = stats.gap(a, b)  # the bootstrap alone: the evidence for the systematic term
+    key = f"{mode}_{timer}"
+    return {
+        f"{key}_aa_bootstrap": [raw["ci_low"], raw["ci_high"]],
+        f"{key}_us": statistics.median(a) * 1e6,
+        f"{key}_aa": [g["ratio_of_medians"], g["ci_low"], g["ci_high"]],
+        f"{key}_samples": [a, b],
+    }
 
 
 def device_ptx() -> str:

@@ -31,28 +31,38 @@ def profiler_durations(torch, launch, flush, name_part: str, stream: int | None 
     behind its flush. The mean, as a runner cold sample is the mean of its launches: on the
     H200 at 2^18 (session 26) the median of such launches read 2.94 us and their mean 3.01 us,
     and launched after a host sync instead (the GPU idle before the launch) 2.88 us and 2.93 us."""
-    from torch.profiler import ProfilerActivity, profile
-
     sink = []
     for _ in range(3):
         launch()
     torch.cuda.synchronize()
     on = torch.cuda.stream(torch.cuda.ExternalStream(stream)) if stream else nullcontext()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+
+    def work():
         for _ in range(PROFILED_LAUNCHES):
             with on:
                 sink.append(flush.sum())
             launch()
+
+    return profiled_mean(torch, work, name_part, PROFILED_LAUNCHES)
+
+
+def profiled_mean(torch, work, name_part: str, launches: int) -> float:
+    """Mean duration (us) of the kernels named like `name_part` that `work()` queues (there
+    must be `launches` of them), from torch.profiler's CUPTI records."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        work()
         torch.cuda.synchronize()
     found = [
         e.time_range.elapsed_us()
         for e in prof.events()
         if name_part in e.name and e.device_type.name == "CUDA"
     ]
-    if len(found) != PROFILED_LAUNCHES:
+    if len(found) != launches:
         raise RuntimeError(
             f"torch.profiler recorded {len(found)} kernels named like {name_part!r} for "
-            f"{PROFILED_LAUNCHES} launches"
+            f"{launches} launches"
         )
     return statistics.fmean(found)
 
