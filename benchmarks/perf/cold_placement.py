@@ -19,8 +19,10 @@ and prints the A/A of each (ratio of medians, ratio of means, bootstrap interval
     python benchmarks/perf/cold_placement.py [--sizes 10,14] [--samples 2000]
         [--variants plain,plain,decoys:1,decoys:2,after:hot-events+hot-cupti+cold-events,...]
 
-On the H200 (benchmarks/perf/RESULTS.md, session 27) six processes of plain and decoys:1-4 at
-2^10 and 2^14 took 123 s.
+On the H200 (benchmarks/perf/RESULTS.md, sessions 27 and 28) six processes of plain and
+decoys:1-4 at 2^10 and 2^14 took 123 s: the loads' places did not move the A/A. Five of plain and
+after:R+R at 2^14, 4000 samples, took 110 s: an earlier cold run on the same loads (cold-events)
+did, to x0.9987, and all three earlier runs to x0.9975 (plain x1.0012); the hot runs alone not.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ On the GPU box, for n = 2^10 .. 2^27 it measures
            Nsight Compute's gpu__time_duration of the same launch (--cache-control all for cold,
            none for hot; --clock-control none: the card's clocks are left alone); and
            torch.profiler's CUPTI kernel durations of the same PTX launched after the same
-           read-only L2 flush (an independent CUPTI reading);
+           read-only L2 flush, and of launches run back to back (independent CUPTI readings,
+           cold and hot);
   torch    torch.add on float32 through runner.bench (cold by CUPTI, cold by events, hot) with an
            A/A gap, triton's do_bench and do_bench_cudagraph, torch.profiler and ncu;
 then prints one markdown table per front end and the targets met or missed.
@@ -16,9 +17,10 @@ then prints one markdown table per front end and the targets met or missed.
     python benchmarks/perf/fidelity.py report --from raw_ptx.json raw_torch_a.json ...
         [--ncu-cache ncu.json]     (the table of runs made in parts, each saved with --raw)
 
-On the H200 `--only ptx` takes about 170 s with ncu; `--only torch` for all seven sizes took
-more than 380 s (session 26), so under the device's 600 s a call it runs in two parts
-(`--sizes 10,14,18`, then `--sizes 20,22,24,27`), and `report` merges them.
+On the H200 `--only ptx` took 187 s with ncu and 162 s with ncu's figures cached (session 28);
+`--only torch` for all seven sizes took more than 380 s (session 26), so under the device's 600 s
+a call it runs in two parts (`--sizes 10,14,18`, 187 s, then `--sizes 20,22,24,27`, 291 s), and
+`report` merges them.
 
 Each part runs in its own process: CUPTI has one subscriber per process, and the runner's CUPTI
 timer, torch.profiler and ncu must not see each other. Progress goes to stderr.
