@@ -44,6 +44,7 @@ from fidelity_ptx import (  # noqa: E402
     ENTRY,
     TARGET_SAMPLE_MS,
     Axpy,
+    aa_fields,
     device_ptx,
     engine_aa,
     engine_samples,
@@ -71,7 +72,6 @@ def parse_variant(variant: str) -> tuple[int | None, list[tuple[str, str]]]:
 
 def one_variant(ptx: str, sizes: list[int], samples: int, variant: str) -> list[dict]:
     from runner.execution.case import COLD_LOADS
-    from runner.measurement import stats
 
     seed, before = parse_variant(variant)
     rows = []
@@ -83,15 +83,15 @@ def one_variant(ptx: str, sizes: list[int], samples: int, variant: str) -> list[
             engine_aa(axpy, loads, mode, timer, samples_before, TARGET_SAMPLE_MS)
         m = engine_aa(axpy, loads, "cold", "cupti", samples, TARGET_SAMPLE_MS)
         axpy.close()
-        a, b = m.impls["A"].samples_s, m.impls["A'"].samples_s
-        g = stats.gap(a, b)
+        fields = aa_fields(m, "cold", "cupti")
+        a, b = fields["cold_cupti_samples"]
         row = {
             "variant": variant,
             "log2n": log2n,
-            "us": statistics.median(a) * 1e6,
-            "median_ratio": g["ratio_of_medians"],
+            "us": fields["cold_cupti_us"],
+            "median_ratio": fields["cold_cupti_aa"][0],
             "mean_ratio": statistics.fmean(b) / statistics.fmean(a),
-            "ci": [g["ci_low"], g["ci_high"]],
+            "ci": fields["cold_cupti_aa_bootstrap"],
         }
         say(f"{variant} 2^{log2n}: {row}")
         rows.append(row)

@@ -33,7 +33,6 @@ class Axpy:
         from runner.gpu.generator import Distribution
         from runner.measurement.timing.cuda import InternalKernels, Launchable
 
-        self.driver = driver
         self.ctx = driver.Context(0)
         self.stream = driver.Stream()
         self.internal = InternalKernels(self.ctx)
@@ -131,10 +130,7 @@ def engine_run(ptx: str, log2n: int, mode: str, timer: str, target_ms: float, sp
     measurement (a context of its own, the loads in load_order, then the A/A; no other run
     before it): the row's fields for it. `split(items)` splits the loads between the sides in
     place of side_loads (cold_phase.py)."""
-    import statistics
-
     from runner.execution.case import COLD_LOADS
-    from runner.measurement import stats
 
     axpy = Axpy(ptx, 1 << log2n, modules=2 * COLD_LOADS if mode == "cold" else 2)
     try:
@@ -143,10 +139,21 @@ def engine_run(ptx: str, log2n: int, mode: str, timer: str, target_ms: float, sp
         m = engine_aa(axpy, loads, mode, timer, samples, target_ms)
     finally:
         axpy.close()
+    return aa_fields(m, mode, timer)
+
+
+def aa_fields(m, mode: str, timer: str) -> dict:
+    """A row's fields for an A/A Measurement `m` of `mode` by `timer`: A's median (us), the
+    gap with its interval as the result gives it, the bootstrap's interval alone (the evidence
+    for the systematic term), and both sides' samples."""
+    import statistics
+
+    from runner.measurement import stats
+
     a, b = m.impls["A"].samples_s, m.impls["A'"].samples_s
     systematic = stats.systematic(mode, statistics.median(a))  # as in the result
     g = stats.gap(a, b, systematic=systematic)
-    raw = stats.gap(a, b)  # the bootstrap alone: the evidence for the systematic term
+    raw = stats.gap(a, b)
     key = f"{mode}_{timer}"
     return {
         f"{key}_aa_bootstrap": [raw["ci_low"], raw["ci_high"]],

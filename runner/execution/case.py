@@ -37,9 +37,9 @@ DYNAMIC_SHARED_DEFAULT_LIMIT = 48 * 1024
 # (with 2, 3, 5, 6 or 7 implementations: base.round_order). The launches take the loads by
 # base.copy_turn, so no load keeps one place of the launch sequence. Where the loads land is not
 # all of a cold A/A's offset, though: 0 to 3 decoy loads before each (four seeds) left it at
-# x1.0002 to x1.0014 at 2^10, as without them, while what the process ran before moved it
-# (after fidelity.py's runs before its cold CUPTI one: x0.9974 to x0.9986 at 2^10, x0.9964 to
-# x0.9977 at 2^14; benchmarks/perf/cold_placement.py).
+# x1.0002 to x1.0014 at 2^10, as without them, while an earlier cold run on the same loads in
+# the same process moved it (x1.0012 alone, x0.9987 after one at 2^14;
+# benchmarks/perf/cold_placement.py): a case's measurement has a worker of its own.
 COLD_LOADS = 32
 CHECK_GUARD_BYTES = 64 * 1024  # canary bands around every buffer at the correctness size
 
