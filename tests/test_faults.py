@@ -1,7 +1,7 @@
 """Fault injection: bad input that must end in a clear error naming the file, field or case.
 
 Each test reproduces one defect found under bad input (issue 12) and checks the error that
-replaced it. New bad inputs go here, next to the class of fault they belong to; the README's
+replaced it. New bad inputs go here, next to the class of fault they belong to; docs/faults.md's
 "What kernelgap promises under faults" table points at these tests.
 """
 

@@ -2,7 +2,7 @@
 
 The harness half of tests/test_faults.py (issue 12; untrusted runs and hostile data are in
 tests/test_faults_untrusted.py): each test reproduces one defect found under a fault and checks
-what replaced it. New faults of the harness go here, next to their class; the README's "What
+what replaced it. New faults of the harness go here, next to their class; docs/faults.md's "What
 kernelgap promises under faults" table points at these tests.
 """
 
@@ -286,15 +286,14 @@ def test_a_malformed_suite_is_refused_before_any_target_is_reached(tmp_path, tex
     assert not fake.argv.exists()  # the runner never ran
 
 
-# ---- the README's table of promises -------------------------------------------------------------
+# ---- the docs' table of promises ---------------------------------------------------------------
 
 
-def test_the_readme_fault_table_names_tests_that_exist():
-    readme = (ROOT / "README.md").read_text()
-    table = readme.split("## What kernelgap promises under faults", 1)[1].split("\n## ", 1)[0]
+def test_the_fault_table_names_tests_that_exist():
+    table = (ROOT / "docs" / "faults.md").read_text()
     rows = [line for line in table.splitlines() if line.startswith("| ") and "`tests/" in line]
     # bad manifest, bad request, kernel, connection, disk, store, untrusted, cheating
-    assert len(rows) == 8
+    assert len(rows) >= 8
     for row in rows:
         for cell in re.findall(r"`(tests/[\w/]+\.py)`((?:[^`;]|`test_\w+`)*)", row):
             path, names = ROOT / cell[0], re.findall(r"`(test_\w+)`", cell[1])

@@ -4,7 +4,7 @@ A pull request's run, a hand-edited document or a forged one must never reach th
 history, and what it carries (HTML, links, pipes, terminal escapes, another spelling of the GPU)
 must neither render as markup in job summaries and pull-request comments, drive a terminal, nor
 split a series. Each test reproduces one defect of issue 12 and checks what replaced it; the
-README's "What kernelgap promises under faults" table points at these tests.
+docs/faults.md's table points at these tests.
 """
 
 from __future__ import annotations

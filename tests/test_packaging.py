@@ -156,7 +156,8 @@ def test_nvcc_and_ptxas_are_found_on_path_first_then_in_nvidias_wheels(monkeypat
 def test_the_readmes_first_command_writes_under_an_ignored_folder():
     first, second = (ROOT / "README.md").read_text().splitlines()[:2]
     assert first.strip().startswith("python3 -m pip install -e . && mkdir -p results && ")
-    assert first.strip().endswith("> results/result.json")
+    # -o, not a shell redirect: a failed run must not leave an empty results/result.json
+    assert first.strip().endswith(" -o results/result.json") and ">" not in first
     assert second.strip() == "python3 -m pip install -e '.[test]' && python3 -m pytest"
     ignored = subprocess.run(
         ["git", "check-ignore", "-q", "results/result.json"], cwd=ROOT, capture_output=True
