@@ -24,7 +24,7 @@ from tests.conftest import gpu_unavailable_reason
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "result-1.2.0-h200-warpforth.json"
-SOURCES = ("pyproject.toml", "README.md", "runner", "protocol", "harness", "schemas")
+SOURCES = ("pyproject.toml", "README.md", "LICENSE", "runner", "protocol", "harness", "schemas")
 
 
 @pytest.fixture(scope="module")
