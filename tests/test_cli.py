@@ -128,3 +128,36 @@ def test_every_command_of_both_clis_has_help_with_an_example():
             examples = done.output.split("Example")[1:]
             assert examples, f"{module} {name} --help has no example"
             assert f"python -m {module} {name} " in examples[0], (module, name)
+
+
+def test_check_without_any_compiler_counts_skips_as_skips(monkeypatch, tmp_path, capsys):
+    """A first `runner check` after `pip install .` on a machine with no CUDA toolkit, clang or
+    warpforthc: every implementation is skipped and named with its reason, none is a failure,
+    and the check passes unless --require-all."""
+    from runner.definition import manifest
+    from runner.definition.toolchains import clang, command, cuda_programs, nvcc
+    from runner.execution.checking import check_suite
+
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.setattr(cuda_programs, "wheel_bin_dirs", lambda: [])
+    for cached in (clang.program, clang.version, command.version, nvcc.version):
+        if hasattr(cached, "cache_clear"):
+            cached.cache_clear()
+    try:
+        suite = manifest.load(ROOT / "benchmarks" / "cases.toml")
+        assert check_suite(suite, "sm_90") == 0
+        report = capsys.readouterr().err
+        assert check_suite(suite, "sm_90", require_all=True) == 1
+    finally:
+        for cached in (clang.program, clang.version, command.version, nvcc.version):
+            if hasattr(cached, "cache_clear"):
+                cached.cache_clear()
+    impls = sum(len(case.impls) for case in suite.cases)
+    summary = [line for line in report.splitlines() if "case(s)" in line][-1]
+    assert f"{len(suite.cases)} case(s), 0 failure(s), {impls} skipped" in summary, summary
+    assert "FAIL" not in report
+    assert "nvcc is not on PATH" in report and "pip install 'kernelgap[nvcc]'" in report
+    assert "warpforthc is not on PATH" in report and "WarpForth" in report
+    assert "no clang with the NVPTX back end" in report

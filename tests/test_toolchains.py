@@ -335,11 +335,18 @@ def test_clang_without_libdevice_says_so(monkeypatch, source, tmp_path):
     monkeypatch.setattr(
         clang, "libdevice_places", lambda: [tmp_path / "nvvm/libdevice/libdevice.10.bc"]
     )
-    with pytest.raises(BuildError) as error:
+    # a missing libdevice is a missing part of the toolchain: a skip with the reason, not a failure
+    with pytest.raises(ToolchainMissing) as error:
         toolchains.build("clang", source, ARCH, FLAGS)
     message = str(error.value)
     assert "calls libdevice functions (__nv_exp, __nv_expf)" in message
-    assert "libdevice.10.bc was not found" in message and str(tmp_path) in message
+    assert "libdevice.10.bc was not found: looked in" in message and str(tmp_path) in message
+    monkeypatch.setattr(clang, "libdevice_places", lambda: [])
+    with pytest.raises(ToolchainMissing) as error:
+        toolchains.build("clang", source, ARCH, FLAGS)
+    assert "looked in no" not in str(error.value)
+    assert "there is no CUDA toolkit here" in str(error.value)
+    assert "pip install 'kernelgap[nvcc]'" in str(error.value)
     # A kernel without math functions does not need libdevice.
     source.write_text(SOURCE.replace("exp(x[i] * scale)", "x[i] * scale").replace("expf(", "("))
     built = toolchains.build("clang", source, ARCH, FLAGS)

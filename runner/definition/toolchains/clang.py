@@ -87,7 +87,7 @@ def find_libdevice() -> Path | None:
 def build(
     source: Path, arch: str, flags: list[str], template: str | None = None
 ) -> tuple[str, list[str]]:
-    from runner.definition.toolchains.common import BuildError, cuda_roots
+    from runner.definition.toolchains.common import BuildError, ToolchainMissing, cuda_roots
 
     libdevice = find_libdevice()
     link = ["-Xclang", "-mlink-builtin-bitcode", "-Xclang", str(libdevice)] if libdevice else []
@@ -122,10 +122,13 @@ def build(
     # Without libdevice, math calls stay undefined `.extern .func __nv_*` and ptxas would fail later.
     missing = sorted(set(_UNDEFINED_LIBDEVICE.findall(ptx)))
     if missing:
-        places = ", ".join(str(p) for p in libdevice_places()) or "no CUDA toolkit found"
-        raise BuildError(
-            f"{source}: the kernel calls libdevice functions ({', '.join(missing)}) but "
-            f"{LIBDEVICE} was not found (looked in {places} and NVIDIA's pip wheels); set CUDA_HOME "
-            "to a CUDA toolkit or `pip install nvidia-nvvm`"
+        places = ", ".join(str(p) for p in libdevice_places())
+        looked = f"looked in {places} and in NVIDIA's pip wheels" if places else (
+            "there is no CUDA toolkit here (CUDA_HOME, /usr/local/cuda) and no nvidia-nvvm wheel"
+        )
+        raise ToolchainMissing(
+            f"{source}: the kernel calls libdevice functions ({', '.join(missing)}) and "
+            f"{LIBDEVICE} was not found: {looked}; `pip install 'kernelgap[nvcc]'` (it brings "
+            "nvidia-nvvm) or set CUDA_HOME to a CUDA toolkit; implementation skipped"
         )
     return ptx, command

@@ -79,6 +79,18 @@ def placeholders(template_words: list[str]) -> set[str]:
     }
 
 
+# Where the candidate compilers kernelgap's own suite names come from, for the message a first
+# `runner check` prints when one is missing (any other compiler is named as it is).
+WHERE_FROM = {
+    "warpforthc": (
+        " (WarpForth's compiler, Forth -> MLIR -> PTX: build it from WarpForth's source with"
+        " CMake against LLVM/MLIR, `cmake -B build -G Ninja -DMLIR_DIR=<llvm>/lib/cmake/mlir"
+        " -DLLVM_DIR=<llvm>/lib/cmake/llvm && cmake --build build`, then put build/bin on PATH"
+        " or write its path in the case's `command`)"
+    ),
+}
+
+
 def program(template: str | None) -> str:
     """Full path of the template's program; ToolchainMissing when it is not installed."""
     from runner.definition.toolchains.common import ToolchainMissing
@@ -87,7 +99,8 @@ def program(template: str | None) -> str:
     path = shutil.which(program)
     if path is None:
         where = "does not exist or is not executable" if "/" in program else "is not on PATH"
-        raise ToolchainMissing(f"{program} {where}; implementation skipped")
+        hint = WHERE_FROM.get(Path(program).name, "")
+        raise ToolchainMissing(f"{program} {where}{hint}; implementation skipped")
     return path
 
 
