@@ -163,3 +163,22 @@ def test_ptx_that_ptxas_refuses_is_a_failed_analysis_with_its_message():
     need_tools()
     result = static.analyze(".version 8.0\n.target sm_90\nnot ptx at all\n", CASE, ARCH, 256)
     assert result["status"] == "failed" and "ptxas -arch=sm_90" in result["reason"]
+
+
+def test_the_wheels_tools_are_found_without_cuda_pathfinder(monkeypatch):
+    """cuda-python 12.6.x (the floor) has no cuda.pathfinder: ptxas, cuobjdump and nvdisasm from
+    NVIDIA's wheels are still found, through the wheels' bin/ folders."""
+    from runner.definition.toolchains import cuda_programs
+    from runner.explain import tools
+
+    if not cuda_programs.wheel_bin_dirs():
+        pytest.skip("NVIDIA's CUDA wheels are not installed here (the test extra brings them)")
+    monkeypatch.setattr(tools, "_pathfinder", lambda name: None)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    tools.find.cache_clear()
+    try:
+        for name in ("ptxas", "cuobjdump", "nvdisasm"):
+            found = tools.find(name)
+            assert found is not None and Path(found).parent in cuda_programs.wheel_bin_dirs(), name
+    finally:
+        tools.find.cache_clear()

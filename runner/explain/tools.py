@@ -10,8 +10,9 @@ way; it is installed with the CUDA toolkit on a GPU box.
 from __future__ import annotations
 
 import functools
-import shutil
 import subprocess
+
+from runner.definition.toolchains import cuda_programs
 
 VERSION_TIMEOUT_S = 30.0
 INSTALL_HINT = {
@@ -41,10 +42,11 @@ def _pathfinder(name: str) -> str | None:
 
 @functools.cache
 def find(name: str) -> str | None:
-    """The path of tool `name`, or None."""
+    """The path of tool `name`, or None. cuda_programs.find (PATH, then the wheels' bin/ folders)
+    covers a cuda-python without cuda.pathfinder (12.6.x, the floor)."""
     if name == "ptxas":
-        return shutil.which("ptxas") or _pathfinder("ptxas")
-    return _pathfinder(name) or shutil.which(name)
+        return cuda_programs.find("ptxas") or _pathfinder("ptxas")
+    return _pathfinder(name) or cuda_programs.find(name)
 
 
 def require(name: str) -> str:
