@@ -489,3 +489,65 @@ def test_sigterm_during_a_vast_run_destroys_the_rental_and_stops_the_job(sshd, f
     assert "stopped by SIGTERM" in stderr.decode() and stdout == b""
     assert "vast: destroyed instance 4242" in stderr.decode()
     assert wait_gone(str(fake.python)) == []  # the hanging runner went with the session
+
+
+# -- first day: the interpreter and the environment on the target -------------------------------
+
+
+@needs_no_gpu
+def test_a_local_target_runs_the_harness_own_interpreter_not_paths_python3(tmp_path):
+    """From an unactivated virtual environment, `--target local` must not fall back to PATH's
+    python3 (which lacks the runner's packages): the runner is started by this interpreter."""
+    decoy = tmp_path / "bin"
+    decoy.mkdir()
+    (decoy / "python3").write_text("#!/bin/sh\necho 'PATH python3 was used' >&2\nexit 3\n")
+    (decoy / "python3").chmod(0o755)
+    env = {**os.environ, "PATH": f"{decoy}:/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "run", "--target", "local", "--out", str(tmp_path / "r")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "PATH python3 was used" not in done.stderr
+    assert done.returncode == 2  # no GPU here: the real runner says so, not a missing package
+    assert "no NVIDIA driver found" in done.stderr or "no CUDA device" in done.stderr
+    assert "No module named" not in done.stderr
+
+
+def test_install_goes_into_a_virtual_environment_of_its_own_and_reuses_it(tmp_path, monkeypatch):
+    """--install never pip-installs into the target's global Python: it makes kernelgap's own
+    environment (once), installs there, and the later steps run with its interpreter."""
+    from harness.commands.run_session import Session
+    from harness.transport.local import LocalTransport
+
+    monkeypatch.setattr(shipping, "runner_requirements", lambda tests=False: ["pip"])  # no network
+    plan = shipping.plan(ROOT / "benchmarks" / "cases.toml")
+    venv = tmp_path / "kg-venv"
+    for attempt in ("made", "reused"):
+        options = {"python": sys.executable, "venv": str(venv), "pytest_gpu": False,
+                   "job_timeout_s": 300.0, "out": tmp_path, "target": "local", "install": True}  # fmt: skip
+        with LocalTransport(sys.executable) as transport:
+            session = Session(transport, plan, options)
+            session.install()
+        assert options["python"] == str(venv / "bin" / "python")
+        assert (venv / "bin" / "python").exists() and (venv / "pyvenv.cfg").exists()
+        assert "include-system-site-packages = true" in (venv / "pyvenv.cfg").read_text()
+
+
+def test_a_missing_package_on_the_target_names_install(fake, tmp_path):
+    """Without --install, a target Python that lacks the runner's packages is told about
+    --install instead of leaving the user with a traceback's last line."""
+    missing = tmp_path / "python"
+    missing.write_text(
+        f"#!{sys.executable}\nimport os, sys\nargs = sys.argv[1:]\n"
+        "if args[:3] == ['-m', 'runner', 'bench']:\n"
+        "    sys.stderr.write(\"ModuleNotFoundError: No module named 'orjson'\\n\"); sys.exit(1)\n"
+        f"os.execv({sys.executable!r}, [{sys.executable!r}, *args])\n"
+    )
+    missing.chmod(0o755)
+    done = harness("--target", "local", "--python", missing, "--out", tmp_path / "r")
+    assert done.returncode == 2
+    assert "No module named 'orjson'" in done.stderr and "--install" in done.stderr

@@ -102,7 +102,7 @@ def make_transport(
     identity: Path | None,
     known_hosts: Path | None,
     connect_timeout_s: float,
-    python: str,
+    python: str | None,
     vast_image: str = DEFAULT_IMAGE,
     lifetime_s: float | None = None,
     max_price: float | None = None,
@@ -117,8 +117,9 @@ def make_transport(
             f"--max-price applies to vast:<GPU model> targets only (a rental's price), not to "
             f"--target {target!r}"
         )
-    if target == "local":
-        return LocalTransport(python)
+    if target == "local":  # the interpreter running the harness: an unactivated venv works
+        return LocalTransport(python or sys.executable)
+    python = python or "python3"
     if target.startswith("ssh://"):
         return SshTransport(
             SshTarget.parse(target),
@@ -239,9 +240,9 @@ class _RunCommand(click.Command):
 )
 @click.option(
     "--python",
-    default="python3",
-    show_default=True,
-    help="Python on the target (with the runner's dependencies, unless --install).",
+    default=None,
+    help="Python on the target (with the runner's dependencies, unless --install); default: "
+    "this harness's own interpreter for --target local, python3 elsewhere.",
 )
 @click.option("--check-only", is_flag=True, help="Run `runner check` there instead of bench.")
 @click.option(
@@ -252,7 +253,14 @@ class _RunCommand(click.Command):
 @click.option(
     "--install/--no-install",
     default=None,
-    help="pip install the runner's dependencies there first (default: on for vast only).",
+    help="pip install the runner's dependencies there first, into a virtual environment of "
+    "kernelgap's own that later runs reuse (default: on for vast only).",
+)
+@click.option(
+    "--venv",
+    metavar="FOLDER",
+    help="With --install: that environment's folder on the target (default: "
+    "~/.cache/kernelgap/venv-pyX.Y there).",
 )
 @click.option(
     "--max-price",
@@ -340,6 +348,7 @@ def _run(target, identity, known_hosts, cases, bundle, revisions, runner_args, s
         "runner_args": list(runner_args),
         "commit": local_commit(Path(cases).resolve().parent),
         "install": install,
+        "python": transport.python,  # --python, else this interpreter (local) or python3
     }
     try:
         with signals_interrupt(), transport:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from harness import shipping
+from harness import remote_venv, shipping
 from harness.commands.compare import BadInput
 from harness.result_files import keep
 from harness.store_schema import normalize_utc
@@ -27,6 +27,8 @@ from protocol.documents import load_result
 __all__ = ["INSTALL_TIMEOUT_S", "RunFailed", "Session", "result_name"]
 
 INSTALL_TIMEOUT_S = 1800.0
+# what a Python without the runner's packages says (ImportError, runner.gpu.bindings.missing)
+MISSING_PACKAGE = re.compile(r"No module named|is not installed")
 # runs argv with its stdout on stderr, so pytest's report streams live (stdout is for documents)
 STDOUT_TO_STDERR = "import os, sys; os.dup2(2, 1); os.execvp(sys.argv[1], sys.argv[1:])"
 
@@ -94,22 +96,43 @@ class Session:
             raise RunFailed(f"{what}: {exc}; {kept}") from None
 
     def install(self) -> None:
+        """Install the runner's requirements into kernelgap's own virtual environment on the
+        target (made once, reused by later runs), never into the target's global Python; the
+        steps after this one run with that environment's interpreter."""
         python = self.options["python"]
-        command = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
         try:
             requirements = shipping.runner_requirements(self.options["pytest_gpu"])
         except shipping.ShippingError as exc:
             raise RunFailed(str(exc)) from None
+        made = self.step(
+            "preparing kernelgap's virtual environment",
+            [python, "-c", remote_venv.SOURCE, self.options.get("venv") or ""],
+            ship=False,
+            timeout_s=INSTALL_TIMEOUT_S,
+        )
+        try:
+            venv = remote_venv.Venv.parse(made.stdout) if made.returncode == 0 else None
+        except ValueError:
+            venv = None
+        if venv is None:
+            raise RunFailed(
+                f"could not make a virtual environment with {python} on "
+                f"{self.transport.description} (exit {made.returncode}):\n{self.tail.lines()}"
+            )
+        how = "reused" if venv.reused else "made"
+        click.echo(f"harness: kernelgap's environment there: {venv.folder} ({how})", err=True)
         done = self.step(
             "installing the runner's dependencies",
-            [*command, *requirements],
+            [*venv.pip(python), "install", "--quiet", "--disable-pip-version-check", *requirements],
             ship=False,
             timeout_s=INSTALL_TIMEOUT_S,
         )
         if done.returncode != 0:
             raise RunFailed(
-                f"pip install exited {done.returncode} on the target:\n{self.tail.lines()}"
+                f"pip install into {venv.folder} exited {done.returncode} on the target:\n"
+                f"{self.tail.lines()}"
             )
+        self.options["python"] = venv.python
 
     def pytest_gpu(self) -> bool:
         """`pytest -m gpu` in the shipped tree; True when it passed."""
@@ -145,6 +168,15 @@ class Session:
         done = self.step("runner bench", [*command, *self.options["runner_args"]])
         return self.keep(done)
 
+    def _install_hint(self) -> str:
+        """A word on --install when the target's Python lacks one of the runner's packages."""
+        if self.options.get("install") or not MISSING_PACKAGE.search(self.tail.lines()):
+            return ""
+        return (
+            "\nThe target's Python lacks the runner's dependencies: run again with --install "
+            "(they go into a virtual environment of kernelgap's own there, reused by later runs)"
+        )
+
     def keep(self, done: Completed) -> int:
         """Validate and save the runner's document; the exit status for it."""
         where = self.transport.description
@@ -155,7 +187,7 @@ class Session:
             meaning = " (bad input or no GPU)" if done.returncode == 2 else ""
             raise RunFailed(
                 f"the runner on {where} exited {done.returncode}{meaning}; {kept}; "
-                f"its last lines on stderr:\n{self.tail.lines()}"
+                f"its last lines on stderr:\n{self.tail.lines()}{self._install_hint()}"
             )
         try:
             document = load_result(done.stdout, f"result document from {where}")
@@ -163,7 +195,7 @@ class Session:
             kept = _save_partial(
                 self.options["out"], self.options["target"], done.stdout, self.tail.partial
             )
-            raise RunFailed(f"{exc}; {kept}") from None
+            raise RunFailed(f"{exc}; {kept}{self._install_hint()}") from None
         kept = keep(self.options["out"], result_name(document), done.stdout)
         if kept.path is not None:
             click.echo(str(kept.path))  # where the document is, even when not under --out
