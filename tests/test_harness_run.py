@@ -517,7 +517,9 @@ def test_a_local_target_runs_the_harness_own_interpreter_not_paths_python3(tmp_p
     assert "No module named" not in done.stderr
 
 
-def test_install_goes_into_a_virtual_environment_of_its_own_and_reuses_it(tmp_path, monkeypatch):
+def test_install_goes_into_a_virtual_environment_of_its_own_and_reuses_it(
+    tmp_path, monkeypatch, capsys
+):
     """--install never pip-installs into the target's global Python: it makes kernelgap's own
     environment (once), installs there, and the later steps run with its interpreter."""
     from harness.commands.run_session import Session
@@ -535,6 +537,7 @@ def test_install_goes_into_a_virtual_environment_of_its_own_and_reuses_it(tmp_pa
         assert options["python"] == str(venv / "bin" / "python")
         assert (venv / "bin" / "python").exists() and (venv / "pyvenv.cfg").exists()
         assert "include-system-site-packages = true" in (venv / "pyvenv.cfg").read_text()
+        assert f"kernelgap's environment there: {venv} ({attempt})" in capsys.readouterr().err
 
 
 def test_a_missing_package_on_the_target_names_install(fake, tmp_path):
