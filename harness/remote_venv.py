@@ -37,7 +37,10 @@ def venv_main() -> None:
         try:
             venv.create(folder, system_site_packages=True, with_pip=True)
         except Exception as exc:  # no ensurepip (Debian without python3-venv): pip from outside
-            print(f"kernelgap: ensurepip failed ({exc}); the system's pip installs into it", file=sys.stderr)
+            print(
+                f"kernelgap: ensurepip failed ({exc}); the system's pip installs into it",
+                file=sys.stderr,
+            )
             venv.create(folder, system_site_packages=True, with_pip=False, clear=True)
     has_pip = (folder / "bin" / "pip").exists() or any(folder.glob("lib/python*/site-packages/pip"))
     line = {"folder": str(folder), "python": str(python), "reused": reused, "pip": has_pip}
@@ -60,7 +63,9 @@ class Venv:
         for line in reversed(stdout.decode("utf-8", "replace").splitlines()):
             if line.startswith(READY):
                 found = json.loads(line[len(READY) :])
-                return cls(found["folder"], found["python"], bool(found["reused"]), bool(found["pip"]))
+                return cls(
+                    found["folder"], found["python"], bool(found["reused"]), bool(found["pip"])
+                )
         raise ValueError("no kernelgap-venv line in the output")
 
     def pip(self, system_python: str) -> list[str]:

@@ -46,8 +46,10 @@ class HistoryFile:
         self._writes_ready = False
         if readonly and not self.path.exists():
             raise StoreError(
-                f"{self.path}: no history database here; create one with "
-                "`python -m harness ingest RESULT.json --db PATH --trusted`"
+                f"{self.path}: no history database here; create one from a result document "
+                "with `python -m harness ingest RESULT.json --db PATH --trusted --cases "
+                "<checkout>/benchmarks/cases.toml` (the suite's manifest gives the GPU pin), "
+                "or pass --db the history's path"
             )
         if self.path.exists():
             self._open()

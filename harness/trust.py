@@ -87,7 +87,26 @@ def canon_for(document: dict, cases: Path | None, gpu: str | None, trusted: bool
         )
     if cases is None and not trusted:
         return None
+    if cases is None and not DEFAULT_CASES.is_file():
+        raise TrustError(_which_manifest(document))
     return Canon.from_manifest(cases if cases is not None else DEFAULT_CASES)
+
+
+def _which_manifest(document: dict) -> str:
+    """What to do when a trusted ingest runs outside the suite's checkout: name the manifest
+    the document says it ran, and the flag that takes it."""
+    suite = document.get("suite") or {}
+    path = suite.get("path") or "cases.toml"
+    commit = str(suite.get("commit") or "")[:12]
+    ran = f"suite {suite.get('name')!r} version {suite.get('version')}, {path}" + (
+        f" at commit {commit}" if commit else ""
+    )
+    return (
+        f"a trusted ingest takes the GPU pin from the suite's manifest, and there is no "
+        f"{DEFAULT_CASES} in {Path.cwd()}: the document is a run of {ran}; give that manifest "
+        f"as it is in the checkout: `python -m harness ingest RESULT.json --trusted --cases "
+        f"<checkout>/{path}` (or run the command from the checkout's root)"
+    )
 
 
 def check(document: dict, canon: Canon, what: str) -> None:

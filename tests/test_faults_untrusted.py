@@ -9,9 +9,13 @@ docs/faults.md's table points at these tests.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 import shutil
 import sqlite3
+import subprocess
+import sys
 
 import orjson
 import pytest
@@ -267,7 +271,7 @@ def test_a_trusted_ingest_needs_the_manifest_and_an_untrusted_one_does_not(check
     document = small_run(0, suite_gpu="NVIDIA H200")
     done = ingest_trusted(checkout, document)
     assert done.exit_code == 2
-    assert "benchmarks/cases.toml: cannot read the suite manifest" in done.stderr
+    assert "there is no benchmarks/cases.toml in" in done.stderr and "--cases" in done.stderr
     done = invoke("ingest", checkout / "run.json", "--db", checkout / "h.sqlite")
     assert done.exit_code == 0 and "nothing written" in done.stderr
     (checkout / "deep.toml").write_text("x = " + "[" * 100_000 + "]" * 100_000 + "\n")
@@ -287,3 +291,33 @@ def test_a_runner_bench_document_takes_its_pin_from_the_command_line(checkout):
     assert done.exit_code == 2 and "ran on 'NVIDIA A100-SXM4-80GB' but --gpu pins" in done.stderr
     done = ingest_trusted(checkout, document, "--gpu", "nvidia a100-sxm4-80gb")
     assert done.exit_code == 0 and "stored run" in done.stderr, done.output
+
+
+def test_a_trusted_ingest_outside_the_checkout_names_the_manifest_and_the_flag(tmp_path):
+    """From any folder but the checkout's root there is no benchmarks/cases.toml: the error
+    names the suite the document ran and the --cases flag, and following it stores the run."""
+    fixture = ROOT / "tests" / "fixtures" / "result-1.2.0-h200-warpforth.json"
+    document = orjson.loads(fixture.read_bytes())
+    manifest = tmp_path / "checkout" / "benchmarks" / "cases.toml"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text('[suite]\nname = "kernelgap-core"\nversion = 1\ngpu = "NVIDIA H200"\n')
+    document["suite"]["sha256"] = hashlib.sha256(manifest.read_bytes()).hexdigest()
+    run = tmp_path / "run.json"
+    run.write_bytes(orjson.dumps(document))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    def ingest(*extra):
+        return subprocess.run(
+            [sys.executable, "-m", "harness", "ingest", str(run), "--db", "h.sqlite", "--trusted", *extra],
+            cwd=elsewhere, capture_output=True, text=True, timeout=120,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+
+    refused = ingest()
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "--cases" in refused.stderr and "kernelgap-core" in refused.stderr
+    assert "benchmarks/cases.toml" in refused.stderr and not (elsewhere / "h.sqlite").exists()
+    stored = ingest("--cases", str(manifest))
+    assert stored.returncode == 0, stored.stderr
+    assert (elsewhere / "h.sqlite").exists()
