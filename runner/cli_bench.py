@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 import sys
 from pathlib import Path
 
@@ -205,7 +207,12 @@ def bench(cases, case_ids, **settings):
     except (manifest.ManifestError, BundleError) as exc:
         _die(str(exc))
     except driver.NoGpuError as exc:
-        _die(str(exc))
+        suite = shlex.quote(str(cases))
+        _die(
+            f"{exc}; from this machine, run the suite on a GPU box with `python -m harness run "
+            f"{suite} --target ssh://user@gpu-host`, and validate and compile it here with "
+            f"`python -m runner check {suite}`"
+        )
     except DocumentError as exc:
         emit(exc.document)
         _die(f"internal error, the document was written anyway: {exc}")

@@ -33,7 +33,24 @@ def test_bench_without_gpu_fails_fast_and_says_what_to_do():
     assert done.stdout == b""
     err = done.stderr.decode()
     assert "no NVIDIA driver found" in err or "no CUDA device" in err
-    assert "runner check" in err and "harness run" in err
+    assert "runner check benchmarks/cases.toml" in err and "harness run benchmarks/cases.toml" in err
+
+
+@needs_no_gpu
+def test_the_no_gpu_answers_name_the_suite_given_and_the_way_for_launches(tmp_path):
+    suite = tmp_path / "my suite" / "cases.toml"
+    suite.parent.mkdir()
+    shutil.copy(ROOT / "benchmarks" / "cases.toml", suite)
+    shutil.copytree(ROOT / "benchmarks" / "kernels", suite.parent / "kernels")
+    shutil.copy(ROOT / "benchmarks" / "reference.py", suite.parent / "reference.py")
+    err = runner("bench", str(suite)).stderr.decode()
+    assert f"runner check '{suite}'" in err and "benchmarks/cases.toml" not in err
+    request = (
+        b'{"ptx": ".version 8.0\\n.target sm_90\\n", "kernel": "k", "grid": [1, 1, 1], '
+        b'"block": [1, 1, 1], "shared_bytes": 0, "params": [], "outputs": []}'
+    )
+    answer = runner("run", stdin=request).stdout.decode()
+    assert "harness run" not in answer and "ssh gpu-host python3 -m runner run" in answer
 
 
 @needs_no_gpu

@@ -13,8 +13,9 @@ from protocol.validation import DocumentError, validate
 
 HOW_TO_GET_STATIC = (
     "record it with `python -m runner bench` (it records `static` where ptxas and cuobjdump or "
-    "nvdisasm are installed: pip install -e '.[explain]'), or build a bundle here with "
-    "`python -m runner build CASES.toml --out bundle/` and run `harness explain bundle/`"
+    "nvdisasm are installed: pip install 'kernelgap[explain]'), or build a bundle of the same "
+    "sources with `python -m runner build CASES.toml --out bundle/` and fill it in with "
+    "`python -m harness explain RESULT.json --bundle bundle/`"
 )
 HOW_TO_GET_PROFILE = "run `python -m runner bench CASES.toml --profile` on the GPU box (Nsight Compute, ncu, on PATH)"
 

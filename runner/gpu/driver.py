@@ -49,11 +49,8 @@ STICKY_ERRORS = frozenset(
     }
 )
 
-NO_GPU_HINT = (
-    "run it on a machine with an NVIDIA GPU and driver, or from this machine run the suite "
-    "remotely with `python -m harness run --target ssh://user@gpu-host` "
-    "(`python -m runner check benchmarks/cases.toml` validates and compiles without a GPU)"
-)
+# Each command adds what to do instead (runner bench: harness run; runner run: ssh or the service).
+NO_GPU_HINT = "this needs a machine with an NVIDIA GPU and driver"
 
 _cu = None
 

@@ -106,13 +106,21 @@ def _timeout_document(request: Request) -> dict:
     )
 
 
+# What a compiler's test can do on a machine without a GPU (docs/service.md).
+LAUNCH_ELSEWHERE = (
+    "send the request to a GPU box with kernelgap installed: `ssh gpu-host python3 -m runner run "
+    "< request.json`, or one `runner serve` for a whole test session through "
+    "harness.client.KernelClient.over_ssh"
+)
+
+
 def _execute(request: Request, on_timeout: Callable[[dict], None] | None) -> dict:
     from runner.gpu import driver, ptx
 
     try:
         context = driver.Context()
     except driver.NoGpuError as exc:
-        return error_document("environment", str(exc))
+        return error_document("environment", f"{exc}; {LAUNCH_ELSEWHERE}")
     except driver.CudaError as exc:
         return _cuda_failure("environment", exc)
     try:

@@ -193,7 +193,7 @@ def main() -> int:
     try:
         service = Service(answers)
     except driver.NoGpuError as exc:
-        unusable = error_document("environment", str(exc))
+        unusable = error_document("environment", f"{exc}; {oneshot.LAUNCH_ELSEWHERE}")
     except driver.CudaError as exc:
         unusable = oneshot._cuda_failure("environment", exc)
     answers.write({"ready": True, "gpu": unusable is None})
