@@ -33,7 +33,9 @@ def test_bench_without_gpu_fails_fast_and_says_what_to_do():
     assert done.stdout == b""
     err = done.stderr.decode()
     assert "no NVIDIA driver found" in err or "no CUDA device" in err
-    assert "runner check benchmarks/cases.toml" in err and "harness run benchmarks/cases.toml" in err
+    assert (
+        "runner check benchmarks/cases.toml" in err and "harness run benchmarks/cases.toml" in err
+    )
 
 
 @needs_no_gpu

@@ -101,7 +101,9 @@ def test_every_command_the_docs_show_exists_with_its_options(page, program, name
     if name not in group.commands:
         # prose such as "the harness never ..." is not a command: only code is read, and in
         # code a bare word after the program name must be one of its commands
-        pytest.fail(f"{page}: `{program} {name}` is not a command of {program} ({sorted(group.commands)})")
+        pytest.fail(
+            f"{page}: `{program} {name}` is not a command of {program} ({sorted(group.commands)})"
+        )
     command = group.commands[name]
     known = _options(command)
     own = re.split(r"(?<!\S)--(?!\S)", rest, maxsplit=1)[0]  # after a bare --: another program's

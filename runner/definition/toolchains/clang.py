@@ -123,8 +123,12 @@ def build(
     missing = sorted(set(_UNDEFINED_LIBDEVICE.findall(ptx)))
     if missing:
         places = ", ".join(str(p) for p in libdevice_places())
-        looked = f"looked in {places} and in NVIDIA's pip wheels" if places else (
-            "there is no CUDA toolkit here (CUDA_HOME, /usr/local/cuda) and no nvidia-nvvm wheel"
+        looked = (
+            f"looked in {places} and in NVIDIA's pip wheels"
+            if places
+            else (
+                "there is no CUDA toolkit here (CUDA_HOME, /usr/local/cuda) and no nvidia-nvvm wheel"
+            )
         )
         raise ToolchainMissing(
             f"{source}: the kernel calls libdevice functions ({', '.join(missing)}) and "
