@@ -1,6 +1,7 @@
-"""`python -m runner ...`. `serve` on its own goes straight to the service: its worker (the CUDA
-context) starts before click and the other commands' modules are imported, which is most of the
-time to a first answer that the supervisor can save."""
+"""`python -m runner ...`. `serve` and `launch` go straight to their modules: the service's
+worker (the CUDA context) starts before click and the other commands' modules are imported, and
+a launch through the per-user service (runner.launch.local_service) imports only the standard
+library, which is most of what a test suite calling a runner per test pays for."""
 
 import sys
 
@@ -8,6 +9,10 @@ if sys.argv[1:] == ["serve"]:
     from runner.launch.serve import run
 
     sys.exit(run())
+if sys.argv[1:2] == ["launch"] and not {"-h", "--help"} & set(sys.argv[2:]):
+    from runner.launch.launch_command import main as launch
+
+    sys.exit(launch(sys.argv[2:]))
 
 from runner.cli import main
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import sys
 from pathlib import Path
 
@@ -86,7 +85,7 @@ def run():
     \b
     Examples:
       python -m runner run < request.json
-      ssh gpu-host 'cd kernelgap && python3 -m runner run' < request.json
+      ssh gpu-host python3 -m runner run < request.json
     """
     from runner.launch import oneshot
 
@@ -94,7 +93,20 @@ def run():
 
 
 @main.command()
-def serve():
+@click.option(
+    "--socket",
+    "socket_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Listen on this Unix socket instead of stdin (what `runner launch` starts and reaches).",
+)
+@click.option(
+    "--idle-timeout-s",
+    type=click.FloatRange(min=0, min_open=True, max=1e7),
+    default=600.0,
+    show_default=True,
+    help="With --socket: end after this long with no connection open.",
+)
+def serve(socket_path, idle_timeout_s):
     """Answer run requests, one JSON line each on stdin, one JSON line each on stdout (same
     documents as `run`, plus `id`), with one CUDA context kept across requests. EOF ends it.
 
@@ -102,49 +114,33 @@ def serve():
     Example:
       printf '%s\\n' "$(cat request.json)" | python -m runner serve > answers.jsonl
     """
+    if socket_path is not None:
+        from runner.launch import serve_socket
+
+        sys.exit(serve_socket.run(socket_path, idle_timeout_s))
     from runner.launch import serve as service
 
     sys.exit(service.run())
 
 
-@main.command(context_settings={"ignore_unknown_options": False})
-@click.argument("ptx_file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--kernel", required=True, help="The .entry to launch.")
-@click.option(
-    "--param",
-    "params",
-    multiple=True,
-    help="T:V (scalar) or T[]:V,V,... (array), T one of i32 u32 i64 u64 f32 f64; in order.",
-)
-@click.option("--grid", default="1,1,1", show_default=True, help="X,Y,Z")
-@click.option("--block", default="1,1,1", show_default=True, help="X,Y,Z")
-@click.option("--output-param", type=int, default=0, show_default=True, help="Param to print.")
-@click.option("--output-count", type=int, default=None, help="Elements to print (default all).")
-@click.option("--timeout-s", type=click.FloatRange(min=0, min_open=True), default=60.0)
-def launch(ptx_file, kernel, params, grid, block, output_param, output_count, timeout_s):
-    """Launch KERNEL.ptx once and print the output param as comma-separated values (the command
-    line of the C++ runner compiler test suites call; exit 1 with `Error: ...` on failure).
+@main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def launch(args):
+    """Launch KERNEL.ptx once and print the output param as comma-separated values: the command
+    line of the C++ runner compiler test suites call (exit 1 with `Error: ...` on failure).
+
+    The launch goes to this user's launch service for this GPU (started on first use, ended
+    after 10 minutes idle), so a call costs a small process and one answer instead of a CUDA
+    context; `--no-service` launches in this process. `--timeout-s S` ends a hung kernel.
 
     \b
     Example:
       python -m runner launch k.ptx --kernel main --param 'i64[]:1,2,3' --param i64:2 \\
           --grid 1,1,1 --block 3,1,1 --output-param 0 --output-count 3
     """
-    from runner.launch import cli_compat as launcher
-    from runner.launch import oneshot
+    from runner.launch import launch_command
 
-    try:
-        text = ptx_file.read_text()
-        document = launcher.request(
-            text, kernel, list(params), grid, block, output_param, output_count, timeout_s
-        )
-    except OSError as exc:
-        click.echo(f"Error: cannot open {ptx_file}: {exc.strerror}", err=True)
-        sys.exit(1)
-    except launcher.LaunchArgumentError as exc:
-        click.echo(f"Error: {exc}", err=True)
-        sys.exit(1)
-    sys.exit(launcher.run(document, io.TextIOWrapper(oneshot.private_stdout(), encoding="utf-8")))
+    sys.exit(launch_command.main(list(args)))
 
 
 @main.command()

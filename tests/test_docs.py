@@ -67,6 +67,10 @@ def test_every_relative_link_resolves(page, target):
 
 def _options(command: click.Command) -> set[str]:
     names = {"--help", "-h"}
+    if command.name == "launch":  # the C++ runner's command line, parsed by launch_command
+        from runner.launch.launch_command import OPTIONS
+
+        names.update(OPTIONS)
     for param in command.params:
         names.update(param.opts)
         names.update(param.secondary_opts)

@@ -122,7 +122,7 @@ def test_launch_command_line_parses_as_the_cpp_runner_does():
         == "0.10000000000000001,2,9.9999999999999995e-21,nan"
     )  # as %.17g prints it
     for bad, message in [
-        ("i64", "requires a type prefix"),
+        ("i64", "requires type prefix"),
         ("i64:", "requires at least one value"),
         ("i64:1,2", "scalar param expects exactly one value"),
         ("i8:1", "unsupported param type 'i8'"),
@@ -132,7 +132,7 @@ def test_launch_command_line_parses_as_the_cpp_runner_does():
         with pytest.raises(launch.LaunchArgumentError) as caught:
             launch.parse_param(bad)
         assert message in str(caught.value)
-    with pytest.raises(launch.LaunchArgumentError, match="expects 3 comma-separated values"):
+    with pytest.raises(launch.LaunchArgumentError, match="expected 3 comma-separated values"):
         launch.parse_dims("4,1", "--grid")
     with pytest.raises(launch.LaunchArgumentError, match="is a scalar"):
         launch.request(PTX, "k", ["i64:1"], "1,1,1", "1,1,1", 0, None, 60.0)

@@ -7,8 +7,10 @@ prints the output array as comma-separated values on one line of stdout (integer
 floats with 17 significant digits, as C++'s `setprecision(17)` prints them), so a suite
 switches runners by changing the program it runs. Errors go to stderr as `Error: ...` with exit
 status 1, as that runner does. Parameter types: i32 u32 i64 u64 f32 f64, scalars `T:V` and
-arrays `T[]:V,V,...`. The launch itself is `runner run`'s (runner.launch.oneshot): the same checks,
-the same one context, the same watchdog (`--timeout-s`).
+arrays `T[]:V,V,...`. This module turns the arguments into a run request and an answer into the
+output line; it imports only the standard library, so a launch through the per-user service
+(runner.launch.local_service) starts in a few tens of milliseconds. `run` is the process-per-
+launch path (`--no-service`): `runner run`'s launch (runner.launch.oneshot) in this process.
 """
 
 from __future__ import annotations
@@ -17,9 +19,14 @@ import math
 import os
 import sys
 
-from runner.launch import oneshot
+TYPES = ("i32", "u32", "i64", "u64", "f32", "f64")  # runner.launch.run_values.DTYPES' keys
 
-TYPES = tuple(oneshot.DTYPES)
+
+def encode_float(value: float) -> float | str:
+    """A float as the run protocol carries it: itself when finite, else "nan", "inf", "-inf"."""
+    if math.isfinite(value):
+        return value
+    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
 
 
 class LaunchArgumentError(ValueError):
@@ -27,9 +34,10 @@ class LaunchArgumentError(ValueError):
 
 
 def parse_dims(text: str, option: str) -> list[int]:
+    """X,Y,Z; the C++ runner's message otherwise (it does not name the option)."""
     parts = text.split(",")
-    if len(parts) != 3 or not all(p.strip().isdigit() for p in parts):
-        raise LaunchArgumentError(f"{option} expects 3 comma-separated values, got: {text}")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        raise LaunchArgumentError(f"expected 3 comma-separated values, got: {text}")
     return [int(p) for p in parts]
 
 
@@ -42,7 +50,7 @@ def _number(token: str, kind: str, text: str):
     except ValueError:
         what = "integer" if kind[0] in "iu" else "float"
         raise LaunchArgumentError(f"invalid {what} value '{token}' in --param {text}") from None
-    return value if math.isfinite(value) else oneshot.encode_float(value)
+    return value if math.isfinite(value) else encode_float(value)
 
 
 def parse_param(text: str) -> dict:
@@ -50,7 +58,7 @@ def parse_param(text: str) -> dict:
     kind, sep, values = text.partition(":")
     if not sep:
         raise LaunchArgumentError(
-            f"--param requires a type prefix (e.g. i64:42 or f64[]:1.0,2.0), got: {text}"
+            f"--param requires type prefix (e.g. i64:42 or f64[]:1.0,2.0), got: {text}"
         )
     if not values:
         raise LaunchArgumentError(f"--param requires at least one value, got: {text}")
@@ -122,12 +130,19 @@ def _timed_out(answer: dict) -> None:
     os._exit(1)  # a hung kernel cannot be cancelled: ending the process frees the GPU
 
 
-def run(document: dict, stdout) -> int:
-    """Launch; print the output line (status 0) or `Error: ...` on stderr (status 1)."""
-    answer = oneshot.handle(document, on_timeout=_timed_out)
-    if answer["status"] != "ok":
+def report(answer: dict, stdout) -> int:
+    """Print an answer as the C++ runner prints its outcome: the output line (status 0), or
+    `Error: ...` on stderr (status 1)."""
+    if answer.get("status") != "ok":
         _say_error(answer)
         return 1
     stdout.write(format_values(answer["outputs"][0]["values"]) + "\n")
     stdout.flush()
     return 0
+
+
+def run(document: dict, stdout) -> int:
+    """Launch in this process (a context of its own) and report it."""
+    from runner.launch import oneshot
+
+    return report(oneshot.handle(document, on_timeout=_timed_out), stdout)
