@@ -9,7 +9,7 @@ mode 0700, refused when another user owns it or others can enter it). The first 
 the service (a detached process; its log beside the socket) under a lock, so parallel test
 workers start one; a socket nobody answers is stale and replaced; the service ends itself after
 `IDLE_TIMEOUT_S` without a request. The key folds in CUDA_VISIBLE_DEVICES (one service per GPU
-selection) and this kernelgap's location and version, so an upgraded kernelgap never talks to
+selection) and this kernelgap's location and files, so an upgraded kernelgap never talks to
 an old service. Standard library only.
 """
 
@@ -55,15 +55,13 @@ def folder() -> Path:
 
 
 def key() -> str:
-    """What one service serves: this GPU selection with this kernelgap."""
-    package = Path(__file__).resolve().parent.parent
-    try:
-        from importlib.metadata import version
-
-        release = version("kernelgap")
-    except Exception:  # a plain checkout run in place
-        release = "checkout"
-    text = f"{os.environ.get('CUDA_VISIBLE_DEVICES', '*')}|{package}|{release}|{sys.executable}"
+    """What one service serves: this GPU selection with this kernelgap (its location and the
+    state of the files the service runs, so an upgrade in place starts a new one) and this
+    Python. No importlib.metadata: it would be a third of a launch's own start-up."""
+    launch = Path(__file__).resolve().parent
+    stamps = [f"{p.name}:{p.stat().st_mtime_ns}:{p.stat().st_size}"
+              for p in sorted(launch.glob("*.py"))]  # fmt: skip
+    text = "|".join([os.environ.get("CUDA_VISIBLE_DEVICES", "*"), str(launch), sys.executable, *stamps])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

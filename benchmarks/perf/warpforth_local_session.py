@@ -1,0 +1,73 @@
+"""A pytest plugin that runs WarpForth's own GPU tests (gpu_test/test_kernels.py, unchanged) on
+this machine instead of a rented one, through the command line its conftest builds.
+
+WarpForth's conftest rents a Vast.ai machine (`VastSession`), uploads each PTX and runs its C++
+`warpforth-runner` there over SSH, one process per test. This plugin swaps `VastSession` for
+`LocalSession` when the conftest is registered: the same `scp_upload` and `ssh_run` calls, run
+locally, with `/tmp/warpforth-runner` being what `KG_DROPIN_MODE` names:
+
+- `cpp`: WarpForth's C++ runner, built here with nvcc (CUDA 13's `cuCtxCreate` takes a params
+  argument: the one change);
+- `service`: `python -m runner launch` (through the per-user launch service);
+- `no-service`: `python -m runner launch --no-service` (a process and a context per launch);
+- `record`: no GPU; every call answers "0", so each test compiles its kernel (to fill the PTX
+  cache warpforth_dropin.py keeps) and then fails.
+
+Each `ssh_run` (one launch) is timed and appended to `KG_DROPIN_LOG` as a JSON line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+RUNNER = Path("/tmp/warpforth-runner")
+
+
+class LocalSession:
+    def __init__(self, api_key: str) -> None:
+        self.mode = os.environ["KG_DROPIN_MODE"]
+        self.log = Path(os.environ["KG_DROPIN_LOG"])
+        self.runner_src = Path(os.environ["KG_DROPIN_RUNNER_SRC"])
+
+    def __enter__(self):
+        if self.mode == "cpp":
+            source = Path("/tmp/warpforth-runner.cpp")
+            text = self.runner_src.read_text()
+            # CUDA 13: cuCtxCreate(CUcontext*, CUctxCreateParams*, unsigned int, CUdevice)
+            source.write_text(text.replace("cuCtxCreate(&ctx, 0, device)", "cuCtxCreate(&ctx, nullptr, 0, device)"))
+            subprocess.run(
+                ["nvcc", "-o", str(RUNNER), str(source), "-lcuda", "-std=c++17"], check=True
+            )
+        elif self.mode in ("service", "no-service"):
+            extra = " --no-service" if self.mode == "no-service" else ""
+            RUNNER.write_text(f'#!/bin/sh\nexec python3 -m runner launch "$@"{extra}\n')
+            RUNNER.chmod(0o755)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+    def scp_upload(self, local_path, remote_path: str) -> None:
+        shutil.copy(local_path, remote_path)
+
+    def ssh_run(self, cmd: str, *, timeout: int = 120) -> str:
+        if self.mode == "record":
+            return "0"
+        started = time.perf_counter()
+        done = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=timeout)
+        took_s = time.perf_counter() - started
+        with self.log.open("a") as log:
+            log.write(json.dumps({"mode": self.mode, "s": took_s, "rc": done.returncode}) + "\n")
+        if done.returncode != 0:
+            raise RuntimeError(f"SSH command failed (rc={done.returncode}):\n{done.stderr}")
+        return done.stdout
+
+
+def pytest_plugin_registered(plugin, manager) -> None:
+    if hasattr(plugin, "VastSession") and hasattr(plugin, "KernelRunner"):
+        plugin.VastSession = LocalSession
