@@ -17,7 +17,6 @@ p95, the first launch, the 37 tests' wall time and how many passed.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil

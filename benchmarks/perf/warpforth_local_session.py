@@ -39,7 +39,11 @@ class LocalSession:
             source = Path("/tmp/warpforth-runner.cpp")
             text = self.runner_src.read_text()
             # CUDA 13: cuCtxCreate(CUcontext*, CUctxCreateParams*, unsigned int, CUdevice)
-            source.write_text(text.replace("cuCtxCreate(&ctx, 0, device)", "cuCtxCreate(&ctx, nullptr, 0, device)"))
+            source.write_text(
+                text.replace(
+                    "cuCtxCreate(&ctx, 0, device)", "cuCtxCreate(&ctx, nullptr, 0, device)"
+                )
+            )
             subprocess.run(
                 ["nvcc", "-o", str(RUNNER), str(source), "-lcuda", "-std=c++17"], check=True
             )
