@@ -4,7 +4,7 @@ time to a first answer that the supervisor can save."""
 
 import sys
 
-if sys.argv[1:] == ["serve"]:
+if sys.argv[1:2] == ["serve"]:  # its options are parsed by runner.launch.serve itself
     from runner.launch.serve import run
 
     sys.exit(run())

@@ -94,7 +94,19 @@ def run():
 
 
 @main.command()
-def serve():
+@click.option(
+    "--max-line-bytes",
+    type=click.IntRange(min=1),
+    default=1 << 30,
+    show_default=True,
+    help="Refuse (and skip, reading on in bounded chunks) a line longer than this.",
+)
+@click.option(
+    "--ready-token",
+    default=None,
+    help='Write {"ready": TOKEN} as the first stdout line, before any answer.',
+)
+def serve(max_line_bytes: int, ready_token: str | None):
     """Answer run requests, one JSON line each on stdin, one JSON line each on stdout (same
     documents as `run`, plus `id`), with one CUDA context kept across requests. EOF ends it.
 
@@ -104,7 +116,10 @@ def serve():
     """
     from runner.launch import serve as service
 
-    sys.exit(service.run())
+    args = ["--max-line-bytes", str(max_line_bytes)]
+    if ready_token is not None:
+        args += ["--ready-token", ready_token]
+    sys.exit(service.run(args))
 
 
 @main.command(context_settings={"ignore_unknown_options": False})
