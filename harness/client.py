@@ -186,7 +186,8 @@ class KernelClient:
             self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
         threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._read_log, daemon=True).start()
+        self._log_reader = threading.Thread(target=self._read_log, daemon=True)
+        self._log_reader.start()
         if self.ready_token is None:
             return
         if not self._ready.wait(READY_TIMEOUT_S):
@@ -197,6 +198,7 @@ class KernelClient:
             )
         if not self._ready_seen:
             self.proc.wait()
+            self._log_reader.join(timeout=5)  # its last words on stderr
             raise ServiceLost(
                 f"{self.description}: the service ended before its ready line "
                 f"({self._tail()}; before it: {self._preamble_text()})"
