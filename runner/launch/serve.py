@@ -208,6 +208,9 @@ def _deadline_timeout_s(request: dict) -> float:
     return min(float(timeout_s), MAX_TIMEOUT_S)
 
 
+_CONTAINERS = frozenset((dict, list))  # what orjson decodes into
+
+
 def _deeper_than(document, limit: int) -> bool:
     """Whether `document` nests dicts and lists more than `limit` levels (no recursion)."""
     stack = [(document, 1)]
@@ -216,7 +219,9 @@ def _deeper_than(document, limit: int) -> bool:
         if depth > limit:
             return True
         items = value.values() if isinstance(value, dict) else value
-        stack.extend((item, depth + 1) for item in items if isinstance(item, dict | list))
+        if _CONTAINERS.isdisjoint(map(type, items)):  # in C: a long list of numbers is quick
+            continue
+        stack.extend((item, depth + 1) for item in items if type(item) in _CONTAINERS)
     return False
 
 
