@@ -17,8 +17,9 @@ from sshd import running_sshd, skip_without_ssh
 
 from harness.client import GRACE_S, KernelClient, ServiceLost, _answer_limit_s
 from harness.transport.ssh import SshTarget, SshTransport
-from protocol.run_limits import MAX_TIMEOUT_S
+from protocol.run_limits import MAX_TIMEOUT_S, nested_deeper_than
 from protocol.validation import validate
+from runner.launch import oneshot
 from runner.launch.bounded_lines import Line, bounded_lines
 from tests.conftest import ROOT
 
@@ -71,6 +72,26 @@ def test_deeply_nested_lines_are_answered_and_the_service_goes_on():
         assert answer["phase"] == "input" and answer["id"] is None, answer
         assert "nested more than 16 levels" in answer["error"] or "depth limit" in answer["error"]
     assert answers[0]["error"].startswith("line 1: nested more than 16 levels deep")
+
+
+def test_runner_run_refuses_deep_nesting_naming_it_instead_of_a_recursion_error():
+    head = orjson.dumps(REQUEST)[:-1] + b',"params":'
+    for depth in (17, 1000, 1023):
+        stdout = io.BytesIO()
+        status = oneshot.main(io.BytesIO(head + b"[" * depth + b"]" * depth + b"}"), stdout)
+        answer = orjson.loads(stdout.getvalue())
+        assert status == 2 and answer["phase"] == "input", answer
+        assert answer["error"] == "stdin: nested more than 16 levels deep (a run request nests 4)"
+
+
+def test_nesting_is_measured_without_recursion():
+    deep: list = []
+    for _ in range(100_000):
+        deep = [deep]
+    assert nested_deeper_than(deep, 16)
+    assert not nested_deeper_than({"params": [{"values": list(range(10**5))}]}, 4)
+    assert nested_deeper_than({"params": [{"values": [[1]]}]}, 4)
+    assert not nested_deeper_than(3, 0) and not nested_deeper_than([], 1)
 
 
 # ---- 2. a huge timeout_s -------------------------------------------------------------------

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from protocol import RUN_PROTOCOL_VERSION, check_version, decode, validate
-from protocol.run_limits import MAX_TIMEOUT_S
+from protocol.run_limits import MAX_DEPTH, MAX_TIMEOUT_S, nested_deeper_than
 from runner.launch.run_values import DTYPES, RequestError, decode_values, structure
 
 __all__ = ["Output", "Param", "Request", "decode_json", "parse_request", "prepare"]
@@ -70,6 +70,10 @@ def decode_json(raw: bytes) -> dict:
         document = decode(raw, "stdin")
     except ValueError as exc:
         raise RequestError("input", str(exc)) from None
+    if nested_deeper_than(document):  # before the schema check recurses into it
+        raise RequestError(
+            "input", f"stdin: nested more than {MAX_DEPTH} levels deep (a run request nests 4)"
+        )
     if not isinstance(document, dict):
         raise RequestError(
             "input", f"stdin: expected a JSON object (a run request), got {type(document).__name__}"

@@ -28,7 +28,7 @@ from typing import BinaryIO
 
 import orjson
 
-from protocol.run_limits import MAX_TIMEOUT_S
+from protocol.run_limits import MAX_DEPTH, MAX_TIMEOUT_S, nested_deeper_than
 from runner.execution.processes import private_stdout, spawn_worker
 from runner.launch.bounded_lines import bounded_lines
 
@@ -39,9 +39,6 @@ READY_TIMEOUT_S = 120.0  # a fresh worker: interpreter, imports, the CUDA contex
 GRACE_S = 30.0  # past a request's timeout_s: module load (JIT) and copies take time too
 DEFAULT_TIMEOUT_S = 60.0
 MAX_LINE_BYTES = 1 << 30
-# A run request nests 4 levels (request, params, a param, its values); deeper is refused before
-# anything (the worker's framing, the schema check) walks it.
-MAX_DEPTH = 16
 
 
 def encode(document: dict) -> bytes:
@@ -208,23 +205,6 @@ def _deadline_timeout_s(request: dict) -> float:
     return min(float(timeout_s), MAX_TIMEOUT_S)
 
 
-_CONTAINERS = frozenset((dict, list))  # what orjson decodes into
-
-
-def _deeper_than(document, limit: int) -> bool:
-    """Whether `document` nests dicts and lists more than `limit` levels (no recursion)."""
-    stack = [(document, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if depth > limit:
-            return True
-        items = value.values() if isinstance(value, dict) else value
-        if _CONTAINERS.isdisjoint(map(type, items)):  # in C: a long list of numbers is quick
-            continue
-        stack.extend((item, depth + 1) for item in items if type(item) in _CONTAINERS)
-    return False
-
-
 def _frame(raw: bytearray | None, line: int, length: int, limit: int = MAX_LINE_BYTES):
     """(id, request, None) for a usable line, or (id, None, error answer)."""
     if raw is None:
@@ -234,7 +214,7 @@ def _frame(raw: bytearray | None, line: int, length: int, limit: int = MAX_LINE_
         request = decode(raw, f"line {line}")
     except ValueError as exc:
         return None, None, _error("input", str(exc))
-    if isinstance(request, dict | list) and _deeper_than(request, MAX_DEPTH):
+    if nested_deeper_than(request):
         message = f"line {line}: nested more than {MAX_DEPTH} levels deep (a run request nests 4)"
         return None, None, _error("input", message)
     if not isinstance(request, dict):
