@@ -197,7 +197,7 @@ class KernelClient:
                 f"({self._preamble_text()})"
             )
         if not self._ready_seen:
-            self.proc.wait()
+            self.close()
             self._log_reader.join(timeout=5)  # its last words on stderr
             raise ServiceLost(
                 f"{self.description}: the service ended before its ready line "
