@@ -18,6 +18,7 @@ from protocol.validation import validate
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.gpu
+MAX_LINE_BYTES = 1 << 16  # an axpy request (its PTX, two arrays in base64) fits; overlong is cheap
 
 
 def _axpy_request(index: int) -> tuple[bytes, np.ndarray]:
@@ -40,16 +41,17 @@ def _axpy_request(index: int) -> tuple[bytes, np.ndarray]:
 def test_real_launches_between_fuzzed_lines_stay_exact():
     """5,000 fuzzed lines with a real axpy every tenth line, through one service: every answer
     schema-valid, every axpy exact, the service alive at the end."""
-    fuzzed = lines(seed=3301, count=5000, max_line_bytes=4096)
+    fuzzed = lines(seed=3301, count=5000, max_line_bytes=MAX_LINE_BYTES)
     sent, wanted = [], {}
     for index, line in enumerate(fuzzed):
         if index % 10 == 0:
             data, want = _axpy_request(index)
+            assert len(data) < MAX_LINE_BYTES
             sent.append(data)
             wanted[f"axpy-{index}"] = want
         sent.append(line.data)
     done = subprocess.run(
-        [sys.executable, "-m", "runner", "serve", "--max-line-bytes", "4096"],
+        [sys.executable, "-m", "runner", "serve", "--max-line-bytes", str(MAX_LINE_BYTES)],
         input=b"".join(data + b"\n" for data in sent),
         capture_output=True,
         cwd=ROOT,
@@ -75,8 +77,11 @@ def test_eight_threads_on_one_client_each_get_their_own_outputs():
 
         def work(thread: int) -> None:
             for index in range(40):
-                a = float(thread + 1)
-                got, want = axpy(gpu, 256 * (1 + thread % 3) + index, a)
+                try:
+                    got, want = axpy(gpu, 256 * (1 + thread % 3) + index, float(thread + 1))
+                except Exception as exc:
+                    failures.append(f"thread {thread}, launch {index}: {exc!r}")
+                    return
                 if not np.array_equal(got, want):
                     failures.append(f"thread {thread}, launch {index}: wrong outputs")
 
