@@ -18,6 +18,11 @@ little-endian bytes in base64 (exact, compact); scalars as typed JSON values. An
 raises KernelError with its phase (input, environment, load, signature, launch, timeout) and
 CUDA error name; a service that stops answering raises ServiceLost. The harness never imports
 CUDA: the GPU work happens in the service.
+
+The service is started with a random `--ready-token`; what the remote shell prints before the
+service's `{"ready": TOKEN}` line (a login banner, an rc file's echo) is skipped, kept in
+`preamble` and reported on stderr. One client may be shared by threads: a request holds a lock
+from sending to its answer, so each thread gets the answer to its own id.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import base64
 import contextlib
 import itertools
 import queue
+import secrets
 import shlex
 import subprocess
 import sys
@@ -34,6 +40,8 @@ from collections import deque
 
 import numpy as np
 import orjson
+
+from protocol.run_limits import MAX_TIMEOUT_S
 
 TYPE_OF_DTYPE = {
     np.dtype(np.int32): "i32",
@@ -46,6 +54,8 @@ TYPE_OF_DTYPE = {
 DTYPE_OF_TYPE = {v: k for k, v in TYPE_OF_DTYPE.items()}
 GRACE_S = 90.0  # past a request's timeout: the service's own deadline is timeout + 30 s
 DEFAULT_TIMEOUT_S = 60.0
+READY_TIMEOUT_S = 180.0  # to the service's ready line: the connection and an interpreter start
+PREAMBLE_LINES = 50  # lines kept of what came before the ready line
 
 
 class KernelError(RuntimeError):
@@ -104,31 +114,53 @@ def _array(output: dict) -> np.ndarray:
     return np.array(values, dtype=DTYPE_OF_TYPE[kind])
 
 
-class KernelClient:
-    """One `runner serve` process reached through `argv`; requests are answered in order."""
+def _answer_limit_s(timeout_s) -> float:
+    """How long to wait for an answer: the request's timeout (bounded as the service bounds it,
+    the default where it is not a positive number) plus the service's own grace."""
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or timeout_s <= 0:
+        timeout_s = DEFAULT_TIMEOUT_S
+    return min(float(timeout_s), MAX_TIMEOUT_S) + GRACE_S
 
-    def __init__(self, argv: list[str], description: str = "runner serve"):
-        self.argv, self.description = argv, description
+
+class KernelClient:
+    """One `runner serve` process reached through `argv`; requests are answered in order.
+
+    `ready_token`: the token `argv` passes to `runner serve --ready-token`; lines before the
+    service's ready line are skipped (kept in `preamble`). Without it every stdout line is an
+    answer.
+    """
+
+    def __init__(
+        self, argv: list[str], description: str = "runner serve", ready_token: str | None = None
+    ):
+        self.argv, self.description, self.ready_token = argv, description, ready_token
+        self.preamble: list[str] = []
         self._ids = itertools.count(1)
         self._answers: queue.Queue = queue.Queue()
+        self._ready = threading.Event()
+        self._ready_seen = False
+        self._lock = threading.Lock()
         self._log: deque = deque(maxlen=30)
         self.proc: subprocess.Popen | None = None
 
     @classmethod
     def local(cls, python: str = sys.executable) -> KernelClient:
-        return cls([python, "-m", "runner", "serve"], "runner serve (local)")
+        token = secrets.token_hex(16)
+        argv = [python, "-m", "runner", "serve", "--ready-token", token]
+        return cls(argv, "runner serve (local)", token)
 
     @classmethod
     def over_ssh(cls, transport, remote_dir: str | None = None) -> KernelClient:
         """A session on an open SshTransport (its master connection and host-key checking)."""
-        command = shlex.join([transport.python, "-m", "runner", "serve"])
+        token = secrets.token_hex(16)
+        command = shlex.join([transport.python, "-m", "runner", "serve", "--ready-token", token])
         if remote_dir:
             command = f"cd {shlex.quote(remote_dir)} && {command}"
         argv = [
             transport.ssh, "-o", "ControlMaster=no", *transport.options(),
             "--", transport.target.host, command,
         ]  # fmt: skip
-        return cls(argv, f"runner serve on {transport.description}")
+        return cls(argv, f"runner serve on {transport.description}", token)
 
     @classmethod
     def over(cls, transport, remote_dir: str | None = None) -> KernelClient:
@@ -148,24 +180,63 @@ class KernelClient:
         self.close()
 
     def start(self) -> None:
+        """Start the service; with a ready token, wait for its ready line (ServiceLost if the
+        service ends or stays silent first)."""
         self.proc = subprocess.Popen(
             self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
         threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._read_log, daemon=True).start()
+        self._log_reader = threading.Thread(target=self._read_log, daemon=True)
+        self._log_reader.start()
+        if self.ready_token is None:
+            return
+        if not self._ready.wait(READY_TIMEOUT_S):
+            self.close()
+            raise ServiceLost(
+                f"{self.description}: no ready line within {READY_TIMEOUT_S:g} s "
+                f"({self._preamble_text()})"
+            )
+        if not self._ready_seen:
+            self.close()
+            self._log_reader.join(timeout=5)  # its last words on stderr
+            raise ServiceLost(
+                f"{self.description}: the service ended before its ready line "
+                f"({self._tail()}; before it: {self._preamble_text()})"
+            )
+        if self.preamble:
+            print(
+                f"kernelgap: {self.description}: skipped {len(self.preamble)} line(s) printed "
+                f"before the service started: {self._preamble_text()}",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def _read(self) -> None:
+        expected = None if self.ready_token is None else orjson.dumps({"ready": self.ready_token})
         for line in self.proc.stdout:
+            if expected is not None and not self._ready.is_set():
+                if line.strip() == expected:
+                    self._ready_seen = True
+                    self._ready.set()
+                elif len(self.preamble) < PREAMBLE_LINES:
+                    self.preamble.append(line.decode(errors="replace").rstrip()[:200])
+                continue
             if line.strip():
                 self._answers.put(line)
         self._answers.put(None)
+        self._ready.set()  # start() stops waiting; the None says the service ended
 
     def _read_log(self) -> None:
         for line in self.proc.stderr:
             self._log.append(line.decode(errors="replace").rstrip())
 
     def request(self, document: dict) -> dict:
-        """Send one run request (an `id` is added) and return its answer, whatever its status."""
+        """Send one run request (an `id` is added) and return its answer, whatever its status.
+        Safe from several threads: one request at a time is in flight."""
+        with self._lock:
+            return self._request(document)
+
+    def _request(self, document: dict) -> dict:
         if self.proc is None:
             raise ServiceLost(f"{self.description}: not started (use `with`)")
         ident = next(self._ids)
@@ -174,19 +245,27 @@ class KernelClient:
             self.proc.stdin.flush()
         except (BrokenPipeError, ValueError):
             raise ServiceLost(f"{self.description}: the service is gone ({self._tail()})") from None
-        limit_s = float(document.get("timeout_s", DEFAULT_TIMEOUT_S)) + GRACE_S
-        try:
-            line = self._answers.get(timeout=limit_s)
-        except queue.Empty:
-            raise ServiceLost(f"{self.description}: no answer within {limit_s:g} s") from None
-        if line is None:
-            raise ServiceLost(f"{self.description}: the service ended ({self._tail()})")
-        answer = orjson.loads(line)
-        if answer.get("id") != ident:
-            raise ServiceLost(
-                f"{self.description}: answer for id {answer.get('id')!r}, expected {ident}"
-            )
-        return answer
+        limit_s = _answer_limit_s(document.get("timeout_s", DEFAULT_TIMEOUT_S))
+        while True:
+            try:
+                line = self._answers.get(timeout=limit_s)
+            except queue.Empty:
+                raise ServiceLost(f"{self.description}: no answer within {limit_s:g} s") from None
+            if line is None:
+                self._answers.put(None)  # every later request learns it too
+                raise ServiceLost(f"{self.description}: the service ended ({self._tail()})")
+            try:
+                answer = orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                raise ServiceLost(
+                    f"{self.description}: not an answer ({exc}): {line[:200]!r}"
+                ) from None
+            got = answer.get("id") if isinstance(answer, dict) else None
+            if isinstance(got, int) and not isinstance(got, bool) and got < ident:
+                continue  # the late answer of an earlier request that gave up waiting
+            if got != ident:
+                raise ServiceLost(f"{self.description}: answer for id {got!r}, expected {ident}")
+            return answer
 
     def launch(
         self,
@@ -224,6 +303,9 @@ class KernelClient:
 
     def _tail(self) -> str:
         return " / ".join(list(self._log)[-3:]) or "no message"
+
+    def _preamble_text(self) -> str:
+        return " / ".join(self.preamble[:5]) or "nothing on stdout"
 
     def close(self) -> None:
         if self.proc is None:

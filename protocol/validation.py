@@ -149,9 +149,10 @@ def validate(document, schema_name: str, what: str = "document") -> None:
     """Raise DocumentError naming `what`, the field and the expectation of the most relevant error."""
     if is_valid(document, schema_name):
         return
-    error = best_match(validator(schema_name).iter_errors(document))
+    found = list(validator(schema_name).iter_errors(document))  # walked once, not twice
+    error = best_match(found)
     if error is not None:
-        count = sum(1 for _ in validator(schema_name).iter_errors(document))
+        count = len(found)
         more = f" (and {count - 1} more)" if count > 1 else ""
         raise DocumentError(
             f"{what}: does not match schemas/{schema_name}.schema.json at {_where(error)}: "

@@ -5,7 +5,7 @@ library, which is most of what a test suite calling a runner per test pays for."
 
 import sys
 
-if sys.argv[1:] == ["serve"]:
+if sys.argv[1:2] == ["serve"]:  # its options are parsed by runner.launch.serve itself
     from runner.launch.serve import run
 
     sys.exit(run())

@@ -106,7 +106,19 @@ def run():
     show_default=True,
     help="With --socket: end after this long with no connection open.",
 )
-def serve(socket_path, idle_timeout_s):
+@click.option(
+    "--max-line-bytes",
+    type=click.IntRange(min=1),
+    default=1 << 30,
+    show_default=True,
+    help="Refuse (and skip, reading on in bounded chunks) a line longer than this.",
+)
+@click.option(
+    "--ready-token",
+    default=None,
+    help='Write {"ready": TOKEN} as the first stdout line, before any answer.',
+)
+def serve(socket_path, idle_timeout_s, max_line_bytes: int, ready_token: str | None):
     """Answer run requests, one JSON line each on stdin, one JSON line each on stdout (same
     documents as `run`, plus `id`), with one CUDA context kept across requests. EOF ends it.
 
@@ -114,13 +126,14 @@ def serve(socket_path, idle_timeout_s):
     Example:
       printf '%s\\n' "$(cat request.json)" | python -m runner serve > answers.jsonl
     """
-    if socket_path is not None:
-        from runner.launch import serve_socket
-
-        sys.exit(serve_socket.run(socket_path, idle_timeout_s))
     from runner.launch import serve as service
 
-    sys.exit(service.run())
+    args = ["--max-line-bytes", str(max_line_bytes)]
+    if ready_token is not None:
+        args += ["--ready-token", ready_token]
+    if socket_path is not None:
+        args += ["--socket", str(socket_path), "--idle-timeout-s", str(idle_timeout_s)]
+    sys.exit(service.run(args))
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})

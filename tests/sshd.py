@@ -85,8 +85,9 @@ def _keygen(path: Path) -> str:
 
 
 @contextlib.contextmanager
-def running_sshd(directory: Path):
-    """Start `sshd -D -e` with a config of its own in `directory`; yield an SshServer; stop it."""
+def running_sshd(directory: Path, extra_config: tuple[str, ...] = ()):
+    """Start `sshd -D -e` with a config of its own in `directory` (plus `extra_config` lines,
+    e.g. a ForceCommand); yield an SshServer; stop it."""
     skip_without_ssh()
     directory.mkdir(parents=True, exist_ok=True)
     host_key = directory / "host_ed25519"
@@ -110,6 +111,7 @@ def running_sshd(directory: Path):
                 "StrictModes no",
                 "UsePAM no",
                 "LogLevel INFO",  # "Accepted publickey" lines count connections
+                *extra_config,
                 "",
             ]
         )

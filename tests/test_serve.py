@@ -242,4 +242,5 @@ def test_client_over_a_vast_rental_uses_its_ssh_connection(sshd):
         answer = gpu.request(REQUEST)
         assert answer["id"] == 1 and answer["status"] in ("ok", "error")
     assert api.called("destroy_instance") == [(4242,)]
-    assert KernelClient.over(LocalTransport(python=PY)).argv == [PY, "-m", "runner", "serve"]
+    local = KernelClient.over(LocalTransport(python=PY))
+    assert local.argv == [PY, "-m", "runner", "serve", "--ready-token", local.ready_token]

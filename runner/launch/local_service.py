@@ -61,7 +61,9 @@ def key() -> str:
     launch = Path(__file__).resolve().parent
     stamps = [f"{p.name}:{p.stat().st_mtime_ns}:{p.stat().st_size}"
               for p in sorted(launch.glob("*.py"))]  # fmt: skip
-    text = "|".join([os.environ.get("CUDA_VISIBLE_DEVICES", "*"), str(launch), sys.executable, *stamps])
+    text = "|".join(
+        [os.environ.get("CUDA_VISIBLE_DEVICES", "*"), str(launch), sys.executable, *stamps]
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

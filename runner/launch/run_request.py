@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from protocol import RUN_PROTOCOL_VERSION, check_version, decode, validate
+from protocol.run_limits import MAX_DEPTH, MAX_TIMEOUT_S, nested_deeper_than
 from runner.launch.run_values import DTYPES, RequestError, decode_values, structure
 
 __all__ = ["Output", "Param", "Request", "decode_json", "parse_request", "prepare"]
@@ -69,6 +70,10 @@ def decode_json(raw: bytes) -> dict:
         document = decode(raw, "stdin")
     except ValueError as exc:
         raise RequestError("input", str(exc)) from None
+    if nested_deeper_than(document):  # before the schema check recurses into it
+        raise RequestError(
+            "input", f"stdin: nested more than {MAX_DEPTH} levels deep (a run request nests 4)"
+        )
     if not isinstance(document, dict):
         raise RequestError(
             "input", f"stdin: expected a JSON object (a run request), got {type(document).__name__}"
@@ -189,6 +194,11 @@ def prepare(request: dict) -> Request:
             check_version(request["schema_version"], RUN_PROTOCOL_VERSION, "request")
     except ValueError as exc:
         raise RequestError("input", str(exc)) from None
+    timeout_s = float(request.get("timeout_s", DEFAULT_TIMEOUT_S))
+    if not 0 < timeout_s <= MAX_TIMEOUT_S:  # the schema's bound, kept here for the watchdog's sake
+        raise RequestError(
+            "input", f"request.timeout_s: {timeout_s:g} is outside (0, {MAX_TIMEOUT_S:g}] seconds"
+        )
     ptx = _ptx_text(request)
     params = tuple(_param(i, spec) for i, spec in enumerate(request.get("params", [])))
     outputs = tuple(_output(i, spec, params) for i, spec in enumerate(request.get("outputs", [])))
@@ -198,7 +208,7 @@ def prepare(request: dict) -> Request:
         grid=_dim3(request["grid"]),
         block=_dim3(request["block"]),
         shared_bytes=request.get("shared_bytes", 0),
-        timeout_s=float(request.get("timeout_s", DEFAULT_TIMEOUT_S)),
+        timeout_s=timeout_s,
         params=params,
         outputs=outputs,
     )

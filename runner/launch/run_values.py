@@ -73,6 +73,7 @@ def decode_values(
     _check_value_types(kind, values, label)
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
+        _check_exact_integers(kind, values, label)
         ints = [int(v) for v in values]  # integral floats such as 3.0 are allowed by the schema
         if ints and (min(ints) < info.min or max(ints) > info.max):
             index = next(i for i, v in enumerate(ints) if not info.min <= v <= info.max)
@@ -94,6 +95,26 @@ def decode_values(
             f"(largest finite {kind} is {float(np.finfo(dtype).max)!r})",
         )
     return array
+
+
+# Past 2**53 a float no longer holds every integer: a JSON parser reads an integer it cannot
+# hold exactly (-2**63 - 1 for i64, 2**64 for u64) as the nearest float, so such a float may
+# stand for another integer than the one written.
+_EXACT_FLOAT_INT = 2**53
+
+
+def _check_exact_integers(kind: str, values: list, label: Callable[[int], str]) -> None:
+    """Refuse a float past 2**53 for an integer kind: it may be a rounded integer."""
+    if float not in set(map(type, values)):
+        return
+    for index, value in enumerate(values):
+        if isinstance(value, float) and abs(value) > _EXACT_FLOAT_INT:
+            raise RequestError(
+                "input",
+                f"{label(index)}: {value!r} is not an exact {kind} value (an integer that does "
+                f"not fit a 64-bit integer is read as a float, which may be rounded; write "
+                f"integers from {np.iinfo(DTYPES[kind]).min} to {np.iinfo(DTYPES[kind]).max})",
+            )
 
 
 def _check_value_types(kind: str, values: list, label: Callable[[int], str]) -> None:

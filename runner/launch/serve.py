@@ -14,6 +14,7 @@ object, or a request that does not validate, gets an error answer naming its lin
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import queue
@@ -23,11 +24,14 @@ import sys
 import threading
 import time
 from collections import deque
+from pathlib import Path
 from typing import BinaryIO
 
 import orjson
 
+from protocol.run_limits import MAX_DEPTH, MAX_TIMEOUT_S, nested_deeper_than
 from runner.execution.processes import private_stdout, spawn_worker
+from runner.launch.bounded_lines import bounded_lines
 
 # Only stdlib and orjson at import: the worker (CUDA context, numpy, jsonschema) is started
 # first and loads while this process reads its first line.
@@ -96,9 +100,12 @@ class Worker:
         except queue.Empty:
             raise TimeoutError from None
 
-    def send(self, frame: dict) -> bool:
+    def send(self, ident, line: int, raw: bytes | bytearray) -> bool:
+        """Frame the request's own JSON text (checked by the caller), without encoding it again."""
+        head = b'{"id":' + encode(ident) + b',"line":' + str(line).encode() + b',"request":'
         try:
-            self.proc.stdin.write(encode(frame) + b"\n")
+            for piece in (head, raw, b"}\n"):
+                self.proc.stdin.write(piece)
             self.proc.stdin.flush()
             return True
         except (BrokenPipeError, ValueError):
@@ -141,15 +148,13 @@ class Supervisor:
                 ) from None
         return self.worker
 
-    def ask(self, line: int, ident, request: dict) -> dict:
+    def ask(self, line: int, ident, raw: bytes | bytearray, request: dict) -> dict:
         try:
             worker = self.ensure_worker()
         except (RuntimeError, OSError) as exc:
             return _error("environment", f"line {line}: {exc}", ident)
-        timeout_s = request.get("timeout_s", DEFAULT_TIMEOUT_S)
-        if not isinstance(timeout_s, int | float) or isinstance(timeout_s, bool) or timeout_s <= 0:
-            timeout_s = DEFAULT_TIMEOUT_S  # the worker's validation names the field
-        if not worker.send({"id": ident, "line": line, "request": request}):
+        timeout_s = _deadline_timeout_s(request)
+        if not worker.send(ident, line, raw):
             return self._lost(worker, line, ident)
         try:
             answer = worker.next_answer(float(timeout_s) + GRACE_S)
@@ -191,14 +196,28 @@ class Supervisor:
             self.worker.close()
 
 
-def _frame(raw: bytes, line: int) -> tuple[object, dict | None, dict | None]:
+def _deadline_timeout_s(request: dict) -> float:
+    """The request's timeout_s for the supervisor's deadline, before the worker has checked it:
+    a value that is not a positive number gets the default, and none goes past MAX_TIMEOUT_S
+    (the worker refuses such a request, naming the field)."""
+    timeout_s = request.get("timeout_s", DEFAULT_TIMEOUT_S)
+    if not isinstance(timeout_s, int | float) or isinstance(timeout_s, bool) or timeout_s <= 0:
+        return DEFAULT_TIMEOUT_S
+    return min(float(timeout_s), MAX_TIMEOUT_S)
+
+
+def _frame(raw: bytearray | None, line: int, length: int, limit: int = MAX_LINE_BYTES):
     """(id, request, None) for a usable line, or (id, None, error answer)."""
-    if len(raw) > MAX_LINE_BYTES:
-        return None, None, _error("input", f"line {line}: longer than {MAX_LINE_BYTES} bytes")
+    if raw is None:
+        message = f"line {line}: {length} bytes is longer than the limit of {limit} bytes per line"
+        return None, None, _error("input", message)
     try:
         request = decode(raw, f"line {line}")
     except ValueError as exc:
         return None, None, _error("input", str(exc))
+    if nested_deeper_than(request):
+        message = f"line {line}: nested more than {MAX_DEPTH} levels deep (a run request nests 4)"
+        return None, None, _error("input", message)
     if not isinstance(request, dict):
         kind = type(request).__name__
         return (
@@ -216,8 +235,36 @@ def _frame(raw: bytes, line: int) -> tuple[object, dict | None, dict | None]:
     return ident, request, None
 
 
-def main(stdin: BinaryIO, stdout: BinaryIO) -> int:
-    """Answer every line of `stdin` on `stdout`, in order; 0 at EOF."""
+def _answer(supervisor: Supervisor, data: bytearray | None, line: int, length: int, limit: int):
+    """One line's answer; an unexpected exception becomes the answer, never the service's end."""
+    try:
+        ident, request, answer = _frame(data, line, length, limit)
+    except Exception as exc:  # a service bug: this line is answered, the next ones still run
+        return _error("input", f"line {line}: unexpected {type(exc).__name__}: {exc}")
+    if answer is not None:
+        return answer
+    try:
+        return supervisor.ask(line, ident, data, request)
+    except Exception as exc:
+        return _error("launch", f"line {line}: unexpected {type(exc).__name__}: {exc}", ident)
+
+
+def ready_line(token: str) -> bytes:
+    """The first stdout line under `--ready-token`: what comes before it is not the service's."""
+    return encode({"ready": token}) + b"\n"
+
+
+def main(
+    stdin: BinaryIO,
+    stdout: BinaryIO,
+    *,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    ready_token: str | None = None,
+) -> int:
+    """Answer every non-blank line of `stdin` on `stdout`, in order; 0 at EOF."""
+    if ready_token is not None:
+        stdout.write(ready_line(ready_token))
+        stdout.flush()
     supervisor = Supervisor()
     started = time.monotonic()
     with contextlib.suppress(RuntimeError, OSError):
@@ -226,15 +273,7 @@ def main(stdin: BinaryIO, stdout: BinaryIO) -> int:
         f"kernelgap serve: ready in {time.monotonic() - started:.2f} s", file=sys.stderr, flush=True
     )
     try:
-        for line, raw in enumerate(stdin, 1):
-            if not raw.strip():
-                continue
-            ident, request, answer = _frame(raw, line)
-            if answer is None:
-                answer = supervisor.ask(line, ident, request)
-            stdout.write(encode(answer) + b"\n")
-            stdout.flush()
-            supervisor.prewarm()
+        answer_stream(supervisor, stdin, stdout, max_line_bytes)
     except (BrokenPipeError, KeyboardInterrupt):
         pass
     finally:
@@ -242,6 +281,70 @@ def main(stdin: BinaryIO, stdout: BinaryIO) -> int:
     return 0
 
 
-def run() -> int:
+def answer_stream(
+    supervisor: Supervisor,
+    stdin: BinaryIO,
+    stdout: BinaryIO,
+    max_line_bytes: int,
+    turn: threading.Lock | None = None,
+) -> None:
+    """Answer every non-blank line of one stream, in order. `turn` is held while a request
+    runs when several streams share the supervisor (runner.launch.serve_socket)."""
+    for line, read in enumerate(bounded_lines(stdin, max_line_bytes), 1):
+        if read.blank:
+            continue
+        with turn or contextlib.nullcontext():
+            answer = _answer(supervisor, read.data, line, read.length, max_line_bytes)
+            supervisor.prewarm()
+        stdout.write(encode(answer) + b"\n")
+        stdout.flush()
+
+
+def _options(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m runner serve",
+        description="Answer run requests, one JSON line each on stdin, one JSON line each on stdout.",
+    )
+    parser.add_argument(
+        "--max-line-bytes",
+        type=int,
+        default=MAX_LINE_BYTES,
+        help=f"refuse (and skip) a line longer than this (default {MAX_LINE_BYTES})",
+    )
+    parser.add_argument(
+        "--ready-token",
+        help='write {"ready": TOKEN} as the first stdout line, before any answer',
+    )
+    parser.add_argument(
+        "--socket",
+        help="listen on this Unix socket instead of stdin (what `runner launch` reaches)",
+    )
+    parser.add_argument(
+        "--idle-timeout-s",
+        type=float,
+        default=600.0,
+        help="with --socket: end after this long with no connection open (default 600)",
+    )
+    options = parser.parse_args(argv)
+    if not 0 < options.idle_timeout_s <= 1e7:
+        parser.error(f"--idle-timeout-s: expected seconds above 0, got {options.idle_timeout_s}")
+    if options.max_line_bytes < 1:
+        parser.error(f"--max-line-bytes: expected a positive integer, got {options.max_line_bytes}")
+    return options
+
+
+def run(argv: list[str] | None = None) -> int:
     """`python -m runner serve`: stdin's lines answered on the process's private stdout."""
-    return main(sys.stdin.buffer, private_stdout())
+    options = _options(sys.argv[2:] if argv is None else argv)
+    if options.socket is not None:
+        from runner.launch import serve_socket
+
+        return serve_socket.run(
+            Path(options.socket), options.idle_timeout_s, max_line_bytes=options.max_line_bytes
+        )
+    return main(
+        sys.stdin.buffer,
+        private_stdout(),
+        max_line_bytes=options.max_line_bytes,
+        ready_token=options.ready_token,
+    )

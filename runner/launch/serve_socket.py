@@ -25,9 +25,10 @@ POLL_S = 1.0
 
 
 class SocketService:
-    def __init__(self, path: Path, idle_timeout_s: float):
+    def __init__(self, path: Path, idle_timeout_s: float, max_line_bytes: int):
         self.path = path
         self.idle_timeout_s = idle_timeout_s
+        self.max_line_bytes = max_line_bytes
         self.supervisor = serve.Supervisor()
         self.gpu = threading.Lock()  # one context: requests take it in turn
         self.state = threading.Lock()
@@ -51,16 +52,7 @@ class SocketService:
             self.open_connections += 1
         try:
             with conn, conn.makefile("rb") as lines, conn.makefile("wb") as out:
-                for number, raw in enumerate(lines, 1):
-                    if not raw.strip():
-                        continue
-                    ident, request, answer = serve._frame(raw, number)
-                    if answer is None:
-                        with self.gpu:
-                            answer = self.supervisor.ask(number, ident, request)
-                            self.supervisor.prewarm()
-                    out.write(serve.encode(answer) + b"\n")
-                    out.flush()
+                serve.answer_stream(self.supervisor, lines, out, self.max_line_bytes, self.gpu)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client went away; the next one is served as usual
         finally:
@@ -100,8 +92,8 @@ class SocketService:
         self.supervisor.close()
 
 
-def run(path: Path, idle_timeout_s: float) -> int:
-    service = SocketService(path, idle_timeout_s)
+def run(path: Path, idle_timeout_s: float, *, max_line_bytes: int = serve.MAX_LINE_BYTES) -> int:
+    service = SocketService(path, idle_timeout_s, max_line_bytes)
 
     def stop(signum, frame):
         service.close()

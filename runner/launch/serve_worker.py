@@ -198,10 +198,15 @@ def main() -> int:
         unusable = oneshot._cuda_failure("environment", exc)
     answers.write({"ready": True, "gpu": unusable is None})
     for raw in sys.stdin.buffer:
-        frame = decode(raw, "serve frame")
-        identity = {"id": frame.get("id")}
+        try:  # the supervisor frames checked JSON; a frame that is not one is answered, not fatal
+            frame = decode(raw, "serve frame")
+            identity = {"id": frame["id"]}
+            request = frame["request"]
+        except (ValueError, TypeError, KeyError) as exc:
+            answers.write({**oneshot._unexpected("input", exc), "id": None})
+            continue
         try:
-            request = oneshot._prepare(frame["request"])
+            request = oneshot._prepare(request)
         except RequestError as exc:
             response = error_document(exc.phase, exc.message)
         except Exception as exc:
