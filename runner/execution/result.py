@@ -218,6 +218,8 @@ def finish_case(
                 flop_dtype,
             )
         for impl in case_doc["implementations"].values():
+            if "throughput" not in impl:
+                continue
             bound = rate_bound(impl["throughput"], peaks, working_set_bytes, split)
             if bound is not None:
                 impl["throughput"]["bound"] = bound
