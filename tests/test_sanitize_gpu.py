@@ -9,6 +9,7 @@ Run on the GPU box: `pytest -m gpu tests/test_sanitize_gpu.py` (needs compute-sa
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -28,6 +29,8 @@ def _sanitize(cases, tmp_path, *extra, timeout_s=1800):
 
     if tools.find("compute-sanitizer") is None:
         pytest.skip("compute-sanitizer is not installed here (it comes with the CUDA toolkit)")
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH (the sanitize suite's kernels are CUDA C++)")
     out = tmp_path / "sanitize.json"
     done = subprocess.run(
         [sys.executable, "-m", "runner", "check", str(cases), "--sanitize", "-o", str(out), *extra],
