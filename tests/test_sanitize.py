@@ -272,3 +272,32 @@ def test_check_refuses_out_without_sanitize_and_names_a_missing_sanitizer(monkey
     done = CliRunner().invoke(main, ["check", "benchmarks/cases.toml", "--sanitize"])
     assert done.exit_code == 2
     assert "compute-sanitizer not found: install the CUDA toolkit" in done.output
+
+
+def test_a_run_past_its_time_limit_failed(tmp_path):
+    script = tmp_path / "compute-sanitizer"
+    script.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(30)\n")
+    script.chmod(0o755)
+    run = sanitize.run_tool(str(script), "racecheck", JOB, timeout_s=0.5)
+    assert run["status"] == "failed" and run["reason"] == "did not finish in 0.5 s"
+    assert run["wall_s"] >= 0.5
+    validate(
+        {
+            "schema_version": "1.0.0",
+            "kind": "sanitize",
+            "suite": {"path": "s.toml", "name": "s"},
+            "sanitizer": {"path": str(script), "version": "unknown"},
+            "tools": ["racecheck"],
+            "size": "check",
+            "status": "failed",
+            "summary": {"runs": 1, "clean": 0, "errors": 0, "failed": 1},
+            "cases": [
+                {
+                    "id": "c1",
+                    "check_dims": {"n": 5},
+                    "implementations": {"cuda": {"entry": "k", "runs": [run]}},
+                }
+            ],
+        },
+        "sanitize",
+    )

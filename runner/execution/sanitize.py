@@ -65,9 +65,9 @@ def run_tool(path: str, tool: str, job: dict, timeout_s: float = TIMEOUT_S) -> d
                 env=_environment(),
             )
         except subprocess.TimeoutExpired:
-            return {**entry, "status": "failed", "reason": f"did not finish in {timeout_s:g} s"}
-        finally:
             entry["wall_s"] = time.monotonic() - t0
+            return {**entry, "status": "failed", "reason": f"did not finish in {timeout_s:g} s"}
+        entry["wall_s"] = time.monotonic() - t0
         log = Path(log_path).read_text(errors="replace") if Path(log_path).exists() else ""
     entry["exit_status"] = done.returncode
     try:
