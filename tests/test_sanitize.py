@@ -10,6 +10,7 @@ import sys
 import textwrap
 import types
 
+import orjson
 import pytest
 
 from protocol.validation import DocumentError, validate
@@ -301,3 +302,66 @@ def test_a_run_past_its_time_limit_failed(tmp_path):
         },
         "sanitize",
     )
+
+
+def test_runner_check_sanitize_end_to_end_with_a_stand_in(tmp_path, monkeypatch):
+    """The CLI wiring: every built implementation of tests/sanitize is run under each tool, the
+    document is written and valid, and an error fails the check (exit 1)."""
+    import shutil
+
+    from click.testing import CliRunner
+
+    from runner.cli import main
+    from runner.explain import tools
+    from runner.gpu import driver
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH (the sanitize suite's kernels are CUDA C++)")
+    (tmp_path / "oob.txt").write_text(MEMCHECK_OOB)
+    (tmp_path / "clean.txt").write_text(CLEAN)
+    script = tmp_path / "compute-sanitizer"
+    script.write_text(
+        textwrap.dedent(
+            f"""\
+            #!{sys.executable}
+            import json, sys
+            argv = sys.argv[1:]
+            tool, log = argv[argv.index("--tool") + 1], argv[argv.index("--log-file") + 1]
+            job = json.load(open(argv[-1]))
+            bad = job["impl"] == "past_end" and tool == "memcheck"
+            report = {str(tmp_path)!r} + ("/oob.txt" if bad else "/clean.txt")
+            open(log, "w").write(open(report).read())
+            sys.exit(1 if bad else 0)
+            """
+        )
+    )
+    script.chmod(0o755)
+
+    class NoContext:
+        def __init__(self, device):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(
+        tools,
+        "find",
+        lambda name: str(script) if name == "compute-sanitizer" else shutil.which(name),
+    )
+    monkeypatch.setattr(tools, "version", lambda path: "Version 2025.3.0.0 (stand-in)")
+    monkeypatch.setattr(driver, "Context", NoContext)
+    out = tmp_path / "sanitize.json"
+    suite = "tests/sanitize/cases.toml"
+    done = CliRunner().invoke(main, ["check", suite, "--sanitize", "-o", str(out)])
+    assert done.exit_code == 1, done.output
+    assert "FAIL  scale/past_end: sanitize: memcheck: 3 error(s) in scale_past_end" in done.output
+    assert "ok    block_sum/cuda: sanitize: memcheck clean; racecheck clean" in done.output
+    document = orjson.loads(out.read_bytes())
+    validate(document, "sanitize")
+    assert document["summary"] == {"runs": 12, "clean": 11, "errors": 1, "failed": 0}
+    assert document["tools"] == ["memcheck", "racecheck", "synccheck"]
+    assert document["sanitizer"]["version"] == "Version 2025.3.0.0 (stand-in)"
