@@ -97,3 +97,14 @@ def test_windows_share_one_subscription_and_each_id_answers_once(fake):
     assert not own_launches.is_own(None)
     second.close()
     assert fake.subscriber is None
+
+
+def test_a_cupti_python_without_the_callback_api_makes_cupti_unavailable(fake):
+    assert cupti.unavailable_reason() is None
+    del fake.CuLaunchKernelParams
+    fake.DriverApiTraceCbid = type("Cbids", (), {"cuLaunchKernel": 13})
+    reason = cupti.unavailable_reason()
+    assert reason == (
+        "cupti-python lacks the callback API the runner needs (CuLaunchKernelParams, "
+        "DriverApiTraceCbid.cuLaunchKernel_ptsz)"
+    )

@@ -99,9 +99,12 @@ def resolve_timer(timer: str, mode: str, cupti_usable: bool) -> str:
 def unavailable_reason() -> str | None:
     """None when CUPTI activity tracing can be used from Python here, else why not."""
     try:
-        from cupti import cupti  # noqa: F401
+        from cupti import cupti
     except Exception as exc:  # not installed, or its libcupti could not be loaded
         return f"cupti-python is not usable: {type(exc).__name__}: {exc}"
+    missing = own_launches.missing_api(cupti)
+    if missing:  # the runner's own launches could not be told apart from the measured ones
+        return f"cupti-python lacks the callback API the runner needs ({', '.join(missing)})"
     return None
 
 

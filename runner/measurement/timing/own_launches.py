@@ -90,6 +90,17 @@ def _callback(userdata, domain, cbid, data) -> None:
         _State.errors.append(f"{type(exc).__name__}: {exc}")
 
 
+def missing_api(cupti) -> list[str]:
+    """What of the callback API used here this cupti-python lacks (empty when nothing)."""
+    needed = ["subscribe", "unsubscribe", "enable_callback", "CallbackDomain", "ApiCallbackSite"]
+    needed += ["DriverApiTraceCbid", "CuLaunchKernelParams"]
+    missing = [name for name in needed if not hasattr(cupti, name)]
+    cbids = getattr(cupti, "DriverApiTraceCbid", None)
+    if cbids is not None:
+        missing += [f"DriverApiTraceCbid.{api}" for api in LAUNCH_APIS if not hasattr(cbids, api)]
+    return missing
+
+
 def subscribe() -> None:
     """Subscribe to CUPTI's callbacks (once per process, counted: unsubscribe() as often)."""
     if _State.users == 0:
