@@ -63,3 +63,8 @@ def package_version() -> str:
         return metadata.version("kernelgap")
     except metadata.PackageNotFoundError:
         return "unknown"
+
+
+SANITIZE_SCHEMA_VERSION = (
+    "1.0.0"  # `runner check --sanitize -o FILE` (schemas/sanitize.schema.json)
+)

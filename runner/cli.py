@@ -197,20 +197,49 @@ def info(device, no_bandwidth):
     is_flag=True,
     help="Fail when any implementation is skipped because its compiler is not installed (CI).",
 )
-def check(cases, arch, require_ptxas, require_all):
+@click.option(
+    "--sanitize",
+    is_flag=True,
+    help="On a GPU box: launch every implementation once at the check size under "
+    "compute-sanitizer (one process per tool); any error it reports fails the check.",
+)
+@click.option(
+    "--sanitize-tools",
+    default="memcheck,racecheck,synccheck",
+    show_default=True,
+    help="compute-sanitizer tools for --sanitize: memcheck, racecheck, synccheck, initcheck.",
+)
+@click.option(
+    "-o",
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="With --sanitize: write the sanitize document (schemas/sanitize.schema.json) here "
+    "('-' for stdout).",
+)
+@click.option("--device", type=int, default=0, show_default=True, help="GPU for --sanitize.")
+def check(cases, arch, require_ptxas, require_all, sanitize, sanitize_tools, out, device):
     """Validate the manifest and build every implementation it can (no GPU needed); ptxas where present.
 
     The report (one line per implementation, then a summary counting skips by reason) goes to
-    stderr; the verdict is the exit status: 0 ok, 1 a failure (or, with --require-all, a skip),
-    2 bad input.
+    stderr; the verdict is the exit status: 0 ok, 1 a failure (or, with --require-all, a skip,
+    or with --sanitize an error compute-sanitizer reported), 2 bad input or environment.
 
     \b
-    Example:
+    Examples:
       python -m runner check benchmarks/cases.toml --require-ptxas --require-all
+      python -m runner check benchmarks/cases.toml --sanitize -o sanitize.json
     """
     from runner.definition import lock, manifest
     from runner.definition.toolchains import cuda_programs
     from runner.execution.checking import check_suite
+
+    if out is not None and not sanitize:
+        _die("-o/--out writes the sanitize document: it needs --sanitize")
+    sanitizer_path, tool_names = None, ()
+    if sanitize:
+        sanitizer_path, tool_names = _sanitize_setup(sanitize_tools, device)
 
     if require_ptxas and cuda_programs.find("ptxas") is None:
         _die(
@@ -224,8 +253,54 @@ def check(cases, arch, require_ptxas, require_all):
         _die(str(exc))
     for problem in problems:
         click.echo(f"FAIL  {problem}", err=True)
-    status = check_suite(suite, arch, require_all)
+    sanitizer = None
+    if sanitize:
+        from runner.execution.sanitize import Sanitizer
+
+        sanitizer = Sanitizer(
+            suite, tool_names, sanitizer_path, device, lambda text: click.echo(text, err=True)
+        )
+    status = check_suite(suite, arch, require_all, sanitizer)
+    if sanitizer is not None:
+        _write_sanitize_document(sanitizer.document(), out)
     sys.exit(1 if problems else status)
+
+
+def _sanitize_setup(tool_text: str, device: int) -> tuple[str, tuple[str, ...]]:
+    """compute-sanitizer's path and the tools to run; exit 2 when either is missing or no GPU."""
+    from runner.execution.sanitize import parse_tools
+    from runner.explain import tools
+    from runner.gpu import driver
+
+    try:
+        tool_names = parse_tools(tool_text)
+        path = tools.require("compute-sanitizer")
+        with driver.Context(device):
+            pass
+    except (ValueError, tools.ToolMissing, driver.NoGpuError) as exc:
+        _die(f"runner check --sanitize: {exc}")
+    return path, tool_names
+
+
+def _write_sanitize_document(document: dict, out: Path | None) -> None:
+    from protocol.codec import encode
+    from protocol.validation import validate
+
+    validate(document, "sanitize")
+    s = document["summary"]
+    click.echo(
+        f"sanitize: {s['runs']} run(s): {s['clean']} clean, {s['errors']} with errors, "
+        f"{s['failed']} failed",
+        err=True,
+    )
+    if out is None:
+        return
+    data = encode(document, pretty=True)
+    if str(out) == "-":
+        sys.stdout.buffer.write(data)
+    else:
+        out.write_bytes(data)
+        click.echo(f"{out}: sanitize document written", err=True)
 
 
 @main.command()

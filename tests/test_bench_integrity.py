@@ -194,40 +194,29 @@ def test_cupti_names_copies_by_kind_and_size_and_the_busy_timer_leaves_them_out(
 
 def test_a_window_keeps_what_started_after_it_began_without_flushing_at_begin(monkeypatch):
     """begin() takes a host stamp and does not flush; end_records() flushes once and keeps the
-    records that started at or after the stamp (or have no timestamps yet), not the runner's."""
-    ns = types.SimpleNamespace
-    fake = ns(clock=1_000, pending=[], flushes=0, callbacks=None)
-    fake.cupti = ns(
-        ActivityKind=ns(CONCURRENT_KERNEL=1, MEMCPY=2, MEMSET=3),
-        get_stream_id_ex=lambda context, stream, flag: TS,
-        get_timestamp=lambda: fake.clock,
-        activity_register_callbacks=lambda requested, completed: setattr(
-            fake, "callbacks", completed
-        ),
-        activity_enable=lambda kind: None,
-        activity_disable=lambda kind: None,
-    )
+    records that started at or after the stamp (or have no timestamps yet), not the runner's
+    own launches (known by their function: tests/test_own_launches.py)."""
+    from fake_cupti import FakeCupti
 
-    def flush_all(flag):
-        fake.flushes += 1
-        fake.callbacks(list(fake.pending))
-        fake.pending.clear()
+    from runner.measurement.timing import own_launches
 
-    fake.cupti.activity_flush_all = flush_all
-    monkeypatch.setitem(sys.modules, "cupti", fake)
+    fake = FakeCupti(TS)
+    monkeypatch.setitem(sys.modules, "cupti", types.SimpleNamespace(cupti=fake))
     monkeypatch.setattr(cupti._Collector, "registered", False)
     monkeypatch.setattr(cupti._Collector, "records", [])
+    monkeypatch.setattr(own_launches._State, "functions", {0xF00D})
     window = cupti.ActivityWindow(1, 2)
-    fake.pending.append(ns(start=900, end=990, name=K, stream_id=TS))  # before: a warm-up
+    fake.launch(0xBEEF, K, start=900)  # before: a warm-up
     window.begin()
     assert fake.flushes == 0 and window.begun_ns == 1_000
-    fake.pending += [
-        ns(start=1_200, end=2_200, name=K, stream_id=TS),  # the window's launch
-        ns(start=1_100, end=1_150, name="kg_flush_l2", stream_id=TS),  # the runner's own
-        ns(start=0, end=0, name=K, stream_id=TS),  # still running when flushed: kept
-    ]
-    assert window.end() == [(1_200, 2_200), (0, 0)]
+    fake.launch(0xBEEF, K, start=1_200)  # the window's launch
+    with own_launches.launching():
+        fake.launch(0xF00D, "kg_flush_l2", start=1_100)  # the runner's own
+    fake.launch(0xBEEF, K, start=0)  # still running when flushed: kept
+    fake.pending[-1].end = 0
+    assert window.end() == [(1_200, 1_300), (0, 0)]
     assert fake.flushes == 1
+    window.close()
 
 
 # -- whole comparisons with a stand-in for CUPTI --------------------------------------------------
@@ -500,25 +489,31 @@ def test_without_cupti_the_window_check_is_recorded_as_not_made(make_session):
     )
 
 
-def test_an_impossible_rate_is_flagged_naming_both_figures(make_session):
+def test_an_impossible_rate_flags_the_row_with_both_figures_without_failing_the_comparison(
+    make_session,
+):
     class Claims(Scale):
         name = "claims"
 
         def bytes(self, params, dtype):
             return 1e12  # a terabyte a call in 10 us
 
-    make_session()
+    session, _ = make_session()
     (case,) = bench.cases(Claims())
-    with pytest.raises(bench.IntegrityFailed, match="physically impossible timing") as failure:
-        bench.Runner(double, case).compare({"same": double})
-    flag = failure.value.comparison["same"].flags[0]
-    assert "GB/s is above the device's measured" in flag and "1e+12 bytes" in flag
+    c = bench.Runner(double, case).compare({"same": double})  # flagged rows, no exception
+    flag = c["same"].flags[0]
+    assert flag.startswith("physically impossible timing")
+    assert "GB/s is above the device's measured" in flag and "1e+12 bytes a call" in flag
+    assert c["same"].ratio is None and c.document_case["status"] == "ok"
+    bound = c.document_case["implementations"]["same"]["throughput"]["bound"]
+    assert bound["exceeded"] and bound["achieved_bytes_per_s"] > bound["ceiling_bytes_per_s"]
+    assert "L2" in bound["method"] and bound["l2_allowance_bytes"] == 0  # a stand-in: no L2
+    validate(session.document(), "result")
     # a noncomparable row computes something else: the case's bytes do not describe it
     other = bench.Implementation(run=double, noncomparable_reason="another computation")
-    with pytest.raises(bench.IntegrityFailed) as failure:
-        bench.Runner(double, case).compare({"other": other})
-    assert failure.value.comparison["other"].flags == []
-    assert failure.value.comparison["double"].flags
+    c = bench.Runner(double, case).compare({"other": other})
+    assert c["other"].flags == [] and c["double"].flags
+    assert "bound" not in c.document_case["implementations"]["other"]["throughput"]
 
 
 # -- outputs are plain arrays ---------------------------------------------------------------------

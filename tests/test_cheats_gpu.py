@@ -343,15 +343,16 @@ def test_callable_result_cached_by_input_pointer_is_flagged_and_fails_recheck(se
     from runner import bench
 
     case = scale_case(count_copies=True)
-    with pytest.raises(bench.IntegrityFailed) as failure:
-        bench.Runner(honest, case, name="mul").compare(
-            {"same": honest, "cached": cached_by_pointer()}
-        )
-    rows = failure.value.comparison.rows
-    flags = " ".join(rows["cached"].flags)
+    impls = {"same": honest, "cached": cached_by_pointer()}
     if cupti_reason() is None:  # the cupti timer (auto's, cold) finds nothing to time: 0 s
+        with pytest.raises(bench.IntegrityFailed) as failure:
+            bench.Runner(honest, case, name="mul").compare(impls)
+        rows = failure.value.comparison.rows
+        flags = " ".join(rows["cached"].flags)
         assert "no kernel or copy ran on the device during" in flags
-    else:  # events around a call that launches nothing: terabytes a second
+    else:  # events around a call that launches nothing: terabytes a second, the row flagged
+        rows = bench.Runner(honest, case, name="mul").compare(impls).rows
+        flags = " ".join(rows["cached"].flags)
         assert "physically impossible timing" in flags
     assert rows["same"].flags == [] and rows["same"].ratio is not None
     assert rows["cached"].ratio is None

@@ -310,6 +310,9 @@ EXPECTED_PARAM_BYTES = {
     "kg_fill_random": [8, 8, 8, 8, 4, 8, 8, 8, 8],  # out, n, seed, stream, dtype, lo, hi, ilo, span
     "kg_flush_l2": [8, 8, 8],  # buf, n_words, sink
     "kg_spin": [8, 8, 8],  # flag, timeout_ns, status
+    "kg_stream_read": [8, 8, 8],  # buf, n_pairs, sink
+    "kg_stream_write": [8, 8, 8],  # buf, n_pairs, value
+    "kg_stream_copy": [8, 8, 8],  # src, dst, n_pairs
 }
 PTX_TYPE_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8}
 

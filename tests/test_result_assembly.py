@@ -360,8 +360,11 @@ def test_a_time_above_the_devices_bandwidth_fails_the_case_naming_both_figures()
     message = doc["error"]["message"]
     assert message.startswith("physically impossible timing") and "handptx: " in message
     measured = PEAKS["measured_memory_bytes_per_s"] / 1e9
-    assert f"is above the device's measured {measured:.0f} GB/s" in message
+    assert f"is above the device's measured (cuMemcpyDtoD copy) {measured:.0f} GB/s" in message
     assert "cuda:" not in message
+    bound = doc["implementations"]["handptx"]["throughput"]["bound"]
+    assert bound["exceeded"] and bound["l2_allowance_bytes"] == 50 * 2**20
+    assert doc["implementations"]["cuda"]["throughput"]["bound"]["exceeded"] is False
     assert doc["implementations"]["handptx"]["gap"] is None
     assert len(doc["implementations"]["handptx"]["timing"]["samples_s"]) == 30  # nothing lost
 

@@ -7,7 +7,8 @@ the union of the intervals of the kernels it launched on the runner's stream (ov
 kernels counted once; work other threads or streams run meanwhile is not, and is flagged by
 runner.bench.watch). With the case's count_copies, memcpy and memset records join the union;
 without it they stay out, which is the copy policy for this timer. The runner's own kernels
-(kg_*) never count. The records come from the comparison's one CUPTI recording
+never count; they are known by the function launched, not by name
+(runner.measurement.timing.own_launches). The records come from the comparison's one CUPTI recording
 (runner.bench.watch.Watch), which places them in their sample's window.
 """
 

@@ -6,10 +6,12 @@
   window and every piece of the runner's untimed work is bracketed (runner.bench.watch); with
   the `cupti` timer, a sample's time is the busy time of its own records; with `recheck`, every
   sample gets fresh inputs and its outputs are verified (runner.bench.recheck).
-- `judge()` marks the document: a row whose work left the window, or whose rate is physically
-  impossible on this device (runner.execution.result.impossible; not for a noncomparable row, which
-  computes something else than the case declares), is flagged and gets no gap, and the case
-  fails with what was found; Runner.compare then raises IntegrityFailed.
+- `judge()` marks the document: a row whose work left the window is flagged and gets no gap,
+  and the case fails with what was found; Runner.compare then raises IntegrityFailed. A row
+  whose rate is physically impossible on this device (above the ceiling of
+  runner.measurement.ceiling, or above the nominal FLOP/s; not judged for a noncomparable row,
+  which computes something else than the case declares) is flagged, with both figures in
+  `throughput.bound`, and gets no gap, but the comparison's other rows stand.
 """
 
 from __future__ import annotations
@@ -323,10 +325,10 @@ class WatchedBackend:
 
 
 def judge(doc: dict, info: dict, peaks: dict, case) -> list[str]:
-    """Flag the document's timed rows (see the module docstring); returns "name: why" lines.
-    `peaks` are the device's, with its `l2_bytes`; the case's bytes a call stand for its
-    working set."""
-    flagged = []
+    """Flag the document's timed rows (see the module docstring); returns the "name: why" lines
+    that fail the case (work outside the window). `peaks` are the device's, with its
+    `l2_bytes`; the case's bytes a call stand for its working set."""
+    failing, flagged = [], []
     for name, entry in doc["implementations"].items():
         if "timing" not in entry:
             continue
@@ -334,9 +336,14 @@ def judge(doc: dict, info: dict, peaks: dict, case) -> list[str]:
         flags = []
         if window and window.get("message"):
             flags.append(window["message"])
+            failing.append(f"{name}: {window['message']}")
         # a noncomparable row computes something else: the case's bytes and FLOPs are not its own
         comparable = entry["verification"]["kind"] != "noncomparable"
-        why = comparable and result.impossible(entry.get("throughput", {}), peaks, case.bytes)
+        rates = entry.get("throughput", {})
+        bound = comparable and result.rate_bound(rates, peaks, case.bytes)
+        if bound:
+            rates["bound"] = bound
+        why = comparable and result.impossible(rates, peaks, case.bytes)
         if why:
             flags.append(
                 "physically impossible timing (the work was not all done, or not all timed): " + why
@@ -348,7 +355,7 @@ def judge(doc: dict, info: dict, peaks: dict, case) -> list[str]:
             block["recheck"] = info[name]["recheck"]
         entry["integrity"] = block
         if flags:
-            flagged.append(f"{name}: {'; '.join(flags)}")
+            flagged.append(name)
     if not flagged:
         return []
     op_flagged = bool(doc["implementations"][doc["baseline"]]["integrity"]["flags"])
@@ -359,6 +366,7 @@ def judge(doc: dict, info: dict, peaks: dict, case) -> list[str]:
             entry["gap"] = None
             whose = "its" if entry["integrity"]["flags"] else "the op's"
             entry["gap_note"] = f"no ratio: {whose} timing is flagged (integrity.flags)"
-    doc["status"] = "failed"
-    doc["error"] = {"phase": "timing", "message": "; ".join(flagged)[:2000]}
-    return flagged
+    if failing:
+        doc["status"] = "failed"
+        doc["error"] = {"phase": "timing", "message": "; ".join(failing)[:2000]}
+    return failing

@@ -75,6 +75,18 @@ def timing_settings(
     return settings
 
 
+def access_split(
+    case: manifest.CaseSpec, sizes: dict[str, int], nbytes: float | None
+) -> tuple[float, float] | None:
+    """The case's declared `nbytes` a call as (read, written), in the proportion of its input
+    and output buffers (an inout buffer counts on both sides); None without declared bytes."""
+    reads = sum(sizes[b.name] for b in case.buffers if b.role in ("input", "inout"))
+    writes = sum(sizes[b.name] for b in case.buffers if b.role in ("output", "inout"))
+    if nbytes is None or reads + writes == 0:
+        return None
+    return nbytes * reads / (reads + writes), nbytes * writes / (reads + writes)
+
+
 def case_skeleton(case: manifest.CaseSpec) -> dict:
     canonical, check = case.geometry(case.dims), case.geometry(case.check_dims)
     return {
@@ -272,8 +284,17 @@ def run_one(
         for impl in case_doc["implementations"].values():
             impl.setdefault("check", {"status": "not_checked"})
     geometry = case.geometry(case.dims)
-    working_set = sum(spec.buffer_bytes(case, geometry.lengths).values())
-    result.finish_case(case_doc, record, geometry, case.flop_dtype, peaks, working_set)
+    sizes = spec.buffer_bytes(case, geometry.lengths)
+    working_set = sum(sizes.values())
+    result.finish_case(
+        case_doc,
+        record,
+        geometry,
+        case.flop_dtype,
+        peaks,
+        working_set,
+        access_split(case, sizes, geometry.bytes),
+    )
     case_doc["worker_wall_s"] = outcome.wall_s
     if options.profile and case_doc["status"] == "ok":  # after timing, never inside it
         entries = {

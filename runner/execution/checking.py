@@ -39,9 +39,11 @@ def assemble(ptx_text: str, arch: str) -> str | None:
         return None if done.returncode == 0 else (done.stderr or done.stdout).strip()
 
 
-def check_suite(suite: manifest.Suite, arch: str, require_all: bool = False) -> int:
+def check_suite(suite: manifest.Suite, arch: str, require_all: bool = False, sanitizer=None) -> int:
     """Print one line per implementation, then a summary that counts the skipped ones by reason;
-    0 when every buildable implementation assembles (and, with `require_all`, none was skipped)."""
+    0 when every buildable implementation assembles (and, with `require_all`, none was skipped).
+    With `sanitizer` (runner.execution.sanitize.Sanitizer), each one that assembles is then
+    launched once under compute-sanitizer; any error it reports (or a run that fails) fails."""
     failures = 0
     skipped: dict[str, list[str]] = {}  # reason -> case/impl
     have_ptxas = cuda_programs.find("ptxas") is not None
@@ -91,6 +93,10 @@ def check_suite(suite: manifest.Suite, arch: str, require_all: bool = False) -> 
                 _say(
                     f"ok    {case.id}/{name}: {impl['toolchain']}, PTX {impl['ptx']['version']} {impl['ptx']['target']}, {how}"
                 )
+                if sanitizer is not None and not sanitizer.implementation(
+                    case, name, impl["entry"], built[name]
+                ):
+                    failures += 1
     count = sum(len(v) for v in skipped.values())
     _say(
         f"{suite.path}: {len(suite.cases)} case(s), {failures} failure(s), {count} skipped"

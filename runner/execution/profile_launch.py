@@ -1,10 +1,13 @@
 """The small program that Nsight Compute profiles: one launch of one implementation at the timed
-size (`python -m runner profile-case JOB.json`, run under ncu by runner.explain.profiling).
+size (`python -m runner profile-case JOB.json`, run under ncu by runner.explain.profiling), and
+that compute-sanitizer checks at the check size (runner.execution.sanitize).
 
 It loads the implementation's PTX, generates the case's inputs on the device exactly as the
 timing phase does, launches the kernel once and exits. ncu's kernel filter picks that launch out
 of the generator's; nothing here is timed, and nothing here is ever part of a timed sample.
-JOB.json: {"manifest", "case", "impl", "ptx", "device"}.
+JOB.json: {"manifest", "case", "impl", "ptx", "device", "size"}; size is "timed" (the default:
+the case's dims) or "check" (its check_dims, with outputs poisoned first so that a tool that
+tracks uninitialised reads sees them written).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from protocol.codec import decode
 
 
 def launch_once(job: dict) -> dict:
-    """Inputs at the timed size, one launch of the implementation, synchronize; what ran."""
+    """Inputs at the job's size, one launch of the implementation, synchronize; what ran."""
     from runner.definition import manifest
     from runner.execution.case import fits_device, resolve_kernel
     from runner.gpu import driver
@@ -25,7 +28,10 @@ def launch_once(job: dict) -> dict:
     impl = case.impl(
         job["impl"].partition("@")[0]
     )  # a revision X@head is X (runner.definition.revisions)
-    geometry = case.geometry(case.dims)
+    size = job.get("size", "timed")
+    if size not in ("timed", "check"):
+        raise ValueError(f"profile job: size must be 'timed' or 'check' (got {size!r})")
+    geometry = case.geometry(case.dims if size == "timed" else case.check_dims)
     with driver.Context(job.get("device", 0)) as ctx:
         stream = driver.Stream()
         internal = InternalKernels(ctx)
@@ -35,6 +41,8 @@ def launch_once(job: dict) -> dict:
             buffers = gate.DeviceBuffers(case, geometry, internal, stream)
             try:
                 buffers.fill_inputs()
+                if size == "check":
+                    buffers.poison_outputs(0xFF)
                 stream.synchronize()
                 kernel = resolve_kernel(module, impl.entry, geometry)
                 kernel.launch(stream, buffers.kernel_args())
@@ -49,6 +57,7 @@ def launch_once(job: dict) -> dict:
         "case": case.id,
         "impl": impl.name,
         "entry": impl.entry,
+        "size": size,
         "dims": geometry.dims,
         "grid": list(geometry.grid),
         "block": list(geometry.block),

@@ -8,7 +8,7 @@ from its own raw samples.
 from __future__ import annotations
 
 from protocol.version import RESULT_SCHEMA_VERSION
-from runner.measurement import stats
+from runner.measurement import ceiling, stats
 from runner.measurement.timing import clocks
 
 
@@ -36,28 +36,41 @@ def throughput(
     return out
 
 
-# Margins past the device's figures before a result is called impossible: the measured copy
-# bandwidth (read + write) can be beaten slightly by a read-heavy kernel; nominal FLOP/s is a
-# datasheet figure at the clock NVML reported.
-BANDWIDTH_MARGIN = 1.10
+# Margin past the nominal FLOP/s (a datasheet figure at the clock NVML reported) before a result
+# is called impossible; the bandwidth ceiling and its margin are runner.measurement.ceiling's.
 FLOPS_MARGIN = 1.05
 
 
-def impossible(rates: dict, peaks: dict, working_set_bytes: float | None) -> str | None:
-    """Why a result is physically impossible on this device, naming both figures, or None.
-    A case whose working set fits in the L2 is not judged against DRAM bandwidth (there is no
-    measured L2 figure to judge it by); its FLOP rate still is."""
+def rate_bound(
+    rates: dict,
+    peaks: dict,
+    working_set_bytes: float | None,
+    split: tuple[float, float] | None = None,
+) -> dict | None:
+    """The `throughput.bound` block (runner.measurement.ceiling.judge_rate) of a row with these
+    rates; `split` is (bytes read, bytes written) a call where known. None when there is nothing
+    to judge, or when the working set fits in the L2 (no measured L2 figure to judge it by)."""
     l2 = peaks.get("l2_bytes")
-    fraction = rates.get("fraction_of_peak_bandwidth")
-    dram_bound = working_set_bytes is None or not l2 or working_set_bytes > l2
-    if fraction is not None and dram_bound and fraction > BANDWIDTH_MARGIN:
-        peak = rates["bytes_per_s"] / fraction
-        return (
-            f"{rates['bytes_per_s'] / 1e9:.0f} GB/s is above the device's "
-            f"{rates.get('peak_bandwidth_source', 'measured')} {peak / 1e9:.0f} GB/s "
-            f"(x{BANDWIDTH_MARGIN:g} allowed) for a working set of {working_set_bytes or 0:.3g} "
-            f"bytes, larger than the {l2 or 0:.3g}-byte L2"
-        )
+    if working_set_bytes is not None and l2 and working_set_bytes <= l2:
+        return None
+    if not rates.get("bytes") or not rates.get("bytes_per_s"):
+        return None
+    read, write = split if split is not None else (None, None)
+    median_s = rates["bytes"] / rates["bytes_per_s"]
+    return ceiling.judge_rate(rates["bytes"], median_s, peaks, read, write)
+
+
+def impossible(
+    rates: dict,
+    peaks: dict,
+    working_set_bytes: float | None,
+    split: tuple[float, float] | None = None,
+) -> str | None:
+    """Why a result is physically impossible on this device, naming both figures, or None: its
+    memory rate beyond the L2 above the ceiling (rate_bound), or its FLOP rate above nominal."""
+    bound = rate_bound(rates, peaks, working_set_bytes, split)
+    if bound is not None and bound["exceeded"]:
+        return bound["message"]
     fraction = rates.get("fraction_of_peak_flops")
     if fraction is not None and fraction > FLOPS_MARGIN:
         peak = rates["flops_per_s"] / fraction
@@ -181,8 +194,10 @@ def finish_case(
     flop_dtype,
     peaks: dict,
     working_set_bytes: float | None = None,
+    split: tuple[float, float] | None = None,
 ) -> dict:
-    """Fill `case_doc` (already holding builds and errors) from the worker's raw record."""
+    """Fill `case_doc` (already holding builds and errors) from the worker's raw record.
+    `split`: the case's bytes a call as (read, written), for the rate ceiling."""
     record = worker_record or {}
     for name, impl in case_doc["implementations"].items():
         raw = record.get("impls", {}).get(name, {})
@@ -202,11 +217,17 @@ def finish_case(
                 peaks,
                 flop_dtype,
             )
+        for impl in case_doc["implementations"].values():
+            if "throughput" not in impl:
+                continue
+            bound = rate_bound(impl["throughput"], peaks, working_set_bytes, split)
+            if bound is not None:
+                impl["throughput"]["bound"] = bound
         found = [
             f"{name}: {why}"
             for name, impl in case_doc["implementations"].items()
             if "throughput" in impl
-            and (why := impossible(impl["throughput"], peaks, working_set_bytes))
+            and (why := impossible(impl["throughput"], peaks, working_set_bytes, split))
         ]
         dependent = [
             f"{name}: {dependence(i['integrity'])}"

@@ -4,12 +4,15 @@ ptxas comes first from PATH, as `runner check` finds it, so both assemble with t
 cuobjdump and nvdisasm come first from the NVIDIA wheels (`pip install -e '.[explain]'` installs
 nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm) through cuda.pathfinder, which also knows
 CUDA_HOME and the toolkit's own folders, then from PATH. ncu (Nsight Compute) is searched the same
-way; it is installed with the CUDA toolkit on a GPU box.
+way; it is installed with the CUDA toolkit on a GPU box. compute-sanitizer, also part of the
+toolkit, is looked for the same way and then in $CUDA_HOME/bin and /usr/local/cuda/bin.
 """
 
 from __future__ import annotations
 
 import functools
+import os
+import shutil
 import subprocess
 
 from runner.definition.toolchains import cuda_programs
@@ -22,7 +25,11 @@ INSTALL_HINT = {
     "nvdisasm": "pip install -e '.[explain]' (the nvidia-cuda-nvdisasm wheel), or put the CUDA "
     "toolkit's bin/ on PATH",
     "ncu": "install Nsight Compute (it comes with the CUDA toolkit) and put ncu on PATH",
+    "compute-sanitizer": "install the CUDA toolkit (compute-sanitizer comes with it) and put its "
+    "bin/ on PATH, or set CUDA_HOME",
 }
+# Where a CUDA toolkit keeps its programs when its bin/ is not on PATH (compute-sanitizer).
+TOOLKIT_BINS = ("/usr/local/cuda/bin", "/opt/cuda/bin")
 
 
 class ToolMissing(RuntimeError):
@@ -46,7 +53,12 @@ def find(name: str) -> str | None:
     covers a cuda-python without cuda.pathfinder (12.6.x, the floor)."""
     if name == "ptxas":
         return cuda_programs.find("ptxas") or _pathfinder("ptxas")
-    return _pathfinder(name) or cuda_programs.find(name)
+    found = _pathfinder(name) or cuda_programs.find(name)
+    if found is None and name == "compute-sanitizer":
+        home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+        folders = ([os.path.join(home, "bin")] if home else []) + list(TOOLKIT_BINS)
+        found = shutil.which(name, path=os.pathsep.join(folders))
+    return found
 
 
 def require(name: str) -> str:

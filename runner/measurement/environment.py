@@ -14,7 +14,11 @@ import socket
 import sys
 
 from runner.gpu import driver
-from runner.measurement.peaks import measure_peak_bandwidth, nominal_peaks
+from runner.measurement.peaks import (
+    measure_peak_bandwidth,
+    measure_stream_bandwidth,
+    nominal_peaks,
+)
 
 __all__ = [
     "capture",
@@ -224,6 +228,23 @@ def software() -> dict:
     }
 
 
+def _stream_peaks(ctx: driver.Context) -> dict:
+    """The read, write and copy bandwidth of the runner's stream kernels, for the rate ceiling
+    (runner.measurement.ceiling); the error instead where they could not run."""
+    try:
+        stream = measure_stream_bandwidth(ctx)
+    except (driver.CudaError, ValueError) as exc:
+        if isinstance(exc, driver.CudaError) and exc.sticky:
+            raise
+        return {"measured_stream_error": str(exc)}
+    return {
+        "measured_read_bytes_per_s": stream["read_bytes_per_s"],
+        "measured_write_bytes_per_s": stream["write_bytes_per_s"],
+        "measured_copy_kernel_bytes_per_s": stream["copy_bytes_per_s"],
+        "measured_stream_method": stream["method"],
+    }
+
+
 def capture(ctx: driver.Context, *, measure_bandwidth: bool = True) -> dict:
     """The environment block of a result document: device, sensors, software and peaks."""
     info = device_info(ctx)
@@ -242,6 +263,7 @@ def capture(ctx: driver.Context, *, measure_bandwidth: bool = True) -> dict:
             if exc.sticky:  # the context is gone: nothing after this can run in it
                 raise
             peaks["measured_memory_error"] = str(exc)
+        peaks.update(_stream_peaks(ctx))
     nominal = nominal_peaks(info, sensors)
     peaks.update(
         {

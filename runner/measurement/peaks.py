@@ -1,11 +1,22 @@
 """The device's peaks that throughput is judged against: the memory bandwidth measured with one
-device-to-device copy, and the nominal (datasheet-style) figures from clocks and unit counts."""
+device-to-device copy and with the runner's read-only, write-only and copy kernels (as BabelStream
+and nvbench measure it), and the nominal (datasheet-style) figures from clocks and unit counts."""
 
 from __future__ import annotations
 
 from runner.gpu import driver
 
-__all__ = ["FMA_LANES_PER_SM", "measure_peak_bandwidth", "nominal_peaks"]
+__all__ = [
+    "FMA_LANES_PER_SM",
+    "measure_peak_bandwidth",
+    "measure_stream_bandwidth",
+    "nominal_peaks",
+]
+
+STREAM_MIN_BYTES = 256 << 20  # each stream buffer: at least this, and 4 times the L2
+STREAM_BLOCK = 256
+STREAM_PAIR_BYTES = 16  # the kernels move 16-byte words
+STREAM_LAUNCHES = 10  # launches a timing: about 0.6 ms of reads at 256 MiB on an H200
 
 # (FP64, FP32) FMA lanes per SM by compute capability, from the CUDA C++ Programming Guide's
 # "arithmetic instructions" throughput table.
@@ -68,6 +79,93 @@ def measure_peak_bandwidth(ctx: driver.Context, *, nbytes: int = 1 << 30, repeat
         "best_s": best_s,
         "repeats": repeats,
         "method": f"cuMemcpyDtoD, read+write bytes, best of {repeats}",
+    }
+
+
+def _best_of(kernel, args, stream, start, stop, repeats: int) -> float:
+    """Best seconds a launch over `repeats` timings of STREAM_LAUNCHES back-to-back launches
+    between events, after one untimed warm-up: the host's latency to queue the first launch,
+    which the start event does not wait for, is spread over all of them."""
+    from runner.measurement.timing import own_launches
+
+    best_s = float("inf")
+    for attempt in range(repeats + 1):
+        start.record(stream)
+        for _ in range(STREAM_LAUNCHES):
+            with own_launches.launching():  # the runner's own: never counted in a CUPTI window
+                kernel.launch(stream, args)
+        stop.record(stream)
+        stop.synchronize()
+        if attempt:
+            best_s = min(best_s, stop.elapsed_s(start) / STREAM_LAUNCHES)
+    return best_s
+
+
+def measure_stream_bandwidth(ctx: driver.Context, *, repeats: int = 5) -> dict:
+    """Achievable device-memory bandwidth by kind of access, with the runner's stream kernels
+    (kg_stream_read, kg_stream_write, kg_stream_copy in runner/gpu/device/kernels.cu): 16-byte
+    words, one a thread, over buffers of max(4 x L2, 256 MiB) so the L2 holds a small part.
+
+    read_bytes_per_s = nbytes / best_s of the read; write_bytes_per_s likewise; copy_bytes_per_s
+    = 2 * nbytes / best_s (each byte read once and written once); best_s is the best of
+    `repeats` timings of STREAM_LAUNCHES launches each, by events, after one untimed warm-up. A buffer shrinks to a quarter of free
+    memory when needed (the copy takes two).
+    """
+    from runner.gpu.device import load_ptx
+    from runner.measurement.timing import own_launches
+
+    if repeats < 1:
+        raise ValueError(f"measure_stream_bandwidth: repeats must be >= 1 (got {repeats})")
+    l2_bytes = ctx.attribute("L2_CACHE_SIZE")
+    free_bytes, _total = driver.check(driver.cu().cuMemGetInfo(), "cuMemGetInfo")
+    nbytes = min(max(4 * l2_bytes, STREAM_MIN_BYTES), int(free_bytes) // 4)
+    nbytes -= nbytes % (STREAM_PAIR_BYTES * STREAM_BLOCK)
+    if nbytes <= 0:
+        raise ValueError(f"measure_stream_bandwidth: no device memory free ({free_bytes} bytes)")
+    pairs = nbytes // STREAM_PAIR_BYTES
+    grid = (pairs // STREAM_BLOCK, 1, 1)
+    block = (STREAM_BLOCK, 1, 1)
+    module, buffers, stream, events, functions = None, [], None, [], []
+    try:
+        module = driver.Module(load_ptx(), "kernelgap stream kernels")
+        kernels = {
+            k: module.kernel(f"kg_stream_{k}", grid, block) for k in ("read", "write", "copy")
+        }
+        functions = [k.function for k in kernels.values()]
+        own_launches.register(functions)
+        buffers = [driver.Buffer(nbytes), driver.Buffer(nbytes), driver.Buffer(8)]
+        src, dst, sink = buffers
+        stream = driver.Stream()
+        events = [driver.Event(), driver.Event()]
+        src.fill_bytes(0x3C, stream)
+        stream.synchronize()
+        args = {
+            "read": driver.KernelArgs([("ptr", src.ptr), ("u64", pairs), ("ptr", sink.ptr)]),
+            "write": driver.KernelArgs([("ptr", dst.ptr), ("u64", pairs), ("u64", 7)]),
+            "copy": driver.KernelArgs([("ptr", src.ptr), ("ptr", dst.ptr), ("u64", pairs)]),
+        }
+        best = {k: _best_of(kernels[k], args[k], stream, *events, repeats) for k in kernels}
+    finally:
+        own_launches.forget(functions)
+        for event in events:
+            event.destroy()
+        if stream is not None:
+            stream.destroy()
+        for buffer in buffers:
+            buffer.free()
+        if module is not None:
+            module.unload()
+    return {
+        "read_bytes_per_s": nbytes / best["read"],
+        "write_bytes_per_s": nbytes / best["write"],
+        "copy_bytes_per_s": 2 * nbytes / best["copy"],
+        "nbytes": nbytes,
+        "repeats": repeats,
+        "method": (
+            f"kg_stream_read/write/copy kernels over {nbytes} bytes (16-byte words, one a thread), "
+            f"events around {STREAM_LAUNCHES} launches, best of {repeats}; copy counts read+write "
+            "bytes"
+        ),
     }
 
 

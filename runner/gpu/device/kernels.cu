@@ -132,6 +132,31 @@ extern "C" __global__ void kg_flush_l2(const kg_u64* buf, kg_u64 n_words, kg_u64
     if (acc == KG_FLUSH_MAGIC) *sink = acc;
 }
 
+// Stream kernels (after BabelStream): the device's read-only, write-only and copy bandwidth,
+// 16-byte accesses in a grid-stride loop over buffers several times the L2
+// (runner.measurement.peaks.measure_stream_bandwidth). The read's store is never taken.
+extern "C" __global__ void kg_stream_read(const ulonglong2* buf, kg_u64 n_pairs, kg_u64* sink) {
+    kg_u64 acc = 0;
+    kg_u64 step = (kg_u64)gridDim.x * blockDim.x;
+    for (kg_u64 i = (kg_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n_pairs; i += step) {
+        ulonglong2 v = buf[i];
+        acc ^= v.x ^ v.y;
+    }
+    if (acc == KG_FLUSH_MAGIC) *sink = acc;
+}
+
+extern "C" __global__ void kg_stream_write(ulonglong2* buf, kg_u64 n_pairs, kg_u64 value) {
+    kg_u64 step = (kg_u64)gridDim.x * blockDim.x;
+    for (kg_u64 i = (kg_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n_pairs; i += step)
+        buf[i] = make_ulonglong2(value, i);
+}
+
+extern "C" __global__ void kg_stream_copy(const ulonglong2* src, ulonglong2* dst, kg_u64 n_pairs) {
+    kg_u64 step = (kg_u64)gridDim.x * blockDim.x;
+    for (kg_u64 i = (kg_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n_pairs; i += step)
+        dst[i] = src[i];
+}
+
 __device__ __forceinline__ kg_u64 kg_globaltimer_ns() {
     kg_u64 t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from runner.gpu import driver
 from runner.gpu.graphs import Graph
+from runner.measurement.timing import own_launches
 from runner.measurement.timing.base import CopyTurns
 from runner.measurement.timing.cupti import span_s, union_s
 
@@ -32,14 +33,22 @@ class Launchable:
 
 
 class InternalKernels:
-    """The runner's own kernels (runner/gpu/device/kernels.cu): generator, L2 flush, blocking spin."""
+    """The runner's own kernels (runner/gpu/device/kernels.cu): generator, L2 flush, blocking spin.
+
+    Their functions are registered with own_launches and each launch is made inside
+    own_launches.launching(), so CUPTI windows leave their records out by the function launched."""
 
     SPIN_TIMEOUT_NS = 10_000_000_000  # a blocker never outlives a dead host by more than this
+    ENTRIES = ("kg_fill_random", "kg_flush_l2", "kg_spin")
 
     def __init__(self, ctx: driver.Context):
         from runner.gpu.device import load_ptx
 
         self.module = driver.Module(load_ptx(), "kernelgap internal kernels")
+        self._functions = [
+            self.module.kernel(e, (1, 1, 1), (1, 1, 1)).function for e in self.ENTRIES
+        ]
+        own_launches.register(self._functions)
         self.sm_count = ctx.attribute("MULTIPROCESSOR_COUNT")
         self.l2_bytes = ctx.attribute("L2_CACHE_SIZE")
         self._flush_buffer: driver.Buffer | None = None
@@ -55,7 +64,8 @@ class InternalKernels:
         grid = min(math.ceil(n / 256), self.sm_count * 16)
         kernel = self.module.kernel("kg_fill_random", (grid, 1, 1), (256, 1, 1))
         args = driver.KernelArgs([("ptr", buffer.ptr), *tail_args])
-        kernel.launch(stream, args)
+        with own_launches.launching():
+            kernel.launch(stream, args)
 
     def flush_l2(self, stream: driver.Stream) -> None:
         """Queue a read of a buffer of at least twice the L2 (3x, and 64 MiB at least), after
@@ -77,7 +87,8 @@ class InternalKernels:
                     ("ptr", self._flush_sink.ptr),
                 ]
             )
-        self._flush_kernel.launch(stream, self._flush_args)
+        with own_launches.launching():
+            self._flush_kernel.launch(stream, self._flush_args)
 
     def block(self, stream: driver.Stream, timeout_ns: int | None = None) -> None:
         """Queue the blocking kernel; nothing behind it on `stream` runs until `release()`.
@@ -96,7 +107,8 @@ class InternalKernels:
                 [("ptr", self._flag.device_ptr), ("u64", timeout_ns), ("ptr", self._status.ptr)]
             )
         self._flag.set(0)
-        self._spin.launch(stream, self._spin_args[timeout_ns])
+        with own_launches.launching():
+            self._spin.launch(stream, self._spin_args[timeout_ns])
 
     def blocker_timed_out(self) -> bool:
         """Whether the last blocking kernel gave up before release() (read after it finished)."""
@@ -121,6 +133,7 @@ class InternalKernels:
         ):
             if thing is not None:
                 thing.free()
+        own_launches.forget(self._functions)
         self.module.unload()
 
 

@@ -5,8 +5,9 @@ latency from the start event to the first kernel, and a resolution of about half
 CUPTI's activity records give each kernel's start and end on the device clock in nanoseconds.
 This module owns the process's one CUPTI subscription (registration is process-wide) and a
 window over it: `begin()` before the timed work, `end()` after the work has finished, and the
-records of what ran on the window's stream in between. The runner's own kernels (kg_*: the
-blocker, the flush, the generator) never count.
+records of what ran on the window's stream in between. The runner's own kernels (the blocker,
+the flush, the generator) never count: they are told apart by the function each launch ran
+(runner.measurement.timing.own_launches), never by name, so a user's kernel named kg_* counts.
 
 What a figure is, per timer and mode (DESIGN.md, Timing method):
 - cold: the duration of one launch, end - start of its record (the union of the intervals
@@ -27,6 +28,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from runner.measurement.timing import own_launches
+
 __all__ = [
     "ActivityWindow",
     "Record",
@@ -39,7 +42,6 @@ __all__ = [
 ]
 
 BUFFER_BYTES = 8 << 20
-INTERNAL_PREFIX = "kg_"
 
 # start ns, end ns, name, CUPTI stream id; a copy's name says what it is: "memcpy DtoD 4096 B",
 # "memset 64 B" (kernels carry their own names)
@@ -97,9 +99,12 @@ def resolve_timer(timer: str, mode: str, cupti_usable: bool) -> str:
 def unavailable_reason() -> str | None:
     """None when CUPTI activity tracing can be used from Python here, else why not."""
     try:
-        from cupti import cupti  # noqa: F401
+        from cupti import cupti
     except Exception as exc:  # not installed, or its libcupti could not be loaded
         return f"cupti-python is not usable: {type(exc).__name__}: {exc}"
+    missing = own_launches.missing_api(cupti)
+    if missing:  # the runner's own launches could not be told apart from the measured ones
+        return f"cupti-python lacks the callback API the runner needs ({', '.join(missing)})"
     return None
 
 
@@ -122,6 +127,8 @@ class _Collector:
     @classmethod
     def _completed(cls, activities) -> None:
         for a in activities:
+            if own_launches.is_own(getattr(a, "correlation_id", None)):
+                continue  # the runner's own kernel, known by the function it launched
             stream = getattr(a, "stream_id", None)
             cls.records.append((int(a.start), int(a.end), _name(a), stream))
 
@@ -154,8 +161,11 @@ class ActivityWindow:
             kinds += [cupti.ActivityKind.MEMCPY, cupti.ActivityKind.MEMSET]
         self.kinds = []
         self.begun_ns = 0
+        self.subscribed = False
         _Collector.register(cupti)
         try:
+            own_launches.subscribe()  # before any record: the runner's own launches are known
+            self.subscribed = True
             for kind in kinds:
                 cupti.activity_enable(kind)
                 self.kinds.append(kind)
@@ -173,13 +183,9 @@ class ActivityWindow:
 
     def end_records(self) -> list[Record]:
         """Every record that started since begin() (or has no timestamps yet: still running),
-        the runner's own kernels left out."""
+        the runner's own launches left out (by the function launched, see own_launches)."""
         self.cupti.activity_flush_all(1)
-        records = [
-            r
-            for r in _Collector.records
-            if not r[2].startswith(INTERNAL_PREFIX) and (r[0] <= 0 or r[0] >= self.begun_ns)
-        ]
+        records = [r for r in _Collector.records if r[0] <= 0 or r[0] >= self.begun_ns]
         _Collector.records.clear()
         return records
 
@@ -195,4 +201,8 @@ class ActivityWindow:
         self.cupti.activity_flush_all(1)
         for kind in self.kinds:
             self.cupti.activity_disable(kind)
+        self.kinds = []
         _Collector.records.clear()
+        if self.subscribed:
+            own_launches.unsubscribe()
+            self.subscribed = False

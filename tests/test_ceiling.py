@@ -1,0 +1,70 @@
+"""The physically sound rate ceiling (issue 30, item 8; runner.measurement.ceiling): bandwidth by
+kind of access from the runner's stream kernels, an allowance of the L2's size, a margin; on the
+CPU with figures of the size the H200 gives."""
+
+from __future__ import annotations
+
+import pytest
+
+from runner.measurement import ceiling
+
+L2 = 50 * 2**20
+STREAM = {
+    "measured_read_bytes_per_s": 4.55e12,
+    "measured_write_bytes_per_s": 4.15e12,
+    "measured_copy_kernel_bytes_per_s": 4.30e12,
+    "measured_memory_bytes_per_s": 4.168e12,
+    "l2_bytes": L2,
+}
+
+
+def add_bytes(n: int) -> float:
+    return 3 * 4 * n  # torch.add in float32: two reads and one write a element
+
+
+def test_an_honest_add_at_2_24_refused_before_passes_now():
+    """4623 GB/s at 2^24, cold, refused against a cuMemcpy of 4168 GB/s x1.1 (issue 30)."""
+    nbytes = add_bytes(1 << 24)
+    median_s = nbytes / 4623e9
+    bound = ceiling.judge_rate(nbytes, median_s, STREAM)
+    assert not bound["exceeded"], bound
+    assert bound["achieved_bytes_per_s"] == pytest.approx((nbytes - L2) / median_s)
+    assert bound["bandwidth_source"].startswith("measured read-only, the most favourable")
+    only_copy = {"measured_memory_bytes_per_s": 4.168e12, "l2_bytes": L2}  # no stream figures
+    assert not ceiling.judge_rate(nbytes, median_s, only_copy)["exceeded"]
+
+
+def test_a_cheat_doing_an_eighth_of_the_work_at_2_26_is_flagged_with_both_figures():
+    nbytes = add_bytes(1 << 26)
+    honest_s = nbytes / 4.3e12
+    assert not ceiling.judge_rate(nbytes, honest_s, STREAM)["exceeded"]
+    bound = ceiling.judge_rate(nbytes, honest_s / 8, STREAM)
+    assert bound["exceeded"] and bound["achieved_bytes_per_s"] > bound["ceiling_bytes_per_s"]
+    assert bound["ceiling_bytes_per_s"] == pytest.approx(4.55e12 * ceiling.BANDWIDTH_MARGIN)
+    assert bound["message"].startswith(f"{bound['achieved_bytes_per_s'] / 1e9:.0f} GB/s is above")
+    assert "4550 GB/s (x1.1 allowed)" in bound["message"]
+    assert "5.24e+07-byte L2" in bound["message"]
+
+
+def test_the_split_of_reads_and_writes_picks_the_bandwidth():
+    def source(read, write):
+        return ceiling.bandwidth_ceiling(STREAM, read, write)["bandwidth_source"]
+
+    assert source(100.0, 0.0).startswith("measured read-only (the row only reads)")
+    assert source(0.0, 100.0).startswith("measured write-only (the row only writes)")
+    assert source(200.0, 100.0) == "measured read-only, the most favourable (reads and writes)"
+    write_fast = {**STREAM, "measured_write_bytes_per_s": 5e12}
+    assert ceiling.bandwidth_ceiling(write_fast, None, None)["bandwidth_bytes_per_s"] == 5e12
+    assert ceiling.bandwidth_ceiling(STREAM, 0.0, 100.0)["bandwidth_bytes_per_s"] == 4.15e12
+
+
+def test_fallbacks_and_nothing_to_judge():
+    nominal = {"nominal_memory_bytes_per_s": 4.8e12}
+    assert ceiling.bandwidth_ceiling(nominal)["bandwidth_source"] == "nominal"
+    assert ceiling.bandwidth_ceiling(nominal)["l2_allowance_bytes"] == 0.0
+    assert ceiling.bandwidth_ceiling({}) is None
+    assert ceiling.judge_rate(None, 1e-3, STREAM) is None
+    assert ceiling.judge_rate(1e9, 0.0, STREAM) is None
+    # a call that moves less than the L2 holds is never over the ceiling
+    small = ceiling.judge_rate(L2 / 2, 1e-9, STREAM)
+    assert small["counted_bytes"] == 0 and not small["exceeded"]
