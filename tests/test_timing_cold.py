@@ -3,7 +3,6 @@ launch falls in the launch sequence and the order the sides take."""
 
 from __future__ import annotations
 
-import itertools
 import statistics
 
 import numpy as np

@@ -12,6 +12,7 @@ import time
 from runner.definition import manifest, spec
 from runner.definition.reference import load_reference
 from runner.gpu import driver, ptx
+from runner.gpu.module_state import ModuleState
 from runner.measurement import gate
 from runner.measurement.timing import (
     TimingSettings,
@@ -21,7 +22,12 @@ from runner.measurement.timing import (
     measure,
     output_dependence,
 )
-from runner.measurement.timing.cuda import CudaBackend, InternalKernels, Launchable
+from runner.measurement.timing.cuda import (
+    CudaBackend,
+    InternalKernels,
+    Launchable,
+    LaunchAuditHooks,
+)
 
 DYNAMIC_SHARED_DEFAULT_LIMIT = 48 * 1024
 # cold: each implementation's PTX is loaded this many times and its cold launches take the loads
@@ -94,6 +100,9 @@ class CaseRun:
         self.ctx = self.stream = self.internal = None
         self.modules: dict[str, driver.Module] = {}
         self.cold_copies: dict[str, list[driver.Module]] = {n: [] for n in self.names}
+        # per load of each implementation (its module, then its cold copies): the `.global`
+        # variables as loaded, or None (runner.gpu.module_state)
+        self.states: dict[str, list[ModuleState | None]] = {n: [] for n in self.names}
 
     def enter(self, phase: str, **extra) -> None:
         self.phase = phase
@@ -110,13 +119,16 @@ class CaseRun:
         for name in self.names:
             text = self.job["ptx"][name]
             self.modules[name] = driver.Module(text, f"{self.case.id}/{name}")
+            self.states[name].append(ModuleState.of(self.modules[name], text, self.stream))
             self.record["impls"][name]["load_s"] = self.modules[name].load_s
-            self.record["impls"][name]["ptx"] = ptx.describe(ptx.parse(text))
+            self.record["impls"][name]["ptx"] = ptx.describe(ptx.parse(text), text)
         if self.settings.mode == "cold":  # more loads, in turn across implementations
             t0 = time.perf_counter()
             for name in load_order(self.names, COLD_LOADS)[len(self.names) :]:  # see COLD_LOADS
                 label = f"{self.case.id}/{name} (cold load {len(self.cold_copies[name]) + 2})"
-                self.cold_copies[name].append(driver.Module(self.job["ptx"][name], label))
+                copy = driver.Module(self.job["ptx"][name], label)
+                self.cold_copies[name].append(copy)
+                self.states[name].append(ModuleState.of(copy, self.job["ptx"][name], self.stream))
             self.record["phases_s"]["cold_loads_s"] = time.perf_counter() - t0
 
     def kernel(self, name: str, geometry: spec.Geometry, module=None) -> driver.Kernel:
@@ -202,6 +214,14 @@ class CaseRun:
                 verify = self.verifier(buffers, reference)
             self.enter("timing", mode=self.settings.mode, timer=self.settings.timer)
             outputs = [buffers.buffers[b.name] for b in self.case.buffers if b.role == "output"]
+            audit = LaunchAuditHooks(
+                reseed=buffers.fill_inputs,
+                read=lambda: {
+                    b.name: buffers.download(b.name) for b in self.case.buffers if b.written
+                },
+                differ=self.outputs_differ,
+                states=self.states,
+            )
             window = None
             if self.settings.timer == "cupti":
                 window = cupti.ActivityWindow(int(self.ctx.handle), int(self.stream.handle))
@@ -215,6 +235,7 @@ class CaseRun:
                 window,
                 verify,
                 cold_items,
+                audit,
             )
             monitor, source = clocks.open_monitor(
                 self.job.get("device", 0), self.job.get("device_uuid")
@@ -251,6 +272,21 @@ class CaseRun:
             "precision": m.precision,
             "clocks_source": m.clocks_source,
         }
+
+    def outputs_differ(self, got: dict, expected: dict) -> str | None:
+        """Where one launch's read-back outputs differ from another's on the same inputs (the
+        case's tolerance between implementations), naming buffer, element, expected and got."""
+        tol = gate.Tolerance.of(self.case).between_implementations()
+        for b, want in expected.items():
+            found = gate.compare(got[b], want, tol)
+            if found["mismatches"]:
+                first = found["first_mismatch"]
+                return (
+                    f"{b} differs in {found['mismatches']} of {found['elements']} elements, "
+                    f"first at element {first['index']}: expected {first['expected']}, "
+                    f"got {first['got']}"
+                )
+        return None
 
     def verifier(self, buffers: gate.DeviceBuffers, reference: dict):
         """verify(name) -> None, or how the outputs a timed launch left differ from the
@@ -319,6 +355,9 @@ class CaseRun:
         """Release everything unless a sticky error poisoned the context (the process then exits)."""
         if self.record.get("sticky"):
             return
+        for state in (s for states in self.states.values() for s in states):
+            if state is not None:
+                state.free()
         for module in [*self.modules.values(), *(m for c in self.cold_copies.values() for m in c)]:
             module.unload()
         if self.internal is not None:

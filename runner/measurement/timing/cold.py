@@ -106,11 +106,11 @@ class ColdMode(Strategy):
         """Read back what audited launch `key` of `n` left: compared with the baseline's
         launch at the same key (SideBySide) where the backend reads outputs, else by the
         backend's own verify_outputs."""
-        where = f"cold sample {key[0]} (launch {key[1]})"
-        if self.sides is not None:
+        if self.sides is not None:  # the problem names the launch, the sample and the baseline
             for name, problem in self.sides.add(key, n, backend.read_outputs(n)):
-                timings[name].problems.append(f"{where}: {problem}")
+                timings[name].problems.append(problem)
             return
+        where = f"cold sample {key[0]} (launch {key[1]})"
         verify = getattr(backend, "verify_outputs", None)
         if verify is not None:
             self.sides_audited.setdefault(n, []).append(list(key))

@@ -8,7 +8,7 @@ the start event, the work and the end event have all been queued.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from runner.gpu import driver
 from runner.gpu.graphs import Graph
@@ -29,6 +29,19 @@ class Launchable:
 
     def enqueue(self, stream: driver.Stream) -> None:
         self.kernel.launch(stream, self.args)
+
+
+@dataclass
+class LaunchAuditHooks:
+    """What the CUDA backend needs for cold mode's audits (runner.measurement.timing.launch_audit):
+    `reseed(seed)` queues the inputs' generation from `seed`; `read()` returns the written
+    buffers as arrays; `differ(got, expected)` says where two read-backs differ, or None;
+    `states[name]`: per load of `name` (the order of cold_items), its ModuleState or None."""
+
+    reseed: object
+    read: object
+    differ: object
+    states: dict[str, list] = field(default_factory=dict)
 
 
 class InternalKernels:
@@ -159,12 +172,14 @@ class CudaBackend:
         window=None,
         verify=None,
         cold_items: dict[str, list[Launchable]] | None = None,
+        audit: LaunchAuditHooks | None = None,
     ):
         """With `window` (a runner.measurement.timing.cupti.ActivityWindow on `stream`), samples are read
         from CUPTI's kernel timestamps instead of the events (runner.measurement.timing.cupti says how).
         `verify(name)` -> None or what is wrong with the outputs the last launch left.
         `cold_items[name]`: launchables of several loads of `name`'s module, which its cold
-        launches take in turn (runner.execution.case.COLD_LOADS); by default its one."""
+        launches take in turn (runner.execution.case.COLD_LOADS); by default its one.
+        `audit`: what cold mode's random audits need (fresh inputs, read-backs, module state)."""
         self.stream = stream
         self.internal = internal
         self.launchables = launchables
@@ -177,6 +192,9 @@ class CudaBackend:
         self.verify = verify
         self.cold_items = cold_items or {}
         self.cold_turns = CopyTurns()  # which of cold_items[name] a cold launch takes
+        self.audit = audit
+        if audit is not None:  # the optional Backend methods cold mode looks for
+            self.reseed_inputs, self.outputs_differ = audit.reseed, audit.differ
         self._deferred = False  # inside cold_batch: launches queue into its one window
 
     def warmup(self, name: str, launches: int) -> None:
@@ -187,8 +205,34 @@ class CudaBackend:
         self.stream.synchronize()
 
     def reset(self, name: str) -> None:
+        """Restore the inout buffers and the `.global` variables of the load of `name` that
+        its next launch takes (as loaded: runner.gpu.module_state)."""
         for destination, pristine in self.resets:
             destination.copy_from(pristine, self.stream)
+        states = self.audit.states.get(name) if self.audit is not None else None
+        if states:
+            items = self.cold_items.get(name) or [self.launchables[name]]
+            state = states[self.cold_turns.peek(name, len(items))]
+            if state is not None:
+                state.restore(self.stream)
+
+    def read_outputs(self, name: str) -> dict:
+        """What the last launch of `name` left in the buffers the kernels write (waits for it)."""
+        self.stream.synchronize()
+        return self.audit.read()
+
+    def module_state(self, name: str) -> dict:
+        """For the document: whether `name`'s module keeps `.global` state and what is done."""
+        states = self.audit.states.get(name) if self.audit is not None else None
+        kept = [s for s in states or [] if s is not None]
+        if not kept:
+            return {"globals": {}, "restored": False}
+        return {
+            "globals": {n: v.nbytes for n, v in kept[0].variables.items()},
+            "restored": True,
+            "how": "every .global variable copied back to its bytes as loaded before each "
+            "reset, outside the timing (cold: before every launch; hot: before every sample)",
+        }
 
     def _graph(self, key: tuple, enqueue) -> Graph:
         """The graph captured from `enqueue(stream)`, made once per `key`."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 AUDIT_FRACTION = 0.1  # of cold launches read back, chosen at random (the old fixed stride: 1/10)
 
