@@ -7,11 +7,12 @@ failure stays in the record, which names the phase and the CUDA error.
 
 from __future__ import annotations
 
+import os
 import time
 
 from runner.definition import manifest, spec
 from runner.definition.reference import load_reference
-from runner.gpu import driver, ptx
+from runner.gpu import driver, generator, ptx
 from runner.gpu.module_state import ModuleState
 from runner.measurement import gate
 from runner.measurement.timing import (
@@ -47,6 +48,10 @@ DYNAMIC_SHARED_DEFAULT_LIMIT = 48 * 1024
 # the same process moved it (x1.0012 alone, x0.9987 after one at 2^14;
 # benchmarks/perf/cold_placement.py): a case's measurement has a worker of its own.
 COLD_LOADS = 32
+# hot: the timed launches rotate over this many input sets (the case's own and others from
+# random seeds), where the device has room for them and the case has no inout buffer, so a
+# launch that skips its work leaves another set's answer for the audits (timing.hot) to find
+HOT_INPUT_SETS = 3
 CHECK_GUARD_BYTES = 64 * 1024  # canary bands around every buffer at the correctness size
 
 
@@ -192,6 +197,7 @@ class CaseRun:
         fits_device(self.case, geometry)
         buffers = gate.DeviceBuffers(self.case, geometry, self.internal, self.stream)
         pristine = []  # (buffer, copy) of every inout buffer, restored before each sample
+        extra_sets: list[gate.DeviceBuffers] = []  # hot: input sets 1.. (hot_input_sets)
         try:
             buffers.fill_inputs()
             for b in self.case.buffers:
@@ -222,6 +228,8 @@ class CaseRun:
                 differ=self.outputs_differ,
                 states=self.states,
             )
+            if self.settings.mode == "hot" and verify is not None:
+                self.hot_input_sets(audit, buffers, geometry, launchables, reference, extra_sets)
             window = None
             if self.settings.timer == "cupti":
                 window = cupti.ActivityWindow(int(self.ctx.handle), int(self.stream.handle))
@@ -262,6 +270,8 @@ class CaseRun:
         finally:
             for _, copy in pristine:
                 copy.free()
+            for extra in extra_sets:
+                extra.free()
             buffers.free()
         self.record["measurement"] = {
             "mode": m.mode,
@@ -272,6 +282,53 @@ class CaseRun:
             "precision": m.precision,
             "clocks_source": m.clocks_source,
         }
+
+    def hot_input_sets(self, audit, buffers, geometry, launchables, reference, extra_sets):
+        """Fill `audit` for hot mode: up to HOT_INPUT_SETS input sets (the case's, then others
+        from random seeds, while the device has room for a whole set with a quarter to spare),
+        one launchable per set and implementation (inputs from the set, outputs shared), and
+        the baseline's outputs on each set (`reference` on the case's own). A case with an
+        inout buffer keeps one set and gets no audit: what such a launch leaves depends on the
+        launches before it."""
+        case = self.case
+        if any(b.role == "inout" for b in case.buffers):
+            return
+        need = sum(spec.buffer_bytes(case, geometry.lengths).values())
+        while len(extra_sets) < HOT_INPUT_SETS - 1:
+            free_bytes, _total = driver.check(driver.cu().cuMemGetInfo(), "cuMemGetInfo")
+            if need * 1.25 > int(free_bytes):
+                break
+            extra = gate.DeviceBuffers(case, geometry, self.internal, self.stream)
+            extra_sets.append(extra)
+            extra.fill_inputs(reseed=int.from_bytes(os.urandom(8), "little"))
+        baseline = case.baseline.name
+        written = [b for b in case.buffers if b.written]
+        audit.written = {b.name: buffers.buffers[b.name] for b in written}
+        audit.as_array = lambda name, buffer: buffer.download(
+            generator.DTYPES[case.buffer(name).dtype], geometry.lengths[name]
+        )
+        audit.sets = {
+            n: [launchables[n]]
+            + [Launchable(launchables[n].kernel, self.mixed_args(buffers, e)) for e in extra_sets]
+            for n in self.names
+        }
+        audit.expected = [reference]
+        for item in audit.sets[baseline][1:]:
+            buffers.poison_outputs(gate.POISON_BYTES[0])
+            item.enqueue(self.stream)
+            self.stream.synchronize()
+            audit.expected.append({b.name: buffers.download(b.name) for b in written})
+
+    def mixed_args(self, outputs: gate.DeviceBuffers, inputs: gate.DeviceBuffers):
+        """Kernel arguments with the input buffers of `inputs` and every other of `outputs`."""
+        values = []
+        for p in self.case.params:
+            if p.kind != "ptr":
+                values.append((p.kind, outputs.geometry.scalars[p.name]))
+                continue
+            role = self.case.buffer(p.buffer).role
+            values.append(("ptr", (inputs if role == "input" else outputs).buffers[p.buffer].ptr))
+        return driver.KernelArgs(values)
 
     def outputs_differ(self, got: dict, expected: dict) -> str | None:
         """Where one launch's read-back outputs differ from another's on the same inputs (the
