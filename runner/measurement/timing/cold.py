@@ -156,7 +156,9 @@ class ColdMode(Strategy):
             "audited": audited,
             "compared_with": f"baseline {self.baseline}, its launch at the same (k, j)"
             if reads
-            else "the backend's check of the outputs",
+            else "the backend's check of the outputs"
+            if getattr(backend, "verify_outputs", None) is not None
+            else "nothing: the backend reads no outputs back",
             "poison": "a byte drawn per (k, j) from the seed, 1..255",
             "inputs": "generated from a seed drawn per (k, j), the same for every implementation"
             if getattr(backend, "reseed_inputs", None) is not None
