@@ -1,0 +1,173 @@
+"""Module state on the CPU: which `.global` variables a PTX module defines, their snapshot as
+loaded and its restore (on a mocked driver with a byte-addressed memory), and which load's state
+CudaBackend restores before a cold launch."""
+
+from __future__ import annotations
+
+import pytest
+
+from runner.gpu import driver, module_state, ptx
+from runner.measurement.timing import cuda
+from runner.measurement.timing.base import copy_turn
+
+PTX = """
+.version 8.7
+.target sm_90
+.address_size 64
+// .global .u32 commented_out;
+.extern .global .align 4 .u32 elsewhere;
+.global .align 4 .b8 counts[256];
+.global .align 8 .f64 key = 0d4008000000000000;
+.visible .global .align 4 .u32 hidden;
+.const .align 4 .b8 lut[16] = {0, 0, 128, 63, 0, 0, 0, 64, 0, 0, 64, 64, 0, 0, 128, 64};
+.global .f64 grid[4][8];
+.global .u8 open_ended[];
+.visible .entry k(.param .u64 .ptr .global .align 8 out)
+{
+  ld.global.u32 %r1, [hidden];
+  ret;
+}
+"""
+
+
+def test_module_globals_lists_what_the_module_defines_in_the_global_space():
+    assert ptx.module_globals(PTX) == {
+        "counts": 256,
+        "key": 8,
+        "hidden": 4,
+        "grid": 256,
+        "open_ended": None,
+    }  # not .extern, not .const, not comments, not ld.global or .ptr .global parameters
+    assert ptx.module_globals(PTX.encode()) == ptx.module_globals(PTX)
+    assert ptx.describe(ptx.parse(PTX), PTX)["globals"]["counts"] == 256
+    honest = PTX.split("// .global")[0] + ".visible .entry k()\n{\n ret;\n}\n"
+    assert "globals" not in ptx.describe(ptx.parse(honest), honest)
+    assert "globals" not in ptx.describe(ptx.parse(PTX))  # without the text: as before
+
+
+class FakeCu:
+    """A driver with one byte-addressed memory: allocations, module globals and copies."""
+
+    def __init__(self, globals_: dict[str, bytes]):
+        self.memory = bytearray(1 << 16)
+        self.next = 1024
+        self.globals = {}
+        for name, value in globals_.items():
+            self.globals[name] = (self._alloc(len(value)), len(value))
+            self._write(self.globals[name][0], value)
+        self.copies = []
+
+    def _alloc(self, n):
+        ptr, self.next = self.next, self.next + ((n + 255) // 256) * 256
+        return ptr
+
+    def _write(self, ptr, data):
+        self.memory[ptr : ptr + len(data)] = data
+
+    def read(self, name):
+        ptr, n = self.globals[name]
+        return bytes(self.memory[ptr : ptr + n])
+
+    def cuModuleGetGlobal(self, handle, name):
+        if name.decode() not in self.globals:
+            return (1, 0, 0)
+        return (0, *self.globals[name.decode()])
+
+    def cuMemAlloc(self, n):
+        return (0, self._alloc(n))
+
+    def cuMemcpyDtoDAsync(self, dst, src, n, stream):
+        self.copies.append((dst, src, n))
+        self._write(dst, bytes(self.memory[src : src + n]))
+        return (0,)
+
+    def cuStreamSynchronize(self, handle):
+        return (0,)
+
+    def cuMemFree(self, handle):
+        return (0,)
+
+    def cuGetErrorName(self, err):
+        return (0, b"CUDA_ERROR_NOT_FOUND")
+
+    def cuGetErrorString(self, err):
+        return (0, b"named symbol not found")
+
+
+class FakeModule:
+    handle, label = object(), "case/cand"
+
+    global_variable = driver.Module.global_variable
+
+
+class FakeStream:
+    handle = None
+
+    def synchronize(self):
+        pass
+
+
+@pytest.fixture
+def fake_cu(monkeypatch):
+    fake = FakeCu({"counts": bytes(16), "key": b"\x01\x02\x03\x04\x05\x06\x07\x08"})
+    monkeypatch.setattr(driver, "_cu", fake)
+    return fake
+
+
+def test_the_state_as_loaded_is_put_back_by_restore(fake_cu):
+    state = module_state.ModuleState(FakeModule(), ["counts", "key"], FakeStream())
+    assert state.nbytes == 24 and list(state.variables) == ["counts", "key"]
+    counts_ptr = fake_cu.globals["counts"][0]
+    fake_cu._write(counts_ptr, b"\x07" * 16)  # launches counted, a cache filled
+    fake_cu._write(fake_cu.globals["key"][0], b"\xff" * 8)
+    state.restore(FakeStream())
+    assert fake_cu.read("counts") == bytes(16)
+    assert fake_cu.read("key") == b"\x01\x02\x03\x04\x05\x06\x07\x08"
+
+
+def test_a_module_without_globals_has_no_state_and_an_unknown_name_is_named(fake_cu):
+    text = ".version 8.7\n.target sm_90\n.visible .entry k()\n{\n ret;\n}\n"
+    assert module_state.ModuleState.of(FakeModule(), text, FakeStream()) is None
+    with pytest.raises(driver.CudaError, match=r"cuModuleGetGlobal\(case/cand: missing\)"):
+        module_state.ModuleState(FakeModule(), ["missing"], FakeStream())
+
+
+class Restores:
+    def __init__(self, index, log):
+        self.index, self.log = index, log
+        self.variables = {"launches": driver.Buffer.at(4096, 4)}
+
+    def restore(self, stream):
+        self.log.append(self.index)
+
+
+def test_reset_restores_the_state_of_the_load_the_next_cold_launch_takes(monkeypatch):
+    """Cold launches take the loads of a PTX by copy_turn; reset before each one restores the
+    `.global` state of exactly that load, and with one load (hot) of that one."""
+    monkeypatch.setattr(driver, "Event", lambda: None)
+    log = []
+    loads = 4
+    hooks = cuda.LaunchAuditHooks(
+        reseed=None,
+        read=None,
+        differ=None,
+        states={"cand": [Restores(i, log) for i in range(loads)], "base": [None] * loads},
+    )
+    items = [object() for _ in range(loads)]
+    backend = cuda.CudaBackend(
+        FakeStream(),
+        None,
+        {"cand": items[0], "base": items[0]},
+        [],
+        1000,
+        cold_items={"cand": items, "base": items},
+        audit=hooks,
+    )
+    taken = []
+    for _ in range(12):
+        backend.reset("cand")
+        backend.reset("base")  # a module without state: nothing to restore
+        taken.append(backend.cold_turns.next("cand", loads))
+    assert log == taken == [copy_turn(t, loads) for t in range(12)]
+    assert backend.module_state("cand")["globals"] == {"launches": 4}
+    assert backend.module_state("base") == {"globals": {}, "restored": False}
