@@ -55,9 +55,9 @@ def bench(tmp_path_factory, mode: str, cases: tuple[str, ...]) -> dict:
     needs_nvcc()
     out = tmp_path_factory.mktemp(f"state-{mode}") / "result.json"
     selected = [arg for c in cases for arg in ("--case", c)]
+    command = [sys.executable, "-m", "runner", "bench", str(SUITE), *selected]
     done = subprocess.run(
-        [sys.executable, "-m", "runner", "bench", str(SUITE), *selected, "--mode", mode]
-        + ["-o", str(out)],
+        [*command, "--mode", mode, "-o", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -210,4 +210,6 @@ def test_cold_honest_copies_stay_at_parity_with_audits_and_fresh_inputs(cold_run
     audit = case["implementations"]["cuda_again"]["timing"]["audit"]
     assert audit["inputs"].startswith("generated from a seed drawn per (k, j)")
     assert audit["audited"] == case["implementations"]["cuda"]["timing"]["audit"]["audited"]
-    record("none (honest A/A, cold, audited)", "PTX cold", "ok", f"gap x{gap['ratio_of_medians']:.4f}")
+    record(
+        "none (honest A/A, cold, audited)", "PTX cold", "ok", f"gap x{gap['ratio_of_medians']:.4f}"
+    )
