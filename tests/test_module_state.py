@@ -4,6 +4,7 @@ CudaBackend restores before a cold launch."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from runner.gpu import driver, module_state, ptx
@@ -171,3 +172,91 @@ def test_reset_restores_the_state_of_the_load_the_next_cold_launch_takes(monkeyp
     assert log == taken == [copy_turn(t, loads) for t in range(12)]
     assert backend.module_state("cand")["globals"] == {"launches": 4}
     assert backend.module_state("base") == {"globals": {}, "restored": False}
+
+
+# --- the hot audit replay of CudaBackend, on a simulated stream ------------------------------
+
+
+class SimGraph:
+    """A captured graph that replays its enqueue function (the fake device runs at launch)."""
+
+    def __init__(self, stream, enqueue):
+        self.enqueue = enqueue
+
+    def launch(self, stream):
+        self.enqueue(stream)
+
+    def destroy(self):
+        pass
+
+
+class Device:
+    """One output value; launches of an implementation on input set s write 10 * s + 1,
+    except where `skips(launch_index)` (the launch index counts from the last reset)."""
+
+    def __init__(self):
+        self.out, self.launched = None, 0
+
+
+class SetLaunch:
+    def __init__(self, device, input_set, skips):
+        self.device, self.input_set, self.skips = device, input_set, skips
+
+    def enqueue(self, stream):
+        if not self.skips(self.device.launched):
+            self.device.out = 10.0 * self.input_set + 1
+        self.device.launched += 1
+
+
+class Scratch:
+    def __init__(self, device):
+        self.device, self.value = device, None
+
+    def copy_from(self, buffer, stream):
+        self.value = self.device.out
+
+
+def replaying_backend(monkeypatch, skips):
+    monkeypatch.setattr(driver, "Event", lambda: None)
+    monkeypatch.setattr(cuda, "Graph", SimGraph)
+    device = Device()
+    sets = [SetLaunch(device, s, skips) for s in range(3)]
+    hooks = cuda.LaunchAuditHooks(
+        reseed=None,
+        read=None,
+        differ=lambda got, want: (
+            None
+            if got["out"][0] == want["out"][0]
+            else f"out differs at element 0: expected {want['out'][0]}, got {got['out'][0]}"
+        ),
+        sets={"cand": sets},
+        expected=[{"out": np.array([10.0 * s + 1])} for s in range(3)],
+        written={"out": object()},
+        as_array=lambda name, scratch: np.array([scratch.value]),
+    )
+    backend = cuda.CudaBackend(FakeStream(), None, {"cand": sets[0]}, [], 4, audit=hooks)
+    backend._scratch = {"out": Scratch(device)}
+    return backend, device
+
+
+def test_a_hot_audit_reads_the_chosen_launch_of_the_same_rotation(monkeypatch):
+    """Batch 12 in graphs of 4 launches over 3 input sets: launch 6 is launch 2 of the second
+    replay, on set 2; an honest kernel's copy matches set 2's answer there."""
+    backend, device = replaying_backend(monkeypatch, lambda launch: False)
+    assert backend.input_sets("cand") == 3 and hasattr(backend, "audit_batch")
+    for position in range(12):
+        device.launched = 0
+        assert backend.audit_batch("cand", 12, position) is None, position
+    assert device.launched == 12  # the whole batch replayed, as in a timed sample
+
+
+def test_a_hot_audit_finds_a_launch_that_left_another_sets_answer(monkeypatch):
+    backend, device = replaying_backend(monkeypatch, lambda launch: launch % 4 != 3)
+    found = {}
+    for position in range(12):
+        device.launched, device.out = 0, None
+        found[position] = backend.audit_batch("cand", 12, position)
+    assert found[3] is None and found[7] is None  # the launches that work
+    # launch 5 (launch 1 of the second replay: set 1) skipped and left launch 3's answer (set 0)
+    assert found[5] == "out differs at element 0: expected 11.0, got 1.0 (input set 1)"
+    assert sum(f is not None for f in found.values()) >= 6
