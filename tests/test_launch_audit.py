@@ -246,3 +246,44 @@ def test_cold_mode_without_read_backs_verifies_the_drawn_launches():
     assert audit["audited"] == [] and audit["launches"] == 32
     assert audit["compared_with"] == "nothing: the backend reads no outputs back"
     assert cold.ColdMode.method.endswith("launches audited at random (timing.audit)")
+
+
+# --- the document ------------------------------------------------------------------------------
+
+
+def test_an_audit_finding_fails_the_case_names_the_implementation_and_validates():
+    """A problem found by an audit fails the case (not the run) with no gap; the `audit` block
+    and the module's `.global` variables go into the document, which validates."""
+    import copy
+
+    from protocol.validation import validate
+    from runner.execution import result
+    from tests.test_result_assembly import FIXTURE, GEOMETRY, PEAKS, samples, skeleton
+    from tests.test_result_assembly import worker_record as raw_record
+
+    base = samples(7.8e-4, 0.002, seed=1)
+    record = raw_record({"cuda": base, "kth": base}, {"cuda": "passed", "kth": "passed"})
+    m = cold_run(lambda b, name: name == "base" or b.state[name] % 4 == 3, samples=20)
+    for ours, theirs in (("base", "cuda"), ("cand", "kth")):
+        timing = record["measurement"]["impls"][theirs]
+        timing["audit"] = m.impls[ours].audit
+        timing["problems"] = [p.replace("cand", "kth") for p in m.impls[ours].problems]
+    record["impls"]["kth"]["ptx"]["globals"] = {"launches": 16896}
+    doc = skeleton({"cuda": "baseline", "kth": "candidate"})
+    case = result.finish_case(doc, record, GEOMETRY, "f64", PEAKS)
+    assert case["status"] == "failed" and case["error"]["phase"] == "timing"
+    assert "kth: implementation kth, cold launch " in case["error"]["message"]
+    kth = case["implementations"]["kth"]
+    assert kth["gap"] is None and kth["timing"]["audit"]["module_state"]["restored"] is True
+    assert kth["ptx"]["globals"] == {"launches": 16896}
+    validate(
+        result.document(
+            copy.deepcopy(FIXTURE["suite"]),
+            copy.deepcopy(FIXTURE["environment"]),
+            copy.deepcopy(FIXTURE["options"]),
+            [case],
+            "2026-12-03T08:00:00Z",
+            "2026-12-03T08:01:00Z",
+        ),
+        "result",
+    )
