@@ -1,8 +1,12 @@
 """cold: launches with a clean, unrelated L2 and no host latency inside the events; a sample is
 the mean of `batch` of them.
 
-Each launch is timed on its own: reset, a fresh poison of its outputs, a read-only L2 flush,
-then the launch (between events behind the blocking kernel, or by CUPTI's timestamps). A
+Each launch is timed on its own: reset (inputs, and the module's `.global` state where the
+backend keeps it), fresh inputs, a poison of its outputs, a read-only L2 flush, then the launch
+(between events behind the blocking kernel, or by CUPTI's timestamps). The inputs' seed, the
+poison byte and whether the outputs are read back afterwards are drawn per (sample, launch)
+from a per-run secret (timing.launch_audit), the same for every implementation, so a kernel
+cannot line its skipped launches up with the read-backs. A
 sample is the mean of `batch` such launches, as a hot sample is the mean over its batch. One
 cold launch of a small kernel is a coarse figure: on the H200 a 1.3 us launch spreads by about
 +-10% from launch to launch, read in 32 ns ticks (CUPTI) or 0.5 us ones (events), so medians of
