@@ -61,16 +61,16 @@ def launches_for(seconds: float) -> int:
     return min(MAX_COLD_LAUNCHES, whole)
 
 
-def cold_launch(backend: Backend, name: str, plan: LaunchPlan) -> float:
+def cold_launch(backend: Backend, name: str, plan: LaunchPlan | None = None) -> float:
     """One cold launch of `name`: reset (inputs, and the module's `.global` state where the
     backend keeps it), fresh inputs from the plan's seed and a poison of the outputs with its
-    byte where the backend can, flush, then the timed launch; its seconds."""
+    byte where the backend can (none without a plan), flush, then the timed launch; its seconds."""
     backend.reset(name)  # restores inputs first, so the flush evicts them too
     reseed = getattr(backend, "reseed_inputs", None)
-    if reseed is not None:  # so a result cached by the inputs' content is never the answer
+    if reseed is not None and plan is not None:  # a content-keyed cache never has the answer
         reseed(plan.inputs_seed)
     poison = getattr(backend, "poison_outputs", None)
-    if poison is not None:  # so a launch that skips its work cannot leave the answer
+    if poison is not None and plan is not None:  # a launch that skips cannot leave the answer
         poison(plan.poison)
     backend.flush_l2()
     return backend.timed_cold(name)
