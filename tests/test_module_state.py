@@ -126,17 +126,20 @@ def test_the_state_as_loaded_is_put_back_by_restore(fake_cu):
     assert fake_cu.read("key") == b"\x01\x02\x03\x04\x05\x06\x07\x08"
 
 
-def test_a_module_without_globals_has_no_state_and_an_unknown_name_is_named(fake_cu):
+def test_a_module_without_globals_has_no_state_and_a_name_not_found_is_listed(fake_cu):
     text = ".version 8.7\n.target sm_90\n.visible .entry k()\n{\n ret;\n}\n"
     assert module_state.ModuleState.of(FakeModule(), text, FakeStream()) is None
+    state = module_state.ModuleState(FakeModule(), ["key", "missing"], FakeStream())
+    assert list(state.variables) == ["key"] and state.missing == ["missing"]
     with pytest.raises(driver.CudaError, match=r"cuModuleGetGlobal\(case/cand: missing\)"):
-        module_state.ModuleState(FakeModule(), ["missing"], FakeStream())
+        FakeModule().global_variable("missing")
 
 
 class Restores:
     def __init__(self, index, log):
         self.index, self.log = index, log
         self.variables = {"launches": driver.Buffer.at(4096, 4)}
+        self.missing = []
 
     def restore(self, stream):
         self.log.append(self.index)

@@ -16,12 +16,21 @@ class ModuleState:
     """The `.global` variables of one loaded module and a device copy of each as loaded."""
 
     def __init__(self, module: driver.Module, names: list[str], stream: driver.Stream):
+        """Saves every variable of `names`; one the driver does not find (a name the PTX
+        scan took for a variable that is not one) is listed in `missing` instead."""
         self.label = module.label
         self.variables: dict[str, driver.Buffer] = {}
+        self.missing: list[str] = []
         self._saved: list[tuple[driver.Buffer, driver.Buffer]] = []
         try:
             for name in names:
-                variable = module.global_variable(name)
+                try:
+                    variable = module.global_variable(name)
+                except driver.CudaError as exc:
+                    if exc.name != "CUDA_ERROR_NOT_FOUND":
+                        raise
+                    self.missing.append(name)
+                    continue
                 saved = driver.Buffer(variable.nbytes)
                 saved.copy_from(variable, stream)
                 self.variables[name] = variable

@@ -237,11 +237,16 @@ class CudaBackend:
         kept = [s for s in states or [] if s is not None]
         if not kept:
             return {"globals": {}, "restored": False}
+        how = (
+            "every .global variable copied back to its bytes as loaded before each reset, "
+            "outside the timing (cold: before every launch; hot: before every sample)"
+        )
+        if kept[0].missing:
+            how += f"; not found by the driver, so not restored: {', '.join(kept[0].missing)}"
         return {
             "globals": {n: v.nbytes for n, v in kept[0].variables.items()},
-            "restored": True,
-            "how": "every .global variable copied back to its bytes as loaded before each "
-            "reset, outside the timing (cold: before every launch; hot: before every sample)",
+            "restored": bool(kept[0].variables),
+            "how": how,
         }
 
     def _graph(self, key: tuple, enqueue) -> Graph:
