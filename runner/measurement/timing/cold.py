@@ -117,13 +117,13 @@ class ColdMode(Strategy):
         where = f"cold sample {key[0]} (launch {key[1]})"
         verify = getattr(backend, "verify_outputs", None)
         if verify is not None:
-            self.sides_audited.setdefault(n, []).append(list(key))
+            self.verified.setdefault(n, []).append(list(key))
             if problem := verify(n):
                 timings[n].problems.append(f"{where}: {problem}")
 
     def sampler(self, backend: Backend, settings: TimingSettings, timings):
         deferred = getattr(backend, "cold_batch", None)
-        self.sides_audited: dict[str, list[list[int]]] = {}
+        self.verified: dict[str, list[list[int]]] = {}  # without read-backs: verify_outputs
         for n, t in timings.items():
             t.audit = self.audit_record(backend, n)
 
@@ -149,7 +149,7 @@ class ColdMode(Strategy):
         """What the document says about `name`'s cold launches: how they were drawn and which
         were read back (the list is shared with the sampler, filled as it goes)."""
         reads = self.sides is not None
-        audited = (self.sides.audited if reads else self.sides_audited).setdefault(name, [])
+        audited = (self.sides.audited if reads else self.verified).setdefault(name, [])
         state = getattr(backend, "module_state", None)
         record = {
             "seed": self.draws.secret.hex(),
