@@ -263,3 +263,91 @@ def test_a_hot_audit_finds_a_launch_that_left_another_sets_answer(monkeypatch):
     # launch 5 (launch 1 of the second replay: set 1) skipped and left launch 3's answer (set 0)
     assert found[5] == "out differs at element 0: expected 11.0, got 1.0 (input set 1)"
     assert sum(f is not None for f in found.values()) >= 6
+
+
+# --- hot input sets of a PTX case (runner.execution.case), on fake buffers -------------------
+
+
+def test_hot_input_sets_rotate_inputs_share_outputs_and_keep_the_baselines_answers(monkeypatch):
+    """Three sets: the case's own and two generated from other seeds, each implementation's
+    launchable per set reading that set's `x` and writing the one shared `out`; the baseline
+    launched once on each extra set (outputs poisoned first) for the audits' expected answers."""
+    from runner.definition import manifest
+    from runner.execution import case as case_module
+    from tests.conftest import ROOT
+
+    suite = manifest.load(ROOT / "tests" / "cheats" / "cases.toml")
+    spec = suite.case("state_every_kth")
+    geometry = spec.geometry(spec.dims)
+    events = []
+
+    class Buffers:
+        made = 0
+
+        def __init__(self, case, geometry, internal, stream, guard_bytes=0):
+            self.geometry, self.index = geometry, Buffers.made
+            Buffers.made += 1
+            self.buffers = {
+                b.name: driver.Buffer.at(1 << 20 * (self.index + 1) | i * 4096, 8)
+                for i, b in enumerate(case.buffers)
+            }
+
+        def fill_inputs(self, reseed=None):
+            events.append(("fill", self.index, reseed is not None))
+
+        def poison_outputs(self, byte):
+            events.append(("poison", self.index, byte))
+
+        def download(self, name):
+            return np.array([float(len(events))])
+
+    class Kernel:
+        def launch(self, stream, args):
+            x, out = args.values[0].value, args.values[1].value
+            events.append(("launch", x, out))
+
+    class Cu:
+        def cuMemGetInfo(self):
+            return (0, 1 << 40, 1 << 40)
+
+    monkeypatch.setattr(case_module.gate, "DeviceBuffers", Buffers)
+    monkeypatch.setattr(driver, "_cu", Cu())
+    run = case_module.CaseRun.__new__(case_module.CaseRun)
+    run.case, run.names, run.internal, run.stream = (
+        spec,
+        ["cuda", "cuda_again", "kth"],
+        None,
+        FakeStream(),
+    )
+    base = Buffers(spec, geometry, None, None)
+    launchables = {n: cuda.Launchable(Kernel(), base_args(spec, base)) for n in run.names}
+    hooks = cuda.LaunchAuditHooks(reseed=None, read=None, differ=None)
+    extra = []
+    run.hot_input_sets(hooks, base, geometry, launchables, {"out": np.zeros(1)}, extra)
+    assert len(extra) == case_module.HOT_INPUT_SETS - 1 == 2
+    assert events[:2] == [("fill", 1, True), ("fill", 2, True)]  # other seeds than the case's
+    for name in run.names:
+        sets = hooks.sets[name]
+        assert len(sets) == 3 and sets[0] is launchables[name]
+        for s, item in enumerate(sets):
+            x, out = item.args.values[0].value, item.args.values[1].value
+            assert x == [base, *extra][s].buffers["x"].ptr and out == base.buffers["out"].ptr
+            assert (
+                item.args.values[2].value == 1.5 and item.args.values[3].value == geometry.dims["n"]
+            )
+    launches = [e for e in events if e[0] == "launch"]
+    assert [x for _, x, _ in launches] == [
+        e.buffers["x"].ptr for e in extra
+    ]  # the baseline, once a set
+    assert [e[0] for e in events[2:]] == ["poison", "launch", "poison", "launch"]
+    assert len(hooks.expected) == 3 and set(hooks.written) == {"out"}
+
+
+def base_args(spec, buffers):
+    values = [
+        ("ptr", buffers.buffers[p.buffer].ptr)
+        if p.kind == "ptr"
+        else (p.kind, buffers.geometry.scalars[p.name])
+        for p in spec.params
+    ]
+    return driver.KernelArgs(values)
