@@ -287,3 +287,19 @@ def test_an_audit_finding_fails_the_case_names_the_implementation_and_validates(
         ),
         "result",
     )
+
+
+def test_a_ptx_case_names_the_buffer_element_expected_and_got():
+    from runner.definition import manifest
+    from runner.execution.case import CaseRun
+    from tests.conftest import ROOT
+
+    run = CaseRun.__new__(CaseRun)
+    run.case = manifest.load(ROOT / "tests" / "cheats" / "cases.toml").case("state_every_kth")
+    right = {"out": np.array([1.5, -3.0, 2.25])}
+    assert run.outputs_differ({"out": right["out"].copy()}, right) is None
+    poisoned = np.array([1.5, -3.0, 2.25])
+    poisoned[1:] = np.frombuffer(bytes([0x3C]) * 16, dtype=np.float64)
+    assert run.outputs_differ({"out": poisoned}, right) == (
+        f"out differs in 2 of 3 elements, first at element 1: expected -3.0, got {float(poisoned[1])!r}"
+    )
