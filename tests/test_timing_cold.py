@@ -3,7 +3,6 @@ launch falls in the launch sequence and the order the sides take."""
 
 from __future__ import annotations
 
-import itertools
 import statistics
 
 import numpy as np
@@ -119,28 +118,40 @@ def test_a_cold_sample_is_the_mean_of_its_launches_for_the_fastest_implementatio
     assert fixed.impls["A"].batch == 3
 
 
-def test_every_cold_launch_gets_the_next_poison_and_every_tenth_launch_is_verified():
-    backend = FakeBackend({"A": 1e-6, "B": 1e-6})
-    patterns, verified = [], []
-    backend.poison_outputs = patterns.append
+def test_cold_launches_get_drawn_poisons_and_random_launches_are_verified():
+    """The poison and the verified launches come from the run's secret, not from the place of
+    a launch: both sides of a round get the same poison at the same (sample, launch) and the
+    same launches are verified, and two runs choose differently (tests/test_launch_audit.py)."""
+    chosen = []
+    for _ in range(2):
+        backend = FakeBackend({"A": 1e-6, "B": 1e-6})
+        patterns, verified = [], []
+        backend.poison_outputs = patterns.append
 
-    def verify(name):  # how many launches of `name` ran when it was verified
-        verified.append((name, backend.calls.count(("timed_cold", name))))
-        return "stale"
+        def verify(name, backend=backend, verified=verified):  # the launches of `name` so far
+            verified.append((name, backend.calls.count(("timed_cold", name))))
+            return "stale"
 
-    backend.verify_outputs = verify
-    m = measure(backend, ["A", "B"], TimingSettings(mode="cold", samples=6, warmup=0))
-    assert {t.batch for t in m.impls.values()} == {16}  # 1.5 us a launch
-    # probes included, no launch of either implementation gets the pattern the one before got
-    assert len(patterns) == 2 * cold.PROBES + 2 * 6 * 16
-    assert all(a != b for a, b in itertools.pairwise(patterns))
-    # each implementation's timed launches 0, 10, 20, ... are verified right after they ran
-    first = cold.PROBES  # its probes ran before
-    assert [n for name, n in verified if name == "A"] == [first + i + 1 for i in range(0, 96, 10)]
-    assert m.impls["A"].problems[:2] == [
-        "cold sample 0 (launch 0): stale",
-        "cold sample 0 (launch 10): stale",
-    ]
+        backend.verify_outputs = verify
+        m = measure(backend, ["A", "B"], TimingSettings(mode="cold", samples=6, warmup=0))
+        assert {t.batch for t in m.impls.values()} == {16}  # 1.5 us a launch
+        assert len(patterns) == 2 * cold.PROBES + 2 * 6 * 16
+        assert all(1 <= p <= 255 for p in patterns) and len(set(patterns)) > 20
+        timed = patterns[2 * cold.PROBES :]
+        # rounds A B, B A, B A, A B, ...: sample 0 of A then of B got the same poisons
+        assert timed[:16] == timed[16:32]
+        audit = m.impls["A"].audit
+        assert audit["audited"] == m.impls["B"].audit["audited"] and audit["launches"] == 96
+        assert audit["seed"] != "" and audit["compared_with"].startswith("the backend's")
+        assert len(audit["audited"]) == len(m.impls["A"].problems) > 0
+        k, j = audit["audited"][0]
+        assert m.impls["A"].problems[0] == f"cold sample {k} (launch {j}): stale"
+        # verified right after the audited launch ran (after its probes and earlier launches)
+        assert [n for name, n in verified if name == "A"] == [
+            cold.PROBES + k * 16 + j + 1 for k, j in audit["audited"]
+        ]
+        chosen.append(audit["audited"])
+    assert chosen[0] != chosen[1]
 
 
 def test_a_backend_that_reads_its_launches_afterwards_gets_a_sample_at_a_time():

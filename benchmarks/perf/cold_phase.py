@@ -43,6 +43,9 @@ def positions(ptx: str, log2n: int, windows: int = 400, width: int = 16) -> None
     from runner.measurement.timing import cupti
     from runner.measurement.timing.cold import cold_launch
     from runner.measurement.timing.cuda import CudaBackend
+    from runner.measurement.timing.launch_audit import LaunchPlan
+
+    zero_poison = LaunchPlan(poison=0, inputs_seed=0, audited=False)  # 0x00 bytes, as before
 
     axpy = fidelity.Axpy(ptx, 1 << log2n)
     window = cupti.ActivityWindow(int(axpy.ctx.handle), int(axpy.stream.handle))
@@ -52,7 +55,9 @@ def positions(ptx: str, log2n: int, windows: int = 400, width: int = 16) -> None
     b.warmup("X", 10)
     by_position: list[list[float]] = [[] for _ in range(width)]
     for w in range(windows):
-        seconds = b.cold_batch("X", width, lambda: [cold_launch(b, "X", 0) for _ in range(width)])
+        seconds = b.cold_batch(
+            "X", width, lambda: [cold_launch(b, "X", zero_poison) for _ in range(width)]
+        )
         if w >= 10:  # the first windows warm up
             for p, s in enumerate(seconds):
                 by_position[p].append(s)
@@ -76,6 +81,9 @@ def spread(ptx: str, log2n: int, loads: int = 16, windows: int = 600) -> None:
     from runner.measurement.timing.base import CopyTurns
     from runner.measurement.timing.cold import cold_launch
     from runner.measurement.timing.cuda import CudaBackend
+    from runner.measurement.timing.launch_audit import LaunchPlan
+
+    zero_poison = LaunchPlan(poison=0, inputs_seed=0, audited=False)  # 0x00 bytes, as before
 
     axpy = fidelity.Axpy(ptx, 1 << log2n, modules=loads)
     window = cupti.ActivityWindow(int(axpy.ctx.handle), int(axpy.stream.handle))
@@ -88,7 +96,9 @@ def spread(ptx: str, log2n: int, loads: int = 16, windows: int = 600) -> None:
     for w in range(windows):
         order = rng.sample(range(loads), loads)
         b.cold_items, b.cold_turns = {"X": [axpy.items[i] for i in order]}, CopyTurns()
-        seconds = b.cold_batch("X", loads, lambda: [cold_launch(b, "X", 0) for _ in range(loads)])
+        seconds = b.cold_batch(
+            "X", loads, lambda: [cold_launch(b, "X", zero_poison) for _ in range(loads)]
+        )
         if w >= 20:  # the first windows warm up
             for i, s in zip(order, seconds, strict=True):
                 by_load[i].append(s)

@@ -270,7 +270,7 @@ class WatchedBackend:
         walls, seconds = [], []
         for _ in range(COLD_PROBES):
             t0 = time.perf_counter()
-            seconds.append(cold.cold_launch(self, name, cold.POISON_CYCLE[0]))  # no poison here
+            seconds.append(cold.cold_launch(self, name))  # no poison here
             walls.append(time.perf_counter() - t0)
         stated = getattr(self.inner, "sample_wall_s", None)
         if stated is not None:
@@ -288,7 +288,7 @@ class WatchedBackend:
         def wall(launches: int) -> float:
             t0 = time.perf_counter()
             run = lambda: [  # noqa: E731
-                cold.cold_launch(self, name, cold.POISON_CYCLE[0]) for _ in range(launches)
+                cold.cold_launch(self, name) for _ in range(launches)
             ]
             self.cold_batch(name, launches, run)
             return time.perf_counter() - t0

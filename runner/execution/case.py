@@ -7,11 +7,13 @@ failure stays in the record, which names the phase and the CUDA error.
 
 from __future__ import annotations
 
+import os
 import time
 
 from runner.definition import manifest, spec
 from runner.definition.reference import load_reference
-from runner.gpu import driver, ptx
+from runner.gpu import driver, generator, ptx
+from runner.gpu.module_state import ModuleState
 from runner.measurement import gate
 from runner.measurement.timing import (
     TimingSettings,
@@ -21,7 +23,12 @@ from runner.measurement.timing import (
     measure,
     output_dependence,
 )
-from runner.measurement.timing.cuda import CudaBackend, InternalKernels, Launchable
+from runner.measurement.timing.cuda import (
+    CudaBackend,
+    InternalKernels,
+    Launchable,
+    LaunchAuditHooks,
+)
 
 DYNAMIC_SHARED_DEFAULT_LIMIT = 48 * 1024
 # cold: each implementation's PTX is loaded this many times and its cold launches take the loads
@@ -41,6 +48,10 @@ DYNAMIC_SHARED_DEFAULT_LIMIT = 48 * 1024
 # the same process moved it (x1.0012 alone, x0.9987 after one at 2^14;
 # benchmarks/perf/cold_placement.py): a case's measurement has a worker of its own.
 COLD_LOADS = 32
+# hot: the timed launches rotate over this many input sets (the case's own and others from
+# random seeds), where the device has room for them and the case has no inout buffer, so a
+# launch that skips its work leaves another set's answer for the audits (timing.hot) to find
+HOT_INPUT_SETS = 3
 CHECK_GUARD_BYTES = 64 * 1024  # canary bands around every buffer at the correctness size
 
 
@@ -94,6 +105,9 @@ class CaseRun:
         self.ctx = self.stream = self.internal = None
         self.modules: dict[str, driver.Module] = {}
         self.cold_copies: dict[str, list[driver.Module]] = {n: [] for n in self.names}
+        # per load of each implementation (its module, then its cold copies): the `.global`
+        # variables as loaded, or None (runner.gpu.module_state)
+        self.states: dict[str, list[ModuleState | None]] = {n: [] for n in self.names}
 
     def enter(self, phase: str, **extra) -> None:
         self.phase = phase
@@ -110,13 +124,16 @@ class CaseRun:
         for name in self.names:
             text = self.job["ptx"][name]
             self.modules[name] = driver.Module(text, f"{self.case.id}/{name}")
+            self.states[name].append(ModuleState.of(self.modules[name], text, self.stream))
             self.record["impls"][name]["load_s"] = self.modules[name].load_s
-            self.record["impls"][name]["ptx"] = ptx.describe(ptx.parse(text))
+            self.record["impls"][name]["ptx"] = ptx.describe(ptx.parse(text), text)
         if self.settings.mode == "cold":  # more loads, in turn across implementations
             t0 = time.perf_counter()
             for name in load_order(self.names, COLD_LOADS)[len(self.names) :]:  # see COLD_LOADS
                 label = f"{self.case.id}/{name} (cold load {len(self.cold_copies[name]) + 2})"
-                self.cold_copies[name].append(driver.Module(self.job["ptx"][name], label))
+                copy = driver.Module(self.job["ptx"][name], label)
+                self.cold_copies[name].append(copy)
+                self.states[name].append(ModuleState.of(copy, self.job["ptx"][name], self.stream))
             self.record["phases_s"]["cold_loads_s"] = time.perf_counter() - t0
 
     def kernel(self, name: str, geometry: spec.Geometry, module=None) -> driver.Kernel:
@@ -180,6 +197,7 @@ class CaseRun:
         fits_device(self.case, geometry)
         buffers = gate.DeviceBuffers(self.case, geometry, self.internal, self.stream)
         pristine = []  # (buffer, copy) of every inout buffer, restored before each sample
+        extra_sets: list[gate.DeviceBuffers] = []  # hot: input sets 1.. (hot_input_sets)
         try:
             buffers.fill_inputs()
             for b in self.case.buffers:
@@ -202,6 +220,16 @@ class CaseRun:
                 verify = self.verifier(buffers, reference)
             self.enter("timing", mode=self.settings.mode, timer=self.settings.timer)
             outputs = [buffers.buffers[b.name] for b in self.case.buffers if b.role == "output"]
+            audit = LaunchAuditHooks(
+                reseed=buffers.fill_inputs,
+                read=lambda: {
+                    b.name: buffers.download(b.name) for b in self.case.buffers if b.written
+                },
+                differ=self.outputs_differ,
+                states=self.states,
+            )
+            if self.settings.mode == "hot" and verify is not None:
+                self.hot_input_sets(audit, buffers, geometry, launchables, reference, extra_sets)
             window = None
             if self.settings.timer == "cupti":
                 window = cupti.ActivityWindow(int(self.ctx.handle), int(self.stream.handle))
@@ -215,6 +243,7 @@ class CaseRun:
                 window,
                 verify,
                 cold_items,
+                audit,
             )
             monitor, source = clocks.open_monitor(
                 self.job.get("device", 0), self.job.get("device_uuid")
@@ -241,6 +270,8 @@ class CaseRun:
         finally:
             for _, copy in pristine:
                 copy.free()
+            for extra in extra_sets:
+                extra.free()
             buffers.free()
         self.record["measurement"] = {
             "mode": m.mode,
@@ -251,6 +282,68 @@ class CaseRun:
             "precision": m.precision,
             "clocks_source": m.clocks_source,
         }
+
+    def hot_input_sets(self, audit, buffers, geometry, launchables, reference, extra_sets):
+        """Fill `audit` for hot mode: up to HOT_INPUT_SETS input sets (the case's, then others
+        from random seeds, while the device has room for a whole set with a quarter to spare),
+        one launchable per set and implementation (inputs from the set, outputs shared), and
+        the baseline's outputs on each set (`reference` on the case's own). A case with an
+        inout buffer keeps one set and gets no audit: what such a launch leaves depends on the
+        launches before it."""
+        case = self.case
+        if any(b.role == "inout" for b in case.buffers):
+            return
+        need = sum(spec.buffer_bytes(case, geometry.lengths).values())
+        while len(extra_sets) < HOT_INPUT_SETS - 1:
+            free_bytes, _total = driver.check(driver.cu().cuMemGetInfo(), "cuMemGetInfo")
+            if need * 1.25 > int(free_bytes):
+                break
+            extra = gate.DeviceBuffers(case, geometry, self.internal, self.stream)
+            extra_sets.append(extra)
+            extra.fill_inputs(reseed=int.from_bytes(os.urandom(8), "little"))
+        baseline = case.baseline.name
+        written = [b for b in case.buffers if b.written]
+        audit.written = {b.name: buffers.buffers[b.name] for b in written}
+        audit.as_array = lambda name, buffer: buffer.download(
+            generator.DTYPES[case.buffer(name).dtype], geometry.lengths[name]
+        )
+        audit.sets = {
+            n: [launchables[n]]
+            + [Launchable(launchables[n].kernel, self.mixed_args(buffers, e)) for e in extra_sets]
+            for n in self.names
+        }
+        audit.expected = [reference]
+        for item in audit.sets[baseline][1:]:
+            buffers.poison_outputs(gate.POISON_BYTES[0])
+            item.enqueue(self.stream)
+            self.stream.synchronize()
+            audit.expected.append({b.name: buffers.download(b.name) for b in written})
+
+    def mixed_args(self, outputs: gate.DeviceBuffers, inputs: gate.DeviceBuffers):
+        """Kernel arguments with the input buffers of `inputs` and every other of `outputs`."""
+        values = []
+        for p in self.case.params:
+            if p.kind != "ptr":
+                values.append((p.kind, outputs.geometry.scalars[p.name]))
+                continue
+            role = self.case.buffer(p.buffer).role
+            values.append(("ptr", (inputs if role == "input" else outputs).buffers[p.buffer].ptr))
+        return driver.KernelArgs(values)
+
+    def outputs_differ(self, got: dict, expected: dict) -> str | None:
+        """Where one launch's read-back outputs differ from another's on the same inputs (the
+        case's tolerance between implementations), naming buffer, element, expected and got."""
+        tol = gate.Tolerance.of(self.case).between_implementations()
+        for b, want in expected.items():
+            found = gate.compare(got[b], want, tol)
+            if found["mismatches"]:
+                first = found["first_mismatch"]
+                return (
+                    f"{b} differs in {found['mismatches']} of {found['elements']} elements, "
+                    f"first at element {first['index']}: expected {first['expected']}, "
+                    f"got {first['got']}"
+                )
+        return None
 
     def verifier(self, buffers: gate.DeviceBuffers, reference: dict):
         """verify(name) -> None, or how the outputs a timed launch left differ from the
@@ -319,6 +412,9 @@ class CaseRun:
         """Release everything unless a sticky error poisoned the context (the process then exits)."""
         if self.record.get("sticky"):
             return
+        for state in (s for states in self.states.values() for s in states):
+            if state is not None:
+                state.free()
         for module in [*self.modules.values(), *(m for c in self.cold_copies.values() for m in c)]:
             module.unload()
         if self.internal is not None:

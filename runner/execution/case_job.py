@@ -176,7 +176,7 @@ def build_case(
         except (ptx.PtxError, ptx.SignatureError) as exc:
             record_failure(case_doc, "signature", str(exc))
             return {}
-        docs[name]["ptx"] = ptx.describe(module)
+        docs[name]["ptx"] = ptx.describe(module, text)
     if case.baseline.name not in built:
         record_failure(
             case_doc,

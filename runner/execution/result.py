@@ -98,6 +98,8 @@ def timing_block(timing: dict, measurement: dict) -> dict:
         block["clocks"] = timing["clocks"]
     if timing.get("problems"):
         block["problems"] = timing["problems"]
+    if timing.get("audit"):
+        block["audit"] = timing["audit"]
     return block
 
 

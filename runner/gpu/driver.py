@@ -198,6 +198,13 @@ class Buffer:
             "cuMemcpyDtoDAsync",
         )
 
+    @classmethod
+    def at(cls, ptr: int, nbytes: int) -> Buffer:
+        """`nbytes` bytes of device memory at `ptr` that this Buffer does not own (free() does nothing)."""
+        found = cls.__new__(cls)
+        found.nbytes, found.ptr, found._handle = int(nbytes), int(ptr), None
+        return found
+
     def view(self, offset: int, nbytes: int) -> Buffer:
         """Bytes [offset, offset + nbytes) of this allocation, as a Buffer that owns nothing."""
         if offset < 0 or offset + nbytes > self.nbytes:
@@ -354,6 +361,14 @@ class Module:
             f"cuModuleGetFunction({self.label}: {entry})",
         )
         return Kernel(function, entry, tuple(grid), tuple(block), int(shared_bytes))
+
+    def global_variable(self, name: str) -> Buffer:
+        """The module's `.global` variable `name` (cuModuleGetGlobal), as a Buffer it owns."""
+        ptr, nbytes = check(
+            cu().cuModuleGetGlobal(self.handle, name.encode()),
+            f"cuModuleGetGlobal({self.label}: {name})",
+        )
+        return Buffer.at(int(ptr), int(nbytes))
 
     def unload(self) -> None:
         if self.handle is not None:

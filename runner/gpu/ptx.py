@@ -24,6 +24,7 @@ __all__ = [
     "SignatureError",
     "check_signature",
     "describe",
+    "module_globals",
     "parse",
 ]
 
@@ -49,6 +50,13 @@ _TARGET = re.compile(r"^\s*\.target\s+([^\n;]+)", re.MULTILINE)
 _ADDRESS_SIZE = re.compile(r"^\s*\.address_size\s+(\S+)", re.MULTILINE)
 _ENTRY = re.compile(rf"(?<![\w.$%])((?:\.(?:visible|weak|extern)\s+)*)\.entry\s+({_IDENT})\s*(\(?)")
 _PARAM_TOKEN = re.compile(r"\[[^\]]*\]|[^\s\[\]]+")
+# A module-scope variable in the .global state space (`.visible .global .align 4 .u32 n;`,
+# `.global .b8 table[64] = {...};`); `.extern` ones are defined elsewhere and hold nothing here.
+_GLOBAL_VAR = re.compile(
+    rf"^[ \t]*((?:\.(?:visible|weak|extern|common)\s+)*)\.global\s+"
+    rf"(?:\.(?:align\s+\d+|v[248])\s+)*\.(\w+)\s+({_IDENT})((?:\s*\[\s*\d*\s*\])*)",
+    re.MULTILINE,
+)
 
 
 class PtxError(ValueError):
@@ -247,11 +255,35 @@ def check_signature(
     return found
 
 
-def describe(module: PtxModule) -> dict:
-    """The module summary stored in the result document."""
-    return {
+def module_globals(text: str | bytes) -> dict[str, int | None]:
+    """Every variable the module defines in the `.global` state space, with its declared size
+    in bytes (None when a dimension is left open): state a kernel keeps from one launch to the
+    next, which cold mode restores before each launch (runner.gpu.module_state)."""
+    if isinstance(text, bytes | bytearray):
+        text = bytes(text).decode("utf-8", errors="replace")
+    found: dict[str, int | None] = {}
+    for match in _GLOBAL_VAR.finditer(_strip_comments(text.rstrip("\0"))):
+        if ".extern" in match.group(1):
+            continue
+        ptx_type, name, dims = match.group(2), match.group(3), match.group(4)
+        sizes = [d.strip("[] \t") for d in re.findall(r"\[[^\]]*\]", dims)]
+        element = _TYPE_BYTES.get(ptx_type)
+        if element is None or any(not d for d in sizes):
+            found[name] = None
+        else:
+            found[name] = element * math.prod(int(d) for d in sizes)
+    return found
+
+
+def describe(module: PtxModule, text: str | bytes | None = None) -> dict:
+    """The module summary stored in the result document; with the module's `text`, also the
+    `.global` variables it defines (`globals`, {name: bytes}) when there are any."""
+    summary = {
         "version": module.version,
         "target": module.target,
         "address_size": module.address_size,
         "entries": list(module.entries),
     }
+    if text is not None and (variables := module_globals(text)):
+        summary["globals"] = variables
+    return summary

@@ -178,14 +178,14 @@ class DeviceBuffers:
                 damage[name] = (before, after)
         return damage
 
-    def fill_inputs(self) -> None:
-        """(Re)generate every input and inout buffer on the device."""
+    def fill_inputs(self, reseed: int | None = None) -> None:
+        """(Re)generate every input and inout buffer on the device; with `reseed`, from each
+        buffer's seed XOR `reseed` (other inputs of the same distributions)."""
         for b in self.case.buffers:
             if b.dist is not None:
                 n = self.geometry.lengths[b.name]
-                tail = generator.launch_args(
-                    b.dtype, b.dist, b.seed, generator.stream_id(b.name), n
-                )
+                seed = b.seed if reseed is None else (b.seed ^ reseed) & generator.MASK64
+                tail = generator.launch_args(b.dtype, b.dist, seed, generator.stream_id(b.name), n)
                 self.internal.fill_random(self.stream, self.buffers[b.name], n, tail)
 
     def poison_outputs(self, byte: int) -> None:

@@ -115,6 +115,7 @@ class ImplTiming:
     # per sample: [SM MHz before, SM MHz after, clocks-event reason bits seen before or after]
     clocks: list[list[int]] | None = None
     problems: list[str] = field(default_factory=list)  # what the outputs showed after samples
+    audit: dict | None = None  # which launches were read back and how they were chosen
 
 
 @dataclass
@@ -179,6 +180,10 @@ class CopyTurns:
     def next(self, name: str, copies: int) -> int:
         turn = self._turns[name] = self._turns.get(name, -1) + 1
         return copy_turn(turn, copies)
+
+    def peek(self, name: str, copies: int) -> int:
+        """The copy the next call of next() will return, without taking it."""
+        return copy_turn(self._turns.get(name, -1) + 1, copies)
 
 
 def sample_plan(
@@ -336,6 +341,7 @@ class Strategy:
     ) -> Measurement:
         t0 = time.perf_counter()
         timings = {n: ImplTiming(n, method=self.method, timer=settings.timer) for n in names}
+        self.baseline = baseline or names[0]
         warm_up(backend, names, settings)
         self.prepare(backend, names, settings, timings)
         sample = self.sampler(backend, settings, timings)

@@ -1,8 +1,12 @@
 """cold: launches with a clean, unrelated L2 and no host latency inside the events; a sample is
 the mean of `batch` of them.
 
-Each launch is timed on its own: reset, a fresh poison of its outputs, a read-only L2 flush,
-then the launch (between events behind the blocking kernel, or by CUPTI's timestamps). A
+Each launch is timed on its own: reset (inputs, and the module's `.global` state where the
+backend keeps it), fresh inputs, a poison of its outputs, a read-only L2 flush, then the launch
+(between events behind the blocking kernel, or by CUPTI's timestamps). The inputs' seed, the
+poison byte and whether the outputs are read back afterwards are drawn per (sample, launch)
+from a per-run secret (timing.launch_audit), the same for every implementation, so a kernel
+cannot line its skipped launches up with the read-backs. A
 sample is the mean of `batch` such launches, as a hot sample is the mean over its batch. One
 cold launch of a small kernel is a coarse figure: on the H200 a 1.3 us launch spreads by about
 +-10% from launch to launch, read in 32 ns ticks (CUPTI) or 0.5 us ones (events), so medians of
@@ -38,9 +42,8 @@ import statistics
 import time
 
 from runner.measurement.timing.base import Backend, Strategy, TimingSettings
+from runner.measurement.timing.launch_audit import LaunchDraws, LaunchPlan, SideBySide
 
-POISON_CYCLE = (0xFF, 0x7F, 0xA5, 0x5A)  # a fresh pattern for every launch, in turn
-VERIFY_EVERY = 10  # the outputs of launches 0, 10, 20, ... are read back and compared
 COLD_SAMPLE_KERNEL_S = 20e-6  # the kernel time a cold sample gathers (see above)
 MAX_COLD_LAUNCHES = 32
 COLD_PHASE = 8  # a batch of more than one launch is a multiple of this (see above)
@@ -58,33 +61,44 @@ def launches_for(seconds: float) -> int:
     return min(MAX_COLD_LAUNCHES, whole)
 
 
-def cold_launch(backend: Backend, name: str, pattern: int) -> float:
-    """One cold launch of `name`: reset, poison with `pattern` where the backend can, flush,
-    then the timed launch; its seconds."""
+def cold_launch(backend: Backend, name: str, plan: LaunchPlan | None = None) -> float:
+    """One cold launch of `name`: reset (inputs, and the module's `.global` state where the
+    backend keeps it), fresh inputs from the plan's seed and a poison of the outputs with its
+    byte where the backend can (none without a plan), flush, then the timed launch; its seconds."""
     backend.reset(name)  # restores inputs first, so the flush evicts them too
+    reseed = getattr(backend, "reseed_inputs", None)
+    if reseed is not None and plan is not None:  # a content-keyed cache never has the answer
+        reseed(plan.inputs_seed)
     poison = getattr(backend, "poison_outputs", None)
-    if poison is not None:  # so a launch that skips its work cannot leave the answer
-        poison(pattern)
+    if poison is not None and plan is not None:  # a launch that skips cannot leave the answer
+        poison(plan.poison)
     backend.flush_l2()
     return backend.timed_cold(name)
 
 
 class ColdMode(Strategy):
     name = "cold"
-    launched = -1  # cold launches so far, probes included (a strategy measures once)
+    probed = -1  # probe launches so far (a strategy measures once)
     method = (
         "mean of `batch` launches, each behind a blocking kernel after reset, a fresh poison of "
-        "its outputs and a read-only L2 flush"
+        "its outputs and a read-only L2 flush; launches audited at random (timing.audit)"
     )
+
+    def _probe(self) -> LaunchPlan:
+        self.probed += 1
+        return self.draws.plan(-1, self.probed)
 
     def prepare(self, backend: Backend, names: list[str], settings: TimingSettings, timings):
         """Every implementation gets the same batch: the one its fastest launch needs
         (settings.cold_launches when given, else from PROBES launches of each)."""
+        self.draws = LaunchDraws()
+        differ = getattr(backend, "outputs_differ", None)
+        self.sides = None if differ is None else SideBySide(names, self.baseline, differ)
         c0 = time.perf_counter()
         launches = settings.cold_launches
         if launches is None:
             fastest = min(
-                statistics.median(cold_launch(backend, n, self._pattern()) for _ in range(PROBES))
+                statistics.median(cold_launch(backend, n, self._probe()) for _ in range(PROBES))
                 for n in names
             )
             launches = launches_for(fastest)
@@ -92,16 +106,26 @@ class ColdMode(Strategy):
         for n in names:
             timings[n].batch, timings[n].calibration_s = launches, spent / len(names)
 
-    def _pattern(self) -> int:
-        """The poison of the next cold launch of any implementation, probes included: each
-        launch's differs from the one before it."""
-        self.launched += 1
-        return POISON_CYCLE[self.launched % len(POISON_CYCLE)]
+    def _audited(self, backend: Backend, n: str, key: tuple[int, int], timings) -> None:
+        """Read back what audited launch `key` of `n` left: compared with the baseline's
+        launch at the same key (SideBySide) where the backend reads outputs, else by the
+        backend's own verify_outputs."""
+        if self.sides is not None:  # the problem names the launch, the sample and the baseline
+            for name, problem in self.sides.add(key, n, backend.read_outputs(n)):
+                timings[name].problems.append(problem)
+            return
+        where = f"cold sample {key[0]} (launch {key[1]})"
+        verify = getattr(backend, "verify_outputs", None)
+        if verify is not None:
+            self.verified.setdefault(n, []).append(list(key))
+            if problem := verify(n):
+                timings[n].problems.append(f"{where}: {problem}")
 
     def sampler(self, backend: Backend, settings: TimingSettings, timings):
-        verify = getattr(backend, "verify_outputs", None)
-
         deferred = getattr(backend, "cold_batch", None)
+        self.verified: dict[str, list[list[int]]] = {}  # without read-backs: verify_outputs
+        for n, t in timings.items():
+            t.audit = self.audit_record(backend, n)
 
         def sample(n: str) -> float:
             k, batch = len(timings[n].samples_s), timings[n].batch
@@ -109,14 +133,41 @@ class ColdMode(Strategy):
             def launches() -> list[float]:
                 seconds = []
                 for j in range(batch):
-                    seconds.append(cold_launch(backend, n, self._pattern()))
-                    if verify is not None and (k * batch + j) % VERIFY_EVERY == 0:
-                        problem = verify(n)  # what this launch left (untimed)
-                        if problem:
-                            timings[n].problems.append(f"cold sample {k} (launch {j}): {problem}")
+                    plan = self.draws.plan(k, j)
+                    seconds.append(cold_launch(backend, n, plan))
+                    if plan.audited:
+                        self._audited(backend, n, (k, j), timings)
+                    timings[n].audit["launches"] += 1
                 return seconds
 
             seconds = launches() if deferred is None else deferred(n, batch, launches)
             return sum(seconds) / batch
 
         return sample
+
+    def audit_record(self, backend: Backend, name: str) -> dict:
+        """What the document says about `name`'s cold launches: how they were drawn and which
+        were read back (the list is shared with the sampler, filled as it goes)."""
+        reads = self.sides is not None
+        audited = (self.sides.audited if reads else self.verified).setdefault(name, [])
+        state = getattr(backend, "module_state", None)
+        record = {
+            "seed": self.draws.secret.hex(),
+            "fraction": self.draws.fraction,
+            "chosen": "each launch (sample k, launch j) by a keyed hash of the seed and (k, j), "
+            "the same choice for every implementation",
+            "launches": 0,
+            "audited": audited,
+            "compared_with": f"baseline {self.baseline}, its launch at the same (k, j)"
+            if reads
+            else "the backend's check of the outputs"
+            if getattr(backend, "verify_outputs", None) is not None
+            else "nothing: the backend reads no outputs back",
+            "poison": "a byte drawn per (k, j) from the seed, 1..255",
+            "inputs": "generated from a seed drawn per (k, j), the same for every implementation"
+            if getattr(backend, "reseed_inputs", None) is not None
+            else "the same every launch",
+        }
+        if state is not None:
+            record["module_state"] = state(name)
+        return record

@@ -8,7 +8,7 @@ the start event, the work and the end event have all been queued.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from runner.gpu import driver
 from runner.gpu.graphs import Graph
@@ -30,6 +30,27 @@ class Launchable:
 
     def enqueue(self, stream: driver.Stream) -> None:
         self.kernel.launch(stream, self.args)
+
+
+@dataclass
+class LaunchAuditHooks:
+    """What the CUDA backend needs for cold mode's audits (runner.measurement.timing.launch_audit):
+    `reseed(seed)` queues the inputs' generation from `seed`; `read()` returns the written
+    buffers as arrays; `differ(got, expected)` says where two read-backs differ, or None;
+    `states[name]`: per load of `name` (the order of cold_items), its ModuleState or None."""
+
+    reseed: object
+    read: object
+    differ: object
+    states: dict[str, list] = field(default_factory=dict)
+    # hot: per implementation, one launchable per input set, which its timed launches rotate
+    # over (launch i takes set i % len); what the baseline left on each set (one launch from
+    # reset) is `expected[set]`; `written` are the buffers an audit copies out, `as_array(name,
+    # buffer)` reads a copy back as that buffer's array. Empty `expected`: no hot audit.
+    sets: dict[str, list] = field(default_factory=dict)
+    expected: list[dict] = field(default_factory=list)
+    written: dict = field(default_factory=dict)
+    as_array: object = None
 
 
 class InternalKernels:
@@ -172,12 +193,14 @@ class CudaBackend:
         window=None,
         verify=None,
         cold_items: dict[str, list[Launchable]] | None = None,
+        audit: LaunchAuditHooks | None = None,
     ):
         """With `window` (a runner.measurement.timing.cupti.ActivityWindow on `stream`), samples are read
         from CUPTI's kernel timestamps instead of the events (runner.measurement.timing.cupti says how).
         `verify(name)` -> None or what is wrong with the outputs the last launch left.
         `cold_items[name]`: launchables of several loads of `name`'s module, which its cold
-        launches take in turn (runner.execution.case.COLD_LOADS); by default its one."""
+        launches take in turn (runner.execution.case.COLD_LOADS); by default its one.
+        `audit`: what cold mode's random audits need (fresh inputs, read-backs, module state)."""
         self.stream = stream
         self.internal = internal
         self.launchables = launchables
@@ -190,6 +213,11 @@ class CudaBackend:
         self.verify = verify
         self.cold_items = cold_items or {}
         self.cold_turns = CopyTurns()  # which of cold_items[name] a cold launch takes
+        self.audit = audit
+        if audit is not None:  # the optional Backend methods cold mode looks for
+            self.reseed_inputs, self.outputs_differ = audit.reseed, audit.differ
+        if audit is not None and audit.expected:
+            self.audit_batch = self._audit_batch
         self._deferred = False  # inside cold_batch: launches queue into its one window
 
     def warmup(self, name: str, launches: int) -> None:
@@ -200,8 +228,39 @@ class CudaBackend:
         self.stream.synchronize()
 
     def reset(self, name: str) -> None:
+        """Restore the inout buffers and the `.global` variables of the load of `name` that
+        its next launch takes (as loaded: runner.gpu.module_state)."""
         for destination, pristine in self.resets:
             destination.copy_from(pristine, self.stream)
+        states = self.audit.states.get(name) if self.audit is not None else None
+        if states:
+            items = self.cold_items.get(name) or [self.launchables[name]]
+            state = states[self.cold_turns.peek(name, len(items))]
+            if state is not None:
+                state.restore(self.stream)
+
+    def read_outputs(self, name: str) -> dict:
+        """What the last launch of `name` left in the buffers the kernels write (waits for it)."""
+        self.stream.synchronize()
+        return self.audit.read()
+
+    def module_state(self, name: str) -> dict:
+        """For the document: whether `name`'s module keeps `.global` state and what is done."""
+        states = self.audit.states.get(name) if self.audit is not None else None
+        kept = [s for s in states or [] if s is not None]
+        if not kept:
+            return {"globals": {}, "restored": False}
+        how = (
+            "every .global variable copied back to its bytes as loaded before each reset, "
+            "outside the timing (cold: before every launch; hot: before every sample)"
+        )
+        if kept[0].missing:
+            how += f"; not found by the driver, so not restored: {', '.join(kept[0].missing)}"
+        return {
+            "globals": {n: v.nbytes for n, v in kept[0].variables.items()},
+            "restored": bool(kept[0].variables),
+            "how": how,
+        }
 
     def _graph(self, key: tuple, enqueue) -> Graph:
         """The graph captured from `enqueue(stream)`, made once per `key`."""
@@ -209,14 +268,52 @@ class CudaBackend:
             self._graphs[key] = Graph(self.stream, enqueue)
         return self._graphs[key]
 
-    def _launches(self, name: str, launches: int) -> Graph:
-        item = self.launchables[name]
+    def _hot_items(self, name: str) -> list[Launchable]:
+        """What hot launch i of `name` takes, in turn: one launchable per input set."""
+        sets = self.audit.sets.get(name) if self.audit is not None else None
+        return sets or [self.launchables[name]]
+
+    def _enqueue_launches(self, name: str, launches: int, copy_after: int | None = None):
+        """enqueue(stream) of `launches` launches of `name` rotating over its input sets; with
+        `copy_after`, the written buffers are copied out right after that launch."""
+        items = self._hot_items(name)
 
         def enqueue(stream):
-            for _ in range(launches):
-                item.enqueue(stream)
+            for i in range(launches):
+                items[i % len(items)].enqueue(stream)
+                if i == copy_after:
+                    for buffer_name, buffer in self.audit.written.items():
+                        self._scratch[buffer_name].copy_from(buffer, stream)
 
-        return self._graph((name, launches), enqueue)
+        return enqueue
+
+    def _launches(self, name: str, launches: int) -> Graph:
+        return self._graph((name, launches), self._enqueue_launches(name, launches))
+
+    def input_sets(self, name: str) -> int:
+        return len(self._hot_items(name))
+
+    def _audit_batch(self, name: str, batch: int, position: int) -> str | None:
+        """An untimed replay of the same `batch` launches as a hot sample (the same graphs,
+        the same input sets, launch for launch) with the written buffers copied out right after
+        launch `position`; None, or how that launch's outputs differ from the baseline's on
+        the same input set. The kernel cannot tell this replay from a timed one."""
+        per_graph = min(batch, self.graph_launches)
+        replay, at = divmod(position, per_graph)
+        if not hasattr(self, "_scratch"):
+            self._scratch = {n: driver.Buffer(b.nbytes) for n, b in self.audit.written.items()}
+        timed = self._launches(name, per_graph)
+        audited = Graph(self.stream, self._enqueue_launches(name, per_graph, copy_after=at))
+        try:
+            for r in range(batch // per_graph):
+                (audited if r == replay else timed).launch(self.stream)
+            self.stream.synchronize()
+        finally:
+            audited.destroy()
+        got = {n: self.audit.as_array(n, b) for n, b in self._scratch.items()}
+        input_set = at % self.input_sets(name)
+        found = self.audit.differ(got, self.audit.expected[input_set])
+        return None if found is None else f"{found} (input set {input_set})"
 
     def _timed(self, enqueue_work) -> float:
         return timed_behind_blocker(self.internal, self.stream, self.start, self.end, enqueue_work)
@@ -322,6 +419,8 @@ class CudaBackend:
         return [union_s([interval]) for interval in sorted(intervals)]
 
     def close(self) -> None:
+        for scratch in getattr(self, "_scratch", {}).values():
+            scratch.free()
         for graph in self._graphs.values():
             graph.destroy()
         self._graphs.clear()

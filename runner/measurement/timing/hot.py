@@ -1,11 +1,23 @@
-"""hot: steady-state time per launch from CUDA-graph replays of a calibrated batch."""
+"""hot: steady-state time per launch from CUDA-graph replays of a calibrated batch.
+
+Audits (where the backend has `audit_batch`): before HOT_AUDITS samples of each implementation,
+chosen at random from a per-run seed (os.urandom), the same batch is replayed untimed with the
+outputs of one launch, also chosen at random, copied out right after it and compared with the
+baseline's outputs on that launch's input set. The backend rotates the launches over several
+input sets, so a launch that skips its work leaves another set's answer; a kernel that works
+only on some launches (every k-th, lined up with the replays) is caught with high probability.
+"""
 
 from __future__ import annotations
 
 import math
+import os
+import random
 import time
 
 from runner.measurement.timing.base import Backend, Strategy, TimingSettings, quantize_batch
+
+HOT_AUDITS = 8  # audited replays per implementation (each an untimed batch)
 
 
 def calibrate(time_batch, settings: TimingSettings) -> int:
@@ -48,10 +60,52 @@ class HotMode(Strategy):
             timings[n].batch = calibrate(lambda b, n=n: _reset_then_time(backend, n, b), settings)
             _reset_then_time(backend, n, timings[n].batch)  # untimed: warms the final graph
             timings[n].calibration_s = time.perf_counter() - c0
+        self.audits = self.choose_audits(backend, names, settings, timings)
+
+    def choose_audits(self, backend: Backend, names: list[str], settings, timings) -> dict:
+        """{name: {sample: launch}}: before which samples an audit replay runs and which launch
+        of its batch it reads back; records how in each implementation's `audit`."""
+        if getattr(backend, "audit_batch", None) is None:
+            return {}
+        secret = os.urandom(16)
+        rng = random.Random(secret)
+        audits = {}
+        for n in names:
+            batch = timings[n].batch
+            chosen = sorted(rng.sample(range(settings.samples), min(HOT_AUDITS, settings.samples)))
+            audits[n] = {k: rng.randrange(batch) for k in chosen}
+            timings[n].audit = {
+                "seed": secret.hex(),
+                "chosen": f"{len(chosen)} samples and one launch of each one's batch, drawn by "
+                "random.Random(seed); before each, an untimed replay of the same launches "
+                "copies that launch's outputs out",
+                "launches": 0,
+                "audited": [],
+                "compared_with": f"baseline {self.baseline}'s outputs on the same input set",
+                "input_sets": getattr(backend, "input_sets", lambda name: 1)(n),
+            }
+            state = getattr(backend, "module_state", None)
+            if state is not None:
+                timings[n].audit["module_state"] = state(n)
+        return audits
 
     def sampler(self, backend: Backend, settings: TimingSettings, timings):
         def sample(n: str) -> float:
+            k, batch = len(timings[n].samples_s), timings[n].batch
+            position = self.audits.get(n, {}).get(k)
+            if position is not None:  # untimed, before the sample: the samples stay as they were
+                backend.reset(n)
+                timings[n].audit["audited"].append([k, position])
+                if problem := backend.audit_batch(n, batch, position):
+                    timings[n].problems.append(
+                        f"implementation {n}, hot launch {position} of the batch replayed before "
+                        f"sample {k} (audited at random): {problem}, against baseline "
+                        f"{self.baseline}'s outputs on the same inputs: the launch did not do "
+                        "the work"
+                    )
             backend.reset(n)
-            return backend.timed_batch(n, timings[n].batch) / timings[n].batch
+            if n in self.audits:
+                timings[n].audit["launches"] += batch
+            return backend.timed_batch(n, batch) / batch
 
         return sample
