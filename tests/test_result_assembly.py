@@ -369,6 +369,28 @@ def test_a_time_above_the_devices_bandwidth_fails_the_case_naming_both_figures()
     assert len(doc["implementations"]["handptx"]["timing"]["samples_s"]) == 30  # nothing lost
 
 
+def test_only_the_row_above_the_bound_loses_its_gap_and_honest_rows_keep_theirs():
+    """The row over the device's ceiling is flagged with both figures; the case is failed (the
+    run says so), but an honest candidate of the same case keeps its gap: one impossible row
+    does not take the comparison down with it."""
+    doc = skeleton({"cuda": "baseline", "handptx": "candidate", "llvm": "candidate"})
+    honest = samples(GEOMETRY.bytes / PEAKS["measured_memory_bytes_per_s"] * 1.02, 0.001, 1)
+    cheat = samples(GEOMETRY.bytes / PEAKS["measured_memory_bytes_per_s"] / 3, 0.001, 2)
+    also = samples(GEOMETRY.bytes / PEAKS["measured_memory_bytes_per_s"] * 1.05, 0.001, 4)
+    record = worker_record(
+        {"cuda": honest, "handptx": cheat, "llvm": also},
+        {"cuda": "passed", "handptx": "passed", "llvm": "passed"},
+    )
+    peaks = {**PEAKS, "l2_bytes": 50 * 2**20}
+    result.finish_case(doc, record, GEOMETRY, "f64", peaks, 10 * GEOMETRY.bytes)
+    impls = doc["implementations"]
+    assert doc["status"] == "failed" and "handptx: " in doc["error"]["message"]
+    assert impls["handptx"]["gap"] is None
+    assert "handptx cannot be trusted" in impls["handptx"]["gap_note"]
+    assert "GB/s" in impls["handptx"]["gap_note"]
+    assert impls["llvm"]["gap"]["ratio_of_medians"] == pytest.approx(1.05 / 1.02, rel=0.01)
+
+
 def test_an_l2_resident_case_is_not_judged_against_dram_bandwidth():
     doc = skeleton({"cuda": "baseline", "handptx": "candidate"})
     fast = samples(GEOMETRY.bytes / PEAKS["measured_memory_bytes_per_s"] / 3, 0.001, 3)

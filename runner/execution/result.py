@@ -225,22 +225,23 @@ def finish_case(
             bound = rate_bound(impl["throughput"], peaks, working_set_bytes, split)
             if bound is not None:
                 impl["throughput"]["bound"] = bound
-        found = [
-            f"{name}: {why}"
+        impossible_rows = {
+            name: why
             for name, impl in case_doc["implementations"].items()
             if "throughput" in impl
             and (why := impossible(impl["throughput"], peaks, working_set_bytes, split))
-        ]
-        dependent = [
-            f"{name}: {dependence(i['integrity'])}"
+        }
+        dependent_rows = {
+            name: dependence(i["integrity"])
             for name, i in case_doc["implementations"].items()
             if i.get("integrity", {}).get("output_dependent")
-        ] + [
-            f"{name}: {'; '.join(i['timing']['problems'][:2])}"
-            for name, i in case_doc["implementations"].items()
-            if i.get("timing", {}).get("problems")
-        ]
-        if found or dependent:  # the samples stay in the document; the case gets no gap
+        }
+        for name, i in case_doc["implementations"].items():
+            if i.get("timing", {}).get("problems"):
+                dependent_rows.setdefault(name, "; ".join(i["timing"]["problems"][:2]))
+        found = [f"{name}: {why}" for name, why in impossible_rows.items()]
+        dependent = [f"{name}: {why}" for name, why in dependent_rows.items()]
+        if found or dependent:  # the samples stay in the document; those rows get no gap
             case_doc["status"] = "failed"
             parts = []
             if found:
@@ -254,11 +255,21 @@ def finish_case(
                     "or outputs not written by a timed launch): " + "; ".join(dependent)
                 )
             case_doc["error"] = {"phase": "timing", "message": "; ".join(parts)}
+        # A flagged row loses its gap; the others keep theirs, unless the baseline they are
+        # divided by is itself flagged.
+        flagged = set(impossible_rows) | set(dependent_rows)
         base_timing = case_doc["implementations"][baseline]["timing"]
-        for impl in case_doc["implementations"].values():
-            if impl["role"] == "candidate" and "timing" in impl and (found or dependent):
+        for name, impl in case_doc["implementations"].items():
+            if (
+                impl["role"] == "candidate"
+                and "timing" in impl
+                and (name in flagged or baseline in flagged)
+            ):
+                culprit = name if name in flagged else baseline
+                why = impossible_rows.get(culprit) or dependent_rows.get(culprit)
+                whose = name if culprit == name else f"its baseline {baseline}"
                 impl["gap"] = None
-                impl["gap_note"] = "no gap: the case's timing is physically impossible"
+                impl["gap_note"] = f"no gap: the timing of {whose} cannot be trusted: {why}"
             elif impl["role"] == "candidate" and "timing" in impl:
                 checked = impl.get("check", {}).get("status") == "passed"
                 if not checked:
