@@ -51,7 +51,8 @@ def test_an_f32_computation_in_an_f64_case_is_caught_by_a_tolerance_that_admits_
         "tolerance = { rtol = 1e-5, atol = 1e-5 }",
     )
     assert passing_null_models(suite, suite.case("reduce_sum_f64")) == [
-        "the reference computed from inputs rounded to f32"
+        "the reference on inputs rounded to f32",
+        "the reference computed in f32 (inputs and result rounded to f32)",
     ]
 
 
