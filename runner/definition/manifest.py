@@ -176,9 +176,7 @@ def _case(raw: dict, defaults: dict, root: Path, path: Path) -> CaseSpec:
             )
         seed = b.get("init", {}).get("seed", settings.seed)
         valid = _valid(b, dist, f"{w}: buffers.{b['name']}.valid")
-        buffers.append(
-            BufferSpec(b["name"], b["dtype"], b["length"], b["role"], dist, seed, valid)
-        )
+        buffers.append(BufferSpec(b["name"], b["dtype"], b["length"], b["role"], dist, seed, valid))
     params, pnames = [], set()
     for i, p in enumerate(raw["params"]):
         if p["name"] in pnames:

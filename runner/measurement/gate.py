@@ -58,7 +58,8 @@ def _abs_diff(out: np.ndarray, ref: np.ndarray) -> np.ndarray:
 
 
 def compare(out: np.ndarray, expected: np.ndarray, tol: Tolerance) -> dict:
-    """Element-wise comparison; NaN matches only NaN. Returns errors and the first mismatch."""
+    """Element-wise comparison; NaN matches only NaN, and under an exact tolerance -0.0 matches
+    only -0.0. Returns errors and the first mismatch."""
     n = int(out.size)
     expected = np.asarray(expected)
     if (
@@ -77,7 +78,9 @@ def compare(out: np.ndarray, expected: np.ndarray, tol: Tolerance) -> dict:
     ref = expected.astype(out.dtype) if exact else expected.astype(np.float64)
     diff = _abs_diff(out, ref)
     both_nan = np.isnan(out) & np.isnan(ref) if out.dtype.kind == "f" else np.zeros(out.shape, bool)
-    if exact:
+    if exact and out.dtype.kind == "f":  # exact includes the sign of zero
+        bad = ~(((out == ref) & (np.signbit(out) == np.signbit(ref))) | both_nan)
+    elif exact:
         bad = ~((out == ref) | both_nan)
     else:
         with np.errstate(invalid="ignore", over="ignore"):
