@@ -270,3 +270,30 @@ def test_guard_bands_must_hold_whole_words(monkeypatch):
     case = SUITE.case("scale_i64")
     with pytest.raises(ValueError, match="multiple of 8"):
         gate.DeviceBuffers(case, case.geometry(case.check_dims), None, None, 12)
+
+
+# ---- the record -----------------------------------------------------------------------------------
+
+
+def check_record_errors(record: dict) -> list[str]:
+    import json
+
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads((ROOT / "schemas" / "result.schema.json").read_text())
+    sub = {"$defs": schema["$defs"], "$ref": "#/$defs/check"}
+    return [e.message for e in Draft202012Validator(sub).iter_errors(record)]
+
+
+def test_records_of_a_pass_and_of_a_refused_shortcut_fit_the_result_schema(tmp_path, monkeypatch):
+    suite = edited_suite(
+        tmp_path,
+        "tolerance = { rtol = 1e-15, atol = 1e-15 }",
+        "tolerance = { rtol = 1e-2, atol = 1e-2 }",
+    )
+    case = suite.case("axpy_f64")
+    reference = load_reference(suite, case)
+    refused = run_gate(case, reference, axpy_through("f16"), monkeypatch=monkeypatch)
+    passed = run_gate(case, reference, fused_axpy, monkeypatch=monkeypatch)
+    assert refused["rounding_shortcuts"] and passed["inputs_passed"] == ["declared", "edges"]
+    assert check_record_errors(refused) == [] and check_record_errors(passed) == []
