@@ -73,7 +73,15 @@ def models(
                 for name, e in expected.items()
             },
         )
-    return found
+    # a shortcut that gives exactly the expected outputs cannot be told apart on these inputs
+    return {
+        what: model
+        for what, model in found.items()
+        if not all(
+            np.array_equal(model.outputs[n].view(np.uint8), expected[n].view(np.uint8))
+            for n in expected
+        )
+    }
 
 
 def _relative(a: np.ndarray, b: np.ndarray, scale: np.ndarray) -> np.ndarray:
