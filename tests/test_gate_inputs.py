@@ -297,3 +297,72 @@ def test_records_of_a_pass_and_of_a_refused_shortcut_fit_the_result_schema(tmp_p
     passed = run_gate(case, reference, fused_axpy, monkeypatch=monkeypatch)
     assert refused["rounding_shortcuts"] and passed["inputs_passed"] == ["declared", "edges"]
     assert check_record_errors(refused) == [] and check_record_errors(passed) == []
+
+
+# ---- honest kernels in the GPU kernels' own orders (tree sums, in-order dot products, FMAs) -------
+
+
+def tree_sum(m):
+    x = m["x"].reshape(-1, 256).copy()
+    while x.shape[1] > 1:
+        half = x.shape[1] // 2
+        x = x[:, :half] + x[:, half:]
+    m["out"][:] = x[:, 0]
+
+
+def in_order_fma_matmul(m):
+    n = m.buffers.geometry.dims["n"]
+    a, b = m["a"].reshape(n, n), m["b"].reshape(n, n)
+    acc = np.zeros((n, n))
+    for k in range(n):
+        acc = (np.longdouble(1) * a[:, k : k + 1] * b[k : k + 1, :] + acc).astype(np.float64)
+    m["c"][:] = acc.reshape(-1)
+
+
+def fma_horner(m):
+    from benchmarks.reference import HORNER_COEFFICIENTS
+
+    x = m["x"]
+    acc = np.full_like(x, HORNER_COEFFICIENTS[0])
+    for c in HORNER_COEFFICIENTS[1:]:
+        acc = (acc.astype(np.longdouble) * x + c).astype(np.float64)
+    m["y"][:] = acc
+
+
+def in_order_attention(m):
+    seq, d = m.buffers.geometry.dims["seq"], m.buffers.geometry.dims["d"]
+    q, k, v = (m[n].astype(np.float64).reshape(seq, d) for n in "qkv")
+    scores = np.zeros((seq, seq))
+    for j in range(d):
+        scores = scores + q[:, j : j + 1] * k[:, j : j + 1].T
+    scores = scores / np.sqrt(np.float64(d))
+    scores[np.triu_indices(seq, 1)] = -1e30
+    p = np.exp(scores - scores.max(axis=1, keepdims=True))
+    total = np.zeros((seq, 1))
+    for j in range(seq):
+        total = total + p[:, j : j + 1]
+    p = p / total
+    o = np.zeros((seq, d))
+    for j in range(seq):
+        o = o + p[:, j : j + 1] * v[j : j + 1, :]
+    m["o"][:] = o.reshape(-1).astype(np.float32)
+
+
+@pytest.mark.parametrize(
+    ("case_id", "kernel"),
+    [
+        ("reduce_sum_f64", tree_sum),
+        ("matmul_f64_naive", in_order_fma_matmul),
+        ("polynomial_f64", fma_horner),
+        ("attention_f32_naive", in_order_attention),
+    ],
+)
+def test_honest_kernels_in_other_orders_pass_both_sets_and_resemble_no_shortcut(
+    case_id, kernel, monkeypatch
+):
+    # inputs next to +-1 round to +-1 in f32 and move polynomial_f64's result about as much as an
+    # FMA does: only elements that a rounding of the lower precision moves may decide
+    case = SUITE.case(case_id)
+    record = run_gate(case, load_reference(SUITE, case), kernel, monkeypatch=monkeypatch)
+    assert record["status"] == "passed", record["problems"]
+    assert record["inputs_passed"] == ["declared", "edges"] and record["rounding_shortcuts"] == []

@@ -91,7 +91,7 @@ def test_an_output_computed_in_the_lower_precision_resembles_its_model():
     cheat = model.astype(np.float32)
     found = rounding_models.resemblance(cheat, exact, model, "f16")
     assert found is not None and found["why"] == "no farther from the model than from the reference"
-    assert found["median_rel_to_model"] == 0.0 and found["elements"] > 4000
+    assert found["median_rel_to_model"] == 0.0 and found["elements"] > 3000
 
 
 def test_an_output_as_wrong_as_the_shortcut_resembles_it_even_off_the_model():

@@ -92,8 +92,9 @@ def resemblance(out: np.ndarray, exact: np.ndarray, model: np.ndarray, to: str) 
     """How `out` stands between the exact reference and a rounding model to precision `to`,
     where it resembles the model; None where it does not, or where there is too little evidence.
 
-    Judged on the elements where the model moves the result by more than 16 units in the last
-    place of out's own precision (an honest output is closer than that to the reference), by
+    Judged on the elements where the model moves the result by at least an eighth of a unit
+    of `to` and by more than 16 units of out's own precision (an honest output is closer than
+    that to the reference), by
     median relative distances: out resembles the model when it is no farther from the model
     than from the reference, or when its error is nearer, on a log scale, to the model's than
     to its own precision's rounding (only where `to` has 8 or more fewer significand bits).
@@ -102,13 +103,17 @@ def resemblance(out: np.ndarray, exact: np.ndarray, model: np.ndarray, to: str) 
     if own is None:
         return None
     own_bits = precision.PRECISIONS[own].significand_bits
-    gap_bits = own_bits - precision.PRECISIONS[to].significand_bits
+    to_bits = precision.PRECISIONS[to].significand_bits
+    gap_bits = own_bits - to_bits
+    # an element counts where the model moves the result by a rounding of `to` (not merely by
+    # a few of out's own units, as inputs already almost representable in `to` do)
+    threshold = max(2.0 ** (5 - own_bits), 2.0 ** (-to_bits - 3))
     with np.errstate(all="ignore"):
         got, want, low = (a.astype(np.float64) for a in (out, exact, model))
         scale = np.abs(want)
         usable = np.isfinite(want) & np.isfinite(low) & (scale > 0)
         moved = np.zeros(out.shape, dtype=bool)
-        moved[usable] = _relative(low[usable], want[usable], scale[usable]) > 2.0 ** (5 - own_bits)
+        moved[usable] = _relative(low[usable], want[usable], scale[usable]) > threshold
         if np.count_nonzero(moved) < MIN_EVIDENCE:
             return None
         got_m, want_m, low_m, scale_m = got[moved], want[moved], low[moved], scale[moved]
