@@ -116,3 +116,13 @@ def test_an_honest_f16_output_does_not_resemble_the_bf16_model():
     exact = rng.uniform(-1, 1, 4096)
     honest = exact.astype(np.float16)
     assert rounding_models.resemblance(honest, exact, round_to(exact, "bf16"), "bf16") is None
+
+
+def test_an_honest_long_f32_sum_resembles_no_lower_precision():
+    rng = np.random.default_rng(6)
+    terms = rng.uniform(-1, 1, (512, 4096)).astype(np.float32)
+    exact = terms.astype(np.float64).sum(axis=1)
+    honest = np.cumsum(terms, axis=1, dtype=np.float32)[:, -1]  # one f32 rounding per term
+    assert np.median(np.abs(honest - exact) / np.abs(exact)) > 2.0**-22  # really lossy
+    for p in ("f16", "bf16"):
+        assert rounding_models.resemblance(honest, exact, round_to(exact, p), p) is None
