@@ -650,10 +650,16 @@ def test_null_models_of_a_case_cover_zeros_a_constant_an_input_and_lower_precisi
         "all zeros",
         "a constant (the mean of each expected output)",
         "a copy of input 0",
-        "the reference computed from inputs rounded to float32",
+        "the reference on inputs rounded to f32",
+        "the reference computed in f32",
+        "the reference on inputs rounded to f16",
+        "the reference computed in f16",
+        "the reference on inputs rounded to bf16",
+        "the reference computed in bf16 (inputs and result rounded to bf16)",  # numpy: no bf16
     ]
     assert np.array_equal(models["a copy of input 0"][0], x)
-    assert models["the reference computed from inputs rounded to float32"][0].dtype == np.float64
+    assert models["the reference on inputs rounded to f32"][0].dtype == np.float64
+    assert np.array_equal(models["the reference computed in f16"][0], x.astype(np.float16) * 2)
 
 
 @pytest.mark.parametrize(
@@ -665,7 +671,7 @@ def test_null_models_of_a_case_cover_zeros_a_constant_an_input_and_lower_precisi
         ),
         (
             bench.Exact(rtol=1e-7, atol=1e-7),
-            "'the reference computed from inputs rounded to float32'",
+            "'the reference on inputs rounded to f32', 'the reference computed in f32'",
         ),
         (bench.Custom(lambda outputs, expected: True, "anything goes"), "'all zeros'"),
     ],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import shutil
 import subprocess
@@ -190,11 +191,82 @@ def test_launch_args_integer_bounds_as_twos_complement_and_span():
         ("f64", 0.0),
         ("u64", 2**64 - 5),
         ("u64", 11),
+        ("i32", 0),
     ]
     full_i64 = launch_args("i64", Distribution("integers", -(2**63), 2**63 - 1), 0, 0, 1)
-    assert full_i64[6:] == [("u64", 2**63), ("u64", 0)]  # span 0 = all 2^64 values
+    assert full_i64[6:] == [("u64", 2**63), ("u64", 0), ("i32", 0)]  # span 0 = all 2^64 values
     f32 = launch_args("f32", Distribution("uniform", -1, 2.5), 0, 0, 1)
-    assert f32[3:] == [("i32", 0), ("f64", -1.0), ("f64", 2.5), ("u64", 0), ("u64", 0)]
+    assert f32[3:] == [("i32", 0), ("f64", -1.0), ("f64", 2.5), ("u64", 0), ("u64", 0), ("i32", 0)]
+    edges = launch_args("i32", Distribution("edges", -5, 5), 0, 0, 1)
+    assert edges[6:] == [("u64", 2**64 - 5), ("u64", 11), ("i32", generator.KIND_CODES["edges"])]
+
+
+def test_kind_codes_match_the_cuda_enum():
+    source = device.KERNELS_CU.read_text()
+    enum = re.search(r"enum \{ KG_KIND_DRAW = (\d+), KG_KIND_EDGES = (\d+) \}", source)
+    assert (int(enum.group(1)), int(enum.group(2))) == (
+        generator.KIND_CODES["uniform"],
+        generator.KIND_CODES["edges"],
+    )
+    assert generator.KIND_CODES["integers"] == generator.KIND_CODES["uniform"]
+
+
+# ---- the edges distribution (the correctness gate's second input set) ----------------------------
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_edges_over_the_full_range_has_zeros_both_ends_signs_and_every_scale(dtype):
+    low, high = generator.full_range(dtype)
+    v = generate(dtype, Distribution("edges", low, high), 3, 4, 20000)
+    assert np.all(np.isfinite(v))
+    zeros = v[v == 0]
+    assert np.any(np.signbit(zeros)) and np.any(~np.signbit(zeros))
+    assert v.min() == low and v.max() == high
+    assert 0.3 < np.mean(v < 0) < 0.6
+    scales = np.log2(np.abs(v[v != 0]).astype(np.float64))
+    assert scales.min() < -100 and scales.max() > 100  # magnitudes across the range's binades
+    assert np.count_nonzero(np.abs(v) == np.nextafter(v.dtype.type(high), v.dtype.type(0))) > 0
+
+
+def test_edges_stays_inside_a_one_signed_range_and_keeps_its_zeros_out():
+    v = generate("f64", Distribution("edges", 0.5, 8.0), 1, 2, 5000)
+    assert v.min() == 0.5 and v.max() == 8.0
+    assert np.count_nonzero(v == np.nextafter(0.5, 1.0)) > 0
+    nonneg = generate("f32", Distribution("edges", 0.0, 1.0), 1, 2, 5000)
+    assert np.all(nonneg >= 0) and np.all(nonneg <= 1)
+    assert np.any(np.signbit(nonneg[nonneg == 0]))  # -0.0 lies in [0, 1] too
+
+
+def test_edges_integers_hold_negatives_zero_minus_one_and_both_ends():
+    low, high = generator.full_range("i32")
+    v = generate("i32", Distribution("edges", low, high), 5, 6, 5000)
+    assert {0, -1, low, high, low + 1, high - 1} <= set(v.tolist())
+    assert np.mean(v < 0) > 0.3
+    assert len({int(x).bit_length() for x in v}) > 25  # every bit width
+    narrow = generate("i64", Distribution("edges", -5, 5), 5, 6, 2000)
+    assert set(narrow.tolist()) == set(range(-5, 6))
+    unsigned = generate("u32", Distribution("edges", 7, 12), 5, 6, 2000)
+    assert set(unsigned.tolist()) == set(range(7, 13))
+
+
+def test_edges_golden_values():
+    # Literals computed once: a change in the formula, constants or rounding shows up here.
+    f64 = generate("f64", Distribution("edges", -1.0, 1.0), 1, 2, 6)
+    assert [float(x).hex() for x in f64] == EDGES_F64_GOLDEN
+    i64 = generate("i64", Distribution("edges", -(2**63), 2**63 - 1), 1, 2, 6)
+    assert i64.tolist() == EDGES_I64_GOLDEN
+
+
+def test_edges_validation_names_the_field():
+    where = "cases.toml: case 'c': buffers.x.valid"
+    with pytest.raises(ValueError, match="edges needs low <= high"):
+        Distribution("edges", 1.0, 0.0).validate("f64", where)
+    with pytest.raises(ValueError, match="no f32 value lies in"):
+        Distribution("edges", 1.0 + 2.0**-25, 1.0 + 2.0**-24).validate("f32", where)
+    with pytest.raises(ValueError, match="do not fit i32"):
+        Distribution("edges", 0, 2**31).validate("i32", where)
+    with pytest.raises(ValueError, match="must be a finite number"):
+        Distribution("edges", -math.inf, 0.0).validate("f64", where)
 
 
 def test_dtype_codes_match_the_cuda_enum():
@@ -214,17 +286,18 @@ HOST_MAIN = r"""
 #include <stdio.h>
 #include <stdlib.h>
 
-// usage: fill OUT DTYPE LO HI ILO SPAN SEED STREAM N  (LO, HI as C99 hex floats)
+// usage: fill OUT DTYPE LO HI ILO SPAN SEED STREAM N KIND  (LO, HI as C99 hex floats)
 int main(int argc, char** argv) {
-    if (argc != 10) return 2;
+    if (argc != 11) return 2;
     int dtype = atoi(argv[2]);
     double lo = strtod(argv[3], 0), hi = strtod(argv[4], 0);
     kg_u64 ilo = strtoull(argv[5], 0, 10), span = strtoull(argv[6], 0, 10);
     kg_u64 seed = strtoull(argv[7], 0, 10), stream = strtoull(argv[8], 0, 10);
     kg_u64 n = strtoull(argv[9], 0, 10);
+    int kind = atoi(argv[10]);
     size_t width = (dtype == KG_F64 || dtype == KG_I64 || dtype == KG_U64) ? 8 : 4;
     void* buf = malloc(n * width);
-    kg_fill_strided(buf, n, 0, 1, seed, stream, dtype, lo, hi, ilo, span);
+    kg_fill_strided(buf, n, 0, 1, seed, stream, dtype, lo, hi, ilo, span, kind);
     FILE* f = fopen(argv[1], "wb");
     if (!f || fwrite(buf, width, n, f) != n) return 3;
     fclose(f);
@@ -258,12 +331,12 @@ def host_fill(request, tmp_path_factory):
 
     def fill(dtype: str, dist: Distribution, seed: int, stream: int, n: int) -> bytes:
         # The kernel's own argument list, so launch_args is checked along with the formula.
-        _, _, _, (_, code), (_, lo), (_, hi), (_, ilo), (_, span) = launch_args(
+        _, _, _, (_, code), (_, lo), (_, hi), (_, ilo), (_, span), (_, kind) = launch_args(
             dtype, dist, seed, stream, n
         )
         out = build / "out.bin"
         args = [str(exe), str(out), str(code), lo.hex(), hi.hex()]
-        args += [str(v) for v in (ilo, span, seed, stream, n)]
+        args += [str(v) for v in (ilo, span, seed, stream, n, kind)]
         subprocess.run(args, check=True)
         return out.read_bytes()
 
@@ -284,6 +357,25 @@ CROSS_CASES = [
     ("i64", Distribution("integers", -(2**63), 2**63 - 1)),
     ("u64", FULL_U64),
     ("u64", Distribution("integers", 2**63, U64_MAX)),
+    # the gate's second input set, over full, one-signed, narrow and degenerate ranges
+    ("f64", Distribution("edges", *generator.full_range("f64"))),
+    ("f64", Distribution("edges", 0.0, 1e300)),
+    ("f64", Distribution("edges", -1.0, 1.0)),
+    ("f64", Distribution("edges", -7.5, -1e-310)),
+    ("f64", Distribution("edges", 2.0, 2.0)),
+    ("f32", Distribution("edges", *generator.full_range("f32"))),
+    ("f32", Distribution("edges", 0.0, 1.0)),
+    ("f32", Distribution("edges", -0.1, 3.3e-39)),
+    ("f32", Distribution("edges", 1.0 + 0.4 * 2.0**-23, 1.0 + 2.5 * 2.0**-23)),
+    ("i32", Distribution("edges", *generator.full_range("i32"))),
+    ("i32", Distribution("edges", -1000, -3)),
+    ("i32", Distribution("edges", 0, 2**31 - 1)),
+    ("u32", Distribution("edges", *generator.full_range("u32"))),
+    ("u32", Distribution("edges", 7, 12)),
+    ("i64", Distribution("edges", *generator.full_range("i64"))),
+    ("i64", Distribution("edges", -5, 5)),
+    ("u64", Distribution("edges", *generator.full_range("u64"))),
+    ("u64", Distribution("edges", 2**63, U64_MAX)),
 ]
 
 
@@ -307,7 +399,8 @@ def test_cuda_source_as_host_code_matches_numpy_bit_for_bit(host_fill, dtype, di
 # ---- the committed PTX ---------------------------------------------------------------------------
 
 EXPECTED_PARAM_BYTES = {
-    "kg_fill_random": [8, 8, 8, 8, 4, 8, 8, 8, 8],  # out, n, seed, stream, dtype, lo, hi, ilo, span
+    # out, n, seed, stream, dtype, lo, hi, ilo, span, kind
+    "kg_fill_random": [8, 8, 8, 8, 4, 8, 8, 8, 8, 4],
     "kg_flush_l2": [8, 8, 8],  # buf, n_words, sink
     "kg_spin": [8, 8, 8],  # flag, timeout_ns, status
     "kg_stream_read": [8, 8, 8],  # buf, n_pairs, sink
@@ -392,3 +485,14 @@ def test_regenerate_without_nvcc_leaves_the_ptx_alone(device_copy):
     with pytest.raises(RuntimeError, match="nvcc not found"):
         device.regenerate(nvcc=str(device_copy / "no-such-nvcc"))
     assert device.KERNELS_PTX.read_bytes() == before
+
+
+EDGES_F64_GOLDEN = [
+    "0x1.77f277b38e3a1p-247",
+    "-0x1.fffffffffffffp-1",
+    "-0x1.ebb8b2cbccee1p-347",
+    "0x0.0p+0",
+    "0x1.7ef1f615616bcp-222",
+    "-0x0.0p+0",
+]
+EDGES_I64_GOLDEN = [37030444846707143, -9223372036854775807, -324526, 0, -1412861, -1]

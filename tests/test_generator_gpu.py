@@ -18,6 +18,15 @@ CASES = [
     ("u32", Distribution("integers", 0, 2**32 - 1)),
     ("i64", Distribution("integers", -(2**62), 2**62)),
     ("u64", Distribution("integers", 0, 2**64 - 1)),
+    # the correctness gate's second input set (edges), full and narrow ranges
+    ("f64-edges", Distribution("edges", *generator.full_range("f64"))),
+    ("f64-edges", Distribution("edges", 0.0, 1.0)),
+    ("f32-edges", Distribution("edges", *generator.full_range("f32"))),
+    ("f32-edges", Distribution("edges", -0.1, 3.3e-39)),
+    ("i32-edges", Distribution("edges", *generator.full_range("i32"))),
+    ("u32-edges", Distribution("edges", 7, 12)),
+    ("i64-edges", Distribution("edges", *generator.full_range("i64"))),
+    ("u64-edges", Distribution("edges", *generator.full_range("u64"))),
 ]
 
 
@@ -32,9 +41,12 @@ def device():
     ctx.close()
 
 
-@pytest.mark.parametrize(("dtype", "dist"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("dtype", "dist"), CASES, ids=[f"{c[0]}[{c[1].low},{c[1].high}]" for c in CASES]
+)
 def test_device_fill_equals_numpy_twin(device, dtype, dist):
     internal, stream = device
+    dtype = dtype.removesuffix("-edges")
     n = (1 << 20) + 3  # several grid-stride sweeps and a ragged tail
     np_dtype = generator.DTYPES[dtype]
     buffer = driver.Buffer(n * np.dtype(np_dtype).itemsize)

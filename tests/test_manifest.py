@@ -311,8 +311,39 @@ REJECTED = [
      ["case 'scale'", "params.n.value", "4194304000 does not fit i32", "2147483647"]),
     ("u32_scalar_negative", 'type = "i32", value = "n" }', 'type = "u32", value = -1 }',
      ["case 'scale'", "params.n.value", "-1 does not fit u32"]),
+    ("valid_unknown_key", "high = 1.0 } },", "high = 1.0 }, valid = { low = 0.0 } },",
+     ["case 'scale'", "buffers[0].valid", "unknown field", "'low'"]),
+    ("valid_empty", "high = 1.0 } },", "high = 1.0 }, valid = {} },",
+     ["case 'scale'", "buffers[0].valid"]),
+    ("valid_min_above_max", "high = 1.0 } },", "high = 1.0 }, valid = { min = 2.0, max = 1.0 } },",
+     ["case 'scale'", "buffers.x.valid", "low <= high"]),
+    ("valid_narrower_than_init", "high = 1.0 } },", "high = 1.0 }, valid = { min = 0.0 } },",
+     ["case 'scale'", "buffers.x.valid", "init range [-1.0, 1.0]", "outside the valid range"]),
+    ("valid_past_f32", "high = 1.0 } },", "high = 1.0 }, valid = { max = 1e39 } },",
+     ["case 'scale'", "buffers.x.valid", "within +-"]),
+    ("valid_on_an_output", '{ name = "out", dtype = "f32", length = "n", role = "output" }',
+     '{ name = "out", dtype = "f32", length = "n", role = "output", valid = { min = 0.0 } }',
+     ["case 'scale'", "buffers.out.valid", "only a generated buffer"]),
+    ("valid_float_bound_on_integers", 'dtype = "f32", length = "n", role = "input", init = { dist = "uniform", low = -1.0, high = 1.0 } },',
+     'dtype = "i32", length = "n", role = "input", init = { dist = "integers", low = -1, high = 1 }, valid = { min = -1.5 } },',
+     ["case 'scale'", "buffers.x.valid.min", "must be an integer", "-1.5"]),
 ]
 # fmt: on
+
+
+def test_valid_ranges_default_to_the_dtype_and_drive_the_edges_input_set(tmp_path):
+    from runner.gpu.generator import Distribution, full_range
+
+    suite = manifest.load(write_suite(tmp_path))
+    x = suite.cases[0].buffer("x")
+    assert x.valid is None and x.valid_range == full_range("f32")
+    assert x.inputs("edges") == Distribution("edges", *full_range("f32"))
+    assert x.inputs("declared") == x.dist and suite.cases[0].buffer("out").inputs("edges") is None
+    narrowed = write_suite(tmp_path, "high = 1.0 } },", "high = 1.0 }, valid = { min = -1.0 } },")
+    x = manifest.load(narrowed).cases[0].buffer("x")
+    assert x.valid == (-1.0, full_range("f32")[1])
+    with pytest.raises(ValueError, match="unknown input set 'other'"):
+        x.inputs("other")
 
 
 @pytest.mark.parametrize(

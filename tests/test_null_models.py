@@ -51,7 +51,8 @@ def test_an_f32_computation_in_an_f64_case_is_caught_by_a_tolerance_that_admits_
         "tolerance = { rtol = 1e-5, atol = 1e-5 }",
     )
     assert passing_null_models(suite, suite.case("reduce_sum_f64")) == [
-        "the reference computed from inputs rounded to f32"
+        "the reference on inputs rounded to f32",
+        "the reference computed in f32 (inputs and result rounded to f32)",
     ]
 
 
@@ -90,3 +91,13 @@ def test_runner_check_fails_the_case_and_names_the_null_model(tmp_path):
         "FAIL  axpy_f64: tolerance: outputs that did not do the work pass it at the check size: all zeros"
         in done.stderr
     )
+
+
+def test_a_reference_that_overflows_on_the_edges_asks_for_valid_ranges(tmp_path):
+    from runner.execution.null_models import edges_problems
+
+    assert all(edges_problems(SUITE, case) == [] for case in SUITE.cases)
+    suite = edited(tmp_path, ", valid = { min = -1.0, max = 1.0 } },", " },")  # axpy's x
+    problems = edges_problems(suite, suite.case("axpy_f64"))
+    assert len(problems) == 1 and problems[0].startswith("y: the reference gives ")
+    assert "non-finite values" in problems[0] and "valid = { min = ..., max = ... }" in problems[0]

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from runner.measurement import precision
+
 __all__ = [
     "as_outputs",
     "cast_like",
@@ -18,6 +20,9 @@ __all__ = [
     "dtype_names",
     "is_array",
     "is_tensor",
+    "lower_precisions",
+    "lowered",
+    "round_like",
     "rounded",
     "same_bytes",
     "snapshot",
@@ -114,20 +119,58 @@ def constant_like(x):
     return np.full_like(x, value)
 
 
-LOWER_PRECISION = {"float64": "float32", "float32": "float16", "complex128": "complex64"}
-"""The dtype a case's data is rounded to for the null model 'computed at lower precision'."""
+# numpy and torch dtypes of runner.measurement.precision's names; numpy has no bfloat16
+_TORCH_DTYPES = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+_NUMPY_DTYPES = {"f64": "float64", "f32": "float32", "f16": "float16"}
 
 
-def rounded(x):
-    """`x` rounded to LOWER_PRECISION of its dtype and back (same dtype), or None when there is
-    no lower precision to round to."""
-    lower = LOWER_PRECISION.get(dtype_name(x)) if is_array(x) else None
-    if lower is None:
+def lower_precisions(x) -> tuple[str, ...]:
+    """The precisions below `x`'s (runner.measurement.precision names; complex128's parts to
+    f32); empty for integers, bools and complex64."""
+    name = dtype_name(x)
+    if name == "complex128":
+        return ("f32",)
+    return precision.lower_precisions(name)
+
+
+def _above(x, to: str) -> bool:
+    own = precision.short_name(dtype_name(x)) if is_array(x) else None
+    if own is None:
+        return is_array(x) and dtype_name(x) == "complex128" and to == "f32"
+    return precision.PRECISIONS[own].significand_bits > precision.PRECISIONS[to].significand_bits
+
+
+def rounded(x, to: str):
+    """`x` with its values rounded to precision `to`, in x's own dtype; None when x is not a
+    float array above `to` (nothing to round)."""
+    if not _above(x, to):
         return None
     if is_tensor(x):
         torch = __import__("torch")
-        return x.to(getattr(torch, lower)).to(x.dtype)
-    return np.asarray(x).astype(lower).astype(x.dtype)
+        return x.to(getattr(torch, _TORCH_DTYPES[to])).to(x.dtype)
+    if dtype_name(x) == "complex128":
+        return np.asarray(x).astype(np.complex64).astype(np.complex128)
+    return precision.round_to(np.asarray(x), to)
+
+
+def lowered(x, to: str):
+    """`x` converted to the dtype of precision `to` (arithmetic on it then runs in `to`), or
+    None where the framework has no such dtype (numpy: bfloat16) or x is not above `to`."""
+    if not _above(x, to):
+        return None
+    if is_tensor(x):
+        torch = __import__("torch")
+        return x.to(getattr(torch, _TORCH_DTYPES[to]))
+    if dtype_name(x) == "complex128":
+        return np.asarray(x).astype(np.complex64)
+    numpy_name = _NUMPY_DTYPES.get(to)
+    return None if numpy_name is None else np.asarray(x).astype(numpy_name)
+
+
+def round_like(x, to: str, like):
+    """`x` rounded to precision `to`, in the dtype of `like`."""
+    r = rounded(cast_like(x, like), to)
+    return cast_like(x, like) if r is None else r
 
 
 def cast_like(x, like):

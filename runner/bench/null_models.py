@@ -5,9 +5,12 @@ reject the reference's result on them). One that declares none gets null models 
 `runner check` gives every suite case (runner.execution.null_models): outputs that did not do the work,
 put through the case's own check against the reference's outputs. They are all zeros; a
 constant (the mean of each expected output); a copy of an input of the outputs' shape and
-dtype; and, where the case has float64 (or float32) inputs, the reference computed from inputs
-rounded to float32 (float16). Any of them passing the check is an error in the declaration: it
-cannot tell an implementation that skipped the work from one that did it.
+dtype; and, for every precision below each float output's (runner.measurement.precision: f32,
+f16 and bf16 below f64; f16 and bf16 below f32; ...), the reference on inputs rounded to it and
+the reference computed in it (its inputs converted, so a torch reference runs in f16 or bf16;
+where the framework cannot, numpy's bfloat16, the result is rounded instead). Any of them
+passing the check is an error in the declaration: it cannot tell an implementation that
+skipped the work from one that did it.
 """
 
 from __future__ import annotations
@@ -32,21 +35,48 @@ def null_models(inputs: tuple, expected: tuple, reference, call) -> dict[str, tu
             for e in expected
         ):
             models[f"a copy of input {i}"] = tuple(x for _ in expected)
-    rounded = [arrays.rounded(x) for x in inputs]
+    lower: list[str] = []
+    for e in expected:
+        for p in arrays.lower_precisions(e):
+            if p not in lower:
+                lower.append(p)
+    for p in lower:
+        for what, outputs in _rounding_models(inputs, expected, reference, call, p).items():
+            # a shortcut that gives exactly the expected outputs cannot be told apart here
+            if not all(arrays.same_bytes(o, e) for o, e in zip(outputs, expected, strict=True)):
+                models[what] = outputs
+    return models
+
+
+def _rounding_models(inputs: tuple, expected: tuple, reference, call, to: str) -> dict:
+    """The reference on inputs rounded to `to`, and computed in `to` (or with its result
+    rounded to `to` where the inputs cannot be converted or the reference refuses the dtype)."""
+    models = {}
+    rounded = [arrays.rounded(x, to) for x in inputs]
     if any(r is not None for r in rounded):
-        lower = sorted(
-            {
-                arrays.LOWER_PRECISION[arrays.dtype_name(x)]
-                for x, r in zip(inputs, rounded, strict=True)
-                if r is not None
-            }
-        )
         changed = tuple(x if r is None else r for x, r in zip(inputs, rounded, strict=True))
         low = arrays.as_outputs(call(lambda: reference(*changed)), "the reference")
         if len(low) == len(expected):
-            models[f"the reference computed from inputs rounded to {', '.join(lower)}"] = tuple(
+            models[f"the reference on inputs rounded to {to}"] = tuple(
                 arrays.cast_like(a, e) for a, e in zip(low, expected, strict=True)
             )
+    converted = [arrays.lowered(x, to) for x in inputs]
+    if all(c is not None or r is None for c, r in zip(converted, rounded, strict=True)):
+        args = tuple(x if c is None else c for x, c in zip(inputs, converted, strict=True))
+        try:
+            low = arrays.as_outputs(call(lambda: reference(*args)), "the reference")
+        except (TypeError, ValueError, RuntimeError, NotImplementedError):
+            low = None  # the reference cannot run in `to`: round its result instead
+        if low is not None and len(low) == len(expected):
+            models[f"the reference computed in {to}"] = tuple(
+                arrays.cast_like(a, e) for a, e in zip(low, expected, strict=True)
+            )
+            return models
+    if f"the reference on inputs rounded to {to}" in models:
+        rounded_in = models[f"the reference on inputs rounded to {to}"]
+        models[f"the reference computed in {to} (inputs and result rounded to {to})"] = tuple(
+            arrays.round_like(a, to, e) for a, e in zip(rounded_in, expected, strict=True)
+        )
     return models
 
 

@@ -25,7 +25,7 @@ from runner.definition.spec import (
     inside_suite,
     resolve,
 )
-from runner.gpu.generator import Distribution, is_float
+from runner.gpu.generator import Distribution, full_range, is_float
 
 
 def _schema_location(doc: dict, error) -> str:
@@ -121,6 +121,37 @@ def _primary(name: str | None, cases: list[CaseSpec], path: Path) -> str | None:
     return name
 
 
+def _valid(raw: dict, dist: Distribution | None, where: str) -> tuple | None:
+    """The buffer's `valid` range as (min, max), its missing bound the dtype's own; checked to
+    fit the dtype and to hold the declared init's range."""
+    if "valid" not in raw:
+        return None
+    if dist is None:
+        raise ManifestError(
+            f"{where}: only a generated buffer (one with init) takes a valid range; "
+            f"{raw['name']!r} is an {raw['role']} without init"
+        )
+    dtype, valid = raw["dtype"], raw["valid"]
+    low, high = full_range(dtype)
+    low, high = valid.get("min", low), valid.get("max", high)
+    if not is_float(dtype):
+        for key in ("min", "max"):
+            if key in valid and not isinstance(valid[key], int):
+                raise ManifestError(
+                    f"{where}.{key}: a {dtype} buffer's bound must be an integer, got {valid[key]!r}"
+                )
+    try:
+        Distribution("edges", low, high).validate(dtype, where)
+    except ValueError as exc:
+        raise ManifestError(str(exc)) from None
+    if dist.low < low or dist.high > high:
+        raise ManifestError(
+            f"{where}: the init range [{dist.low!r}, {dist.high!r}] reaches outside the valid "
+            f"range [{low!r}, {high!r}]; the reference must hold for the declared inputs"
+        )
+    return (low, high)
+
+
 def _case(raw: dict, defaults: dict, root: Path, path: Path) -> CaseSpec:
     cid = raw["id"]
     w = f"{path}: case {cid!r}"
@@ -144,7 +175,8 @@ def _case(raw: dict, defaults: dict, root: Path, path: Path) -> CaseSpec:
                 '(e.g. init = { dist = "uniform", low = -1.0, high = 1.0 })'
             )
         seed = b.get("init", {}).get("seed", settings.seed)
-        buffers.append(BufferSpec(b["name"], b["dtype"], b["length"], b["role"], dist, seed))
+        valid = _valid(b, dist, f"{w}: buffers.{b['name']}.valid")
+        buffers.append(BufferSpec(b["name"], b["dtype"], b["length"], b["role"], dist, seed, valid))
     params, pnames = [], set()
     for i, p in enumerate(raw["params"]):
         if p["name"] in pnames:

@@ -10,9 +10,12 @@ from pathlib import Path
 import numpy as np
 
 from runner.definition import expr
-from runner.gpu.generator import DTYPES, Distribution
+from runner.gpu.generator import DTYPES, Distribution, full_range
 
 PARAM_KINDS = ("i32", "u32", "i64", "u64", "f32", "f64")
+# The input sets the correctness gate checks: the buffers' declared init at both poisons, then
+# the edges of each buffer's valid range (zeros, signed zeros, both ends, every magnitude).
+INPUT_SETS = ("declared", "edges")
 DEFAULT_SETTINGS = {
     "block": 256,
     "warmup": 10,
@@ -47,10 +50,28 @@ class BufferSpec:
     role: str  # input | output | inout
     dist: Distribution | None
     seed: int
+    # [min, max] the reference holds for (manifest `valid`); None: the dtype's whole range
+    valid: tuple[float, float] | tuple[int, int] | None = None
 
     @property
     def written(self) -> bool:
         return self.role in ("output", "inout")
+
+    @property
+    def valid_range(self) -> tuple[float, float] | tuple[int, int]:
+        """The declared valid range, or the dtype's whole finite range."""
+        return self.valid if self.valid is not None else full_range(self.dtype)
+
+    def inputs(self, name: str) -> Distribution | None:
+        """The distribution of input set `name` (INPUT_SETS): the declared init, or the edges of
+        the valid range; None for a buffer that is not generated (an output)."""
+        if self.dist is None:
+            return None
+        if name == "declared":
+            return self.dist
+        if name == "edges":
+            return Distribution("edges", *self.valid_range)
+        raise ValueError(f"unknown input set {name!r}; expected one of {', '.join(INPUT_SETS)}")
 
 
 @dataclass(frozen=True)

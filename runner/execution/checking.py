@@ -15,7 +15,7 @@ import click
 from runner.definition import manifest
 from runner.definition.toolchains import cuda_programs
 from runner.execution.case_job import build_case, case_skeleton
-from runner.execution.null_models import passing_null_models
+from runner.execution.null_models import edges_problems, passing_null_models
 
 
 def _say(text: str) -> None:
@@ -78,6 +78,12 @@ def check_suite(suite: manifest.Suite, arch: str, require_all: bool = False, san
                 f"FAIL  {case.id}: tolerance: outputs that did not do the work pass it at the check "
                 f"size: {'; '.join(admitted)} (tighten the tolerance or make the data less degenerate)"
             )
+        try:
+            edges = edges_problems(suite, case)
+        except manifest.ManifestError as exc:
+            edges = [f"(the reference could not run on the edges inputs: {exc})"]
+        for problem in edges:  # a note: the gate still compares those outputs (inf == inf)
+            _say(f"note  {case.id}: valid ranges: {problem}")
         for name, impl in doc["implementations"].items():
             if name not in built:
                 reason = impl.get("skip_reason", "not built")

@@ -3,10 +3,15 @@
 `runner check` (no GPU) puts each case's reference output at its check size next to null
 models of it: all zeros, a constant (the mean of the expected output), a copy of each input of
 the output's data type (for an inout buffer, its untouched initial contents: a kernel that did
-nothing), and, where the case computes in f64, the reference computed from inputs rounded to
-f32 (an f32 computation passed off as f64). A null model that passes the case's tolerance for
-every written buffer is an error in the case: its tolerance (or its data) cannot tell a kernel
-that skipped the work from one that did it.
+nothing), and, for every precision below each float output's, the reference on inputs rounded
+to it and the arithmetic rounded to it (runner.measurement.rounding_models: f16 or bf16 passed
+off as f32, f32, f16 or bf16 as f64). A null model that passes the case's tolerance for every
+written buffer is an error in the case: its tolerance (or its data) cannot tell a kernel that
+skipped the work from one that did it.
+
+It also runs the reference on the gate's second input set, the edges of each input's valid
+range: a reference that gives infinities or NaN there needs the inputs' `valid` ranges declared
+(edges_problems).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import numpy as np
 
 from runner.definition import manifest, spec
 from runner.definition.reference import load_reference
-from runner.measurement import gate
+from runner.measurement import gate, rounding_models
 
 
 def _matching_input(array: np.ndarray, length: int, dtype: np.dtype) -> np.ndarray:
@@ -50,15 +55,13 @@ def null_models(
                 else f"a copy of input {b.name}"
             )
             models[what] = copy
-    if any(inputs[b.name].dtype == np.float64 for b in case.buffers if b.name in inputs):
-        rounded = {
-            k: (v.astype(np.float32).astype(np.float64) if v.dtype == np.float64 else v)
-            for k, v in inputs.items()
-        }
-        low = gate.expected_outputs(case, geometry, reference, rounded)
-        models["the reference computed from inputs rounded to f32"] = {
-            name: low[name].astype(expected[name].dtype) for name in expected
-        }
+    for what, model in rounding_models.models(
+        inputs,
+        expected,
+        lambda x: gate.expected_outputs(case, geometry, reference, x),
+        gate.output_dtypes(case),
+    ).items():
+        models[what] = model.outputs
     return models
 
 
@@ -74,3 +77,25 @@ def passing_null_models(suite: manifest.Suite, case: manifest.CaseSpec) -> list[
         if all(gate.compare(outputs[n], expected[n], tol)["mismatches"] == 0 for n in expected):
             passing.append(what)
     return passing
+
+
+def edges_problems(suite: manifest.Suite, case: manifest.CaseSpec) -> list[str]:
+    """Where the reference, on the edges of the inputs' valid ranges at the check size, gives
+    non-finite outputs: the case must declare the ranges its arithmetic holds for."""
+    geometry = case.geometry(case.check_dims)
+    reference = load_reference(suite, case)
+    with np.errstate(all="ignore"):
+        expected = gate.expected_outputs(
+            case, geometry, reference, gate.host_inputs(case, geometry, "edges")
+        )
+    problems = []
+    for name, e in expected.items():
+        bad = np.flatnonzero(~np.isfinite(e)) if e.dtype.kind == "f" else np.array([], int)
+        if bad.size:
+            problems.append(
+                f"{name}: the reference gives {bad.size} non-finite values of {e.size} on the "
+                f"edges of the inputs' valid ranges (first at index {int(bad[0])}); declare "
+                "each input's valid = { min = ..., max = ... } for the values the case's "
+                "arithmetic and tolerance hold for"
+            )
+    return problems

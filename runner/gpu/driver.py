@@ -190,6 +190,18 @@ class Buffer:
         else:
             check(d.cuMemsetD8Async(self.ptr, byte, self.nbytes, stream.handle), "cuMemsetD8Async")
 
+    def fill_words(self, word: int, stream: Stream) -> None:
+        """Fill with a 32-bit pattern (nbytes must be a multiple of 4, the address 4-aligned)."""
+        if self.nbytes % 4 or self.ptr % 4:
+            raise ValueError(
+                f"fill_words needs a 4-aligned buffer of whole words ({self.nbytes} bytes at "
+                f"0x{self.ptr:x})"
+            )
+        check(
+            cu().cuMemsetD32Async(self.ptr, word, self.nbytes // 4, stream.handle),
+            "cuMemsetD32Async",
+        )
+
     def copy_from(self, other: Buffer, stream: Stream) -> None:
         check(
             cu().cuMemcpyDtoDAsync(

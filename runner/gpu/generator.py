@@ -15,6 +15,11 @@ elements were generated or where generation started.
     integers   : v = ilo + (bits mod span if span else bits) mod 2^64, low 32 bits for i32/u32;
                  ilo = low mod 2^64, span = (high - low + 1) mod 2^64 (0: all 2^64 values).
                  The modulo bias is below span / 2^64, negligible for the spans benchmarks use.
+    edges      : the correctness gate's second input set over a closed range [low, high]: by
+                 the low 4 bits of bits(i), +0, -0, either end, either end's inner neighbour, or
+                 (10 of 16) a random sign and a magnitude in a random binade of the range with
+                 random mantissa bits (integers: a random bit width), clamped into the range;
+                 a class the range does not allow falls through (kg_edges_* in kernels.cu).
 """
 
 from __future__ import annotations
@@ -29,7 +34,9 @@ __all__ = [
     "DISTRIBUTION_KINDS",
     "DTYPES",
     "DTYPE_CODES",
+    "KIND_CODES",
     "Distribution",
+    "full_range",
     "generate",
     "is_float",
     "launch_args",
@@ -46,7 +53,9 @@ DTYPES = {
 }
 # The `dtype` argument of kg_fill_random (KG_F32 ... KG_U64 in kernels.cu).
 DTYPE_CODES = {"f32": 0, "f64": 1, "i32": 2, "u32": 3, "i64": 4, "u64": 5}
-DISTRIBUTION_KINDS = ("uniform", "integers")
+DISTRIBUTION_KINDS = ("uniform", "integers", "edges")
+# The `kind` argument of kg_fill_random (KG_KIND_DRAW, KG_KIND_EDGES in kernels.cu).
+KIND_CODES = {"uniform": 0, "integers": 0, "edges": 1}
 
 GOLDEN = 0x9E3779B97F4A7C15
 MIX_MULTIPLIERS = (0xBF58476D1CE4E5B9, 0x94D049BB133111EB)
@@ -95,14 +104,32 @@ class Distribution:
                 "or 'integers' (i32, u32, i64, u64)"
             )
         expected = "uniform" if is_float(dtype) else "integers"
-        if self.kind != expected:
+        if self.kind not in (expected, "edges"):
             raise ValueError(
                 f"{where}: a {dtype} buffer takes an {expected!r} distribution, got {self.kind!r}"
             )
-        if expected == "uniform":
+        if self.kind == "edges" and is_float(dtype):
+            self._validate_edges(dtype, where)
+        elif expected == "uniform":
             self._validate_uniform(dtype, where)
         else:
             self._validate_integers(dtype, where)
+
+    def _validate_edges(self, dtype: str, where: str) -> None:
+        for name, value in (("low", self.low), ("high", self.high)):
+            if not _is_number(value) or not math.isfinite(value):
+                raise ValueError(f"{where}: edges {name} must be a finite number, got {value!r}")
+        low, high = float(self.low), float(self.high)
+        if not low <= high:
+            raise ValueError(f"{where}: edges needs low <= high, got low={low!r} high={high!r}")
+        if dtype == "f32":
+            if max(abs(low), abs(high)) > F32_MAX:
+                raise ValueError(
+                    f"{where}: f32 bounds must lie within +-{F32_MAX!r}, "
+                    f"got low={low!r} high={high!r}"
+                )
+            if _f32_at_least(low) > _f32_at_most(high):
+                raise ValueError(f"{where}: no f32 value lies in [{low!r}, {high!r}]")
 
     def _validate_uniform(self, dtype: str, where: str) -> None:
         for name, value in (("low", self.low), ("high", self.high)):
@@ -144,6 +171,26 @@ class Distribution:
             )
 
 
+def full_range(dtype: str) -> tuple[float, float] | tuple[int, int]:
+    """The finite values of `dtype` as (lowest, highest)."""
+    _check_dtype(dtype, "full_range")
+    if is_float(dtype):
+        top = float(np.finfo(DTYPES[dtype]).max)
+        return -top, top
+    info = np.iinfo(DTYPES[dtype])
+    return int(info.min), int(info.max)
+
+
+def _f32_at_least(low: float) -> np.float32:
+    f = np.float32(low)
+    return np.nextafter(f, np.float32(np.inf)) if float(f) < low else f
+
+
+def _f32_at_most(high: float) -> np.float32:
+    f = np.float32(high)
+    return np.nextafter(f, np.float32(-np.inf)) if float(f) > high else f
+
+
 def _params(dtype: str, dist: Distribution) -> tuple[float, float, int, int]:
     """(lo, hi, ilo, span) as the kernel takes them; the unused pair is zero."""
     if is_float(dtype):
@@ -168,7 +215,7 @@ def launch_args(
     """kg_fill_random's arguments AFTER its `out` pointer, as (kind, value) for driver.KernelArgs.
 
     The caller prepends ("ptr", device address of out): n, seed, stream, dtype code, lo, hi,
-    ilo, span with kinds u64, u64, u64, i32, f64, f64, u64, u64.
+    ilo, span, kind code with kinds u64, u64, u64, i32, f64, f64, u64, u64, i32.
     """
     _check_call(dtype, dist, seed, stream, n, 0)
     lo, hi, ilo, span = _params(dtype, dist)
@@ -181,6 +228,7 @@ def launch_args(
         ("f64", hi),
         ("u64", ilo),
         ("u64", span),
+        ("i32", KIND_CODES[dist.kind]),
     ]
 
 
@@ -237,6 +285,85 @@ def _integers(bits: np.ndarray, dtype: str, ilo: int, span: int) -> np.ndarray:
     return v.view(DTYPES[dtype])
 
 
+def _spread(bits, more, mlo, mhi, float_type, uint_type, mantissa_bits: int) -> np.ndarray:
+    """kg_spread_f64/f32: a random binade between those of mlo and mhi, random mantissa, clamped."""
+    shift = np.uint64(mantissa_bits)
+    ehi = int(np.array(mhi, float_type).view(uint_type)) >> mantissa_bits
+    elo = max(int(np.array(mlo, float_type).view(uint_type)) >> mantissa_bits, 1)
+    if ehi < elo:
+        return np.full(bits.shape, mhi, float_type)
+    e = (bits >> np.uint64(5)) % np.uint64(ehi - elo + 1) + np.uint64(elo)
+    pattern = (e << shift) | (more & np.uint64((1 << mantissa_bits) - 1))
+    v = pattern.astype(uint_type).view(float_type)
+    return np.where(v > mhi, mhi, np.where(v < mlo, mlo, v)).astype(float_type)
+
+
+def _edges_float(bits: np.ndarray, dtype: str, lo: float, hi: float) -> np.ndarray:
+    if dtype == "f32":
+        ft, ut, mbits = np.float32, np.uint32, 23
+        lo_t, hi_t = _f32_at_least(lo), _f32_at_most(hi)
+    else:
+        ft, ut, mbits = np.float64, np.uint64, 52
+        lo_t, hi_t = np.float64(lo), np.float64(hi)
+    zero = ft(0.0)
+    neg_ok, pos_ok = bool(lo_t < zero), bool(hi_t > zero)
+    if not neg_ok and not pos_ok:
+        out = np.full(bits.shape, lo_t, ft)
+    else:
+        more = _mix64_inplace(bits.copy())
+        out = np.empty(bits.shape, ft)
+        neg = np.where((bits >> np.uint64(4)) & np.uint64(1), neg_ok, not pos_ok)
+        if pos_ok:
+            mlo = lo_t if lo_t > zero else zero
+            out[~neg] = _spread(bits[~neg], more[~neg], mlo, hi_t, ft, ut, mbits)
+        if neg_ok:
+            mlo = -hi_t if hi_t < zero else zero
+            out[neg] = -_spread(bits[neg], more[neg], mlo, -lo_t, ft, ut, mbits)
+    cls = bits & np.uint64(15)
+    if lo_t <= zero and hi_t >= zero:
+        out[cls == 0] = ft(0.0)
+        out[cls == 1] = ft(-0.0)
+    up, down = np.nextafter(lo_t, ft(np.inf)), np.nextafter(hi_t, ft(-np.inf))
+    out[cls == 2] = lo_t
+    out[cls == 3] = hi_t
+    out[cls == 4] = hi_t if up > hi_t else up
+    out[cls == 5] = lo_t if down < lo_t else down
+    return out
+
+
+def _edges_integers(bits: np.ndarray, dtype: str, ilo: int, span: int) -> np.ndarray:
+    signed = dtype in ("i32", "i64")
+    width = 32 if dtype in ("i32", "u32") else 64
+    ihi = (ilo + span - 1) & MASK64
+    m = _mix64_inplace(bits.copy()) >> np.uint64(64 - width)
+    m >>= (bits >> np.uint64(4)) % np.uint64(width)
+    if signed:
+        m >>= np.uint64(1)
+        v = np.where((bits >> np.uint64(10)) & np.uint64(1), np.uint64(0) - m, m)
+    else:
+        v = m
+    cls = bits & np.uint64(15)
+    top = MASK64 if signed or width == 64 else 0xFFFFFFFF
+    inner_lo = ilo if ilo == ihi else (ilo + 1) & MASK64
+    inner_hi = ihi if ilo == ihi else (ihi - 1) & MASK64
+    for code, value in ((0, 0), (1, top), (2, ilo), (3, ihi), (4, inner_lo), (5, inner_hi)):
+        v[cls == code] = np.uint64(value)
+    if signed:
+        s, slo, shi = v.view(np.int64), _as_i64(ilo), _as_i64(ihi)
+        inside = (s >= slo) & (s <= shi)
+    else:
+        inside = (v >= np.uint64(ilo)) & (v <= np.uint64(ihi))
+    fallback = (bits % np.uint64(span) if span else bits) + np.uint64(ilo)
+    v = np.where(inside, v, fallback)
+    if width == 32:
+        return v.astype(np.uint32).view(DTYPES[dtype])
+    return v.view(DTYPES[dtype])
+
+
+def _as_i64(value: int) -> np.int64:
+    return np.int64(value - (1 << 64) if value >= 1 << 63 else value)
+
+
 def generate(
     dtype: str, dist: Distribution, seed: int, stream: int, n: int, start: int = 0
 ) -> np.ndarray:
@@ -249,7 +376,13 @@ def generate(
         for offset in range(0, int(n), CHUNK_ELEMENTS):
             count = min(CHUNK_ELEMENTS, int(n) - offset)
             bits = _bits(key, int(start) + offset, count)
-            if dtype == "f64":
+            if dist.kind == "edges":
+                out[offset : offset + count] = (
+                    _edges_float(bits, dtype, lo, hi)
+                    if is_float(dtype)
+                    else _edges_integers(bits, dtype, ilo, span)
+                )
+            elif dtype == "f64":
                 out[offset : offset + count] = _uniform_f64(bits, lo, hi)
             elif dtype == "f32":
                 out[offset : offset + count] = _uniform_f32(bits, lo, hi)

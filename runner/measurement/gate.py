@@ -1,23 +1,29 @@
 """The correctness gate: every implementation is checked before anything is timed.
 
-Each implementation runs twice at the case's correctness size, its output buffers
-poisoned first with all-ones bytes (NaN for floats) and then with 0x5A bytes. An element
-that no thread writes keeps a poison value and so fails against the reference in at least
-one of the two runs, whatever its expected value. Outputs are compared with the case's
-numpy reference and with the baseline's outputs; inputs are compared bit for bit with
-what the generator wrote, so a kernel that writes to a buffer declared `input` is caught.
+Each implementation runs twice at the case's correctness size on the declared inputs, its
+output buffers poisoned first with all-ones bytes (NaN for floats) and then with 0x5A bytes.
+An element that no thread writes keeps a poison value and so fails against the reference in
+at least one of the two runs, whatever its expected value. It then runs once more on the
+second input set, the edges of each input's valid range (zeros, signed zeros, both ends,
+every magnitude; spec.INPUT_SETS), so a shortcut exact only for the declared range fails.
+Outputs are compared with the case's numpy reference and with the baseline's outputs, and
+with the null models of rounding (rounding_models): an output that resembles a lower
+precision's is refused whatever the tolerance. Inputs are compared bit for bit with what the
+generator wrote, so a kernel that writes to a buffer declared `input` is caught; guard bands of
+NaN canaries around every buffer catch writes past either end and poison reads past them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from runner.definition import manifest
 from runner.definition.reference import call_reference
-from runner.definition.spec import CaseSpec, Geometry
+from runner.definition.spec import INPUT_SETS, CaseSpec, Geometry
 from runner.gpu import driver, generator
+from runner.measurement import rounding_models
 
 POISON_BYTES = (0xFF, 0x5A)
 
@@ -52,7 +58,8 @@ def _abs_diff(out: np.ndarray, ref: np.ndarray) -> np.ndarray:
 
 
 def compare(out: np.ndarray, expected: np.ndarray, tol: Tolerance) -> dict:
-    """Element-wise comparison; NaN matches only NaN. Returns errors and the first mismatch."""
+    """Element-wise comparison; NaN matches only NaN, and under an exact tolerance -0.0 matches
+    only -0.0. Returns errors and the first mismatch."""
     n = int(out.size)
     expected = np.asarray(expected)
     if (
@@ -71,7 +78,9 @@ def compare(out: np.ndarray, expected: np.ndarray, tol: Tolerance) -> dict:
     ref = expected.astype(out.dtype) if exact else expected.astype(np.float64)
     diff = _abs_diff(out, ref)
     both_nan = np.isnan(out) & np.isnan(ref) if out.dtype.kind == "f" else np.zeros(out.shape, bool)
-    if exact:
+    if exact and out.dtype.kind == "f":  # exact includes the sign of zero
+        bad = ~(((out == ref) & (np.signbit(out) == np.signbit(ref))) | both_nan)
+    elif exact:
         bad = ~((out == ref) | both_nan)
     else:
         with np.errstate(invalid="ignore", over="ignore"):
@@ -122,15 +131,21 @@ def unwritten(runs: list[np.ndarray], dtype: str) -> int:
     return int(np.count_nonzero(left))
 
 
-GUARD_BYTE = 0xA7
+# The canary word of the guard bands, repeated: as f32, and as f64 (two words), a quiet NaN
+# with payload 0xA7A7..., which survives arithmetic, so an element read past a buffer's end
+# poisons what it feeds; as i32/u32 2146969511 and as i64/u64 about 9.2e18, values near the top
+# of the range that wrap or dominate visibly. (fmin/fmax-style code drops a NaN: not caught.)
+GUARD_WORD = 0x7FF8A7A7
+GUARD_PATTERN = np.frombuffer(np.uint32(GUARD_WORD).tobytes(), dtype=np.uint8)
 
 
 class DeviceBuffers:
     """The case's buffers on the device at one geometry, filled by the device generator.
 
-    With `guard_bytes`, each buffer sits between two guard bands of that many canary bytes,
-    so a kernel writing just past either end of a buffer is caught instead of landing in
-    allocation padding or in a neighbour.
+    With `guard_bytes` (a multiple of 8), each buffer sits between two guard bands of that
+    many canary bytes (GUARD_WORD), so a kernel writing just past either end of a buffer is
+    caught instead of landing in allocation padding or in a neighbour, and one reading past
+    either end reads a NaN (floats) or a huge value (integers).
     """
 
     def __init__(
@@ -142,6 +157,8 @@ class DeviceBuffers:
         guard_bytes: int = 0,
     ):
         self.case, self.geometry, self.internal, self.stream = case, geometry, internal, stream
+        if guard_bytes % 8:
+            raise ValueError(f"guard_bytes must be a multiple of 8 (got {guard_bytes})")
         self.guard_bytes = guard_bytes
         self._allocations: dict[str, driver.Buffer] = {}
         self.buffers: dict[str, driver.Buffer] = {}
@@ -164,28 +181,30 @@ class DeviceBuffers:
         if self.guard_bytes:
             for name in self.buffers:
                 for band in self._guards(name):
-                    band.fill_bytes(GUARD_BYTE, self.stream)
+                    band.fill_words(GUARD_WORD, self.stream)
 
     def guard_damage(self) -> dict[str, tuple[int, int]]:
         """{buffer: (bytes changed before its start, bytes changed past its end)} where any changed."""
         damage = {}
+        expected = np.tile(GUARD_PATTERN, self.guard_bytes // GUARD_PATTERN.size)
         for name in self.buffers if self.guard_bytes else ():
             before, after = (
-                int(np.count_nonzero(band.download(np.uint8) != GUARD_BYTE))
+                int(np.count_nonzero(band.download(np.uint8) != expected))
                 for band in self._guards(name)
             )
             if before or after:
                 damage[name] = (before, after)
         return damage
 
-    def fill_inputs(self, reseed: int | None = None) -> None:
-        """(Re)generate every input and inout buffer on the device; with `reseed`, from each
-        buffer's seed XOR `reseed` (other inputs of the same distributions)."""
+    def fill_inputs(self, reseed: int | None = None, input_set: str = "declared") -> None:
+        """(Re)generate every input and inout buffer on the device (spec.INPUT_SETS); with
+        `reseed`, from each buffer's seed XOR `reseed` (other inputs of the same distributions)."""
         for b in self.case.buffers:
-            if b.dist is not None:
+            dist = b.inputs(input_set)
+            if dist is not None:
                 n = self.geometry.lengths[b.name]
                 seed = b.seed if reseed is None else (b.seed ^ reseed) & generator.MASK64
-                tail = generator.launch_args(b.dtype, b.dist, seed, generator.stream_id(b.name), n)
+                tail = generator.launch_args(b.dtype, dist, seed, generator.stream_id(b.name), n)
                 self.internal.fill_random(self.stream, self.buffers[b.name], n, tail)
 
     def poison_outputs(self, byte: int) -> None:
@@ -193,9 +212,9 @@ class DeviceBuffers:
             if b.role == "output":
                 self.buffers[b.name].fill_bytes(byte, self.stream)
 
-    def host_inputs(self) -> dict[str, np.ndarray]:
-        """The numpy twin of what fill_inputs() writes."""
-        return host_inputs(self.case, self.geometry)
+    def host_inputs(self, input_set: str = "declared") -> dict[str, np.ndarray]:
+        """The numpy twin of what fill_inputs(input_set) writes."""
+        return host_inputs(self.case, self.geometry, input_set)
 
     def download(self, name: str) -> np.ndarray:
         spec = self.case.buffer(name)
@@ -220,12 +239,18 @@ class DeviceBuffers:
         self.buffers.clear()
 
 
-def host_inputs(case: CaseSpec, geometry: Geometry) -> dict[str, np.ndarray]:
+def host_inputs(
+    case: CaseSpec, geometry: Geometry, input_set: str = "declared"
+) -> dict[str, np.ndarray]:
     """The generated inputs of `case` at `geometry`, computed on the CPU (bit-identical to the
     device generator)."""
     return {
         b.name: generator.generate(
-            b.dtype, b.dist, b.seed, generator.stream_id(b.name), geometry.lengths[b.name]
+            b.dtype,
+            b.inputs(input_set),
+            b.seed,
+            generator.stream_id(b.name),
+            geometry.lengths[b.name],
         )
         for b in case.buffers
         if b.dist is not None
@@ -257,28 +282,132 @@ def expected_outputs(
     return expected
 
 
-def run_checked(buffers: DeviceBuffers, launch, byte: int) -> tuple[dict[str, np.ndarray], dict]:
+@dataclass
+class InputSet:
+    """One set of inputs the gate runs every implementation on, with what it must output."""
+
+    name: str  # one of spec.INPUT_SETS
+    inputs: dict[str, np.ndarray]
+    expected: dict[str, np.ndarray]
+    # {description: rounding_models.Model}: what lower-precision shortcuts would output
+    shortcuts: dict = field(default_factory=dict)
+    # the shortcuts that the case's tolerance accepts (reported: the tolerance is too loose)
+    admitted: list[str] = field(default_factory=list)
+
+
+def output_dtypes(case: CaseSpec) -> dict[str, str]:
+    """{written buffer: numpy dtype name}: what the kernels write (the reference may be wider)."""
+    return {b.name: np.dtype(generator.DTYPES[b.dtype]).name for b in case.buffers if b.written}
+
+
+def input_sets(case: CaseSpec, geometry: Geometry, reference, tol: Tolerance) -> list[InputSet]:
+    """Every input set of spec.INPUT_SETS with the reference's outputs and the rounding models."""
+    sets = []
+    for name in INPUT_SETS:
+        inputs = host_inputs(case, geometry, name)
+        expected = expected_outputs(case, geometry, reference, inputs)
+        shortcuts = rounding_models.models(
+            inputs,
+            expected,
+            lambda x: expected_outputs(case, geometry, reference, x),
+            output_dtypes(case),
+        )
+        admitted = [
+            what
+            for what, model in shortcuts.items()
+            if all(compare(model.outputs[n], expected[n], tol)["mismatches"] == 0 for n in expected)
+        ]
+        sets.append(InputSet(name, inputs, expected, shortcuts, admitted))
+    return sets
+
+
+def run_checked(
+    buffers: DeviceBuffers, launch, byte: int, input_set: str = "declared"
+) -> tuple[dict[str, np.ndarray], dict]:
     """Fresh inputs and guards, poisoned outputs, one launch; every buffer's contents afterwards
     and the guard bands it damaged."""
     buffers.fill_guards()
-    buffers.fill_inputs()
+    buffers.fill_inputs(input_set=input_set)
     buffers.poison_outputs(byte)
     launch()
     buffers.stream.synchronize()
     return {b.name: buffers.download(b.name) for b in buffers.case.buffers}, buffers.guard_damage()
 
 
+def _compare_outputs(
+    record: dict, case: CaseSpec, run: dict, inputs: InputSet, byte: int, tol, shortcuts: bool
+):
+    """The run's written buffers against the reference and (with `shortcuts`) the rounding
+    models."""
+    for b in case.buffers:
+        if not b.written:
+            continue
+        found = compare(run[b.name], inputs.expected[b.name], tol)
+        found.update(
+            {
+                "against": "reference",
+                "buffer": b.name,
+                "poison": f"0x{byte:02X}",
+                "inputs": inputs.name,
+            }
+        )
+        record["against"].append(found)
+        if found["mismatches"]:
+            record["problems"].append(
+                f"{b.name}: {found['mismatches']} of {found['elements']} elements differ from the "
+                f"reference on the {inputs.name} inputs (poison 0x{byte:02X}; first at index "
+                f"{found['first_mismatch']['index']}: got {found['first_mismatch']['got']}, "
+                f"expected {found['first_mismatch']['expected']})"
+            )
+        for what, model in inputs.shortcuts.items() if shortcuts else ():
+            seen = rounding_models.resemblance(
+                run[b.name], inputs.expected[b.name], model.outputs[b.name], model.precision
+            )
+            if seen is None:
+                continue
+            seen.update({"null_model": what, "buffer": b.name, "inputs": inputs.name})
+            record["rounding_shortcuts"].append(seen)
+            record["problems"].append(
+                f"{b.name}: on the {inputs.name} inputs the output resembles the null model "
+                f"{what!r} ({seen['why']}: median relative distance {seen['median_rel_to_model']:.3g} "
+                f"to it, {seen['median_rel_to_reference']:.3g} to the reference, over "
+                f"{seen['elements']} elements it moves): computed in lower precision?"
+            )
+
+
+def _inputs_untouched(record: dict, case: CaseSpec, run: dict, inputs: InputSet) -> None:
+    for b in case.buffers:
+        if b.written or b.name in record["inputs_modified"]:
+            continue
+        if not np.array_equal(run[b.name].view(np.uint8), inputs.inputs[b.name].view(np.uint8)):
+            record["inputs_modified"].append(b.name)
+            record["problems"].append(
+                f'{b.name}: the kernel wrote to this buffer, which is declared role = "input"; '
+                'declare it role = "inout" so that it is reset before every run'
+            )
+
+
+def _guards_intact(record: dict, damage: dict, guard_bytes: int, inputs: str) -> None:
+    for name, (before, after) in damage.items():
+        if name in record["out_of_bounds_writes"]:
+            continue
+        record["out_of_bounds_writes"][name] = {"bytes_before": before, "bytes_after": after}
+        record["problems"].append(
+            f"{name}: the kernel wrote outside the buffer on the {inputs} inputs ({before} bytes "
+            f"changed in the {guard_bytes} before its start, {after} in the {guard_bytes} past "
+            "its end)"
+        )
+
+
 def check_impl(
     case: CaseSpec,
     buffers: DeviceBuffers,
     launch,
-    expected: dict,
-    host_inputs: dict,
+    sets: list[InputSet],
     tol: Tolerance,
 ) -> tuple[dict, dict]:
-    """Gate one implementation. Returns (check record, its outputs of the first run)."""
-    results = [run_checked(buffers, launch, byte) for byte in POISON_BYTES]
-    runs = [contents for contents, _ in results]
+    """Gate one implementation on every input set (the first, the declared inputs, at both
+    poisons; the others once). Returns (check record, its outputs of the first run)."""
     record = {
         "status": "passed",
         "tolerance": tol.describe(),
@@ -286,52 +415,39 @@ def check_impl(
         "unwritten_elements": 0,
         "inputs_modified": [],
         "out_of_bounds_writes": {},
+        "rounding_shortcuts": [],
+        "inputs_checked": [s.name for s in sets],
+        "inputs_passed": [],
         "problems": [],
+        "dims": dict(buffers.geometry.dims),
     }
-    for name, (before, after) in results[0][1].items():
-        record["out_of_bounds_writes"][name] = {"bytes_before": before, "bytes_after": after}
-        record["problems"].append(
-            f"{name}: the kernel wrote outside the buffer ({before} bytes changed in the {buffers.guard_bytes} "
-            f"before its start, {after} in the {buffers.guard_bytes} past its end)"
-        )
-    record["dims"] = dict(buffers.geometry.dims)
-    for b in case.buffers:
-        if b.written:
-            for run_index, run in enumerate(runs):
-                found = compare(run[b.name], expected[b.name], tol)
-                found.update(
-                    {
-                        "against": "reference",
-                        "buffer": b.name,
-                        "poison": f"0x{POISON_BYTES[run_index]:02X}",
-                    }
-                )
-                record["against"].append(found)
-                if found["mismatches"]:
-                    record["problems"].append(
-                        f"{b.name}: {found['mismatches']} of {found['elements']} elements differ from the reference "
-                        f"(poison 0x{POISON_BYTES[run_index]:02X}; first at index {found['first_mismatch']['index']}: "
-                        f"got {found['first_mismatch']['got']}, expected {found['first_mismatch']['expected']})"
-                    )
-            if b.role == "output":
-                left = unwritten([run[b.name] for run in runs], b.dtype)
-                record["unwritten_elements"] += left
-                if left:
-                    record["problems"].append(f"{b.name}: {left} elements were never written")
-        else:
-            for run in runs:
-                if not np.array_equal(
-                    run[b.name].view(np.uint8), host_inputs[b.name].view(np.uint8)
-                ):
-                    record["inputs_modified"].append(b.name)
-                    record["problems"].append(
-                        f'{b.name}: the kernel wrote to this buffer, which is declared role = "input"; '
-                        'declare it role = "inout" so that it is reset before every run'
-                    )
-                    break
+    admitted = [f"{what} ({s.name} inputs)" for s in sets[:1] for what in s.admitted]
+    if admitted:
+        record["tolerance_admits"] = admitted
+    first_outputs = None
+    for position, inputs in enumerate(sets):
+        before = len(record["problems"])
+        bytes_ = POISON_BYTES if position == 0 else POISON_BYTES[:1]
+        results = [run_checked(buffers, launch, byte, inputs.name) for byte in bytes_]
+        runs = [contents for contents, _ in results]
+        if first_outputs is None:
+            first_outputs = runs[0]
+        _guards_intact(record, results[0][1], buffers.guard_bytes, inputs.name)
+        for i, (run, byte) in enumerate(zip(runs, bytes_, strict=True)):
+            _compare_outputs(record, case, run, inputs, byte, tol, shortcuts=i == 0)
+            _inputs_untouched(record, case, run, inputs)
+        if len(runs) == len(POISON_BYTES):
+            for b in case.buffers:
+                if b.role == "output":
+                    left = unwritten([run[b.name] for run in runs], b.dtype)
+                    record["unwritten_elements"] += left
+                    if left:
+                        record["problems"].append(f"{b.name}: {left} elements were never written")
+        if len(record["problems"]) == before:
+            record["inputs_passed"].append(inputs.name)
     if record["problems"]:
         record["status"] = "failed"
-    return record, runs[0]
+    return record, first_outputs
 
 
 def cross_check(

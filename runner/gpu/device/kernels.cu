@@ -13,6 +13,7 @@
 #else
 // Plain C++ build of the shared section below (g++ -x c++): no kernels, host math only.
 #include <math.h>
+#include <string.h>
 #define KG_HD static inline
 #endif
 
@@ -76,13 +77,209 @@ KG_HD kg_u64 kg_integer(kg_u64 bits, kg_u64 ilo, kg_u64 span) {
     return ilo + (span ? bits % span : bits);
 }
 
+// ---- the "edges" distribution: the second input set of the correctness gate ----------------------
+//
+// Each element takes one of 16 classes from the low 4 bits of bits(i): +0, -0, the range's two
+// ends and their neighbours one step inside, or (10 of 16) a value of random sign whose magnitude
+// is spread over every binade of the range (floats) or every bit width (integers). A class that
+// the range does not allow falls through to the spread. Built from bit patterns and comparisons
+// only, so the host and device builds agree bit for bit.
+
+KG_HD kg_u64 kg_f64_bits(double v) {
+#ifdef __CUDA_ARCH__
+    return (kg_u64)__double_as_longlong(v);
+#else
+    kg_u64 b;
+    memcpy(&b, &v, 8);
+    return b;
+#endif
+}
+
+KG_HD double kg_bits_f64(kg_u64 b) {
+#ifdef __CUDA_ARCH__
+    return __longlong_as_double((long long)b);
+#else
+    double v;
+    memcpy(&v, &b, 8);
+    return v;
+#endif
+}
+
+KG_HD unsigned int kg_f32_bits(float v) {
+#ifdef __CUDA_ARCH__
+    return __float_as_uint(v);
+#else
+    unsigned int b;
+    memcpy(&b, &v, 4);
+    return b;
+#endif
+}
+
+KG_HD float kg_bits_f32(unsigned int b) {
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(b);
+#else
+    float v;
+    memcpy(&v, &b, 4);
+    return v;
+#endif
+}
+
+// A magnitude in [mlo, mhi] (0 <= mlo <= mhi, f64 values): a random binade between theirs
+// (subnormals share the lowest normal binade), random mantissa bits, clamped into the range.
+KG_HD double kg_spread_f64(kg_u64 bits, kg_u64 more, double mlo, double mhi) {
+    kg_u64 ehi = kg_f64_bits(mhi) >> 52, elo = kg_f64_bits(mlo) >> 52;
+    if (elo < 1) elo = 1;
+    if (ehi < elo) return mhi;
+    kg_u64 e = elo + (bits >> 5) % (ehi - elo + 1);
+    double v = kg_bits_f64((e << 52) | (more & 0xFFFFFFFFFFFFFULL));
+    return v > mhi ? mhi : (v < mlo ? mlo : v);
+}
+
+KG_HD float kg_spread_f32(kg_u64 bits, kg_u64 more, float mlo, float mhi) {
+    unsigned int ehi = kg_f32_bits(mhi) >> 23, elo = kg_f32_bits(mlo) >> 23;
+    if (elo < 1) elo = 1;
+    if (ehi < elo) return mhi;
+    unsigned int e = elo + (unsigned int)((bits >> 5) % (kg_u64)(ehi - elo + 1));
+    float v = kg_bits_f32((e << 23) | (unsigned int)(more & 0x7FFFFF));
+    return v > mhi ? mhi : (v < mlo ? mlo : v);
+}
+
+// lo_t, hi_t: the range's ends as values of the element type (inside [lo, hi]).
+KG_HD double kg_edges_f64(kg_u64 bits, double lo_t, double hi_t) {
+    int cls = (int)(bits & 15);
+    int has_zero = lo_t <= 0.0 && hi_t >= 0.0;
+    if (cls == 0 && has_zero) return 0.0;
+    if (cls == 1 && has_zero) return -0.0;
+    if (cls == 2) return lo_t;
+    if (cls == 3) return hi_t;
+    if (cls == 4) {
+        double v = nextafter(lo_t, HUGE_VAL);
+        return v > hi_t ? hi_t : v;
+    }
+    if (cls == 5) {
+        double v = nextafter(hi_t, -HUGE_VAL);
+        return v < lo_t ? lo_t : v;
+    }
+    int neg_ok = lo_t < 0.0, pos_ok = hi_t > 0.0;
+    if (!neg_ok && !pos_ok) return lo_t;
+    int neg = ((bits >> 4) & 1) ? neg_ok : !pos_ok;
+    kg_u64 more = kg_mix64(bits);
+    if (neg) return -kg_spread_f64(bits, more, hi_t < 0.0 ? -hi_t : 0.0, -lo_t);
+    return kg_spread_f64(bits, more, lo_t > 0.0 ? lo_t : 0.0, hi_t);
+}
+
+KG_HD float kg_edges_f32(kg_u64 bits, float lo_t, float hi_t) {
+    int cls = (int)(bits & 15);
+    int has_zero = lo_t <= 0.0f && hi_t >= 0.0f;
+    if (cls == 0 && has_zero) return 0.0f;
+    if (cls == 1 && has_zero) return -0.0f;
+    if (cls == 2) return lo_t;
+    if (cls == 3) return hi_t;
+    if (cls == 4) {
+        float v = nextafterf(lo_t, HUGE_VALF);
+        return v > hi_t ? hi_t : v;
+    }
+    if (cls == 5) {
+        float v = nextafterf(hi_t, -HUGE_VALF);
+        return v < lo_t ? lo_t : v;
+    }
+    int neg_ok = lo_t < 0.0f, pos_ok = hi_t > 0.0f;
+    if (!neg_ok && !pos_ok) return lo_t;
+    int neg = ((bits >> 4) & 1) ? neg_ok : !pos_ok;
+    kg_u64 more = kg_mix64(bits);
+    if (neg) return -kg_spread_f32(bits, more, hi_t < 0.0f ? -hi_t : 0.0f, -lo_t);
+    return kg_spread_f32(bits, more, lo_t > 0.0f ? lo_t : 0.0f, hi_t);
+}
+
+// The f32 ends of [lo, hi]: the smallest f32 >= lo and the largest f32 <= hi.
+KG_HD float kg_f32_at_least(double lo) {
+#ifdef __CUDA_ARCH__
+    float f = __double2float_rn(lo);
+#else
+    float f = (float)lo;
+#endif
+    return (double)f < lo ? nextafterf(f, HUGE_VALF) : f;
+}
+
+KG_HD float kg_f32_at_most(double hi) {
+#ifdef __CUDA_ARCH__
+    float f = __double2float_rn(hi);
+#else
+    float f = (float)hi;
+#endif
+    return (double)f > hi ? nextafterf(f, -HUGE_VALF) : f;
+}
+
+// Integers in [ilo, ilo + span - 1] (wrapping; span 0 = every value), compared as signed for
+// i32/i64: 0, -1, both ends, their inner neighbours, or a random value of random bit width and
+// sign; a value outside the range is replaced by the uniform draw ilo + bits mod span.
+KG_HD kg_u64 kg_edges_int(kg_u64 bits, int dtype, kg_u64 ilo, kg_u64 span) {
+    int is_signed = dtype == KG_I32 || dtype == KG_I64;
+    int width = (dtype == KG_I32 || dtype == KG_U32) ? 32 : 64;
+    kg_u64 ihi = ilo + span - 1;
+    int cls = (int)(bits & 15);
+    kg_u64 v;
+    if (cls == 0) v = 0;
+    else if (cls == 1) v = (is_signed || width == 64) ? ~0ULL : 0xFFFFFFFFULL;  // -1, or the top
+    else if (cls == 2) v = ilo;
+    else if (cls == 3) v = ihi;
+    else if (cls == 4) v = ilo == ihi ? ilo : ilo + 1;
+    else if (cls == 5) v = ilo == ihi ? ihi : ihi - 1;
+    else {
+        kg_u64 m = kg_mix64(bits) >> (64 - width);  // width random bits
+        m >>= (bits >> 4) % (kg_u64)width;          // of a random bit width
+        if (is_signed) {
+            m >>= 1;
+            v = ((bits >> 10) & 1) ? (kg_u64)0 - m : m;
+        } else {
+            v = m;
+        }
+    }
+    int inside = is_signed ? ((long long)v >= (long long)ilo && (long long)v <= (long long)ihi)
+                           : (v >= ilo && v <= ihi);
+    return inside ? v : kg_integer(bits, ilo, span);
+}
+
+enum { KG_KIND_DRAW = 0, KG_KIND_EDGES = 1 };
+
 // Elements first, first + step, ... < n of `out`; the kernel passes its grid stride, the host
 // test passes (0, 1). Unknown dtype codes write nothing (the Python side validates them).
+// kind KG_KIND_DRAW: uniform floats in [lo, hi), integers in [ilo, ilo + span); KG_KIND_EDGES:
+// the edges distribution over [lo, hi] (floats) or the same integer range.
 KG_HD void kg_fill_strided(void* out, kg_u64 n, kg_u64 first, kg_u64 step, kg_u64 seed,
                            kg_u64 stream, int dtype, double lo, double hi, kg_u64 ilo,
-                           kg_u64 span) {
+                           kg_u64 span, int kind) {
     kg_u64 key = kg_key(seed, stream);
     kg_u64 i;
+    if (kind == KG_KIND_EDGES) {
+        switch (dtype) {
+            case KG_F32: {
+                float lo_t = kg_f32_at_least(lo), hi_t = kg_f32_at_most(hi);
+                for (i = first; i < n; i += step)
+                    ((float*)out)[i] = kg_edges_f32(kg_bits_at(key, i), lo_t, hi_t);
+                break;
+            }
+            case KG_F64:
+                for (i = first; i < n; i += step)
+                    ((double*)out)[i] = kg_edges_f64(kg_bits_at(key, i), lo, hi);
+                break;
+            case KG_I32:
+            case KG_U32:
+                for (i = first; i < n; i += step)
+                    ((unsigned int*)out)[i] =
+                        (unsigned int)kg_edges_int(kg_bits_at(key, i), dtype, ilo, span);
+                break;
+            case KG_I64:
+            case KG_U64:
+                for (i = first; i < n; i += step)
+                    ((kg_u64*)out)[i] = kg_edges_int(kg_bits_at(key, i), dtype, ilo, span);
+                break;
+            default:
+                break;
+        }
+        return;
+    }
     switch (dtype) {
         case KG_F32:
             for (i = first; i < n; i += step)
@@ -115,10 +312,10 @@ KG_HD void kg_fill_strided(void* out, kg_u64 n, kg_u64 first, kg_u64 step, kg_u6
 
 extern "C" __global__ void kg_fill_random(void* out, kg_u64 n, kg_u64 seed, kg_u64 stream,
                                           int dtype, double lo, double hi, kg_u64 ilo,
-                                          kg_u64 span) {
+                                          kg_u64 span, int kind) {
     kg_u64 first = (kg_u64)blockIdx.x * blockDim.x + threadIdx.x;
     kg_u64 step = (kg_u64)gridDim.x * blockDim.x;
-    kg_fill_strided(out, n, first, step, seed, stream, dtype, lo, hi, ilo, span);
+    kg_fill_strided(out, n, first, step, seed, stream, dtype, lo, hi, ilo, span, kind);
 }
 
 // Reads every word so the L2 ends up holding clean lines of `buf` (dirty lines of the previous

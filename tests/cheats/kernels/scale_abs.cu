@@ -1,0 +1,6 @@
+// The honest kernel of the sign cheat: out[i] = a * |x[i]|.
+extern "C" __global__ void scale_abs_f64(const double* __restrict__ x, double* __restrict__ out, double a, long long n)
+{
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) out[i] = a * fabs(x[i]);
+}
