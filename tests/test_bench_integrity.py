@@ -585,12 +585,12 @@ def cached_by_pointer():
 
 
 def test_a_result_cached_by_pointer_passes_once_and_fails_recheck(make_session):
-    session, _ = make_session()
+    session, _ = make_session(options=bench.TimingOptions(recheck=False))
     (case,) = bench.cases(Scale())
     original = case.inputs[0].copy()
     c = bench.Runner(double, case).compare({"cached": cached_by_pointer()})
     assert c["cached"].ratio is not None  # checked once, it looks right
-    session.configure(recheck=True)
+    session.configure(recheck="auto")  # the default
     with pytest.raises(bench.RecheckFailed) as failure:
         bench.Runner(double, case).compare({"cached": cached_by_pointer()})
     message = str(failure.value)
@@ -640,8 +640,9 @@ def test_recheck_refuses_inputs_whose_shape_changes_with_the_seed(make_session):
         bench.Runner(double, case).compare()
 
 
-def test_recheck_must_be_a_bool():
-    with pytest.raises(bench.DeclarationError, match="recheck must be True or False"):
+def test_recheck_must_be_a_bool_or_auto():
+    assert bench.TimingOptions().recheck == "auto"
+    with pytest.raises(bench.DeclarationError, match="recheck must be True, False or 'auto'"):
         bench.TimingOptions(recheck="yes")
 
 

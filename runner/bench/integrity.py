@@ -171,7 +171,15 @@ class WatchedBackend:
                 entry["method"] = f"{self.busy.method}; launched as {entry['method']}"
         if options.recheck:
             hints = {n: self._recheck_hint(n, i) for n, i in self.info.items()}
-            self.recheck = Recheck(case, verify, device.call, {n: h for n, h in hints.items() if h})
+            # auto: a sample's share of the budget at the fewest samples (runner.bench.recheck)
+            budget = (
+                options.budget_s / (options.min_samples * len(impls))
+                if options.recheck == "auto"
+                else None
+            )
+            self.recheck = Recheck(
+                case, verify, device.call, {n: h for n, h in hints.items() if h}, budget
+            )
 
     def _recheck_hint(self, name: str, info: dict) -> str | None:
         parts = []
@@ -299,6 +307,7 @@ class WatchedBackend:
         """After the last sample: the last records placed, every row's findings in `info`."""
         if self.watch is not None:
             self.watch.finish()
+        findings = getattr(self.inner, "findings", lambda name: [])
         for name, entry in self.info.items():
             if self.watch is not None:
                 entry["window"] = self.watch.summary(name)
@@ -306,6 +315,7 @@ class WatchedBackend:
                 entry["window"] = {"checked": False, "reason": self.not_watched}
             if self.recheck is not None:
                 entry["recheck"] = self.recheck.summary(name)
+            entry["refused"] = findings(name)
 
     def close(self) -> None:
         """The case's own inputs back (recheck), then the device's backend, then CUPTI: each
@@ -331,7 +341,7 @@ def judge(doc: dict, info: dict, peaks: dict, case) -> list[str]:
         if "timing" not in entry:
             continue
         window = info.get(name, {}).get("window")
-        flags = []
+        flags = list(info.get(name, {}).get("refused") or [])
         if window and window.get("message"):
             flags.append(window["message"])
         # a noncomparable row computes something else: the case's bytes and FLOPs are not its own

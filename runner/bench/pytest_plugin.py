@@ -6,7 +6,7 @@
 
 Options: --bench-verify (correctness checks only, nothing timed), --bench-output FILE (the
 result document at the end of the session), --bench-report FILE (the markdown report),
---bench-mode hot|cold, --bench-timer events|cupti, --bench-budget SECONDS and --bench-recheck
+--bench-mode hot|cold, --bench-timer events|cupti, --bench-budget SECONDS and --bench-recheck [auto|on|off]
 (every timed sample on fresh inputs, its outputs verified). A case's data is released after
 each test.
 `bench.params(W)` marks each row `smoke` or `full`, so `-m smoke` runs the small rows.
@@ -41,9 +41,12 @@ def pytest_addoption(parser):
     )
     group.addoption(
         "--bench-recheck",
-        action="store_true",
-        help="give every timed sample fresh inputs from a new seed and verify its outputs "
-        "(outside the timing): catches results cached by pointer or left in an output buffer",
+        nargs="?",
+        const="on",
+        choices=("auto", "on", "off"),
+        help="on: give every timed sample fresh inputs from a new seed and verify its outputs "
+        "(outside the timing), catching results cached by pointer or left in an output buffer; "
+        "auto (default): every sample where that is cheap, else spot samples; off: never",
     )
     group.addoption(
         "--bench-budget",
@@ -70,7 +73,8 @@ def pytest_configure(config):
     from runner.bench import session
 
     s = session.reset(session.Session(name="python-api", root=str(config.rootpath)))
-    changes = {"verify_only": bool(opts.bench_verify), "recheck": bool(opts.bench_recheck)}
+    recheck = {"on": True, "off": False, "auto": "auto"}[opts.bench_recheck or "auto"]
+    changes = {"verify_only": bool(opts.bench_verify), "recheck": recheck}
     if opts.bench_mode:
         changes["mode"] = opts.bench_mode
     if opts.bench_budget is not None:

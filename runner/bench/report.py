@@ -11,6 +11,7 @@ import platform
 
 from runner.bench import arrays, integrity
 from runner.bench.implementation import callable_identity
+from runner.bench.options import SCHEDULE
 from runner.bench.rows import ReportRow
 from runner.execution import result
 from runner.measurement import stats
@@ -90,7 +91,7 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, erro
             "mode": runner.options.mode,
             "timer": runner.options.timer,
             "budget_s": runner.options.budget_s,
-            "schedule": "passes",
+            "schedule": SCHEDULE,
             "count_copies": case.count_copies,
             "verify_only": runner.options.verify_only,
         },
@@ -252,8 +253,8 @@ def markdown(document: dict) -> str:
     out += _environment_lines(document["environment"], document["suite"])
     out += [
         "",
-        "Times are device time per call: median, p10 and p90 over all samples of both passes "
-        "(A B C, then C B A). cold: each sample is the mean of `batch` calls, each after the "
+        "Times are device time per call: median, p10 and p90 over all samples, taken in paired "
+        "rounds (A B C or C B A, every implementation once a round). cold: each sample is the mean of `batch` calls, each after the "
         "implementation's reset and a read-only L2 flush; hot: back-to-back calls. `time / op` "
         "is the median over the op's median, given only where both rows are verified (below 1: "
         "faster than the op).",

@@ -2,8 +2,9 @@
 
 Phases, in order: declare (names, reserved name, controls or null models) -> check (each
 implementation against `case.reference`, shared inputs watched for writes, outputs plain
-tensors) -> prepare (the device captures what it can) -> time (runner.measurement.timing's engine, two
-passes A B C then C B A, through runner.bench.integrity's watch) -> record (one document case
+tensors) -> prepare (the device captures what it can) -> time (runner.measurement.timing's engine, paired
+rounds in round_order, every implementation once a round, through runner.bench.integrity's
+watch) -> record (one document case
 and one report row per implementation). A failed check stops before timing; a row flagged by
 the integrity checks raises IntegrityFailed after the case is recorded.
 """
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from runner.bench import arrays, integrity, null_models, report
 from runner.bench import session as session_module
 from runner.bench.implementation import Implementation, normalize
-from runner.bench.options import TimingOptions
+from runner.bench.options import SCHEDULE, TimingOptions
 from runner.bench.recheck import RecheckFailed
 from runner.bench.rows import Comparison, ReportRow
 from runner.bench.verification import DeclarationError
@@ -344,7 +345,7 @@ class Runner:
                 max_batch=backend.graph_calls * 100,
                 max_samples=self.options.max_samples,
                 cold_launches=launches,
-                schedule="passes",
+                schedule=SCHEDULE,
             )
             t2 = time.perf_counter()
             measurement = timing.measure(backend, names, settings)
