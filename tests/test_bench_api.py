@@ -866,13 +866,13 @@ def test_check_passes_a_correct_op_and_names_the_mismatch_of_a_wrong_one():
         )
 
 
-def test_cupti_union_of_intervals():
-    from runner.bench.cupti_timer import union_s
+def test_cupti_span_of_intervals_keeps_the_gaps_between_kernels():
+    from runner.bench.cupti_timer import SPAN, span_s
 
-    assert union_s([]) == 0.0
-    assert union_s([(0, 10), (5, 20), (30, 40)]) == pytest.approx(30e-9)  # overlap counted once
-    assert union_s([(30, 40), (0, 100)]) == pytest.approx(100e-9)  # nested, any order
-    assert union_s([(10, 10), (20, 15)]) == 0.0  # empty and inverted intervals add nothing
+    assert SPAN == "first-start-to-last-end"
+    assert span_s([]) == 0.0
+    assert span_s([(0, 10), (5, 20), (30, 40)]) == pytest.approx(40e-9)  # the gap 20-30 counts
+    assert span_s([(30, 40), (0, 100)]) == pytest.approx(100e-9)  # nested, any order
 
 
 def test_timer_option_is_checked():

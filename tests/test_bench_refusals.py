@@ -178,7 +178,7 @@ def test_recheck_auto_leaves_a_row_whose_arguments_cannot_follow_unverified_and_
 def test_spot_samples_are_the_powers_of_two():
     r = recheck_module.Recheck.__new__(recheck_module.Recheck)
     r.mode, r.resets, made = "spot", 0, []
-    r._fresh = lambda: made.append(r.resets)  # noqa: SLF001 - the schedule alone
+    r._fresh = lambda: made.append(r.resets)
     r.auto_budget_s, r.fresh_s = 1.0, 0.5
     for _ in range(40):
         r.fresh()

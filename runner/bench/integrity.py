@@ -4,7 +4,7 @@
   `torch.Tensor` on the GPU; a subclass, a lazy, fake or meta value can defer or fake the work.
 - `WatchedBackend` wraps the device's backend for the timing engine: with CUPTI, every timed
   window and every piece of the runner's untimed work is bracketed (runner.bench.watch); with
-  the `cupti` timer, a sample's time is the busy time of its own records; with `recheck`, every
+  the `cupti` timer, a sample's time is the span of its own records (cupti_timer); with `recheck`, every
   sample gets fresh inputs and its outputs are verified (runner.bench.recheck).
 - `judge()` marks the document: a row whose work left the window, or whose rate is physically
   impossible on this device (runner.execution.result.impossible; not for a noncomparable row, which
@@ -166,7 +166,7 @@ class WatchedBackend:
             if unblock is not None:
                 unblock()
         if options.timer == "cupti":
-            self.busy = cupti_timer.KernelBusyTimer(case.count_copies)
+            self.busy = cupti_timer.KernelSpanTimer(case.count_copies)
             for entry in self.info.values():  # one method for every sample of every row
                 entry["method"] = f"{self.busy.method}; launched as {entry['method']}"
         if options.recheck:
@@ -215,7 +215,7 @@ class WatchedBackend:
         return seconds
 
     def _busy(self, name: str, inside: list) -> float:
-        """The cupti timer's seconds of a window's records."""
+        """The cupti timer's seconds of a window's records (their span)."""
         seconds = self.busy.seconds(inside)
         # nothing of the sample ran on the timing stream: flagged (the row gets no ratio and the
         # case fails), else a row the timer cannot time

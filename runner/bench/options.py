@@ -27,9 +27,9 @@ class TimingOptions:
     warmup: int = 10
     target_sample_s: float = 0.010  # hot: one sample (a replayed batch) lasts about this long
     verify_only: bool = False
-    # "events": CUDA events around each sample; "cupti": the union of the kernel intervals the
-    # sample launched (cupti-python), for every implementation of a comparison alike; "auto":
-    # cupti in cold mode where cupti-python works, else events (runner.measurement.timing.cupti)
+    # "events": CUDA events around each sample; "cupti": the span (first start to last end) of
+    # the kernel records the sample launched (cupti-python), for every implementation alike;
+    # "auto": cupti in cold mode where cupti-python works, else events (timing.cupti)
     timer: str = "auto"
     # timed samples on fresh inputs from a new seed, their outputs verified (outside timing):
     # True every sample; "auto" every sample where that is cheap, else spot samples

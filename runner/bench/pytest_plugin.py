@@ -37,7 +37,7 @@ def pytest_addoption(parser):
         "--bench-timer",
         choices=("auto", "events", "cupti"),
         help="auto (default): cupti in cold mode where cupti-python works, else events; events: "
-        "CUDA events around each sample; cupti: kernel busy time from CUPTI activity records",
+        "CUDA events around each sample; cupti: the span of the kernels' CUPTI activity records (first start to last end)",
     )
     group.addoption(
         "--bench-recheck",

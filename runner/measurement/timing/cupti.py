@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 __all__ = [
+    "SPAN",
     "ActivityWindow",
     "Record",
     "is_copy",
@@ -37,6 +38,11 @@ __all__ = [
     "unavailable_reason",
     "union_s",
 ]
+
+# What a CUPTI figure is, in both modes and both front ends (a timing block's `cupti_span`):
+# from the first record's start to the last record's end of what the sample launched; hot
+# divides it by the launches. A cold PTX launch is one kernel, whose span is its duration.
+SPAN = "first-start-to-last-end"
 
 BUFFER_BYTES = 8 << 20
 INTERNAL_PREFIX = "kg_"
