@@ -45,6 +45,7 @@ class FakeCallableBackend(FakeBackend):
         self.info = {
             n: {
                 "method": "fake clock",
+                "method_class": "graph-replay" if options.mode == "hot" else "device",
                 "fallback": None,
                 "copies": {
                     "known": True,
@@ -58,6 +59,11 @@ class FakeCallableBackend(FakeBackend):
         for n in device.uncapturable & set(impls):  # as CallableBackend records a failed capture
             self.info[n]["copies"] = {"known": False, "counted": counted}
             self.info[n]["fallback"] = "not capturable: fake"
+            if options.mode == "hot":
+                self.info[n]["method_class"] = "host-loop"
+        for n in device.synchronizing & set(impls):  # timed with the host's latency
+            if options.mode == "cold":
+                self.info[n]["method_class"] = "host-latency"
         self.refused = {}
         for n, graph in device.graphs.items():
             if n in impls:
@@ -118,6 +124,7 @@ class FakeCallableDevice:
         uncapturable=(),
         graphs=None,
         side_work=None,
+        synchronizing=(),
     ):
         self.per_call_s = dict(per_call_s or {})
         self.copy_s = dict(copy_s or {})
@@ -129,6 +136,7 @@ class FakeCallableDevice:
         )
         self.uncapturable = set(uncapturable)
         self.graphs = dict(graphs or {})
+        self.synchronizing = set(synchronizing)
         self.side_work = dict(side_work or {})
         self.backends: list[FakeCallableBackend] = []
         self.calls = 0

@@ -12,6 +12,7 @@ import pytest
 import test_bench_api
 from test_bench_integrity import Scale, double
 
+from protocol.validation import validate
 from runner import bench
 from runner.bench import recheck as recheck_module
 from runner.bench.captured_work import graph_problems
@@ -76,6 +77,7 @@ def test_a_refused_graph_flags_its_row_and_honest_rows_keep_their_ratio(make_ses
     assert rows["empty"].ratio is None and rows["copied out"].ratio is None
     doc = session.cases[-1]
     assert doc["implementations"]["empty"]["gap_note"].startswith("no ratio: its timing is flagged")
+    validate(session.document(), "result", "refused graphs")
 
 
 def test_work_seen_outside_the_timing_stream_flags_the_row(make_session):
@@ -183,3 +185,49 @@ def test_spot_samples_are_the_powers_of_two():
     for _ in range(40):
         r.fresh()
     assert made == [1, 2, 4, 8, 16, 32]
+
+
+# -- rows timed by different methods ------------------------------------------------------------
+
+
+def test_a_host_loop_against_a_graph_replay_gets_no_ratio_and_stays_out_of_the_geomean(
+    make_session,
+):
+    session, _ = make_session(
+        options=bench.TimingOptions(mode="hot", budget_s=0.03), uncapturable={"loop"}
+    )
+    # copies counted: the loop's copies are in its time as in the graph's, so only the method differs
+    (case,) = bench.cases(Scale(), count_copies=True)
+    c = bench.Runner(double, case).compare({"loop": double, "graph": double})
+    entry = c.document_case["implementations"]["loop"]
+    assert entry["timing"]["method_class"] == "host-loop" and entry["gap"] is None
+    assert entry["gap_note"] == (
+        "no ratio: timed by another method than the op (loop: a Python loop of calls, host "
+        "launch overhead included; double: CUDA graph replay), so the two times do not stand "
+        "for the same thing"
+    )
+    assert c["loop"].ratio is None and c["graph"].ratio is not None
+    geomean = session.document()["summary"]["geomean_gap"]
+    assert "loop" not in geomean and "graph" in geomean
+    validate(session.document(), "result", "rows timed by different methods")
+
+
+def test_a_synchronizing_call_timed_with_the_hosts_latency_gets_no_ratio_in_cold_mode(
+    make_session,
+):
+    make_session(synchronizing={"sync"})
+    (case,) = bench.cases(Scale())
+    c = bench.Runner(double, case).compare({"sync": double, "plain": double})
+    assert c["sync"].ratio is None and c["plain"].ratio is not None
+    note = c.document_case["implementations"]["sync"]["gap_note"]
+    assert "a call that synchronizes, the host's latency included" in note
+
+
+def test_rows_timed_alike_by_a_fallback_keep_their_ratio(make_session):
+    # both rows Python loops (copies counted, so an uncaptured row's copies are comparable)
+    make_session(
+        options=bench.TimingOptions(mode="hot", budget_s=0.03), uncapturable={"double", "loop"}
+    )
+    (case,) = bench.cases(Scale(), count_copies=True)
+    c = bench.Runner(double, case).compare({"loop": double})
+    assert c["loop"].ratio is not None

@@ -272,7 +272,12 @@ class CallableBackend:
             self._capture_error[name] = f"not capturable: {type(exc).__name__}: {first}"
             copies = {"known": False, "counted": self.count_copies}
             self._synchronizes[name] = self._probe_synchronizes(name)
-        entry = {"method": self._method(name), "fallback": self._fallback(name), "copies": copies}
+        entry = {
+            "method": self._method(name),
+            "method_class": self._method_class(name),
+            "fallback": self._fallback(name),
+            "copies": copies,
+        }
         if name not in self._capture_error:
             entry["graph_nodes"] = _node_counts(graph.node_types)
         return entry
@@ -303,6 +308,15 @@ class CallableBackend:
         if self._synchronizes.get(name):
             return "cold: one call between events, host latency included (the call synchronizes)"
         return f"cold: one call {where}"
+
+    def _method_class(self, name: str) -> str:
+        """What a row's time stands for, as far as a ratio goes (report.py refuses a ratio
+        between rows of different classes): hot, graph replay or a host loop (host launch
+        overhead included); cold, the call's device time behind the blocking kernel (or under
+        CUPTI's recording), or a call that synchronizes, timed with the host's latency."""
+        if self.options.mode == "hot":
+            return "graph-replay" if name not in self._capture_error else "host-loop"
+        return "host-latency" if self._synchronizes.get(name) else "device"
 
     def time_unblocked(self) -> None:
         """From now on, time every sample between events without the blocking kernel (CUPTI is

@@ -18,6 +18,14 @@ from runner.measurement import stats
 
 __all__ = ["case_document", "markdown", "rows"]
 
+# What a row's time stands for (CallableBackend._method_class); a ratio needs the same on both
+METHOD_CLASSES = {
+    "graph-replay": "CUDA graph replay",
+    "host-loop": "a Python loop of calls, host launch overhead included",
+    "device": "the call's device time",
+    "host-latency": "a call that synchronizes, the host's latency included",
+}
+
 FLOP_DTYPES = {"float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16"}
 
 
@@ -126,6 +134,8 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, erro
             {"mode": measurement.mode, "warmup": measurement.warmup},
         )
         block["schedule"] = settings.schedule
+        if info[name].get("method_class"):
+            block["method_class"] = info[name]["method_class"]
         if info[name].get("fallback"):
             block["fallback"] = info[name]["fallback"]
         entry["timing"] = block
@@ -172,6 +182,13 @@ def _no_ratio(name: str, entry: dict, op_name: str, op_entry: dict, copies_apply
                 f"no ratio: the case leaves copies out, but {', '.join(unapplied)} could not be "
                 "captured, so its copies (if any) are in its time"
             )
+    ours, theirs = entry["timing"].get("method_class"), op_entry["timing"].get("method_class")
+    if ours != theirs:
+        return (
+            f"no ratio: timed by another method than the op ({name}: {METHOD_CLASSES.get(ours, ours)}; "
+            f"{op_name}: {METHOD_CLASSES.get(theirs, theirs)}), so the two times do not stand for "
+            "the same thing"
+        )
     if not entry["verification"]["verified"]:
         return f"no ratio: {entry['verification']['text']}"
     if not op_entry["verification"]["verified"]:
