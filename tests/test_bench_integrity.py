@@ -628,7 +628,8 @@ def test_recheck_passes_honest_rows_and_private_arguments_refilled_from_the_inpu
     stale = bench.Implementation(
         run=in_place, args=(private,), reset=lambda: np.copyto(private, snapshot)
     )
-    with pytest.raises(bench.RecheckFailed, match=r"its reset must refill them from case\.inputs"):
+    # the reset probe (runner.bench.reset_probe) refuses it before recheck would
+    with pytest.raises(bench.ResetRefused, match=r"does not refill its private arguments"):
         bench.Runner(double, case).compare({"stale": stale})
 
 

@@ -29,7 +29,7 @@ import numpy as np
 from runner.bench import arrays
 from runner.bench.verification import DeclarationError
 
-__all__ = ["Recheck", "RecheckFailed", "sample_seed"]
+__all__ = ["Recheck", "RecheckFailed", "sample_seed", "write_inputs"]
 
 GOLDEN = 0x9E3779B9  # a new seed per sample: seed + k * golden ratio, mod 2^32
 CHEAP_SHARE = 0.25  # auto: every sample is rechecked when fresh inputs cost at most this share
@@ -67,6 +67,24 @@ def _assign(destination, source, what: str) -> None:
         np.copyto(destination, source)
 
 
+def write_inputs(case, seed: int) -> None:
+    """gen_inputs of `seed` written into `case.inputs` in place (same shapes and dtypes)."""
+    try:
+        made = case.workload.gen_inputs(dict(case.row.params), case.dtype, seed)
+    except Exception as exc:
+        raise RecheckFailed(
+            f"case {case.id}: recheck: gen_inputs raised {type(exc).__name__} for seed {seed}: {exc}"
+        ) from exc
+    made = tuple(made) if isinstance(made, tuple | list) else (made,)
+    if len(made) != len(case.inputs):
+        raise DeclarationError(
+            f"recheck: gen_inputs made {len(made)} inputs for seed {seed}, "
+            f"{len(case.inputs)} for the case's seed"
+        )
+    for i, (destination, source) in enumerate(zip(case.inputs, made, strict=True)):
+        _assign(destination, source, f"input {i}")
+
+
 class Recheck:
     """Fresh inputs before each timed sample (`fresh()`), the sample's outputs verified after
     it (`verify()`), the case's own data back at the end (`restore()`)."""
@@ -98,21 +116,7 @@ class Recheck:
         self.expected: tuple | None = None
 
     def _write(self, seed: int) -> None:
-        case = self.case
-        try:
-            made = case.workload.gen_inputs(dict(case.row.params), case.dtype, seed)
-        except Exception as exc:
-            raise RecheckFailed(
-                f"case {case.id}: recheck: gen_inputs raised {type(exc).__name__} for seed {seed}: {exc}"
-            ) from exc
-        made = tuple(made) if isinstance(made, tuple | list) else (made,)
-        if len(made) != len(case.inputs):
-            raise DeclarationError(
-                f"recheck: gen_inputs made {len(made)} inputs for seed {seed}, "
-                f"{len(case.inputs)} for the case's seed"
-            )
-        for i, (destination, source) in enumerate(zip(case.inputs, made, strict=True)):
-            _assign(destination, source, f"input {i}")
+        write_inputs(self.case, seed)
 
     def fresh(self) -> None:
         """Before a sample: new data in the case's inputs and the reference's outputs on it
