@@ -140,6 +140,8 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, erro
             block["fallback"] = info[name]["fallback"]
         entry["timing"] = block
         entry["copies"] = info[name]["copies"]
+        if info[name].get("graph_nodes") is not None:
+            entry["graph_nodes"] = info[name]["graph_nodes"]
         entry["throughput"] = result.throughput(
             case.bytes, case.flops, block["stats"]["median_s"], peaks, flop_dtype
         )
