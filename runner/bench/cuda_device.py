@@ -418,8 +418,9 @@ class CallableBackend:
             if (name, calls, instance) not in self._graphs
         ]
         if made and self.upload_graphs:
-            for graph in made:
-                graph.replay()
+            with self.device.torch.cuda.stream(self.device.torch_stream):
+                for graph in made:
+                    graph.replay()  # on the runner's stream, as a timed replay
             self.reset(name)
             self.stream.synchronize()
 

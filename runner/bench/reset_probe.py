@@ -64,8 +64,8 @@ def poison(outputs, keep) -> int:
             continue
         if isinstance(x, np.ndarray) and not x.flags.writeable:
             continue
-        kind = np.dtype(arrays.dtype_name(x)).kind if arrays.dtype_name(x) != "bfloat16" else "f"
-        value = float("nan") if kind in "fc" else 1
+        floating = arrays.dtype_name(x).startswith(("float", "bfloat", "complex"))
+        value = float("nan") if floating else 1
         if arrays.is_tensor(x):
             x.fill_(value)
         else:
