@@ -73,3 +73,18 @@ def test_two_passes_break_the_pairing_the_interval_assumes():
     """The schedule the API used before (A..A B..B | B..B A..A) under the same correlated noise:
     sample r of each side is not one round, and the interval misses far more often."""
     assert coverage("passes", drift=0.0, rho=0.98, wander=0.01) < 0.85
+
+
+def test_rows_of_about_one_speed_share_the_smallest_batch_and_slower_ones_keep_theirs():
+    from runner.bench.shared_batch import shared_batches
+
+    # an A/A calibrated to 300 and 200 calls from noisy first batches: one batch for both
+    assert shared_batches({"A": 300, "A again": 200}) == {"A": 200, "A again": 200}
+    # 2x the work shares too (its samples last twice as long); 50x slower keeps its own
+    assert shared_batches({"op": 1000, "twice": 500, "fp64": 20, "fp64 again": 30}) == {
+        "op": 500,
+        "twice": 500,
+        "fp64": 20,
+        "fp64 again": 20,
+    }
+    assert shared_batches({"only": 7}) == {"only": 7}

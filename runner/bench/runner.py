@@ -23,6 +23,7 @@ from runner.bench.options import SCHEDULE, TimingOptions
 from runner.bench.recheck import RecheckFailed
 from runner.bench.reset_probe import ResetRefused
 from runner.bench.rows import Comparison, ReportRow
+from runner.bench.shared_batch import SharedBatchHot
 from runner.bench.verification import DeclarationError
 from runner.bench.workload import Case, ReferenceUnavailable
 from runner.measurement import timing
@@ -353,7 +354,8 @@ class Runner:
                 schedule=SCHEDULE,
             )
             t2 = time.perf_counter()
-            measurement = timing.measure(backend, names, settings)
+            mode = SharedBatchHot() if settings.mode == "hot" else timing.MODES[settings.mode]()
+            measurement = mode.measure(backend, names, settings)
             for n, spent in probed_s.items():
                 measurement.impls[n].calibration_s += spent
             backend.finish()
