@@ -1074,6 +1074,7 @@ def test_the_plugin_takes_bench_timer_and_budget_alone():
                 "bench_mode",
                 "bench_timer",
                 "bench_recheck",
+                "bench_no_recheck",
             )
         )
         option["bench_budget"] = None
@@ -1088,9 +1089,9 @@ def test_the_plugin_takes_bench_timer_and_budget_alone():
         pytest_plugin.pytest_configure(config(bench_timer="cupti"))
         assert session.current().options.timer == "cupti"
         assert session.current().options.recheck == "auto"
-        pytest_plugin.pytest_configure(config(bench_recheck="on"))
+        pytest_plugin.pytest_configure(config(bench_recheck=True))
         assert session.current().options.recheck is True
-        pytest_plugin.pytest_configure(config(bench_recheck="off"))
+        pytest_plugin.pytest_configure(config(bench_no_recheck=True))
         assert session.current().options.recheck is False
         with pytest.raises(
             bench.DeclarationError, match="budget_s must be a number of seconds > 0"

@@ -6,7 +6,7 @@
 
 Options: --bench-verify (correctness checks only, nothing timed), --bench-output FILE (the
 result document at the end of the session), --bench-report FILE (the markdown report),
---bench-mode hot|cold, --bench-timer events|cupti, --bench-budget SECONDS and --bench-recheck [auto|on|off]
+--bench-mode hot|cold, --bench-timer events|cupti, --bench-budget SECONDS and --bench-recheck or --bench-no-recheck
 (every timed sample on fresh inputs, its outputs verified). A case's data is released after
 each test.
 `bench.params(W)` marks each row `smoke` or `full`, so `-m smoke` runs the small rows.
@@ -41,12 +41,15 @@ def pytest_addoption(parser):
     )
     group.addoption(
         "--bench-recheck",
-        nargs="?",
-        const="on",
-        choices=("auto", "on", "off"),
-        help="on: give every timed sample fresh inputs from a new seed and verify its outputs "
+        action="store_true",
+        help="give every timed sample fresh inputs from a new seed and verify its outputs "
         "(outside the timing), catching results cached by pointer or left in an output buffer; "
-        "auto (default): every sample where that is cheap, else spot samples; off: never",
+        "by default (recheck auto) every sample where that is cheap, else spot samples",
+    )
+    group.addoption(
+        "--bench-no-recheck",
+        action="store_true",
+        help="never recheck timed samples (see --bench-recheck)",
     )
     group.addoption(
         "--bench-budget",
@@ -68,12 +71,13 @@ def pytest_configure(config):
         or opts.bench_budget is not None
         or opts.bench_timer
         or opts.bench_recheck
+        or opts.bench_no_recheck
     ):
         return  # not a benchmark session: leave the current session alone
     from runner.bench import session
 
     s = session.reset(session.Session(name="python-api", root=str(config.rootpath)))
-    recheck = {"on": True, "off": False, "auto": "auto"}[opts.bench_recheck or "auto"]
+    recheck = True if opts.bench_recheck else False if opts.bench_no_recheck else "auto"
     changes = {"verify_only": bool(opts.bench_verify), "recheck": recheck}
     if opts.bench_mode:
         changes["mode"] = opts.bench_mode
