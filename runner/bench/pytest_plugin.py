@@ -6,9 +6,9 @@
 
 Options: --bench-verify (correctness checks only, nothing timed), --bench-output FILE (the
 result document at the end of the session), --bench-report FILE (the markdown report),
---bench-mode hot|cold, --bench-timer events|cupti, --bench-budget SECONDS and --bench-recheck or --bench-no-recheck
-(every timed sample on fresh inputs, its outputs verified). A case's data is released after
-each test.
+--bench-mode hot|cold, --bench-timer events|cupti, --bench-budget SECONDS, --bench-recheck
+(every timed sample on fresh inputs, its outputs verified; by default only where that is
+cheap, else spot samples) and --bench-no-recheck. A case's data is released after each test.
 `bench.params(W)` marks each row `smoke` or `full`, so `-m smoke` runs the small rows.
 """
 
