@@ -6,7 +6,8 @@ device-to-device copies; a case with count_copies=False times the call without t
 `graphs[name]` programs what the call's captured graph holds ({"nodes": [node types],
 "copy_targets": [(address, bytes)], "output_ranges": [(address, bytes)]}), judged by
 runner.bench.captured_work as CallableBackend does; `side_work[name]` stands for work the
-device saw outside the timing stream (CallableBackend.findings).
+device saw outside the timing stream (CallableBackend.findings); `replays[name](*inputs)` gives
+what a replay of its captured graph leaves in the outputs (CallableBackend.replayed_outputs).
 """
 
 from __future__ import annotations
@@ -78,6 +79,10 @@ class FakeCallableBackend(FakeBackend):
                     self.refused[n] = problems
         device.backends.append(self)
 
+    def replayed_outputs(self, name):
+        replay = self.device.replays.get(name)
+        return None if replay is None else replay(*self.inputs)
+
     def findings(self, name):
         return self.refused.get(name, []) + self.device.side_work.get(name, [])
 
@@ -125,6 +130,7 @@ class FakeCallableDevice:
         graphs=None,
         side_work=None,
         synchronizing=(),
+        replays=None,
     ):
         self.per_call_s = dict(per_call_s or {})
         self.copy_s = dict(copy_s or {})
@@ -137,6 +143,7 @@ class FakeCallableDevice:
         self.uncapturable = set(uncapturable)
         self.graphs = dict(graphs or {})
         self.synchronizing = set(synchronizing)
+        self.replays = dict(replays or {})
         self.side_work = dict(side_work or {})
         self.backends: list[FakeCallableBackend] = []
         self.calls = 0

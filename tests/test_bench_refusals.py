@@ -171,7 +171,9 @@ def test_a_reset_that_restores_private_arguments_from_its_own_snapshot_is_refuse
     stale = bench.Implementation(
         run=in_place, args=(private,), reset=lambda: np.copyto(private, snapshot)
     )
-    with pytest.raises(bench.ResetRefused, match=r"does not refill its private arguments from case"):
+    with pytest.raises(
+        bench.ResetRefused, match=r"does not refill its private arguments from case"
+    ):
         bench.Runner(double, case).compare({"stale": stale})
 
 
@@ -290,3 +292,23 @@ def test_honest_resets_pass_the_probe_and_the_cases_inputs_are_restored(make_ses
     c = bench.Runner(double, case).compare({"in place": refilled, "accumulate": zeroed})
     assert c["in place"].ratio is not None and c["accumulate"].ratio is not None
     assert np.array_equal(case.inputs[0], original)
+
+
+# -- what the graph replay itself makes --------------------------------------------------------
+
+
+def test_a_graph_replay_that_leaves_the_poison_is_refused_and_an_honest_one_is_not(make_session):
+    make_session(
+        replays={
+            "aware": lambda x: np.full_like(x, np.nan),  # the captured call did nothing
+            "honest": double,
+        }
+    )
+    (case,) = bench.cases(Scale())
+    with pytest.raises(bench.IntegrityFailed) as failure:
+        bench.Runner(double, case).compare({"aware": double, "honest": double})
+    flags = " ".join(failure.value.comparison.rows["aware"].flags)
+    assert "a replay of its captured CUDA graph does not make its outputs" in flags
+    assert "does less while a CUDA graph is captured" in flags
+    assert failure.value.comparison.rows["honest"].flags == []
+    assert failure.value.comparison.rows["honest"].ratio is not None

@@ -151,6 +151,14 @@ def test_a_call_that_does_less_while_captured_fails_recheck(session, defaults):
     assert "implementation 'aware' after a timed sample on fresh inputs" in message
     record("does less while a CUDA graph is captured (hot)", "callable", "recheck failed", message)
 
+    # without recheck: its graph, replayed once before timing onto poisoned outputs, leaves them
+    defaults(recheck=False)
+    with pytest.raises(bench.IntegrityFailed) as failure:
+        bench.Runner(honest, scale_case(), name="mul").compare({"aware": capture_aware})
+    flags = flags_of(failure, "aware")
+    assert "a replay of its captured CUDA graph does not make its outputs" in flags, flags
+    record("does less while captured (hot, recheck off)", "callable", "flagged", flags)
+
 
 # -- issue 37.4: rows timed by different methods ----------------------------------------------
 

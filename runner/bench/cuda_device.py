@@ -44,6 +44,7 @@ import functools
 
 from runner.bench.captured_work import graph_problems
 from runner.bench.graph_capture import CapturedGraph, Kept
+from runner.bench.reset_probe import poison
 from runner.gpu import driver
 from runner.measurement import environment
 from runner.measurement.timing.base import CopyTurns
@@ -384,6 +385,24 @@ class CallableBackend:
         if _busy(legacy):
             self._legacy_busy[name] = self._legacy_busy.get(name, 0) + 1
         return seconds
+
+    def replayed_outputs(self, name: str):
+        """The outputs of one replay of `name`'s 1-call graph, from its reset, with every output
+        that is not an input or a private argument poisoned first; None when it has no graph.
+        (runner.bench.integrity compares them with the reference: a call that does less while
+        a CUDA graph is captured leaves poison.)"""
+        if name in self._capture_error:
+            return None
+        graph = self._graph(name, 1)
+        impl = self.impls[name]
+        keep = [*self.inputs, *(x for x in (impl.args or ()) if hasattr(x, "data_ptr"))]
+        self.reset(name)
+        outputs = graph.outputs.tensors()
+        with self.device.torch.cuda.stream(self.device.torch_stream):
+            poison(outputs, keep)
+            graph.replay()
+        self.stream.synchronize()
+        return outputs
 
     def findings(self, name: str) -> list[str]:
         """Why `name`'s row is refused (its graph's content, work left on the legacy stream)."""

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import time
 
-from runner.bench import cupti_timer
+from runner.bench import arrays, cupti_timer
 from runner.bench.recheck import Recheck
 from runner.bench.verification import DeclarationError
+from runner.bench.workload import ReferenceUnavailable
 from runner.execution import result
 from runner.measurement.timing import cold
 from runner.measurement.timing.cuda import TimingError
@@ -165,6 +166,11 @@ class WatchedBackend:
             unblock = getattr(self.inner, "time_unblocked", None)
             if unblock is not None:
                 unblock()
+        try:
+            self.replay_problems = self._check_replays(case, verify)
+        except BaseException:
+            self.close()  # the device's backend and CUPTI: nothing is timed
+            raise
         if options.timer == "cupti":
             self.busy = cupti_timer.KernelSpanTimer(case.count_copies)
             for entry in self.info.values():  # one method for every sample of every row
@@ -180,6 +186,35 @@ class WatchedBackend:
             self.recheck = Recheck(
                 case, verify, device.call, {n: h for n, h in hints.items() if h}, budget
             )
+
+    def _check_replays(self, case, verify: list[str]) -> dict[str, str]:
+        """Each verified row's graph replayed once (outputs poisoned first) and compared with the
+        reference on the case's own inputs: what hot samples replay must make the outputs.
+        Rows whose copies are disabled in the graph are left out (their outputs may depend on
+        a copy that does not run)."""
+        replay = getattr(self.inner, "replayed_outputs", None)
+        if replay is None or not case.verification.checks:
+            return {}
+        expected = case.expected
+        if isinstance(expected, ReferenceUnavailable):
+            return {}
+        expected = arrays.as_outputs(expected, f"the reference of case {case.id}")
+        problems = {}
+        for name in verify:
+            if copies_disabled(self.info[name]):
+                continue
+            outputs = self._untimed(name, lambda name=name: replay(name))
+            if outputs is None:
+                continue
+            got = arrays.as_outputs(outputs, f"implementation {name!r}")
+            outcome = case.verification.check(got, expected)
+            if not outcome.passed:
+                problems[name] = (
+                    "a replay of its captured CUDA graph does not make its outputs (they were "
+                    "poisoned before it): " + "; ".join(outcome.problems) + ". The call does "
+                    "less while a CUDA graph is captured than when it is called"
+                )
+        return problems
 
     def _recheck_hint(self, name: str, info: dict) -> str | None:
         parts = []
@@ -316,6 +351,8 @@ class WatchedBackend:
             if self.recheck is not None:
                 entry["recheck"] = self.recheck.summary(name)
             entry["refused"] = findings(name)
+            if name in self.replay_problems:
+                entry["refused"].append(self.replay_problems[name])
 
     def close(self) -> None:
         """The case's own inputs back (recheck), then the device's backend, then CUPTI: each
