@@ -126,7 +126,7 @@ def test_recheck_auto_takes_spot_samples_where_fresh_inputs_are_dear(make_sessio
     (case,) = bench.cases(SlowReference(0.002))
     c = bench.Runner(double, case).compare({"same": double})
     block = recheck_block(c, "same")
-    assert block["schedule"] == "spot" and "fresh inputs cost" in block["reason"]
+    assert block["schedule"] == "spot" and "fresh inputs and a verification cost" in block["reason"]
     # fresh inputs before the 1st, 2nd, 4th, ... reset only
     resets = block["fresh_inputs"]
     assert 3 <= resets <= 12 and block["verified"] and 1 <= block["verified_samples"] <= resets

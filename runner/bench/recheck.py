@@ -10,10 +10,10 @@ All of it runs outside the timed windows. At the end the case's inputs get back 
 own seed, so the case stays as the check saw it. In hot mode the outputs verified are those the
 graph replay itself wrote, so a call that behaves differently while it is captured is caught.
 
-recheck "auto" (the default) is on where it is cheap: the first fresh inputs are timed, and when
-making them (gen_inputs and the reference) costs at most CHEAP_SHARE of a sample's share of the
-budget (budget_s / (min_samples x implementations)), every sample is rechecked; otherwise only
-spot samples: fresh inputs before the 1st, 2nd, 4th, 8th, ... reset, and the sample after each
+recheck "auto" (the default) is on where it is cheap: the first fresh inputs and the first
+verification are timed, and when they (gen_inputs, the reference, one comparison) cost at most
+CHEAP_SHARE of a sample's share of the budget (budget_s / (min_samples x implementations)),
+every sample is rechecked; otherwise only spot samples: fresh inputs before the 1st, 2nd, 4th, 8th, ... reset, and the sample after each
 verified. A workload whose gen_inputs cannot make other data (or whose reference fails on it)
 turns auto off, with the reason; so does a row whose outputs cannot follow fresh inputs by
 design (private arguments not refilled from case.inputs, copies disabled in its graph): that
@@ -109,6 +109,7 @@ class Recheck:
         self.mode = "every"  # or "spot", or "off" (auto only)
         self.reason: str | None = None  # why auto chose spot or off
         self.fresh_s: float | None = None  # what the first fresh inputs cost
+        self.verify_s: float | None = None  # and the first verification (auto decides on both)
         self.pending: set[str] = set()  # rows whose next sample follows fresh inputs
         self.skipped: dict[str, str] = {}  # auto: rows not verified, and why
         self.verified: dict[str, int] = {}
@@ -135,11 +136,18 @@ class Recheck:
             self.pending.clear()
             return
         self.fresh_s = time.perf_counter() - t0
-        if self.fresh_s > CHEAP_SHARE * self.auto_budget_s:
+
+    def _decide(self, verify_s: float) -> None:
+        """auto, after the first verification: every sample, or spot samples when fresh inputs
+        and one verification cost more than CHEAP_SHARE of a sample's share of the budget."""
+        self.verify_s = verify_s
+        cost_s = (self.fresh_s or 0.0) + verify_s
+        if cost_s > CHEAP_SHARE * self.auto_budget_s:
             self.mode = "spot"
             self.reason = (
-                f"fresh inputs cost {self.fresh_s * 1e3:.2f} ms, above {CHEAP_SHARE:.0%} of a "
-                f"sample's share of the budget ({self.auto_budget_s * 1e3:.2f} ms): spot samples"
+                f"fresh inputs and a verification cost {cost_s * 1e3:.2f} ms, above "
+                f"{CHEAP_SHARE:.0%} of a sample's share of the budget "
+                f"({self.auto_budget_s * 1e3:.2f} ms): spot samples"
             )
 
     def _fresh(self) -> None:
@@ -175,8 +183,11 @@ class Recheck:
             )
         verification = self.case.verification
         where = f"implementation {name!r}"
+        t0 = time.perf_counter()
         got = arrays.as_outputs(outputs, where)
         outcome = verification.check(got, self.expected)
+        if self.auto_budget_s is not None and self.verify_s is None:
+            self._decide(time.perf_counter() - t0)
         if not outcome.passed:
             hint = self.hints.get(name)
             if hint and self.auto_budget_s is not None:  # its outputs cannot follow by design
