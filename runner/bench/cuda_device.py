@@ -33,6 +33,13 @@ times and the samples take the instances in turn: the offsets average out and th
 enters the samples. Cold, a call is launched as itself, as the PTX runner launches kernels
 (fresh arguments every launch); only a call whose copies the case leaves out needs its graph,
 captured INSTANCES times and taken in turn by the launches.
+Every graph instance is uploaded as it is made and, for hot batches, replayed once untimed
+(then reset), so no instance's first launch falls in a timed sample (torch's instantiate does
+not upload). The 1-call graph's nodes are judged (runner.bench.captured_work: empty, copy-only,
+copies into outputs) and it is replayed once onto poisoned outputs (replayed_outputs). Around
+every timed window the legacy default stream is synchronized before and queried after: work a
+call left running there is outside the timing stream (findings). Each row's method_class says
+what its time stands for (report.py refuses a ratio across classes).
 The engine drives it through runner.bench.integrity.WatchedBackend (CUPTI, the cupti timer,
 recheck), which uses the hooks at the end of this class.
 """
