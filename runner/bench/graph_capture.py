@@ -121,12 +121,17 @@ def _place(torch, x):
     return (x.data_ptr(), tuple(x.shape), strides, x.dtype, span)
 
 
+# integer types of each item size that torch has long read from __cuda_array_interface__; the
+# view then takes the output's own dtype (same size)
+RAW_TYPES = {1: "|u1", 2: "<i2", 4: "<i4", 8: "<i8"}
+
+
 class _CudaArray:
     def __init__(self, ptr: int, shape: tuple, strides: tuple, itemsize: int):
         self.__cuda_array_interface__ = {
             "shape": shape,
             "strides": strides,
-            "typestr": f"<u{itemsize}",
+            "typestr": RAW_TYPES[itemsize],
             "data": (ptr, False),
             "version": 2,
         }

@@ -38,7 +38,7 @@ def _address_range(x) -> tuple[int, int] | None:
     if arrays.is_tensor(x):
         return (x.data_ptr(), x.untyped_storage().nbytes()) if x.numel() else None
     if isinstance(x, np.ndarray):
-        lo, hi = np.lib.array_utils.byte_bounds(x)
+        lo, hi = getattr(np.lib, "array_utils", np).byte_bounds(x)  # numpy 2, numpy 1
         return (lo, hi - lo) if hi > lo else None
     return None
 
