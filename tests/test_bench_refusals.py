@@ -312,3 +312,14 @@ def test_a_graph_replay_that_leaves_the_poison_is_refused_and_an_honest_one_is_n
     assert "does less while a CUDA graph is captured" in flags
     assert failure.value.comparison.rows["honest"].flags == []
     assert failure.value.comparison.rows["honest"].ratio is not None
+
+
+def test_a_row_refused_before_timing_is_not_rechecked_so_its_refusal_is_what_is_reported(
+    make_session,
+):
+    from test_bench_integrity import cached_by_pointer
+
+    make_session(graphs={"cached": {"nodes": []}})
+    (case,) = bench.cases(Scale())
+    with pytest.raises(bench.IntegrityFailed, match="cached: its captured CUDA graph is empty"):
+        bench.Runner(double, case).compare({"cached": cached_by_pointer()})

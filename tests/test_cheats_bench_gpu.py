@@ -132,7 +132,7 @@ def test_a_reset_that_computes_the_output_is_refused(session, defaults):
 # -- (d) a call that behaves differently while captured ---------------------------------------
 
 
-def test_a_call_that_does_less_while_captured_fails_recheck(session, defaults):
+def test_a_call_that_does_less_while_captured_is_caught(session, defaults):
     torch = torch_module()
     from runner import bench
 
@@ -145,19 +145,25 @@ def test_a_call_that_does_less_while_captured_fails_recheck(session, defaults):
         kept["out"] = torch.mul(y, ALPHA)
         return kept["out"]
 
-    with pytest.raises(bench.RecheckFailed) as failure:
-        bench.Runner(honest, scale_case(), name="mul").compare({"aware": capture_aware})
-    message = str(failure.value)
-    assert "implementation 'aware' after a timed sample on fresh inputs" in message
-    record("does less while a CUDA graph is captured (hot)", "callable", "recheck failed", message)
-
-    # without recheck: its graph, replayed once before timing onto poisoned outputs, leaves them
-    defaults(recheck=False)
+    # its graph, replayed once before timing onto poisoned outputs, leaves them poisoned
     with pytest.raises(bench.IntegrityFailed) as failure:
         bench.Runner(honest, scale_case(), name="mul").compare({"aware": capture_aware})
     flags = flags_of(failure, "aware")
     assert "a replay of its captured CUDA graph does not make its outputs" in flags, flags
-    record("does less while captured (hot, recheck off)", "callable", "flagged", flags)
+    record("does less while a CUDA graph is captured (hot)", "callable", "flagged", flags)
+
+    def from_a_snapshot(y):
+        if torch.cuda.is_current_stream_capturing():  # computes from the inputs of the check
+            return torch.mul(kept["snapshot"], ALPHA)
+        kept["snapshot"] = y.clone()
+        return torch.mul(y, ALPHA)
+
+    # right on the case's own inputs, so the replay check passes; fresh inputs expose it
+    with pytest.raises(bench.RecheckFailed) as failure:
+        bench.Runner(honest, scale_case(), name="mul").compare({"snapshot": from_a_snapshot})
+    message = str(failure.value)
+    assert "implementation 'snapshot' after a timed sample on fresh inputs" in message
+    record("computes from a snapshot while captured (hot)", "callable", "recheck failed", message)
 
 
 # -- issue 37.4: rows timed by different methods ----------------------------------------------

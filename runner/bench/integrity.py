@@ -183,8 +183,11 @@ class WatchedBackend:
                 if options.recheck == "auto"
                 else None
             )
+            # a row refused already (its graph, its replay) is not rechecked: its refusal says more
+            findings = getattr(self.inner, "findings", lambda name: [])
+            checked = [n for n in verify if not findings(n) and n not in self.replay_problems]
             self.recheck = Recheck(
-                case, verify, device.call, {n: h for n, h in hints.items() if h}, budget
+                case, checked, device.call, {n: h for n, h in hints.items() if h}, budget
             )
 
     def _check_replays(self, case, verify: list[str]) -> dict[str, str]:
