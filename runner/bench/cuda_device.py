@@ -398,8 +398,8 @@ class CallableBackend:
         that is not an input or a private argument poisoned first; None when it has no graph.
         (runner.bench.integrity compares them with the reference: a call that does less while
         a CUDA graph is captured leaves poison.)"""
-        if name in self._capture_error:
-            return None
+        if name in self._capture_error or name in self.refused:
+            return None  # no graph, or one refused already (its outputs may not be its own)
         graph = self._graph(name, 1)
         impl = self.impls[name]
         keep = [*self.inputs, *(x for x in (impl.args or ()) if hasattr(x, "data_ptr"))]
