@@ -323,3 +323,18 @@ def test_a_row_refused_before_timing_is_not_rechecked_so_its_refusal_is_what_is_
     (case,) = bench.cases(Scale())
     with pytest.raises(bench.IntegrityFailed, match="cached: its captured CUDA graph is empty"):
         bench.Runner(double, case).compare({"cached": cached_by_pointer()})
+
+
+def test_a_memcpy_nodes_destination_is_its_base_address_plus_its_offsets():
+    import types
+
+    from runner.bench.graph_capture import _destination
+
+    plain = types.SimpleNamespace(
+        dstDevice=0x7000, dstXInBytes=0, dstY=0, dstZ=0, dstPitch=0, dstHeight=0, WidthInBytes=64
+    )
+    assert _destination(plain) == 0x7000
+    pitched = types.SimpleNamespace(
+        dstDevice=0x7000, dstXInBytes=16, dstY=2, dstZ=1, dstPitch=256, dstHeight=4, WidthInBytes=64
+    )
+    assert _destination(pitched) == 0x7000 + 16 + (2 + 1 * 4) * 256
