@@ -44,7 +44,9 @@ def main(main_xml: str, floors_xml: str) -> int:
     for line in missing:
         print(f"ci: floors did not run what main ran: {line}")
     ran = sum(1 for outcome, _ in floors.values() if outcome == "passed")
-    print(f"ci: floors ran {ran} of the {sum(1 for o, _ in main.values() if o == 'passed')} tests main ran")
+    print(
+        f"ci: floors ran {ran} of the {sum(1 for o, _ in main.values() if o == 'passed')} tests main ran"
+    )
     return 1 if missing else 0
 
 

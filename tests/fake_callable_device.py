@@ -3,6 +3,11 @@ programmed per implementation through tests/fake_device.FakeBackend (which recor
 
 `per_call_s[name]` is the time of one call, `copy_s[name]` the part of it spent in
 device-to-device copies; a case with count_copies=False times the call without that part.
+`graphs[name]` programs what the call's captured graph holds ({"nodes": [node types],
+"copy_targets": [(address, bytes)], "output_ranges": [(address, bytes)]}), judged by
+runner.bench.captured_work as CallableBackend does; `side_work[name]` stands for work the
+device saw outside the timing stream (CallableBackend.findings); `replays[name](*inputs)` gives
+what a replay of its captured graph leaves in the outputs (CallableBackend.replayed_outputs).
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 from fake_device import FakeBackend
+
+from runner.bench.captured_work import graph_problems
 
 FIXTURE = Path(__file__).parent / "fixtures" / "result-1.0.0-h200-axpy.json"
 
@@ -39,6 +46,7 @@ class FakeCallableBackend(FakeBackend):
         self.info = {
             n: {
                 "method": "fake clock",
+                "method_class": "graph-replay" if options.mode == "hot" else "device",
                 "fallback": None,
                 "copies": {
                     "known": True,
@@ -52,7 +60,31 @@ class FakeCallableBackend(FakeBackend):
         for n in device.uncapturable & set(impls):  # as CallableBackend records a failed capture
             self.info[n]["copies"] = {"known": False, "counted": counted}
             self.info[n]["fallback"] = "not capturable: fake"
+            if options.mode == "hot":
+                self.info[n]["method_class"] = "host-loop"
+        for n in device.synchronizing & set(impls):  # timed with the host's latency
+            if options.mode == "cold":
+                self.info[n]["method_class"] = "host-latency"
+        self.refused = {}
+        for n, graph in device.graphs.items():
+            if n in impls:
+                problems = graph_problems(
+                    graph["nodes"],
+                    graph.get("copy_targets", []),
+                    graph.get("output_ranges", []),
+                    counted,
+                    options.recheck is not False,
+                )
+                if problems:
+                    self.refused[n] = problems
         device.backends.append(self)
+
+    def replayed_outputs(self, name):
+        replay = self.device.replays.get(name)
+        return None if replay is None else replay(*self.inputs)
+
+    def findings(self, name):
+        return self.refused.get(name, []) + self.device.side_work.get(name, [])
 
     def reset(self, name):
         super().reset(name)
@@ -95,6 +127,10 @@ class FakeCallableDevice:
         seed=0,
         sample_wall_s=1e-3,
         uncapturable=(),
+        graphs=None,
+        side_work=None,
+        synchronizing=(),
+        replays=None,
     ):
         self.per_call_s = dict(per_call_s or {})
         self.copy_s = dict(copy_s or {})
@@ -105,6 +141,10 @@ class FakeCallableDevice:
             sample_wall_s,
         )
         self.uncapturable = set(uncapturable)
+        self.graphs = dict(graphs or {})
+        self.synchronizing = set(synchronizing)
+        self.replays = dict(replays or {})
+        self.side_work = dict(side_work or {})
         self.backends: list[FakeCallableBackend] = []
         self.calls = 0
 

@@ -19,6 +19,7 @@ from runner.bench import integrity
 from runner.bench.report import markdown
 from runner.measurement import stats
 from runner.measurement.timing import cold as cold_timing
+from runner.measurement.timing import round_order
 
 # -- workloads ------------------------------------------------------------------------------
 
@@ -135,28 +136,28 @@ def doc_batch(comparison, name) -> int:
 # -- 1. ordering and sample counts -------------------------------------------------------------
 
 
-def test_cold_timing_runs_a_b_c_then_c_b_a_with_samples_split_between_passes(make_session):
+def test_cold_timing_runs_paired_rounds_in_the_ptx_engines_round_order(make_session):
     _, device = make_session(per_call_s={"matmul": 3e-5, "B": 2e-5, "C": 1e-5})
     case = only_case(Matmul())
     comparison = bench.Runner(np.matmul, case).compare({"B": np.dot, "C": lambda a, b: a @ b})
 
     samples = {name: row.samples for name, row in comparison.rows.items()}
     assert samples == {"matmul": 30, "B": 30, "C": 30}
-    half = 15
     timed = timed_names(device.backends[-1].calls, "timed_cold")
     # one probe launch each; then every sample is the mean of the batch the fastest (C, 10 us)
     # needs, for every implementation alike
     batches = {e["timing"]["batch"] for e in comparison.document_case["implementations"].values()}
     assert batches == {cold_timing.launches_for(1e-5)} == {8}
-    sampled = ["matmul"] * half + ["B"] * half + ["C"] * half
-    sampled += sampled[::-1]
+    orders = [round_order(["matmul", "B", "C"], r) for r in range(30)]
+    sampled = [n for order in orders for n in order]
     probes = [n for n in ("matmul", "B", "C") for _ in range(integrity.COLD_PROBES)]
     assert timed == probes + [n for n in sampled for _ in range(8)]
-    assert comparison.document_case["round_orders"] == [["matmul", "B", "C"], ["C", "B", "matmul"]]
+    assert comparison.document_case["round_orders"] == orders
+    assert comparison.document_case["settings"]["schedule"] == "rounds"
     assert comparison.rows["B"].median_s == pytest.approx(2e-5)
 
 
-def test_hot_timing_replays_batches_a_b_c_then_c_b_a_after_calibration(make_session):
+def test_hot_timing_replays_batches_in_paired_rounds_after_calibration(make_session):
     options = bench.TimingOptions(mode="hot", budget_s=0.03)
     _, device = make_session(options=options, per_call_s={"matmul": 1e-5, "B": 2e-5, "C": 1e-5})
     case = only_case(Matmul())
@@ -166,21 +167,23 @@ def test_hot_timing_replays_batches_a_b_c_then_c_b_a_after_calibration(make_sess
     assert n == 30 and comparison.rows["B"].samples == n and comparison.rows["C"].samples == n
     batches = [c for c in device.backends[-1].calls if c[0] == "timed_batch"]
     sampled, calibration = batches[-3 * n :], batches[: -3 * n]
-    half = n // 2
-    assert [c[1] for c in sampled] == (
-        ["matmul"] * half + ["B"] * half + ["C"] * half + ["C"] * half + ["B"] * half
-    ) + ["matmul"] * half
-    # Calibration (and the untimed upload replay) runs per implementation before any sample.
+    orders = [round_order(["matmul", "B", "C"], r) for r in range(n)]
+    assert [c[1] for c in sampled] == [name for order in orders for name in order]
+    # Calibration (and the untimed warm replay) runs per implementation before any sample; then
+    # the rows within a factor of 2 share the smallest batch (runner.bench.shared_batch), whose
+    # graphs matmul and C warm untimed
     calibrated = [c[1] for c in calibration]
+    assert calibrated[-2:] == ["matmul", "C"] and all(c[2] == 500 for c in calibration[-2:])
+    calibrated = calibrated[:-2]
     assert calibrated == sorted(calibrated, key=["matmul", "B", "C"].index)
     assert set(calibrated) == {"matmul", "B", "C"}
     doc_batches = {
         name: entry["timing"]["batch"]
         for name, entry in comparison.document_case["implementations"].items()
     }
-    assert doc_batches == {"matmul": 1000, "B": 500, "C": 1000}
+    assert doc_batches == {"matmul": 500, "B": 500, "C": 500}
     assert all(c[2] == doc_batches[c[1]] for c in sampled)
-    assert comparison.document_case["round_orders"] == [["matmul", "B", "C"], ["C", "B", "matmul"]]
+    assert comparison.document_case["round_orders"] == orders
     # hot gaps of torch graphs add what the graph instances leave (1.2 ns a call over 10 us)
     gap = comparison.document_case["implementations"]["B"]["gap"]
     assert gap["systematic"] == pytest.approx(math.hypot(3e-4, 1.2e-9 / 1e-5))
@@ -192,7 +195,7 @@ def test_hot_timing_replays_batches_a_b_c_then_c_b_a_after_calibration(make_sess
         (0.2, 1e-3, 30, 1000, 100),  # budget / (2 implementations x 1 ms)
         (0.01, 1e-3, 30, 1000, 30),  # raised to min_samples
         (10.0, 1e-3, 30, 60, 60),  # capped at max_samples
-        (0.25, 1e-3, 30, 1000, 124),  # 125 rounded down to an even count (two equal passes)
+        (0.25, 1e-3, 30, 1000, 124),  # 125 rounded down to an even count (whole AB/BA pairs)
         (0.2, 4e-3, 10, 1000, 24),  # 25, even
     ],
 )
@@ -867,13 +870,13 @@ def test_check_passes_a_correct_op_and_names_the_mismatch_of_a_wrong_one():
         )
 
 
-def test_cupti_union_of_intervals():
-    from runner.bench.cupti_timer import union_s
+def test_cupti_span_of_intervals_keeps_the_gaps_between_kernels():
+    from runner.bench.cupti_timer import SPAN, span_s
 
-    assert union_s([]) == 0.0
-    assert union_s([(0, 10), (5, 20), (30, 40)]) == pytest.approx(30e-9)  # overlap counted once
-    assert union_s([(30, 40), (0, 100)]) == pytest.approx(100e-9)  # nested, any order
-    assert union_s([(10, 10), (20, 15)]) == 0.0  # empty and inverted intervals add nothing
+    assert SPAN == "first-start-to-last-end"
+    assert span_s([]) == 0.0
+    assert span_s([(0, 10), (5, 20), (30, 40)]) == pytest.approx(40e-9)  # the gap 20-30 counts
+    assert span_s([(30, 40), (0, 100)]) == pytest.approx(100e-9)  # nested, any order
 
 
 def test_timer_option_is_checked():
@@ -1071,6 +1074,7 @@ def test_the_plugin_takes_bench_timer_and_budget_alone():
                 "bench_mode",
                 "bench_timer",
                 "bench_recheck",
+                "bench_no_recheck",
             )
         )
         option["bench_budget"] = None
@@ -1084,9 +1088,11 @@ def test_the_plugin_takes_bench_timer_and_budget_alone():
     try:
         pytest_plugin.pytest_configure(config(bench_timer="cupti"))
         assert session.current().options.timer == "cupti"
-        assert session.current().options.recheck is False
+        assert session.current().options.recheck == "auto"
         pytest_plugin.pytest_configure(config(bench_recheck=True))
         assert session.current().options.recheck is True
+        pytest_plugin.pytest_configure(config(bench_no_recheck=True))
+        assert session.current().options.recheck is False
         with pytest.raises(
             bench.DeclarationError, match="budget_s must be a number of seconds > 0"
         ):

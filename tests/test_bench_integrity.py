@@ -20,7 +20,7 @@ from fake_callable_device import FakeCallableBackend, FakeCallableDevice
 from protocol.validation import validate
 from runner import bench
 from runner.bench import integrity, null_models, watch
-from runner.bench.cupti_timer import KernelBusyTimer
+from runner.bench.cupti_timer import KernelSpanTimer
 from runner.bench.report import markdown
 from runner.bench.watch import Bracket, Classifier
 from runner.measurement.timing import cupti
@@ -180,16 +180,19 @@ def test_only_the_runners_own_status_read_is_left_out():
     assert not watch.runner_own((0, 1, K, 3))
 
 
-def test_cupti_names_copies_by_kind_and_size_and_the_busy_timer_leaves_them_out():
+def test_cupti_names_copies_by_kind_and_size_and_the_span_timer_leaves_them_out():
     ns = types.SimpleNamespace
     assert cupti._name(ns(name=K)) == K
     assert cupti._name(ns(name="", bytes=4096, copy_kind=8)) == "memcpy DtoD 4096 B"
     assert cupti._name(ns(bytes=4, copy_kind=2)) == "memcpy DtoH 4 B"
     assert cupti._name(ns(bytes=64, value=0)) == "memset 64 B"
     assert cupti.is_copy("memset 64 B") and not cupti.is_copy(K)
-    records = [(0, 1_000, K, TS), (500, 3_000, "memcpy DtoD 8 B", TS)]
-    assert KernelBusyTimer(False).seconds(records) == pytest.approx(1e-6)
-    assert KernelBusyTimer(True).seconds(records) == pytest.approx(3e-6)
+    records = [(0, 1_000, K, TS), (500, 3_000, "memcpy DtoD 8 B", TS), (4_000, 5_000, K, TS)]
+    # first start to last end: the gap between the two kernels counts; copies only when counted
+    assert KernelSpanTimer(False).seconds(records) == pytest.approx(5e-6)
+    assert KernelSpanTimer(True).seconds(records) == pytest.approx(5e-6)
+    assert KernelSpanTimer(False).seconds(records[:2]) == pytest.approx(1e-6)
+    assert KernelSpanTimer(True).seconds(records[:2]) == pytest.approx(3e-6)
 
 
 def test_a_window_keeps_what_started_after_it_began_without_flushing_at_begin(monkeypatch):
@@ -393,9 +396,12 @@ def test_the_cupti_timer_takes_its_time_from_the_windows_records(watched):
     session.configure(timer="cupti")
     (case,) = bench.cases(Scale())
     c = bench.Runner(double, case, name="honest").compare({"same": double})
-    assert c["honest"].method.startswith("CUPTI kernel busy time")
+    assert c["honest"].method.startswith("CUPTI span (first start to last end")
     assert c["honest"].median_s == pytest.approx(7e-6)  # the record, not the fake's 10 us
     assert c.document_case["implementations"]["same"]["integrity"]["flags"] == []
+    timing = c.document_case["implementations"]["same"]["timing"]
+    assert timing["cupti_span"] == "first-start-to-last-end"
+    validate(session.document(), "result", "cupti timing")
 
 
 def test_a_cold_sample_by_cupti_flushes_once_for_all_its_launches(watched, monkeypatch):
@@ -580,12 +586,12 @@ def cached_by_pointer():
 
 
 def test_a_result_cached_by_pointer_passes_once_and_fails_recheck(make_session):
-    session, _ = make_session()
+    session, _ = make_session(options=bench.TimingOptions(recheck=False))
     (case,) = bench.cases(Scale())
     original = case.inputs[0].copy()
     c = bench.Runner(double, case).compare({"cached": cached_by_pointer()})
     assert c["cached"].ratio is not None  # checked once, it looks right
-    session.configure(recheck=True)
+    session.configure(recheck="auto")  # the default
     with pytest.raises(bench.RecheckFailed) as failure:
         bench.Runner(double, case).compare({"cached": cached_by_pointer()})
     message = str(failure.value)
@@ -617,7 +623,8 @@ def test_recheck_passes_honest_rows_and_private_arguments_refilled_from_the_inpu
     stale = bench.Implementation(
         run=in_place, args=(private,), reset=lambda: np.copyto(private, snapshot)
     )
-    with pytest.raises(bench.RecheckFailed, match=r"its reset must refill them from case\.inputs"):
+    # the reset probe (runner.bench.reset_probe) refuses it before recheck would
+    with pytest.raises(bench.ResetRefused, match=r"does not refill its private arguments"):
         bench.Runner(double, case).compare({"stale": stale})
 
 
@@ -635,8 +642,9 @@ def test_recheck_refuses_inputs_whose_shape_changes_with_the_seed(make_session):
         bench.Runner(double, case).compare()
 
 
-def test_recheck_must_be_a_bool():
-    with pytest.raises(bench.DeclarationError, match="recheck must be True or False"):
+def test_recheck_must_be_a_bool_or_auto():
+    assert bench.TimingOptions().recheck == "auto"
+    with pytest.raises(bench.DeclarationError, match="recheck must be True, False or 'auto'"):
         bench.TimingOptions(recheck="yes")
 
 

@@ -16,6 +16,7 @@ from runner.bench.implementation import Implementation
 from runner.bench.integrity import IntegrityFailed
 from runner.bench.options import TimingOptions
 from runner.bench.recheck import RecheckFailed
+from runner.bench.reset_probe import ResetRefused
 from runner.bench.rows import Comparison, ReportRow
 from runner.bench.runner import CheckFailed, InputsModified, Runner
 from runner.bench.session import Session, current, reset
@@ -52,6 +53,7 @@ __all__ = [
     "ReferenceInfeasible",
     "ReferenceUnavailable",
     "ReportRow",
+    "ResetRefused",
     "Row",
     "Runner",
     "Session",

@@ -33,6 +33,13 @@ times and the samples take the instances in turn: the offsets average out and th
 enters the samples. Cold, a call is launched as itself, as the PTX runner launches kernels
 (fresh arguments every launch); only a call whose copies the case leaves out needs its graph,
 captured INSTANCES times and taken in turn by the launches.
+Every graph instance is uploaded as it is made and, for hot batches, replayed once untimed
+(then reset), so no instance's first launch falls in a timed sample (torch's instantiate does
+not upload). The 1-call graph's nodes are judged (runner.bench.captured_work: empty, copy-only,
+copies into outputs) and it is replayed once onto poisoned outputs (replayed_outputs). Around
+every timed window the legacy default stream is synchronized before and queried after: work a
+call left running there is outside the timing stream (findings). Each row's method_class says
+what its time stands for (report.py refuses a ratio across classes).
 The engine drives it through runner.bench.integrity.WatchedBackend (CUPTI, the cupti timer,
 recheck), which uses the hooks at the end of this class.
 """
@@ -42,7 +49,9 @@ from __future__ import annotations
 import contextlib
 import functools
 
+from runner.bench.captured_work import graph_problems
 from runner.bench.graph_capture import CapturedGraph, Kept
+from runner.bench.reset_probe import poison
 from runner.gpu import driver
 from runner.measurement import environment
 from runner.measurement.timing.base import CopyTurns
@@ -136,6 +145,31 @@ class CudaDevice:
 _STREAMS: dict[int, driver.Stream] = {}
 
 
+def _legacy_stream():
+    """The legacy default stream (CU_STREAM_LEGACY), where torch's default stream runs."""
+    d = driver.cu()
+    return d.CUstream(getattr(d, "CU_STREAM_LEGACY", 1))
+
+
+def _busy(stream) -> bool:
+    """Whether `stream` still has work queued or running (cuStreamQuery: CUDA_ERROR_NOT_READY)."""
+    d = driver.cu()
+    result = d.cuStreamQuery(stream)
+    err = result[0] if isinstance(result, tuple) else result
+    if err == d.CUresult.CUDA_ERROR_NOT_READY:
+        return True
+    driver.check(result, "cuStreamQuery")
+    return False
+
+
+def _node_counts(node_types: list[str]) -> dict[str, int]:
+    """How many nodes of each type a call's 1-call graph holds (the row's graph_nodes)."""
+    counts: dict[str, int] = {}
+    for t in node_types:
+        counts[t.lower()] = counts.get(t.lower(), 0) + 1
+    return counts
+
+
 def _runner_stream(ordinal: int) -> driver.Stream:
     """The runner's one stream on device `ordinal`, for the life of the process. torch's caching
     allocator remembers the stream of every block it handed out there and records events on it
@@ -150,6 +184,9 @@ class CallableBackend:
     """runner.measurement.timing.base.Backend for callables; `info[name]` says how each one was timed."""
 
     graph_calls = 100  # calls captured in one graph for hot mode; larger batches replay it
+    # Graph instances are uploaded as they are made and replayed once untimed before any sample
+    # (benchmarks/perf/graph_upload.py turns it off to show what a first launch costs a sample)
+    upload_graphs = True
 
     def __init__(self, device: CudaDevice, impls: dict, case, options):
         self.device, self.impls, self.case, self.options = device, impls, case, options
@@ -166,6 +203,8 @@ class CallableBackend:
         self._synchronizes: dict[str, bool] = {}
         self._timed_graph: dict[str, CapturedGraph | None] = {}  # what the last sample ran
         self.unblocked = False  # time_unblocked()
+        self.refused: dict[str, list[str]] = {}  # per implementation: why its row is refused
+        self._legacy_busy: dict[str, int] = {}  # windows after which the legacy stream was busy
         try:
             device.torch.cuda.synchronize()  # inputs made on other streams are complete
             self.info: dict[str, dict] = {name: self._prepare(name) for name in impls}
@@ -179,7 +218,7 @@ class CallableBackend:
         if name not in self._calls:
             impl = self.impls[name]
             call = functools.partial(impl.run, *impl.call_args(self.inputs))
-            self._calls[name] = Kept(call) if self.options.recheck else call
+            self._calls[name] = Kept(call)  # its outputs: where the graph writes them (recheck)
         return self._calls[name]
 
     def _graph(self, name: str, calls: int, instance: int = 0) -> CapturedGraph:
@@ -191,7 +230,12 @@ class CallableBackend:
                 self._pool = self.device.torch.cuda.graph_pool_handle()
             try:
                 self._graphs[key] = CapturedGraph(
-                    self.device, self._run(name), calls, not self.count_copies, self._pool
+                    self.device,
+                    self._run(name),
+                    calls,
+                    not self.count_copies,
+                    self._pool,
+                    upload=self.upload_graphs,
                 )
             except BaseException:
                 # torch leaves a pool whose capture failed (a call that synchronizes) recording;
@@ -211,6 +255,15 @@ class CallableBackend:
         try:
             graph = self._graph(name, 1)
             self._copies[name] = graph.copies
+            problems = graph_problems(
+                graph.node_types,
+                graph.copy_targets,
+                graph.outputs.ranges(),
+                self.count_copies,
+                self.options.recheck is not False,
+            )
+            if problems:
+                self.refused[name] = problems
             if self.options.mode == "cold" and self._cold_graph(name):
                 for instance in range(1, INSTANCES):
                     self._graph(name, 1, instance)
@@ -227,7 +280,15 @@ class CallableBackend:
             self._capture_error[name] = f"not capturable: {type(exc).__name__}: {first}"
             copies = {"known": False, "counted": self.count_copies}
             self._synchronizes[name] = self._probe_synchronizes(name)
-        return {"method": self._method(name), "fallback": self._fallback(name), "copies": copies}
+        entry = {
+            "method": self._method(name),
+            "method_class": self._method_class(name),
+            "fallback": self._fallback(name),
+            "copies": copies,
+        }
+        if name not in self._capture_error:
+            entry["graph_nodes"] = _node_counts(graph.node_types)
+        return entry
 
     def _probe_synchronizes(self, name: str) -> bool:
         self.reset(name)
@@ -255,6 +316,15 @@ class CallableBackend:
         if self._synchronizes.get(name):
             return "cold: one call between events, host latency included (the call synchronizes)"
         return f"cold: one call {where}"
+
+    def _method_class(self, name: str) -> str:
+        """What a row's time stands for, as far as a ratio goes (report.py refuses a ratio
+        between rows of different classes): hot, graph replay or a host loop (host launch
+        overhead included); cold, the call's device time behind the blocking kernel (or under
+        CUPTI's recording), or a call that synchronizes, timed with the host's latency."""
+        if self.options.mode == "hot":
+            return "graph-replay" if name not in self._capture_error else "host-loop"
+        return "host-latency" if self._synchronizes.get(name) else "device"
 
     def time_unblocked(self) -> None:
         """From now on, time every sample between events without the blocking kernel (CUPTI is
@@ -313,21 +383,72 @@ class CallableBackend:
 
         return timed_behind_blocker(self.internal, self.stream, self.start, self.end, queued)
 
+    def _watched(self, name: str, window) -> float:
+        """`window()` -> seconds, with the legacy default stream idle before it and queried
+        after it: work the call left running there outlived the window the events measured."""
+        legacy = _legacy_stream()
+        driver.check(driver.cu().cuStreamSynchronize(legacy), "cuStreamSynchronize")
+        seconds = window()
+        if _busy(legacy):
+            self._legacy_busy[name] = self._legacy_busy.get(name, 0) + 1
+        return seconds
+
+    def replayed_outputs(self, name: str):
+        """The outputs of one replay of `name`'s 1-call graph, from its reset, with every output
+        that is not an input or a private argument poisoned first; None when it has no graph.
+        (runner.bench.integrity compares them with the reference: a call that does less while
+        a CUDA graph is captured leaves poison.)"""
+        if name in self._capture_error or name in self.refused:
+            return None  # no graph, or one refused already (its outputs may not be its own)
+        graph = self._graph(name, 1)
+        impl = self.impls[name]
+        keep = [*self.inputs, *(x for x in (impl.args or ()) if hasattr(x, "data_ptr"))]
+        self.reset(name)
+        outputs = graph.outputs.tensors()
+        with self.device.torch.cuda.stream(self.device.torch_stream):
+            poison(outputs, keep)
+            graph.replay()
+        self.stream.synchronize()
+        return outputs
+
+    def findings(self, name: str) -> list[str]:
+        """Why `name`'s row is refused (its graph's content, work left on the legacy stream)."""
+        found = list(self.refused.get(name, []))
+        busy = self._legacy_busy.get(name, 0)
+        if busy:
+            found.append(
+                f"work on the legacy default stream was still running after {busy} of its timed "
+                "windows: it ran outside the timing stream, which the events do not see"
+            )
+        return found
+
     def timed_cold(self, name: str) -> float:
         self._timed_graph[name] = None
         if self._cold_graph(name):
             instance = self._turns.next(name, INSTANCES)
             graph = self._timed_graph[name] = self._graph(name, 1, instance)
-            return self._behind_blocker(graph.replay)
+            return self._watched(name, lambda: self._behind_blocker(graph.replay))
         if self._synchronizes.get(name):
-            return self._between_events(self._run(name))
-        return self._behind_blocker(self._run(name))
+            return self._watched(name, lambda: self._between_events(self._run(name)))
+        return self._watched(name, lambda: self._behind_blocker(self._run(name)))
 
     def prepare_batch(self, name: str, batch: int) -> None:
-        """Capture the graph of a batch (its reset included) before, outside any window."""
-        if name not in self._capture_error:
-            for instance in range(self._instances(batch)):
-                self._graph(name, min(batch, self.graph_calls), instance)
+        """Capture the graphs of a batch before, outside any window, and replay each new one
+        once (then reset): no instance's first launch falls in a timed sample."""
+        if name in self._capture_error:
+            return
+        calls = min(batch, self.graph_calls)
+        made = [
+            self._graph(name, calls, instance)
+            for instance in range(self._instances(batch))
+            if (name, calls, instance) not in self._graphs
+        ]
+        if made and self.upload_graphs:
+            with self.device.torch.cuda.stream(self.device.torch_stream):
+                for graph in made:
+                    graph.replay()  # on the runner's stream, as a timed replay
+            self.reset(name)
+            self.stream.synchronize()
 
     def _instances(self, batch: int) -> int:
         """Instances of the batch's graph: INSTANCES for a full graph, else one (a batch under
@@ -344,7 +465,7 @@ class CallableBackend:
                 for _ in range(batch):
                     run()
 
-            return self._between_events(loop)
+            return self._watched(name, lambda: self._between_events(loop))
         per_graph = min(batch, self.graph_calls)
         if batch % per_graph:
             raise ValueError(f"batch {batch} is not a whole number of {per_graph}-call graphs")
@@ -355,7 +476,7 @@ class CallableBackend:
             for _ in range(batch // per_graph):
                 graph.replay()
 
-        return self._behind_blocker(replays)
+        return self._watched(name, lambda: self._behind_blocker(replays))
 
     # -- for runner.bench.integrity.WatchedBackend ------------------------------------------
 
@@ -365,7 +486,7 @@ class CallableBackend:
     def last_outputs(self, name: str):
         """The outputs of the last call of the last timed sample (recheck mode only)."""
         graph = self._timed_graph.get(name)
-        return graph.outputs if graph is not None else self._run(name).last
+        return graph.outputs.tensors() if graph is not None else self._run(name).last
 
     def close(self) -> None:
         """Release everything, each step even if an earlier one failed."""

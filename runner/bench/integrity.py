@@ -4,7 +4,7 @@
   `torch.Tensor` on the GPU; a subclass, a lazy, fake or meta value can defer or fake the work.
 - `WatchedBackend` wraps the device's backend for the timing engine: with CUPTI, every timed
   window and every piece of the runner's untimed work is bracketed (runner.bench.watch); with
-  the `cupti` timer, a sample's time is the busy time of its own records; with `recheck`, every
+  the `cupti` timer, a sample's time is the span of its own records (cupti_timer); with `recheck`, every
   sample gets fresh inputs and its outputs are verified (runner.bench.recheck).
 - `judge()` marks the document: a row whose work left the window is flagged and gets no gap,
   and the case fails with what was found; Runner.compare then raises IntegrityFailed. A row
@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import time
 
-from runner.bench import cupti_timer
+from runner.bench import arrays, cupti_timer
 from runner.bench.recheck import Recheck
 from runner.bench.verification import DeclarationError
+from runner.bench.workload import ReferenceUnavailable
 from runner.execution import result
 from runner.measurement.timing import cold
 from runner.measurement.timing.cuda import TimingError
@@ -167,13 +168,58 @@ class WatchedBackend:
             unblock = getattr(self.inner, "time_unblocked", None)
             if unblock is not None:
                 unblock()
+        try:
+            self.replay_problems = self._check_replays(case, verify)
+        except BaseException:
+            self.close()  # the device's backend and CUPTI: nothing is timed
+            raise
         if options.timer == "cupti":
-            self.busy = cupti_timer.KernelBusyTimer(case.count_copies)
+            self.busy = cupti_timer.KernelSpanTimer(case.count_copies)
             for entry in self.info.values():  # one method for every sample of every row
                 entry["method"] = f"{self.busy.method}; launched as {entry['method']}"
         if options.recheck:
             hints = {n: self._recheck_hint(n, i) for n, i in self.info.items()}
-            self.recheck = Recheck(case, verify, device.call, {n: h for n, h in hints.items() if h})
+            # auto: a sample's share of the budget at the fewest samples (runner.bench.recheck)
+            budget = (
+                options.budget_s / (options.min_samples * len(impls))
+                if options.recheck == "auto"
+                else None
+            )
+            # a row refused already (its graph, its replay) is not rechecked: its refusal says more
+            findings = getattr(self.inner, "findings", lambda name: [])
+            checked = [n for n in verify if not findings(n) and n not in self.replay_problems]
+            self.recheck = Recheck(
+                case, checked, device.call, {n: h for n, h in hints.items() if h}, budget
+            )
+
+    def _check_replays(self, case, verify: list[str]) -> dict[str, str]:
+        """Each verified row's graph replayed once (outputs poisoned first) and compared with the
+        reference on the case's own inputs: what hot samples replay must make the outputs.
+        Rows whose copies are disabled in the graph are left out (their outputs may depend on
+        a copy that does not run)."""
+        replay = getattr(self.inner, "replayed_outputs", None)
+        if replay is None or not case.verification.checks:
+            return {}
+        expected = case.expected
+        if isinstance(expected, ReferenceUnavailable):
+            return {}
+        expected = arrays.as_outputs(expected, f"the reference of case {case.id}")
+        problems = {}
+        for name in verify:
+            if copies_disabled(self.info[name]):
+                continue
+            outputs = self._untimed(name, lambda name=name: replay(name))
+            if outputs is None:
+                continue
+            got = arrays.as_outputs(outputs, f"implementation {name!r}")
+            outcome = case.verification.check(got, expected)
+            if not outcome.passed:
+                problems[name] = (
+                    "a replay of its captured CUDA graph does not make its outputs (they were "
+                    "poisoned before it): " + "; ".join(outcome.problems) + ". The call does "
+                    "less while a CUDA graph is captured than when it is called"
+                )
+        return problems
 
     def _recheck_hint(self, name: str, info: dict) -> str | None:
         parts = []
@@ -209,7 +255,7 @@ class WatchedBackend:
         return seconds
 
     def _busy(self, name: str, inside: list) -> float:
-        """The cupti timer's seconds of a window's records."""
+        """The cupti timer's seconds of a window's records (their span)."""
         seconds = self.busy.seconds(inside)
         # nothing of the sample ran on the timing stream: flagged (the row gets no ratio and the
         # case fails), else a row the timer cannot time
@@ -301,6 +347,7 @@ class WatchedBackend:
         """After the last sample: the last records placed, every row's findings in `info`."""
         if self.watch is not None:
             self.watch.finish()
+        findings = getattr(self.inner, "findings", lambda name: [])
         for name, entry in self.info.items():
             if self.watch is not None:
                 entry["window"] = self.watch.summary(name)
@@ -308,6 +355,9 @@ class WatchedBackend:
                 entry["window"] = {"checked": False, "reason": self.not_watched}
             if self.recheck is not None:
                 entry["recheck"] = self.recheck.summary(name)
+            entry["refused"] = findings(name)
+            if name in self.replay_problems:
+                entry["refused"].append(self.replay_problems[name])
 
     def close(self) -> None:
         """The case's own inputs back (recheck), then the device's backend, then CUPTI: each
@@ -326,14 +376,17 @@ class WatchedBackend:
 
 def judge(doc: dict, info: dict, peaks: dict, case) -> list[str]:
     """Flag the document's timed rows (see the module docstring); returns the "name: why" lines
-    that fail the case (work outside the window). `peaks` are the device's, with its
+    that fail the case (work outside the window, a refused graph; a rate above the device's
+    ceiling only flags its row). `peaks` are the device's, with its
     `l2_bytes`; the case's bytes a call stand for its working set."""
     failing, flagged = [], []
     for name, entry in doc["implementations"].items():
         if "timing" not in entry:
             continue
         window = info.get(name, {}).get("window")
-        flags = []
+        refused = list(info.get(name, {}).get("refused") or [])
+        flags = list(refused)
+        failing += [f"{name}: {why}" for why in refused]  # graphs that hide the work: a cheat
         if window and window.get("message"):
             flags.append(window["message"])
             failing.append(f"{name}: {window['message']}")

@@ -6,9 +6,9 @@
 
 Options: --bench-verify (correctness checks only, nothing timed), --bench-output FILE (the
 result document at the end of the session), --bench-report FILE (the markdown report),
---bench-mode hot|cold, --bench-timer events|cupti, --bench-budget SECONDS and --bench-recheck
-(every timed sample on fresh inputs, its outputs verified). A case's data is released after
-each test.
+--bench-mode hot|cold, --bench-timer events|cupti, --bench-budget SECONDS, --bench-recheck
+(every timed sample on fresh inputs, its outputs verified; by default only where that is
+cheap, else spot samples) and --bench-no-recheck. A case's data is released after each test.
 `bench.params(W)` marks each row `smoke` or `full`, so `-m smoke` runs the small rows.
 """
 
@@ -37,13 +37,19 @@ def pytest_addoption(parser):
         "--bench-timer",
         choices=("auto", "events", "cupti"),
         help="auto (default): cupti in cold mode where cupti-python works, else events; events: "
-        "CUDA events around each sample; cupti: kernel busy time from CUPTI activity records",
+        "CUDA events around each sample; cupti: the span of the kernels' CUPTI activity records (first start to last end)",
     )
     group.addoption(
         "--bench-recheck",
         action="store_true",
         help="give every timed sample fresh inputs from a new seed and verify its outputs "
-        "(outside the timing): catches results cached by pointer or left in an output buffer",
+        "(outside the timing), catching results cached by pointer or left in an output buffer; "
+        "by default (recheck auto) every sample where that is cheap, else spot samples",
+    )
+    group.addoption(
+        "--bench-no-recheck",
+        action="store_true",
+        help="never recheck timed samples (see --bench-recheck)",
     )
     group.addoption(
         "--bench-budget",
@@ -65,12 +71,14 @@ def pytest_configure(config):
         or opts.bench_budget is not None
         or opts.bench_timer
         or opts.bench_recheck
+        or opts.bench_no_recheck
     ):
         return  # not a benchmark session: leave the current session alone
     from runner.bench import session
 
     s = session.reset(session.Session(name="python-api", root=str(config.rootpath)))
-    changes = {"verify_only": bool(opts.bench_verify), "recheck": bool(opts.bench_recheck)}
+    recheck = True if opts.bench_recheck else False if opts.bench_no_recheck else "auto"
+    changes = {"verify_only": bool(opts.bench_verify), "recheck": recheck}
     if opts.bench_mode:
         changes["mode"] = opts.bench_mode
     if opts.bench_budget is not None:

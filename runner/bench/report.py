@@ -11,11 +11,20 @@ import platform
 
 from runner.bench import arrays, integrity
 from runner.bench.implementation import callable_identity
+from runner.bench.options import SCHEDULE
 from runner.bench.rows import ReportRow
 from runner.execution import result
 from runner.measurement import stats
 
 __all__ = ["case_document", "markdown", "rows"]
+
+# What a row's time stands for (CallableBackend._method_class); a ratio needs the same on both
+METHOD_CLASSES = {
+    "graph-replay": "CUDA graph replay",
+    "host-loop": "a Python loop of calls, host launch overhead included",
+    "device": "the call's device time",
+    "host-latency": "a call that synchronizes, the host's latency included",
+}
 
 FLOP_DTYPES = {"float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16"}
 
@@ -90,7 +99,7 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, erro
             "mode": runner.options.mode,
             "timer": runner.options.timer,
             "budget_s": runner.options.budget_s,
-            "schedule": "passes",
+            "schedule": SCHEDULE,
             "count_copies": case.count_copies,
             "verify_only": runner.options.verify_only,
         },
@@ -125,10 +134,14 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, erro
             {"mode": measurement.mode, "warmup": measurement.warmup},
         )
         block["schedule"] = settings.schedule
+        if info[name].get("method_class"):
+            block["method_class"] = info[name]["method_class"]
         if info[name].get("fallback"):
             block["fallback"] = info[name]["fallback"]
         entry["timing"] = block
         entry["copies"] = info[name]["copies"]
+        if info[name].get("graph_nodes") is not None:
+            entry["graph_nodes"] = info[name]["graph_nodes"]
         entry["throughput"] = result.throughput(
             case.bytes, case.flops, block["stats"]["median_s"], peaks, flop_dtype
         )
@@ -171,6 +184,13 @@ def _no_ratio(name: str, entry: dict, op_name: str, op_entry: dict, copies_apply
                 f"no ratio: the case leaves copies out, but {', '.join(unapplied)} could not be "
                 "captured, so its copies (if any) are in its time"
             )
+    ours, theirs = entry["timing"].get("method_class"), op_entry["timing"].get("method_class")
+    if ours != theirs:
+        return (
+            f"no ratio: timed by another method than the op ({name}: {METHOD_CLASSES.get(ours, ours)}; "
+            f"{op_name}: {METHOD_CLASSES.get(theirs, theirs)}), so the two times do not stand for "
+            "the same thing"
+        )
     if not entry["verification"]["verified"]:
         return f"no ratio: {entry['verification']['text']}"
     if not op_entry["verification"]["verified"]:
@@ -252,8 +272,8 @@ def markdown(document: dict) -> str:
     out += _environment_lines(document["environment"], document["suite"])
     out += [
         "",
-        "Times are device time per call: median, p10 and p90 over all samples of both passes "
-        "(A B C, then C B A). cold: each sample is the mean of `batch` calls, each after the "
+        "Times are device time per call: median, p10 and p90 over all samples, taken in paired "
+        "rounds (A B C or C B A, every implementation once a round). cold: each sample is the mean of `batch` calls, each after the "
         "implementation's reset and a read-only L2 flush; hot: back-to-back calls. `time / op` "
         "is the median over the op's median, given only where both rows are verified (below 1: "
         "faster than the op).",

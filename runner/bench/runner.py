@@ -2,8 +2,9 @@
 
 Phases, in order: declare (names, reserved name, controls or null models) -> check (each
 implementation against `case.reference`, shared inputs watched for writes, outputs plain
-tensors) -> prepare (the device captures what it can) -> time (runner.measurement.timing's engine, two
-passes A B C then C B A, through runner.bench.integrity's watch) -> record (one document case
+tensors, a reset probed for making the outputs: runner.bench.reset_probe) -> prepare (the device captures what it can) -> time (runner.measurement.timing's engine, paired
+rounds in round_order, every implementation once a round, through runner.bench.integrity's
+watch) -> record (one document case
 and one report row per implementation). A failed check stops before timing; a row flagged by
 the integrity checks raises IntegrityFailed after the case is recorded.
 """
@@ -15,12 +16,14 @@ import dataclasses
 import time
 from dataclasses import dataclass
 
-from runner.bench import arrays, integrity, null_models, report
+from runner.bench import arrays, integrity, null_models, report, reset_probe
 from runner.bench import session as session_module
 from runner.bench.implementation import Implementation, normalize
-from runner.bench.options import TimingOptions
+from runner.bench.options import SCHEDULE, TimingOptions
 from runner.bench.recheck import RecheckFailed
+from runner.bench.reset_probe import ResetRefused
 from runner.bench.rows import Comparison, ReportRow
+from runner.bench.shared_batch import SharedBatchHot
 from runner.bench.verification import DeclarationError
 from runner.bench.workload import Case, ReferenceUnavailable
 from runner.measurement import timing
@@ -50,7 +53,7 @@ def _named(what: str, phase: str = "check"):
     control, gen_inputs) as PhaseFailed naming `what`; the original stays as its cause."""
     try:
         yield
-    except (PhaseFailed, DeclarationError):
+    except (PhaseFailed, DeclarationError, ResetRefused):
         raise
     except Exception as exc:
         raise PhaseFailed(phase, f"{what} raised {type(exc).__name__}: {exc}") from exc
@@ -163,6 +166,9 @@ class Runner:
                 )
         status = self._status(name, impl, outputs, expected, op_status)
         self._check_reset(name, impl, private)  # after the comparison: outputs may alias args
+        if status.check["status"] == "passed":
+            with _named(f"the reset of implementation {name!r}"):
+                reset_probe.probe_reset(case, name, impl, outputs, self.device.call)
         return status
 
     def _status(self, name, impl, outputs, expected, op_status) -> _Status:
@@ -277,7 +283,8 @@ class Runner:
         except Exception as exc:
             where = exc.phase if isinstance(exc, PhaseFailed) else phase
             text = "; ".join(line.strip() for line in str(exc).splitlines())
-            if not isinstance(exc, PhaseFailed | CheckFailed | DeclarationError | RecheckFailed):
+            ours = PhaseFailed | CheckFailed | DeclarationError | RecheckFailed | ResetRefused
+            if not isinstance(exc, ours):
                 text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
             message = text[:2000] or type(exc).__name__
             doc = report.case_document(self, impls, statuses, None, phases, error=(where, message))
@@ -344,10 +351,11 @@ class Runner:
                 max_batch=backend.graph_calls * 100,
                 max_samples=self.options.max_samples,
                 cold_launches=launches,
-                schedule="passes",
+                schedule=SCHEDULE,
             )
             t2 = time.perf_counter()
-            measurement = timing.measure(backend, names, settings)
+            mode = SharedBatchHot() if settings.mode == "hot" else timing.MODES[settings.mode]()
+            measurement = mode.measure(backend, names, settings)
             for n, spent in probed_s.items():
                 measurement.impls[n].calibration_s += spent
             backend.finish()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from protocol.version import RESULT_SCHEMA_VERSION
 from runner.measurement import ceiling, stats
-from runner.measurement.timing import clocks
+from runner.measurement.timing import clocks, cupti
 
 
 def throughput(
@@ -94,6 +94,8 @@ def timing_block(timing: dict, measurement: dict) -> dict:
         "samples_s": samples,
         "stats": stats.summarize(samples),
     }
+    if block["timer"] == "cupti":
+        block["cupti_span"] = cupti.SPAN
     if timing.get("clocks") is not None:
         block["clocks"] = timing["clocks"]
     if timing.get("problems"):

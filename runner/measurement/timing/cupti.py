@@ -31,6 +31,7 @@ from typing import ClassVar
 from runner.measurement.timing import own_launches
 
 __all__ = [
+    "SPAN",
     "ActivityWindow",
     "Record",
     "is_copy",
@@ -40,6 +41,11 @@ __all__ = [
     "unavailable_reason",
     "union_s",
 ]
+
+# What a CUPTI figure is, in both modes and both front ends (a timing block's `cupti_span`):
+# from the first record's start to the last record's end of what the sample launched; hot
+# divides it by the launches. A cold PTX launch is one kernel, whose span is its duration.
+SPAN = "first-start-to-last-end"
 
 BUFFER_BYTES = 8 << 20
 
