@@ -171,6 +171,7 @@ def gap_block(
         "rounds": g["rounds"],
         "systematic": g["systematic"],
         "stable": stable,
+        **{k: g[k] for k in ("bootstrap", "block_rounds", "lag1_autocorrelation") if k in g},
     }
 
 
