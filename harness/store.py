@@ -263,6 +263,19 @@ class Store(HistoryFile):
             out.append(point)
         return out
 
+    def cards_of(self, series_id: str, runs: set[int]) -> dict[int, str | None]:
+        """{run rowid: the UUID of the card the series' point in that run ran on} for `runs`
+        (None where unrecorded, or in a file older than version 4)."""
+        rowid = self._series_rowids().get(series_id)
+        if rowid is None or not runs or self._version < 4:
+            return dict.fromkeys(runs)
+        wanted = sorted(runs)
+        sql = (
+            f"SELECT run, gpu_uuid FROM points WHERE series = ? "
+            f"AND run IN ({','.join('?' * len(wanted))})"
+        )
+        return {**dict.fromkeys(runs), **dict(self._query(sql, (rowid, *wanted)))}
+
     def runs(self) -> list[dict]:
         """Every run, oldest first: run_id, started_utc, finished_utc, commit_sha, dirty, gpu,
         suite_name, suite_version, suite_sha256, suite_gpu, schema_version, ingested_utc."""

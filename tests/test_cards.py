@@ -12,9 +12,13 @@ import pytest
 from harness_docs import make_document, samples, small_run
 
 from harness import cards
+from harness.change_review import review_changes
 from harness.compare import Policy, compare
 from harness.compare_report import markdown
+from harness.regressions import Policy as RegressionPolicy
+from harness.regressions import review_series
 from harness.store import Store
+from harness.store_values import RunInfo, SeriesValues
 
 
 def on_card(document: dict, uuid: str) -> dict:
@@ -123,3 +127,72 @@ def test_widen_adds_the_term_in_quadrature_in_log_space():
     assert math.log(high) == pytest.approx(z * math.sqrt(2) * 0.01)
     assert math.log(low) == pytest.approx(-z * math.sqrt(2) * 0.01)
     assert cards.widen(1.1, 1.0, 1.2, 0.0) == (1.0, 1.2)
+
+
+def point(k: int, gap: float, uuid: str | None) -> dict:
+    return {
+        "run_id": f"run{k}",
+        "commit_sha": f"{k:040x}",
+        "started_utc": f"2026-12-01T10:00:{k:02d}.000000Z",
+        "gap": gap,
+        "gap_stable": True,
+        "median_s": 1e-3,
+        "stable": True,
+        "gpu_uuid": uuid,
+    }
+
+
+SERIES = {"series_id": "s", "label": "axpy forth", "case_id": "axpy", "impl": "forth"}
+
+
+def test_regressions_widen_the_gap_threshold_for_a_point_from_another_card():
+    policy = RegressionPolicy(min_change=0.005)
+    history = [point(k, 1.2 * (1 + 0.0005 * (-1) ** k), "GPU-a") for k in range(6)]
+    series = {**SERIES, "role": "candidate"}
+
+    def gap_finding(newest_card: str, between: float):
+        newest = point(6, 1.2 * 1.012, newest_card)
+        found = review_series(series, [*history, newest], policy, between)
+        return next(f for f in found if f.metric == "gap")
+
+    assert gap_finding("GPU-a", 0.007).status == "alert"  # one card: 1.2% is a change
+    assert gap_finding("GPU-b", 0.0).status == "alert"  # no term: as before
+    across = gap_finding("GPU-b", 0.007)
+    assert across.status == "ok" and across.threshold > 0.019
+    assert "between-card SD 0.70%" in across.note
+
+
+def test_changes_leave_out_a_gap_step_that_is_only_a_card_change():
+    n = 40
+    rng = np.random.default_rng(2)
+    gap = 1.2 * np.where(np.arange(n) < n // 2, 1.0, 1.01) * (1 + 0.0005 * rng.standard_normal(n))
+    values = SeriesValues(
+        run=np.arange(n),
+        median_s=np.full(n, 1e-3),
+        stable=np.ones(n, bool),
+        gap=gap,
+        gap_stable=np.ones(n, bool),
+    )
+    series = [{**SERIES, "role": "candidate"}]
+
+    def info(runs):
+        return {r: RunInfo(f"run{r}", None, f"2026-12-01T10:00:{r:02d}Z") for r in runs}
+
+    def steps(card_of):
+        found = review_changes(
+            series,
+            {"s": values},
+            info,
+            cards_of=lambda sid, runs: {r: card_of(r) for r in runs},
+            between_cards=0.007,
+        )
+        return [f for f in found if f.kind == "step" and f.metric == "gap"]
+
+    (same,) = steps(lambda r: "GPU-a")  # one card: the 1% step is the code's
+    assert same.relative == pytest.approx(0.01, abs=0.002) and same.note == ""
+    assert steps(lambda r: "GPU-a" if r < n // 2 else "GPU-b") == []  # within the cards' term
+    big = gap.copy()
+    big[n // 2 :] *= 1.04
+    values = SeriesValues(values.run, values.median_s, values.stable, big, values.gap_stable)
+    (step,) = steps(lambda r: "GPU-a" if r < n // 2 else "GPU-b")
+    assert "different cards" in step.note
