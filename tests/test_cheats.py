@@ -22,7 +22,7 @@ def test_only_the_loose_case_lets_outputs_that_did_no_work_pass():
     admitted = {case.id: passing_null_models(suite, case) for case in suite.cases}
     assert admitted.pop("loose_zeros")[0] == "all zeros"
     assert all(found == [] for found in admitted.values()), admitted
-    assert len(suite.cases) == 7 and all(c.baseline.name == "cuda" for c in suite.cases)
+    assert len(suite.cases) == 8 and all(c.baseline.name == "cuda" for c in suite.cases)
 
 
 def runner_check() -> subprocess.CompletedProcess:
@@ -50,4 +50,4 @@ def test_runner_check_builds_every_cheat_and_fails_only_the_loose_case():
     )
     built = [line for line in lines if line.startswith("ok    ")]
     assert len(built) == sum(len(c.impls) for c in manifest.load(SUITE).cases), lines
-    assert "7 case(s), 1 failure(s), 0 skipped" in done.stderr
+    assert "8 case(s), 1 failure(s), 0 skipped" in done.stderr
