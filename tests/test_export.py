@@ -277,7 +277,9 @@ def test_summary_contents(doc):
     geomean = geomean.split("###")[0]
     ptx = geomean_gaps(doc)["ptx"]
     interval = f"{ptx['ci_low']:.4f} to {ptx['ci_high']:.4f}"
-    row = rf"\| ptx +\| +{ptx['value']:.4f}x \| +{interval} \| +4 of 6 \| noisy +\| broken, unchecked"
+    row = (
+        rf"\| ptx +\| +{ptx['value']:.4f}x \| +{interval} \| +4 of 6 \| noisy +\| broken, unchecked"
+    )
     assert re.search(row, geomean), geomean
     assert re.search(r"\| forth +\| +1\.50\d\dx \| .* \| +1 of 1 \| - +\| - ", geomean)
     gaps = text.split("### Gaps per case")[1].split("###")[0]
