@@ -29,10 +29,12 @@ __all__ = [
     "DEFAULT_BETWEEN_CARD_SD",
     "MIN_CARDS",
     "BetweenCards",
+    "by_model",
     "card_of",
     "estimate",
     "from_store",
     "same_card",
+    "sd_for",
     "widen",
 ]
 
@@ -105,13 +107,12 @@ def estimate(points: list[tuple[str, str | None, dict]]) -> BetweenCards:
     return BetweenCards(math.sqrt(variance), "history", len(cards), used)
 
 
-def from_store(store, series_ids: list[str] | None = None) -> BetweenCards:
-    """estimate() over the candidate series of a history (all of them, or `series_ids`)."""
+def from_store(store, gpu: str | None = None) -> BetweenCards:
+    """estimate() over the candidate series of a history on GPU model `gpu` (a series key's
+    spelling, harness.series.gpu_model), or of every model when None."""
     points = []
     for info in store.list_series():
-        if info["role"] != "candidate":
-            continue
-        if series_ids is not None and info["series_id"] not in series_ids:
+        if info["role"] != "candidate" or (gpu is not None and info["gpu"] != gpu):
             continue
         for p in store.points(info["series_id"]):
             if p.get("gap") is None:
@@ -123,6 +124,21 @@ def from_store(store, series_ids: list[str] | None = None) -> BetweenCards:
             }
             points.append((info["series_id"], p.get("gpu_uuid"), gap))
     return estimate(points)
+
+
+def by_model(store) -> dict[str, float]:
+    """{GPU model: its between-card SD} for every model of the history (from_store)."""
+    return {
+        gpu: from_store(store, gpu).sd for gpu in sorted({s["gpu"] for s in store.list_series()})
+    }
+
+
+def sd_for(between: float | dict[str, float], gpu: str | None) -> float:
+    """The SD for a series on GPU model `gpu`: `between` itself, or its entry for the model
+    (the default where the model has none)."""
+    if isinstance(between, dict):
+        return between.get(gpu, DEFAULT_BETWEEN_CARD_SD)
+    return between
 
 
 def widen(ratio: float, low: float, high: float, sd: float, confidence: float = 0.95):

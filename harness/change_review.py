@@ -138,13 +138,14 @@ def review_changes(
     change: ChangePolicy | None = None,
     trend: DriftPolicy | None = None,
     cards_of: Callable[[str, set[int]], dict[int, str | None]] | None = None,
-    between_cards: float = 0.0,
+    between_cards: float | dict[str, float] = 0.0,
 ) -> list[ChangeFinding]:
     """Steps and drifts of every series in `series` (list_series() rows) whose values are in
     `values_of`; `run_info(rowids)` looks the named runs up. Ordered by case, impl, metric, date.
     With `cards_of(series_id, runs)` (each run's card UUID), a gap step whose two levels ran on
     different cards must also exceed what two cards differ by, 1.96 x sqrt(2) x
-    `between_cards` (harness.cards); a smaller one is left out as the card change itself."""
+    `between_cards` (harness.cards; or its entry for the series' GPU model); a smaller one is
+    left out as the card change itself."""
     change, trend = change or ChangePolicy(), trend or DriftPolicy()
     found = [
         f
@@ -161,8 +162,13 @@ def review_changes(
                 after = {seen.get(r) for r in f.sides[1]}
                 if None in before | after or before != after:
                     across.add(id(f))
-        limit = CARD_Z * math.sqrt(2) * between_cards
-        found = [f for f in found if id(f) not in across or abs(math.log1p(f.relative)) > limit]
+        found = [
+            f
+            for f in found
+            if id(f) not in across
+            or abs(math.log1p(f.relative))
+            > CARD_Z * math.sqrt(2) * cards.sd_for(between_cards, f.series.get("gpu"))
+        ]
     info = run_info({f.to_run for f in found} | {f.from_run for f in found if f.from_run})
     out = []
     for f in found:
@@ -173,10 +179,8 @@ def review_changes(
         elif f.series["role"] == "baseline":
             note = "the baseline's own time moved on an unchanged source: the machine, not the code"
         elif id(f) in across:
-            note = (
-                f"its two levels ran on different cards; beyond the between-card SD "
-                f"{between_cards:.2%}"
-            )
+            sd = cards.sd_for(between_cards, f.series.get("gpu"))
+            note = f"its two levels ran on different cards; beyond the between-card SD {sd:.2%}"
         out.append(
             ChangeFinding(
                 kind=f.kind,
@@ -223,7 +227,7 @@ def find_changes(
         change,
         trend,
         lambda sid, runs: store.cards_of(sid, runs),
-        cards.from_store(store).sd,
+        cards.by_model(store),
     )
 
 

@@ -18,6 +18,8 @@ import math
 import statistics
 from dataclasses import asdict, dataclass, replace
 
+from harness import cards
+
 __all__ = [
     "Change",
     "Finding",
@@ -242,10 +244,11 @@ def review(
     series: list[dict],
     points_of: dict[str, list[dict]],
     policy: Policy = Policy(),
-    between_cards: float = 0.0,
+    between_cards: float | dict[str, float] = 0.0,
 ) -> list[Finding]:
     """Findings for every current series; `points_of` maps series_id to its points (oldest first);
-    `between_cards` the between-card SD of a gap (harness.cards) for points from other cards.
+    `between_cards` the between-card SD of a gap (harness.cards), or one per GPU model
+    (harness.cards.by_model), for points from other cards.
 
     A candidate's time alert in the same run and direction as its baseline's time alert gets a
     note: the baseline moved too, so the machine is the likelier cause.
@@ -253,7 +256,9 @@ def review(
     findings = [
         f
         for s in current_series(series)
-        for f in review_series(s, points_of[s["series_id"]], policy, between_cards)
+        for f in review_series(
+            s, points_of[s["series_id"]], policy, cards.sd_for(between_cards, s.get("gpu"))
+        )
     ]
     baseline_moves = {
         (f.case_id, f.run_id): f.direction

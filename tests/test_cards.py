@@ -5,14 +5,17 @@ default until there are enough; compare widens a gap's interval by it for two ca
 from __future__ import annotations
 
 import copy
+import json
 import math
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 from harness_docs import make_document, samples, small_run
 
 from harness import cards
 from harness.change_review import review_changes
+from harness.cli import main
 from harness.compare import Policy, compare
 from harness.compare_report import markdown
 from harness.regressions import Policy as RegressionPolicy
@@ -196,3 +199,37 @@ def test_changes_leave_out_a_gap_step_that_is_only_a_card_change():
     values = SeriesValues(values.run, values.median_s, values.stable, big, values.gap_stable)
     (step,) = steps(lambda r: "GPU-a" if r < n // 2 else "GPU-b")
     assert "different cards" in step.note
+
+
+def test_the_term_is_estimated_per_gpu_model(tmp_path):
+    db = tmp_path / "h.sqlite"
+    with Store(db) as store:
+        for k, (gpu, uuid) in enumerate(
+            [("NVIDIA H200", "GPU-a"), ("NVIDIA H200", "GPU-b"), ("NVIDIA H100 80GB HBM3", "GPU-c")]
+        ):
+            store.ingest(on_card(small_run(k, gpu=gpu), uuid), trusted=True)
+    with Store(db, readonly=True) as store:
+        models = cards.by_model(store)
+        assert set(models) == {"NVIDIA H200", "NVIDIA H100 80GB HBM3"}
+        h200 = cards.from_store(store, "NVIDIA H200")
+        assert (h200.cards, h200.series, h200.source) == (2, 1, "default")
+        assert cards.from_store(store, "NVIDIA H100 80GB HBM3").series == 0
+    assert cards.sd_for(models, "another model") == cards.DEFAULT_BETWEEN_CARD_SD
+    assert cards.sd_for(0.01, "any") == 0.01
+
+
+def test_compare_cli_takes_the_history_estimate(tmp_path):
+    base, head = pair(1.01)
+    paths = []
+    for name, doc in (("base", on_card(base, "GPU-a")), ("head", on_card(head, "GPU-b"))):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(doc))
+        paths.append(str(path))
+    db = tmp_path / "h.sqlite"
+    with Store(db) as store:
+        store.ingest(on_card(small_run(0), "GPU-a"), trusted=True)
+    runner = CliRunner()
+    done = runner.invoke(main, ["compare", *paths, "--format", "json", "--history", str(db)])
+    assert done.exit_code == 0, done.output
+    (gap,) = json.loads(done.stdout)["gaps"]
+    assert gap["between_cards"] == cards.DEFAULT_BETWEEN_CARD_SD  # one card: the default

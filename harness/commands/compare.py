@@ -108,14 +108,17 @@ def compare(base, head, output_format, fail_on, min_effect, alpha, seed, history
     from harness import cards
     from harness import compare as comparing
     from harness.compare_report import markdown
+    from harness.series import gpu_model
     from harness.store import Store
 
     base_doc, head_doc = load_result(base), load_result(head)
     policy = comparing.Policy(min_effect=min_effect, alpha=alpha)
     between = cards.DEFAULT_BETWEEN_CARD_SD
     if history is not None:
-        with Store(history, readonly=True) as store:
-            between = cards.from_store(store).sd
+        with Store(history, readonly=True) as store:  # the head's GPU model's estimate
+            between = cards.from_store(
+                store, gpu_model(head_doc["environment"]["device"]["name"])
+            ).sd
     try:
         result = comparing.compare(
             base_doc, head_doc, policy, comparing.Bootstrap(seed=seed), between

@@ -57,7 +57,7 @@ def findings(
     policy = policy or Policy()
     run_index = {r["run_id"]: i for i, r in enumerate(store.runs())}
     series = store.list_series()
-    between = cards.from_store(store).sd
+    between = cards.by_model(store)
     if values_of is None:
         changes = find_changes(store, series)
     else:
