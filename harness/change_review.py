@@ -10,9 +10,11 @@ points in between that were unstable or failed are inside that range.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+from harness import cards
 from harness import fail_on as failing
 from harness.changes import ChangePolicy, steps
 from harness.drift import DriftPolicy, drift
@@ -21,6 +23,8 @@ from harness.store import Store
 from harness.store_values import RunInfo, SeriesValues, run_info, series_values
 
 __all__ = ["ChangeFinding", "find_changes", "review_changes", "tripped"]
+
+CARD_Z = 1.959963984540054  # the two-sided 95% normal quantile
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,7 @@ class _Found:
     from_run: int | None
     to_run: int
     age: int
+    sides: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())  # a step's runs before and after
 
 
 def _detect(series: dict, values: SeriesValues, change: ChangePolicy, trend: DriftPolicy):
@@ -103,6 +108,10 @@ def _detect(series: dict, values: SeriesValues, change: ChangePolicy, trend: Dri
                 int(runs[s.index - 1]),
                 int(runs[s.index]),
                 int(y.size - s.index),
+                (
+                    tuple(runs[s.index - s.points_before : s.index].tolist()),
+                    tuple(runs[s.index : s.index + s.points_after].tolist()),
+                ),
             )
         d = drift(y, trend) if y.size else None
         if d is not None:
@@ -128,9 +137,15 @@ def review_changes(
     run_info: Callable[[set[int]], dict[int, RunInfo]],
     change: ChangePolicy | None = None,
     trend: DriftPolicy | None = None,
+    cards_of: Callable[[str, set[int]], dict[int, str | None]] | None = None,
+    between_cards: float | dict[str, float] = 0.0,
 ) -> list[ChangeFinding]:
     """Steps and drifts of every series in `series` (list_series() rows) whose values are in
-    `values_of`; `run_info(rowids)` looks the named runs up. Ordered by case, impl, metric, date."""
+    `values_of`; `run_info(rowids)` looks the named runs up. Ordered by case, impl, metric, date.
+    With `cards_of(series_id, runs)` (each run's card UUID), a gap step whose two levels ran on
+    different cards must also exceed what two cards differ by, 1.96 x sqrt(2) x
+    `between_cards` (harness.cards; or its entry for the series' GPU model); a smaller one is
+    left out as the card change itself."""
     change, trend = change or ChangePolicy(), trend or DriftPolicy()
     found = [
         f
@@ -138,6 +153,22 @@ def review_changes(
         if s["series_id"] in values_of
         for f in _detect(s, values_of[s["series_id"]], change, trend)
     ]
+    across: set[int] = set()  # ids of the findings whose levels ran on different cards
+    if cards_of is not None:
+        for f in found:
+            if f.kind == "step" and f.metric == "gap":
+                seen = cards_of(f.series["series_id"], set(f.sides[0]) | set(f.sides[1]))
+                before = {seen.get(r) for r in f.sides[0]}
+                after = {seen.get(r) for r in f.sides[1]}
+                if None in before | after or before != after:
+                    across.add(id(f))
+        found = [
+            f
+            for f in found
+            if id(f) not in across
+            or abs(math.log1p(f.relative))
+            > CARD_Z * math.sqrt(2) * cards.sd_for(between_cards, f.series.get("gpu"))
+        ]
     info = run_info({f.to_run for f in found} | {f.from_run for f in found if f.from_run})
     out = []
     for f in found:
@@ -147,6 +178,9 @@ def review_changes(
             note = f"{f.relative * 100:+.1f}% over the newest {f.points_after} stable points"
         elif f.series["role"] == "baseline":
             note = "the baseline's own time moved on an unchanged source: the machine, not the code"
+        elif id(f) in across:
+            sd = cards.sd_for(between_cards, f.series.get("gpu"))
+            note = f"its two levels ran on different cards; beyond the between-card SD {sd:.2%}"
         out.append(
             ChangeFinding(
                 kind=f.kind,
@@ -186,7 +220,15 @@ def find_changes(
     """Steps and drifts of `series` (list_series() rows) read from `store`; with `last`, only
     each series' newest `last` points are searched (enough for the newest changes)."""
     values = series_values(store, [s["series_id"] for s in series], last=last)
-    return review_changes(series, values, lambda runs: run_info(store, runs), change, trend)
+    return review_changes(
+        series,
+        values,
+        lambda runs: run_info(store, runs),
+        change,
+        trend,
+        lambda sid, runs: store.cards_of(sid, runs),
+        cards.by_model(store),
+    )
 
 
 def tripped(findings: list[ChangeFinding], fail_on: str) -> list[ChangeFinding]:

@@ -15,6 +15,7 @@ COMMANDS = {
     "compare": ("compare", "summary", "export"),
     "dashboard": ("dashboard",),
     "explain": ("explain",),
+    "robust": ("robust",),
 }
 
 

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from harness import fail_on
+from harness import cards, fail_on
 from harness.export.table import first_line
 from harness.series import series_key
 from harness.verdict import (
@@ -80,6 +80,9 @@ class GapChange:
     change: Change
     p_value: float
     verdict: str
+    # the between-card SD of ln gap the interval was widened by (harness.cards): None when
+    # both documents ran on one card (a base/head pair of one rental needs none)
+    between_cards: float | None = None
 
     @property
     def label(self) -> str:
@@ -179,12 +182,16 @@ def compare(
     head_doc: dict,
     policy: Policy = Policy(),  # noqa: B008 (frozen dataclasses: a shared default is safe)
     bootstrap: Bootstrap = Bootstrap(),  # noqa: B008
+    between_cards: float = cards.DEFAULT_BETWEEN_CARD_SD,
 ) -> Comparison:
     """Compare every case and implementation present in both (validated) documents.
 
     Matched by case id and implementation name. Cases or implementations in one side only,
     failed or skipped cases, implementations without timing, and series whose key differs
     (GPU model, timing mode, suite or case version, source hashes) land in `not_compared`.
+    A gap measured on two different cards (harness.cards.same_card) has its interval widened
+    by `between_cards` (the between-card SD of ln gap: harness.cards.from_store, or the
+    default) and is called "same" while that interval holds 1.0.
     """
     base_cases = _cases_by_id(base_doc, "base")
     head_cases = _cases_by_id(head_doc, "head")
@@ -199,7 +206,9 @@ def compare(
         if any(problems):
             skipped.append(NotCompared(case_id, None, "; ".join(p for p in problems if p)))
             continue
-        rows = _compare_case(base_doc, head_doc, base_case, head_case, policy, bootstrap)
+        rows = _compare_case(
+            base_doc, head_doc, base_case, head_case, policy, bootstrap, between_cards
+        )
         times += rows[0]
         gaps += rows[1]
         skipped += rows[2]
@@ -215,7 +224,7 @@ def compare(
     )
 
 
-def _compare_case(base_doc, head_doc, base_case, head_case, policy, bootstrap):
+def _compare_case(base_doc, head_doc, base_case, head_case, policy, bootstrap, between_cards):
     case_id, version = head_case["id"], head_case["version"]
     base_impls, head_impls = base_case["implementations"], head_case["implementations"]
     times, gaps, skipped = [], [], []
@@ -253,13 +262,20 @@ def _compare_case(base_doc, head_doc, base_case, head_case, policy, bootstrap):
             )
         )
         if new["role"] == "candidate":
-            row = _compare_gap(base_case, head_case, name, policy, bootstrap)
+            one_card = cards.same_card(base_doc, head_doc, base_case, head_case)
+            row = _compare_gap(
+                base_case, head_case, name, policy, bootstrap, None if one_card else between_cards
+            )
             (gaps if isinstance(row, GapChange) else skipped).append(row)
     return times, gaps, skipped
 
 
-def _compare_gap(base_case, head_case, name, policy, bootstrap) -> GapChange | NotCompared:
-    """Gap change of candidate `name`: detect_gap + a U test on the per-round ratios."""
+def _compare_gap(
+    base_case, head_case, name, policy, bootstrap, between_cards: float | None
+) -> GapChange | NotCompared:
+    """Gap change of candidate `name`: detect_gap + a U test on the per-round ratios; from two
+    cards (`between_cards` not None), the interval widened by that SD and the verdict "same"
+    while the widened interval holds 1.0."""
     case_id = head_case["id"]
     pairs, gaps = [], []
     for side, case in (("base", base_case), ("head", head_case)):
@@ -275,6 +291,14 @@ def _compare_gap(base_case, head_case, name, policy, bootstrap) -> GapChange | N
     round_ratios = [np.asarray(c) / np.asarray(b) for b, c in pairs]
     p_value = significance(round_ratios[0], round_ratios[1])
     stable = gaps[0]["stable"] and gaps[1]["stable"]
+    verdict = decide(change, p_value, stable, policy)
+    if between_cards is not None:
+        low, high = cards.widen(
+            change.ratio, change.ci_low, change.ci_high, between_cards, bootstrap.confidence
+        )
+        change = Change(change.ratio, low, high)
+        if verdict in ("slower", "faster") and low <= 1.0 <= high:
+            verdict = "same"  # within what two cards differ by
     return GapChange(
         case_id,
         head_case["version"],
@@ -284,7 +308,8 @@ def _compare_gap(base_case, head_case, name, policy, bootstrap) -> GapChange | N
         gaps[1]["ratio_of_medians"],
         change,
         p_value,
-        decide(change, p_value, stable, policy),
+        verdict,
+        between_cards,
     )
 
 

@@ -79,6 +79,14 @@ def markdown(comparison: Comparison) -> str:
             "### Gaps (candidate / baseline; lower is better)\n\n"
             + format_table(MARKDOWN, columns, rows)
         )
+        across = sorted({r.between_cards for r in c.gaps if r.between_cards is not None})
+        if across:
+            sds = ", ".join(f"{sd:.2%}" for sd in across)
+            parts.append(
+                f"The two runs ran on different cards: each gap's interval is widened by the "
+                f"between-card term (SD {sds} of a gap, harness.cards) and a change within it "
+                "reads `same`.\n"
+            )
     if c.not_compared:
         items = [
             f"- {md(r.case_id, code=True)}{f' / {md(r.impl, code=True)}' if r.impl else ''}: "

@@ -18,6 +18,8 @@ import math
 import statistics
 from dataclasses import asdict, dataclass, replace
 
+from harness import cards
+
 __all__ = [
     "Change",
     "Finding",
@@ -82,9 +84,17 @@ def change(history: list[float], newest: float) -> Change:
     return Change(newest, reference, newest / reference - 1, mad / reference, len(history))
 
 
-def threshold(found: Change, policy: Policy) -> float:
-    """The relative change that counts: max(policy.min_change, policy.mad_factor x spread)."""
-    return max(policy.min_change, policy.mad_factor * found.spread)
+def threshold(found: Change, policy: Policy, between_cards: float = 0.0) -> float:
+    """The relative change that counts: max(policy.min_change, policy.mad_factor x spread),
+    the second widened in quadrature by 1.96 x sqrt(2) x `between_cards` when the newest point
+    ran on another card than some of its history (harness.cards)."""
+    spread = policy.mad_factor * found.spread
+    if between_cards > 0:
+        spread = math.hypot(spread, CARD_Z * math.sqrt(2) * between_cards)
+    return max(policy.min_change, spread)
+
+
+CARD_Z = 1.959963984540054  # the two-sided 95% normal quantile
 
 
 # metric name -> (point field holding the value, point field saying it is stable)
@@ -132,11 +142,15 @@ class Finding:
         return {**asdict(self), "alert": self.alert, "direction": self.direction}
 
 
-def review_series(series: dict, points: list[dict], policy: Policy = Policy()) -> list[Finding]:
+def review_series(
+    series: dict, points: list[dict], policy: Policy = Policy(), between_cards: float = 0.0
+) -> list[Finding]:
     """Findings for one series (a list_series() row) from its points, oldest first.
 
     Metrics: "time" for every implementation and "gap" for candidates. The history of a metric
-    is the last `policy.window` points before the newest whose value exists and is stable.
+    is the last `policy.window` points before the newest whose value exists and is stable. A gap
+    whose newest point ran on another card than one of those (points' gpu_uuid; unknown counts
+    as another) has its threshold widened by the between-card SD `between_cards`.
     """
     if not points:
         return []
@@ -145,11 +159,14 @@ def review_series(series: dict, points: list[dict], policy: Policy = Policy()) -
     found = []
     for metric in metrics:
         value_field, stable_field = METRICS[metric]
-        history = [
-            p[value_field]
+        window = [
+            p
             for p in points[:-1]
             if p[value_field] is not None and p[stable_field] and p[value_field] > 0
         ][-policy.window :]
+        history = [p[value_field] for p in window]
+        card = newest.get("gpu_uuid")
+        across = metric == "gap" and any(card is None or p.get("gpu_uuid") != card for p in window)
         base = {
             "series_id": series["series_id"],
             "label": series["label"],
@@ -171,12 +188,17 @@ def review_series(series: dict, points: list[dict], policy: Policy = Policy()) -
             found.append(Finding(**base, status="short", history=len(history), note=note))
             continue
         moved = change(history, newest[value_field])
-        limit = threshold(moved, policy)
+        limit = threshold(moved, policy, between_cards if across else 0.0)
         if not newest[stable_field]:
             status = "unstable"
         else:
             status = "alert" if abs(moved.relative) > limit else "ok"
-        note = ""
+        note = (
+            f"its history ran on other cards: threshold includes the between-card SD "
+            f"{between_cards:.2%}"
+            if across and between_cards > 0
+            else ""
+        )
         if status == "alert" and series["role"] == "baseline":
             note = (
                 "the baseline's own time moved on an unchanged source: this points at the "
@@ -219,9 +241,14 @@ def current_series(series: list[dict]) -> list[dict]:
 
 
 def review(
-    series: list[dict], points_of: dict[str, list[dict]], policy: Policy = Policy()
+    series: list[dict],
+    points_of: dict[str, list[dict]],
+    policy: Policy = Policy(),
+    between_cards: float | dict[str, float] = 0.0,
 ) -> list[Finding]:
-    """Findings for every current series; `points_of` maps series_id to its points (oldest first).
+    """Findings for every current series; `points_of` maps series_id to its points (oldest first);
+    `between_cards` the between-card SD of a gap (harness.cards), or one per GPU model
+    (harness.cards.by_model), for points from other cards.
 
     A candidate's time alert in the same run and direction as its baseline's time alert gets a
     note: the baseline moved too, so the machine is the likelier cause.
@@ -229,7 +256,9 @@ def review(
     findings = [
         f
         for s in current_series(series)
-        for f in review_series(s, points_of[s["series_id"]], policy)
+        for f in review_series(
+            s, points_of[s["series_id"]], policy, cards.sd_for(between_cards, s.get("gpu"))
+        )
     ]
     baseline_moves = {
         (f.case_id, f.run_id): f.direction

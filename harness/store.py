@@ -62,7 +62,8 @@ POINT_FIELDS_V1 = (
     "p.mean_s, p.count, p.gap, p.gap_median_of_round_ratios, p.gap_ci_low, p.gap_ci_high, "
     "p.gap_stable"
 )
-POINT_FIELDS = POINT_FIELDS_V1 + "".join(f", p.{c}" for c in COMPILER_FIELDS)
+POINT_FIELDS_V2 = POINT_FIELDS_V1 + "".join(f", p.{c}" for c in COMPILER_FIELDS)
+POINT_FIELDS = POINT_FIELDS_V2 + ", p.gpu_uuid"  # version 4: the card (not in the key)
 BOOL_FIELDS = ("stable", "gap_stable")
 RECENT_LOOKBACK = 5  # recent() reads 5 x window points back: 1 in 5 stable fills the window
 RUN_FIELDS = (
@@ -212,7 +213,8 @@ class Store(HistoryFile):
         error_phase, error_message, check_status, median_s, mad_s, noise, stable, p95_s, min_s,
         max_s, mean_s, count, gap (ratio of medians), gap_median_of_round_ratios, gap_ci_low,
         gap_ci_high, gap_stable, toolchain, toolchain_version, compiler_sha256 (the compiler's
-        identity: metadata, not part of the key) and samples_s when asked."""
+        identity: metadata, not part of the key), gpu_uuid (the card: metadata too) and
+        samples_s when asked."""
         return self._points("ORDER BY p.started_us, p.run", series_id, (), with_samples)
 
     def recent(self, series_id: str, window: int) -> list[dict]:
@@ -239,9 +241,9 @@ class Store(HistoryFile):
                 return []
             rowid = rows[0][0]
         current = self._version >= 2
-        fields = (POINT_FIELDS if current else POINT_FIELDS_V1) + (
-            ", p.samples" if with_samples else ""
-        )
+        fields = (
+            POINT_FIELDS if self._version >= 4 else POINT_FIELDS_V2 if current else POINT_FIELDS_V1
+        ) + (", p.samples" if with_samples else "")
         sql = (
             f"SELECT {fields} FROM points p JOIN runs r ON r.run = p.run WHERE p.series = ? {tail}"
         )
@@ -251,6 +253,7 @@ class Store(HistoryFile):
             point = dict(zip(names, row, strict=True))
             if not current:
                 point.update(dict.fromkeys(COMPILER_FIELDS))
+            point.setdefault("gpu_uuid", None)  # read before its migration to version 4
             for flag in BOOL_FIELDS:
                 if point[flag] is not None:
                     point[flag] = bool(point[flag])
@@ -259,6 +262,19 @@ class Store(HistoryFile):
                 point["samples_s"] = None if blob is None else samples_list(blob)
             out.append(point)
         return out
+
+    def cards_of(self, series_id: str, runs: set[int]) -> dict[int, str | None]:
+        """{run rowid: the UUID of the card the series' point in that run ran on} for `runs`
+        (None where unrecorded, or in a file older than version 4)."""
+        rowid = self._series_rowids().get(series_id)
+        if rowid is None or not runs or self._version < 4:
+            return dict.fromkeys(runs)
+        wanted = sorted(runs)
+        sql = (
+            f"SELECT run, gpu_uuid FROM points WHERE series = ? "
+            f"AND run IN ({','.join('?' * len(wanted))})"
+        )
+        return {**dict.fromkeys(runs), **dict(self._query(sql, (rowid, *wanted)))}
 
     def runs(self) -> list[dict]:
         """Every run, oldest first: run_id, started_utc, finished_utc, commit_sha, dirty, gpu,

@@ -29,7 +29,7 @@ from harness.series import (
     series_label,
 )
 from harness.store_file import StoreError
-from harness.store_schema import normalize_utc, now_utc, samples_blob
+from harness.store_schema import normalize_utc, now_utc, point_uuid, samples_blob
 
 __all__ = [
     "VALUE_COLUMNS",
@@ -57,6 +57,7 @@ VALUE_COLUMNS = (
     *STAT_COLUMNS,
     *GAP_COLUMNS,
     *COMPILER_FIELDS,
+    "gpu_uuid",
 )
 
 
@@ -186,7 +187,11 @@ def plan(document: dict, *, path: Path, trusted: bool, what: str) -> IngestRepor
             key = series_key(document, case, name)
             report.points.append(
                 PlannedPoint(
-                    key, series_id(key), impl["role"], case["baseline"], _values(index, case, impl)
+                    key,
+                    series_id(key),
+                    impl["role"],
+                    case["baseline"],
+                    _values(index, case, impl, point_uuid(device, case)),
                 )
             )
     return report
@@ -228,8 +233,8 @@ def _stripped(document: dict) -> dict:
     return {**document, "environment": None, "cases": cases}
 
 
-def _values(index: int, case: dict, impl: dict) -> tuple:
-    """The VALUE_COLUMNS of one implementation's point."""
+def _values(index: int, case: dict, impl: dict, uuid: str | None) -> tuple:
+    """The VALUE_COLUMNS of one implementation's point; `uuid` the card it ran on."""
     error = case.get("error") or {}
     timing = impl.get("timing")
     gap = impl.get("gap")
@@ -243,6 +248,7 @@ def _values(index: int, case: dict, impl: dict) -> tuple:
         *(_STATS_OF(timing["stats"]) if timing else _NO_STATS),
         *(_GAP_OF(gap) if gap else _NO_GAP),
         *compiler_identity(impl),
+        uuid,
     )
 
 

@@ -13,7 +13,9 @@ marks the file as kernelgap's):
   since version 3 its GPU is the key's one spelling of the model (harness.series.gpu_model).
 - points: one row per implementation per case per run: status (a failed case is a point with
   its error), check status, samples, statistics, for candidates the gap, and (since version 2)
-  the compiler's identity as metadata (harness.series.compiler_identity: not part of the key).
+  the compiler's identity as metadata (harness.series.compiler_identity: not part of the key),
+  and (since version 4) the UUID of the card it ran on (gpu_uuid: not part of the key either;
+  harness.cards estimates what differs from card to card from it).
   Rows refer to runs and series by integer rowid and are indexed by (series, start time).
 Times are text in one form (`normalize_utc`), so text order is time order; a point's start is
 also an integer of microseconds (`microseconds`), its samples a blob (`samples_blob`).
@@ -50,11 +52,12 @@ __all__ = [
     "migrate",
     "normalize_utc",
     "now_utc",
+    "point_uuid",
     "samples_blob",
     "samples_list",
 ]
 
-STORE_SCHEMA_VERSION = 3
+STORE_SCHEMA_VERSION = 4
 APPLICATION_ID = 0x4B474150  # "KGAP": tells a kernelgap history from any other SQLite file
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -123,7 +126,8 @@ CREATE TABLE points (
     gap_stable INTEGER,
     toolchain TEXT,
     toolchain_version TEXT,
-    compiler_sha256 TEXT
+    compiler_sha256 TEXT,
+    gpu_uuid TEXT
 );
 CREATE UNIQUE INDEX points_by_series ON points (series, started_us, run);
 CREATE INDEX points_by_run ON points (run);
@@ -239,7 +243,42 @@ def _v2_to_v3(db: sqlite3.Connection) -> None:
         db.execute("DELETE FROM series WHERE series = ?", (row["series"],))
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
+def _v3_to_v4(db: sqlite3.Connection) -> None:
+    """Version 4 records the UUID of the card each point ran on (points.gpu_uuid), metadata
+    beside the series key, never in it. Old points get theirs from their run's stored document:
+    the case's device (runner bench --gpus) or the run's environment device."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(points)")}
+    if "gpu_uuid" not in columns:  # a file marked older by hand may have it already
+        db.execute("ALTER TABLE points ADD COLUMN gpu_uuid TEXT")
+    updates = []
+    for run, environment, blob in db.execute(
+        "SELECT run, environment, document FROM runs ORDER BY run"
+    ).fetchall():
+        points = db.execute("SELECT rowid, case_index FROM points WHERE run = ?", (run,)).fetchall()
+        try:
+            device = (orjson.loads(environment) or {}).get("device") or {}
+            cases = orjson.loads(zlib.decompress(blob))["cases"]
+            for rowid, index in points:
+                updates.append((point_uuid(device, cases[index]), rowid))
+        except (zlib.error, orjson.JSONDecodeError, LookupError, TypeError) as exc:
+            raise sqlite3.DatabaseError(
+                f"migrating to version 4: run {run}: stored document is corrupt or does not "
+                f"match its points ({exc!r})"
+            ) from None
+    db.executemany("UPDATE points SET gpu_uuid = ? WHERE rowid = ?", updates)
+
+
+def point_uuid(run_device: dict, case: dict) -> str | None:
+    """The UUID of the card a case ran on: its own device block's (runner bench --gpus), else
+    the run's device's; None when neither recorded one."""
+    return (case.get("device") or {}).get("uuid") or run_device.get("uuid")
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    1: _v1_to_v2,
+    2: _v2_to_v3,
+    3: _v3_to_v4,
+}
 
 
 def migrate(db: sqlite3.Connection, found: int, target: int) -> None:

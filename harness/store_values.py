@@ -109,7 +109,9 @@ def series_columns(
     wanted = {rowids[s]: s for s in series_ids if s in rowids}
     if not wanted:
         return {}
-    missing = () if store._version >= 2 else COMPILER_FIELDS
+    missing = (() if store._version >= 2 else COMPILER_FIELDS) + (
+        () if store._version >= 4 else ("gpu_uuid",)
+    )
     names = (*text, *numbers)
     where, params = _only(wanted, rowids)
     picked = ", ".join("NULL" if n in missing else n for n in names)

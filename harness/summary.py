@@ -1,62 +1,78 @@
 """A concise markdown summary of one result document, for `$GITHUB_STEP_SUMMARY` or a PR.
 
 Sections: the primary candidate's geometric-mean gap (harness.primary) as the headline, the
-geometric-mean gap per candidate over stable cases, every gap with its interval, unstable and
-failed results, and the hardware and toolchain signature of the run, with each implementation's
+geometric-mean gap per candidate over the suite's fixed set of cases (its interval, the
+unstable cases in it, the missing ones), every gap with its interval, unstable and failed
+results, and the hardware and toolchain signature of the run, with each implementation's
 compiler identity (toolchain, what its --version prints, the sha256 of its program).
 """
 
 from __future__ import annotations
 
-import math
-
 from harness.escaping import markdown as md
 from harness.export.table import MARKDOWN, Column, first_line, format_table, format_time
 from harness.primary import lead_first, primary_candidate
 from harness.series import compiler_identity, describe_compiler
+from protocol.headline import candidate_headlines
 
-__all__ = ["compiler_identities", "geomean_gaps", "headline", "markdown", "signature"]
+__all__ = [
+    "compiler_identities",
+    "describe_headline",
+    "geomean_gaps",
+    "headline",
+    "markdown",
+    "signature",
+]
 
 
-def geomean_gaps(document: dict) -> dict[str, tuple[float, int]]:
-    """{candidate: (geometric mean gap, number of cases)} over ok cases whose gap is stable.
+def geomean_gaps(document: dict) -> dict[str, dict]:
+    """{candidate: headline} over the fixed set of cases each candidate is in
+    (protocol.headline.candidate_headlines: value, cases k, of n, ci_low, ci_high, missing,
+    unstable, remeasured). Geometric mean = exp(mean(ln ratio_of_medians)), the mean that
+    treats 2x and 0.5x as symmetric; unstable cases stay in, marked. The same rule as the
+    runner's summary.geomean_gap, recomputed here so a partial document (complete: false), a
+    document written before the rule and the document's own cases always agree."""
+    return candidate_headlines(document["cases"])
 
-    Geometric mean = exp(mean(ln ratio_of_medians)), the mean that treats 2x and 0.5x as
-    symmetric. The same rule as the runner's summary.geomean_gap, recomputed here so a
-    partial document (complete: false) and the document's own cases always agree.
-    """
-    logs: dict[str, list[float]] = {}
-    for case in document["cases"]:
-        if case["status"] != "ok":
-            continue
-        for name, impl in case["implementations"].items():
-            gap = impl.get("gap")
-            if gap and gap["stable"]:
-                logs.setdefault(name, []).append(math.log(gap["ratio_of_medians"]))
-    return {name: (math.exp(sum(v) / len(v)), len(v)) for name, v in logs.items()}
+
+def describe_headline(found: dict, versus: str = "") -> str:
+    """'1.2345x vs cuda (95% interval 1.2300 to 1.2390) over 7 of 8 cases (missing: a;
+    unstable: b; re-measured: b)'."""
+    k, n = found["cases"], found["of"]
+    over = f"{k} of {n} cases" if k != n else f"{n} case{'s' * (n != 1)}"
+    notes = [
+        f"{what}: {', '.join(found[key])}"
+        for what, key in (
+            ("missing", "missing"),
+            ("unstable", "unstable"),
+            ("re-measured", "remeasured"),
+        )
+        if found.get(key)
+    ]
+    text = f"{found['value']:.4f}x" + (f" vs {versus}" if versus else "")
+    if "ci_low" in found:
+        conf = found.get("confidence", 0.95)
+        text += f" ({conf:.0%} interval {found['ci_low']:.4f} to {found['ci_high']:.4f})"
+    return f"{text} over {over}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def headline(document: dict) -> str | None:
     """The sentence every report leads with: the primary candidate's geometric-mean gap over
-    its stable cases (or that it has none); None when the run has no primary (harness.primary)."""
+    the suite's fixed set of cases, with its interval, and the cases missing from it or
+    unstable in it (or that it has no gap); None when the run has no primary (harness.primary)."""
     primary = primary_candidate(document)
     if primary is None:
         return None
     found = geomean_gaps(document).get(primary)
     if found is None:
-        return f"Primary candidate {primary}: no stable gap in this run"
+        return f"Primary candidate {primary}: no gap in this run"
     baselines = {
         case["baseline"]
         for case in document["cases"]
-        if case["status"] == "ok"
-        and ((case["implementations"].get(primary) or {}).get("gap") or {}).get("stable")
+        if case["status"] == "ok" and (case["implementations"].get(primary) or {}).get("gap")
     }
     versus = next(iter(baselines)) if len(baselines) == 1 else "the baselines"
-    value, cases = found
-    return (
-        f"Primary candidate {primary}: geometric-mean gap {value:.4f}x vs {versus} over "
-        f"{cases} stable case{'s' * (cases != 1)}"
-    )
+    return f"Primary candidate {primary}: geometric-mean gap {describe_headline(found, versus)}"
 
 
 def compiler_identities(document: dict) -> list[tuple[str, str]]:
@@ -198,15 +214,21 @@ def markdown(document: dict) -> str:
     if lead:
         parts.append(f"**{md(lead)}.**\n")
     geomeans = geomean_gaps(document)
+    title = "### Geometric-mean gap (the suite's fixed set of cases)\n\n"
     if geomeans:
         order = lead_first(sorted(geomeans), primary_candidate(document))
-        rows = [(n, f"{geomeans[n][0]:.4f}x", str(geomeans[n][1])) for n in order]
-        columns = [Column("Candidate"), Column("Geomean gap", True), Column("Stable cases", True)]
-        parts.append(
-            "### Geometric-mean gap (stable cases)\n\n" + format_table(MARKDOWN, columns, rows)
-        )
+        rows = [_geomean_row(n, geomeans[n]) for n in order]
+        columns = [
+            Column("Candidate"),
+            Column("Geomean gap", True),
+            Column("95% CI", True),
+            Column("Cases", True),
+            Column("Unstable (in it)"),
+            Column("Missing"),
+        ]
+        parts.append(title + format_table(MARKDOWN, columns, rows))
     else:
-        parts.append("### Geometric-mean gap (stable cases)\n\nNo stable gap in this run.\n")
+        parts.append(title + "No gap in this run.\n")
     gap_rows = _gap_rows(document)
     if gap_rows:
         columns = [
@@ -222,7 +244,7 @@ def markdown(document: dict) -> str:
     unstable = _unstable_lines(document)
     if unstable:
         parts.append(
-            "### Unstable (noise above the limit; left out of the geomean and of alerts)\n\n"
+            "### Unstable (noise above the limit; kept in the geomean, marked; left out of alerts)\n\n"
             + "\n".join(unstable)
             + "\n"
         )
@@ -234,3 +256,15 @@ def markdown(document: dict) -> str:
         "### Hardware and toolchain\n\n" + format_table(MARKDOWN, columns, signature(document))
     )
     return "\n".join(parts)
+
+
+def _geomean_row(name: str, found: dict) -> tuple[str, ...]:
+    interval = f"{found['ci_low']:.4f} to {found['ci_high']:.4f}"
+    return (
+        md(name),
+        f"{found['value']:.4f}x",
+        interval,
+        f"{found['cases']} of {found['of']}",
+        md(", ".join(found["unstable"])) or "-",
+        md(", ".join(found["missing"])) or "-",
+    )

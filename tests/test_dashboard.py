@@ -77,12 +77,9 @@ def run_document(k: int) -> dict:
 
 
 def expected_logs(k: int) -> dict[str, dict[str, float]]:
-    """{candidate: {case: ln gap}} over the stable ok cases of run k, from the samples alone."""
-    skip = {("transpose", n) for n in FACTORS} if k == RUNS - 1 else set()
-    if k == RUNS - 1:
-        skip.add(("matmul", "handptx"))
-    if k == UNSTABLE_RUN:
-        skip.add(("matmul", "llvm"))
+    """{candidate: {case: ln gap}} over the cases of run k with a gap (unstable ones in), from
+    the samples alone."""
+    skip = {("transpose", n) for n in FACTORS} if k == RUNS - 1 else set()  # failed
     return {
         name: {
             case_id: math.log(np.median(impls[name]) / np.median(impls["cuda"]))
@@ -94,14 +91,14 @@ def expected_logs(k: int) -> dict[str, dict[str, float]]:
 
 
 def expected_geomeans(k: int) -> dict[str, float]:
-    """Geomean gap per candidate over the stable ok cases of run k, from the samples alone."""
+    """Geomean gap per candidate over the cases of run k with a gap, from the samples alone."""
     return {
         name: math.exp(sum(logs.values()) / len(logs)) for name, logs in expected_logs(k).items()
     }
 
 
 def expected_changes(k: int, j: int) -> dict[str, tuple[float, int]]:
-    """{candidate: (change of run k against run j, cases)} over the cases stable in both."""
+    """{candidate: (change of run k against run j, cases)} over the cases with a gap in both."""
     now, before = expected_logs(k), expected_logs(j)
     out = {}
     for name in FACTORS:
@@ -276,14 +273,14 @@ def test_github_action_benchmark_key_per_gpu_mode_suite(tmp_path):
     }
 
 
-def test_headline_change_over_common_stable_cases(tmp_path):
-    # Case b (gap 2.0) is stable in run 0 only; a (1.0) and c (1.5) do not move. Over all stable
-    # cases the geomean falls from 1.442x to 1.225x (-15%), yet no gap changed: the change over
-    # the common cases is 0 and the suite line marks run 1 as having other cases.
+def test_headline_keeps_its_fixed_set_of_cases(tmp_path):
+    # Case b (gap 2.0) turns unstable in run 1 and case c (1.5) fails in run 2; no gap moves.
+    # Over stable cases only the geomean would fall from 1.442x to 1.225x in run 1; over the
+    # fixed set it stays 1.442x, b marked unstable, and run 2 is over 2 of 3 cases, c missing.
     gaps = {"a": 1.0, "b": 2.0, "c": 1.5}
     db = tmp_path / "h.sqlite"
     with Store(db) as store:
-        for k in range(2):
+        for k in range(3):
             cases = {
                 c: {"cuda": samples(1e-4, seed=k), "llvm": samples(1e-4 * g, seed=k)}
                 for c, g in gaps.items()
@@ -292,22 +289,27 @@ def test_headline_change_over_common_stable_cases(tmp_path):
                 cases,
                 started_utc=f"2026-12-01T0{k}:00:00Z",
                 unstable=[("b", "llvm")] if k == 1 else (),
+                failed={"c": "synthetic: launch timed out"} if k == 2 else None,
                 resamples=20,
             )
             assert store.ingest(doc, trusted=True).stored
     with Store(db, readonly=True) as store:
         data = collect(store)
     (card,) = data["latest"]["cards"]
-    assert card["gap"] == pytest.approx(math.sqrt(1.0 * 1.5), rel=1e-9)
-    assert (card["cases"], card["of"]) == (2, 3)
+    assert card["gap"] == pytest.approx(math.sqrt(1.0 * 2.0), rel=1e-9)
+    assert (card["cases"], card["of"], card["missing"], card["unstable"]) == (2, 3, ["c"], [])
+    assert card["ci_low"] <= card["gap"] <= card["ci_high"]
     previous = card["previous"]
     assert previous["gap"] == pytest.approx((1.0 * 2.0 * 1.5) ** (1 / 3), rel=1e-9)
     assert (previous["cases"], previous["common"]) == (3, 2)
-    assert previous["common_gap"] == pytest.approx(math.sqrt(1.5), rel=1e-9)
     assert card["change"] == pytest.approx(0.0, abs=1e-12)
     (trace,) = data["suite"]
-    assert trace["cases"] == [3, 2]
-    assert trace["cases_note"] == ["", "cases: 2 (was 3); without b"]
+    assert trace["gap"][:2] == pytest.approx([(1.0 * 2.0 * 1.5) ** (1 / 3)] * 2, rel=1e-4)
+    assert (trace["cases"], trace["of"], trace["unstable"]) == ([3, 3, 2], [3, 3, 3], [0, 1, 0])
+    assert trace["cases_note"] == ["", "", "missing: c"]  # the set did not change; c has no gap
+    assert all(
+        lo <= g <= hi for lo, g, hi in zip(trace["lo"], trace["gap"], trace["hi"], strict=True)
+    )
 
 
 def test_cli(history, tmp_path):
@@ -400,17 +402,18 @@ def test_page_in_headless_chromium(site, history, tmp_path):
     shutil.copyfile(shot, SCREENSHOT_COPY)
 
     assert errors == [] and state["errors"] == []
-    # Headline: the newest run's geomean gap over stable cases, and its change against run 10
-    # over the cases stable in both (llvm: not transpose, which failed; handptx: nor matmul).
+    # Headline: the newest run's geomean gap over its fixed set (matmul, unstable for handptx,
+    # in it; transpose, failed, missing), and its change against run 10 over the cases with a
+    # gap in both.
     latest, changes = expected_geomeans(RUNS - 1), expected_changes(RUNS - 1, RUNS - 2)
-    assert {name: n for name, (_, n) in changes.items()} == {"llvm": 3, "handptx": 2}
+    assert {name: n for name, (_, n) in changes.items()} == {"llvm": 3, "handptx": 3}
     assert sorted(c[0] for c in cards) == sorted(FACTORS)
     for name, gap, change, text, delta in cards:
         assert gap == pytest.approx(latest[name], rel=1e-12)
         assert change == pytest.approx(changes[name][0], rel=1e-9, abs=1e-12)
-        assert f"over the {changes[name][1]} stable cases in both" in delta, delta
+        assert f"over the {changes[name][1]} cases in both" in delta, delta
         assert text == f"{latest[name]:.3f}x"
-    assert {h["candidate"]: h["cases"] for h in state["headline"]} == {"llvm": 3, "handptx": 2}
+    assert {h["candidate"]: h["cases"] for h in state["headline"]} == {"llvm": 3, "handptx": 3}
     # Table: one row per candidate of an ok case, one for the failed case, linked to its charts.
     assert len(rows) == 3 * 2 + 1
     assert ["transpose", None, "failed", "#case-transpose"] in rows
@@ -441,9 +444,9 @@ def test_page_in_headless_chromium(site, history, tmp_path):
     # The suite geomean: one trace per candidate, a point per run.
     assert sorted(state["suite"]["traces"]) == sorted(FACTORS)
     assert state["suite"]["points"] == 2 * RUNS
-    # Points whose stable cases differ from the previous point's are marked: llvm in runs 4
-    # (matmul unstable), 5 (back) and 11; handptx in run 11.
-    assert state["suite"]["changed"] == 4
+    # Points whose set differs from the previous point's, or with a case missing, are marked:
+    # run 11 of both candidates (transpose failed); matmul's unstable runs stay in the set.
+    assert state["suite"]["changed"] == 2
     # Hover names the commit, date, value, noise and run; a click opens the raw document.
     newest = read_js_json(out / "data.js", "window.KERNELGAP_DATA = ")["runs"]["id"][-1]
     for part in (commit(RUNS - 1)[:12], "2026-11-10 11:00:00", "noise", newest[:12], "gap 1.1"):

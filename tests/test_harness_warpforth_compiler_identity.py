@@ -155,11 +155,13 @@ def test_a_version_1_store_migrates_forward_at_its_first_trusted_ingest(v1_copy,
     assert set(before) <= set(after)  # every series id survives
     for sid, points in before.items():
         migrated = after[sid][: len(points)]
-        strip = [{k: v for k, v in p.items() if k not in COMPILER_FIELDS} for p in migrated]
-        assert strip == [{k: v for k, v in p.items() if k not in COMPILER_FIELDS} for p in points]
+        added = (*COMPILER_FIELDS, "gpu_uuid")
+        strip = [{k: v for k, v in p.items() if k not in added} for p in migrated]
+        assert strip == [{k: v for k, v in p.items() if k not in added} for p in points]
         for point in migrated:  # backfilled from the run's stored document
             assert point["toolchain"] in ("nvcc", "ptx") and point["toolchain_version"]
             assert point["compiler_sha256"] is None  # 1.0.0 documents have none
+            assert point["gpu_uuid"].startswith("GPU-")  # version 4: the card
     # the migrated file reads exactly as the same documents ingested by this version
     with Store(tmp_path / "fresh.sqlite") as fresh:
         for document in documents:

@@ -65,11 +65,12 @@ def test_the_primary_is_the_suites_then_warpforth_then_none():
 
 def test_the_summary_leads_with_the_primary_geomean(doc):
     text = summary_markdown(doc)
-    value, cases = geomean_gaps(doc)["warpforth"]
-    lead = f"**Primary candidate warpforth: geometric-mean gap {value:.4f}x vs cuda over 2 stable cases.**"
-    assert cases == 2 and lead in text
+    found = geomean_gaps(doc)["warpforth"]
+    interval = f"(95% interval {found['ci_low']:.4f} to {found['ci_high']:.4f})"
+    lead = f"**Primary candidate warpforth: geometric-mean gap {found['value']:.4f}x vs cuda {interval} over 2 cases.**"
+    assert found["cases"] == found["of"] == 2 and lead in text
     assert text.index(lead) < text.index("### Geometric-mean gap")
-    table = text.split("### Geometric-mean gap (stable cases)")[1].split("###")[0]
+    table = text.split("### Geometric-mean gap (the suite's fixed set")[1].split("###")[0]
     rows = [line.split("|")[1].strip() for line in table.splitlines() if line.startswith("| ")]
     assert rows == ["Candidate", "warpforth", "handptx", "llvm"]
 
@@ -79,7 +80,7 @@ def test_a_run_without_a_primary_keeps_the_existing_order():
     assert headline(old) is None
     text = summary_markdown(old)
     assert "Primary candidate" not in text
-    table = text.split("### Geometric-mean gap (stable cases)")[1].split("###")[0]
+    table = text.split("### Geometric-mean gap (the suite's fixed set")[1].split("###")[0]
     rows = [line.split("|")[1].strip() for line in table.splitlines() if line.startswith("| ")]
     assert rows == ["Candidate", "handptx", "llvm"]
     assert markdown.render(old).startswith(b"| Case ")
@@ -87,12 +88,18 @@ def test_a_run_without_a_primary_keeps_the_existing_order():
     assert names[-2:] == ["suite/geomean_gap/handptx", "suite/geomean_gap/llvm"]
 
 
-def test_a_named_primary_without_a_stable_gap_says_so():
+def test_a_named_primary_with_only_unstable_gaps_keeps_them_marked():
+    """The headline's set is fixed: unstable cases stay in it, named; only a primary without
+    any gap has no headline."""
     doc = suite_document(unstable=["warpforth"])
-    assert headline(doc) == "Primary candidate warpforth: no stable gap in this run"
-    assert "**Primary candidate warpforth: no stable gap in this run.**" in summary_markdown(doc)
+    lead = headline(doc)
+    assert lead.startswith("Primary candidate warpforth: geometric-mean gap ")
+    assert lead.endswith("over 2 cases (unstable: scale, axpy)")
     names = [e["name"] for e in github_action_benchmark.entries(doc)]
-    assert not names[0].startswith("suite/")  # nothing to lead with: document order
+    assert names[0] == "suite/geomean_gap/warpforth"
+    none = suite_document(with_warpforth=False)
+    assert headline(none) == "Primary candidate warpforth: no gap in this run"
+    assert "**Primary candidate warpforth: no gap in this run.**" in summary_markdown(none)
 
 
 def test_the_table_exports_lead_with_the_primary(doc):
@@ -114,7 +121,7 @@ def test_github_action_benchmark_leads_with_the_primary_and_renames_nothing():
     after = [e["name"] for e in after_entries]
     assert after[0] == "suite/geomean_gap/warpforth"
     assert after_entries[0]["value"] == pytest.approx(
-        geomean_gaps(suite_document())["warpforth"][0]
+        geomean_gaps(suite_document())["warpforth"]["value"]
     )
     # every entry the suite had before warpforth joined keeps its name (scale's llvm gap stays
     # `scale/v1/gap/llvm`, though the case now has two candidates)
@@ -159,7 +166,7 @@ def test_the_dashboard_leads_with_the_primary(tmp_path):
     assert [c["candidate"] for c in cards] == ["warpforth", "handptx", "llvm"]
     assert [c["primary"] for c in cards] == [True, False, False]
     assert [t["impl"] for t in data["suite"]] == ["warpforth", "handptx", "llvm"]
-    assert cards[0]["gap"] == pytest.approx(geomean_gaps(doc)["warpforth"][0], rel=1e-12)
+    assert cards[0]["gap"] == pytest.approx(geomean_gaps(doc)["warpforth"]["value"], rel=1e-12)
 
 
 def test_a_dashboard_without_a_primary_keeps_its_order(tmp_path):
@@ -178,10 +185,11 @@ def test_the_real_warpforth_run_leads_with_warpforth():
     path = ROOT / "tests" / "fixtures" / "result-1.2.0-h200-warpforth.json"
     real = load_result(path.read_bytes(), str(path))
     assert primary_candidate(real) == "warpforth"
-    value, cases = geomean_gaps(real)["warpforth"]
+    found = geomean_gaps(real)["warpforth"]
+    interval = f"(95% interval {found['ci_low']:.4f} to {found['ci_high']:.4f})"
     assert headline(real) == (
-        f"Primary candidate warpforth: geometric-mean gap {value:.4f}x vs cuda over {cases} "
-        "stable cases"
+        f"Primary candidate warpforth: geometric-mean gap {found['value']:.4f}x vs cuda "
+        f"{interval} over {found['of']} cases"
     )
     names = [e["name"] for e in github_action_benchmark.entries(real)]
     assert names[0] == "suite/geomean_gap/warpforth"

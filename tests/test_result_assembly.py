@@ -269,27 +269,42 @@ def test_finish_case_without_a_worker_record():
 # --- summary and document ------------------------------------------------------------------
 
 
-def case_with_gap(ratio: float, stable: bool = True, status: str = "ok") -> dict:
-    gap = {"ratio_of_medians": ratio, "stable": stable}
+def case_with_gap(ratio: float, stable: bool = True, status: str = "ok", cid: str = "c") -> dict:
+    gap = {"ratio_of_medians": ratio, "stable": stable, "ci_low": ratio / 1.02}
+    gap.update(ci_high=ratio * 1.02, confidence=0.95)
     return {
+        "id": cid,
         "status": status,
         "implementations": {"cuda": {"role": "baseline"}, "handptx": {"gap": gap}},
     }
 
 
-def test_summary_counts_and_geomean_over_stable_gaps():
+def test_summary_geomean_is_over_the_fixed_case_set_with_an_interval():
+    """Every case the candidate is in counts: unstable ones in the mean (marked), cases without
+    a gap listed as missing, so the headline says 'over 4 of 5' instead of changing its set."""
     cases = [
-        case_with_gap(2.0),
-        case_with_gap(0.5),
-        case_with_gap(4.0),
-        case_with_gap(100.0, stable=False),  # unstable: counted, left out of the mean
-        {"status": "ok", "implementations": {"handptx": {"gap": None, "gap_note": "not checked"}}},
-        {"status": "failed", "implementations": {}},
-        {"status": "skipped", "implementations": {}},
+        case_with_gap(2.0, cid="a"),
+        case_with_gap(0.5, cid="b"),
+        case_with_gap(4.0, cid="c"),
+        case_with_gap(100.0, stable=False, cid="d"),  # unstable: in the mean, marked
+        {
+            "id": "e",
+            "status": "ok",
+            "implementations": {"handptx": {"gap": None, "gap_note": "not checked"}},
+        },
+        {"id": "f", "status": "failed", "implementations": {}},
+        {"id": "g", "status": "skipped", "implementations": {}},
     ]
     s = result.summary(cases)
     assert (s["cases"], s["ok"], s["failed"], s["skipped"], s["unstable"]) == (7, 5, 1, 1, 1)
-    assert s["geomean_gap"] == {"handptx": {"value": pytest.approx(math.cbrt(4.0)), "cases": 3}}
+    headline = s["geomean_gap"]["handptx"]
+    assert headline["value"] == pytest.approx((2.0 * 0.5 * 4.0 * 100.0) ** 0.25)
+    assert (headline["cases"], headline["of"]) == (4, 5)
+    assert headline["missing"] == ["e"] and headline["unstable"] == ["d"]
+    # each case's interval is +-ln(1.02) in log space: se = ln(1.02) / 1.96; four of them
+    half = 1.96 * math.sqrt(4 * (math.log(1.02) / 1.96) ** 2) / 4
+    assert math.log(headline["ci_high"] / headline["value"]) == pytest.approx(half)
+    assert math.log(headline["value"] / headline["ci_low"]) == pytest.approx(half)
 
 
 def test_summary_of_nothing():
@@ -317,7 +332,10 @@ def test_document_from_a_synthetic_case_validates():
     validate(doc, "result")
     assert doc["complete"] is True and doc["kind"] == "kernelgap.result"
     assert doc["summary"]["ok"] == 2 and doc["summary"]["failed"] == 1
-    assert doc["summary"]["geomean_gap"]["handptx"] == {"value": pytest.approx(1.5), "cases": 1}
+    headline = doc["summary"]["geomean_gap"]["handptx"]
+    assert headline["value"] == pytest.approx(1.5) and headline["cases"] == 1
+    assert headline["of"] == 3 and headline["missing"] == ["axpy_f64", "axpy_f64"]
+    assert headline["ci_low"] < 1.5 < headline["ci_high"]
     partial = result.document(doc["suite"], doc["environment"], {}, [ok], doc["started_utc"], None)
     validate(partial, "result")
     assert partial["complete"] is False
@@ -330,7 +348,12 @@ def test_document_from_a_synthetic_case_validates():
 
 def test_the_frozen_fixture_is_recomputed_from_its_raw_samples():
     validate(FIXTURE, "result")
-    assert result.summary(FIXTURE["cases"]) == FIXTURE["summary"]
+    recomputed = result.summary(FIXTURE["cases"])  # newer than the fixture: the interval, of n
+    for name, headline in FIXTURE["summary"]["geomean_gap"].items():
+        assert {k: recomputed["geomean_gap"][name][k] for k in headline} == headline
+        assert recomputed["geomean_gap"][name]["of"] == headline["cases"]
+    recomputed.pop("geomean_gap")
+    assert recomputed == {k: v for k, v in FIXTURE["summary"].items() if k != "geomean_gap"}
     impls = FIXTURE["cases"][0]["implementations"]
     base, cand = impls["cuda"]["timing"], impls["handptx"]["timing"]
     for t in (base, cand):
@@ -340,6 +363,9 @@ def test_the_frozen_fixture_is_recomputed_from_its_raw_samples():
     # 1.0.0 added nothing for what stays fixed within a run (gap.systematic, since 1.6.0)
     recomputed = result.gap_block(base["samples_s"], cand["samples_s"], True, systematic=0.0)
     assert recomputed.pop("systematic") == 0.0
+    # bootstrap and lag1_autocorrelation are newer than the fixture; its rounds are independent
+    assert recomputed.pop("bootstrap") == "rounds"
+    assert -1 <= recomputed.pop("lag1_autocorrelation") <= 1
     assert recomputed == pytest.approx(impls["handptx"]["gap"])
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -90,9 +91,9 @@ def test_hot_warmup_comes_first_and_uses_the_setting():
 
 @pytest.mark.parametrize(
     ("names", "rounds"),
-    [("AB", ["AB", "BA", "BA", "AB", "BA"]), ("ABC", ["ABC", "CBA", "CBA", "ABC"])],
+    [("AB", ["AB", "BA", "BA", "AB", "BA"]), ("ABC", ["ABC", "CBA", "BCA", "ACB", "CAB"])],
 )
-def test_hot_rounds_run_forward_and_reverse_in_thue_morse_order(names, rounds):
+def test_hot_rounds_run_in_the_latin_square_order(names, rounds):
     backend, m = run_hot({n: 1e-4 for n in names}, samples=len(rounds))
     assert m.orders == [list(r) for r in rounds]
     sample_calls = timed_names(backend.calls)[-len(names) * len(rounds) :]
@@ -105,10 +106,31 @@ def test_round_order():
     assert round_order(["A", "B", "C"], 0) == ["A", "B", "C"]
     assert round_order(["A", "B", "C"], 1) == ["C", "B", "A"]
     assert round_order(["A"], 5) == ["A"]
-    # Thue-Morse: 0 1 1 0 1 0 0 1; every pair of rounds (2s, 2s + 1) runs both orders
+    assert round_order([], 3) == []
+    # 2 sides: the Thue-Morse order 0 1 1 0 1 0 0 1; every pair (2s, 2s + 1) runs both orders
     firsts = "".join(round_order(["A", "B"], r)[0] for r in range(16))
     assert firsts == "ABBABAABBAABABBA"
     assert all(firsts[i] != firsts[i + 1] for i in range(0, 16, 2))
+
+
+@pytest.mark.parametrize("count", range(2, 10))
+def test_round_order_is_a_latin_square_for_any_number_of_sides(count):
+    """Over every cycle of 2 N rounds each side takes every place of a round exactly twice;
+    every pair of rounds is one order and its reverse (linear drift cancels pair by pair); and
+    every two sides meet in both orders equally often."""
+    names = [f"s{i}" for i in range(count)]
+    for cycle in range(3):
+        rounds = [round_order(names, 2 * count * cycle + r) for r in range(2 * count)]
+        assert all(sorted(r) == names for r in rounds)
+        for name in names:
+            assert sorted(r.index(name) for r in rounds) == sorted(2 * list(range(count)))
+        assert all(rounds[i + 1] == rounds[i][::-1] for i in range(0, 2 * count, 2))
+        for a, b in itertools.combinations(names, 2):
+            before = sum(r.index(a) < r.index(b) for r in rounds)
+            assert before == count, (a, b)
+        for pair in range(0, 2 * count, 2):  # the mean place within a pair is the same for all
+            means = {n: rounds[pair].index(n) + count + rounds[pair + 1].index(n) for n in names}
+            assert len(set(means.values())) == 1
 
 
 def test_hot_resets_before_every_timed_call():

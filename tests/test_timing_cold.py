@@ -21,7 +21,7 @@ def test_cold_loads_are_made_in_the_rounds_order():
     assert order == ["A", "B", "B", "A", "B", "A", "A", "B"]
     three = load_order(["A", "B", "C"], 32)
     assert [three.count(n) for n in "ABC"] == [32, 32, 32]
-    assert three[:6] == ["A", "B", "C", "C", "B", "A"]
+    assert three[:12] == list("ABCCBABCAACB")
 
 
 def places(count: int, batch: int, period: int, rounds: int) -> dict[int, list[int]]:
@@ -35,25 +35,37 @@ def places(count: int, batch: int, period: int, rounds: int) -> dict[int, list[i
     return found
 
 
-@pytest.mark.parametrize("count", [2, 3, 5, 6])
+@pytest.mark.parametrize("count", range(2, 10))
 @pytest.mark.parametrize("batch", [1, 3, 8, 17])
 @pytest.mark.parametrize("period", [2, 4, 8, 16])
 def test_every_side_starts_its_samples_at_every_place_of_a_period_alike(count, batch, period):
-    """Over 64 rounds each side's samples start on the places of a period of 2 to 16 launches
-    as often as every other side's (A B / B A repeated with one launch a sample puts A's on
-    places 0 and 3 of 4 only, and B's on 1 and 2)."""
-    found = places(count, batch, period, 64)
+    """Over 16 cycles of round_order (32 N rounds) each side's samples start on the places of a
+    period of 2 to 16 launches as often as every other side's, for 2 to 9 sides (A B / B A
+    repeated with one launch a sample puts A's on places 0 and 3 of 4 only, and B's on 1 and 2)."""
+    found = places(count, batch, period, 32 * count)
     assert all(sorted(found[i]) == sorted(found[0]) for i in found), (count, batch, period)
     repeated = [(2 * r + ["A", "B"][:: 1 if r % 2 == 0 else -1].index("A")) % 4 for r in range(32)]
     assert set(repeated) == {0, 3}
 
 
-def test_a_multiple_of_four_sides_is_not_balanced():
-    """The limit of reversing rounds: with 4 sides and one launch a sample every round is 4
-    launches long, so a side sits on its slot or the mirror one, A and D on places 0 and 3 of 4,
-    B and C on 1 and 2 (README, Paired rounds)."""
-    found = places(4, 1, 4, 64)
-    assert set(found[0]) == set(found[3]) == {0, 3} and set(found[1]) == {1, 2}
+@pytest.mark.parametrize("count", [4, 8])
+def test_four_or_eight_sides_no_longer_sit_on_disjoint_places(count):
+    """Reversing rounds alone (the Thue-Morse order of rounds before the Latin square) kept a
+    side of 4 or 8 on its slot or the mirror one: with one launch a sample A sat on places 0
+    and 3 of 4 only, B on 1 and 2. The rotation puts every side on every place; for a multiple
+    of 4 the balance holds to periods of 4 N launches, not beyond."""
+    found = places(count, 1, 4, 32 * count)
+    assert all(sorted(found[i]) == sorted(found[0]) for i in found)
+    assert set(found[0]) == {0, 1, 2, 3}
+    old = {i: [] for i in range(count)}
+    launched = 0
+    for r in range(64):  # rounds forward or reversed by the Thue-Morse bit, never rotated
+        for name in list(range(count))[:: -1 if base.thue_morse(r) else 1]:
+            old[name].append(launched % 4)
+            launched += 1
+    assert set(old[0]) == {0, 3} and set(old[1]) == {1, 2}
+    beyond = places(count, 1, 8 * count, 32 * count)
+    assert any(sorted(beyond[i]) != sorted(beyond[0]) for i in beyond)
 
 
 # --- cold mode -----------------------------------------------------------------------------

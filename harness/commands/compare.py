@@ -84,25 +84,45 @@ RESULT = click.Path(dir_okay=False, allow_dash=True, path_type=Path)
     help="Mann-Whitney U p-value below which a change is significant.",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
-def compare(base, head, output_format, fail_on, min_effect, alpha, seed):
+@click.option(
+    "--history",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="A history store whose points on several cards of the GPU model estimate the "
+    "between-card term (harness.cards); without it, or with fewer than 3 cards, 0.7%.",
+)
+def compare(base, head, output_format, fail_on, min_effect, alpha, seed, history):
     """Compare result document HEAD with BASE, case by case and implementation by implementation.
 
     A time or gap is `slower` or `faster` when the Mann-Whitney U test on the raw samples is
     significant AND the median moved by at least --min-effect; `unstable` when the runner marked
     either side unstable; else `same`. Results whose series key differs (GPU model, timing
-    mode, suite or case version, source hashes) are listed as not comparable.
+    mode, suite or case version, source hashes) are listed as not comparable. Two runs on
+    different cards (GPU UUIDs) have each gap's interval widened by the between-card term, and
+    a gap change within it reads `same`.
 
     \b
     Example:
       python -m harness compare base/result.json results/result.json --fail-on gap-slower
     """
+    from harness import cards
     from harness import compare as comparing
     from harness.compare_report import markdown
+    from harness.series import gpu_model
+    from harness.store import Store
 
     base_doc, head_doc = load_result(base), load_result(head)
     policy = comparing.Policy(min_effect=min_effect, alpha=alpha)
+    between = cards.DEFAULT_BETWEEN_CARD_SD
+    if history is not None:
+        with Store(history, readonly=True) as store:  # the head's GPU model's estimate
+            between = cards.from_store(
+                store, gpu_model(head_doc["environment"]["device"]["name"])
+            ).sd
     try:
-        result = comparing.compare(base_doc, head_doc, policy, comparing.Bootstrap(seed=seed))
+        result = comparing.compare(
+            base_doc, head_doc, policy, comparing.Bootstrap(seed=seed), between
+        )
     except ValueError as exc:
         raise BadInput(str(exc)) from None
     if output_format == "json":

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 import orjson
 
-from harness import change_report, trust
+from harness import cards, change_report, trust
 from harness import fail_on as failing
 from harness.change_review import ChangeFinding, find_changes
 from harness.change_review import tripped as changes_tripped
@@ -352,7 +352,8 @@ def regressions(db: Path, window: int, case_id: str | None, output_format: str, 
             for f in find_changes(store, series, last=CHANGE_LOOKBACK)
             if f.age <= window  # a drift's age is 1: it is about the newest points
         ]
-    findings = review(series, points_of, policy)
+        between = cards.by_model(store)  # the history's own estimates, or the default
+    findings = review(series, points_of, policy, between)
     if output_format == "json":
         _echo_json(
             {

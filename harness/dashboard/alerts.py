@@ -12,6 +12,7 @@ onto the runs it draws.
 
 from __future__ import annotations
 
+from harness import cards
 from harness.change_review import ChangeFinding, find_changes, review_changes
 from harness.regressions import Policy, current_series, review
 from harness.store import Store
@@ -56,10 +57,17 @@ def findings(
     policy = policy or Policy()
     run_index = {r["run_id"]: i for i, r in enumerate(store.runs())}
     series = store.list_series()
+    between = cards.by_model(store)
     if values_of is None:
         changes = find_changes(store, series)
     else:
-        changes = review_changes(series, values_of, lambda runs: run_info(store, runs))
+        changes = review_changes(
+            series,
+            values_of,
+            lambda runs: run_info(store, runs),
+            cards_of=store.cards_of,
+            between_cards=between,
+        )
     marks: dict[str, list] = {}
     for f in changes:
         marks.setdefault(f.case_id, []).append(_mark(f, run_index))
@@ -77,7 +85,7 @@ def findings(
             f"newest point {f.relative * 100:+.1f}% against the median of {f.history} "
             f"(threshold ±{f.threshold * 100:.1f}%)" + (f"; {f.note}" if f.note else ""),
         )
-        for f in review(current, points_of, policy)
+        for f in review(current, points_of, policy, between)
         if f.alert
     ]
     for f in changes:

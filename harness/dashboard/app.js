@@ -105,18 +105,22 @@
         const cls = Math.abs(c.change) < 0.0005 ? "same" : (c.change < 0 ? "better" : "worse");
         const arrow = cls === "same" ? "= 0.0%" : (c.change < 0 ? "▼ " : "▲ ") + pct(c.change);
         const p = c.previous, n = p.common;
-        // The change is over the stable cases of both runs; say so when either run had others.
+        // The change is over the cases with a gap in both runs; say so when either run had others.
         const others = p.cases !== n || c.cases !== n
           ? "; the previous run's own: " + gapText(p.gap) + " over " + p.cases + " case" + (p.cases === 1 ? "" : "s")
           : "";
         delta = el("div", { class: "delta " + cls }, arrow + " vs previous run " + commitOf(p.run),
-                   el("div", { class: "note" }, "over the " + n + " stable case" + (n === 1 ? "" : "s") +
+                   el("div", { class: "note" }, "over the " + n + " case" + (n === 1 ? "" : "s") +
                       " in both: " + gapText(p.common_gap) + " → " + gapText(p.common_gap_now) + others));
       }
+      // The fixed set of cases (protocol.headline): unstable ones in, named; missing ones named.
+      const listed = (what, ids) => ids && ids.length ? "; " + what + ": " + ids.join(", ") : "";
       const note = c.gap === null
-        ? "no stable case in the newest run (" + c.of + " with a gap)"
-        : "geometric mean over " + c.cases + " stable case" + (c.cases === 1 ? "" : "s") +
-          (c.of > c.cases ? " of " + c.of + " (" + (c.of - c.cases) + " unstable, left out)" : "");
+        ? "no case with a gap in the newest run (" + c.of + " in the suite)"
+        : "geometric mean over " + (c.of > c.cases ? c.cases + " of " + c.of : c.cases) + " case" +
+          (c.of === 1 ? "" : "s") +
+          (c.ci_low !== undefined && c.ci_low !== null ? ", 95% interval " + gapText(c.ci_low) + " to " + gapText(c.ci_high) : "") +
+          listed("unstable, in it", c.unstable) + listed("missing", c.missing);
       // The suite's primary candidate (harness.primary) comes first and says so.
       box.append(el("div", { class: c.primary ? "card primary" : "card", "data-candidate": c.candidate, "data-gap": c.gap,
                              "data-change": c.change, "data-primary": c.primary ? "1" : null },

@@ -173,10 +173,10 @@ window.KernelgapCharts = function (D, page) {
   }
 
   function suiteFigure() {
-    const hover = (name) => "<b>" + name + "</b><br>geomean gap %{y:.4f}x over %{customdata[3]} stable cases" +
+    const hover = (name) => "<b>" + name + "</b><br>geomean gap %{y:.4f}x over %{customdata[3]} cases" +
       "%{customdata[7]}<br>%{customdata[4]}<br>commit %{customdata[0]}<br>%{customdata[1]} UTC<br>run %{customdata[2]}" +
       "<br>%{customdata[6]}<extra></extra>";
-    // A point whose stable cases differ from the previous point's: its step is partly the
+    // A point whose cases differ from the previous point's: its step is partly the
     // change of cases, so it gets a hollow diamond and says what changed.
     const changed = { x: [], y: [], cd: [] };
     const traces = D.suite.map((t) => {
@@ -190,10 +190,13 @@ window.KernelgapCharts = function (D, page) {
       });
       return { type: "scatter", mode: t.run.length <= MARKERS_UP_TO ? "lines+markers" : "lines", name: esc(t.name),
         x: xOf(t.run), y: t.gap, line: { color: t.color, width: 2.5 }, marker: { color: t.color, size: 5 },
+        // the 95% interval of each point's geomean (harness.dashboard.geomeans), where known
+        error_y: t.lo ? { type: "data", symmetric: false, array: t.hi.map((h, k) => h - t.gap[k]),
+                          arrayminus: t.lo.map((l, k) => t.gap[k] - l), color: t.color, thickness: 1, width: 0 } : undefined,
         customdata: cd, hovertemplate: hover("%{fullData.name}"), meta: { panel: "suite" } };
     });
     if (changed.x.length) {
-      traces.push({ type: "scatter", mode: "markers", name: "stable cases changed (hover)", x: xOf(changed.x),
+      traces.push({ type: "scatter", mode: "markers", name: "cases changed (hover)", x: xOf(changed.x),
         y: changed.y, customdata: changed.cd, hovertemplate: hover("%{customdata[8]}"),
         marker: { symbol: "diamond-open", size: 10, color: "#1b1f24", line: { width: 1.5 } },
         meta: { panel: "suite", changed: true } });

@@ -1,18 +1,22 @@
 """The suite's geometric-mean gap per run (its chart's traces) and the headline cards.
 
-Headline: the geometric-mean gap exp(mean(ln gap)) per candidate over the ok cases of the newest
-run whose gap is stable (the rule of harness.summary.geomean_gaps), and its change against the
-latest earlier run of the same GPU model, timing mode and suite version that shares stable
-cases with it, computed over those common cases only (a case that failed, became unstable or is
+Headline: the geometric-mean gap exp(mean(ln gap)) per candidate over the suite's fixed set of
+cases (protocol.headline): every case of the run the candidate is in; a case whose gap is
+unstable stays in and is counted as unstable, a case that failed or has no gap is counted as
+missing ("over 7 of 8"), so the set never changes because a case turned noisy. Each point and
+card carries the mean's 95% interval, propagated from the cases' intervals in log space
+(independent cases: var = sum of se^2 / k^2). A card's change against the latest earlier run of
+the same GPU model, timing mode and suite version is over the cases with a gap in both (a case
 new in one of the two runs would otherwise move the change by itself). On the suite line, a
-point whose set of stable cases differs from the previous drawn point's says so ("cases: 7
-(was 8); without transpose"). The suite's primary candidate (harness.primary) leads: its card
-and its line come first.
+point whose cases differ from the previous drawn point's says so ("cases: 7 (was 8); without
+transpose"). The suite's primary candidate (harness.primary) leads: its card and its line come
+first.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections import defaultdict
 from itertools import pairwise
 
@@ -24,6 +28,7 @@ from harness.dashboard.display import MAX_POINTS, display_indices, key_change, r
 __all__ = ["suite_geomeans"]
 
 SUITE_FIELDS = ("gpu", "mode", "suite_version")
+Z95 = statistics.NormalDist().inv_cdf(0.975)
 
 
 def suite_geomeans(
@@ -36,45 +41,53 @@ def suite_geomeans(
 ) -> tuple[list[dict], list[dict]]:
     """The suite geomean gap per run (one trace per candidate and GPU/mode/suite version) and
     the headline cards of the newest run; the primary candidate's first."""
-    # (gpu, mode, suite version, candidate) -> run -> {(case id, case version): ln gap} of the
-    # cases whose gap is stable, and -> run -> cases with a gap (stable or not).
+    # (gpu, mode, suite version, candidate) -> run -> {(case id, case version): (ln gap, se of
+    # ln gap, stable)} of the cases with a gap, and -> run -> the cases without one (missing).
     logs: dict[tuple, dict[int, dict]] = defaultdict(dict)
-    gaps: dict[tuple, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    missing: dict[tuple, dict[int, set]] = defaultdict(lambda: defaultdict(set))
     baselines: dict[tuple, set] = defaultdict(set)
     for s in all_series:
         if s.info["role"] != "candidate":
             continue
         key = (*(s.info[f] for f in SUITE_FIELDS), s.info["impl"])
         case = (s.info["case_id"], s.info["case_version"])
-        per_run, counts = logs[key], gaps[key]
+        per_run = logs[key]
         has_gap = ~np.isnan(s.gap)
         ln_gap = np.log(np.where(has_gap, s.gap, 1.0))
-        for run, ln, stable, present in zip(
-            s.run.tolist(), ln_gap.tolist(), s.gap_stable.tolist(), has_gap.tolist(), strict=True
+        se = _log_se(s.ci_low, s.ci_high)
+        for run, ln, err, stable, present in zip(
+            s.run.tolist(),
+            ln_gap.tolist(),
+            se.tolist(),
+            s.gap_stable.tolist(),
+            has_gap.tolist(),
+            strict=True,
         ):
             if present:
-                counts[run] += 1
-                if stable:
-                    per_run.setdefault(run, {})[case] = ln
+                per_run.setdefault(run, {})[case] = (ln, err, bool(stable))
+            else:
+                missing[key][run].add(case)
+        for run in s.failed:
+            missing[key][run].add(case)
         if len(s.run) and s.run[-1] == len(runs) - 1:
             baselines[key].add(s.info["baseline"])
     latest = len(runs) - 1
     traces, cards = [], []
     previous_key: dict[str, dict] = {}  # candidate -> its previous suite key
     # A candidate that never had a gap (never checked) has no line and no card.
-    order = (k for k in gaps if gaps[k])
-    for key in sorted(order, key=lambda k: (k[3] != primary, k[3], min(gaps[k]))):
+    order = (k for k in logs if logs[k])
+    for key in sorted(order, key=lambda k: (k[3] != primary, k[3], min(logs[k]))):
         impl, per_run = key[3], logs[key]
-        if latest in gaps[key]:
-            cards.append(_card(key, per_run, gaps[key][latest], latest, baselines[key]))
+        if latest in per_run or latest in missing[key]:
+            cards.append(_card(key, per_run, missing[key], latest, baselines[key]))
             used.add(latest)
-        if not per_run:
-            continue
         run_arr = np.array(sorted(per_run), dtype=np.int64)
-        gap = np.array([_geomean(per_run[r].values()) for r in run_arr.tolist()])
+        means = [_geomean(per_run[r].values()) for r in run_arr.tolist()]
+        gap = np.array([m[0] for m in means])
         keep = display_indices(len(run_arr), np.zeros(len(run_arr), bool), (gap,), max_points)
         used.update(run_arr[keep].tolist())
-        drawn = [per_run[r].keys() for r in run_arr[keep].tolist()]
+        kept = run_arr[keep].tolist()
+        drawn = [per_run[r].keys() | missing[key].get(r, set()) for r in kept]
         suite_key = dict(zip(SUITE_FIELDS, key[:3], strict=True))
         change = key_change(previous_key.get(impl), suite_key)
         previous_key[impl] = suite_key
@@ -85,11 +98,21 @@ def suite_geomeans(
                 "change": change,
                 "color": colors[impl],
                 "suite": f"{key[0]} | {key[1]} | suite v{key[2]}",
-                "run": run_arr[keep].tolist(),
+                "run": kept,
                 "gap": rounded(gap[keep]),
-                "cases": [len(c) for c in drawn],
-                # How each point's cases differ from the previous drawn point's ('' if alike).
-                "cases_note": [""] + [_case_set_note(a, b) for a, b in pairwise(drawn)],
+                "lo": rounded(np.array([m[1] for m in means])[keep]),
+                "hi": rounded(np.array([m[2] for m in means])[keep]),
+                "cases": [len(per_run[r]) for r in kept],
+                "of": [len(c) for c in drawn],
+                "unstable": [sum(not v[2] for v in per_run[r].values()) for r in kept],
+                # How each point's cases differ from the previous drawn point's, and which of
+                # its set have no gap ('' if the set is alike and whole).
+                "cases_note": [
+                    _join(changed, _missing_note(missing[key].get(r, set())))
+                    for changed, r in zip(
+                        [""] + [_case_set_note(a, b) for a, b in pairwise(drawn)], kept, strict=True
+                    )
+                ],
             }
         )
     for card in cards:
@@ -98,9 +121,33 @@ def suite_geomeans(
     return traces, cards
 
 
-def _geomean(ln_gaps) -> float:
-    values = list(ln_gaps)
-    return math.exp(math.fsum(values) / len(values))
+def _log_se(ci_low: np.ndarray, ci_high: np.ndarray) -> np.ndarray:
+    """The standard error of ln gap each point's 95% interval implies (0 where there is none),
+    as protocol.headline.log_standard_error."""
+    ok = (ci_low > 0) & (ci_high >= ci_low)
+    lo, hi = np.where(ok, ci_low, 1.0), np.where(ok, ci_high, 1.0)
+    return np.where(ok, (np.log(hi) - np.log(lo)) / (2 * Z95), 0.0)
+
+
+def _geomean(cases) -> tuple[float, float, float]:
+    """(geometric mean, 95% low, 95% high) of (ln gap, se, stable) tuples: independent cases,
+    var(mean ln gap) = sum of se^2 / k^2."""
+    values = list(cases)
+    k = len(values)
+    mean = math.fsum(v[0] for v in values) / k
+    half = Z95 * math.sqrt(math.fsum(v[1] ** 2 for v in values)) / k
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
+
+
+def _missing_note(cases: set, shown: int = 3) -> str:
+    """'' when none of the point's cases is missing, else 'missing: transpose'."""
+    names = sorted(c for c, _ in cases)
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return f"missing: {', '.join(names[:shown])}{more}" if names else ""
 
 
 def _case_set_note(before, after, shown: int = 3) -> str:
@@ -122,28 +169,29 @@ def _case_set_note(before, after, shown: int = 3) -> str:
     return "; ".join(parts)
 
 
-def _card(key: tuple, per_run: dict, with_gap: int, latest: int, baselines: set) -> dict:
-    """A headline card: the newest run's geomean gap of one candidate over its stable cases,
-    and its change against the previous run sharing stable cases with it, over those common
-    cases only: exp(mean over common cases c of (ln gap_now(c) - ln gap_before(c))) - 1, so a
-    case that became unstable, failed or new between the runs does not move the change."""
+def _card(key: tuple, per_run: dict, missing: dict, latest: int, baselines: set) -> dict:
+    """A headline card: the newest run's geomean gap of one candidate over its fixed set of
+    cases (with its interval, the unstable cases in it and the missing ones), and its change
+    against the previous run sharing cases with a gap with it, over those common cases only:
+    exp(mean over common cases c of (ln gap_now(c) - ln gap_before(c))) - 1."""
     now = per_run.get(latest, {})
-    gap = _geomean(now.values()) if now else None
+    gap, lo, hi = _geomean(now.values()) if now else (None, None, None)
     earlier = [r for r, before in per_run.items() if r < latest and now.keys() & before.keys()]
     previous, change = None, None
     if earlier:
         r = max(earlier)
         before = per_run[r]
         common = sorted(now.keys() & before.keys())
-        change = math.exp(math.fsum(now[c] - before[c] for c in common) / len(common)) - 1.0
+        change = math.exp(math.fsum(now[c][0] - before[c][0] for c in common) / len(common)) - 1
         previous = {
             "run": r,
-            "gap": _geomean(before.values()),  # over all of its stable cases, as once shown
+            "gap": _geomean(before.values())[0],  # over all of its cases, as once shown
             "cases": len(before),
             "common": len(common),
-            "common_gap": _geomean(before[c] for c in common),
-            "common_gap_now": _geomean(now[c] for c in common),
+            "common_gap": _geomean(before[c] for c in common)[0],
+            "common_gap_now": _geomean(now[c] for c in common)[0],
         }
+    gone = missing.get(latest, set())
     return {
         "candidate": key[3],
         "baseline": ", ".join(sorted(baselines)) or "baseline",
@@ -151,8 +199,12 @@ def _card(key: tuple, per_run: dict, with_gap: int, latest: int, baselines: set)
         "mode": key[1],
         "suite_version": key[2],
         "gap": gap,
+        "ci_low": lo,
+        "ci_high": hi,
         "cases": len(now),
-        "of": with_gap,
+        "of": len(now) + len(gone),
+        "unstable": sorted(c[0] for c, v in now.items() if not v[2]),
+        "missing": sorted(c for c, _ in gone),
         "run": latest,
         "previous": previous,
         "change": change,

@@ -6,8 +6,8 @@ strings, so they are written as strings). Entries:
 - `<case>/v<version>/<impl>`: median per-launch time in `us`, range = ± MAD in us;
 - `<case>/v<version>/gap/<candidate>`: ratio of medians in `x <baseline>`, range = its 95%
   bootstrap interval;
-- `suite/geomean_gap/<candidate>`: geometric-mean gap over stable cases, range = the smallest
-  and largest case gap.
+- `suite/geomean_gap/<candidate>`: geometric-mean gap over the suite's fixed set of cases
+  (protocol.headline: unstable ones in, marked), range = its 95% interval and "over k of n".
 Every name is a function of (case, version, implementation) alone, never of what else the run
 holds (how many candidates a case has, which one is primary, which are unstable): the action
 keys its charts and alerts by name, so a name that changed would split a chart and skip an alert
@@ -61,7 +61,6 @@ def entries(document: dict) -> list[dict]:
     primary = primary_candidate(document)
     out = []
     baselines = set()
-    stable_gaps: dict[str, list[float]] = {}  # candidate -> its stable case gaps, for the range
     for case in document["cases"]:
         if case["status"] != "ok":
             continue
@@ -91,7 +90,6 @@ def entries(document: dict) -> list[dict]:
             gap = impl.get("gap")
             if gap and gap["stable"]:
                 baselines.add(case["baseline"])
-                stable_gaps.setdefault(name, []).append(gap["ratio_of_medians"])
                 conf = f"{gap['confidence']:.0%}"
                 out.append(
                     {
@@ -106,15 +104,16 @@ def entries(document: dict) -> list[dict]:
     unit = f"x {next(iter(baselines))}" if len(baselines) == 1 else "x baseline"
     suite = []
     for name in lead_first(sorted(geomeans), primary):
-        value, cases = geomeans[name]
-        gaps = stable_gaps.get(name) or [value]  # a hand-made document may mark gap and time apart
+        found = geomeans[name]
+        cases, of = found["cases"], found["of"]
+        over = f"{cases} of {of} cases" if cases != of else f"{cases} case{'s' * (cases != 1)}"
         suite.append(
             {
                 "name": f"suite/geomean_gap/{name}",
                 "unit": unit,
-                "value": value,
-                "range": f"{min(gaps):.4f} to {max(gaps):.4f} over {cases} case{'s' * (cases != 1)}",
-                "extra": _extra(document, candidate=name, stable_cases=cases),
+                "value": found["value"],
+                "range": f"{found['ci_low']:.4f} to {found['ci_high']:.4f} over {over}",
+                "extra": _extra(document, candidate=name, cases=cases, of=of),
             }
         )
     if primary in geomeans:

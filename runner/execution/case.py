@@ -39,9 +39,10 @@ DYNAMIC_SHARED_DEFAULT_LIMIT = 48 * 1024
 # Where a load lands follows the order of the loads: the same PTX loaded for two sides in turn,
 # A A' A A' ..., read A' 0.49% and 0.38% faster than A at 2^14 by CUPTI in two runs, in every
 # quarter of each (0.30% by events in the second), and 0.13% and 0.24% in two more; split in
-# load_order (round i in round_order(names, i), the Thue-Morse order the samples take), 1.0000
-# and 0.9999. Each side's loads then fall on the places of any power-of-two stride alike
-# (with 2, 3, 5, 6 or 7 implementations: base.round_order). The launches take the loads by
+# load_order (round i in round_order(names, i), the order the samples take), 1.0000
+# and 0.9999. Each side's loads then fall on odd and even places alike, and on the places of
+# longer strides alike over whole cycles of base.round_order (32 rounds: exactly for 2, 4 or 8
+# sides; for 3, within 1/8 of the loads at a stride of 4). The launches take the loads by
 # base.copy_turn, so no load keeps one place of the launch sequence. Where the loads land is not
 # all of a cold A/A's offset, though: 0 to 3 decoy loads before each (four seeds) left it at
 # x1.0002 to x1.0014 at 2^10, as without them, while an earlier cold run on the same loads in

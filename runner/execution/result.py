@@ -7,6 +7,7 @@ from its own raw samples.
 
 from __future__ import annotations
 
+from protocol.headline import candidate_headlines
 from protocol.version import RESULT_SCHEMA_VERSION
 from runner.measurement import ceiling, stats
 from runner.measurement.timing import clocks, cupti
@@ -188,6 +189,7 @@ def gap_block(
         "rounds": g["rounds"],
         "systematic": g["systematic"],
         "stable": stable,
+        **{k: g[k] for k in ("bootstrap", "block_rounds", "lag1_autocorrelation") if k in g},
     }
 
 
@@ -340,14 +342,10 @@ def pair_blocks(case_doc: dict) -> list[dict]:
 
 
 def summary(cases: list[dict]) -> dict:
-    """Counts and the geometric-mean gap per candidate name over stable, checked cases."""
+    """Counts, and per candidate the headline: its geometric-mean gap over the fixed set of
+    cases it is in, with an interval, the cases missing from it and the unstable ones in it
+    (protocol.headline)."""
     ok = [c for c in cases if c["status"] == "ok"]
-    per_candidate: dict[str, list[float]] = {}
-    for c in ok:
-        for name, impl in c["implementations"].items():
-            gap = impl.get("gap")
-            if gap and gap["stable"]:
-                per_candidate.setdefault(name, []).append(gap["ratio_of_medians"])
     return {
         "cases": len(cases),
         "ok": len(ok),
@@ -357,10 +355,7 @@ def summary(cases: list[dict]) -> dict:
             any(i.get("gap") and not i["gap"]["stable"] for i in c["implementations"].values())
             for c in ok
         ),
-        "geomean_gap": {
-            name: {"value": stats.geometric_mean(values), "cases": len(values)}
-            for name, values in per_candidate.items()
-        },
+        "geomean_gap": candidate_headlines(cases),
     }
 
 

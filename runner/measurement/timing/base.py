@@ -140,17 +140,26 @@ def thue_morse(index: int) -> int:
 
 
 def round_order(names: list[str], round_index: int) -> list[str]:
-    """Round r runs A B C when bit r of the Thue-Morse sequence is 0 and C B A when it is 1:
-    rounds 0 and 1 are A B C, C B A, and so is every pair (2s, 2s + 1) in one order or the
-    other, so linear drift cancels pair by pair as with A B C / C B A repeated. Unlike that
-    repetition (A B B A A B B A), the sequence (A B B A B A A B ...) also starts each side's
-    samples on the places of any power-of-two period of the launch sequence as often as every
-    other side's: a cold launch's time depends on its place in the process's launches
-    (timing.cold), and with A B B A repeated, one side's samples always started at other places
-    than the other's. That holds for 2, 3, 5, 6 and 7 sides, not for a multiple of 4: there a
-    round is a multiple of 4 launches long whatever the batch, and reversing it only swaps a
-    side's slot with the mirror one (tests/test_timing_cold.py)."""
-    return list(names) if thue_morse(round_index) == 0 else list(reversed(names))
+    """The order of round r for any number of sides N: a cyclic Latin square with reversal.
+
+    Rounds go in pairs (2j, 2j + 1): rotation j mod N of `names` (A B C, B C A, C A B, ...)
+    forward, then the same rotation reversed, so every pair cancels linear drift and every two
+    sides meet in both orders. N pairs (2N rounds, one cycle) put every side on every place of
+    a round twice. Cycle c runs flipped (reversed, then forward) when bit c of the Thue-Morse
+    sequence is 1: a cold launch's time depends on its place in the process's launch sequence
+    (timing.cold), and over 16 cycles every side's samples then start on the places of any
+    period of 2 to 16 launches as often as every other side's, whatever the batch, for 2 to 9
+    sides (for N a multiple of 4, periods beyond 4N launches stay unbalanced;
+    tests/test_timing_cold.py). With 2 sides this is the Thue-Morse order itself (A B, B A,
+    B A, A B, B A, A B, ...). Reversing alone, without rotation, left the middle side of 3 in
+    the middle and 4 or 8 sides on their slot or the mirror one, on disjoint launch places."""
+    count = len(names)
+    if count < 2:
+        return list(names)
+    pair, second = divmod(round_index, 2)
+    cycle, rotation = divmod(pair, count)
+    rotated = [names[(i + rotation) % count] for i in range(count)]
+    return rotated[::-1] if second ^ thue_morse(cycle) else rotated
 
 
 def load_order(names: list[str], rounds: int) -> list[str]:

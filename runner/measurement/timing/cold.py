@@ -21,8 +21,9 @@ blocks of 16 repeating every 64; the phase carries from one sample to the next. 
 B A repeated started one side's samples on other places than the other's (the same loads on both
 sides, 17 launches a sample: their turns read -1.0% / +0.9% on one side and the opposite on the
 other), and fidelity.py's A/A read x0.9946 at 2^10 and x0.9977 at 2^18. The rounds' order
-(base.round_order, Thue-Morse) starts every side's samples on every place of any power-of-two
-period alike, whatever the batch (with 2, 3, 5, 6 or 7 implementations, not a multiple of 4);
+(base.round_order: a Latin square, its cycles flipped in Thue-Morse order) starts every side's
+samples on every place of any period of 2 to 16 launches alike, whatever the batch, for 2 to 9
+implementations;
 and a batch of more than one launch is a multiple of COLD_PHASE (8), so each sample holds whole
 periods of the short pattern and samples do not differ by where they started. From 20 us a
 sample stays one launch: its place moves it by 80 ns at most, 0.4%, spread alike over both sides

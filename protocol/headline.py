@@ -1,0 +1,83 @@
+"""The headline of a result document: each candidate's geometric-mean gap over a fixed case set.
+
+The set is every case of the document in which the candidate is an implementation, whatever
+happened to it: a case whose gap is unstable stays in (and is listed as unstable), a case that
+has no gap (failed, skipped, not checked) is listed as missing and the headline says "over k of
+n cases". So a candidate's trend cannot jump because power throttling made one case noisy in
+one run. The interval comes from the cases' own intervals, in log space: each case's standard
+error is its interval's log half-width over z, the cases are independent (each has its own
+module, buffers and rounds), so var(mean ln gap) = sum of se^2 / k^2.
+
+Shared by the runner, which writes summary.geomean_gap, and the harness, which recomputes it
+for a partial document and for documents written before the rule (stdlib only).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+__all__ = ["HEADLINE_CONFIDENCE", "candidate_headlines", "log_standard_error"]
+
+HEADLINE_CONFIDENCE = 0.95
+
+
+def _z(confidence: float) -> float:
+    return statistics.NormalDist().inv_cdf((1 + confidence) / 2)
+
+
+def log_standard_error(gap: dict) -> float:
+    """The standard error of ln(gap) that a gap's interval implies: the half-width of
+    [ln ci_low, ln ci_high] over the normal quantile of its confidence (0 for a degenerate
+    interval)."""
+    low, high = gap.get("ci_low"), gap.get("ci_high")
+    if not (low and high and low > 0 and high >= low):
+        return 0.0
+    return (math.log(high) - math.log(low)) / (2 * _z(gap.get("confidence", 0.95)))
+
+
+def candidate_headlines(cases: list[dict], confidence: float = HEADLINE_CONFIDENCE) -> dict:
+    """{candidate: headline} over `cases` (result documents' case objects). A headline:
+    value (geometric mean of ratio_of_medians over the cases with a gap), cases (k, how many),
+    of (n, the fixed set's size), ci_low and ci_high (at `confidence`), confidence, missing and
+    unstable (case ids), remeasured (ids of cases measured a second time, run_suite). A
+    candidate with no gap in any case has no headline."""
+    found: dict[str, dict] = {}
+    for case in cases:
+        for name, impl in case.get("implementations", {}).items():
+            if impl.get("role") == "baseline":
+                continue
+            entry = found.setdefault(
+                name, {"logs": [], "se": [], "of": 0, "missing": [], "unstable": [], "again": []}
+            )
+            entry["of"] += 1
+            if case.get("remeasured"):
+                entry["again"].append(case.get("id", "?"))
+            gap = impl.get("gap")
+            if case.get("status") != "ok" or not gap:
+                entry["missing"].append(case.get("id", "?"))
+                continue
+            entry["logs"].append(math.log(gap["ratio_of_medians"]))
+            entry["se"].append(log_standard_error(gap))
+            if not gap.get("stable", True):
+                entry["unstable"].append(case.get("id", "?"))
+    z = _z(confidence)
+    headlines = {}
+    for name, entry in found.items():
+        k = len(entry["logs"])
+        if not k:
+            continue
+        mean = math.fsum(entry["logs"]) / k
+        half = z * math.sqrt(math.fsum(se * se for se in entry["se"])) / k
+        headlines[name] = {
+            "value": math.exp(mean),
+            "cases": k,
+            "of": entry["of"],
+            "ci_low": math.exp(mean - half),
+            "ci_high": math.exp(mean + half),
+            "confidence": confidence,
+            "missing": entry["missing"],
+            "unstable": entry["unstable"],
+            "remeasured": entry["again"],
+        }
+    return headlines
