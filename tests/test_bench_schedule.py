@@ -71,8 +71,11 @@ def test_the_api_schedule_covers_an_a_a_gap_at_its_confidence(drift, rho, wander
 
 def test_two_passes_break_the_pairing_the_interval_assumes():
     """The schedule the API used before (A..A B..B | B..B A..A) under the same correlated noise:
-    sample r of each side is not one round, and the interval misses far more often."""
-    assert coverage("passes", drift=0.0, rho=0.98, wander=0.01) < 0.85
+    sample r of each side is not one round, and the interval misses far more often than with
+    rounds (stats.gap's autocorrelation widening recovers some of it, not the pairing)."""
+    passes = coverage("passes", drift=0.0, rho=0.98, wander=0.01)
+    rounds = coverage("rounds", drift=0.0, rho=0.98, wander=0.01)
+    assert passes < 0.93 <= rounds and rounds - passes >= 0.05, (passes, rounds)
 
 
 def test_rows_of_about_one_speed_share_the_smallest_batch_and_slower_ones_keep_theirs():
