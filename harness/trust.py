@@ -113,6 +113,12 @@ def check(document: dict, canon: Canon, what: str) -> None:
     """Refuse (TrustError) a document the canonical history described by `canon` must not hold."""
     suite, device = document["suite"], document["environment"]["device"]["name"]
     refused = "refused for the canonical history"
+    shared = document["environment"].get("sharing") or {}
+    if shared.get("shared"):
+        raise TrustError(
+            f"{what}: the GPU was shared while it ran ({shared.get('why')}); its times include "
+            f"other work; {refused} (run it again on a GPU of its own)"
+        )
     if canon.gpu is not None and gpu_model(device) != gpu_model(canon.gpu):
         raise TrustError(
             f"{what}: ran on {device!r} but {canon.source} pins the GPU model {canon.gpu!r}; "

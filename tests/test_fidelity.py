@@ -170,6 +170,48 @@ def test_samples_under_power_or_thermal_slowdown_or_a_lower_clock_are_flagged():
     assert "thermal (HwThermalSlowdown)" in flags[4] and "1900 MHz" in flags[4]
 
 
+class Counters(Clocks):
+    """Clocks whose edges read clean while NVML's violation counters grow inside one sample:
+    a power cap that came and went within it."""
+
+    def __init__(self, readings, counters):
+        super().__init__(readings)
+        self.counters = iter(counters)
+
+    def violation_ns(self):
+        return next(self.counters)
+
+
+def test_a_throttle_inside_a_sample_is_seen_by_the_violation_counters():
+    backend = FakeBackend({"a": 1e-4, "b": 1e-4})
+    edges = [(1980, 0)] * 200  # every edge reads full speed and no reason
+    # before/after pairs of each sample: the third sample (b's second... a b | b a) grew 2.5 ms
+    counters = [10, 10, 10, 10, 10, 2_500_010] + [2_500_010] * 200
+    m = measure(backend, ["a", "b"], TimingSettings(samples=4), Counters(edges, counters))
+    clocks_seen = m.impls["a"].clocks + m.impls["b"].clocks
+    assert sorted(c[3] for c in clocks_seen) == [0] * 7 + [2_500_000]
+    flags = clocks.sample_flags([c for c in clocks_seen if c[3]], 1980)
+    assert flags == ["throttled inside the sample (NVML violation counters): 2500 us held down"]
+    assert clocks.sample_flags([[1980, 1980, 0, 0]], 1980) == [None]
+
+
+def test_the_run_maximum_is_per_gpu_not_pooled_across_cards():
+    """A slower card of the same host must not flag all of its samples against a faster one's
+    clock: each case is judged against the maximum read on its own GPU."""
+    fast = timed_case({"cuda": [[1980, 1980, 0]] * 30, "forth": [[1980, 1980, 0]] * 30})
+    slow = timed_case({"cuda": [[1755, 1755, 0]] * 30, "forth": [[1755, 1755, 0]] * 30})
+    fast_case, slow_case = fast["cases"][0], slow["cases"][0]
+    fast_case["device"], slow_case["device"] = (
+        {"index": 0, "uuid": "GPU-a"},
+        {"index": 1, "uuid": "GPU-b"},
+    )
+    from runner.execution.suite import apply_run_clocks
+
+    apply_run_clocks([fast_case, slow_case])
+    assert slow_case["clocks"]["flagged"] == 0 and slow_case["clocks"]["run_max_sm_mhz"] == 1755
+    assert fast_case["clocks"]["run_max_sm_mhz"] == 1980
+
+
 def timed_case(clocks_per_impl: dict) -> dict:
     doc = make_document({"axpy": {"cuda": samples(1e-3), "forth": samples(1.2e-3, seed=1)}})
     case = doc["cases"][0]

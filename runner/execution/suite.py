@@ -31,7 +31,7 @@ from runner.execution.case_job import (
 )
 from runner.execution.isolation import run_worker
 from runner.gpu import driver
-from runner.measurement import environment
+from runner.measurement import environment, sharing
 from runner.measurement.timing import cupti
 
 
@@ -180,6 +180,8 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
     env["toolchains"] = {}
     devices = probe_devices(options, env)
     env.pop("device_count", None)
+    # no worker of this run holds a context now, nor at the end: a listed process is another's
+    shared_at_start = [sharing.observe(d.get("uuid"), i) for i, d in devices.items()]
     cupti_reason = cupti.unavailable_reason()
     env["timers"] = {"events": "usable", "cupti": cupti_reason or "usable"}
     if options.timer == "cupti" and cupti_reason:
@@ -296,10 +298,12 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
     order = {c.id: i for i, c in enumerate(cases)}
     dealt = sharding.deal_order(cases, expected_s)
     sharding.run_sharded(dealt, list(devices), one, finished, not_run, say)
-    run_max = result.run_max_clock(case_docs)  # clocks flagged against the whole run's maximum
-    for case_doc in case_docs:
-        result.apply_clocks(case_doc, run_max)
+    apply_run_clocks(case_docs)
     env["sensors_end"] = environment.nvml_sensors(options.device, uuid=device.get("uuid"))
+    ended = [sharing.observe(d.get("uuid"), i) for i, d in devices.items()]
+    env["sharing"] = sharing.verdict(shared_at_start + ended)
+    if env["sharing"]["shared"]:
+        say(f"kernelgap: the GPU was shared during the run: {env['sharing']['why']}")
     doc = result.document(suite_block, env, options_block, case_docs, started, provenance.utc_now())
     try:
         validate(doc, "result", "result document")
@@ -308,3 +312,16 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
         raise
     status = 0 if all(c["status"] == "ok" for c in case_docs) else 1
     return doc, status
+
+
+def apply_run_clocks(case_docs: list[dict]) -> None:
+    """Flag every case's samples against the highest SM clock read on the same GPU in this run
+    (cards of one host clock apart: one card's maximum says nothing of another's samples)."""
+    by_device: dict = {}
+    for case_doc in case_docs:
+        where = case_doc.get("device") or {}
+        by_device.setdefault(where.get("uuid") or where.get("index"), []).append(case_doc)
+    for group in by_device.values():
+        run_max = result.run_max_clock(group)
+        for case_doc in group:
+            result.apply_clocks(case_doc, run_max)

@@ -140,6 +140,26 @@ def _device_sensors(nvml, handle) -> dict:
         "persistence_mode": read(lambda: bool(nvml.nvmlDeviceGetPersistenceMode(handle))),
         "pstate": read(pstate),
         "throttle_reasons": read(lambda: _active_reasons(nvml, handle)),
+        **_clock_lock(nvml, handle, read),
+    }
+
+
+def _clock_lock(nvml, handle, read) -> dict:
+    """Whether the SM clock was pinned by someone (application clocks moved from their default,
+    or the ApplicationsClocksSetting reason active): recorded with the run, never changed."""
+    sm = nvml.NVML_CLOCK_SM
+    apps = read(lambda: int(nvml.nvmlDeviceGetApplicationsClock(handle, sm)))
+    default = read(lambda: int(nvml.nvmlDeviceGetDefaultApplicationsClock(handle, sm)))
+    getter = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+        nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None
+    )
+    bits = read(lambda: int(getter(handle))) if getter else None
+    known = apps is not None and default is not None
+    locked = (known and apps != default) or (bits is not None and bool(bits & 0x2))
+    return {
+        "applications_sm_clock_mhz": apps,
+        "default_applications_sm_clock_mhz": default,
+        "clocks_locked": locked if (known or bits is not None) else None,
     }
 
 

@@ -237,10 +237,16 @@ def _sampled(sample, name: str, monitor: Monitor | None, timing: ImplTiming) -> 
     if monitor is None:
         timing.samples_s.append(sample(name))
         return
+    counters = getattr(monitor, "violation_ns", None)
+    before_ns = counters() if counters else None
     before_mhz, before_bits = monitor.read()
     timing.samples_s.append(sample(name))
     after_mhz, after_bits = monitor.read()
-    timing.clocks.append([before_mhz, after_mhz, before_bits | after_bits])
+    clock = [before_mhz, after_mhz, before_bits | after_bits]
+    after_ns = counters() if before_ns is not None else None
+    if after_ns is not None:
+        clock.append(max(0, after_ns - before_ns))  # held down while the sample ran
+    timing.clocks.append(clock)
 
 
 def precision_reached(

@@ -1,8 +1,11 @@
 """Clocks per sample: the SM clock and the clocks-event (throttle) reasons read through NVML
-around every timed sample, and what they say about the samples.
+around every timed sample, the time NVML's violation counters accumulated during it, and what
+they say about the samples.
 
-A sample is flagged when, before or after it, NVML reported a power or thermal slowdown, or
-an SM clock below the run's maximum (the highest SM clock read around any sample of the run).
+A sample is flagged when, before or after it, NVML reported a power or thermal slowdown, when
+NVML's accumulated violation counters (power, thermal, board limit, reliability: nanoseconds
+the clock was held down) grew while it ran, so a throttle that came and went inside a 50 ms
+sample is seen too, or when its SM clock was below the run's maximum on the same GPU.
 A case whose samples are mostly flagged (more than half of them, over all implementations)
 is unstable for that reason: kept and shown, left out of aggregates and alerts, like noise.
 """
@@ -29,6 +32,9 @@ SLOWDOWN_BITS = {
     0x80: "power brake (HwPowerBrakeSlowdown)",
 }
 MOSTLY = 0.5  # a case with more than this fraction of its samples flagged is unstable
+# nvmlPerfPolicyType_t values whose violation time means the clock was held down while work ran
+# (sync boost, low utilisation and the app/base clock totals are left out: they grow when idle)
+VIOLATION_POLICIES = {0: "power", 1: "thermal", 3: "board limit", 5: "reliability"}
 
 
 class NvmlMonitor:
@@ -44,6 +50,19 @@ class NvmlMonitor:
     def read(self) -> tuple[int, int]:
         mhz = int(self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM))
         return mhz, int(self._reasons(self.handle))
+
+    def violation_ns(self) -> int | None:
+        """The sum of NVML's accumulated violation times (VIOLATION_POLICIES) in ns, or None
+        where this GPU or driver does not keep them."""
+        total = 0
+        try:
+            for policy in VIOLATION_POLICIES:
+                total += int(
+                    self.nvml.nvmlDeviceGetViolationStatus(self.handle, policy).violationTime
+                )
+        except Exception:  # NVML_ERROR_NOT_SUPPORTED on some boards: the edges' reasons remain
+            return None
+        return total
 
 
 def open_monitor(index: int = 0, uuid: str | None = None) -> tuple[NvmlMonitor | None, str]:
@@ -68,10 +87,16 @@ def open_monitor(index: int = 0, uuid: str | None = None) -> tuple[NvmlMonitor |
 BELOW_RUN_MAX = "SM clock below the run's maximum"
 
 
+THROTTLED_INSIDE = "throttled inside the sample (NVML violation counters)"
+
+
 def _reasons(clock: list[int], run_max: int | None) -> list[tuple[str, str]]:
-    """(reason, its words for this sample) of one [before MHz, after MHz, reason bits]."""
-    before, after, bits = clock
+    """(reason, its words for this sample) of one [before MHz, after MHz, reason bits] or
+    [before MHz, after MHz, reason bits, violation ns accumulated during the sample]."""
+    before, after, bits = clock[:3]
     found = [(name, name) for bit, name in SLOWDOWN_BITS.items() if bits & bit]
+    if len(clock) > 3 and clock[3] > 0:
+        found.append((THROTTLED_INSIDE, f"{THROTTLED_INSIDE}: {clock[3] / 1e3:.0f} us held down"))
     low = min(before, after)
     if run_max is not None and low < run_max:
         found.append((BELOW_RUN_MAX, f"SM clock {low} MHz below the run's {run_max} MHz"))
@@ -85,7 +110,7 @@ def sample_flags(clocks: list[list[int]], run_max: int | None) -> list[str | Non
 
 def run_max_mhz(timings) -> int | None:
     """The highest SM clock read around any sample in `timings` (dicts with "clocks")."""
-    seen = [max(b, a) for t in timings for b, a, _ in (t.get("clocks") or [])]
+    seen = [max(c[0], c[1]) for t in timings for c in (t.get("clocks") or [])]
     return max(seen) if seen else None
 
 
