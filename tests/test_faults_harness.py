@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner
 from harness_docs import small_run, suite_manifest
 
-from harness import result_files
+from harness import result_files, shipping
 from harness.cli import main
 from harness.store import Store, StoreError
 from tests.conftest import ROOT
@@ -283,6 +283,53 @@ def test_a_malformed_suite_is_refused_before_any_target_is_reached(tmp_path, tex
     done = harness_run(fake, "--cases", cases, "--out", tmp_path / "r")
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert f"error: {cases}: malformed TOML" in done.stderr and expected in done.stderr
+    assert not fake.argv.exists()  # the runner never ran
+
+
+# ---- links and special files in the suite folder (issue 33 items 9, 10) -------------------------
+
+
+def shipped_suite(tmp_path: Path) -> Path:
+    """A copy of the GPU test suite outside the repository; returns its cases.toml."""
+    shutil.copytree(ROOT / "tests" / "gpu_suite", tmp_path / "suite")
+    return tmp_path / "suite" / "cases.toml"
+
+
+def test_a_link_out_of_the_suite_folder_is_refused_naming_it(tmp_path):
+    cases = shipped_suite(tmp_path)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for the GPU box")
+    (cases.parent / "kernels" / "notes.txt").symlink_to(secret)  # never referenced by a case
+    with pytest.raises(shipping.ShippingError, match="outside") as caught:
+        shipping.plan(cases)
+    assert str(cases.parent / "kernels" / "notes.txt") in str(caught.value)
+    (cases.parent / "kernels" / "notes.txt").unlink()
+    (cases.parent / "kernels" / "same.cu").symlink_to("scale.cu")  # inside: its content ships
+    plan = dict((name, path) for path, name in shipping.plan(cases).files)
+    assert (
+        plan["suite/kernels/same.cu"].read_bytes()
+        == (cases.parent / "kernels" / "scale.cu").read_bytes()
+    )
+
+
+@pytest.mark.parametrize("kind", ["loop", "root", "parent", "fifo"])
+def test_a_link_loop_a_link_to_root_or_a_fifo_is_refused_at_once(tmp_path, kind):
+    cases = shipped_suite(tmp_path)
+    folder = cases.parent
+    if kind == "loop":
+        (folder / "a").symlink_to(folder / "b")
+        (folder / "b").symlink_to(folder / "a")
+    elif kind == "root":
+        (folder / "everything").symlink_to("/")
+    elif kind == "parent":
+        (folder / "kernels" / "again").symlink_to(folder)
+    else:
+        os.mkfifo(folder / "pipe")
+    fake = FakeRunner(tmp_path / "fake")
+    done = harness_run(fake, "--cases", cases, "--out", tmp_path / "r")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"error: {folder}" in done.stderr
+    assert ("not a regular file" if kind == "fifo" else "symbolic link") in done.stderr
     assert not fake.argv.exists()  # the runner never ran
 
 
