@@ -333,6 +333,48 @@ def test_a_link_loop_a_link_to_root_or_a_fifo_is_refused_at_once(tmp_path, kind)
     assert not fake.argv.exists()  # the runner never ran
 
 
+# ---- --base/--head refs reaching a shell (issue 33 item 11) -------------------------------------
+
+
+def compiler_checkout(tmp_path: Path) -> Path:
+    """A git repository with one commit holding version.txt."""
+    repo = tmp_path / "compiler"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (repo / "version.txt").write_text("1")
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "v1"], check=True)
+    return repo
+
+
+@pytest.mark.parametrize(
+    "ref", ["HEAD;touch PWNED", "$(touch PWNED)", "`touch PWNED`", "--orphan=x", "a b", "x..y", ""]
+)
+def test_a_ref_that_is_not_a_ref_name_is_refused_before_any_shell(tmp_path, ref):
+    from harness.revision_build import RevisionBuildError, build_revisions
+
+    repo = compiler_checkout(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    command = 'mkdir -p {out} && echo "{ref}" > {out}/bundle.json && echo {ref} >> {out}/bundle.json'
+    with pytest.raises(RevisionBuildError, match="not a git ref name or commit id"):
+        build_revisions(repo, {"base": ref}, command, work)
+    assert not list(tmp_path.rglob("PWNED")) and not list(repo.parent.glob("PWNED"))
+
+
+def test_placeholder_values_reach_the_command_as_data_never_as_shell_text(tmp_path):
+    from harness.revision_build import build_revisions
+
+    repo = compiler_checkout(tmp_path)
+    work = tmp_path / "w $(touch PWNED) `touch PWNED2`;x"  # the folders carry metacharacters
+    work.mkdir()
+    command = "mkdir -p {out} && cp {src}/version.txt {out}/bundle.json && echo {ref} > {out}/ref"
+    ((label, out),) = build_revisions(repo, {"base": "HEAD~0"}, command, work)
+    assert (out / "bundle.json").read_text() == "1" and (out / "ref").read_text() == "HEAD~0\n"
+    assert not list(tmp_path.rglob("PWNED*")) and not list(repo.glob("PWNED*"))
+
+
 # ---- the README's table of promises -------------------------------------------------------------
 
 
