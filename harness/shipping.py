@@ -165,8 +165,9 @@ def plan(
     """The tree for running the suite `cases` (a cases.toml) on a target; `revisions` are
     labelled bundles ((label, folder), ...), shipped under bundle/<label>."""
     cases = Path(cases).resolve()
-    if not cases.is_file():
+    if not cases.exists():  # not a regular file: suite_toml.read says what it is
         raise ShippingError(f"{cases}: suite file not found")
+    references = referenced_files(cases)  # first: a FIFO or device as the suite is refused here
     root = root.resolve()
     checkout = is_checkout(root)
     if tests and not checkout:
@@ -183,7 +184,7 @@ def plan(
     for name in runner_tree(root) + (TEST_TREE if tests else ()):
         _add_tree(files, root / name, name)
     _add_tree(files, suite_dir, suite_name if suite_name != "." else "")
-    for reference in referenced_files(cases):
+    for reference in references:
         path = (suite_dir / reference).resolve()
         if path.is_relative_to(suite_dir) or not path.is_file():
             continue  # shipped with the folder, or missing: the runner names it

@@ -188,7 +188,13 @@ def info(device, no_bandwidth):
     is_flag=True,
     help="Fail when any implementation is skipped because its compiler is not installed (CI).",
 )
-def check(cases, arch, require_ptxas, require_all):
+@click.option(
+    "--manifest-only",
+    is_flag=True,
+    help="Only load and validate the manifest (schema, sizes, expressions, files): nothing is "
+    "compiled and no reference is imported. `harness run` runs this before reaching a target.",
+)
+def check(cases, arch, require_ptxas, require_all, manifest_only):
     """Validate the manifest and build every implementation it can (no GPU needed); ptxas where present.
 
     The report (one line per implementation, then a summary counting skips by reason) goes to
@@ -203,6 +209,13 @@ def check(cases, arch, require_ptxas, require_all):
     from runner.definition.toolchains import cuda_programs
     from runner.execution.checking import check_suite
 
+    if manifest_only:
+        try:
+            suite = manifest.load(cases)
+        except manifest.ManifestError as exc:
+            _die(str(exc))
+        click.echo(f"{cases}: {len(suite.cases)} cases, manifest valid", err=True)
+        sys.exit(0)
     if require_ptxas and cuda_programs.find("ptxas") is None:
         _die(
             "ptxas is not on PATH (--require-ptxas): install the CUDA toolkit, or "

@@ -357,7 +357,9 @@ def test_a_ref_that_is_not_a_ref_name_is_refused_before_any_shell(tmp_path, ref)
     repo = compiler_checkout(tmp_path)
     work = tmp_path / "work"
     work.mkdir()
-    command = 'mkdir -p {out} && echo "{ref}" > {out}/bundle.json && echo {ref} >> {out}/bundle.json'
+    command = (
+        'mkdir -p {out} && echo "{ref}" > {out}/bundle.json && echo {ref} >> {out}/bundle.json'
+    )
     with pytest.raises(RevisionBuildError, match="not a git ref name or commit id"):
         build_revisions(repo, {"base": ref}, command, work)
     assert not list(tmp_path.rglob("PWNED")) and not list(repo.parent.glob("PWNED"))
@@ -370,9 +372,74 @@ def test_placeholder_values_reach_the_command_as_data_never_as_shell_text(tmp_pa
     work = tmp_path / "w $(touch PWNED) `touch PWNED2`;x"  # the folders carry metacharacters
     work.mkdir()
     command = "mkdir -p {out} && cp {src}/version.txt {out}/bundle.json && echo {ref} > {out}/ref"
-    ((label, out),) = build_revisions(repo, {"base": "HEAD~0"}, command, work)
+    ((_label, out),) = build_revisions(repo, {"base": "HEAD~0"}, command, work)
     assert (out / "bundle.json").read_text() == "1" and (out / "ref").read_text() == "HEAD~0\n"
     assert not list(tmp_path.rglob("PWNED*")) and not list(repo.glob("PWNED*"))
+
+
+# ---- a manifest the runner refuses, odd manifest files (issue 33 items 12, 13) -----------------
+
+
+SMALL_SUITE = (ROOT / "tests" / "gpu_suite" / "cases.toml").read_text()
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (lambda t: t.replace("[suite]", "[suite]\nsurprise = 1", 1), "unknown field"),
+        (lambda t: t.replace('flops = "n"', 'flops = "n +* __import__"', 1), "flops"),
+        (lambda t: t.replace('length = "n"', 'length = "n * n * n"', 1), "length"),
+    ],
+    ids=["unknown-field", "bad-expression", "absurd-size"],
+)
+def test_harness_run_refuses_what_runner_check_refuses_before_any_target(tmp_path, edit, expected):
+    cases = shipped_suite(tmp_path)
+    cases.write_text(edit(SMALL_SUITE))
+    refused = subprocess.run(
+        [sys.executable, "-m", "runner", "check", "--manifest-only", str(cases)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert refused.returncode == 2, refused.stderr  # the runner's own loader refuses it
+    fake = FakeRunner(tmp_path / "fake")
+    done = harness_run(fake, "--cases", cases, "--out", tmp_path / "r")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert refused.stderr.strip().splitlines()[-1] in done.stderr  # the same words
+    assert str(cases) in done.stderr and expected in done.stderr
+    assert not fake.argv.exists()  # the runner never ran on the target
+
+
+def test_a_valid_manifest_passes_the_hosts_check():
+    from harness.manifest_check import check_manifest
+
+    check_manifest(ROOT / "benchmarks" / "cases.toml")  # raises when refused
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "huge"])
+def test_a_fifo_a_device_or_a_huge_manifest_is_refused_at_once_naming_it(tmp_path, kind):
+    if kind == "fifo":
+        cases = tmp_path / "cases.toml"
+        os.mkfifo(cases)
+        expected = "must be a regular file, not a FIFO"
+    elif kind == "dev-zero":
+        cases = Path("/dev/zero")
+        expected = "must be a regular file, not a character device"
+    else:
+        cases = tmp_path / "cases.toml"
+        cases.write_text('[suite]\nname = "' + "x" * 50_000_000 + '"\n')
+        expected = "is larger than"
+    for command in (["runner", "check"], ["harness", "run", "--target", "local"]):
+        done = subprocess.run(
+            [sys.executable, "-m", *command, str(cases)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=60,
+        )
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert f"{cases}: the " in done.stderr and expected in done.stderr, done.stderr
 
 
 # ---- the README's table of promises -------------------------------------------------------------

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import click
 
-from harness import revision_build, shipping
+from harness import manifest_check, revision_build, shipping
 from harness.commands.run_session import INSTALL_TIMEOUT_S, RunFailed, Session
 from harness.transport.base import Transport, TransportError
 from harness.transport.local import LocalTransport
@@ -289,7 +289,7 @@ def run(ctx, target, identity, known_hosts, suite, cases_option, bundle, base_bu
     if suite is not None and cases_option is not None and suite != cases_option:
         raise RunFailed(f"give the suite once: SUITE {suite} and --cases {cases_option} differ")
     cases = suite or cases_option or Path("benchmarks/cases.toml")
-    if not cases.is_file():
+    if not cases.exists():  # a FIFO or device is named by the manifest's reader
         raise RunFailed(f"{cases}: suite file not found; give the suite (a cases.toml) as SUITE")
     if (base_bundle is None) != (head_bundle is None) or (base_bundle and bundle):
         raise RunFailed(
@@ -315,6 +315,7 @@ def _run(target, identity, known_hosts, cases, bundle, revisions, runner_args, s
         plan = shipping.plan(
             cases, bundle=bundle, tests=settings["pytest_gpu"], revisions=revisions
         )
+        manifest_check.check_manifest(cases)  # what the target would refuse, refused here
         install = settings["install"]
         install = target.startswith("vast:") if install is None else install
         lifetime_s = (
@@ -332,7 +333,10 @@ def _run(target, identity, known_hosts, cases, bundle, revisions, runner_args, s
             lifetime_s=lifetime_s,
             max_price=settings["max_price"],
         )
-    except (ValueError, TransportError) as exc:  # ShippingError, SshTargetError, VastError
+    except (
+        ValueError,
+        TransportError,
+    ) as exc:  # ShippingError, ManifestRefused, SshTargetError, VastError
         raise RunFailed(str(exc)) from None
     options = {
         **settings,
