@@ -203,6 +203,83 @@ def test_a_format_spec_in_a_command_template_is_refused_before_it_runs(tmp_path)
         toolchains.build("command", source, "sm_90", (), "true {arch:>999999999999} {source}")
 
 
+# ---- a reference that raises, hangs or returns the wrong shape (issue 33 item 15) ---------------
+
+BAD_REFERENCES = """\
+import time
+
+import numpy as np
+
+
+def raises(x, a):
+    raise ZeroDivisionError("the reference's own bug")
+
+
+def sleeps(x, a):
+    time.sleep(600)
+
+
+def wrong_shape(x, a):
+    return {"out": np.zeros(3)}
+
+
+def exits(x, a):
+    raise SystemExit(0)
+"""
+
+
+@pytest.mark.parametrize(
+    ("function", "message"),
+    [
+        (
+            "raises",
+            "reference reference.py:raises: raised ZeroDivisionError: the reference's own bug",
+        ),
+        ("sleeps", "reference reference.py:sleeps did not return within 2 s"),
+        (
+            "wrong_shape",
+            "reference reference.py:wrong_shape: output 'out' has 3 elements, expected 17",
+        ),
+        ("exits", "reference reference.py:exits: raised SystemExit: 0"),
+    ],
+)
+def test_runner_check_names_a_failing_reference_and_bounds_its_time(tmp_path, function, message):
+    from tests.test_manifest import write_suite
+
+    cases = write_suite(
+        tmp_path, 'reference = "reference.py:scale"', f'reference = "reference.py:{function}"'
+    )
+    cases.write_text(
+        cases.read_text().replace("[[case]]", "[defaults]\ntimeout_s = 2.0\n\n[[case]]", 1)
+    )
+    (tmp_path / "reference.py").write_text(BAD_REFERENCES)
+    done = subprocess.run(
+        [sys.executable, "-m", "runner", "check", str(cases)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"FAIL  scale: reference: {cases}: case 'scale': {message}" in done.stderr, done.stderr
+
+
+def test_a_reference_module_that_hangs_at_import_is_bounded(tmp_path):
+    from runner.definition.reference import ReferenceTimeout, load_reference
+    from tests.test_manifest import write_suite
+
+    cases = write_suite(tmp_path)
+    cases.write_text(
+        cases.read_text().replace("[[case]]", "[defaults]\ntimeout_s = 1.0\n\n[[case]]", 1)
+    )
+    (tmp_path / "reference.py").write_text("import time\ntime.sleep(600)\n")
+    suite = manifest.load(cases)
+    with pytest.raises(
+        ReferenceTimeout, match=r"reference: importing reference\.py did not return"
+    ):
+        load_reference(suite, suite.cases[0])
+
+
 # ---- a full disk -------------------------------------------------------------------------------
 
 
