@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 import shutil
 import subprocess
 import sys
@@ -278,6 +279,63 @@ def test_a_reference_module_that_hangs_at_import_is_bounded(tmp_path):
         ReferenceTimeout, match=r"reference: importing reference\.py did not return"
     ):
         load_reference(suite, suite.cases[0])
+
+
+# ---- PTX that costs quadratic time to parse (issue 33 item 16) ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "filler",
+    ["/* never closed ", '"', "// line\n", ".entry k()\n", "/*/"],
+    ids=["open-comments", "quotes", "line-comments", "entries", "slash-star-slash"],
+)
+def test_ptx_parsing_is_linear_in_hostile_text(filler):
+    import time
+
+    from runner.gpu import ptx
+
+    text = ".version 8.7\n.target sm_90\n.address_size 64\n" + filler * (800_000 // len(filler))
+    started = time.perf_counter()
+    module = ptx.parse(text)
+    elapsed_s = time.perf_counter() - started
+    assert module.version == "8.7"
+    # 800 KB: about 1 s at most when linear; a quadratic parser took 4.7 s on 48 KB of openers
+    assert elapsed_s < 10.0, elapsed_s
+
+
+def test_the_linear_comment_stripper_blanks_what_the_regex_did():
+    """The earlier (quadratic) regex is the oracle, on every short mix of quotes, slashes,
+    stars, backslashes and newlines a seeded generator makes."""
+    import random
+
+    from runner.gpu import ptx
+
+    oracle = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*.*?\*/', re.DOTALL)
+
+    def regex_blank(text: str) -> str:
+        def blank(match):
+            found = match.group(0)
+            return found if found.startswith('"') else " " + "\n" * found.count("\n")
+
+        return oracle.sub(blank, text)
+
+    pieces = ['"', "/", "*", "\n", "\\", "a", " ", "//", "/*", "*/"]
+    rng = random.Random(33)
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        assert ptx._strip_comments(text) == regex_blank(text), repr(text)
+    module = ptx.parse(
+        '.file 1 "a//b/*c*/"\n/* x\ny */.version 8.7\n.entry k(.param .u64 p /* c */)'
+    )
+    assert module.version == "8.7" and [p.name for p in module.entries["k"].params] == ["p"]
+
+
+def test_ptx_over_the_size_limit_is_refused(monkeypatch):
+    from runner.gpu import ptx
+
+    monkeypatch.setattr(ptx, "MAX_PTX_CHARS", 1000)
+    with pytest.raises(ptx.PtxError, match="over the 1000"):
+        ptx.parse(".version 8.7\n" + " " * 1000)
 
 
 # ---- a full disk -------------------------------------------------------------------------------
