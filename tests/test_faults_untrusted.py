@@ -287,3 +287,31 @@ def test_a_runner_bench_document_takes_its_pin_from_the_command_line(checkout):
     assert done.exit_code == 2 and "ran on 'NVIDIA A100-SXM4-80GB' but --gpu pins" in done.stderr
     done = ingest_trusted(checkout, document, "--gpu", "nvidia a100-sxm4-80gb")
     assert done.exit_code == 0 and "stored run" in done.stderr, done.output
+
+
+# ---- impossible timestamps (issue 33 item 17) ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "stamp", ["2026-13-45T99:99:99Z", "2026-02-30T10:00:00Z", "2026-12-01T23:59:60Z"]
+)
+@pytest.mark.parametrize("field", ["started_utc", "finished_utc"])
+def test_an_impossible_timestamp_is_refused_naming_the_field(checkout, field, stamp):
+    document = small_run(0, suite_gpu="NVIDIA H200")
+    suite_manifest(checkout / "benchmarks", document)
+    document[field] = stamp
+    (checkout / "run.json").write_bytes(orjson.dumps(document))
+    done = CliRunner().invoke(
+        main, ["ingest", "run.json", "--db", "h.sqlite", "--trusted"], catch_exceptions=True
+    )
+    assert done.exit_code == 2 and done.exc_info[0] is SystemExit, done.output  # no traceback
+    assert f"at {field}: '{stamp}' is not a 'date-time'" in done.stderr, done.stderr
+    if (checkout / "h.sqlite").exists():
+        with sqlite3.connect(checkout / "h.sqlite") as db:
+            assert db.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+
+
+def test_a_real_timestamp_still_passes():
+    from protocol.validation import is_date_time
+
+    assert is_date_time("2024-02-29T23:59:59.123456789Z") and not is_date_time("2026-02-29T00:00Z")
