@@ -315,3 +315,90 @@ def test_a_real_timestamp_still_passes():
     from protocol.validation import is_date_time
 
     assert is_date_time("2024-02-29T23:59:59.123456789Z") and not is_date_time("2026-02-29T00:00Z")
+
+
+# ---- explain renders the data inert; no autolink anywhere (issue 33 items 18, 19) ----------------
+
+URL = "http://evil.example/login"
+LINKS = f"{URL} www.evil.example me@evil.example"
+_LIVE_LINK = re.compile(
+    r"(?i)(?<!\\)(?:https?|ftp|mailto|xmpp):|(?<!\\)www\.|[\w.+-]@[\w-]+\.[a-z]"
+)  # what GFM's autolink extension links: an unescaped scheme colon, www. or an address
+
+
+_CODE_SPAN = re.compile(r"(?<![\\`])(`+)(?!`).*?(?<!`)\1(?!`)")  # literal: never linked
+
+
+def assert_no_autolinks(text: str, name: str) -> None:
+    found = _LIVE_LINK.search(_CODE_SPAN.sub("", text))
+    assert found is None, (name, found.string[max(0, found.start() - 60) : found.end() + 60])
+
+
+def explain_document(tmp_path) -> tuple:
+    """The recorded WarpForth run with hostile names, device and static-analysis reasons."""
+    doc = orjson.loads((ROOT / "tests/fixtures/result-1.2.0-h200-warpforth.json").read_bytes())
+    case = doc["cases"][0]
+    case["id"] = f"{HTML}{ESCAPE} {LINKS}"
+    impls = case["implementations"]
+    impls[f"{LINK} {URL}"] = impls.pop("warpforth")
+    for impl in impls.values():
+        impl["static"] = {"status": "unavailable", "reason": f"{HTML} {LINK} {LINKS}{ESCAPE}"}
+    doc["environment"]["device"]["name"] = f"NVIDIA H200 {URL}"
+    path = tmp_path / "explain.json"
+    path.write_bytes(orjson.dumps(doc))
+    return path, case["id"]
+
+
+def test_explain_escapes_html_links_and_escapes_from_the_data(tmp_path):
+    path, case_id = explain_document(tmp_path)
+    text_out = invoke("explain", path, "--format", "text", "--case", case_id)
+    markdown_out = invoke("explain", path, "--case", case_id)
+    assert markdown_out.exit_code == 0 and text_out.exit_code == 0, markdown_out.output
+    markdown = markdown_out.stdout
+    assert_inert_markdown(markdown)
+    assert_no_autolinks(markdown, "explain")
+    assert "&lt;a href=javascript:alert(1)&gt;x&lt;/a&gt;" in markdown  # shown, not linked
+    assert "http\\://evil.example/login" in markdown  # the same text on screen
+    text = text_out.stdout
+    assert "\x1b" not in text and "\x07" not in text and "\\x1b[2J" in text
+    assert HTML in text  # a terminal shows the data as it is, markup included
+
+
+def test_no_markdown_output_carries_a_live_link_from_the_data(tmp_path):
+    documents = []
+    for k in range(6):
+        doc = hostile_document(k, factor=1.3 if k == 5 else 1.0)
+        doc["suite"]["name"] = f"suite {LINKS}"
+        doc["environment"]["device"]["name"] = f"NVIDIA H200 {URL}"
+        for case in doc["cases"]:
+            case["id"] = f"{case['id']} {LINKS}"
+            if case.get("error"):
+                case["error"]["message"] = f"see {LINKS}"
+        documents.append(doc)
+    for k, document in enumerate(documents[:2]):
+        (tmp_path / f"{k}.json").write_bytes(orjson.dumps(document))
+    outputs = {
+        "summary": invoke("summary", tmp_path / "0.json").stdout,
+        "compare": invoke("compare", tmp_path / "0.json", tmp_path / "1.json").stdout,
+    }
+    for name in ("markdown", "nvbench-markdown"):
+        outputs[name] = invoke("export", "--format", name, tmp_path / "0.json").stdout
+    with Store(tmp_path / "h.sqlite") as store:
+        for document in documents:
+            store.ingest(document, trusted=True)
+    outputs["regressions"] = invoke(
+        "regressions", "--db", tmp_path / "h.sqlite", "--fail-on", "never"
+    ).stdout
+    for name, text in outputs.items():
+        assert "evil.example" in text, name  # the names are there...
+        assert_no_autolinks(text, name)  # ...but link nowhere
+
+
+def test_autolink_breaking_keeps_what_is_shown():
+    from harness.escaping import markdown
+
+    assert markdown(URL) == "http\\://evil.example/login"
+    assert markdown("www.evil.example") == "www\\.evil.example"
+    assert markdown("me@evil.example") == "me@&#8203;evil.example"  # zero-width space
+    assert markdown("axpy@head") == "axpy@head"  # a revision label is no address
+    assert markdown(URL, code=True) == f"`{URL}`"  # a code span is never linked
