@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from protocol.terminal_text import visible
+
 __all__ = ["markdown", "no_autolinks", "terminal"]
 
 # One pass of a translation table: each character is replaced once, the backslash included.
@@ -38,14 +40,11 @@ _EMAIL_AT = re.compile(r"(?<=[A-Za-z0-9._+-])@(?=[A-Za-z0-9_-]+\.[A-Za-z0-9])")
 _BACKTICKS = re.compile(r"`+")
 
 
-def terminal(text: object) -> str:
-    """`text` with every non-printable character (control characters such as ESC, newlines,
-    bidirectional overrides) written as Python's repr writes it (\\x1b, \\n, \\u202e); the
-    rest unchanged. For one line of a text report."""
-    text = str(text)
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+def terminal(text: object, *, lines: bool = False) -> str:
+    """`text` with every non-printable character (control characters such as ESC, newlines
+    unless `lines`, bidirectional overrides) written as Python's repr writes it (\\x1b, \\n,
+    \\u202e); the rest unchanged. protocol.terminal_text.visible, shared with the runner."""
+    return visible(text, lines=lines)
 
 
 def markdown(text: object, *, cell: bool = False, code: bool = False) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from protocol.terminal_text import visible
 from runner.cli_bench import _die, bench
 
 
@@ -142,7 +143,7 @@ def launch(ptx_file, kernel, params, grid, block, output_param, output_count, ti
         click.echo(f"Error: cannot open {ptx_file}: {exc.strerror}", err=True)
         sys.exit(1)
     except launcher.LaunchArgumentError as exc:
-        click.echo(f"Error: {exc}", err=True)
+        click.echo(f"Error: {visible(exc, lines=True)}", err=True)
         sys.exit(1)
     sys.exit(launcher.run(document, io.TextIOWrapper(oneshot.private_stdout(), encoding="utf-8")))
 
@@ -227,7 +228,7 @@ def check(cases, arch, require_ptxas, require_all, manifest_only):
     except (manifest.ManifestError, lock.LockError) as exc:
         _die(str(exc))
     for problem in problems:
-        click.echo(f"FAIL  {problem}", err=True)
+        click.echo(f"FAIL  {visible(problem, lines=True)}", err=True)
     status = check_suite(suite, arch, require_all)
     sys.exit(1 if problems else status)
 
@@ -263,7 +264,9 @@ def build(cases, out, arch, static):
         suite = manifest.load(cases)
     except manifest.ManifestError as exc:
         _die(str(exc))
-    result = write_bundle(suite, arch, out, lambda text: click.echo(text, err=True), static)
+    result = write_bundle(
+        suite, arch, out, lambda text: click.echo(visible(text, lines=True), err=True), static
+    )
     click.echo(
         f"{out}/bundle.json: {len(result['implementations'])} built, "
         f"{len(result['skipped'])} skipped or failed",
@@ -289,6 +292,8 @@ def lock_command(cases):
     except (manifest.ManifestError, lock.LockError) as exc:
         _die(str(exc))
     for case_id, version in added:
-        click.echo(f"recorded {case_id} version {version} in {lock.lock_path(suite)}", err=True)
+        click.echo(
+            visible(f"recorded {case_id} version {version} in {lock.lock_path(suite)}"), err=True
+        )
     if not added:
         click.echo(f"{lock.lock_path(suite)}: every case version is already recorded", err=True)

@@ -357,3 +357,43 @@ def test_a_failed_write_leaves_no_temporary_file_and_keeps_the_earlier_document(
         suite.write_atomic(target, b'{"later": true}')
     assert target.read_bytes() == b'{"earlier": true}'
     assert [p.name for p in tmp_path.iterdir()] == ["result.json"]
+
+
+# ---- terminal escapes from a compiler's output (issue 33 item 20) ------------------------------
+
+
+def test_runner_check_shows_a_compilers_escape_sequences_visibly(tmp_path):
+    from tests.test_manifest import SECOND_IMPL, write_suite
+
+    compiler = tmp_path / "evilcc"
+    compiler.write_text(
+        "#!/bin/sh\nprintf 'bad kernel \\033]0;owned\\007\\033[2J\\n' >&2\nexit 1\n"
+    )
+    compiler.chmod(0o755)
+    cases = write_suite(tmp_path)
+    impl = SECOND_IMPL.format(name="evil", role="candidate").replace(
+        'toolchain = "ptx"',
+        f'toolchain = "command"\ncommand = "{compiler} {{source}} -o {{output}}"',
+    )
+    cases.write_text(cases.read_text() + impl)
+    done = subprocess.run(
+        [sys.executable, "-m", "runner", "check", str(cases)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert "bad kernel" in done.stderr, done.stderr  # the compiler's message is reported...
+    assert "\x1b" not in done.stderr and "\x07" not in done.stderr  # ...with no live escape
+    assert "\\x1b]0;owned\\x07" in done.stderr
+
+
+def test_one_function_makes_control_characters_visible_for_both_clis():
+    from harness.escaping import terminal
+    from protocol.terminal_text import visible
+
+    text = "a\x1b]0;owned\x07\u202eb\nc"
+    assert visible(text) == terminal(text) == "a\\x1b]0;owned\\x07\\u202eb\\nc"
+    assert (
+        visible(text, lines=True) == terminal(text, lines=True) == "a\\x1b]0;owned\\x07\\u202eb\nc"
+    )

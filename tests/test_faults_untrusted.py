@@ -402,3 +402,13 @@ def test_autolink_breaking_keeps_what_is_shown():
     assert markdown("me@evil.example") == "me@&#8203;evil.example"  # zero-width space
     assert markdown("axpy@head") == "axpy@head"  # a revision label is no address
     assert markdown(URL, code=True) == f"`{URL}`"  # a code span is never linked
+
+
+def test_history_series_errors_show_escape_sequences_visibly(tmp_path):
+    db = tmp_path / "h.sqlite"
+    with Store(db) as store:
+        store.ingest(hostile_document(0), trusted=True)
+    done = invoke("history", "--db", db, "--series", f"nothing{ESCAPE}")
+    assert done.exit_code == 2 and "no such series" in done.stderr
+    assert "\x1b" not in done.stderr and "\x07" not in done.stderr and BIDI not in done.stderr
+    assert "nothing\\x1b[2J\\x1b]0;owned\\x07" in done.stderr

@@ -32,7 +32,7 @@ class BadInput(click.ClickException):
     exit_code = 2
 
     def show(self, file=None):
-        click.echo(f"error: {self.message}", err=True)
+        click.echo(f"error: {terminal(self.message, lines=True)}", err=True)
 
 
 def load_result(path: Path) -> dict:

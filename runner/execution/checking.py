@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from protocol.terminal_text import visible
 from runner.definition import manifest
 from runner.definition.toolchains import cuda_programs
 from runner.execution.case_job import build_case, case_skeleton
@@ -19,7 +20,8 @@ from runner.execution.null_models import passing_null_models
 
 
 def _say(text: str) -> None:
-    click.echo(text, err=True)
+    """One report line; compilers' messages and names in it keep no control characters."""
+    click.echo(visible(text, lines=True), err=True)
 
 
 def assemble(ptx_text: str, arch: str) -> str | None:
