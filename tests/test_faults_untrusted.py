@@ -443,3 +443,32 @@ def test_csv_export_neutralises_formulas_in_text_cells_and_keeps_numbers(tmp_pat
         for column, value in row.items():
             assert not value.startswith(("=", "+", "-", "@", "\t", "\r")), (column, value)
         assert float(row["median_s"]) > 0 and float(row["gap"] or 1) > 0  # numbers stay numbers
+
+
+# ---- dashboard file names from case ids (issue 33 item 22) ---------------------------------------
+
+
+def test_long_and_colliding_case_ids_get_their_own_explain_pages(tmp_path):
+    from harness.dashboard import build_site
+    from harness.dashboard.explain_pages import file_stem
+
+    ids = ["a/b", "a_b", "x" * 400, "x" * 400 + "y", "../../etc/passwd", "."]
+    document = make_document(
+        {
+            case_id: {"cuda": samples(1e-3, seed=k), "ptx": samples(1.2e-3, seed=50 + k)}
+            for k, case_id in enumerate(ids)
+        }
+    )
+    db = tmp_path / "h.sqlite"
+    with Store(db) as store:
+        assert store.ingest(document, trusted=True).stored
+    out = tmp_path / "site"
+    build_site(db, out)  # a 400-character id used to fail with `File name too long`
+    pages = sorted((out / "explain").glob("*.html"))
+    assert len(pages) == len(ids) and len({file_stem(i) for i in ids}) == len(ids)
+    for case_id in ids:
+        stem = file_stem(case_id)
+        assert len(stem) < 80 and "/" not in stem and not stem.startswith(".")
+        page = (out / "explain" / f"{stem}.html").read_text()
+        assert f"{case_id}: ptx vs cuda (baseline)" in page  # its own case, not the other one
+    assert file_stem("axpy_f64").startswith("axpy_f64-")  # readable
