@@ -442,6 +442,52 @@ def test_a_fifo_a_device_or_a_huge_manifest_is_refused_at_once_naming_it(tmp_pat
         assert f"{cases}: the " in done.stderr and expected in done.stderr, done.stderr
 
 
+# ---- --identity and --known-hosts paths ssh would expand (issue 33 item 23) ---------------------
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    """A real OpenSSH server on 127.0.0.1 (tests/sshd.py); skipped where sshd is missing."""
+    from tests.sshd import running_sshd
+
+    with running_sshd(tmp_path_factory.mktemp("sshd")) as server:
+        yield server
+
+
+@pytest.mark.parametrize(
+    "folder",
+    ["with space", "per%cent", "per%h%%", "tab\tx", "q'uote", 'dq"x', "back\\slash", "dollar$HOME"],
+)
+def test_key_and_known_hosts_paths_reach_ssh_as_those_files(sshd, tmp_path, folder):
+    from tests.test_transport_ssh import PY, Collect, transport
+
+    place = tmp_path / folder
+    place.mkdir()
+    shutil.copy(sshd.identity, place / "id")
+    (place / "id").chmod(0o600)
+    shutil.copy(sshd.known_hosts, place / "known hosts")
+    with transport(sshd, identity=place / "id", known_hosts=place / "known hosts") as ssh:
+        done = ssh.run([PY, "-c", "print(6 * 7)"], b"", timeout_s=60, stderr_sink=Collect())
+    assert done.returncode == 0 and done.stdout.strip() == b"42"
+
+
+def test_a_path_ssh_cannot_take_is_refused_plainly_before_connecting(tmp_path):
+    place = tmp_path / "dollar${HOME}x"
+    place.mkdir()
+    (place / "id").write_text("not a key")
+    command = [sys.executable, "-m", "harness", "run", "--target", "ssh://u@127.0.0.1:9"]
+    done = subprocess.run(
+        [*command, "--identity", str(place / "id"), "--connect-timeout", "1"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"--identity '{place / 'id'}': ssh cannot take a file name holding '${{'" in done.stderr
+    assert "cannot connect" not in done.stderr  # refused before ssh ran
+
+
 # ---- the README's table of promises -------------------------------------------------------------
 
 
