@@ -397,3 +397,60 @@ def test_one_function_makes_control_characters_visible_for_both_clis():
     assert (
         visible(text, lines=True) == terminal(text, lines=True) == "a\\x1b]0;owned\\x07\\u202eb\nc"
     )
+
+
+# ---- launch geometry past the device's limits (issue 33 item 14) -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("block = 128", "block = 2048", "block.x = 2048 is past the limit of 1024"),
+        ("block = 128", "block = [32, 32, 2]", "block [32, 32, 2] has 2048 threads"),
+        ("block = 128", "block = [1, 1, 65]", "block.z = 65 is past the limit of 64"),
+        (
+            'grid = "ceil_div(n, 128)"',
+            "grid = [1, 70000]",
+            "grid.y = 70000 is past the limit of 65535",
+        ),
+        ('grid = "ceil_div(n, 128)"', 'grid = "3 * n * n * n"', "grid.x = 3000000000 is past"),
+        (
+            "block = 128",
+            "block = 128\nshared_bytes = 1048576",
+            "shared_bytes = 1048576 is past 232448",
+        ),
+    ],
+    ids=["block-x", "threads", "block-z", "grid-y", "grid-x", "shared-any-gpu"],
+)
+def test_a_launch_no_gpu_allows_is_refused_at_load(tmp_path, old, new, message):
+    from tests.test_manifest import write_suite
+
+    cases = write_suite(tmp_path, old, new)
+    with pytest.raises(ManifestError) as caught:
+        manifest.load(cases)
+    assert f"case 'scale': {message}" in str(caught.value)
+
+
+def test_runner_check_holds_shared_memory_to_the_architecture(tmp_path):
+    from tests.test_manifest import write_suite
+
+    cases = write_suite(tmp_path, "block = 128", "block = 128\nshared_bytes = 150000")
+    manifest.load(cases)  # some GPU (sm_90: 227 KiB per block) can launch it
+
+    def check(arch: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "runner", "check", str(cases), "--arch", arch],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=300,
+        )
+
+    on_turing = check("sm_75")
+    assert on_turing.returncode == 1, on_turing.stderr
+    assert "FAIL  scale: launch:" in on_turing.stderr
+    assert (
+        "shared_bytes = 150000 is past 65536 bytes, the most a block may use on sm_75"
+        in on_turing.stderr
+    )
+    assert "launch:" not in check("sm_90").stderr  # within sm_90's limit: the check goes on
