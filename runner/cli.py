@@ -202,6 +202,10 @@ def check(cases, arch, require_ptxas, require_all, manifest_only):
     stderr; the verdict is the exit status: 0 ok, 1 a failure (or, with --require-all, a skip),
     2 bad input.
 
+    A suite is code: this runs its compilers and command templates and imports its reference
+    modules (bounded by each case's timeout_s), as you. Check only suites you would run as a
+    build script; --manifest-only runs none of it.
+
     \b
     Example:
       python -m runner check benchmarks/cases.toml --require-ptxas --require-all

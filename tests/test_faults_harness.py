@@ -503,3 +503,31 @@ def test_the_readme_fault_table_names_tests_that_exist():
             source = path.read_text()
             for name in names:
                 assert f"def {name}(" in source, f"{cell[0]}: no {name}"
+
+
+def test_the_help_says_a_suite_is_code():
+    for command in (["harness", "run"], ["runner", "check"]):
+        done = subprocess.run(
+            [sys.executable, "-m", *command, "--help"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=60,
+        )
+        text = " ".join(done.stdout.split())
+        assert "A suite is code" in text and "as a build script" in text, command
+    docs = (ROOT / "docs" / "suite-trust-and-faults.md").read_text()
+    assert "A suite is code" in docs
+
+
+def test_the_docs_fault_table_names_tests_that_exist():
+    docs = (ROOT / "docs" / "suite-trust-and-faults.md").read_text()
+    table = docs.split("## Fault table", 1)[1]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "`tests/" in line]
+    assert len(rows) == 15  # issue 33 items 8-23; links and loops (9, 10) share a row
+    for row in rows:
+        for path, names in re.findall(r"`(tests/[\w/]+\.py)`((?:[^`;]|`test_\w+`)*)", row):
+            source = (ROOT / path).read_text()
+            assert re.findall(r"`(test_\w+)`", names), row
+            for name in re.findall(r"`(test_\w+)`", names):
+                assert f"def {name}(" in source, f"{path}: no {name}"

@@ -278,6 +278,11 @@ def run(ctx, target, identity, known_hosts, suite, cases_option, bundle, base_bu
     Arguments after `--` go to the runner. The remote's progress streams to stderr; the saved
     document's path goes to stdout.
 
+    A suite is code: its command templates run programs and its reference modules are
+    imported (by `runner check`, and by the runner on the target) as the user who runs them.
+    Run only suites you would run as a build script. Before any target is reached the manifest is checked with the runner's
+    own loader and only regular files inside the suite's folder are shipped.
+
     \b
     Examples:
       python -m harness run benchmarks/cases.toml --target local -- --case axpy_f64
