@@ -454,3 +454,24 @@ def test_runner_check_holds_shared_memory_to_the_architecture(tmp_path):
         in on_turing.stderr
     )
     assert "launch:" not in check("sm_90").stderr  # within sm_90's limit: the check goes on
+
+
+def test_the_reference_time_limit_keeps_an_enclosing_timer():
+    import signal
+    import time
+
+    from runner.definition.reference import ReferenceTimeout, time_limit
+
+    fired: list[float] = []
+    previous = signal.signal(signal.SIGALRM, lambda *_: fired.append(time.monotonic()))
+    try:
+        started = time.monotonic()
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        with pytest.raises(ReferenceTimeout, match="did not return within 0.1 s"):
+            with time_limit(0.1, "case 'x': reference r.py:f"):
+                time.sleep(5)
+        time.sleep(0.8)
+        assert len(fired) == 1 and 0.4 < fired[0] - started < 1.0  # at its own deadline
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
