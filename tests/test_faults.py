@@ -467,9 +467,11 @@ def test_the_reference_time_limit_keeps_an_enclosing_timer():
     try:
         started = time.monotonic()
         signal.setitimer(signal.ITIMER_REAL, 0.5)
-        with pytest.raises(ReferenceTimeout, match="did not return within 0.1 s"):
-            with time_limit(0.1, "case 'x': reference r.py:f"):
-                time.sleep(5)
+        with (
+            pytest.raises(ReferenceTimeout, match=r"did not return within 0\.1 s"),
+            time_limit(0.1, "case 'x': reference r.py:f"),
+        ):
+            time.sleep(5)
         time.sleep(0.8)
         assert len(fired) == 1 and 0.4 < fired[0] - started < 1.0  # at its own deadline
     finally:
