@@ -28,7 +28,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-__all__ = ["PLACEHOLDERS",
+__all__ = [
+    "PLACEHOLDERS",
     "RevisionBuildError",
     "build_revisions",
     "check_ref",

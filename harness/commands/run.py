@@ -280,8 +280,9 @@ def run(ctx, target, identity, known_hosts, suite, cases_option, bundle, base_bu
 
     A suite is code: its command templates run programs and its reference modules are
     imported (by `runner check`, and by the runner on the target) as the user who runs them.
-    Run only suites you would run as a build script. Before any target is reached the manifest is checked with the runner's
-    own loader and only regular files inside the suite's folder are shipped.
+    Run only suites you would run as a build script. Before any target is reached, the
+    manifest is checked with the runner's own loader; only regular files inside the suite's
+    folder are shipped.
 
     \b
     Examples:
@@ -338,10 +339,7 @@ def _run(target, identity, known_hosts, cases, bundle, revisions, runner_args, s
             lifetime_s=lifetime_s,
             max_price=settings["max_price"],
         )
-    except (
-        ValueError,
-        TransportError,
-    ) as exc:  # ShippingError, ManifestRefused, SshTargetError, VastError
+    except (ValueError, TransportError) as exc:  # Shipping, ManifestRefused, SshTarget, Vast
         raise RunFailed(str(exc)) from None
     options = {
         **settings,
