@@ -286,8 +286,17 @@ def test_a_reference_module_that_hangs_at_import_is_bounded(tmp_path):
 
 @pytest.mark.parametrize(
     "filler",
-    ["/* never closed ", '"', "// line\n", ".entry k()\n", "/*/"],
-    ids=["open-comments", "quotes", "line-comments", "entries", "slash-star-slash"],
+    ["/* never closed ", '"', "// line\n", ".entry k()\n", "/*/", "\n", " \n", ".visible "],
+    ids=[
+        "open-comments",
+        "quotes",
+        "line-comments",
+        "entries",
+        "slash-star-slash",
+        "blank-lines",
+        "space-lines",
+        "qualifiers",
+    ],
 )
 def test_ptx_parsing_is_linear_in_hostile_text(filler):
     import time

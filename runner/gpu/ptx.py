@@ -46,10 +46,12 @@ _IDENT = r"[A-Za-z_$%][\w$]*"
 _COMMENT_START = re.compile(r'"|//|/\*')
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"', re.DOTALL)
 MAX_PTX_CHARS = 256 * 1024 * 1024  # far above any real module; bounds what a parse may cost
-_VERSION = re.compile(r"^\s*\.version\s+(\S+)", re.MULTILINE)
-_TARGET = re.compile(r"^\s*\.target\s+([^\n;]+)", re.MULTILINE)
-_ADDRESS_SIZE = re.compile(r"^\s*\.address_size\s+(\S+)", re.MULTILINE)
-_ENTRY = re.compile(rf"(?<![\w.$%])((?:\.(?:visible|weak|extern)\s+)*)\.entry\s+({_IDENT})\s*(\(?)")
+_VERSION = re.compile(r"^[^\S\n]*\.version\s+(\S+)", re.MULTILINE)
+_TARGET = re.compile(r"^[^\S\n]*\.target\s+([^\n;]+)", re.MULTILINE)
+_ADDRESS_SIZE = re.compile(r"^[^\S\n]*\.address_size\s+(\S+)", re.MULTILINE)
+# `.visible`/`.weak`/`.extern` before `.entry` are not matched: a run of them with no `.entry`
+# after would be rescanned from each one (quadratic), and nothing here reads them.
+_ENTRY = re.compile(rf"(?<![\w.$%])\.entry\s+({_IDENT})\s*(\(?)")
 _PARAM_TOKEN = re.compile(r"\[[^\]]*\]|[^\s\[\]]+")
 
 
@@ -219,11 +221,11 @@ def parse(text: str | bytes) -> PtxModule:
     entries: dict[str, Entry] = {}
     line, counted = 1, 0  # line numbers counted on from the previous entry: linear
     for match in _ENTRY.finditer(text):
-        name = match.group(2)
+        name = match.group(1)
         line += text.count("\n", counted, match.start())
         counted = match.start()
         params: tuple[Param, ...] = ()
-        if match.group(3):
+        if match.group(2):
             close = text.find(")", match.end())
             if close < 0:
                 raise PtxError(f"PTX .entry {name} (line {line}): parameter list has no ')'")
