@@ -486,3 +486,21 @@ def test_the_reference_time_limit_keeps_an_enclosing_timer():
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_fifo_as_the_lock_file_is_refused_not_waited_on(tmp_path):
+    import os
+
+    from tests.test_manifest import write_suite
+
+    cases = write_suite(tmp_path)
+    os.mkfifo(tmp_path / "cases.lock")
+    done = subprocess.run(
+        [sys.executable, "-m", "runner", "check", str(cases)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "the lock file must be a regular file, not a FIFO" in done.stderr
