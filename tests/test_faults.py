@@ -504,3 +504,22 @@ def test_a_fifo_as_the_lock_file_is_refused_not_waited_on(tmp_path):
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert "the lock file must be a regular file, not a FIFO" in done.stderr
+
+
+def test_worker_output_and_progress_reach_the_terminal_with_escapes_visible(capsys):
+    import io
+    from collections import deque
+
+    from runner.execution.isolation import _pump_log
+    from runner.execution.suite import Progress
+
+    printed = b"kernel printf \x1b]0;owned\x07\x1b[2J\n"
+    tail: deque = deque(maxlen=10)
+    _pump_log(io.BytesIO(printed), tail, echo=True)
+    Progress(quiet=False)("case x\x1b[2J: ok\nnext line")
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err, err
+    assert (
+        "kernel printf \\x1b]0;owned\\x07\\x1b[2J" in err and "case x\\x1b[2J: ok\nnext line" in err
+    )
+    assert tail[-1] == printed.decode().rstrip("\n")  # kept as it came, for the error message

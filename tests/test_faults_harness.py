@@ -531,3 +531,16 @@ def test_the_docs_fault_table_names_tests_that_exist():
             assert re.findall(r"`(test_\w+)`", names), row
             for name in re.findall(r"`(test_\w+)`", names):
                 assert f"def {name}(" in source, f"{path}: no {name}"
+
+
+def test_a_targets_stderr_reaches_the_terminal_with_control_bytes_visible():
+    import io
+
+    from harness.transport.stderr_tail import StderrTail
+
+    shown = io.BytesIO()
+    tail = StderrTail(shown)
+    tail(b"progress \x1b]0;owned\x07 and \x1b[2J\ttab\n")
+    tail(b"kernelgap-partial-document: {}\n")
+    assert shown.getvalue() == b"progress \\x1b]0;owned\\x07 and \\x1b[2J\ttab\n"
+    assert tail.partial == b"{}"  # the partial document is kept as it came

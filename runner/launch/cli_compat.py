@@ -17,6 +17,7 @@ import math
 import os
 import sys
 
+from protocol.terminal_text import visible
 from runner.launch import oneshot
 
 TYPES = tuple(oneshot.DTYPES)
@@ -114,7 +115,8 @@ def request(
 
 
 def _say_error(answer: dict) -> None:
-    print(f"Error: {answer['phase']}: {answer['error']}", file=sys.stderr, flush=True)
+    error = visible(f"{answer['phase']}: {answer['error']}", lines=True)
+    print(f"Error: {error}", file=sys.stderr, flush=True)
 
 
 def _timed_out(answer: dict) -> None:
