@@ -1,4 +1,4 @@
-"""Reading a file given as input (a suite manifest, PTX) with bounds: a regular file of at most
+"""Reading a file given as input (a suite manifest, a result document) with bounds: a regular file of at most
 a stated size, or an error naming the file.
 
 Opening a FIFO blocks until a writer comes, /dev/zero never ends and a 50 MB string is read
@@ -12,9 +12,10 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["MAX_MANIFEST_BYTES", "InputFileError", "read_bounded"]
+__all__ = ["MAX_DOCUMENT_BYTES", "MAX_MANIFEST_BYTES", "InputFileError", "read_bounded"]
 
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024  # benchmarks/cases.toml is 13 KB; hundreds of cases fit
+MAX_DOCUMENT_BYTES = 1024 * 1024 * 1024  # a result document or bundle.json: raw samples fit
 
 _KINDS = {
     stat.S_ISDIR: "a folder",

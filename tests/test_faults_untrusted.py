@@ -472,3 +472,18 @@ def test_long_and_colliding_case_ids_get_their_own_explain_pages(tmp_path):
         page = (out / "explain" / f"{stem}.html").read_text()
         assert f"{case_id}: ptx vs cuda (baseline)" in page  # its own case, not the other one
     assert file_stem("axpy_f64").startswith("axpy_f64-")  # readable
+
+
+# ---- a FIFO or device as a result document ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [["summary"], ["explain"], ["ingest", "--db", "h.sqlite"]])
+def test_a_fifo_or_device_as_a_result_document_is_refused_at_once(tmp_path, monkeypatch, command):
+    import os
+
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo(tmp_path / "run.json")
+    for path, kind in ((tmp_path / "run.json", "a FIFO"), ("/dev/zero", "a character device")):
+        done = CliRunner().invoke(main, [command[0], str(path), *command[1:]])
+        assert done.exit_code == 2 and done.exc_info[0] is SystemExit, done.output
+        assert f"must be a regular file, not {kind}" in done.stderr, done.stderr
