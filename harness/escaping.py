@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["markdown", "terminal"]
+from protocol.terminal_text import visible
+
+__all__ = ["markdown", "no_autolinks", "terminal"]
 
 # One pass of a translation table: each character is replaced once, the backslash included.
 _PLAIN = {
@@ -28,17 +30,21 @@ _PLAIN = {
 _PLAIN_TABLE = str.maketrans(_PLAIN)
 _CELL_TABLE = str.maketrans({**_PLAIN, "|": "\\|"})
 _FOLDED = re.compile(r"[\r\n\t]+")
+# GFM's autolink extension links `http://`, `https://`, `ftp://`, `mailto:`, `xmpp:`, `www.`
+# and bare e-mail addresses in plain text. A backslash escape of the `:` or `.` that the
+# extension looks for keeps the text the same on screen and leaves it nothing to match; an
+# address is matched after escapes are read, so a zero-width space (&#8203;) follows its `@`.
+_SCHEME_COLON = re.compile(r"(?i)(https?|ftp|mailto|xmpp):")
+_WWW_DOT = re.compile(r"(?i)(www)\.")
+_EMAIL_AT = re.compile(r"(?<=[A-Za-z0-9._+-])@(?=[A-Za-z0-9_-]+\.[A-Za-z0-9])")
 _BACKTICKS = re.compile(r"`+")
 
 
-def terminal(text: object) -> str:
-    """`text` with every non-printable character (control characters such as ESC, newlines,
-    bidirectional overrides) written as Python's repr writes it (\\x1b, \\n, \\u202e); the
-    rest unchanged. For one line of a text report."""
-    text = str(text)
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+def terminal(text: object, *, lines: bool = False) -> str:
+    """`text` with every non-printable character (control characters such as ESC, newlines
+    unless `lines`, bidirectional overrides) written as Python's repr writes it (\\x1b, \\n,
+    \\u202e); the rest unchanged. protocol.terminal_text.visible, shared with the runner."""
+    return visible(text, lines=lines)
 
 
 def markdown(text: object, *, cell: bool = False, code: bool = False) -> str:
@@ -46,7 +52,8 @@ def markdown(text: object, *, cell: bool = False, code: bool = False) -> str:
 
     Newlines and tabs fold into one space and other non-printable characters are escaped
     (`terminal()`). Then, by default, `& < >` become entities and `` \\ ` [ ] `` are
-    backslash-escaped: no HTML, link, image or code span can start from the data.
+    backslash-escaped: no HTML, link, image or code span can start from the data, and
+    no_autolinks() leaves GFM nothing to autolink.
     code=True writes an inline code span whose fence is longer than any run of backticks in
     the text (CommonMark: a code span's content is literal, HTML included). cell=True is for a
     table cell: `|` is escaped too (GitHub reads `\\|` inside a code span as well); a code span
@@ -58,4 +65,12 @@ def markdown(text: object, *, cell: bool = False, code: bool = False) -> str:
         fence = "`" * (max((len(m) for m in _BACKTICKS.findall(text)), default=0) + 1)
         pad = " " if text.startswith("`") or text.endswith("`") else ""
         return f"{fence}{pad}{text}{pad}{fence}"
-    return text.translate(_CELL_TABLE if cell else _PLAIN_TABLE)
+    return no_autolinks(text.translate(_CELL_TABLE if cell else _PLAIN_TABLE))
+
+
+def no_autolinks(text: str) -> str:
+    """Markdown `text` with what makes GFM autolinks broken (`http\\://`, `www\\.`,
+    `user@&#8203;host.example`): shown the same, linked nowhere (checked with cmark-gfm)."""
+    text = _SCHEME_COLON.sub(r"\1\\:", text)
+    text = _WWW_DOT.sub(r"\1\\.", text)
+    return _EMAIL_AT.sub("@&#8203;", text)

@@ -2,8 +2,12 @@
 built here from two revisions of the compiler's repository.
 
 For each revision a detached worktree of the repository is checked out at REF in a temporary
-folder, and CMD runs there in bash with its placeholders filled (each shell-quoted): `{src}` the
-worktree, `{out}` the bundle folder to write, `{ref}` and `{label}` (base or head). CMD builds the
+folder, and CMD runs there in bash: `{src}` the worktree, `{out}` the bundle folder to write,
+`{ref}` and `{label}` (base or head). A placeholder becomes a quoted reference to an environment
+variable ("$KERNELGAP_SRC", ...), never the value's text, so no value is ever parsed by the
+shell; write placeholders bare, not inside quotes. A REF must be a git ref name
+(`git check-ref-format`) or an object id, optionally followed by ~N or ^N, and may not start
+with "-". CMD builds the
 compiler at that revision and writes a PTX bundle of the suite with it, e.g.
 
     --build-bundle 'make -C {src} && PATH={src}/build/bin:$PATH python -m runner build
@@ -18,12 +22,22 @@ shipped or rented. The worktrees are removed afterwards; the bundles live as lon
 from __future__ import annotations
 
 import contextlib
-import shlex
+import os
+import re
 import subprocess
 import tempfile
 from pathlib import Path
 
-__all__ = ["PLACEHOLDERS", "RevisionBuildError", "build_revisions", "fill", "revision_bundles"]
+__all__ = [
+    "PLACEHOLDERS",
+    "RevisionBuildError",
+    "build_revisions",
+    "check_ref",
+    "environment",
+    "fill",
+    "revision_bundles",
+    "variable",
+]
 
 PLACEHOLDERS = ("src", "out", "ref", "label")
 GIT_TIMEOUT_S = 120.0
@@ -34,11 +48,46 @@ class RevisionBuildError(ValueError):
     """A revision could not be checked out or built into a bundle; the message says which."""
 
 
-def fill(command: str, **values: str) -> str:
-    """`command` with each {name} of PLACEHOLDERS replaced by its shell-quoted value."""
+_SUFFIXES = re.compile(r"(?:[~^][0-9]*)*$")  # HEAD~1, main^2: ancestry, not part of the name
+_OBJECT_ID = re.compile(r"[0-9a-fA-F]{4,64}")
+
+
+def variable(name: str) -> str:
+    """The environment variable that carries placeholder {name} into the build command."""
+    return f"KERNELGAP_{name.upper()}"
+
+
+def fill(command: str) -> str:
+    """`command` with each {name} of PLACEHOLDERS replaced by "$KERNELGAP_NAME": the values
+    travel in the environment (environment()), so none is ever parsed as shell text."""
     for name in PLACEHOLDERS:
-        command = command.replace("{" + name + "}", shlex.quote(str(values[name])))
+        command = command.replace("{" + name + "}", f'"${variable(name)}"')
     return command
+
+
+def environment(**values) -> dict[str, str]:
+    """This process's environment plus one KERNELGAP_NAME per placeholder."""
+    return {**os.environ, **{variable(name): str(values[name]) for name in PLACEHOLDERS}}
+
+
+def check_ref(label: str, ref: str) -> None:
+    """RevisionBuildError unless `ref` is a git ref name or an object id, with optional ~N/^N
+    suffixes: a REF is data, and one starting with "-" would be read by git as an option."""
+    name = _SUFFIXES.sub("", ref)
+    if not ref or ref.startswith("-") or not name:
+        raise RevisionBuildError(f"--{label} {ref!r}: not a git ref name or commit id")
+    if _OBJECT_ID.fullmatch(name):
+        return
+    valid = subprocess.run(
+        ["git", "check-ref-format", "--allow-onelevel", name],
+        capture_output=True,
+        timeout=GIT_TIMEOUT_S,
+    )
+    if valid.returncode != 0 or name == "@" or any(ord(c) < 33 for c in name):
+        raise RevisionBuildError(
+            f"--{label} {ref!r}: not a git ref name or commit id (git check-ref-format refuses "
+            f"{name!r}); give a branch, tag or commit, optionally with ~N or ^N"
+        )
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
@@ -65,6 +114,8 @@ def build_revisions(
             f"--compiler-repo {repo}: not a git checkout ({top.stderr.strip()})"
         )
     repo = Path(top.stdout.strip())
+    for label, ref in refs.items():
+        check_ref(label, ref)
     built = []
     for label, ref in refs.items():
         src, out = work / f"src-{label}", work / f"bundle-{label}"
@@ -81,9 +132,10 @@ def build_revisions(
                     "-euo",
                     "pipefail",
                     "-c",
-                    fill(command, src=src, out=out, ref=ref, label=label),
+                    fill(command),
                 ],
                 cwd=src,
+                env=environment(src=src, out=out, ref=ref, label=label),
                 capture_output=True,
                 text=True,
                 timeout=BUILD_TIMEOUT_S,

@@ -18,6 +18,7 @@ import inspect
 import io
 import os
 import re
+import stat
 import tarfile
 import tomllib
 from dataclasses import dataclass
@@ -59,23 +60,67 @@ class Shipment:
         return buffer.getvalue()
 
 
+def _link_target(link: Path, folder: Path) -> Path:
+    """The file a symbolic link under `folder` names, when it is a regular file inside `folder`;
+    ShippingError naming the link otherwise (a loop, a dangling link, a link leaving the folder,
+    a link to a folder: following those copies files from outside or never ends)."""
+    try:
+        target = link.resolve(strict=True)
+    except (OSError, RuntimeError) as exc:  # ELOOP; RuntimeError from Python 3.11's loop check
+        raise ShippingError(
+            f"{link}: a symbolic link that cannot be followed ({exc}); remove it from {folder}"
+        ) from None
+    if not target.is_relative_to(folder.resolve()):
+        raise ShippingError(
+            f"{link}: a symbolic link to {target}, outside {folder}; only files inside the "
+            "folder are shipped: copy the file in or remove the link"
+        )
+    if not target.is_file():
+        raise ShippingError(
+            f"{link}: a symbolic link to {'a folder' if target.is_dir() else 'a special file'} "
+            f"({target}); only regular files are shipped: remove the link"
+        )
+    return target
+
+
 def _walk(folder: Path):
-    """Files under `folder`, sorted, skipping caches and hidden entries."""
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
+    """Regular files under `folder`, sorted, skipping caches and hidden entries; a symbolic link
+    ships as the file it names when that is a regular file inside `folder`, and anything else
+    (a link out of the folder, to a folder, a loop, a FIFO or device) is refused, named."""
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        here = Path(dirpath)
         dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_NAMES and d[0] != ".")
+        for name in [d for d in dirnames if (here / d).is_symlink()]:
+            _link_target(here / name, folder)  # raises: never a folder through a link
         for name in sorted(filenames):
-            if name[0] != "." and not name.endswith(".pyc"):
-                yield Path(dirpath) / name
+            if name[0] == "." or name.endswith(".pyc"):
+                continue
+            path = here / name
+            if path.is_symlink():
+                _link_target(path, folder)
+            elif not stat.S_ISREG(path.lstat().st_mode):
+                raise ShippingError(
+                    f"{path}: not a regular file (a FIFO, socket or device); only regular files "
+                    f"are shipped: remove it from {folder}"
+                )
+            yield path
 
 
 def _add_tree(files: dict[str, Path], path: Path, name: str) -> None:
+    """`path` (a folder or file the caller chose, followed when it is a link) under `name` in
+    the tree; links inside a folder are checked by _walk."""
+    if not path.exists():
+        raise ShippingError(f"{path}: not found (needed on the target as {name})")
+    path = path.resolve()
     if path.is_dir():
         for file in _walk(path):
             files[str(PurePosixPath(name, *file.relative_to(path).parts))] = file
     elif path.is_file():
         files[name] = path
     else:
-        raise ShippingError(f"{path}: not found (needed on the target as {name})")
+        raise ShippingError(
+            f"{path}: not a regular file or folder (needed on the target as {name})"
+        )
 
 
 def is_checkout(root: Path) -> bool:
@@ -120,8 +165,9 @@ def plan(
     """The tree for running the suite `cases` (a cases.toml) on a target; `revisions` are
     labelled bundles ((label, folder), ...), shipped under bundle/<label>."""
     cases = Path(cases).resolve()
-    if not cases.is_file():
+    if not cases.exists():  # not a regular file: suite_toml.read says what it is
         raise ShippingError(f"{cases}: suite file not found")
+    references = referenced_files(cases)  # first: a FIFO or device as the suite is refused here
     root = root.resolve()
     checkout = is_checkout(root)
     if tests and not checkout:
@@ -138,7 +184,7 @@ def plan(
     for name in runner_tree(root) + (TEST_TREE if tests else ()):
         _add_tree(files, root / name, name)
     _add_tree(files, suite_dir, suite_name if suite_name != "." else "")
-    for reference in referenced_files(cases):
+    for reference in references:
         path = (suite_dir / reference).resolve()
         if path.is_relative_to(suite_dir) or not path.is_file():
             continue  # shipped with the folder, or missing: the runner names it

@@ -12,6 +12,8 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+from protocol.input_files import MAX_MANIFEST_BYTES, InputFileError, read_bounded
+
 __all__ = ["SuiteTomlError", "read"]
 
 
@@ -22,9 +24,9 @@ class SuiteTomlError(ValueError):
 def read(path: Path) -> tuple[bytes, dict]:
     """The manifest's bytes (what its sha256 is taken of) and its parsed TOML."""
     try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise SuiteTomlError(f"{path}: cannot read the suite manifest: {exc.strerror}") from None
+        raw = read_bounded(path, MAX_MANIFEST_BYTES, "suite manifest")
+    except InputFileError as exc:
+        raise SuiteTomlError(str(exc)) from None
     try:
         return raw, tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -18,13 +18,15 @@ source tree's `schemas/` instead.
 
 from __future__ import annotations
 
+import datetime
 import decimal
 import functools
+import re
 from importlib import resources
 from pathlib import Path
 
 import orjson
-from jsonschema import Draft202012Validator, validators
+from jsonschema import Draft202012Validator, FormatChecker, validators
 from jsonschema.exceptions import best_match
 
 try:
@@ -51,6 +53,32 @@ StrictValidator = validators.extend(
         "integer", lambda _, value: isinstance(value, int) and not isinstance(value, bool)
     ),
 )
+# `format: date-time` is checked (JSON Schema only annotates it by default): a timestamp that
+# matches the pattern but names no moment (2026-13-45T99:99:99Z) is refused where it enters,
+# instead of crashing whoever parses it later. Both validators use this one definition.
+_DATE_TIME = re.compile(
+    r"(\d{4}-\d{2}-\d{2})[Tt](\d{2}:\d{2}:\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})"
+)
+
+
+def is_date_time(value) -> bool:
+    """RFC 3339 date-time naming a real moment (no leap second: Python's datetime has none)."""
+    if not isinstance(value, str):
+        return True  # `format` constrains strings only
+    found = _DATE_TIME.fullmatch(value)
+    if found is None:
+        return False
+    day, clock, fraction, zone = found.groups()
+    zone = "+00:00" if zone in "Zz" else zone
+    try:
+        datetime.datetime.fromisoformat(f"{day}T{clock}.{(fraction or '0')[:6]:0<6}{zone}")
+    except ValueError:
+        return False
+    return True
+
+
+FORMAT_CHECKER = FormatChecker(formats=())
+FORMAT_CHECKER.checks("date-time")(is_date_time)
 MESSAGE_CHARS = 300
 STRICT_INTEGER = "x-kernelgap-strict-integer"  # the same rule for jsonschema-rs
 NOT_SCHEMAS = frozenset({"enum", "const", "examples", "default"})  # values there are data
@@ -73,7 +101,7 @@ def _schema(schema_name: str) -> dict:
 def validator(schema_name: str) -> Draft202012Validator:
     schema = _schema(schema_name)
     Draft202012Validator.check_schema(schema)
-    return StrictValidator(schema)
+    return StrictValidator(schema, format_checker=FORMAT_CHECKER)
 
 
 class _StrictInteger:
@@ -109,7 +137,10 @@ def _strict_integers(schema):
 @functools.cache
 def fast_validator(schema_name: str):
     return jsonschema_rs.validator_for(
-        _strict_integers(_schema(schema_name)), keywords={STRICT_INTEGER: _StrictInteger}
+        _strict_integers(_schema(schema_name)),
+        keywords={STRICT_INTEGER: _StrictInteger},
+        formats={"date-time": is_date_time},
+        validate_formats=True,
     )
 
 

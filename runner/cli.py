@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from protocol.terminal_text import visible
 from runner.cli_bench import _die, bench
 
 
@@ -219,12 +220,24 @@ def info(device, no_bandwidth):
     "('-' for stdout).",
 )
 @click.option("--device", type=int, default=0, show_default=True, help="GPU for --sanitize.")
-def check(cases, arch, require_ptxas, require_all, sanitize, sanitize_tools, out, device):
+@click.option(
+    "--manifest-only",
+    is_flag=True,
+    help="Only load and validate the manifest (schema, sizes, expressions, files): nothing is "
+    "compiled and no reference is imported. `harness run` runs this before reaching a target.",
+)
+def check(
+    cases, arch, require_ptxas, require_all, sanitize, sanitize_tools, out, device, manifest_only
+):
     """Validate the manifest and build every implementation it can (no GPU needed); ptxas where present.
 
     The report (one line per implementation, then a summary counting skips by reason) goes to
     stderr; the verdict is the exit status: 0 ok, 1 a failure (or, with --require-all, a skip,
     or with --sanitize an error compute-sanitizer reported), 2 bad input or environment.
+
+    A suite is code: this runs its compilers and command templates and imports its reference
+    modules (bounded by each case's timeout_s), as you. Check only suites you would run as a
+    build script; --manifest-only runs none of it.
 
     \b
     Examples:
@@ -235,6 +248,13 @@ def check(cases, arch, require_ptxas, require_all, sanitize, sanitize_tools, out
     from runner.definition.toolchains import cuda_programs
     from runner.execution.checking import check_suite
 
+    if manifest_only:
+        try:
+            suite = manifest.load(cases)
+        except manifest.ManifestError as exc:
+            _die(str(exc))
+        click.echo(f"{cases}: {len(suite.cases)} cases, manifest valid", err=True)
+        sys.exit(0)
     if out is not None and not sanitize:
         _die("-o/--out writes the sanitize document: it needs --sanitize")
     sanitizer_path, tool_names = None, ()
@@ -252,7 +272,7 @@ def check(cases, arch, require_ptxas, require_all, sanitize, sanitize_tools, out
     except (manifest.ManifestError, lock.LockError) as exc:
         _die(str(exc))
     for problem in problems:
-        click.echo(f"FAIL  {problem}", err=True)
+        click.echo(f"FAIL  {visible(problem, lines=True)}", err=True)
     sanitizer = None
     if sanitize:
         from runner.execution.sanitize import Sanitizer
@@ -334,7 +354,9 @@ def build(cases, out, arch, static):
         suite = manifest.load(cases)
     except manifest.ManifestError as exc:
         _die(str(exc))
-    result = write_bundle(suite, arch, out, lambda text: click.echo(text, err=True), static)
+    result = write_bundle(
+        suite, arch, out, lambda text: click.echo(visible(text, lines=True), err=True), static
+    )
     click.echo(
         f"{out}/bundle.json: {len(result['implementations'])} built, "
         f"{len(result['skipped'])} skipped or failed",
@@ -360,6 +382,8 @@ def lock_command(cases):
     except (manifest.ManifestError, lock.LockError) as exc:
         _die(str(exc))
     for case_id, version in added:
-        click.echo(f"recorded {case_id} version {version} in {lock.lock_path(suite)}", err=True)
+        click.echo(
+            visible(f"recorded {case_id} version {version} in {lock.lock_path(suite)}"), err=True
+        )
     if not added:
         click.echo(f"{lock.lock_path(suite)}: every case version is already recorded", err=True)

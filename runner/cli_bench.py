@@ -8,9 +8,11 @@ from pathlib import Path
 
 import click
 
+from protocol.terminal_text import visible
+
 
 def _die(message: str, status: int = 2) -> None:
-    click.echo(f"error: {message}", err=True)
+    click.echo(f"error: {visible(message, lines=True)}", err=True)
     sys.exit(status)
 
 

@@ -7,6 +7,7 @@ import orjson
 import pytest
 
 from harness.dashboard import build_site
+from harness.dashboard.explain_pages import file_stem
 from harness.store import Store
 from runner.explain import tools
 from tests.explain_documents import bench_document
@@ -36,15 +37,17 @@ def test_every_row_of_the_newest_run_links_to_its_explanation(site):
     text = (out / "data.js").read_text().removeprefix("window.KERNELGAP_DATA = ")
     data = orjson.loads(text.rstrip().rstrip(";"))
     rows = [r for r in data["table"] if r["case"] == "polynomial_f64"]
-    assert rows and all(r["explain"] == "explain/polynomial_f64.html" for r in rows)
+    stem = file_stem("polynomial_f64")
+    assert rows and all(r["explain"] == f"explain/{stem}.html" for r in rows)
     assert 'class: "explain", href: r.explain' in (out / "app.js").read_text()
 
 
 def test_the_explanation_pages_hold_the_report(site):
     out, doc = site
-    page = (out / "explain" / "polynomial_f64.html").read_text()
-    markdown = (out / "explain" / "polynomial_f64.md").read_text()
-    assert page.startswith("<!doctype html>") and 'href="polynomial_f64.md"' in page
+    stem = file_stem("polynomial_f64")
+    page = (out / "explain" / f"{stem}.html").read_text()
+    markdown = (out / "explain" / f"{stem}.md").read_text()
+    assert page.startswith("<!doctype html>") and f'href="{stem}.md"' in page
     assert "polynomial_f64: warpforth vs cuda (baseline)" in page
     if doc["cases"][0]["implementations"]["warpforth"].get("static", {}).get("status") == "ok":
         assert "no DFMA" in page and "no DFMA" in markdown

@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner
 from harness_docs import small_run, suite_manifest
 
-from harness import result_files
+from harness import result_files, shipping
 from harness.cli import main
 from harness.store import Store, StoreError
 from tests.conftest import ROOT
@@ -286,17 +286,249 @@ def test_a_malformed_suite_is_refused_before_any_target_is_reached(tmp_path, tex
     assert not fake.argv.exists()  # the runner never ran
 
 
+# ---- links and special files in the suite folder (issue 33 items 9, 10) -------------------------
+
+
+def shipped_suite(tmp_path: Path) -> Path:
+    """A copy of the GPU test suite outside the repository; returns its cases.toml."""
+    shutil.copytree(ROOT / "tests" / "gpu_suite", tmp_path / "suite")
+    return tmp_path / "suite" / "cases.toml"
+
+
+def test_a_link_out_of_the_suite_folder_is_refused_naming_it(tmp_path):
+    cases = shipped_suite(tmp_path)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for the GPU box")
+    (cases.parent / "kernels" / "notes.txt").symlink_to(secret)  # never referenced by a case
+    with pytest.raises(shipping.ShippingError, match="outside") as caught:
+        shipping.plan(cases)
+    assert str(cases.parent / "kernels" / "notes.txt") in str(caught.value)
+    (cases.parent / "kernels" / "notes.txt").unlink()
+    (cases.parent / "kernels" / "same.cu").symlink_to("scale.cu")  # inside: its content ships
+    plan = dict((name, path) for path, name in shipping.plan(cases).files)
+    assert (
+        plan["suite/kernels/same.cu"].read_bytes()
+        == (cases.parent / "kernels" / "scale.cu").read_bytes()
+    )
+
+
+@pytest.mark.parametrize("kind", ["loop", "root", "parent", "fifo"])
+def test_a_link_loop_a_link_to_root_or_a_fifo_is_refused_at_once(tmp_path, kind):
+    cases = shipped_suite(tmp_path)
+    folder = cases.parent
+    if kind == "loop":
+        (folder / "a").symlink_to(folder / "b")
+        (folder / "b").symlink_to(folder / "a")
+    elif kind == "root":
+        (folder / "everything").symlink_to("/")
+    elif kind == "parent":
+        (folder / "kernels" / "again").symlink_to(folder)
+    else:
+        os.mkfifo(folder / "pipe")
+    fake = FakeRunner(tmp_path / "fake")
+    done = harness_run(fake, "--cases", cases, "--out", tmp_path / "r")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"error: {folder}" in done.stderr
+    assert ("not a regular file" if kind == "fifo" else "symbolic link") in done.stderr
+    assert not fake.argv.exists()  # the runner never ran
+
+
+# ---- --base/--head refs reaching a shell (issue 33 item 11) -------------------------------------
+
+
+def compiler_checkout(tmp_path: Path) -> Path:
+    """A git repository with one commit holding version.txt."""
+    repo = tmp_path / "compiler"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (repo / "version.txt").write_text("1")
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "v1"], check=True)
+    return repo
+
+
+@pytest.mark.parametrize(
+    "ref", ["HEAD;touch PWNED", "$(touch PWNED)", "`touch PWNED`", "--orphan=x", "a b", "x..y", ""]
+)
+def test_a_ref_that_is_not_a_ref_name_is_refused_before_any_shell(tmp_path, ref):
+    from harness.revision_build import RevisionBuildError, build_revisions
+
+    repo = compiler_checkout(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    command = (
+        'mkdir -p {out} && echo "{ref}" > {out}/bundle.json && echo {ref} >> {out}/bundle.json'
+    )
+    with pytest.raises(RevisionBuildError, match="not a git ref name or commit id"):
+        build_revisions(repo, {"base": ref}, command, work)
+    assert not list(tmp_path.rglob("PWNED")) and not list(repo.parent.glob("PWNED"))
+
+
+def test_placeholder_values_reach_the_command_as_data_never_as_shell_text(tmp_path):
+    from harness.revision_build import build_revisions
+
+    repo = compiler_checkout(tmp_path)
+    work = tmp_path / "w $(touch PWNED) `touch PWNED2`;x"  # the folders carry metacharacters
+    work.mkdir()
+    command = "mkdir -p {out} && cp {src}/version.txt {out}/bundle.json && echo {ref} > {out}/ref"
+    ((_label, out),) = build_revisions(repo, {"base": "HEAD~0"}, command, work)
+    assert (out / "bundle.json").read_text() == "1" and (out / "ref").read_text() == "HEAD~0\n"
+    assert not list(tmp_path.rglob("PWNED*")) and not list(repo.glob("PWNED*"))
+
+
+# ---- a manifest the runner refuses, odd manifest files (issue 33 items 12, 13) -----------------
+
+
+SMALL_SUITE = (ROOT / "tests" / "gpu_suite" / "cases.toml").read_text()
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (lambda t: t.replace("[suite]", "[suite]\nsurprise = 1", 1), "unknown field"),
+        (lambda t: t.replace('flops = "n"', 'flops = "n +* __import__"', 1), "flops"),
+        (lambda t: t.replace('length = "n"', 'length = "n * n * n"', 1), "length"),
+    ],
+    ids=["unknown-field", "bad-expression", "absurd-size"],
+)
+def test_harness_run_refuses_what_runner_check_refuses_before_any_target(tmp_path, edit, expected):
+    cases = shipped_suite(tmp_path)
+    cases.write_text(edit(SMALL_SUITE))
+    refused = subprocess.run(
+        [sys.executable, "-m", "runner", "check", "--manifest-only", str(cases)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert refused.returncode == 2, refused.stderr  # the runner's own loader refuses it
+    fake = FakeRunner(tmp_path / "fake")
+    done = harness_run(fake, "--cases", cases, "--out", tmp_path / "r")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert refused.stderr.strip().splitlines()[-1] in done.stderr  # the same words
+    assert str(cases) in done.stderr and expected in done.stderr
+    assert not fake.argv.exists()  # the runner never ran on the target
+
+
+def test_a_valid_manifest_passes_the_hosts_check():
+    from harness.manifest_check import check_manifest
+
+    check_manifest(ROOT / "benchmarks" / "cases.toml")  # raises when refused
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "huge"])
+def test_a_fifo_a_device_or_a_huge_manifest_is_refused_at_once_naming_it(tmp_path, kind):
+    if kind == "fifo":
+        cases = tmp_path / "cases.toml"
+        os.mkfifo(cases)
+        expected = "must be a regular file, not a FIFO"
+    elif kind == "dev-zero":
+        cases = Path("/dev/zero")
+        expected = "must be a regular file, not a character device"
+    else:
+        cases = tmp_path / "cases.toml"
+        cases.write_text('[suite]\nname = "' + "x" * 50_000_000 + '"\n')
+        expected = "is larger than"
+    for command in (["runner", "check"], ["harness", "run", "--target", "local"]):
+        done = subprocess.run(
+            [sys.executable, "-m", *command, str(cases)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=60,
+        )
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert f"{cases}: the " in done.stderr and expected in done.stderr, done.stderr
+
+
+# ---- --identity and --known-hosts paths ssh would expand (issue 33 item 23) ---------------------
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    """A real OpenSSH server on 127.0.0.1 (tests/sshd.py); skipped where sshd is missing."""
+    from tests.sshd import running_sshd
+
+    with running_sshd(tmp_path_factory.mktemp("sshd")) as server:
+        yield server
+
+
+@pytest.mark.parametrize(
+    "folder",
+    ["with space", "per%cent", "per%h%%", "tab\tx", "q'uote", 'dq"x', "back\\slash", "dollar$HOME"],
+)
+def test_key_and_known_hosts_paths_reach_ssh_as_those_files(sshd, tmp_path, folder):
+    from tests.test_transport_ssh import PY, Collect, transport
+
+    place = tmp_path / folder
+    place.mkdir()
+    shutil.copy(sshd.identity, place / "id")
+    (place / "id").chmod(0o600)
+    shutil.copy(sshd.known_hosts, place / "known hosts")
+    with transport(sshd, identity=place / "id", known_hosts=place / "known hosts") as ssh:
+        done = ssh.run([PY, "-c", "print(6 * 7)"], b"", timeout_s=60, stderr_sink=Collect())
+    assert done.returncode == 0 and done.stdout.strip() == b"42"
+
+
+def test_a_path_ssh_cannot_take_is_refused_plainly_before_connecting(tmp_path):
+    place = tmp_path / "dollar${HOME}x"
+    place.mkdir()
+    (place / "id").write_text("not a key")
+    command = [sys.executable, "-m", "harness", "run", "--target", "ssh://u@127.0.0.1:9"]
+    done = subprocess.run(
+        [*command, "--identity", str(place / "id"), "--connect-timeout", "1"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"--identity '{place / 'id'}': ssh cannot take a file name holding '${{'" in done.stderr
+    assert "cannot connect" not in done.stderr  # refused before ssh ran
+
+
 # ---- the docs' table of promises ---------------------------------------------------------------
 
 
 def test_the_fault_table_names_tests_that_exist():
     table = (ROOT / "docs" / "faults.md").read_text()
     rows = [line for line in table.splitlines() if line.startswith("| ") and "`tests/" in line]
-    # bad manifest, bad request, kernel, connection, disk, store, untrusted, cheating
-    assert len(rows) >= 8
+    # bad manifest, bad request, kernel, connection, disk, store, untrusted, cheating; then
+    # issue 33's items 8-23 (links and loops share a row)
+    assert len(rows) == 8 + 15
     for row in rows:
+        assert re.search(r"`test_\w+`", row), f"a row that names no test: {row[:80]}"
         for cell in re.findall(r"`(tests/[\w/]+\.py)`((?:[^`;]|`test_\w+`)*)", row):
             path, names = ROOT / cell[0], re.findall(r"`(test_\w+)`", cell[1])
             source = path.read_text()
             for name in names:
                 assert f"def {name}(" in source, f"{cell[0]}: no {name}"
+
+
+def test_the_help_says_a_suite_is_code():
+    for command in (["harness", "run"], ["runner", "check"]):
+        done = subprocess.run(
+            [sys.executable, "-m", *command, "--help"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=60,
+        )
+        text = " ".join(done.stdout.split())
+        assert "A suite is code" in text and "as a build script" in text, command
+    docs = (ROOT / "docs" / "suite-trust.md").read_text()
+    assert "A suite is code" in docs
+
+
+def test_a_targets_stderr_reaches_the_terminal_with_control_bytes_visible():
+    import io
+
+    from harness.transport.stderr_tail import StderrTail
+
+    shown = io.BytesIO()
+    tail = StderrTail(shown)
+    tail(b"progress \x1b]0;owned\x07 and \x1b[2J\ttab\n")
+    tail(b"kernelgap-partial-document: {}\n")
+    assert shown.getvalue() == b"progress \\x1b]0;owned\\x07 and \\x1b[2J\ttab\n"
+    assert tail.partial == b"{}"  # the partial document is kept as it came

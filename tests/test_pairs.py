@@ -298,7 +298,7 @@ def test_build_revisions_builds_each_ref_in_its_own_worktree(tmp_path):
         ["git", "-C", str(repo), "worktree", "list"], capture_output=True, text=True
     )
     assert len(listed.stdout.splitlines()) == 1  # the worktrees are removed again
-    assert fill("x {src}", src="a b", out="", ref="", label="") == "x 'a b'"
+    assert fill("x {src}") == 'x "$KERNELGAP_SRC"'  # the value travels in the environment
     for command, refs, message in [
         ("exit 3 # {out}", {"base": "HEAD"}, "exited 3"),
         ("true {out}", {"base": "HEAD"}, "left no bundle"),

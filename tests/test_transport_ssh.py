@@ -75,10 +75,10 @@ def test_ssh_options_check_host_keys_and_never_disable_it(sshd):
         opts = ssh.options()
     joined = " ".join(opts)
     assert "StrictHostKeyChecking=yes" in joined and "BatchMode=yes" in joined
-    assert f"UserKnownHostsFile={sshd.known_hosts}" in joined
+    assert f'UserKnownHostsFile="{sshd.known_hosts}"' in joined
     assert "ConnectTimeout=10" in joined and "ServerAliveInterval=" in joined
     assert opts[opts.index("-p") + 1] == str(sshd.port)
-    assert opts[opts.index("-i") + 1] == str(sshd.identity)
+    assert f'IdentityFile="{sshd.identity}"' in joined and "IdentitiesOnly=yes" in joined
     assert "StrictHostKeyChecking=no" not in joined
 
 

@@ -16,6 +16,7 @@ from harness import fail_on as failing
 from harness.escaping import terminal
 from protocol import documents
 from protocol.codec import encode
+from protocol.input_files import MAX_DOCUMENT_BYTES, InputFileError, read_bounded
 
 __all__ = ["EXPORT_FORMATS", "compare", "export", "load_result", "summary"]
 
@@ -32,16 +33,22 @@ class BadInput(click.ClickException):
     exit_code = 2
 
     def show(self, file=None):
-        click.echo(f"error: {self.message}", err=True)
+        click.echo(f"error: {terminal(self.message, lines=True)}", err=True)
 
 
 def load_result(path: Path) -> dict:
     """Read, version-check and validate a result document ('-' reads stdin); BadInput if not."""
     what = "stdin" if str(path) == "-" else str(path)
     try:
-        data = sys.stdin.buffer.read() if what == "stdin" else path.read_bytes()
+        data = (
+            sys.stdin.buffer.read()
+            if what == "stdin"
+            else read_bounded(path, MAX_DOCUMENT_BYTES, "result document")
+        )
     except OSError as exc:
         raise BadInput(f"{what}: cannot read the result document: {exc.strerror}") from None
+    except InputFileError as exc:  # a FIFO, a device, past the size limit
+        raise BadInput(str(exc)) from None
     try:
         return documents.load_result(data, what)
     except ValueError as exc:  # malformed JSON, DocumentError, VersionError

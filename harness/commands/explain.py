@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from harness.escaping import terminal
 from harness.explain import report, sources
 
 __all__ = ["explain"]
@@ -20,7 +21,7 @@ class BadInput(click.ClickException):
     exit_code = 2
 
     def show(self, file=None):
-        click.echo(f"error: {self.message}", err=True)
+        click.echo(f"error: {terminal(self.message, lines=True)}", err=True)
 
 
 @click.command()

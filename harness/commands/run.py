@@ -27,7 +27,7 @@ from pathlib import Path
 
 import click
 
-from harness import revision_build, shipping
+from harness import manifest_check, revision_build, shipping
 from harness.commands.run_session import INSTALL_TIMEOUT_S, RunFailed, Session
 from harness.transport.base import Transport, TransportError
 from harness.transport.local import LocalTransport
@@ -286,6 +286,12 @@ def run(ctx, target, identity, known_hosts, suite, cases_option, bundle, base_bu
     Arguments after `--` go to the runner. The remote's progress streams to stderr; the saved
     document's path goes to stdout.
 
+    A suite is code: its command templates run programs and its reference modules are
+    imported (by `runner check`, and by the runner on the target) as the user who runs them.
+    Run only suites you would run as a build script. Before any target is reached, the
+    manifest is checked with the runner's own loader; only regular files inside the suite's
+    folder are shipped.
+
     \b
     Examples:
       python -m harness run benchmarks/cases.toml --target local -- --case axpy_f64
@@ -297,7 +303,7 @@ def run(ctx, target, identity, known_hosts, suite, cases_option, bundle, base_bu
     if suite is not None and cases_option is not None and suite != cases_option:
         raise RunFailed(f"give the suite once: SUITE {suite} and --cases {cases_option} differ")
     cases = suite or cases_option or Path("benchmarks/cases.toml")
-    if not cases.is_file():
+    if not cases.exists():  # a FIFO or device is named by the manifest's reader
         raise RunFailed(f"{cases}: suite file not found; give the suite (a cases.toml) as SUITE")
     if (base_bundle is None) != (head_bundle is None) or (base_bundle and bundle):
         raise RunFailed(
@@ -323,6 +329,7 @@ def _run(target, identity, known_hosts, cases, bundle, revisions, runner_args, s
         plan = shipping.plan(
             cases, bundle=bundle, tests=settings["pytest_gpu"], revisions=revisions
         )
+        manifest_check.check_manifest(cases)  # what the target would refuse, refused here
         install = settings["install"]
         install = target.startswith("vast:") if install is None else install
         lifetime_s = (
@@ -340,7 +347,7 @@ def _run(target, identity, known_hosts, cases, bundle, revisions, runner_args, s
             lifetime_s=lifetime_s,
             max_price=settings["max_price"],
         )
-    except (ValueError, TransportError) as exc:  # ShippingError, SshTargetError, VastError
+    except (ValueError, TransportError) as exc:  # Shipping, ManifestRefused, SshTarget, Vast
         raise RunFailed(str(exc)) from None
     options = {
         **settings,

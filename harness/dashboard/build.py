@@ -10,7 +10,8 @@ The site, every file beside index.html so that it works from file:// and from an
                       once: an identical file already there is left alone)
   data.js             `window.KERNELGAP_DATA = {...};` (harness.dashboard.data: what it holds)
   runs/<run_id>.json  raw result documents, named by content hash and so never rewritten
-  explain/<case>.*    harness explain of each case of the newest run (.md and a .html page)
+  explain/<stem>.*    harness explain of each case of the newest run (.md and a .html page;
+                      <stem>: a readable prefix of the case id and a hash of all of it)
   gab/data.js         with --format github-action-benchmark only: the history's gaps and suite
                       geomeans in that action's layout, `window.BENCHMARK_DATA = {...};`
                       (harness.dashboard.gab)

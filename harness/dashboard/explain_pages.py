@@ -1,11 +1,13 @@
 """The dashboard's explain/ pages: for each case of the newest run, `harness explain` as markdown
-(explain/<case>.md, to paste into an issue or a pull request) and as a page that opens from disk
-(explain/<case>.html, the text report in a <pre>: no markdown renderer, no network). The table
+(explain/<stem>.md, to paste into an issue or a pull request) and as a page that opens from disk
+(explain/<stem>.html, the text report in a <pre>: no markdown renderer, no network); <stem> is
+file_stem(case id), a readable prefix and a hash of the id. The table
 of the newest gaps links each case to its page. Pages of cases the newest run lacks are removed,
 so explain/ always describes the run the table shows."""
 
 from __future__ import annotations
 
+import hashlib
 import html
 import re
 from pathlib import Path
@@ -25,9 +27,17 @@ pre{{font:12.5px/1.35 ui-monospace,Menlo,Consolas,monospace;white-space:pre-wrap
 """
 
 
+PREFIX_CHARS = 48  # the readable part; with the hash a name stays far below 255 bytes
+HASH_CHARS = 16  # hex digits of the id's sha256: 64 bits, no collision among a suite's ids
+
+
 def file_stem(case_id: str) -> str:
-    """A file name for a case id ('batched-matmul/square-1k-float16/bmm' has slashes)."""
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", case_id)
+    """A file name for a case id: a readable prefix (the id's letters, digits, `_ . -`, cut to
+    PREFIX_CHARS) and a hash of the whole id. Ids that differ only in what the prefix drops
+    ('a/b' and 'a_b') or beyond it (long ids) get different files; any id gets a short name."""
+    prefix = re.sub(r"[^A-Za-z0-9_.-]", "_", case_id)[:PREFIX_CHARS].lstrip(".") or "case"
+    digest = hashlib.sha256(case_id.encode("utf-8", "surrogatepass")).hexdigest()[:HASH_CHARS]
+    return f"{prefix}-{digest}"
 
 
 def write(out: Path, document: dict, what: str) -> dict[str, str]:

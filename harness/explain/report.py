@@ -1,9 +1,15 @@
 """The explanation as markdown (a pull request, a job summary, the dashboard's explain/ pages) or
 plain text: per case and candidate, the findings first, then the figures side by side with the
-ratio of each, then where the figures came from (tools, versions, SM limits)."""
+ratio of each, then where the figures came from (tools, versions, SM limits).
+
+Names, reasons, opcodes and tool versions come from a document anyone can write: each passes
+through harness.escaping (markdown() in markdown, terminal() in text) before it is joined into
+a line, so no HTML, link or escape sequence from the data reaches the reader."""
 
 from __future__ import annotations
 
+from harness.escaping import markdown as md
+from harness.escaping import terminal
 from harness.explain import figures
 from harness.explain.findings import MAX_SHOWN, findings
 from harness.explain.sources import HOW_TO_GET_PROFILE, HOW_TO_GET_STATIC, Case, Source
@@ -16,6 +22,11 @@ TEXT = Markup(
 )
 PARITY = 0.03  # a gap within 3% of 1.0x is parity: the differences then cost no time here
 FOLDED = ("Memory operations by opcode", "In loops (SASS, static)")  # in <details> (markdown)
+
+
+def _shown(text: object, markdown: bool) -> str:
+    """Data as the output shows it: markdown-escaped, or with control characters visible."""
+    return md(text) if markdown else terminal(text)
 
 
 def _value(v, unit: str) -> str:
@@ -52,7 +63,7 @@ def _table(rows: list[figures.Row], names: tuple[str, str], markup: Markup) -> s
     return format_table(markup, columns, cells)
 
 
-def _gap_line(case: Case, candidate: str) -> str:
+def _gap_line(case: Case, candidate: str, markdown: bool) -> str:
     impl, base = case.impls[candidate], case.impls[case.baseline]
     gap = impl.gap
     if not gap:
@@ -60,8 +71,8 @@ def _gap_line(case: Case, candidate: str) -> str:
     times = ""
     if impl.median_s and base.median_s:
         times = (
-            f" ({candidate} {format_time(impl.median_s)}, {case.baseline} "
-            f"{format_time(base.median_s)})"
+            f" ({_shown(candidate, markdown)} {format_time(impl.median_s)}, "
+            f"{_shown(case.baseline, markdown)} {format_time(base.median_s)})"
         )
     verdict = ""
     if abs(gap["ratio_of_medians"] - 1) <= PARITY:
@@ -72,7 +83,7 @@ def _gap_line(case: Case, candidate: str) -> str:
     )
 
 
-def _provenance(static: dict) -> str:
+def _provenance(static: dict, markdown: bool) -> str:
     tools = static["tools"]
     occ = static.get("occupancy") or {}
     text = (
@@ -89,10 +100,10 @@ def _provenance(static: dict) -> str:
             f"registers allocated per warp in units of {limits['register_allocation_unit']}, "
             f"from {limits['source']}"
         )
-    return text
+    return _shown(text, markdown)
 
 
-def _missing(case: Case, names: tuple[str, str], block: str) -> str:
+def _missing(case: Case, names: tuple[str, str], block: str, markdown: bool) -> str:
     """Why the two implementations lack a usable `block`: the recorded reasons (one line each,
     naming the implementations that share it), or that neither has one."""
     reasons: dict[str, list[str]] = {}
@@ -100,7 +111,8 @@ def _missing(case: Case, names: tuple[str, str], block: str) -> str:
         got = getattr(case.impls[name], block)
         if got and not figures.ok(got):
             reasons.setdefault(got["reason"].splitlines()[0], []).append(name)
-    return "; ".join(f"{', '.join(n)}: {r}" for r, n in reasons.items()) or "not recorded"
+    text = "; ".join(f"{', '.join(n)}: {r}" for r, n in reasons.items()) or "not recorded"
+    return _shown(text, markdown)
 
 
 def explain_pair(case: Case, candidate: str, source: Source, markdown: bool) -> str:
@@ -108,11 +120,11 @@ def explain_pair(case: Case, candidate: str, source: Source, markdown: bool) -> 
     base, cand = case.impls[case.baseline], case.impls[candidate]
     names = (f"{case.baseline} (baseline)", candidate)
     markup = MARKDOWN if markdown else TEXT
-    head = f"{case.id}: {candidate} vs {case.baseline} (baseline)"
+    head = _shown(f"{case.id}: {candidate} vs {case.baseline} (baseline)", markdown)
     out = [
         f"### {head}" if markdown else f"{head}\n{'=' * len(head)}",
         "",
-        _gap_line(case, candidate),
+        _gap_line(case, candidate, markdown),
         "",
     ]
     static_ok = figures.ok(base.static) and figures.ok(cand.static)
@@ -125,17 +137,18 @@ def explain_pair(case: Case, candidate: str, source: Source, markdown: bool) -> 
     if found:
         at_parity = bool(cand.gap) and abs(cand.gap["ratio_of_medians"] - 1) <= PARITY
         out.append("Differences:" if at_parity else "Most plausible differences:")
-        out += [f"{n}. {f.text}" for n, f in enumerate(found[:MAX_SHOWN], 1)]
+        out += [f"{n}. {_shown(f.text, markdown)}" for n, f in enumerate(found[:MAX_SHOWN], 1)]
         if found[MAX_SHOWN:]:
-            out += ["", "Also different: " + "; ".join(f.text for f in found[MAX_SHOWN:]) + "."]
+            rest = "; ".join(_shown(f.text, markdown) for f in found[MAX_SHOWN:])
+            out += ["", f"Also different: {rest}."]
         out.append("")
     elif static_ok:
         out += ["No difference in resources, instruction mix or loops stands out.", ""]
     if not static_ok:
-        why = _missing(case, (case.baseline, candidate), "static")
+        why = _missing(case, (case.baseline, candidate), "static", markdown)
         out += [f"No static analysis ({why}): {HOW_TO_GET_STATIC}.", ""]
     if source.kind == "result" and not profile_ok:
-        why = _missing(case, (case.baseline, candidate), "profile")
+        why = _missing(case, (case.baseline, candidate), "profile", markdown)
         out += [f"No profile ({why}): {HOW_TO_GET_PROFILE}.", ""]
     for title, rows in figures.sections(base.static, cand.static, base.profile, cand.profile):
         table = _table(rows, names, markup)
@@ -144,11 +157,13 @@ def explain_pair(case: Case, candidate: str, source: Source, markdown: bool) -> 
         else:
             out += [f"**{title}**" if markdown else title, "", table]
     if static_ok:
-        out += [f"Static figures: {_provenance(cand.static)}.", ""]
+        out += [f"Static figures: {_provenance(cand.static, markdown)}.", ""]
     if profile_ok:
         p = cand.profile
+        command = f"{' '.join(p['command'][:1])} ..."
         out += [
-            f"Profile: {p['version']}, `{' '.join(p['command'][:1])} ...`, one launch of "
+            f"Profile: {_shown(p['version'], markdown)}, "
+            f"{md(command, code=True) if markdown else terminal(command)}, one launch of "
             "each implementation at the timed size after timing (profiled data, not a "
             "timing).",
             "",
@@ -175,19 +190,21 @@ def render(
     the suite's primary candidate where the case has it, else every candidate)."""
     cases = [c for c in source.cases if not case_ids or c.id in case_ids]
     where = f"{source.kind} {source.what}" + (f", {source.device}" if source.device else "")
-    title = f"kernelgap explain: {where}, arch {source.arch or 'unknown'}"
+    title = _shown(f"kernelgap explain: {where}, arch {source.arch or 'unknown'}", markdown)
     out = [f"## {title}" if markdown else title, ""]
     for case in cases:
+        shown_id = _shown(case.id, markdown)
         if case.baseline not in case.impls:
-            out += [f"{case.id}: no baseline in this {source.kind}.", ""]
+            out += [f"{shown_id}: no baseline in this {source.kind}.", ""]
             continue
         names = _candidates(case, candidates, source.primary)
         if not names:
-            out += [f"{case.id}: none of the candidates asked for is in this case.", ""]
+            out += [f"{shown_id}: none of the candidates asked for is in this case.", ""]
         for name in names:
             impl = case.impls[name]
             if impl.status == "skipped":
-                out += [f"{case.id}: {name} was not built: {impl.skip_reason}", ""]
+                why = _shown(f"{name} was not built: {impl.skip_reason}", markdown)
+                out += [f"{shown_id}: {why}", ""]
                 continue
             out.append(explain_pair(case, name, source, markdown))
     return "\n".join(out).rstrip() + "\n"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from protocol import documents
 from protocol.codec import decode
+from protocol.input_files import MAX_DOCUMENT_BYTES, InputFileError, read_bounded
 from protocol.validation import DocumentError, validate
 
 HOW_TO_GET_STATIC = (
@@ -121,9 +122,9 @@ def load(path: Path) -> Source:
     file = path / "bundle.json" if path.is_dir() else path
     what = str(file)
     try:
-        data = file.read_bytes()
-    except OSError as exc:
-        raise SourceError(f"{what}: cannot read it: {exc.strerror}") from None
+        data = read_bounded(file, MAX_DOCUMENT_BYTES, "result document or bundle")
+    except InputFileError as exc:  # unreadable, a FIFO or device, past the size limit
+        raise SourceError(str(exc)) from None
     try:
         doc = decode(data, what)
     except ValueError as exc:

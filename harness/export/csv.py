@@ -4,13 +4,18 @@ Empty cells where a value does not apply (no timing, no gap); booleans as true/f
 in full precision (Python's shortest round-trip repr). Unlike the other formats it has no
 headline line for the primary candidate: a CSV's first line is its header, and readers select
 the primary's rows by `implementation`.
+
+Text cells come from documents anyone can write; a spreadsheet reads one starting with
+`= + - @` (or a tab or carriage return) as a formula (=HYPERLINK(...) phones home). Such a
+cell gets a leading `'`, as OWASP's CSV-injection guidance says: shown as text, one character
+longer. Numbers are written by this module, never from text, and are left as they are.
 """
 
 from __future__ import annotations
 
 from harness.export.table import CSV, Column, format_table, impl_rows
 
-__all__ = ["COLUMNS", "render"]
+__all__ = ["COLUMNS", "inert_text", "render"]
 
 # column name -> ImplRow field
 COLUMNS = {
@@ -37,12 +42,23 @@ COLUMNS = {
 }
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
 def _cell(value) -> str:
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    return repr(value) if isinstance(value, float) else str(value)
+    if isinstance(value, int | float):
+        return repr(value) if isinstance(value, float) else str(value)
+    return inert_text(str(value))
+
+
+def inert_text(text: str) -> str:
+    """`text` as a spreadsheet shows it, never as a formula: `'` before a formula's first
+    character."""
+    return f"'{text}" if text.startswith(FORMULA_STARTS) else text
 
 
 def render(document: dict) -> bytes:

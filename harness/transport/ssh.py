@@ -9,6 +9,7 @@ every piece (paths, case ids, options) as one quoted word and interprets none of
 from __future__ import annotations
 
 import contextlib
+import os
 import shlex
 import shutil
 import subprocess
@@ -74,13 +75,25 @@ class SshTarget:
         return f"ssh://{user}{host}{port}"
 
 
-def _config_path(path: str | Path, what: str) -> str:
-    """A path as an ssh option value: `%` escaped (ssh expands %-tokens), quoted if spaced."""
-    text = str(path)
-    if "${" in text or '"' in text:
-        raise SshTargetError(f"{what} {text!r}: ssh cannot take a path containing '${{' or '\"'")
-    text = text.replace("%", "%%")
-    return f'"{text}"' if any(c.isspace() for c in text) else text
+def config_path(path: str | Path, what: str) -> str:
+    """A path as the value of an ssh `-o` option, meaning exactly that file.
+
+    ssh splits option values into words (quotes and backslashes are its syntax), expands
+    `%` tokens, `${VAR}` and a leading `~`. So: made absolute (no `~`), `%` doubled, then
+    double-quoted with `\\` and `"` backslash-escaped (spaces, tabs and `'` stay literal
+    inside). `${` has no escape in ssh, and a line break ends the option: a path holding
+    either is refused, SshTargetError naming the option and what to do.
+    """
+    text = os.path.abspath(str(path))
+    for bad, name in (("${", "'${'"), ("\n", "a line break"), ("\r", "a carriage return")):
+        if bad in text:
+            raise SshTargetError(
+                f"{what} {text!r}: ssh cannot take a file name holding {name} (it expands "
+                "${VAR} in file names and has no escape for it); use a path without it, "
+                "e.g. a link to the file"
+            )
+    text = text.replace("%", "%%").replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{text}"'
 
 
 class _Tail:
@@ -119,6 +132,9 @@ class SshTransport:
         ssh: str = "ssh",
     ):
         self.target = target
+        for path, what in ((identity, "--identity"), (known_hosts, "--known-hosts")):
+            if path is not None:
+                config_path(path, what)  # refused here, before any connection
         self.identity = identity
         self.known_hosts = known_hosts
         self.connect_timeout_s = connect_timeout_s
@@ -145,16 +161,16 @@ class SshTransport:
             "-o", f"ConnectTimeout={max(1, round(self.connect_timeout_s))}",
             "-o", f"ServerAliveInterval={SERVER_ALIVE_INTERVAL_S}",
             "-o", f"ServerAliveCountMax={SERVER_ALIVE_COUNT}",
-            "-o", f"ControlPath={_config_path(self.control_path, 'control path')}",
+            "-o", f"ControlPath={config_path(self.control_path, 'control path')}",
         ]  # fmt: skip
         if self.known_hosts is not None:
             opts += [
-                "-o", f"UserKnownHostsFile={_config_path(self.known_hosts, '--known-hosts')}",
+                "-o", f"UserKnownHostsFile={config_path(self.known_hosts, '--known-hosts')}",
                 "-o", "GlobalKnownHostsFile=/dev/null",
             ]  # fmt: skip
-        if self.identity is not None:
-            identity = str(self.identity).replace("%", "%%")
-            opts += ["-i", identity, "-o", "IdentitiesOnly=yes"]
+        if self.identity is not None:  # not -i: ssh checks its raw name, then expands it
+            identity = config_path(self.identity, "--identity")
+            opts += ["-o", f"IdentityFile={identity}", "-o", "IdentitiesOnly=yes"]
         if self.target.port is not None:
             opts += ["-p", str(self.target.port)]
         if self.target.user is not None:

@@ -1,8 +1,12 @@
 """The remote's stderr during `harness run`: shown as it arrives, its last lines kept for error
-messages, and the runner's partial-document lines kept out of sight (the last one is saved)."""
+messages, and the runner's partial-document lines kept out of sight (the last one is saved).
+Control bytes other than newline and tab are shown as \\xNN: the runner already writes its lines
+through protocol.terminal_text.visible, and what a target sends besides reaches no terminal as a
+command (ESC ]0;... BEL, ESC [2J)."""
 
 from __future__ import annotations
 
+import re
 import sys
 
 from protocol.progress import PARTIAL_DOCUMENT_PREFIX as PARTIAL_PREFIX
@@ -10,6 +14,11 @@ from protocol.progress import PARTIAL_DOCUMENT_PREFIX as PARTIAL_PREFIX
 __all__ = ["TAIL_LINES", "StderrTail"]
 
 TAIL_LINES = 8
+_CONTROL_BYTES = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _visible_bytes(data: bytes) -> bytes:
+    return _CONTROL_BYTES.sub(lambda m: b"\\x%02x" % m.group()[0], data)
 
 
 class StderrTail:
@@ -48,7 +57,7 @@ class StderrTail:
                 shown.append(line)
             self._mid_line = False
         if shown:
-            text = b"".join(shown)
+            text = _visible_bytes(b"".join(shown))
             self.stream.write(text)
             self.stream.flush()
             self.data = (self.data + text)[-16384:]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import orjson
 
+from protocol.input_files import MAX_MANIFEST_BYTES, InputFileError, read_bounded
 from runner.definition.manifest import CaseSpec, ManifestError, Suite
 
 HEADER = (
@@ -123,9 +124,11 @@ def read_lock(path: Path) -> dict[tuple[str, int], Recorded]:
     if not path.exists():
         return {}
     try:
-        doc = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise LockError(f"{path}: malformed TOML: {exc}") from None
+        doc = tomllib.loads(read_bounded(path, MAX_MANIFEST_BYTES, "lock file").decode("utf-8"))
+    except InputFileError as exc:
+        raise LockError(str(exc)) from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise LockError(f"{path}: malformed TOML: {exc!s}") from None
     recorded: dict[tuple[str, int], Recorded] = {}
     for i, entry in enumerate(doc.get("version", [])):
         if set(entry) != {"case", "version", "sha256", "impls"}:

@@ -12,6 +12,7 @@ import hashlib
 import tomllib
 from pathlib import Path
 
+from protocol.input_files import MAX_MANIFEST_BYTES, InputFileError, read_bounded
 from protocol.validation import validator
 from runner.definition.spec import (
     DEFAULT_SETTINGS,
@@ -74,9 +75,9 @@ def load(path: str | Path) -> Suite:
     """Parse and validate a suite manifest."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ManifestError(f"{path}: cannot read the manifest: {exc.strerror}") from None
+        raw = read_bounded(path, MAX_MANIFEST_BYTES, "manifest")
+    except InputFileError as exc:
+        raise ManifestError(str(exc)) from None
     try:
         doc = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

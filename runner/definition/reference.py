@@ -1,13 +1,51 @@
-"""A case's numpy reference: loaded from the suite's own files and called with what it names."""
+"""A case's numpy reference: loaded from the suite's own files and called with what it names.
+
+A reference is the suite's code, run by `runner check` and `runner bench`: importing it and
+calling it are bounded by the case's timeout_s (where this runs on the main thread) and whatever
+it raises becomes a ManifestError naming the case and the function, never a traceback.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import inspect
+import signal
+import threading
+import time
 
 from runner.definition.spec import CaseSpec, Geometry, ManifestError, Suite, inside_suite
 
-__all__ = ["call_reference", "load_reference"]
+__all__ = ["ReferenceTimeout", "call_reference", "load_reference", "time_limit"]
+
+
+class ReferenceTimeout(ManifestError):
+    """The reference did not return (or its module did not import) within the case's limit."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float, what: str):
+    """Inside: ReferenceTimeout(`what` ...) once `seconds` have passed (SIGALRM, so only on the
+    main thread; elsewhere, such as a thread of `runner serve`, unbounded). Python code and
+    sleeps are interrupted; a single long numpy call ends first."""
+    if threading.current_thread() is not threading.main_thread() or seconds <= 0:
+        yield
+        return
+
+    def expire(signum, frame):
+        raise ReferenceTimeout(f"{what} did not return within {seconds:g} s (the case's timeout_s)")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    outer_s, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer_s > 0:  # an enclosing timer (a test runner's, say) keeps its deadline
+            left_s = outer_s - (time.monotonic() - started)
+            signal.setitimer(signal.ITIMER_REAL, max(left_s, 1e-3))
 
 
 def load_reference(suite: Suite, case: CaseSpec):
@@ -17,8 +55,11 @@ def load_reference(suite: Suite, case: CaseSpec):
     spec = importlib.util.spec_from_file_location(f"kernelgap_reference_{file.stem}", file)
     module = importlib.util.module_from_spec(spec)
     try:
-        spec.loader.exec_module(module)
-    except Exception as exc:
+        with time_limit(case.settings.timeout_s, f"{case.where}: reference: importing {file_part}"):
+            spec.loader.exec_module(module)
+    except ReferenceTimeout:
+        raise
+    except (Exception, SystemExit) as exc:
         raise ManifestError(
             f"{case.where}: reference: importing {file_part} failed: {exc!r}"
         ) from None
@@ -45,7 +86,14 @@ def call_reference(fn, case: CaseSpec, geometry: Geometry, inputs: dict) -> dict
         raise ManifestError(
             f"{case.where}: reference {case.reference}: parameters {missing} are neither dims, params nor buffers"
         )
-    result = fn(**kwargs)
+    what = f"{case.where}: reference {case.reference}"
+    try:
+        with time_limit(case.settings.timeout_s, what):
+            result = fn(**kwargs)
+    except ReferenceTimeout:
+        raise
+    except (Exception, SystemExit) as exc:
+        raise ManifestError(f"{what}: raised {type(exc).__name__}: {exc}") from None
     if not isinstance(result, dict):
         raise ManifestError(
             f"{case.where}: reference {case.reference}: must return a dict of output arrays"

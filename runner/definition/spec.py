@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.definition import expr
+from runner.definition import expr, launch_limits
 from runner.gpu.generator import DTYPES, Distribution, full_range
 
 PARAM_KINDS = ("i32", "u32", "i64", "u64", "f32", "f64")
@@ -216,6 +216,10 @@ def resolve(case: CaseSpec, dims: dict) -> Geometry:
         raise ManifestError(str(exc)) from None
     _check_scalar_ranges(case, scalars)
     _check_buffer_sizes(case, lengths)
+    try:  # what no GPU can launch; runner check holds it to its --arch as well
+        launch_limits.check_launch(grid, block, shared, where=w)
+    except launch_limits.LaunchLimitError as exc:
+        raise ManifestError(str(exc)) from None
     return Geometry(dict(dims), lengths, grid, block, shared, scalars, nbytes, flops)
 
 

@@ -12,14 +12,17 @@ from pathlib import Path
 
 import click
 
+from protocol.terminal_text import visible
 from runner.definition import manifest
+from runner.definition.launch_limits import LaunchLimitError, check_launch
 from runner.definition.toolchains import cuda_programs
 from runner.execution.case_job import build_case, case_skeleton
 from runner.execution.null_models import edges_problems, passing_null_models
 
 
 def _say(text: str) -> None:
-    click.echo(text, err=True)
+    """One report line; compilers' messages and names in it keep no control characters."""
+    click.echo(visible(text, lines=True), err=True)
 
 
 def assemble(ptx_text: str, arch: str) -> str | None:
@@ -39,6 +42,20 @@ def assemble(ptx_text: str, arch: str) -> str | None:
         return None if done.returncode == 0 else (done.stderr or done.stdout).strip()
 
 
+def _launch_problem(case: manifest.CaseSpec, arch: str) -> str | None:
+    """Why the case's launch (at its timed and its check dims) exceeds what `arch` allows, or
+    None; the loader already refused what no GPU allows."""
+    for dims in (case.dims, case.check_dims):
+        geometry = case.geometry(dims)
+        try:
+            check_launch(
+                geometry.grid, geometry.block, geometry.shared_bytes, where=case.where, arch=arch
+            )
+        except LaunchLimitError as exc:
+            return str(exc)
+    return None
+
+
 def check_suite(suite: manifest.Suite, arch: str, require_all: bool = False, sanitizer=None) -> int:
     """Print one line per implementation, then a summary that counts the skipped ones by reason;
     0 when every buildable implementation assembles (and, with `require_all`, none was skipped).
@@ -48,6 +65,11 @@ def check_suite(suite: manifest.Suite, arch: str, require_all: bool = False, san
     skipped: dict[str, list[str]] = {}  # reason -> case/impl
     have_ptxas = cuda_programs.find("ptxas") is not None
     for case in suite.cases:
+        problem = _launch_problem(case, arch)
+        if problem:
+            failures += 1
+            _say(f"FAIL  {case.id}: launch: {problem}")
+            continue
         doc = case_skeleton(case)
         notes: list[str] = []
         built = build_case(case, arch, doc, notes.append)
@@ -70,8 +92,10 @@ def check_suite(suite: manifest.Suite, arch: str, require_all: bool = False, san
             continue
         try:
             admitted = passing_null_models(suite, case)
-        except manifest.ManifestError as exc:
-            admitted = [f"(the reference could not run: {exc})"]
+        except manifest.ManifestError as exc:  # raised, hung, wrong shape: named, no traceback
+            failures += 1
+            _say(f"FAIL  {case.id}: reference: {exc}")
+            admitted = []
         if admitted:
             failures += 1
             _say(

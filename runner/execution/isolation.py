@@ -14,6 +14,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from protocol.codec import decode, encode
+from protocol.terminal_text import visible
 from runner.execution.processes import spawn_worker
 
 
@@ -44,7 +45,7 @@ def _pump_log(stream, tail: deque, echo: bool) -> None:
         text = raw.decode(errors="replace").rstrip("\n")
         tail.append(text)
         if echo:
-            print(f"    | {text}", file=sys.stderr, flush=True)
+            print(f"    | {visible(text)}", file=sys.stderr, flush=True)  # a kernel's printf
 
 
 def run_worker(

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from protocol.codec import encode
 from protocol.progress import PARTIAL_DOCUMENT_PREFIX
+from protocol.terminal_text import visible
 from protocol.validation import DocumentError, validate
 from runner.definition import manifest, provenance
 from runner.definition.bundle import Bundle, BundleError
@@ -43,7 +44,7 @@ class Progress:
 
     def __call__(self, text: str) -> None:
         if not self.quiet:
-            print(text, file=sys.stderr, flush=True)
+            print(visible(text, lines=True), file=sys.stderr, flush=True)
 
 
 def effective_mode(cases, options: BenchOptions) -> str | None:

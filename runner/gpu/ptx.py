@@ -44,11 +44,15 @@ _PTR_SPACES = frozenset({"global", "const", "local", "shared"})
 
 _IDENT = r"[A-Za-z_$%][\w$]*"
 # Strings are matched only so that `//` or `/*` inside a `.file "..."` path is not a comment.
-_COMMENT_OR_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*.*?\*/', re.DOTALL)
-_VERSION = re.compile(r"^\s*\.version\s+(\S+)", re.MULTILINE)
-_TARGET = re.compile(r"^\s*\.target\s+([^\n;]+)", re.MULTILINE)
-_ADDRESS_SIZE = re.compile(r"^\s*\.address_size\s+(\S+)", re.MULTILINE)
-_ENTRY = re.compile(rf"(?<![\w.$%])((?:\.(?:visible|weak|extern)\s+)*)\.entry\s+({_IDENT})\s*(\(?)")
+_COMMENT_START = re.compile(r'"|//|/\*')
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"', re.DOTALL)
+MAX_PTX_CHARS = 256 * 1024 * 1024  # far above any real module; bounds what a parse may cost
+_VERSION = re.compile(r"^[^\S\n]*\.version\s+(\S+)", re.MULTILINE)
+_TARGET = re.compile(r"^[^\S\n]*\.target\s+([^\n;]+)", re.MULTILINE)
+_ADDRESS_SIZE = re.compile(r"^[^\S\n]*\.address_size\s+(\S+)", re.MULTILINE)
+# `.visible`/`.weak`/`.extern` before `.entry` are not matched: a run of them with no `.entry`
+# after would be rescanned from each one (quadratic), and nothing here reads them.
+_ENTRY = re.compile(rf"(?<![\w.$%])\.entry\s+({_IDENT})\s*(\(?)")
 _PARAM_TOKEN = re.compile(r"\[[^\]]*\]|[^\s\[\]]+")
 # A module-scope variable in the .global state space (`.visible .global .align 4 .u32 n;`,
 # `.global .b8 table[64] = {...};`); `.extern` ones are defined elsewhere and hold nothing here.
@@ -100,13 +104,41 @@ class PtxModule:
 
 
 def _strip_comments(text: str) -> str:
-    """Blank out comments, keeping their newlines so that line numbers stay right."""
+    """Blank out comments, keeping their newlines so that line numbers stay right.
 
-    def blank(match: re.Match[str]) -> str:
-        found = match.group(0)
-        return found if found.startswith('"') else " " + "\n" * found.count("\n")
-
-    return _COMMENT_OR_STRING.sub(blank, text)
+    One pass, linear in the text: a `/*` with no `*/` after it is left as text, and once one is
+    found unclosed no later `/*` is searched for again (a regex with a lazy `.*?` would rescan
+    the rest of the text from each unclosed opener: quadratic).
+    """
+    out: list[str] = []
+    pos, n = 0, len(text)
+    unclosed = False  # a `/*` without `*/` was seen: no later one closes either
+    while pos < n:
+        found = _COMMENT_START.search(text, pos)
+        if found is None:
+            break
+        start = found.start()
+        token = found.group(0)
+        if token == '"':
+            string = _STRING.match(text, start)
+            end = string.end() if string else start + 1
+            out.append(text[pos:end])
+        elif token == "//":
+            end = text.find("\n", start)
+            end = n if end < 0 else end
+            out.append(text[pos:start] + " ")
+        else:  # "/*"
+            close = -1 if unclosed else text.find("*/", start + 2)
+            if close < 0:
+                unclosed = True
+                end = start + 2
+                out.append(text[pos:end])
+            else:
+                end = close + 2
+                out.append(text[pos:start] + " " + "\n" * text.count("\n", start, end))
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _parse_param(decl: str, entry: str, index: int, line: int) -> Param:
@@ -179,6 +211,8 @@ def parse(text: str | bytes) -> PtxModule:
             text = bytes(text).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise PtxError(f"PTX is not UTF-8 text: {exc}") from None
+    if len(text) > MAX_PTX_CHARS:
+        raise PtxError(f"PTX of {len(text)} characters is over the {MAX_PTX_CHARS} this reads")
     text = _strip_comments(text.rstrip("\0"))
 
     version = _header(_VERSION, text)
@@ -193,11 +227,13 @@ def parse(text: str | bytes) -> PtxModule:
         raise PtxError(f"PTX .address_size {address_text!r}: expected 32 or 64")
 
     entries: dict[str, Entry] = {}
+    line, counted = 1, 0  # line numbers counted on from the previous entry: linear
     for match in _ENTRY.finditer(text):
-        name = match.group(2)
-        line = text.count("\n", 0, match.start()) + 1
+        name = match.group(1)
+        line += text.count("\n", counted, match.start())
+        counted = match.start()
         params: tuple[Param, ...] = ()
-        if match.group(3):
+        if match.group(2):
             close = text.find(")", match.end())
             if close < 0:
                 raise PtxError(f"PTX .entry {name} (line {line}): parameter list has no ')'")

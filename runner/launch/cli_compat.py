@@ -19,6 +19,8 @@ import math
 import os
 import sys
 
+from protocol.terminal_text import visible
+
 TYPES = ("i32", "u32", "i64", "u64", "f32", "f64")  # runner.launch.run_values.DTYPES' keys
 
 
@@ -122,7 +124,8 @@ def request(
 
 
 def _say_error(answer: dict) -> None:
-    print(f"Error: {answer['phase']}: {answer['error']}", file=sys.stderr, flush=True)
+    error = visible(f"{answer['phase']}: {answer['error']}", lines=True)
+    print(f"Error: {error}", file=sys.stderr, flush=True)
 
 
 def _timed_out(answer: dict) -> None:

@@ -17,6 +17,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 
+from protocol.terminal_text import visible
 from runner.launch import cli_compat
 
 USAGE = (
@@ -147,7 +148,7 @@ def main(argv: list[str]) -> int:
         except UnicodeDecodeError:
             raise Refused(f"Error: {args.ptx_file} is not UTF-8 text (PTX is text)") from None
     except Refused as exc:
-        print(exc, file=sys.stderr, flush=True)
+        print(visible(exc, lines=True), file=sys.stderr, flush=True)
         return 1
     document = request(args, ptx_text)
     if args.service and os.environ.get("KERNELGAP_LAUNCH_SERVICE", "1") != "0":

@@ -30,6 +30,7 @@ from typing import BinaryIO
 import orjson
 
 from protocol.run_limits import MAX_DEPTH, MAX_TIMEOUT_S, nested_deeper_than
+from protocol.terminal_text import visible
 from runner.execution.processes import private_stdout, spawn_worker
 from runner.launch.bounded_lines import bounded_lines
 
@@ -91,7 +92,7 @@ class Worker:
         for raw in self.proc.stdout:  # a kernel's printf and the worker's own messages
             text = raw.decode(errors="replace").rstrip("\n")
             self.log.append(text)
-            print(f"    | {text}", file=sys.stderr, flush=True)
+            print(f"    | {visible(text)}", file=sys.stderr, flush=True)
 
     def next_answer(self, timeout_s: float) -> dict | None:
         """The next answer; None if the worker exited first; TimeoutError past the deadline."""

@@ -1,0 +1,60 @@
+"""Reading a file given as input (a suite manifest, a result document) with bounds: a regular file of at most
+a stated size, or an error naming the file.
+
+Opening a FIFO blocks until a writer comes, /dev/zero never ends and a 50 MB string is read
+whole: each is refused here before any byte is parsed. Both the runner and the harness read
+manifests through this, so they refuse the same files with the same words.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+__all__ = ["MAX_DOCUMENT_BYTES", "MAX_MANIFEST_BYTES", "InputFileError", "read_bounded"]
+
+MAX_MANIFEST_BYTES = 4 * 1024 * 1024  # benchmarks/cases.toml is 13 KB; hundreds of cases fit
+MAX_DOCUMENT_BYTES = 1024 * 1024 * 1024  # a result document or bundle.json: raw samples fit
+
+_KINDS = {
+    stat.S_ISDIR: "a folder",
+    stat.S_ISFIFO: "a FIFO (named pipe)",
+    stat.S_ISCHR: "a character device",
+    stat.S_ISBLK: "a block device",
+    stat.S_ISSOCK: "a socket",
+}
+
+
+class InputFileError(ValueError):
+    """The file cannot be read, is not a regular file, or is over its size limit; the message
+    names the file."""
+
+
+def read_bounded(path: str | Path, max_bytes: int, what: str) -> bytes:
+    """The bytes of regular file `path` (links followed), at most `max_bytes` of them.
+
+    Opened non-blocking, so a FIFO is refused instead of waiting for a writer; its kind is
+    taken from the open descriptor, so it cannot change between the check and the read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise InputFileError(f"{path}: cannot read the {what}: {exc.strerror}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS.items() if test(mode)), "not a file")
+            raise InputFileError(f"{path}: the {what} must be a regular file, not {kind}")
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            data = file.read(max_bytes + 1)
+    except OSError as exc:
+        raise InputFileError(f"{path}: cannot read the {what}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:
+        raise InputFileError(
+            f"{path}: the {what} is larger than {max_bytes} bytes, the most kernelgap reads; "
+            "split it or check that this is the file you meant"
+        )
+    return data
