@@ -143,8 +143,9 @@ def test_runner_run_answers_json(installed):
 def test_harness_commands_read_a_real_result(installed, tmp_path):
     result = str(FIXTURE)
     db = str(tmp_path / "history.sqlite")
-    # a trusted ingest takes the GPU pin from the suite's manifest (the one the fixture ran)
-    cases = str(ROOT / "benchmarks" / "cases.toml")
+    # a trusted ingest takes the GPU pin from the suite's manifest: the very bytes the fixture
+    # ran (benchmarks/cases.toml as it was then; its sha256 is in the fixture's suite block)
+    cases = str(ROOT / "tests" / "fixtures" / "cases-f92b730d6bf3.toml")
     done = run(
         installed, "kernelgap-harness", "ingest", result, "--db", db, "--trusted", "--cases", cases
     )
