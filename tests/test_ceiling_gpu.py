@@ -39,7 +39,7 @@ def add_workload(sizes):
         """out = x + y in float32: 12 bytes an element."""
 
         name = "ceiling-add"
-        rows = tuple(bench.Row(f"2^{n.bit_length() - 1}", n=n) for n in sizes)
+        rows = tuple(bench.Row(f"n-2-{n.bit_length() - 1}", n=n) for n in sizes)
         dtypes = ("float32",)
 
         def gen_inputs(self, params, dtype, seed):

@@ -58,7 +58,12 @@ def launch(runtime: Path, *args, env=None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "runner", "launch", *map(str, args)],
         cwd=ROOT,
-        env={**os.environ, "XDG_RUNTIME_DIR": str(runtime), "PYTHONPATH": str(ROOT), **(env or {})},
+        env={
+            **os.environ,
+            "XDG_RUNTIME_DIR": str(runtime),
+            "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))),
+            **(env or {}),
+        },
         capture_output=True,
         text=True,
         timeout=180,

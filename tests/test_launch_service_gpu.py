@@ -32,7 +32,11 @@ def launch(runtime: Path, *args) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "runner", "launch", *map(str, args)],
         cwd=ROOT,
-        env={**os.environ, "XDG_RUNTIME_DIR": str(runtime), "PYTHONPATH": str(ROOT)},
+        env={
+            **os.environ,
+            "XDG_RUNTIME_DIR": str(runtime),
+            "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))),
+        },
         capture_output=True,
         text=True,
         timeout=300,

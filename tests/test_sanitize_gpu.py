@@ -38,7 +38,10 @@ def _sanitize(cases, tmp_path, *extra, timeout_s=1800):
         text=True,
         timeout=timeout_s,
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))),
+        },
     )
     sys.stderr.write(done.stderr)
     assert out.exists(), done.stderr[-3000:]

@@ -205,14 +205,19 @@ class WatchedBackend:
             return {}
         expected = arrays.as_outputs(expected, f"the reference of case {case.id}")
         problems = {}
+        def replayed(name: str):
+            outputs = replay(name)
+            if outputs is None:
+                return None
+            got = arrays.as_outputs(outputs, f"implementation {name!r}")
+            return case.verification.check(got, expected)  # its reads stay in the bracket
+
         for name in verify:
             if copies_disabled(self.info[name]):
                 continue
-            outputs = self._untimed(name, lambda name=name: replay(name))
-            if outputs is None:
+            outcome = self._untimed(name, lambda name=name: replayed(name))
+            if outcome is None:
                 continue
-            got = arrays.as_outputs(outputs, f"implementation {name!r}")
-            outcome = case.verification.check(got, expected)
             if not outcome.passed:
                 problems[name] = (
                     "a replay of its captured CUDA graph does not make its outputs (they were "
