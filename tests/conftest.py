@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -35,3 +37,28 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(
                 pytest.mark.skip(reason=f"{reason} (run `pytest -m gpu` on the GPU box)")
             )
+
+
+def services(marker: str) -> list[int]:
+    """pids of `runner serve --socket` processes whose command line holds `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"--socket" in argv and any(marker.encode() in a for a in argv):
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture
+def runtime(tmp_path):
+    """A private XDG_RUNTIME_DIR for `runner launch`; every service started under it is ended
+    afterwards."""
+    folder = tmp_path / "run"
+    folder.mkdir(mode=0o700)
+    yield folder
+    for pid in services(str(folder)):
+        os.kill(pid, signal.SIGTERM)

@@ -10,7 +10,6 @@ the way there, which is the same with a GPU (tests/test_launch_service_gpu.py ch
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import stat
 import subprocess
@@ -22,36 +21,12 @@ from pathlib import Path
 import pytest
 
 from runner.launch import launch_command
-from tests.conftest import ROOT, gpu_unavailable_reason
+from tests.conftest import ROOT, gpu_unavailable_reason, services
 
 needs_no_gpu = pytest.mark.skipif(
     gpu_unavailable_reason() is None, reason="checks the no-GPU answers; this machine has a GPU"
 )
 PTX = ".version 7.0\n.target sm_70\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\n\tret;\n}\n"
-
-
-def services(marker: str) -> list[int]:
-    """pids of `runner serve --socket` processes whose command line holds `marker`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                argv = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if b"--socket" in argv and any(marker.encode() in a for a in argv):
-                found.append(int(entry.name))
-    return found
-
-
-@pytest.fixture
-def runtime(tmp_path):
-    """A private XDG_RUNTIME_DIR; every service started under it is ended afterwards."""
-    folder = tmp_path / "run"
-    folder.mkdir(mode=0o700)
-    yield folder
-    for pid in services(str(folder)):
-        os.kill(pid, signal.SIGTERM)
 
 
 def launch(runtime: Path, *args, env=None) -> subprocess.CompletedProcess:

@@ -4,43 +4,13 @@ status 1), and keeps answering after them from one service."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-from tests.conftest import ROOT
-from tests.test_launch_service import services
+from tests.conftest import services
+from tests.test_launch_service import launch
 from tests.test_serve_gpu import AXPY, FAULTS
 
 pytestmark = pytest.mark.gpu
-
-
-@pytest.fixture
-def runtime(tmp_path):
-    folder = tmp_path / "run"
-    folder.mkdir(mode=0o700)
-    yield folder
-    for pid in services(str(folder)):
-        os.kill(pid, signal.SIGTERM)
-
-
-def launch(runtime: Path, *args) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "runner", "launch", *map(str, args)],
-        cwd=ROOT,
-        env={
-            **os.environ,
-            "XDG_RUNTIME_DIR": str(runtime),
-            "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))),
-        },
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def test_the_service_answers_as_the_process_path_does_and_outlives_a_fault_and_a_hang(

@@ -205,6 +205,7 @@ class WatchedBackend:
             return {}
         expected = arrays.as_outputs(expected, f"the reference of case {case.id}")
         problems = {}
+
         def replayed(name: str):
             outputs = replay(name)
             if outputs is None:

@@ -12,13 +12,10 @@ What a run found goes in the `sanitize` document (schemas/sanitize.schema.json).
 from __future__ import annotations
 
 import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 
-from protocol.codec import encode
-from runner.explain import compute_sanitizer, tools
+from runner.explain import compute_sanitizer, profiling, tools
 
 __all__ = ["Sanitizer", "parse_tools"]
 
@@ -39,36 +36,23 @@ def parse_tools(text: str) -> tuple[str, ...]:
     return names
 
 
-def _environment() -> dict:
-    from runner.explain.profiling import _environment as profiling_environment
-
-    return profiling_environment()
-
-
 def run_tool(path: str, tool: str, job: dict, timeout_s: float = TIMEOUT_S) -> dict:
     """One tool over one launch: a run entry (status clean, errors or failed)."""
-    driver = [sys.executable, "-m", "runner", "profile-case"]
     entry = {"tool": tool}
     t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="kernelgap-sanitize-") as tmp:
-        job_path, log_path = str(Path(tmp) / "job.json"), str(Path(tmp) / "sanitizer.log")
-        Path(job_path).write_bytes(encode(job))
-        argv = compute_sanitizer.command(path, tool, [*driver, job_path], log_path)
-        entry["command"] = [Path(path).name, *argv[1 : argv.index("--log-file")], *driver]
-        try:
-            done = subprocess.run(
-                argv,
-                capture_output=True,
-                text=True,
-                timeout=timeout_s,
-                cwd=REPO_ROOT,
-                env=_environment(),
-            )
-        except subprocess.TimeoutExpired:
-            entry["wall_s"] = time.monotonic() - t0
-            return {**entry, "status": "failed", "reason": f"did not finish in {timeout_s:g} s"}
+    try:
+        argv, done, log = profiling.under_tool(
+            job,
+            lambda driver, log_path: compute_sanitizer.command(path, tool, driver, log_path),
+            timeout_s,
+            "sanitize",
+        )
+    except subprocess.TimeoutExpired:
         entry["wall_s"] = time.monotonic() - t0
-        log = Path(log_path).read_text(errors="replace") if Path(log_path).exists() else ""
+        return {**entry, "status": "failed", "reason": f"did not finish in {timeout_s:g} s"}
+    entry["wall_s"] = time.monotonic() - t0
+    cut = argv.index("--log-file")
+    entry["command"] = [Path(path).name, *argv[1:cut], *argv[cut + 2 : cut + 6]]
     entry["exit_status"] = done.returncode
     try:
         found = compute_sanitizer.parse(log or done.stdout)

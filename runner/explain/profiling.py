@@ -34,12 +34,15 @@ def _environment() -> dict:
     return env
 
 
-def _run_ncu(path: str, entry: str, job: dict, metrics: list[str], timeout_s: float):
-    """(argv without the log file, ncu's text output, exit status); TimeoutExpired passes up."""
-    with tempfile.TemporaryDirectory(prefix="kernelgap-ncu-") as tmp:
-        job_path, log_path = str(Path(tmp) / "job.json"), str(Path(tmp) / "ncu.csv")
+def under_tool(job: dict, wrap, timeout_s: float, name: str):
+    """One launch of `job` (`python -m runner profile-case JOB`) under a tool: `wrap(driver argv,
+    log path)` gives the tool's argv. (that argv, the finished process, the tool's log file's
+    text); TimeoutExpired passes up. ncu (here) and compute-sanitizer (runner.execution.sanitize)
+    both run this way."""
+    with tempfile.TemporaryDirectory(prefix=f"kernelgap-{name}-") as tmp:
+        job_path, log_path = str(Path(tmp) / "job.json"), str(Path(tmp) / f"{name}.log")
         Path(job_path).write_bytes(encode(job))
-        argv = ncu.command(path, entry, _driver_command(job_path), log_path, metrics)
+        argv = wrap(_driver_command(job_path), log_path)
         done = subprocess.run(
             argv,
             capture_output=True,
@@ -49,6 +52,17 @@ def _run_ncu(path: str, entry: str, job: dict, metrics: list[str], timeout_s: fl
             env=_environment(),
         )
         log = Path(log_path).read_text(errors="replace") if Path(log_path).exists() else ""
+    return argv, done, log
+
+
+def _run_ncu(path: str, entry: str, job: dict, metrics: list[str], timeout_s: float):
+    """(argv without the log file, ncu's text output, exit status); TimeoutExpired passes up."""
+    argv, done, log = under_tool(
+        job,
+        lambda driver, log_path: ncu.command(path, entry, driver, log_path, metrics),
+        timeout_s,
+        "ncu",
+    )
     shown = ["ncu", *argv[1 : argv.index("--log-file")]]
     return shown, "\n".join(filter(None, [log, done.stdout, done.stderr])), done.returncode
 
