@@ -77,19 +77,31 @@ def _cold_mean(document: dict) -> bool:
         return False
 
 
+def _bench_span(document: dict, timing: dict) -> bool:
+    """A runner.bench row timed by CUPTI's span (first start to last end, result schema 1.8.0
+    on): before, runner.bench's CUPTI time was the union of a sample's kernels, a different
+    figure for a call of several kernels, so its points start a series of their own. The PTX
+    runner's CUPTI time was the span already and keeps its series."""
+    python = (document.get("options") or {}).get("frontend") == "python"
+    return python and timing.get("cupti_span") == "first-start-to-last-end"
+
+
 def _mode(document: dict, case: dict, impl: dict) -> str | None:
     """The timing mode: the implementation's timing block, else the case's settings, else
     options; qualified by the timer when it is not CUDA events ("cold/cupti"), so numbers read
     by different timers are never one series nor compared (a document before result schema
     1.5.0 names no timer: events). Events keep the bare mode, so older series continue. Cold
     samples that are means of their batch (schema 1.7.0 on) are "cold-mean": a new series, not
-    the single launches' one continued."""
+    the single launches' one continued; runner.bench rows timed by CUPTI's span are
+    ".../cupti-span" (`_bench_span`)."""
     for block in (impl.get("timing"), case.get("settings"), document.get("options")):
         if isinstance(block, dict) and block.get("mode"):
             mode = block["mode"]
             if mode == "cold" and _cold_mean(document):
                 mode = "cold-mean"
             timer = block.get("timer") or "events"
+            if timer == "cupti" and _bench_span(document, block):
+                timer = "cupti-span"  # runner.bench's CUPTI figure was a union of kernels before
             return mode if timer in ("events", "auto") else f"{mode}/{timer}"
     return None
 

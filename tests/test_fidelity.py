@@ -351,3 +351,22 @@ def test_two_runs_read_by_different_timers_are_not_compared():
     assert found.not_compared and all("mode" in n.reason for n in found.not_compared)
     same = compare(with_timer(run_doc(0), "cupti"), with_timer(run_doc(1), "cupti"))
     assert same.gaps
+
+
+def test_runner_bench_cupti_spans_start_a_series_apart_from_its_unions(tmp_path):
+    """runner.bench's CUPTI figure was the union of a sample's kernels; from result schema 1.8.0
+    it is their span (first start to last end), another figure for a call of several kernels,
+    so its points never continue the union's series. The PTX runner's CUPTI time was the span
+    already and keeps its series."""
+    union = with_timer(with_schema(run_doc(0), "1.7.0"), "cupti")
+    span = with_timer(with_schema(run_doc(1), "1.8.0"), "cupti")
+    for document in (union, span):
+        document["options"]["frontend"] = "python"
+    for impl in span["cases"][0]["implementations"].values():
+        impl["timing"]["cupti_span"] = "first-start-to-last-end"
+    assert series_key(union, union["cases"][0], "forth")["mode"] == "cold-mean/cupti"
+    assert series_key(span, span["cases"][0], "forth")["mode"] == "cold-mean/cupti-span"
+    ptx = with_timer(with_schema(run_doc(2), "1.8.0"), "cupti")
+    for impl in ptx["cases"][0]["implementations"].values():
+        impl["timing"]["cupti_span"] = "first-start-to-last-end"
+    assert series_key(ptx, ptx["cases"][0], "forth")["mode"] == "cold-mean/cupti"
