@@ -9,9 +9,9 @@ whose reason says it comes from the floor itself (ALLOWED), and each one is list
 import sys
 import xml.etree.ElementTree as ET
 
-# cuda-python 12.x's NVRTC bindings load libnvrtc.so.12; the tests pin NVRTC 13.0 (README,
-# Dependencies): at the cuda-python floor those tests skip, saying so.
-ALLOWED = ("libnvrtc.so.12", "cuda-python 12")
+# cuda-python 12.x's NVRTC bindings cannot drive the NVRTC 13.0 the tests pin (docs/dependencies.md):
+# at the cuda-python floor those tests skip, saying so ("NVRTC is not usable here: ...").
+ALLOWED = ("NVRTC is not usable here",)
 
 
 def outcomes(path: str) -> dict[str, tuple[str, str]]:

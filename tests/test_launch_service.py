@@ -10,6 +10,7 @@ the way there, which is the same with a GPU (tests/test_launch_service_gpu.py ch
 from __future__ import annotations
 
 import os
+import re
 import socket
 import stat
 import subprocess
@@ -94,7 +95,10 @@ def test_launches_share_one_private_service_and_answer_as_the_process_path_does(
         assert (done.returncode, done.stdout) == (1, "")
         assert done.stderr.startswith("Error: environment: ")
         assert "ssh gpu-host python3 -m runner run" in done.stderr
-    assert first.stderr == second.stderr == alone.stderr  # one answer, whichever path
+    # one answer whichever path, but for the driver's own words in the parentheses, which
+    # cuda-python 12.x words differently on a second attempt in one process
+    same = {re.sub(r"\([^)]*\)", "(...)", d.stderr, count=1) for d in (first, second, alone)}
+    assert len(same) == 1, same
 
 
 @needs_no_gpu
