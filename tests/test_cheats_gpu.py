@@ -66,10 +66,18 @@ def needs_nvcc():
 
 @pytest.fixture(scope="module")
 def ptx_run(tmp_path_factory):
+    doc, done = bench_cheats(tmp_path_factory.mktemp("cheats"), "cheats-ptx")
+    assert done.returncode == 1, "the cheats must make the run exit 1"
+    return {c["id"]: c for c in doc["cases"]}
+
+
+def bench_cheats(folder: Path, name: str, *args: str) -> tuple[dict, subprocess.CompletedProcess]:
+    """`runner bench tests/cheats/cases.toml ARGS`: its validated document (kept as `name`.json
+    among the artifacts) and the finished process."""
     needs_nvcc()
-    out = tmp_path_factory.mktemp("cheats") / "result.json"
+    out = folder / "result.json"
     done = subprocess.run(
-        [sys.executable, "-m", "runner", "bench", str(SUITE), "-o", str(out)],
+        [sys.executable, "-m", "runner", "bench", str(SUITE), *args, "-o", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -77,11 +85,10 @@ def ptx_run(tmp_path_factory):
     )
     assert out.exists(), done.stderr[-3000:]
     if artifacts():
-        shutil.copy(out, artifacts() / "cheats-ptx.json")
+        shutil.copy(out, artifacts() / f"{name}.json")
     doc = orjson.loads(out.read_bytes())
-    validate(doc, "result", "cheats suite run")
-    assert done.returncode == 1, "the cheats must make the run exit 1"
-    return {c["id"]: c for c in doc["cases"]}
+    validate(doc, "result", f"cheats suite run ({name})")
+    return doc, done
 
 
 def ptx_verdict(case: dict) -> str:

@@ -11,17 +11,11 @@ one case, about a minute).
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
-
-import orjson
 import pytest
 
 from harness.robust import robust_gaps
-from protocol.validation import validate
 from tests.conftest import ROOT
-from tests.test_cheats_gpu import artifacts, needs_nvcc, record, verdict_table  # noqa: F401
+from tests.test_cheats_gpu import bench_cheats, record, verdict_table  # noqa: F401
 
 pytestmark = pytest.mark.gpu
 
@@ -32,27 +26,14 @@ AA_LIMIT = 0.005  # the position effects the old order exposed: +-0.5% (cold) an
 
 
 def bench(tmp_path_factory, mode: str) -> dict:
-    out = tmp_path_factory.mktemp(f"method-{mode}") / "result.json"
-    command = [sys.executable, "-m", "runner", "bench", str(SUITE), "--case", CASE]
-    done = subprocess.run(
-        [*command, "--mode", mode, "-o", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=540,
-    )
-    assert out.exists(), done.stderr[-3000:]
-    if artifacts():
-        shutil.copy(out, artifacts() / f"method-{mode}.json")
-    doc = orjson.loads(out.read_bytes())
-    validate(doc, "result", f"{CASE} {mode}")
+    folder = tmp_path_factory.mktemp(f"method-{mode}")
+    doc, done = bench_cheats(folder, f"method-{mode}", "--case", CASE, "--mode", mode)
     assert done.returncode == 0, done.stderr[-3000:]
     return doc
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, dict]:
-    needs_nvcc()
     return {mode: bench(tmp_path_factory, mode) for mode in ("cold", "hot")}
 
 

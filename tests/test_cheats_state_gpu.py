@@ -11,20 +11,16 @@ cheats-state.md there with both result documents.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import sys
 
-import orjson
 import pytest
 
-from protocol.validation import validate
 from tests.conftest import ROOT
 from tests.test_cheats_gpu import (
     TABLE,
     artifacts,
     assert_honest_untouched,
-    needs_nvcc,
+    bench_cheats,
     ptx_verdict,
     record,
 )
@@ -52,22 +48,9 @@ def state_verdict_table():
 
 
 def bench(tmp_path_factory, mode: str, cases: tuple[str, ...]) -> dict:
-    needs_nvcc()
-    out = tmp_path_factory.mktemp(f"state-{mode}") / "result.json"
     selected = [arg for c in cases for arg in ("--case", c)]
-    command = [sys.executable, "-m", "runner", "bench", str(SUITE), *selected]
-    done = subprocess.run(
-        [*command, "--mode", mode, "-o", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=540,
-    )
-    assert out.exists(), done.stderr[-3000:]
-    if artifacts():
-        shutil.copy(out, artifacts() / f"cheats-state-{mode}.json")
-    doc = orjson.loads(out.read_bytes())
-    validate(doc, "result", f"cheats suite, state cases, {mode}")
+    folder = tmp_path_factory.mktemp(f"state-{mode}")
+    doc, done = bench_cheats(folder, f"cheats-state-{mode}", *selected, "--mode", mode)
     assert done.returncode == 1, "the cheats must make the run exit 1"
     return {c["id"]: c for c in doc["cases"]}
 
