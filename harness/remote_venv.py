@@ -32,7 +32,6 @@ def venv_main() -> None:
         folder = cache / "kernelgap" / f"venv-py{sys.version_info[0]}.{sys.version_info[1]}"
     python = folder / "bin" / "python"
     reused = python.exists()
-    has_pip = True
     if not reused:
         try:
             venv.create(folder, system_site_packages=True, with_pip=True)

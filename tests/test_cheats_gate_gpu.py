@@ -18,6 +18,7 @@ import pytest
 
 from protocol.validation import validate
 from tests.conftest import ROOT
+from tests.test_cheats_gate import GATE_CASES
 from tests.test_cheats_gpu import (
     SUITE,
     artifacts,
@@ -29,15 +30,6 @@ from tests.test_cheats_gpu import (
 )
 
 pytestmark = pytest.mark.gpu
-
-GATE_CASES = (
-    "half_in_f32",
-    "f32_math_in_f64",
-    "sign_shortcut",
-    "zero_shortcut",
-    "negative_ints",
-    "reads_past_end",
-)
 
 
 @pytest.fixture(scope="module")

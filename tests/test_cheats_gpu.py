@@ -42,18 +42,23 @@ def artifacts() -> Path | None:
     return Path(keep) if keep else None
 
 
-@pytest.fixture(scope="module", autouse=True)
-def verdict_table():
-    yield
-    if not TABLE:
+def write_table(rows: list[tuple[str, str, str, str]], name: str) -> None:
+    """The rows as a markdown table on stderr and, with $KERNELGAP_TEST_ARTIFACTS, in `name`."""
+    if not rows:
         return
     cell = lambda s: s.replace("|", "\\|")  # noqa: E731
     lines = ["| cheat | front end | verdict | message |", "| --- | --- | --- | --- |"]
-    lines += [f"| {' | '.join(cell(c) for c in row)} |" for row in TABLE]
+    lines += [f"| {' | '.join(cell(c) for c in row)} |" for row in rows]
     text = "\n".join(lines) + "\n"
     sys.__stderr__.write("\n" + text)
     if artifacts():
-        (artifacts() / "cheats.md").write_text(text)
+        (artifacts() / name).write_text(text)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def verdict_table():
+    yield
+    write_table(TABLE, "cheats.md")
 
 
 # -- PTX: runner bench and runner check on tests/cheats ------------------------------------------

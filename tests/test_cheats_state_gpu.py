@@ -11,18 +11,16 @@ cheats-state.md there with both result documents.
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 from tests.conftest import ROOT
 from tests.test_cheats_gpu import (
     TABLE,
-    artifacts,
     assert_honest_untouched,
     bench_cheats,
     ptx_verdict,
     record,
+    write_table,
 )
 
 pytestmark = pytest.mark.gpu
@@ -35,16 +33,7 @@ CASES = ("state_content_cache", "state_every_kth", "poison_sniffer", "state_hone
 def state_verdict_table():
     first = len(TABLE)
     yield
-    rows = TABLE[first:]
-    if not rows:
-        return
-    cell = lambda s: s.replace("|", "\\|")  # noqa: E731
-    lines = ["| cheat | front end | verdict | message |", "| --- | --- | --- | --- |"]
-    lines += [f"| {' | '.join(cell(c) for c in row)} |" for row in rows]
-    text = "\n".join(lines) + "\n"
-    sys.__stderr__.write("\n" + text)
-    if artifacts():
-        (artifacts() / "cheats-state.md").write_text(text)
+    write_table(TABLE[first:], "cheats-state.md")
 
 
 def bench(tmp_path_factory, mode: str, cases: tuple[str, ...]) -> dict:

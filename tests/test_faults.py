@@ -33,6 +33,17 @@ REQUEST = {
 }
 
 
+def runner_check(*args: str, timeout_s: float = 120) -> subprocess.CompletedProcess:
+    """`python -m runner check ARGS` from the repository root, its report on stderr."""
+    return subprocess.run(
+        [sys.executable, "-m", "runner", "check", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=timeout_s,
+    )
+
+
 def answer(request: dict | bytes) -> tuple[dict, int]:
     raw = request if isinstance(request, bytes) else orjson.dumps(request)
     stdout = io.BytesIO()
@@ -172,13 +183,7 @@ def test_deeply_nested_toml_is_malformed_input_with_the_file_named(tmp_path):
     cases.write_text("x = " + "[" * 100_000 + "]" * 100_000 + "\n")
     with pytest.raises(ManifestError, match=r"deep\.toml: malformed TOML: .*nested too deeply"):
         manifest.load(cases)
-    done = subprocess.run(
-        [sys.executable, "-m", "runner", "check", str(cases)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-    )
+    done = runner_check(str(cases), timeout_s=120)
     assert done.returncode == 2 and "deep.toml: malformed TOML" in done.stderr
     assert "Traceback" not in done.stderr
 
@@ -254,13 +259,7 @@ def test_runner_check_names_a_failing_reference_and_bounds_its_time(tmp_path, fu
         cases.read_text().replace("[[case]]", "[defaults]\ntimeout_s = 2.0\n\n[[case]]", 1)
     )
     (tmp_path / "reference.py").write_text(BAD_REFERENCES)
-    done = subprocess.run(
-        [sys.executable, "-m", "runner", "check", str(cases)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-    )
+    done = runner_check(str(cases), timeout_s=120)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert f"FAIL  scale: reference: {cases}: case 'scale': {message}" in done.stderr, done.stderr
 
@@ -385,13 +384,7 @@ def test_runner_check_shows_a_compilers_escape_sequences_visibly(tmp_path):
         f'toolchain = "command"\ncommand = "{compiler} {{source}} -o {{output}}"',
     )
     cases.write_text(cases.read_text() + impl)
-    done = subprocess.run(
-        [sys.executable, "-m", "runner", "check", str(cases)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-    )
+    done = runner_check(str(cases), timeout_s=120)
     assert "bad kernel" in done.stderr, done.stderr  # the compiler's message is reported...
     assert "\x1b" not in done.stderr and "\x07" not in done.stderr  # ...with no live escape
     assert "\\x1b]0;owned\\x07" in done.stderr
@@ -447,13 +440,7 @@ def test_runner_check_holds_shared_memory_to_the_architecture(tmp_path):
     manifest.load(cases)  # some GPU (sm_90: 227 KiB per block) can launch it
 
     def check(arch: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "runner", "check", str(cases), "--arch", arch],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            timeout=300,
-        )
+        return runner_check(str(cases), "--arch", arch, timeout_s=300)
 
     on_turing = check("sm_75")
     assert on_turing.returncode == 1, on_turing.stderr
@@ -495,13 +482,7 @@ def test_a_fifo_as_the_lock_file_is_refused_not_waited_on(tmp_path):
 
     cases = write_suite(tmp_path)
     os.mkfifo(tmp_path / "cases.lock")
-    done = subprocess.run(
-        [sys.executable, "-m", "runner", "check", str(cases)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-    )
+    done = runner_check(str(cases), timeout_s=60)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert "the lock file must be a regular file, not a FIFO" in done.stderr
 

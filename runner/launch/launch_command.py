@@ -13,7 +13,6 @@ through the service costs is this module, a socket and one answer.
 from __future__ import annotations
 
 import io
-import os
 import sys
 from dataclasses import dataclass, field
 
@@ -151,7 +150,7 @@ def main(argv: list[str]) -> int:
         print(visible(exc, lines=True), file=sys.stderr, flush=True)
         return 1
     document = request(args, ptx_text)
-    if args.service and os.environ.get("KERNELGAP_LAUNCH_SERVICE", "1") != "0":
+    if args.service:
         from runner.launch import local_service
 
         try:
