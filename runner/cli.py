@@ -221,13 +221,29 @@ def info(device, no_bandwidth):
 )
 @click.option("--device", type=int, default=0, show_default=True, help="GPU for --sanitize.")
 @click.option(
+    "--bundle",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Take PTX from this bundle (python -m runner build) where it has the implementation, "
+    "so a GPU box without every compiler checks and sanitizes what was built elsewhere.",
+)
+@click.option(
     "--manifest-only",
     is_flag=True,
     help="Only load and validate the manifest (schema, sizes, expressions, files): nothing is "
     "compiled and no reference is imported. `harness run` runs this before reaching a target.",
 )
 def check(
-    cases, arch, require_ptxas, require_all, sanitize, sanitize_tools, out, device, manifest_only
+    cases,
+    arch,
+    require_ptxas,
+    require_all,
+    sanitize,
+    sanitize_tools,
+    out,
+    device,
+    bundle,
+    manifest_only,
 ):
     """Validate the manifest and build every implementation it can (no GPU needed); ptxas where present.
 
@@ -243,8 +259,10 @@ def check(
     Examples:
       python -m runner check benchmarks/cases.toml --require-ptxas --require-all
       python -m runner check benchmarks/cases.toml --sanitize -o sanitize.json
+      python -m runner check benchmarks/cases.toml --bundle bundle/ --sanitize -o sanitize.json
     """
     from runner.definition import lock, manifest
+    from runner.definition.bundle import Bundle, BundleError
     from runner.definition.toolchains import cuda_programs
     from runner.execution.checking import check_suite
 
@@ -269,7 +287,8 @@ def check(
     try:
         suite = manifest.load(cases)
         problems = lock.verify(suite) if lock.lock_path(suite).exists() else []
-    except (manifest.ManifestError, lock.LockError) as exc:
+        built = Bundle.load(bundle) if bundle is not None else None
+    except (manifest.ManifestError, lock.LockError, BundleError) as exc:
         _die(str(exc))
     for problem in problems:
         click.echo(f"FAIL  {visible(problem, lines=True)}", err=True)
@@ -280,7 +299,7 @@ def check(
         sanitizer = Sanitizer(
             suite, tool_names, sanitizer_path, device, lambda text: click.echo(text, err=True)
         )
-    status = check_suite(suite, arch, require_all, sanitizer)
+    status = check_suite(suite, arch, require_all, sanitizer, built)
     if sanitizer is not None:
         _write_sanitize_document(sanitizer.document(), out)
     sys.exit(1 if problems else status)

@@ -184,3 +184,27 @@ def test_check_with_warpforthc_skips_nothing(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "ok    axpy_f64/warpforth: command, PTX 6.0 sm_70" in done.stderr
     assert "1 case(s), 0 failure(s), 0 skipped" in done.stderr
+
+
+def test_check_takes_a_bundles_warpforth_ptx_on_a_machine_without_warpforthc(tmp_path):
+    """A GPU box has no warpforthc: `check --bundle` (what `check --sanitize` runs over) takes the
+    PTX built elsewhere instead of skipping the candidate."""
+    warpforthc = need("warpforthc")
+    cases = small_suite(tmp_path / "suite")
+    bundle = tmp_path / "bundle"
+    built = subprocess.run(
+        [sys.executable, "-m", "runner", "build", str(cases), "--out", str(bundle)],
+        capture_output=True,
+        text=True,
+        env={"PATH": f"{Path(warpforthc).parent}:/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert built.returncode == 0, built.stderr
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    done = check(cases, str(empty), "--bundle", str(bundle), "--require-all")
+    assert done.returncode == 0, done.stderr
+    assert "axpy_f64/warpforth" in done.stderr and "skip  axpy_f64/warpforth" not in done.stderr
+    assert "1 case(s), 0 failure(s), 0 skipped" in done.stderr
+    missing = check(cases, str(empty), "--bundle", str(tmp_path / "nowhere"))
+    assert missing.returncode == 2 and "bundle.json" in missing.stderr

@@ -56,11 +56,14 @@ def _launch_problem(case: manifest.CaseSpec, arch: str) -> str | None:
     return None
 
 
-def check_suite(suite: manifest.Suite, arch: str, require_all: bool = False, sanitizer=None) -> int:
+def check_suite(
+    suite: manifest.Suite, arch: str, require_all: bool = False, sanitizer=None, bundle=None
+) -> int:
     """Print one line per implementation, then a summary that counts the skipped ones by reason;
     0 when every buildable implementation assembles (and, with `require_all`, none was skipped).
     With `sanitizer` (runner.execution.sanitize.Sanitizer), each one that assembles is then
-    launched once under compute-sanitizer; any error it reports (or a run that fails) fails."""
+    launched once under compute-sanitizer; any error it reports (or a run that fails) fails.
+    With `bundle` (runner.definition.bundle.Bundle), PTX it holds is taken instead of built."""
     failures = 0
     skipped: dict[str, list[str]] = {}  # reason -> case/impl
     have_ptxas = cuda_programs.find("ptxas") is not None
@@ -72,7 +75,7 @@ def check_suite(suite: manifest.Suite, arch: str, require_all: bool = False, san
             continue
         doc = case_skeleton(case)
         notes: list[str] = []
-        built = build_case(case, arch, doc, notes.append)
+        built = build_case(case, arch, doc, notes.append, bundle)
         baseline = doc["implementations"].get(case.baseline.name, {})
         if doc["status"] == "failed" and baseline.get("status") == "skipped":
             # Nothing failed: the baseline's compiler is missing here, so no implementation of
