@@ -1099,3 +1099,40 @@ def test_the_plugin_takes_bench_timer_and_budget_alone():
             pytest_plugin.pytest_configure(config(bench_budget=0.0))
     finally:
         bench.reset()
+
+
+def test_agrees_is_compares_verdict_and_stops_at_the_first_failing_chunk():
+    """The null models' and controls' pass/fail (arrays.agrees) gives compare's verdict on every
+    kind of array, chunk by chunk: a mismatch in the last chunk still fails, and a null model
+    that is wrong everywhere is refused after one chunk (2^27 elements took minutes before)."""
+    from runner.bench import arrays
+
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(10_000).astype(np.float32)
+    cases = [
+        (x, x.copy(), 1e-5, 1e-5),
+        (x, x * (1 + 1e-6), 1e-5, 1e-5),
+        (x, x.astype(np.float16).astype(np.float32), 1e-5, 1e-5),
+        (np.r_[x[:-1], np.nan].astype(np.float32), x, 1e-5, 1e-5),
+        (np.r_[x[:-1], np.nan], np.r_[x[:-1], np.nan], 0.0, 0.0),
+        (np.arange(9_999, dtype=np.int64), np.r_[np.arange(9_998), 0], 0.0, 0.0),
+        (x.reshape(100, 100), x, 1e-5, 1e-5),
+        (np.array([1 + 5j]), np.array([1 + 0j]), 1e-5, 1e-5),
+    ]
+    for actual, expected, rtol, atol in cases:
+        verdict = arrays.compare(actual, expected, rtol, atol)["mismatches"] == 0
+        assert arrays.agrees(actual, expected, rtol, atol, chunk=1000) == verdict
+    calls = []
+    real = arrays.compare
+
+    def counting(*args):
+        calls.append(args[0].size)
+        return real(*args)
+
+    wrong = np.zeros_like(x)
+    try:
+        arrays.compare = counting
+        assert not arrays.agrees(wrong, x, 1e-5, 1e-5, chunk=1000)
+    finally:
+        arrays.compare = real
+    assert calls == [1000]

@@ -92,7 +92,7 @@ def reject_controls(case, verification: Verification, expected: tuple, call, nam
                 call(lambda changed=changed: case.reference(*changed)),
                 f"the reference under control {control.name!r}",
             )
-        if verification.check(out, expected).passed:
+        if verification.passes(out, expected):
             raise DeclarationError(
                 f"case {case.id}: negative control {control.name!r} passed the check "
                 f"({described}): the declaration cannot tell a wrong result from a right one; "
@@ -103,7 +103,7 @@ def reject_controls(case, verification: Verification, expected: tuple, call, nam
     with named(f"the null models of case {case.id}"):
         models = null_models(case.inputs, expected, case.reference, call)
     passing = [
-        what for what, outputs in models.items() if verification.check(outputs, expected).passed
+        what for what, outputs in models.items() if verification.passes(outputs, expected)
     ]
     if passing:
         raise DeclarationError(

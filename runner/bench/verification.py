@@ -117,6 +117,11 @@ class Verification:
     def check(self, outputs: tuple, expected: tuple) -> CheckOutcome:
         raise NotImplementedError(f"{type(self).__name__} does not check outputs")
 
+    def passes(self, outputs: tuple, expected: tuple) -> bool:
+        """check()'s verdict alone (the null models and negative controls want no more); the
+        tolerance checks stop at the first failing chunk (arrays.agrees)."""
+        return self.check(outputs, expected).passed
+
     def fit(self, expected_outputs: int) -> None:
         """Raise DeclarationError if the declaration cannot apply to this many outputs."""
 
@@ -151,6 +156,19 @@ def _compare_outputs(
         if result["mismatches"]:
             problems.append(f"output {i}: {result['problem']}")
     return CheckOutcome(not problems, comparisons, problems)
+
+
+def _outputs_agree(outputs, expected, count, rtol, atol, all_outputs: bool = False) -> bool:
+    """_compare_outputs(...).passed, stopping at the first chunk that disagrees."""
+    if (all_outputs and len(outputs) != len(expected)) or min(len(outputs), len(expected)) < count:
+        return False
+    for i in range(count):
+        dtype = arrays.dtype_name(expected[i])
+        r = tolerance_for(dtype) if rtol is None else rtol
+        a = tolerance_for(dtype) if atol is None else atol
+        if not arrays.agrees(outputs[i], expected[i], r, a):
+            return False
+    return True
 
 
 def _tolerance_text(rtol, atol, dtypes: tuple[str, ...] = ()) -> str:
@@ -189,6 +207,9 @@ class Exact(Verification):
 
     def check(self, outputs, expected):
         return _compare_outputs(outputs, expected, len(expected), self.rtol, self.atol, True)
+
+    def passes(self, outputs, expected):
+        return _outputs_agree(outputs, expected, len(expected), self.rtol, self.atol, True)
 
 
 @dataclass(frozen=True)
@@ -239,6 +260,9 @@ class Partial(Verification):
 
     def check(self, outputs, expected):
         return _compare_outputs(outputs, expected, self.outputs, self.rtol, self.atol)
+
+    def passes(self, outputs, expected):
+        return _outputs_agree(outputs, expected, self.outputs, self.rtol, self.atol)
 
 
 @dataclass(frozen=True)
