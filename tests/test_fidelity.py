@@ -10,9 +10,9 @@ from click.testing import CliRunner
 from fake_device import FakeBackend
 from harness_docs import make_document, samples
 
-from harness.compare import compare
-from harness.series import series_id, series_key
-from harness.store import Store
+from harness.analysis.compare import compare
+from harness.history.series import series_id, series_key
+from harness.history.store import Store
 from protocol.validation import validate
 from runner.cli import main
 from runner.cli_bench import Percent

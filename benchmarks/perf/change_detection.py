@@ -24,8 +24,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from harness.changes import steps
-from harness.drift import drift
+from harness.analysis.changes import steps
+from harness.analysis.drift import drift
 
 
 def history(n, band, seed, step_at=None, step=0.0):

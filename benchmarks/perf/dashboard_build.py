@@ -47,7 +47,7 @@ from browser import Browser, chromium_path  # noqa: E402
 from history_ingest import Variants  # noqa: E402
 
 from harness.dashboard import build_site  # noqa: E402
-from harness.store import Store  # noqa: E402
+from harness.history.store import Store  # noqa: E402
 
 BUILD_TARGET_S, RENDER_TARGET_S = 5.0, 2.0
 

@@ -42,8 +42,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from harness_docs import make_document  # noqa: E402
 
-from harness.regressions import Policy, current_series, review  # noqa: E402
-from harness.store import Store  # noqa: E402
+from harness.analysis.regressions import Policy, current_series, review  # noqa: E402
+from harness.history.store import Store  # noqa: E402
 from protocol.validation import validate  # noqa: E402
 
 IMPLS = ("cuda", "forth", "ptx")

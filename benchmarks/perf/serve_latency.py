@@ -108,7 +108,7 @@ def main() -> None:
         else:
             from sshd import running_sshd
 
-            from harness.transport.ssh import SshTarget, SshTransport
+            from harness.running.transport.ssh import SshTarget, SshTransport
 
             tmp = stack.enter_context(tempfile.TemporaryDirectory())
             server = stack.enter_context(running_sshd(Path(tmp)))

@@ -121,7 +121,7 @@
           (c.of === 1 ? "" : "s") +
           (c.ci_low !== undefined && c.ci_low !== null ? ", 95% interval " + gapText(c.ci_low) + " to " + gapText(c.ci_high) : "") +
           listed("unstable, in it", c.unstable) + listed("missing", c.missing);
-      // The suite's primary candidate (harness.primary) comes first and says so.
+      // The suite's primary candidate (harness.reporting.primary) comes first and says so.
       box.append(el("div", { class: c.primary ? "card primary" : "card", "data-candidate": c.candidate, "data-gap": c.gap,
                              "data-change": c.change, "data-primary": c.primary ? "1" : null },
         c.primary ? el("div", { class: "tag" }, "primary candidate") : null,

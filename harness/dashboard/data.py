@@ -21,10 +21,10 @@ from harness.dashboard.case_charts import (
 )
 from harness.dashboard.display import MAX_POINTS
 from harness.dashboard.geomeans import suite_geomeans
-from harness.primary import primary_candidate
-from harness.series import run_mode
-from harness.store import Store
-from harness.summary import signature
+from harness.history.series import run_mode
+from harness.history.store import Store
+from harness.reporting.primary import primary_candidate
+from harness.reporting.summary import signature
 
 __all__ = ["DATA_FORMAT_VERSION", "DashboardError", "collect"]
 
