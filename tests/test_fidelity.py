@@ -15,7 +15,7 @@ from harness.history.series import series_id, series_key
 from harness.history.store import Store
 from protocol.validation import validate
 from runner.cli import main
-from runner.cli_bench import Percent
+from runner.cli_suite import Percent
 from runner.execution import result
 from runner.measurement import stats
 from runner.measurement.timing import TimingSettings, base, clocks, cupti, measure

@@ -12,13 +12,13 @@ See README.md ("Comparing Python callables") and benchmarks/ops/bench_matmul.py,
 """
 
 from runner.bench.checking import check
+from runner.bench.comparison import CheckFailed, InputsModified, Runner
 from runner.bench.implementation import Implementation
 from runner.bench.integrity import IntegrityFailed
 from runner.bench.options import TimingOptions
 from runner.bench.recheck import RecheckFailed
 from runner.bench.reset_probe import ResetRefused
 from runner.bench.rows import Comparison, ReportRow
-from runner.bench.runner import CheckFailed, InputsModified, Runner
 from runner.bench.session import Session, current, reset
 from runner.bench.verification import (
     DEFAULT_TOLERANCES,

@@ -1,4 +1,6 @@
-"""`python -m runner bench`: its options and the document it writes (see runner.cli for the rest)."""
+"""`python -m runner bench`: its options and the document it writes (see runner.cli for the rest).
+
+Named for what it runs, a suite, apart from the Python API runner.bench (runner/bench/)."""
 
 from __future__ import annotations
 
