@@ -3,7 +3,7 @@
 // plotly.min.js and draws each history chart (charts.js) as it comes into view (lazy.js).
 // What it drew goes into <script id="render-state"> as JSON and into <body data-rendered>
 // ("first": the page is on screen; "view": every chart in view is drawn; "all": every chart
-// is), so a headless browser (tests, benchmarks/perf/dashboard_build.py) can check the page;
+// is), so a headless browser (tests, tools/perf/dashboard_build.py) can check the page;
 // window.kernelgapIdle() resolves once what is in view now is drawn.
 "use strict";
 (function () {

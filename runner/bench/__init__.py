@@ -8,7 +8,7 @@ implementations of the same operation, case by case, on the runner's timing engi
     def test_my_op(case):
         bench.Runner(my_op, case).compare({"torch.matmul": torch.matmul})
 
-See README.md ("Comparing Python callables") and benchmarks/ops/bench_matmul.py, a file to copy.
+See README.md ("Comparing Python callables") and examples/ops/bench_matmul.py, a file to copy.
 """
 
 from runner.bench.checking import check

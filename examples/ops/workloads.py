@@ -1,4 +1,4 @@
-"""Workloads shared by the correctness tests and the benchmarks of benchmarks/ops/.
+"""Workloads shared by the correctness tests and the benchmarks of examples/ops/.
 
 A workload says what is computed (rows x dtypes), makes the inputs of a case on the GPU from a
 seed, names the reference (computed in float64 where that applies) and how outputs are

@@ -6,7 +6,7 @@ For a grid-stride f64 axpy at n = 2^10 .. 2^27 it prints the per-launch time of
   cold  the runner's cold mode (L2 flushed before every launch, a sample the mean of B launches),
 each the median of --samples samples. Target: hot never above loop, and within 5% of it at 2^27.
 
-    python benchmarks/perf/launch_overhead.py [--samples 30] [--sizes 10,16,20,24,27]
+    python tools/perf/launch_overhead.py [--samples 30] [--sizes 10,16,20,24,27]
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ graphs' medians ("between-graph sd") against one graph's own standard error ("wi
 A between-graph spread well above the within-graph error is an offset that stays with the
 instance: what runner.bench's INSTANCES rotation averages out (runner/bench/cuda_device.py).
 
-    python benchmarks/perf/graph_instances.py [--sizes 10,14,20]
+    python tools/perf/graph_instances.py [--sizes 10,14,20]
 
 (--sizes 21,22,23: around the L2's size, where a call's hits depend on where its buffers sit.)
 """

@@ -1,6 +1,6 @@
 """Print the per-case gap table of a result document (markdown), primary candidate first.
 
-    python benchmarks/perf/gap_table.py results/RESULT.json [--baseline cuda]
+    python tools/perf/gap_table.py results/RESULT.json [--baseline cuda]
 
 Columns: the baseline's median time, each candidate's median time and gap with its 95% interval,
 noise (MAD / median) of every implementation, and throughput as a fraction of the device's peak

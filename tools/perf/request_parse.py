@@ -1,6 +1,6 @@
 """How long `runner run` takes to check a request with many array values (no GPU needed).
 
-    python benchmarks/perf/request_parse.py [--sizes 1000,100000,1000000]
+    python tools/perf/request_parse.py [--sizes 1000,100000,1000000]
 
 Prints, per size, the wall time of oneshot.parse_request (JSON decode, schema check of the
 structure, one pass over the value types, numpy conversion and range checks) for an f64[] and

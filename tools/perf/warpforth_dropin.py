@@ -2,14 +2,14 @@
 runner launch` (the launch service) and `python -m runner launch --no-service`.
 
     # here, where warpforthc is: WarpForth's test tree and the PTX of each of its test kernels
-    python benchmarks/perf/warpforth_dropin.py prepare --tarball warpforth-SHA.tar.gz --out .dev/warpforth
+    python tools/perf/warpforth_dropin.py prepare --tarball warpforth-SHA.tar.gz --out .dev/warpforth
     # on the GPU box (nvcc there builds the C++ runner)
-    python3 benchmarks/perf/warpforth_dropin.py measure --tree .dev/warpforth --out dropin.json
+    python3 tools/perf/warpforth_dropin.py measure --tree .dev/warpforth --out dropin.json
 
 `prepare` unpacks gpu_test/ and the C++ runner's source from WarpForth's source tarball, puts a
 stand-in `build/bin/warpforthc` in the tree that replays the PTX the real compiler made here
 (the GPU box has no MLIR), and fills that cache by running the tests once in `record` mode.
-`measure` runs the tests, unchanged, once per runner (benchmarks/perf/warpforth_local_session.py
+`measure` runs the tests, unchanged, once per runner (tools/perf/warpforth_local_session.py
 swaps WarpForth's Vast.ai session for this machine) and prints a table: per launch median and
 p95, the first launch, the 37 tests' wall time and how many passed.
 """

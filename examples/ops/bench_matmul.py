@@ -1,7 +1,7 @@
 """torch.bmm under test against torch.matmul and a hand-written Triton kernel.
 
-    pytest benchmarks/ops -m smoke --bench-report report.md --bench-output result.json
-    pytest benchmarks/ops --bench-verify          # correctness only, nothing timed
+    pytest examples/ops -m smoke --bench-report report.md --bench-output result.json
+    pytest examples/ops --bench-verify          # correctness only, nothing timed
 
 Copy this file to benchmark your own op: keep the cases from bench.cases()/bench.params() and
 time only through bench.Runner(op, case).compare(...), so every row is checked against the

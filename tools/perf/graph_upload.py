@@ -9,7 +9,7 @@ CallableBackend.upload_graphs off ("before") and on ("after"), and prints per se
 repeat: the median per call, the A/A ratio with its interval, and for each side the mean of its
 first INSTANCES samples over the median of the others (where the uploads land).
 
-    python benchmarks/perf/graph_upload.py [--upload both|on|off] [--repeats 3] [--log2n 14]
+    python tools/perf/graph_upload.py [--upload both|on|off] [--repeats 3] [--log2n 14]
 """
 
 from __future__ import annotations

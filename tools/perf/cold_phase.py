@@ -1,9 +1,9 @@
 """Cold launches by their place in the launch sequence, and cold A/A by how sides are ordered.
 
-    python benchmarks/perf/cold_phase.py positions      (on a GPU box with nvcc and cupti-python)
-    python benchmarks/perf/cold_phase.py spread
-    python benchmarks/perf/cold_phase.py rounds
-    python benchmarks/perf/cold_phase.py loads interleaved|thue-morse
+    python tools/perf/cold_phase.py positions      (on a GPU box with nvcc and cupti-python)
+    python tools/perf/cold_phase.py spread
+    python tools/perf/cold_phase.py rounds
+    python tools/perf/cold_phase.py loads interleaved|thue-morse
 
 positions: fidelity.py's axpy at 2^10 and 2^18, one load, 400 CUPTI windows of 16 cold launches
 each (reset, flush, launch, as the engine queues them): each position's mean against the mean.
@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import fidelity  # benchmarks/perf, on the path above
+import fidelity  # tools/perf, on the path above
 
 
 def tmean(xs: list[float], cut: float = 0.1) -> float:

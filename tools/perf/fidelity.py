@@ -12,9 +12,9 @@ On the GPU box, for n = 2^10 .. 2^27 it measures
            A/A gap, triton's do_bench and do_bench_cudagraph, torch.profiler and ncu;
 then prints one markdown table per front end and the targets met or missed.
 
-    python benchmarks/perf/fidelity.py [--sizes 10,14,18,20,22,24,27] [--skip-ncu]
+    python tools/perf/fidelity.py [--sizes 10,14,18,20,22,24,27] [--skip-ncu]
         [--ncu-cache ncu.json] [--raw raw.json] [--only ptx|torch]
-    python benchmarks/perf/fidelity.py report --from raw_ptx.json raw_torch_a.json ...
+    python tools/perf/fidelity.py report --from raw_ptx.json raw_torch_a.json ...
         [--ncu-cache ncu.json]     (the table of runs made in parts, each saved with --raw)
 
 On the H200 `--only ptx` took 187 s with ncu and 162 s with ncu's figures cached (session 28);

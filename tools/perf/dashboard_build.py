@@ -5,7 +5,7 @@ History: --documents (1,000) synthetic runs of --cases (67) cases x 3 implementa
 'cuda', candidates 'forth' and 'ptx') x 30 samples = 201 series (202: case 5's 'forth' changes
 its source half-way, a new series) of 1,000 points each, stored through Store.ingest() (the
 real path, one transaction per run; untimed). The runs are the variants of
-benchmarks/perf/history_ingest.py (steps, ~1% unstable points, an occasional failed case).
+tools/perf/history_ingest.py (steps, ~1% unstable points, an occasional failed case).
 
 Timed:
   build   build_site() in process, default options (300 points drawn per series at most, the
@@ -24,7 +24,7 @@ Timed:
           is painted, before plotly.min.js has loaded: the worst wait for a chart.
 Targets: build under 5 s; every chart in view at open drawn within 2 s.
 
-    python benchmarks/perf/dashboard_build.py [--documents 1000] [--cases 67] [--db PATH]
+    python tools/perf/dashboard_build.py [--documents 1000] [--cases 67] [--db PATH]
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Per-request latency of the launch paths: `runner run` (a process per request) against
 `runner serve` through KernelClient, locally and over SSH on one connection.
 
-    python benchmarks/perf/serve_latency.py [--requests 1000] [--run-requests 20] [--ssh]
+    python tools/perf/serve_latency.py [--requests 1000] [--run-requests 20] [--ssh]
 
 On a GPU box each request launches axpy on 1,024 doubles (16 KiB of data in and out). Without a
 GPU every request is answered with an environment error, which still measures the framing and

@@ -10,7 +10,7 @@ For each noise level (uniform, as a band of the given total width around the lev
 Then false steps per history on pure noise, steps added by three single outliers, and drifts of
 0.5% per run over the newest 20 runs reported.
 
-    python benchmarks/perf/change_detection.py [--seeds 500] [--half 40]
+    python tools/perf/change_detection.py [--seeds 500] [--half 40]
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ copy_turn) in fresh processes, each variant one process, a variant being parts j
 
 and prints the A/A of each (ratio of medians, ratio of means, bootstrap interval).
 
-    python benchmarks/perf/cold_placement.py [--sizes 10,14] [--samples 2000]
+    python tools/perf/cold_placement.py [--sizes 10,14] [--samples 2000]
         [--variants plain,plain,decoys:1,decoys:2,after:hot-events+hot-cupti+cold-events,...]
 
 On the H200 (benchmarks/perf/RESULTS.md, sessions 27 and 28) six processes of plain and

@@ -1,6 +1,6 @@
 """Cold A/A by CUPTI under variations: what makes two loads of the same PTX differ cold.
 
-    python benchmarks/perf/cold_aa.py      (on a GPU box with nvcc, torch and cupti-python)
+    python tools/perf/cold_aa.py      (on a GPU box with nvcc, torch and cupti-python)
 
 The engine's `measure` on fidelity.py's axpy at 2^10 and 2^18, 1500 cold samples a side, each
 line with fresh modules: the runner's loads a side (runner.execution.case.COLD_LOADS, split
@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import fidelity  # benchmarks/perf, on the path above
+import fidelity  # tools/perf, on the path above
 import fidelity_torch
 
 

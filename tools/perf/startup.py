@@ -1,6 +1,6 @@
 """Runner start-up on a GPU box: import to a ready context, in fresh interpreters.
 
-    python benchmarks/perf/startup.py [--repeats 7]
+    python tools/perf/startup.py [--repeats 7]
 
 Each step runs in a new Python process; "inside" is measured in the process from its first
 statement (so the interpreter's own start is left out), "wall" includes it. The issue's target

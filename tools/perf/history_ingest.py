@@ -21,7 +21,7 @@ every series). Targets on the 2-core development machine: ingest under 60 s, reg
 2 s, changes under 10 s. Planted for changes: case 4 'forth' steps +10% at the middle run (a
 change point on its gap and time); nothing else is a change (the newest run's 10% is one point).
 
-    python benchmarks/perf/history_ingest.py [--documents 10000] [--db PATH [--reuse]]
+    python tools/perf/history_ingest.py [--documents 10000] [--db PATH [--reuse]]
 """
 
 from __future__ import annotations
