@@ -14,6 +14,9 @@ import ast
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.test_import_direction import imports
+
 LONG_LINES = 80
 CODE_DIRS = ("harness", "runner", "protocol", "tools", "benchmarks", "examples")
 
@@ -29,24 +32,6 @@ def modules(root: Path, package: str) -> dict[str, Path]:
     return found
 
 
-def imported(name: str, path: Path) -> set[str]:
-    """Every absolute module name `path` imports (relative imports resolved against `name`)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, base] if base else anchor)
-            names.add(base)
-            names.update(f"{base}.{alias.name}" for alias in node.names)
-    return names
-
-
 def part(name: str) -> str:
     """The part of harness a module belongs to: its subpackage, or itself at the root."""
     pieces = name.split(".")
@@ -57,7 +42,7 @@ def part_edges(root: Path) -> set[tuple[str, str]]:
     mods = modules(root, "harness")
     edges = set()
     for name, path in mods.items():
-        for target in imported(name, path):
+        for target in imports(path, root=root):
             if target in mods and part(target) != part(name):
                 edges.add((part(name), part(target)))
     return edges
