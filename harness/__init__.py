@@ -1,1 +1,2 @@
-"""kernelgap harness: everything on the host (transports, history, comparisons, exports). Never imports CUDA."""
+"""kernelgap harness: everything on the host, by stage: running (transports, sessions), history,
+analysis, reporting, the dashboard, explain, and the client. Never imports CUDA."""

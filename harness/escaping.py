@@ -1,11 +1,12 @@
-"""Text from result documents made safe to show: on a terminal, and in markdown.
+"""Text from result documents made safe to show: on a terminal, and in markdown (and an error
+message's first line, what a one-line note shows of it).
 
 Names (suite, case, implementation, GPU) and error messages come from documents anyone can
 write (a pull request's run, a hand-edited file). Shown raw, an escape sequence would drive the
 reader's terminal, and HTML or a link would reach job summaries and pull-request comments.
 Only what is printed changes; stored data never does. Every markdown writer in the harness
 (summary, compare, regressions, the markdown and nvbench-markdown exports, and every table
-through harness.export.table) passes each data-derived piece through `markdown()`; every text
+through harness.reporting.table) passes each data-derived piece through `markdown()`; every text
 report for a terminal (ingest, history) through `terminal()`.
 """
 
@@ -15,7 +16,7 @@ import re
 
 from protocol.terminal_text import visible
 
-__all__ = ["markdown", "no_autolinks", "terminal"]
+__all__ = ["first_line", "markdown", "no_autolinks", "terminal"]
 
 # One pass of a translation table: each character is replaced once, the backslash included.
 _PLAIN = {
@@ -74,3 +75,8 @@ def no_autolinks(text: str) -> str:
     text = _SCHEME_COLON.sub(r"\1\\:", text)
     text = _WWW_DOT.sub(r"\1\\.", text)
     return _EMAIL_AT.sub("@&#8203;", text)
+
+
+def first_line(text: str) -> str:
+    """The first non-empty line of an error message (the rest is usually a traceback)."""
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")

@@ -8,7 +8,7 @@ from __future__ import annotations
 # 1.3.0: `static` and `profile` per implementation; 1.4.0: revisions; 1.5.0: timing.timer,
 # clocks per sample, the precision stopping rule, outputs verified after timed launches;
 # 1.6.0: gap.systematic (the interval adds what stays fixed within a run); 1.7.0: a cold sample
-# is the mean of timing.batch launches (a new series: harness.series), precision.stopped_by
+# is the mean of timing.batch launches (a new series: harness.history.series), precision.stopped_by
 # "floor", systematic with a cold launch's placement; 1.8.0: timing.audit (cold read-backs and
 # hot audits), check.inputs_passed and rounding_shortcuts, throughput.bound, timing.method_class
 # and cupti_span, gap.bootstrap, environment.sharing, violation time per sample, headline fields

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from protocol.terminal_text import visible
-from runner.cli_bench import _die, bench
+from runner.cli_suite import _die, bench
 
 
 def _print_version(ctx, param, value) -> None:

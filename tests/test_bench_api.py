@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from fake_callable_device import FakeCallableDevice
 
-from harness.series import KEY_FIELDS, series_key
+from harness.history.series import KEY_FIELDS, series_key
 from protocol.validation import validate
 from runner import bench
 from runner.bench import integrity

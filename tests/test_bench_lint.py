@@ -134,7 +134,7 @@ CLEAN_VARIANTS = {
         import pytest, torch
         from pytest import mark
         from runner.bench import cases
-        from runner.bench.runner import Runner
+        from runner.bench.comparison import Runner
         from workloads import Matmul
 
         def case_id(case):

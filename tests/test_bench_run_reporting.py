@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from harness.dashboard.build import gab_key
-from harness.series import run_mode
+from harness.history.series import run_mode
 from protocol.validation import validate
 from runner.execution.suite import BenchOptions, run_suite
 from tests.test_suite_budget import ROOT, stand_ins

@@ -1,4 +1,4 @@
-"""The between-card term (harness.cards): every history point records its card's UUID outside
+"""The between-card term (harness.history.cards): every history point records its card's UUID outside
 the series key; the term is estimated from points of one series on several cards, with a
 default until there are enough; compare widens a gap's interval by it for two cards only."""
 
@@ -13,15 +13,15 @@ import pytest
 from click.testing import CliRunner
 from harness_docs import make_document, samples, small_run
 
-from harness import cards
-from harness.change_review import review_changes
+from harness.analysis.change_review import review_changes
+from harness.analysis.compare import Policy, compare
+from harness.analysis.regressions import Policy as RegressionPolicy
+from harness.analysis.regressions import review_series
 from harness.cli import main
-from harness.compare import Policy, compare
-from harness.compare_report import markdown
-from harness.regressions import Policy as RegressionPolicy
-from harness.regressions import review_series
-from harness.store import Store
-from harness.store_values import RunInfo, SeriesValues
+from harness.history import cards
+from harness.history.store import Store
+from harness.history.store_values import RunInfo, SeriesValues
+from harness.reporting.compare_report import markdown
 
 
 def on_card(document: dict, uuid: str) -> dict:

@@ -1,4 +1,4 @@
-"""Change points and drift (harness.changes, harness.drift, `harness changes`, the change section
+"""Change points and drift (harness.analysis.changes, harness.analysis.drift, `harness changes`, the change section
 of `harness regressions`) on synthetic histories, in pure functions and through a real store.
 
 "5% noise" here is a band 5% wide: every run's value lies within +-2.5% of its level (uniform).
@@ -19,10 +19,10 @@ import pytest
 from click.testing import CliRunner
 from harness_docs import make_document, samples
 
-from harness.changes import ChangePolicy, candidates, robust_sigma, steps
+from harness.analysis.changes import ChangePolicy, candidates, robust_sigma, steps
+from harness.analysis.drift import DriftPolicy, drift
 from harness.cli import main
-from harness.drift import DriftPolicy, drift
-from harness.store import Store
+from harness.history.store import Store
 
 SEEDS = range(50)
 

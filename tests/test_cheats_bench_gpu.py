@@ -258,7 +258,7 @@ def test_honest_a_a_of_a_power_hungry_bmm_is_at_parity_hot(session, defaults):
         name = "cheats-bmm"
         rows = (bench.Row("8x1024", b=8, n=1024),)
         dtypes = ("float16",)
-        # as benchmarks/ops/workloads.BatchedMatmul: one rounding either side of float64
+        # as examples/ops/workloads.BatchedMatmul: one rounding either side of float64
         verification = bench.Exact(rtol=2e-3, atol=1e-3)
 
         def gen_inputs(self, params, dtype, seed):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.robust import robust_gaps
+from harness.analysis.robust import robust_gaps
 from tests.conftest import ROOT
 from tests.test_cheats_gpu import bench_cheats, record, verdict_table  # noqa: F401
 

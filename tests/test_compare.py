@@ -11,8 +11,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from harness.commands.compare import compare as compare_command
-from harness.compare import (
+from harness.analysis.compare import (
     Bootstrap,
     Change,
     Policy,
@@ -23,7 +22,8 @@ from harness.compare import (
     gate,
     significance,
 )
-from harness.compare_report import markdown
+from harness.commands.compare import compare as compare_command
+from harness.reporting.compare_report import markdown
 from tests.conftest import ROOT
 from tests.harness_docs import make_document, samples
 
@@ -287,7 +287,7 @@ def test_gate_levels():
 
 
 def test_fail_on_words_mean_the_same_for_compare_and_regressions():
-    from harness import fail_on
+    from harness.analysis import fail_on
     from harness.commands.compare import compare as compare_cli
     from harness.commands.history import regressions
 
@@ -398,7 +398,7 @@ def test_cli_bad_input_exits_2_naming_the_file(tmp_path, slower_pair):
 
 
 def test_gap_slower_gate_ignores_a_machine_wide_shift():
-    from harness.compare import Bootstrap, Policy, compare, gate
+    from harness.analysis.compare import Bootstrap, Policy, compare, gate
 
     base = make_document(
         {"c": {"cuda": samples(1e-3, 30, 0.003, 1), "llvm": samples(1.2e-3, 30, 0.003, 2)}}

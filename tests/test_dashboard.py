@@ -28,7 +28,7 @@ from harness.dashboard.build import (
     TAIL_POINTS,
     github_action_benchmark_data,
 )
-from harness.store import Store
+from harness.history.store import Store
 
 RUNS = 12
 CASES = {"axpy": 100e-6, "reduce": 40e-6, "matmul": 2e-3, "transpose": 8e-6}  # baseline medians

@@ -12,7 +12,7 @@ from dashboard_page import draw_every_chart, read_js_json
 from harness_docs import make_document, samples
 
 from harness.dashboard import build_site
-from harness.store import Store
+from harness.history.store import Store
 
 
 def commit(k: int) -> str:

@@ -12,7 +12,7 @@ from dashboard_page import draw_every_chart, page_state
 from harness_docs import make_document, samples
 
 from harness.dashboard import build_site
-from harness.store import Store
+from harness.history.store import Store
 
 pytestmark = pytest.mark.skipif(
     chromium_path() is None, reason="chromium is not installed (apt-get install chromium)"

@@ -11,7 +11,7 @@ from harness_docs import make_document, samples
 
 from harness.dashboard import build_site
 from harness.dashboard.gab import GAB_DATA
-from harness.store import Store
+from harness.history.store import Store
 
 RUNS = 40
 STEP_AT = 20  # axpy's forth is 8% slower from this run on: a change point, long since the newest

@@ -10,7 +10,7 @@ import pytest
 
 from harness.dashboard import build_site
 from harness.dashboard.explain_pages import file_stem
-from harness.store import Store
+from harness.history.store import Store
 from runner.explain import tools
 from tests.explain_documents import bench_document
 

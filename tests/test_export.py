@@ -16,11 +16,11 @@ from click.testing import CliRunner
 
 from harness.cli import COMMANDS
 from harness.commands.compare import EXPORT_FORMATS, export, summary
-from harness.export import csv as csv_export
-from harness.export import github_action_benchmark, markdown, nvbench_markdown
-from harness.export.table import format_time
-from harness.summary import geomean_gaps
-from harness.summary import markdown as summary_markdown
+from harness.reporting.export import csv as csv_export
+from harness.reporting.export import github_action_benchmark, markdown, nvbench_markdown
+from harness.reporting.summary import geomean_gaps
+from harness.reporting.summary import markdown as summary_markdown
+from harness.reporting.table import format_time
 from tests.conftest import ROOT
 from tests.harness_docs import fixture, make_document, samples
 

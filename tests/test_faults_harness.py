@@ -23,9 +23,9 @@ import pytest
 from click.testing import CliRunner
 from harness_docs import small_run, suite_manifest
 
-from harness import result_files, shipping
 from harness.cli import main
-from harness.store import Store, StoreError
+from harness.history.store import Store, StoreError
+from harness.running import result_files, shipping
 from tests.conftest import ROOT
 from tests.test_harness_run import FIXTURE, FakeRunner
 
@@ -122,8 +122,8 @@ def test_a_full_disk_at_a_trusted_ingest_says_disk_full(small_disk, tmp_path):
 def test_sqlite_errors_at_open_name_their_cause(
     tmp_path, monkeypatch, code, name, free_bytes, expected
 ):
-    from harness import store as store_module
-    from harness import store_integrity
+    from harness.history import store as store_module
+    from harness.history import store_integrity
 
     db = tmp_path / "h.sqlite"
     with Store(db) as store:
@@ -352,7 +352,7 @@ def compiler_checkout(tmp_path: Path) -> Path:
     "ref", ["HEAD;touch PWNED", "$(touch PWNED)", "`touch PWNED`", "--orphan=x", "a b", "x..y", ""]
 )
 def test_a_ref_that_is_not_a_ref_name_is_refused_before_any_shell(tmp_path, ref):
-    from harness.revision_build import RevisionBuildError, build_revisions
+    from harness.running.revision_build import RevisionBuildError, build_revisions
 
     repo = compiler_checkout(tmp_path)
     work = tmp_path / "work"
@@ -366,7 +366,7 @@ def test_a_ref_that_is_not_a_ref_name_is_refused_before_any_shell(tmp_path, ref)
 
 
 def test_placeholder_values_reach_the_command_as_data_never_as_shell_text(tmp_path):
-    from harness.revision_build import build_revisions
+    from harness.running.revision_build import build_revisions
 
     repo = compiler_checkout(tmp_path)
     work = tmp_path / "w $(touch PWNED) `touch PWNED2`;x"  # the folders carry metacharacters
@@ -412,7 +412,7 @@ def test_harness_run_refuses_what_runner_check_refuses_before_any_target(tmp_pat
 
 
 def test_a_valid_manifest_passes_the_hosts_check():
-    from harness.manifest_check import check_manifest
+    from harness.running.manifest_check import check_manifest
 
     check_manifest(ROOT / "benchmarks" / "cases.toml")  # raises when refused
 
@@ -524,7 +524,7 @@ def test_the_help_says_a_suite_is_code():
 def test_a_targets_stderr_reaches_the_terminal_with_control_bytes_visible():
     import io
 
-    from harness.transport.stderr_tail import StderrTail
+    from harness.running.transport.stderr_tail import StderrTail
 
     shown = io.BytesIO()
     tail = StderrTail(shown)

@@ -23,7 +23,7 @@ from click.testing import CliRunner
 from harness_docs import make_document, samples, small_run, suite_manifest
 
 from harness.cli import main
-from harness.store import Store
+from harness.history.store import Store
 from tests.conftest import ROOT
 
 HTML = "<img src=x onerror=alert(1)>"
@@ -150,7 +150,7 @@ def test_an_untrusted_ingest_leaves_no_files_beside_the_store(tmp_path):
 
 
 def test_another_spelling_of_the_gpu_continues_its_series_and_passes_the_pin(tmp_path):
-    from harness.compare import compare
+    from harness.analysis.compare import compare
 
     first = small_run(0, gpu="NVIDIA H200")
     second = small_run(1, gpu=" nvidia  h200 ", suite_gpu="nvidia H200")  # pinned, spelt otherwise
@@ -164,7 +164,7 @@ def test_another_spelling_of_the_gpu_continues_its_series_and_passes_the_pin(tmp
 
 def misspelt_v2_store(path, monkeypatch, documents) -> None:
     """A schema-2 store as kernelgap wrote it before issue 12: series keyed by the raw name."""
-    from harness import series
+    from harness.history import series
 
     with monkeypatch.context() as patched:
         patched.setattr(series, "gpu_model", lambda name: name)

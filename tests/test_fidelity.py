@@ -10,12 +10,12 @@ from click.testing import CliRunner
 from fake_device import FakeBackend
 from harness_docs import make_document, samples
 
-from harness.compare import compare
-from harness.series import series_id, series_key
-from harness.store import Store
+from harness.analysis.compare import compare
+from harness.history.series import series_id, series_key
+from harness.history.store import Store
 from protocol.validation import validate
 from runner.cli import main
-from runner.cli_bench import Percent
+from runner.cli_suite import Percent
 from runner.execution import result
 from runner.measurement import stats
 from runner.measurement.timing import TimingSettings, base, clocks, cupti, measure

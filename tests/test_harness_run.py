@@ -22,9 +22,9 @@ import orjson
 import pytest
 from sshd import running_sshd, wait_gone
 
-from harness import shipping
 from harness.commands.run import Terminated, local_commit, signals_interrupt
-from harness.commands.run_session import result_name
+from harness.running import shipping
+from harness.running.session import result_name
 from tests.conftest import ROOT, gpu_unavailable_reason
 
 FIXTURE = ROOT / "tests" / "fixtures" / "result-1.0.0-h200-axpy.json"
@@ -426,8 +426,8 @@ FIXTURE_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIIXmSRTE7SpQh0hMHniI513TJ35si
 def test_stderr_tail_keeps_the_partial_document_out_of_sight(tmp_path):
     import io
 
-    from harness.commands.run_session import _save_partial
-    from harness.transport.stderr_tail import PARTIAL_PREFIX, StderrTail
+    from harness.running.session import _save_partial
+    from harness.running.transport.stderr_tail import PARTIAL_PREFIX, StderrTail
 
     shown = io.BytesIO()
     tail = StderrTail(shown)
@@ -522,8 +522,8 @@ def test_install_goes_into_a_virtual_environment_of_its_own_and_reuses_it(
 ):
     """--install never pip-installs into the target's global Python: it makes kernelgap's own
     environment (once), installs there, and the later steps run with its interpreter."""
-    from harness.commands.run_session import Session
-    from harness.transport.local import LocalTransport
+    from harness.running.session import Session
+    from harness.running.transport.local import LocalTransport
 
     monkeypatch.setattr(shipping, "runner_requirements", lambda tests=False: ["pip"])  # no network
     plan = shipping.plan(ROOT / "benchmarks" / "cases.toml")

@@ -20,11 +20,11 @@ from dashboard_page import draw_every_chart
 from harness_docs import make_document, samples
 
 from harness.dashboard import build_site, collect
-from harness.export import github_action_benchmark
-from harness.series import COMPILER_FIELDS, series_id, series_key
-from harness.store import STORE_SCHEMA_VERSION, Store, StoreError
-from harness.summary import markdown as summary_markdown
-from harness.summary import signature
+from harness.history.series import COMPILER_FIELDS, series_id, series_key
+from harness.history.store import STORE_SCHEMA_VERSION, Store, StoreError
+from harness.reporting.export import github_action_benchmark
+from harness.reporting.summary import markdown as summary_markdown
+from harness.reporting.summary import signature
 from protocol.validation import validate
 from tests.conftest import ROOT
 

@@ -15,7 +15,7 @@ import pytest
 from test_harness_run import FAKE_VASTAI
 from test_transport_vast import FakeSsh, FakeVast, provider
 
-from harness.transport.vast import VastError, choose_offer
+from harness.running.transport.vast import VastError, choose_offer
 from tests.conftest import ROOT
 
 OFFERS = [

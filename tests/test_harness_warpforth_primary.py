@@ -1,4 +1,4 @@
-"""The primary candidate leads the summary, the exports and the dashboard (harness.primary).
+"""The primary candidate leads the summary, the exports and the dashboard (harness.reporting.primary).
 
 The documents: baseline `cuda`; `llvm` in every case, `handptx` in one, and (after the suite
 gained it) `warpforth`, the suite's primary. Names sort handptx < llvm < warpforth, so a
@@ -14,12 +14,12 @@ import pytest
 from harness_docs import make_document, samples
 
 from harness.dashboard import collect
-from harness.export import csv as csv_export
-from harness.export import github_action_benchmark, markdown, nvbench_markdown
-from harness.primary import lead_first, primary_candidate
-from harness.store import Store
-from harness.summary import geomean_gaps, headline
-from harness.summary import markdown as summary_markdown
+from harness.history.store import Store
+from harness.reporting.export import csv as csv_export
+from harness.reporting.export import github_action_benchmark, markdown, nvbench_markdown
+from harness.reporting.primary import lead_first, primary_candidate
+from harness.reporting.summary import geomean_gaps, headline
+from harness.reporting.summary import markdown as summary_markdown
 from protocol.documents import load_result
 from protocol.validation import validate
 from tests.conftest import ROOT
@@ -48,9 +48,10 @@ def doc() -> dict:
     return suite_document()
 
 
-def test_the_primary_is_the_suites_then_warpforth_then_none():
+def test_the_primary_is_the_suites_alone():
     assert primary_candidate(suite_document(primary="llvm")) == "llvm"
-    assert primary_candidate(suite_document(primary=None)) == "warpforth"  # an older document
+    # no fallback by name: a document whose suite declares none (or an older one) has none
+    assert primary_candidate(suite_document(primary=None)) is None
     assert primary_candidate(suite_document(with_warpforth=False, primary=None)) is None
     # a named primary this run lacks still leads (and is said to have no gap)
     assert primary_candidate(suite_document(with_warpforth=False)) == "warpforth"

@@ -14,10 +14,17 @@ import pytest
 from click.testing import CliRunner
 from harness_docs import make_document, samples, suite_manifest
 
+from harness.analysis.regressions import (
+    Policy,
+    change,
+    current_series,
+    review,
+    review_series,
+    threshold,
+)
 from harness.cli import main
-from harness.regressions import Policy, change, current_series, review, review_series, threshold
-from harness.series import KEY_FIELDS, series_id, series_key
-from harness.store import STORE_SCHEMA_VERSION, GpuMismatchError, Store, StoreError, run_id
+from harness.history.series import KEY_FIELDS, series_id, series_key
+from harness.history.store import STORE_SCHEMA_VERSION, GpuMismatchError, Store, StoreError, run_id
 from protocol.validation import validate
 
 BASE_S, CAND_S = 1.0e-3, 1.2e-3
@@ -462,7 +469,7 @@ def test_regressions_fail_on_slower_by_default_but_show_improvements(tmp_path):
     from click.testing import CliRunner
 
     from harness.commands.history import regressions
-    from harness.store import Store
+    from harness.history.store import Store
 
     db = tmp_path / "h.sqlite"
     with Store(db) as store:

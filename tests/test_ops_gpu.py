@@ -23,7 +23,7 @@ torch = pytest.importorskip("torch", reason="runner.bench's GPU tests drive torc
 pytestmark = pytest.mark.gpu
 
 ROOT = Path(__file__).resolve().parent.parent
-OPS = ROOT / "benchmarks" / "ops"
+OPS = ROOT / "examples" / "ops"
 if str(OPS) not in sys.path:
     sys.path.insert(0, str(OPS))
 
@@ -255,7 +255,7 @@ def test_failed_check_stops_before_timing(session):
 
 
 def test_bench_verify_and_the_example_file(tmp_path):
-    """The example under benchmarks/ops: --bench-verify checks without timing; a timed smoke run
+    """The example under examples/ops: --bench-verify checks without timing; a timed smoke run
     writes a valid document and the markdown report."""
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     base = [

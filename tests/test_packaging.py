@@ -10,7 +10,7 @@ import tomllib
 
 import pytest
 
-from harness import shipping
+from harness.running import shipping
 from tests.conftest import ROOT
 from tests.test_harness_run import FakeRunner, fixture_document, harness
 
@@ -122,9 +122,9 @@ def test_version(module):
 
 def test_scipy_is_imported_only_where_a_significance_is_computed():
     code = (
-        "import sys, harness.cli, harness.compare, harness.dashboard.build\n"
+        "import sys, harness.cli, harness.analysis.compare, harness.dashboard.build\n"
         "assert 'scipy' not in sys.modules, 'imported early'\n"
-        "harness.compare.significance([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])\n"
+        "harness.analysis.compare.significance([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])\n"
         "assert 'scipy.stats' in sys.modules"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
@@ -168,7 +168,7 @@ def test_the_readmes_first_command_writes_under_an_ignored_folder():
 def test_a_cuda_python_without_bindings_is_told_to_upgrade_not_to_install(monkeypatch):
     from importlib import metadata
 
-    from runner.gpu.bindings import missing
+    from runner.cuda_bindings import missing
 
     error = ImportError("No module named 'cuda.bindings'")
     monkeypatch.setattr(metadata, "version", lambda name: "12.6.0")

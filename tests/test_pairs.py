@@ -19,8 +19,9 @@ from fake_device import FakeBackend
 from revision_bundles import build_pair, pair_suite
 from test_harness_run import FakeRunner, harness
 
-from harness import pull_request, shipping
+from harness.analysis import pull_request
 from harness.cli import main
+from harness.running import shipping
 from protocol.validation import validate
 from protocol.version import RESULT_SCHEMA_VERSION
 from runner.definition import manifest, spec
@@ -285,7 +286,7 @@ BUILD = "mkdir -p {out} && cp {src}/version.txt {out}/bundle.json && echo {label
 
 
 def test_build_revisions_builds_each_ref_in_its_own_worktree(tmp_path):
-    from harness.revision_build import RevisionBuildError, build_revisions, fill
+    from harness.running.revision_build import RevisionBuildError, build_revisions, fill
 
     repo = compiler_repo(tmp_path)
     work = tmp_path / "work"

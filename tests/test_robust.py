@@ -1,4 +1,4 @@
-"""The robust verdict (harness.robust): a gap measured by several methods (hot and cold,
+"""The robust verdict (harness.analysis.robust): a gap measured by several methods (hot and cold,
 events and CUPTI) is robust when they agree within their intervals, else the verdict names
 which differ and by how much; `harness robust` prints it and exits 1 when one is not."""
 
@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 from harness_docs import make_document, samples
 
+from harness.analysis.robust import robust_gaps
 from harness.cli import main
-from harness.robust import robust_gaps
 
 
 def run(mode: str, factor: float = 1.0, timer: str | None = None, seed: int = 0) -> dict:

@@ -16,7 +16,7 @@ import pytest
 from sshd import running_sshd, running_with, skip_without_ssh
 
 from harness.client import KernelClient, KernelError, ServiceLost, _array, _param
-from harness.transport.ssh import SshTarget, SshTransport
+from harness.running.transport.ssh import SshTarget, SshTransport
 from protocol.validation import validate
 from runner.launch import cli_compat as launch
 from runner.launch import oneshot
@@ -228,8 +228,8 @@ def test_client_over_a_vast_rental_uses_its_ssh_connection(sshd):
     """The cloud API is a small fake (it cannot exist here); the SSH session is real."""
     from test_transport_vast import FakeVast
 
-    from harness.transport.local import LocalTransport
-    from harness.transport.vast import VastTransport
+    from harness.running.transport.local import LocalTransport
+    from harness.running.transport.vast import VastTransport
 
     api = FakeVast(
         statuses=[{"actual_status": "running", "ssh_host": "127.0.0.1", "ssh_port": sshd.port}]

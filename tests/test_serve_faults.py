@@ -16,7 +16,7 @@ import pytest
 from sshd import running_sshd, skip_without_ssh
 
 from harness.client import GRACE_S, KernelClient, ServiceLost, _answer_limit_s
-from harness.transport.ssh import SshTarget, SshTransport
+from harness.running.transport.ssh import SshTarget, SshTransport
 from protocol.run_limits import MAX_TIMEOUT_S, nested_deeper_than
 from protocol.validation import validate
 from runner.launch import oneshot

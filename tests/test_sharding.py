@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harness.store import GpuMismatchError, Store
+from harness.history.store import GpuMismatchError, Store
 from protocol.validation import validate
 from runner.execution import sharding
 from runner.execution import suite as suite_module

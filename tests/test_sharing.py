@@ -1,6 +1,6 @@
 """A shared GPU is noticed: other compute contexts, MPS, MIG or a vGPU, read through NVML when
 none of the run's own workers holds a context, recorded in the document and refused by a trusted
-ingest (runner.measurement.sharing, harness.trust)."""
+ingest (runner.measurement.sharing, harness.running.trust)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import types
 import pytest
 from harness_docs import small_run
 
-from harness.trust import Canon, TrustError, check
+from harness.running.trust import Canon, TrustError, check
 from protocol.validation import validate
 from runner.measurement import sharing
 

@@ -15,16 +15,16 @@ from pathlib import Path
 import pytest
 from sshd import running_sshd, running_with, wait_gone
 
-from harness import shipping
-from harness.transport import base
-from harness.transport.base import (
-    GUARD_DEADLINE_EXIT,
+from harness.running import shipping
+from harness.running.transport import base
+from harness.running.transport.base import (
     GUARD_SOURCE,
     ConnectError,
     ConnectionLost,
     JobTimeout,
 )
-from harness.transport.ssh import SshTarget, SshTargetError, SshTransport
+from harness.running.transport.guard import GUARD_DEADLINE_EXIT
+from harness.running.transport.ssh import SshTarget, SshTargetError, SshTransport
 from tests.conftest import ROOT
 
 PY = sys.executable

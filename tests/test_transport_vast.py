@@ -7,8 +7,8 @@ from typing import ClassVar
 
 import pytest
 
-from harness.transport.base import Completed, ConnectError
-from harness.transport.vast import (
+from harness.running.transport.base import Completed, ConnectError
+from harness.running.transport.vast import (
     LABEL,
     VastError,
     VastSdk,

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import click
 
-from harness import change_report
-from harness import fail_on as failing
-from harness.change_review import find_changes, tripped
-from harness.changes import ChangePolicy
-from harness.commands.compare import BadInput
+from harness.analysis import fail_on as failing
+from harness.analysis.change_review import find_changes, tripped
+from harness.analysis.changes import ChangePolicy
+from harness.analysis.drift import DriftPolicy
+from harness.bad_input import BadInput
 from harness.commands.history import DB_OPTION, _echo_json, _opened
-from harness.drift import DriftPolicy
-from harness.store_schema import normalize_utc
+from harness.history.store_schema import normalize_utc
+from harness.reporting import change_report
 
 __all__ = ["changes"]
 

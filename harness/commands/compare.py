@@ -12,7 +12,8 @@ from pathlib import Path
 
 import click
 
-from harness import fail_on as failing
+from harness.analysis import fail_on as failing
+from harness.bad_input import BadInput
 from harness.escaping import terminal
 from protocol import documents
 from protocol.codec import encode
@@ -20,20 +21,13 @@ from protocol.input_files import MAX_DOCUMENT_BYTES, InputFileError, read_bounde
 
 __all__ = ["EXPORT_FORMATS", "compare", "export", "load_result", "summary"]
 
-# --format name -> module under harness.export with render(document) -> bytes
+# --format name -> module under harness.reporting.export with render(document) -> bytes
 EXPORT_FORMATS = {
     "github-action-benchmark": "github_action_benchmark",
     "markdown": "markdown",
     "nvbench-markdown": "nvbench_markdown",
     "csv": "csv",
 }
-
-
-class BadInput(click.ClickException):
-    exit_code = 2
-
-    def show(self, file=None):
-        click.echo(f"error: {terminal(self.message, lines=True)}", err=True)
 
 
 def load_result(path: Path) -> dict:
@@ -96,7 +90,7 @@ RESULT = click.Path(dir_okay=False, allow_dash=True, path_type=Path)
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     default=None,
     help="A history store whose points on several cards of the GPU model estimate the "
-    "between-card term (harness.cards); without it, or with fewer than 3 cards, 0.7%.",
+    "between-card term (harness.history.cards); without it, or with fewer than 3 cards, 0.7%.",
 )
 def compare(base, head, output_format, fail_on, min_effect, alpha, seed, history):
     """Compare result document HEAD with BASE, case by case and implementation by implementation.
@@ -112,11 +106,11 @@ def compare(base, head, output_format, fail_on, min_effect, alpha, seed, history
     Example:
       python -m harness compare base/result.json results/result.json --fail-on gap-slower
     """
-    from harness import cards
-    from harness import compare as comparing
-    from harness.compare_report import markdown
-    from harness.series import gpu_model
-    from harness.store import Store
+    from harness.analysis import compare as comparing
+    from harness.history import cards
+    from harness.history.series import gpu_model
+    from harness.history.store import Store
+    from harness.reporting.compare_report import markdown
 
     base_doc, head_doc = load_result(base), load_result(head)
     policy = comparing.Policy(min_effect=min_effect, alpha=alpha)
@@ -152,7 +146,7 @@ def summary(result):
     Example:
       python -m harness summary results/result.json >> "$GITHUB_STEP_SUMMARY"
     """
-    from harness.summary import markdown
+    from harness.reporting.summary import markdown
 
     click.echo(markdown(load_result(result)), nl=False)
 
@@ -173,5 +167,5 @@ def export(output_format, result):
     Example:
       python -m harness export results/result.json --format github-action-benchmark > gab.json
     """
-    module = importlib.import_module(f"harness.export.{EXPORT_FORMATS[output_format]}")
+    module = importlib.import_module(f"harness.reporting.export.{EXPORT_FORMATS[output_format]}")
     _write_stdout(module.render(load_result(result)))

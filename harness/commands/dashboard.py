@@ -10,9 +10,9 @@ from pathlib import Path
 
 import click
 
-from harness.commands.compare import BadInput
+from harness.bad_input import BadInput
 from harness.dashboard.build import GAB_DATA, MAX_POINTS, RAW_RUNS, DashboardError, build_site
-from harness.store import StoreError
+from harness.history.store import StoreError
 
 __all__ = ["dashboard"]
 

@@ -11,17 +11,10 @@ from pathlib import Path
 
 import click
 
-from harness.escaping import terminal
+from harness.bad_input import BadInput
 from harness.explain import report, sources
 
 __all__ = ["explain"]
-
-
-class BadInput(click.ClickException):
-    exit_code = 2
-
-    def show(self, file=None):
-        click.echo(f"error: {terminal(self.message, lines=True)}", err=True)
 
 
 @click.command()

@@ -13,17 +13,20 @@ from pathlib import Path
 import click
 import orjson
 
-from harness import cards, change_report, trust
-from harness import fail_on as failing
-from harness.change_review import ChangeFinding, find_changes
-from harness.change_review import tripped as changes_tripped
-from harness.changes import ChangePolicy
-from harness.commands.compare import RESULT, BadInput, load_result
-from harness.drift import DriftPolicy
+from harness.analysis import fail_on as failing
+from harness.analysis.change_review import ChangeFinding, find_changes
+from harness.analysis.change_review import tripped as changes_tripped
+from harness.analysis.changes import ChangePolicy
+from harness.analysis.drift import DriftPolicy
+from harness.analysis.regressions import Finding, Policy, current_series, review
+from harness.bad_input import BadInput
+from harness.commands.compare import RESULT, load_result
 from harness.escaping import markdown as md
 from harness.escaping import terminal
-from harness.regressions import Finding, Policy, current_series, review
-from harness.store import Store, StoreError
+from harness.history import cards
+from harness.history.store import Store, StoreError
+from harness.reporting import change_report
+from harness.running import trust
 
 __all__ = ["history", "ingest", "regressions"]
 

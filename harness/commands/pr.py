@@ -11,8 +11,9 @@ from pathlib import Path
 
 import click
 
-from harness import fail_on as failing
-from harness.commands.compare import RESULT, BadInput, _write_stdout, load_result
+from harness.analysis import fail_on as failing
+from harness.bad_input import BadInput
+from harness.commands.compare import RESULT, _write_stdout, load_result
 from protocol.codec import encode
 
 __all__ = ["pr"]
@@ -50,7 +51,7 @@ def pr(result: Path, output_format: str, fail_on: str, min_effect: float):
     Example:
       python -m harness pr results/20261201T120000Z-nvidia-h200-abc.json --fail-on slower
     """
-    from harness import pull_request
+    from harness.analysis import pull_request
 
     document = load_result(result)
     try:

@@ -1,4 +1,4 @@
-"""`harness robust`: do hot and cold, events and CUPTI agree on each gap? (harness.robust)
+"""`harness robust`: do hot and cold, events and CUPTI agree on each gap? (harness.analysis.robust)
 
 The verdict goes to stdout (markdown or JSON), messages to stderr. Exit status: 0 every gap
 measured by two methods or more is robust, 1 some are not, 2 bad input.
@@ -10,7 +10,8 @@ import sys
 
 import click
 
-from harness.commands.compare import RESULT, BadInput, _write_stdout, load_result
+from harness.bad_input import BadInput
+from harness.commands.compare import RESULT, _write_stdout, load_result
 from harness.escaping import markdown as md
 from protocol.codec import encode
 
@@ -38,7 +39,7 @@ def robust(results, output_format):
     Example:
       python -m harness robust results/hot.json results/cold.json results/cold-cupti.json
     """
-    from harness.robust import robust_gaps
+    from harness.analysis.robust import robust_gaps
 
     if len(results) < 2:
         raise BadInput("robust: give two result documents or more (one per method)")

@@ -4,15 +4,15 @@ One session per invocation: `--target local`, `ssh://user@host[:port]` (one SSH 
 `vast:<GPU model>` (one rented machine, destroyed at the end; `--max-price` refuses offers above
 a price ceiling). Every step (installing
 dependencies, GPU tests, the benchmark) runs in that one session; each step ships the tree
-(`harness.shipping`) as one tar stream on the same SSH invocation that runs it
-(harness.commands.run_session). Here: the command's options, the transport for --target, stop
+(`harness.running.shipping`) as one tar stream on the same SSH invocation that runs it
+(harness.running.session). Here: the command's options, the transport for --target, stop
 signals, and the steps in order.
 
 Exit status: 0 every case ok, 1 some case failed (the document is still saved) or the GPU tests
 failed, 2 bad input, no GPU, an unreachable target, no offer under the price ceiling, a
 timeout or a dropped connection (what had
 arrived on stdout is kept in a `.partial` file), a document that --out cannot take (a full
-disk: it is kept under the temporary folder, or on stdout, harness.result_files), 128 + N when signal N (SIGTERM, SIGHUP) stopped
+disk: it is kept under the temporary folder, or on stdout, harness.running.result_files), 128 + N when signal N (SIGTERM, SIGHUP) stopped
 it, after the session was closed and any rented machine destroyed.
 """
 
@@ -27,12 +27,12 @@ from pathlib import Path
 
 import click
 
-from harness import manifest_check, revision_build, shipping
-from harness.commands.run_session import INSTALL_TIMEOUT_S, RunFailed, Session
-from harness.transport.base import Transport, TransportError
-from harness.transport.local import LocalTransport
-from harness.transport.ssh import SshTarget, SshTargetError, SshTransport
-from harness.transport.vast import DEFAULT_IMAGE, VastTransport
+from harness.running import manifest_check, revision_build, shipping
+from harness.running.session import INSTALL_TIMEOUT_S, RunFailed, Session
+from harness.running.transport.base import Transport, TransportError
+from harness.running.transport.local import LocalTransport
+from harness.running.transport.ssh import SshTarget, SshTargetError, SshTransport
+from harness.running.transport.vast import DEFAULT_IMAGE, VastTransport
 
 __all__ = ["Terminated", "local_commit", "make_transport", "run", "signals_interrupt"]
 
@@ -313,7 +313,7 @@ def run(ctx, target, identity, known_hosts, suite, cases_option, bundle, base_bu
     revisions = (("base", base_bundle), ("head", head_bundle)) if base_bundle else ()
     refs = {"base": settings.pop("base_ref"), "head": settings.pop("head_ref")}
     build = (settings.pop("build_bundle"), settings.pop("compiler_repo"))
-    try:  # --base REF --head REF: both bundles built here first (harness.revision_build)
+    try:  # --base REF --head REF: both bundles built here first (harness.running.revision_build)
         with revision_build.revision_bundles(refs, *build, bool(revisions or bundle), err) as built:
             _run(target, identity, known_hosts, cases, bundle, built or revisions, runner_args, settings)  # fmt: skip
     except revision_build.RevisionBuildError as exc:

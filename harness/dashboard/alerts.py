@@ -1,10 +1,10 @@
 """What the dashboard marks: change points and drift on the charts, and the open alerts on top.
 
 `findings(store)` runs the same rules as the command line over the whole history:
-- marks: every step and drift of every series (harness.change_review, as `harness changes`
+- marks: every step and drift of every series (harness.analysis.change_review, as `harness changes`
   lists them), per case, at the first run after the change (a drift: across its window);
 - alerts: what `harness regressions` would alert on now: the newest point of a current series
-  beyond max(5%, 3 x MAD) (harness.regressions), and the steps among the newest Policy.window
+  beyond max(5%, 3 x MAD) (harness.analysis.regressions), and the steps among the newest Policy.window
   stable points and the drifts of current series. Unstable points take part in neither.
 Runs are given as indices into store.runs() (oldest first); harness.dashboard.build maps them
 onto the runs it draws.
@@ -12,11 +12,11 @@ onto the runs it draws.
 
 from __future__ import annotations
 
-from harness import cards
-from harness.change_review import ChangeFinding, find_changes, review_changes
-from harness.regressions import Policy, current_series, review
-from harness.store import Store
-from harness.store_values import SeriesValues, run_info
+from harness.analysis.change_review import ChangeFinding, find_changes, review_changes
+from harness.analysis.regressions import Policy, current_series, review
+from harness.history import cards
+from harness.history.store import Store
+from harness.history.store_values import SeriesValues, run_info
 
 __all__ = ["findings"]
 

@@ -3,7 +3,7 @@
 // plotly.min.js and draws each history chart (charts.js) as it comes into view (lazy.js).
 // What it drew goes into <script id="render-state"> as JSON and into <body data-rendered>
 // ("first": the page is on screen; "view": every chart in view is drawn; "all": every chart
-// is), so a headless browser (tests, benchmarks/perf/dashboard_build.py) can check the page;
+// is), so a headless browser (tests, tools/perf/dashboard_build.py) can check the page;
 // window.kernelgapIdle() resolves once what is in view now is drawn.
 "use strict";
 (function () {
@@ -121,7 +121,7 @@
           (c.of === 1 ? "" : "s") +
           (c.ci_low !== undefined && c.ci_low !== null ? ", 95% interval " + gapText(c.ci_low) + " to " + gapText(c.ci_high) : "") +
           listed("unstable, in it", c.unstable) + listed("missing", c.missing);
-      // The suite's primary candidate (harness.primary) comes first and says so.
+      // The suite's primary candidate (harness.reporting.primary) comes first and says so.
       box.append(el("div", { class: c.primary ? "card primary" : "card", "data-candidate": c.candidate, "data-gap": c.gap,
                              "data-change": c.change, "data-primary": c.primary ? "1" : null },
         c.primary ? el("div", { class: "tag" }, "primary candidate") : null,

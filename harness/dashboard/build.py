@@ -35,7 +35,7 @@ from harness.dashboard.case_charts import read_series
 from harness.dashboard.data import DATA_FORMAT_VERSION, DashboardError, collect
 from harness.dashboard.display import MAX_POINTS, TAIL_POINTS, display_indices
 from harness.dashboard.gab import GAB_DATA, gab_key, github_action_benchmark_data
-from harness.store import Store
+from harness.history.store import Store
 
 __all__ = [
     "DATA_FORMAT_VERSION",

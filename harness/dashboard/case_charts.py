@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.dashboard.display import MAX_POINTS, display_indices, key_change, rounded
-from harness.series import COMPILER_FIELDS, describe_compiler, series_label
-from harness.store import Store
-from harness.store_values import SeriesValues, series_columns
+from harness.history.series import COMPILER_FIELDS, describe_compiler, series_label
+from harness.history.store import Store
+from harness.history.store_values import SeriesValues, series_columns
 
 __all__ = ["Series", "case_anchor", "case_chart", "case_order", "line_colors", "read_series"]
 

@@ -21,10 +21,10 @@ from harness.dashboard.case_charts import (
 )
 from harness.dashboard.display import MAX_POINTS
 from harness.dashboard.geomeans import suite_geomeans
-from harness.primary import primary_candidate
-from harness.series import run_mode
-from harness.store import Store
-from harness.summary import signature
+from harness.history.series import run_mode
+from harness.history.store import Store
+from harness.reporting.primary import primary_candidate
+from harness.reporting.summary import signature
 
 __all__ = ["DATA_FORMAT_VERSION", "DashboardError", "collect"]
 
@@ -61,11 +61,8 @@ def collect(
         )
     latest_doc = store.raw_document(runs[-1]["run_id"])
     all_series = read_series(store, runs) if series is None else series
-    used = {len(runs) - 1}
     alerts, marks = marked or ([], {})
-    used.update(m["run"] for ms in marks.values() for m in ms)
-    used.update(m["from"] for ms in marks.values() for m in ms if m["from"] >= 0)
-    used.update(a["run"] for a in alerts)
+    used = _marked_runs(len(runs) - 1, alerts, marks)
     primary = primary_candidate(latest_doc)
     compilers: dict[str, int] = {}  # description -> its index in data["compilers"]
     colors = line_colors(all_series)
@@ -82,8 +79,6 @@ def collect(
     compact = {g: i for i, g in enumerate(sorted(used))}
     alerts = [{**a, "run": compact[a["run"]], "anchor": anchor_of.get(a["case"])} for a in alerts]
     _renumber(compact, cases, marks, suite, headline, primary)
-    labels = _run_labels(runs)
-    chosen = [runs[g] for g in sorted(used)]
     suite_doc = latest_doc["suite"]
     return {
         "format": DATA_FORMAT_VERSION,
@@ -100,26 +95,49 @@ def collect(
             "points_stored": sum(s.info["points"] for s in all_series),
             "points_drawn": sum(len(s["run"]) for c in cases for s in c["series"]),
         },
-        "runs": {
-            "id": [r["run_id"] for r in chosen],
-            "commit": [r["commit_sha"] for r in chosen],
-            "date": [r["started_utc"][:19].replace("T", " ") for r in chosen],
-            "label": [labels[g] for g in sorted(used)],
-            "raw": [0] * len(chosen),
-        },
-        "latest": {
-            "run": compact[len(runs) - 1],
-            "suite": f"{suite_doc['name']} v{suite_doc['version']}",
-            "gpu": latest_doc["environment"]["device"]["name"],
-            "mode": run_mode(latest_doc),
-            "complete": latest_doc["complete"],
-            "cards": headline,
-            "signature": [list(pair) for pair in signature(latest_doc)],
-        },
+        "runs": _drawn_runs(runs, sorted(used)),
+        "latest": _latest(latest_doc, compact[len(runs) - 1], headline),
         "alerts": alerts,
         "table": _table(latest_doc, anchor_of),
         "cases": cases,
         "suite": suite,
+    }
+
+
+def _marked_runs(latest: int, alerts: list[dict], marks: dict[str, list]) -> set[int]:
+    """The runs (indices into store.runs()) the latest run, the change marks and the alerts
+    name: each is drawn whatever the thinning."""
+    used = {latest}
+    used.update(m["run"] for ms in marks.values() for m in ms)
+    used.update(m["from"] for ms in marks.values() for m in ms if m["from"] >= 0)
+    used.update(a["run"] for a in alerts)
+    return used
+
+
+def _drawn_runs(runs: list[dict], used: list[int]) -> dict:
+    """data["runs"]: the drawn runs' ids, commits, dates and labels, column by column."""
+    labels = _run_labels(runs)
+    chosen = [runs[g] for g in used]
+    return {
+        "id": [r["run_id"] for r in chosen],
+        "commit": [r["commit_sha"] for r in chosen],
+        "date": [r["started_utc"][:19].replace("T", " ") for r in chosen],
+        "label": [labels[g] for g in used],
+        "raw": [0] * len(chosen),
+    }
+
+
+def _latest(latest_doc: dict, run: int, headline: list) -> dict:
+    """data["latest"]: the newest run's suite, GPU, mode, headline cards and signature."""
+    suite_doc = latest_doc["suite"]
+    return {
+        "run": run,
+        "suite": f"{suite_doc['name']} v{suite_doc['version']}",
+        "gpu": latest_doc["environment"]["device"]["name"],
+        "mode": run_mode(latest_doc),
+        "complete": latest_doc["complete"],
+        "cards": headline,
+        "signature": [list(pair) for pair in signature(latest_doc)],
     }
 
 

@@ -5,7 +5,7 @@ action knows (times, gaps, suite geomeans, each with its interval and an `extra`
 For the whole history that is too much: 1,000 runs of a 67-case suite made a 179 MB data.js,
 three quarters of it `extra`, and that action's page draws a chart per entry name. So the
 history keeps, per run, what it is about: the gap entries and the suite geomean entries
-(harness.export.github_action_benchmark's names and units), each as name, unit and value (five
+(harness.reporting.export.github_action_benchmark's names and units), each as name, unit and value (five
 significant digits). Times, intervals and provenance (series key, compiler, driver, commit)
 stay in the run's raw document, which the run's commit message names: runs/<run_id>.json, as
 the dashboard publishes it for its newest runs; every one is kept in the history store, and
@@ -17,9 +17,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from harness.export.github_action_benchmark import entries as gab_entries
-from harness.series import run_mode
-from harness.store import Store
+from harness.history.series import run_mode
+from harness.history.store import Store
+from harness.reporting.export.github_action_benchmark import entries as gab_entries
 
 __all__ = ["GAB_DATA", "compact_benches", "gab_key", "github_action_benchmark_data"]
 

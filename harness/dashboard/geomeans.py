@@ -9,7 +9,7 @@ card carries the mean's 95% interval, propagated from the cases' intervals in lo
 the same GPU model, timing mode and suite version is over the cases with a gap in both (a case
 new in one of the two runs would otherwise move the change by itself). On the suite line, a
 point whose cases differ from the previous drawn point's says so ("cases: 7 (was 8); without
-transpose"). The suite's primary candidate (harness.primary) leads: its card and its line come
+transpose"). The suite's primary candidate (harness.reporting.primary) leads: its card and its line come
 first.
 """
 
@@ -41,37 +41,8 @@ def suite_geomeans(
 ) -> tuple[list[dict], list[dict]]:
     """The suite geomean gap per run (one trace per candidate and GPU/mode/suite version) and
     the headline cards of the newest run; the primary candidate's first."""
-    # (gpu, mode, suite version, candidate) -> run -> {(case id, case version): (ln gap, se of
-    # ln gap, stable)} of the cases with a gap, and -> run -> the cases without one (missing).
-    logs: dict[tuple, dict[int, dict]] = defaultdict(dict)
-    missing: dict[tuple, dict[int, set]] = defaultdict(lambda: defaultdict(set))
-    baselines: dict[tuple, set] = defaultdict(set)
-    for s in all_series:
-        if s.info["role"] != "candidate":
-            continue
-        key = (*(s.info[f] for f in SUITE_FIELDS), s.info["impl"])
-        case = (s.info["case_id"], s.info["case_version"])
-        per_run = logs[key]
-        has_gap = ~np.isnan(s.gap)
-        ln_gap = np.log(np.where(has_gap, s.gap, 1.0))
-        se = _log_se(s.ci_low, s.ci_high)
-        for run, ln, err, stable, present in zip(
-            s.run.tolist(),
-            ln_gap.tolist(),
-            se.tolist(),
-            s.gap_stable.tolist(),
-            has_gap.tolist(),
-            strict=True,
-        ):
-            if present:
-                per_run.setdefault(run, {})[case] = (ln, err, bool(stable))
-            else:
-                missing[key][run].add(case)
-        for run in s.failed:
-            missing[key][run].add(case)
-        if len(s.run) and s.run[-1] == len(runs) - 1:
-            baselines[key].add(s.info["baseline"])
     latest = len(runs) - 1
+    logs, missing, baselines = _gaps_by_run(all_series, latest)
     traces, cards = [], []
     previous_key: dict[str, dict] = {}  # candidate -> its previous suite key
     # A candidate that never had a gap (never checked) has no line and no card.
@@ -119,6 +90,43 @@ def suite_geomeans(
         if card["previous"]:
             used.add(card["previous"]["run"])
     return traces, cards
+
+
+def _gaps_by_run(all_series: list[Series], latest: int) -> tuple[dict, dict, dict]:
+    """The candidates' gaps run by run, keyed (gpu, mode, suite version, candidate): the ln gap,
+    its standard error and stability per case with a gap; the cases without one; and the
+    baselines of the series the latest run has."""
+    # (gpu, mode, suite version, candidate) -> run -> {(case id, case version): (ln gap, se of
+    # ln gap, stable)} of the cases with a gap, and -> run -> the cases without one (missing).
+    logs: dict[tuple, dict[int, dict]] = defaultdict(dict)
+    missing: dict[tuple, dict[int, set]] = defaultdict(lambda: defaultdict(set))
+    baselines: dict[tuple, set] = defaultdict(set)
+    for s in all_series:
+        if s.info["role"] != "candidate":
+            continue
+        key = (*(s.info[f] for f in SUITE_FIELDS), s.info["impl"])
+        case = (s.info["case_id"], s.info["case_version"])
+        per_run = logs[key]
+        has_gap = ~np.isnan(s.gap)
+        ln_gap = np.log(np.where(has_gap, s.gap, 1.0))
+        se = _log_se(s.ci_low, s.ci_high)
+        for run, ln, err, stable, present in zip(
+            s.run.tolist(),
+            ln_gap.tolist(),
+            se.tolist(),
+            s.gap_stable.tolist(),
+            has_gap.tolist(),
+            strict=True,
+        ):
+            if present:
+                per_run.setdefault(run, {})[case] = (ln, err, bool(stable))
+            else:
+                missing[key][run].add(case)
+        for run in s.failed:
+            missing[key][run].add(case)
+        if len(s.run) and s.run[-1] == latest:
+            baselines[key].add(s.info["baseline"])
+    return logs, missing, baselines
 
 
 def _log_se(ci_low: np.ndarray, ci_high: np.ndarray) -> np.ndarray:

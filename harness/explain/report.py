@@ -13,7 +13,7 @@ from harness.escaping import terminal
 from harness.explain import figures
 from harness.explain.findings import MAX_SHOWN, findings
 from harness.explain.sources import HOW_TO_GET_PROFILE, HOW_TO_GET_STATIC, Case, Source
-from harness.export.table import MARKDOWN, Column, Markup, format_table, format_time
+from harness.reporting.table import MARKDOWN, Column, Markup, format_table, format_time
 
 TEXT = Markup(
     row=lambda cells: "  ".join(cells).rstrip(),

@@ -8,17 +8,17 @@ implementations of the same operation, case by case, on the runner's timing engi
     def test_my_op(case):
         bench.Runner(my_op, case).compare({"torch.matmul": torch.matmul})
 
-See README.md ("Comparing Python callables") and benchmarks/ops/bench_matmul.py, a file to copy.
+See README.md ("Comparing Python callables") and examples/ops/bench_matmul.py, a file to copy.
 """
 
 from runner.bench.checking import check
+from runner.bench.comparison import CheckFailed, InputsModified, Runner
 from runner.bench.implementation import Implementation
 from runner.bench.integrity import IntegrityFailed
 from runner.bench.options import TimingOptions
 from runner.bench.recheck import RecheckFailed
 from runner.bench.reset_probe import ResetRefused
 from runner.bench.rows import Comparison, ReportRow
-from runner.bench.runner import CheckFailed, InputsModified, Runner
 from runner.bench.session import Session, current, reset
 from runner.bench.verification import (
     DEFAULT_TOLERANCES,

@@ -185,7 +185,7 @@ class CallableBackend:
 
     graph_calls = 100  # calls captured in one graph for hot mode; larger batches replay it
     # Graph instances are uploaded as they are made and replayed once untimed before any sample
-    # (benchmarks/perf/graph_upload.py turns it off to show what a first launch costs a sample)
+    # (tools/perf/graph_upload.py turns it off to show what a first launch costs a sample)
     upload_graphs = True
 
     def __init__(self, device: CudaDevice, impls: dict, case, options):

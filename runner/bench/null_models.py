@@ -83,7 +83,7 @@ def _rounding_models(inputs: tuple, expected: tuple, reference, call, to: str) -
 def reject_controls(case, verification: Verification, expected: tuple, call, named) -> None:
     """Raise DeclarationError when a declared control, or (with none declared) a null model,
     passes the check of `case` against the reference's `expected` outputs. `named(what)` is a
-    context that names `what` in the failure of user code (runner.bench.runner._named)."""
+    context that names `what` in the failure of user code (runner.bench.comparison._named)."""
     described = verification.describe(arrays.dtype_names(expected))
     for control in verification.controls:
         with named(f"negative control {control.name!r} of case {case.id}"):

@@ -50,7 +50,7 @@ def main(paths: tuple[Path, ...]) -> None:
 
     \b
     Example:
-      python -m runner.bench_lint benchmarks/ops
+      python -m runner.bench_lint examples/ops
     """
     try:
         files = benchmark_files(paths)

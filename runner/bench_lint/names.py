@@ -23,7 +23,7 @@ __all__ = [
 
 BENCH = "runner.bench"
 # runner.bench re-exports these from its submodules; one spelling per object
-BENCH_SUBMODULES = ("workload", "runner", "checking")
+BENCH_SUBMODULES = ("workload", "comparison", "checking")
 BENCH_NAMES = {f"{BENCH}.{name}" for name in ("cases", "params", "Runner", "Case", "check")}
 
 TIMING_FUNCTIONS = frozenset(

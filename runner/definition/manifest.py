@@ -14,6 +14,7 @@ from pathlib import Path
 
 from protocol.input_files import MAX_MANIFEST_BYTES, InputFileError, read_bounded
 from protocol.validation import validator
+from runner.definition.inputs import Distribution, full_range, is_float
 from runner.definition.spec import (
     DEFAULT_SETTINGS,
     BufferSpec,
@@ -26,7 +27,6 @@ from runner.definition.spec import (
     inside_suite,
     resolve,
 )
-from runner.gpu.generator import Distribution, full_range, is_float
 
 
 def _schema_location(doc: dict, error) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from runner.definition import expr, launch_limits
-from runner.gpu.generator import DTYPES, Distribution, full_range
+from runner.definition.inputs import DTYPES, Distribution, full_range
 
 PARAM_KINDS = ("i32", "u32", "i64", "u64", "f32", "f64")
 # The input sets the correctness gate checks: the buffers' declared init at both poisons, then

@@ -84,7 +84,7 @@ def cu():
         try:
             from cuda.bindings import driver
         except ImportError as exc:  # cuda-python < 12.6.2 or not installed
-            from runner.gpu import bindings
+            from runner import cuda_bindings as bindings
 
             raise NoGpuError(bindings.missing("driver", exc)) from exc
         _cu = driver

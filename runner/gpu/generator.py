@@ -24,11 +24,19 @@ elements were generated or where generation started.
 
 from __future__ import annotations
 
-import math
 import zlib
-from dataclasses import dataclass
 
 import numpy as np
+
+from runner.definition.inputs import (
+    DISTRIBUTION_KINDS,
+    DTYPES,
+    Distribution,
+    f32_at_least,
+    f32_at_most,
+    full_range,
+    is_float,
+)
 
 __all__ = [
     "DISTRIBUTION_KINDS",
@@ -43,17 +51,8 @@ __all__ = [
     "stream_id",
 ]
 
-DTYPES = {
-    "f32": np.float32,
-    "f64": np.float64,
-    "i32": np.int32,
-    "u32": np.uint32,
-    "i64": np.int64,
-    "u64": np.uint64,
-}
 # The `dtype` argument of kg_fill_random (KG_F32 ... KG_U64 in kernels.cu).
 DTYPE_CODES = {"f32": 0, "f64": 1, "i32": 2, "u32": 3, "i64": 4, "u64": 5}
-DISTRIBUTION_KINDS = ("uniform", "integers", "edges")
 # The `kind` argument of kg_fill_random (KG_KIND_DRAW, KG_KIND_EDGES in kernels.cu).
 KIND_CODES = {"uniform": 0, "integers": 0, "edges": 1}
 
@@ -62,133 +61,11 @@ MIX_MULTIPLIERS = (0xBF58476D1CE4E5B9, 0x94D049BB133111EB)
 MASK64 = (1 << 64) - 1
 # Elements per numpy pass: bounds the temporaries at a few arrays of 32 MiB whatever n is.
 CHUNK_ELEMENTS = 1 << 22
-F32_MAX = float(np.finfo(np.float32).max)
-
-
-def _check_dtype(dtype: str, where: str) -> None:
-    if dtype not in DTYPES:
-        raise ValueError(f"{where}: unknown dtype {dtype!r}; expected one of {', '.join(DTYPES)}")
-
-
-def is_float(dtype: str) -> bool:
-    """True for f32 and f64, False for the integer dtypes; ValueError for an unknown name."""
-    _check_dtype(dtype, "is_float")
-    return dtype in ("f32", "f64")
 
 
 def stream_id(buffer_name: str) -> int:
     """The generator stream of a buffer: CRC-32 of its UTF-8 name (stable across runs/platforms)."""
     return zlib.crc32(buffer_name.encode("utf-8"))
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(
-        value, bool | np.bool_
-    )
-
-
-@dataclass(frozen=True)
-class Distribution:
-    """Values of one input buffer: "uniform" floats in [low, high), or "integers" in [low, high]."""
-
-    kind: str
-    low: float | int
-    high: float | int
-
-    def validate(self, dtype: str, where: str) -> None:
-        """Raise ValueError, naming `where`, unless this distribution fits `dtype`."""
-        _check_dtype(dtype, where)
-        if self.kind not in DISTRIBUTION_KINDS:
-            raise ValueError(
-                f"{where}: unknown distribution {self.kind!r}; expected 'uniform' (f32, f64) "
-                "or 'integers' (i32, u32, i64, u64)"
-            )
-        expected = "uniform" if is_float(dtype) else "integers"
-        if self.kind not in (expected, "edges"):
-            raise ValueError(
-                f"{where}: a {dtype} buffer takes an {expected!r} distribution, got {self.kind!r}"
-            )
-        if self.kind == "edges" and is_float(dtype):
-            self._validate_edges(dtype, where)
-        elif expected == "uniform":
-            self._validate_uniform(dtype, where)
-        else:
-            self._validate_integers(dtype, where)
-
-    def _validate_edges(self, dtype: str, where: str) -> None:
-        for name, value in (("low", self.low), ("high", self.high)):
-            if not _is_number(value) or not math.isfinite(value):
-                raise ValueError(f"{where}: edges {name} must be a finite number, got {value!r}")
-        low, high = float(self.low), float(self.high)
-        if not low <= high:
-            raise ValueError(f"{where}: edges needs low <= high, got low={low!r} high={high!r}")
-        if dtype == "f32":
-            if max(abs(low), abs(high)) > F32_MAX:
-                raise ValueError(
-                    f"{where}: f32 bounds must lie within +-{F32_MAX!r}, "
-                    f"got low={low!r} high={high!r}"
-                )
-            if _f32_at_least(low) > _f32_at_most(high):
-                raise ValueError(f"{where}: no f32 value lies in [{low!r}, {high!r}]")
-
-    def _validate_uniform(self, dtype: str, where: str) -> None:
-        for name, value in (("low", self.low), ("high", self.high)):
-            if not _is_number(value) or not math.isfinite(value):
-                raise ValueError(f"{where}: uniform {name} must be a finite number, got {value!r}")
-        low, high = float(self.low), float(self.high)
-        if not low < high:
-            raise ValueError(f"{where}: uniform needs low < high, got low={low!r} high={high!r}")
-        if not math.isfinite(high - low):
-            raise ValueError(
-                f"{where}: uniform high - low overflows float64 (low={low!r} high={high!r})"
-            )
-        if dtype == "f32":
-            if max(abs(low), abs(high)) > F32_MAX:
-                raise ValueError(
-                    f"{where}: f32 uniform bounds must lie within +-{F32_MAX!r}, "
-                    f"got low={low!r} high={high!r}"
-                )
-            first = np.float32(low)  # the smallest f32 >= low must still be below high
-            if float(first) < low:
-                first = np.nextafter(first, np.float32(np.inf))
-            if not float(first) < high:
-                raise ValueError(
-                    f"{where}: no f32 value lies in [{low!r}, {high!r}); widen the range"
-                )
-
-    def _validate_integers(self, dtype: str, where: str) -> None:
-        for name, value in (("low", self.low), ("high", self.high)):
-            if not isinstance(value, int | np.integer) or isinstance(value, bool | np.bool_):
-                raise ValueError(f"{where}: integers {name} must be an integer, got {value!r}")
-        info = np.iinfo(DTYPES[dtype])
-        low, high = int(self.low), int(self.high)
-        if not low <= high:
-            raise ValueError(f"{where}: integers needs low <= high, got low={low} high={high}")
-        if low < info.min or high > info.max:
-            raise ValueError(
-                f"{where}: integers [{low}, {high}] do not fit {dtype} "
-                f"([{int(info.min)}, {int(info.max)}])"
-            )
-
-
-def full_range(dtype: str) -> tuple[float, float] | tuple[int, int]:
-    """The finite values of `dtype` as (lowest, highest)."""
-    _check_dtype(dtype, "full_range")
-    if is_float(dtype):
-        top = float(np.finfo(DTYPES[dtype]).max)
-        return -top, top
-    info = np.iinfo(DTYPES[dtype])
-    return int(info.min), int(info.max)
-
-
-def _f32_at_least(low: float) -> np.float32:
-    f = np.float32(low)
-    return np.nextafter(f, np.float32(np.inf)) if float(f) < low else f
-
-
-def _f32_at_most(high: float) -> np.float32:
-    f = np.float32(high)
-    return np.nextafter(f, np.float32(-np.inf)) if float(f) > high else f
 
 
 def _params(dtype: str, dist: Distribution) -> tuple[float, float, int, int]:
@@ -301,7 +178,7 @@ def _spread(bits, more, mlo, mhi, float_type, uint_type, mantissa_bits: int) -> 
 def _edges_float(bits: np.ndarray, dtype: str, lo: float, hi: float) -> np.ndarray:
     if dtype == "f32":
         ft, ut, mbits = np.float32, np.uint32, 23
-        lo_t, hi_t = _f32_at_least(lo), _f32_at_most(hi)
+        lo_t, hi_t = f32_at_least(lo), f32_at_most(hi)
     else:
         ft, ut, mbits = np.float64, np.uint64, 52
         lo_t, hi_t = np.float64(lo), np.float64(hi)

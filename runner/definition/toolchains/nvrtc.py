@@ -31,7 +31,7 @@ def _nvrtc():
     try:
         from cuda.bindings import nvrtc
     except ImportError as exc:
-        from runner.gpu import bindings
+        from runner import cuda_bindings as bindings
 
         raise ToolchainMissing(bindings.missing("nvrtc", exc)) from None
     try:

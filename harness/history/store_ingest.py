@@ -1,0 +1,257 @@
+"""What a result document becomes in the history (harness.history.store): its run row and its points.
+
+`plan()` checks that a document may enter the canonical history (complete; on the GPU model
+its suite pins) and lays out one PlannedPoint per implementation per case, keyed by its series
+(harness.history.series), with the values of its `points` row (VALUE_COLUMNS); skipped cases and
+implementations are left out. `run_row()` is the document's `runs` row: the identity columns,
+the environment as JSON and the rest of the document zlib-compressed without its samples
+(they are in the points). Nothing here touches the file: the store decides what is already
+there and writes (harness.history.store); the IngestReport says what was stored, or would be.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import operator
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from harness.escaping import terminal
+from harness.history.series import (
+    COMPILER_FIELDS,
+    compiler_identity,
+    gpu_model,
+    series_id,
+    series_key,
+    series_label,
+)
+from harness.history.store_file import StoreError
+from harness.history.store_schema import normalize_utc, now_utc, point_uuid, samples_blob
+
+__all__ = [
+    "VALUE_COLUMNS",
+    "GpuMismatchError",
+    "IngestReport",
+    "PlannedPoint",
+    "plan",
+    "run_id",
+    "run_row",
+]
+
+ZLIB_LEVEL = 1  # ~9x on a result document without samples, twice as fast as the default 6
+STAT_COLUMNS = "median_s mad_s noise stable p95_s min_s max_s mean_s count".split()  # noqa: SIM905
+GAP_COLUMNS = {  # points column: key of the document's gap block
+    "gap": "ratio_of_medians",
+    "gap_median_of_round_ratios": "median_of_round_ratios",
+    "gap_ci_low": "ci_low",
+    "gap_ci_high": "ci_high",
+    "gap_confidence": "confidence",
+    "gap_stable": "stable",
+}
+# The points columns after (series, started_us, run), which the write adds.
+VALUE_COLUMNS = (
+    *("case_index", "case_status", "error_phase", "error_message", "check_status", "samples"),
+    *STAT_COLUMNS,
+    *GAP_COLUMNS,
+    *COMPILER_FIELDS,
+    "gpu_uuid",
+)
+
+
+class GpuMismatchError(StoreError):
+    """A run on another GPU model than the suite pins: refused for the canonical history."""
+
+
+def run_id(document: dict) -> str:
+    """sha256 (hex) of the document's canonical JSON: sorted keys, compact, orjson floats."""
+    return hashlib.sha256(orjson.dumps(document, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+@dataclass
+class PlannedPoint:
+    """One point an ingest stores (or would store)."""
+
+    key: dict
+    series_id: str
+    role: str
+    baseline: str
+    row: tuple  # VALUE_COLUMNS
+    new_series: bool = False
+
+    @property
+    def values(self) -> dict:
+        return dict(zip(VALUE_COLUMNS, self.row, strict=True))
+
+
+@dataclass
+class IngestReport:
+    """What an ingest stored, or (untrusted) would store."""
+
+    path: Path
+    what: str
+    run_id: str
+    trusted: bool
+    commit: str | None
+    started_utc: str
+    gpu: str
+    suite: str
+    points: list[PlannedPoint] = field(default_factory=list)
+    already_stored: bool = False
+    stored: bool = False
+    skipped_cases: int = 0
+
+    @property
+    def new_series(self) -> list[PlannedPoint]:
+        return [p for p in self.points if p.new_series]
+
+    def headline(self) -> str:
+        if self.already_stored:
+            return f"{self.what}: run {self.run_id[:12]} already stored in {self.path}; nothing written"
+        verb = "stored" if self.stored else "would store (untrusted: nothing written)"
+        failed = sum(p.values["case_status"] != "ok" for p in self.points)
+        return (
+            f"{self.what}: {verb} run {self.run_id[:12]} in {self.path}: {len(self.points)} points "
+            f"({failed} failed), {len(self.new_series)} new series"
+        )
+
+    def text(self) -> str:
+        """The headline, the run's identity and one line per point, each line safe to print
+        on a terminal (harness.escaping.terminal: names from the document may hold escapes)."""
+        lines = [
+            self.headline(),
+            f"  run {self.run_id}  commit {self.commit or '-'}  started {self.started_utc}",
+            f"  gpu {self.gpu}  suite {self.suite}",
+        ]
+        if self.skipped_cases:
+            lines.append(f"  {self.skipped_cases} skipped case(s) not stored")
+        for p in self.points:
+            v = p.values
+            if v["case_status"] != "ok":
+                what = f"{v['case_status']}: {v['error_phase']}: {v['error_message']}"
+            elif v["median_s"] is None:
+                what = f"no timing (check {v['check_status']})"
+            else:
+                what = f"median {v['median_s'] * 1e6:.3f} us" + ("" if v["stable"] else " unstable")
+                if v["gap"] is not None:
+                    what += f", gap {v['gap']:.4f}x [{v['gap_ci_low']:.4f}, {v['gap_ci_high']:.4f}]"
+            tag = "new series" if p.new_series else "series"
+            lines.append(f"  {tag} {p.series_id}  {series_label(p.key)}: {what}")
+        return "\n".join(terminal(line) for line in lines)
+
+
+def plan(document: dict, *, path: Path, trusted: bool, what: str) -> IngestReport:
+    """The report of ingesting `document` into the store at `path`, its points laid out; what
+    the file holds already (the run, the series) is the store's to fill in."""
+    suite, device = document["suite"], document["environment"]["device"]
+    if not document["complete"] or document["finished_utc"] is None:
+        raise StoreError(
+            f"{what}: an incomplete result document (complete: false) is not history; "
+            "ingest the final document the run wrote"
+        )
+    pinned = suite.get("gpu")
+    if pinned is not None and gpu_model(pinned) != gpu_model(device["name"]):
+        raise GpuMismatchError(
+            f"{what}: ran on {device['name']!r} but suite {suite['name']!r} pins the GPU "
+            f"model {pinned!r}; refused for the canonical history"
+        )
+    models = {gpu_model(device["name"])} | {
+        gpu_model(c["device"]["name"])
+        for c in document["cases"]
+        if (c.get("device") or {}).get("name")
+    }
+    if len(models) > 1:  # runner bench --gpus on a host with GPUs of two models
+        raise GpuMismatchError(
+            f"{what}: its cases were measured on different GPU models ({', '.join(sorted(models))}); "
+            "a series is one model, so a run mixing models is refused for the canonical history"
+        )
+    report = IngestReport(
+        path=path,
+        what=what,
+        run_id=run_id(document),
+        trusted=trusted,
+        commit=suite.get("commit"),
+        started_utc=normalize_utc(document["started_utc"]),
+        gpu=device["name"],
+        suite=f"{suite['name']} v{suite['version']}",
+    )
+    for index, case in enumerate(document["cases"]):
+        if case["status"] == "skipped":
+            report.skipped_cases += 1
+            continue
+        for name, impl in case["implementations"].items():
+            if impl.get("status") == "skipped":
+                continue
+            key = series_key(document, case, name)
+            report.points.append(
+                PlannedPoint(
+                    key,
+                    series_id(key),
+                    impl["role"],
+                    case["baseline"],
+                    _values(index, case, impl, point_uuid(device, case)),
+                )
+            )
+    return report
+
+
+def run_row(document: dict, report: IngestReport) -> tuple:
+    """The `runs` columns after the rowid, for the run `report` planned."""
+    suite = document["suite"]
+    return (
+        report.run_id,
+        report.started_utc,
+        document["finished_utc"],
+        suite.get("commit"),
+        suite.get("dirty"),
+        report.gpu,
+        suite["name"],
+        suite["version"],
+        suite["sha256"],
+        suite.get("gpu"),
+        document["schema_version"],
+        orjson.dumps(document["environment"]),
+        zlib.compress(orjson.dumps(_stripped(document)), ZLIB_LEVEL),
+        now_utc(),
+    )
+
+
+def _stripped(document: dict) -> dict:
+    """A shallow copy of `document` without what has its own column: environment and every
+    timing.samples_s are set to None (the input is left as it was)."""
+
+    def impl_copy(impl: dict) -> dict:
+        timing = impl.get("timing")
+        return {**impl, "timing": {**timing, "samples_s": None}} if timing else impl
+
+    cases = [
+        {**c, "implementations": {n: impl_copy(i) for n, i in c["implementations"].items()}}
+        for c in document["cases"]
+    ]
+    return {**document, "environment": None, "cases": cases}
+
+
+def _values(index: int, case: dict, impl: dict, uuid: str | None) -> tuple:
+    """The VALUE_COLUMNS of one implementation's point; `uuid` the card it ran on."""
+    error = case.get("error") or {}
+    timing = impl.get("timing")
+    gap = impl.get("gap")
+    return (
+        index,
+        case["status"],
+        error.get("phase"),
+        error.get("message"),
+        (impl.get("check") or {}).get("status"),
+        samples_blob(timing["samples_s"]) if timing else None,
+        *(_STATS_OF(timing["stats"]) if timing else _NO_STATS),
+        *(_GAP_OF(gap) if gap else _NO_GAP),
+        *compiler_identity(impl),
+        uuid,
+    )
+
+
+# The schema requires every key of a stats and a gap block, so itemgetter cannot miss.
+_STATS_OF, _NO_STATS = operator.itemgetter(*STAT_COLUMNS), (None,) * len(STAT_COLUMNS)
+_GAP_OF, _NO_GAP = operator.itemgetter(*GAP_COLUMNS.values()), (None,) * len(GAP_COLUMNS)

@@ -1,0 +1,129 @@
+"""Imports run one way: between harness's stages, and from the suite definition to the GPU.
+
+Each rule reads the real source with `ast` (every import, lazy ones in functions included), so
+an arrow running back up fails here instead of silently growing a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+# harness's parts, and the parts each may import. A part is a subpackage, or a module at the
+# root. escaping and bad_input are leaves every part may use; they import no part.
+HARNESS_MAY_IMPORT = {
+    "escaping": set(),
+    "bad_input": {"escaping"},
+    "history": {"escaping"},
+    "analysis": {"escaping", "history"},
+    "reporting": {"escaping", "history", "analysis"},
+    "running": {"escaping", "bad_input", "history"},
+    "explain": {"escaping", "reporting"},
+    "dashboard": {"escaping", "history", "analysis", "reporting", "explain"},
+    "client": set(),
+    "commands": {
+        "escaping",
+        "bad_input",
+        "history",
+        "analysis",
+        "reporting",
+        "running",
+        "explain",
+        "dashboard",
+    },
+    "cli": {"commands"},
+    "__main__": {"cli"},
+}
+
+# runner's parts that must stay below others: the suite definition runs with no GPU (and no
+# measurement or orchestration); the GPU access knows the definition's inputs and nothing above.
+RUNNER_MUST_NOT_IMPORT = {
+    "definition": {"gpu", "measurement", "execution", "launch", "bench"},
+    "gpu": {"measurement", "execution", "launch", "bench", "explain"},
+}
+
+
+def imports(path: Path, root: Path = ROOT) -> set[str]:
+    """Every absolute module name the file imports (relative imports resolved)."""
+    parts = path.relative_to(root).with_suffix("").parts
+    package = parts[:-1]
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package[: len(package) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+def part_of(path: Path, package: str) -> str:
+    """The part of `package` a file belongs to: its first folder, or its module at the root."""
+    rel = path.relative_to(ROOT / package).with_suffix("").parts
+    return rel[0]
+
+
+def parts_imported(path: Path, package: str) -> set[str]:
+    return {
+        name.split(".")[1]
+        for name in imports(path)
+        if name.startswith(f"{package}.") and len(name.split(".")) > 1
+    }
+
+
+def crossings(package: str) -> list[tuple[str, str, Path]]:
+    """(part, the part it imports, the file) for every import between parts of `package`."""
+    found = []
+    for path in sorted((ROOT / package).rglob("*.py")):
+        own = part_of(path, package)
+        found.extend((own, other, path) for other in parts_imported(path, package) - {own})
+    return found
+
+
+def test_harness_parts_are_all_known():
+    parts = {part_of(p, "harness") for p in (ROOT / "harness").rglob("*.py")} - {"__init__"}
+    assert parts == set(HARNESS_MAY_IMPORT), "a new part of harness needs its place in the rule"
+
+
+def test_harness_imports_run_one_way():
+    wrong = [
+        f"{path.relative_to(ROOT)}: {own} imports {other}"
+        for own, other, path in crossings("harness")
+        if other in HARNESS_MAY_IMPORT and other not in HARNESS_MAY_IMPORT[own]
+    ]
+    assert wrong == []
+
+
+def test_harness_never_imports_the_runner():
+    wrong = [
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "harness").rglob("*.py")
+        if any(name == "runner" or name.startswith("runner.") for name in imports(path))
+    ]
+    assert wrong == []
+
+
+@pytest.mark.parametrize("part", sorted(RUNNER_MUST_NOT_IMPORT), ids=lambda part: f"runner.{part}")
+def test_runner_part_stays_below(part):
+    wrong = [
+        f"{path.relative_to(ROOT)}: {own} imports {other}"
+        for own, other, path in crossings("runner")
+        if own == part and other in RUNNER_MUST_NOT_IMPORT[part]
+    ]
+    assert wrong == []
+
+
+def test_the_reader_sees_lazy_and_relative_imports(tmp_path):
+    """What a back arrow usually hides in: an import inside a function, a relative import."""
+    module = tmp_path / "harness" / "history" / "mod.py"
+    module.parent.mkdir(parents=True)
+    module.write_text("from ..reporting import summary\n\ndef f():\n    import harness.running\n")
+    assert {"harness.reporting.summary", "harness.running"} <= imports(module, root=tmp_path)

@@ -1,0 +1,122 @@
+"""Benchmark (not a test): what a graph instance's first launch costs a hot sample, before and
+after runner.bench uploads every instance (and replays it once) untimed.
+
+torch's CUDAGraph.instantiate does not call cuGraphUpload, so without it the first launch of
+each of the 16 instances of a hot graph uploads inside a timed sample; the cost grows with the
+graph's nodes. On the GPU box this times a 100-call torch composite (100 small kernels a call,
+so a 100-call graph holds 10,000 nodes) against itself, hot, by events, with
+CallableBackend.upload_graphs off ("before") and on ("after"), and prints per setting and
+repeat: the median per call, the A/A ratio with its interval, and for each side the mean of its
+first INSTANCES samples over the median of the others (where the uploads land).
+
+    python tools/perf/graph_upload.py [--upload both|on|off] [--repeats 3] [--log2n 14]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+
+CALLS = 100  # torch calls in one call of the composite
+
+
+def composite_workload(log2n: int):
+    """y = 3 x through CALLS kernels: 49 pairs of (x 2, x 0.5), then x 3, then + 0 (every step
+    exact in float32, so the reference is exact)."""
+    import torch
+
+    from runner import bench
+
+    class Composite(bench.Workload):
+        name, version = "graph-upload-composite", 1
+        rows = (bench.Row(f"n{log2n}", n=1 << log2n),)
+        dtypes = ("float32",)
+
+        def gen_inputs(self, params, dtype, seed):
+            g = torch.Generator(device="cuda").manual_seed(seed)
+            return (torch.rand(params["n"], generator=g, device="cuda") * 2 - 1,)
+
+        def reference(self, x):
+            return x * 3
+
+        def bytes(self, params, dtype):
+            return 8.0 * params["n"] * CALLS
+
+    def composite(x):
+        y = x
+        for _ in range((CALLS - 2) // 2):
+            y = torch.mul(torch.mul(y, 2.0), 0.5)
+        return torch.add(torch.mul(y, 3.0), 0.0)
+
+    def composite_again(x):
+        return composite(x)
+
+    (case,) = bench.cases(Composite())
+    return case, composite, composite_again
+
+
+def first_over_rest(samples: list[float], first: int) -> float:
+    return statistics.fmean(samples[:first]) / statistics.median(samples[first:])
+
+
+def run(device, upload: bool, log2n: int, budget_s: float) -> dict:
+    """One A/A comparison of the composite on `device` (a runner.bench CudaDevice)."""
+    from runner import bench
+    from runner.bench import cuda_device
+
+    cuda_device.CallableBackend.upload_graphs = upload
+    case, a, b = composite_workload(log2n)
+    options = bench.TimingOptions(mode="hot", timer="events", budget_s=budget_s, recheck=False)
+    session = bench.Session(options=options, device=device)
+    c = bench.Runner(a, case, name="composite", options=options, session=session).compare(
+        {"again": b}
+    )
+    doc = c.document_case["implementations"]
+    first = cuda_device.INSTANCES
+    return {
+        "median_us": doc["composite"]["timing"]["stats"]["median_s"] * 1e6,
+        "gap": doc["again"]["gap"],
+        "first_a": first_over_rest(doc["composite"]["timing"]["samples_s"], first),
+        "first_b": first_over_rest(doc["again"]["timing"]["samples_s"], first),
+        "samples": len(doc["composite"]["timing"]["samples_s"]),
+        "prepare_s": c.document_case["phases_s"].get("prepare", 0.0),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--upload", choices=("both", "on", "off"), default="both")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--log2n", type=int, default=14)
+    parser.add_argument("--budget", type=float, default=1.0, help="seconds per comparison")
+    args = parser.parse_args()
+    from runner.bench.cuda_device import INSTANCES, CudaDevice
+
+    settings = {"both": (False, True), "on": (True,), "off": (False,)}[args.upload]
+    device = CudaDevice()
+    print(
+        f"{CALLS}-call torch composite, n = 2^{args.log2n} float32, hot, events; "
+        f"first = mean of the first {INSTANCES} samples / median of the rest"
+    )
+    print(
+        "| upload | repeat | samples | median (us/call) | A/A | 95% interval | first/rest A | first/rest B |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
+    for repeat in range(args.repeats):
+        for upload in settings:  # alternated, so a drift over the run hits both settings
+            r = run(device, upload, args.log2n, args.budget)
+            g = r["gap"] or {}
+            print(
+                f"| {'on' if upload else 'off (before)'} | {repeat} | {r['samples']} | "
+                f"{r['median_us']:.2f} | x{g.get('ratio_of_medians', float('nan')):.4f} | "
+                f"[{g.get('ci_low', float('nan')):.4f}, {g.get('ci_high', float('nan')):.4f}] | "
+                f"{r['first_a']:.4f} | {r['first_b']:.4f} |",
+                flush=True,
+            )
+    device.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
