@@ -7,6 +7,7 @@ failure stays in the record, which names the phase and the CUDA error.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
@@ -110,18 +111,33 @@ class CaseRun:
         # variables as loaded, or None (runner.gpu.module_state)
         self.states: dict[str, list[ModuleState | None]] = {n: [] for n in self.names}
 
+    @contextlib.contextmanager
+    def clock(self, key: str):
+        """Add the wall time of the block to phases_s[key] (seconds), also when it raises."""
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            phases = self.record["phases_s"]
+            phases[key] = phases.get(key, 0.0) + time.perf_counter() - t0
+
     def enter(self, phase: str, **extra) -> None:
         self.phase = phase
         self.emit({"event": "phase", "phase": phase, **extra})
 
     def setup(self) -> None:
         self.enter("setup")
-        self.ctx = driver.Context(self.job.get("device", 0))
-        self.stream = driver.Stream()
-        self.internal = InternalKernels(self.ctx)
+        with self.clock("setup_s"):  # the context and the runner's own kernels (their JIT)
+            self.ctx = driver.Context(self.job.get("device", 0))
+            self.stream = driver.Stream()
+            self.internal = InternalKernels(self.ctx)
 
     def load(self) -> None:
         self.enter("load")
+        with self.clock("load_s"):
+            self._load()
+
+    def _load(self) -> None:
         for name in self.names:
             text = self.job["ptx"][name]
             self.modules[name] = driver.Module(text, f"{self.case.id}/{name}")
@@ -228,7 +244,10 @@ class CaseRun:
                 states=self.states,
             )
             if self.settings.mode == "hot" and verify is not None:
-                self.hot_input_sets(audit, buffers, geometry, launchables, reference, extra_sets)
+                with self.clock("audit_sets_s"):
+                    self.hot_input_sets(
+                        audit, buffers, geometry, launchables, reference, extra_sets
+                    )
             window = None
             if self.settings.timer == "cupti":
                 window = cupti.ActivityWindow(int(self.ctx.handle), int(self.stream.handle))
@@ -248,7 +267,10 @@ class CaseRun:
                 self.job.get("device", 0), self.job.get("device_uuid")
             )
             try:
-                m = measure(backend, self.names, self.settings, monitor, self.case.baseline.name)
+                with self.clock("timing_s"):  # calibration, samples and audits
+                    m = measure(
+                        backend, self.names, self.settings, monitor, self.case.baseline.name
+                    )
                 m.clocks_source = source
                 for n, t in m.impls.items():
                     if len(cold_items[n]) > 1 and m.mode == "cold":
@@ -258,7 +280,8 @@ class CaseRun:
                         )
                 if m.mode == "hot":
                     self.enter("timing", mode="hot, outputs poisoned")
-                    found = output_dependence.check(backend, self.names, m, verify)
+                    with self.clock("integrity_s"):
+                        found = output_dependence.check(backend, self.names, m, verify)
                     for name, integrity in found.items():
                         self.record["impls"][name]["integrity"] = integrity
             finally:
@@ -458,5 +481,6 @@ def run_case(job: dict, emit) -> dict:
         )
         run.record["sticky"] = cuda_error in driver.STICKY_ERRORS
     finally:
-        run.close()
+        with run.clock("teardown_s"):
+            run.close()
     return run.record

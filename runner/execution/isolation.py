@@ -27,6 +27,8 @@ class WorkerOutcome:
     returncode: int | None = None
     stderr_tail: list[str] = field(default_factory=list)
     wall_s: float = 0.0
+    start_s: float | None = None  # from the spawn to the worker's first event (its start-up)
+    exit_s: float | None = None  # from its result to its exit (teardown, process end)
 
 
 def _pump_events(stream, events: queue.Queue) -> None:
@@ -74,6 +76,7 @@ def run_worker(
     except BrokenPipeError:
         pass
     deadline = t0 + timeout_s
+    result_at = t0
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -86,11 +89,14 @@ def run_worker(
             break
         if event is None:
             break
+        if outcome.start_s is None:
+            outcome.start_s = time.monotonic() - t0
         outcome.events.append(event)
         if event.get("event") == "phase":
             outcome.last_phase = event.get("phase")
         elif event.get("event") == "result":
             outcome.record = event.get("record")
+            result_at = time.monotonic()
         if on_event is not None:
             on_event(event)
     if outcome.timed_out:
@@ -105,4 +111,6 @@ def run_worker(
         reader.join(timeout=5)
     outcome.stderr_tail = list(tail)
     outcome.wall_s = time.monotonic() - t0
+    if outcome.record is not None:
+        outcome.exit_s = time.monotonic() - result_at
     return outcome
