@@ -57,8 +57,16 @@ def host_compare(tmp_path_factory):
     def compare(got: np.ndarray, want: np.ndarray, tol: gate.Tolerance) -> dict:
         dtype = next(k for k, v in generator.DTYPES.items() if np.dtype(v) == got.dtype)
         words = np.zeros(device_compare.WORDS, dtype=np.uint64)
-        fold(got.ctypes.data, want.ctypes.data, got.size, generator.DTYPE_CODES[dtype],
-             int(tol.exact), tol.atol, tol.rtol, words.ctypes.data)
+        fold(
+            got.ctypes.data,
+            want.ctypes.data,
+            got.size,
+            generator.DTYPE_CODES[dtype],
+            int(tol.exact),
+            tol.atol,
+            tol.rtol,
+            words.ctypes.data,
+        )
         return device_compare.comparison_of(words, got.size, lambda i: (got[i], want[i]))
 
     return compare

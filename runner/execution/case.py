@@ -13,7 +13,8 @@ import time
 
 from runner.definition import manifest, spec
 from runner.definition.reference import load_reference
-from runner.gpu import driver, generator, ptx
+from runner.execution.timed_outputs import TimedOutputs
+from runner.gpu import driver, ptx
 from runner.gpu.module_state import ModuleState
 from runner.measurement import gate
 from runner.measurement.timing import (
@@ -86,6 +87,8 @@ def resolve_kernel(module: driver.Module, entry: str, geometry: spec.Geometry) -
 
 class CaseRun:
     """The GPU state of one case (context, stream, modules) and its phases, in order."""
+
+    timed_outputs: TimedOutputs | None = None  # the timed size's outputs (time(), on the device)
 
     def __init__(self, job: dict, emit):
         self.job, self.emit = job, emit
@@ -223,6 +226,7 @@ class CaseRun:
             self.stream.synchronize()
             self.record["phases_s"]["inputs_s"] = time.perf_counter() - t0
             args = buffers.kernel_args()
+            self.timed_outputs = TimedOutputs(self.case, geometry, self.internal, self.stream)
             launchables = {n: Launchable(self.kernel(n, geometry), args) for n in self.names}
             cold_items = {
                 n: [launchables[n]]
@@ -294,6 +298,8 @@ class CaseRun:
                 copy.free()
             for extra in extra_sets:
                 extra.free()
+            if self.timed_outputs is not None:
+                self.timed_outputs.close()
             buffers.free()
         self.record["measurement"] = {
             "mode": m.mode,
@@ -325,10 +331,9 @@ class CaseRun:
             extra.fill_inputs(reseed=int.from_bytes(os.urandom(8), "little"))
         baseline = case.baseline.name
         written = [b for b in case.buffers if b.written]
+        outputs = self.timed_outputs or TimedOutputs(case, geometry, stream=self.stream)
         audit.written = {b.name: buffers.buffers[b.name] for b in written}
-        audit.as_array = lambda name, buffer: buffer.download(
-            generator.DTYPES[case.buffer(name).dtype], geometry.lengths[name]
-        )
+        audit.as_array = outputs.readable
         audit.sets = {
             n: [launchables[n]]
             + [Launchable(launchables[n].kernel, self.mixed_args(buffers, e)) for e in extra_sets]
@@ -338,8 +343,7 @@ class CaseRun:
         for item in audit.sets[baseline][1:]:
             buffers.poison_outputs(gate.POISON_BYTES[0])
             item.enqueue(self.stream)
-            self.stream.synchronize()
-            audit.expected.append({b.name: buffers.download(b.name) for b in written})
+            audit.expected.append(outputs.snapshot(buffers))
 
     def mixed_args(self, outputs: gate.DeviceBuffers, inputs: gate.DeviceBuffers):
         """Kernel arguments with the input buffers of `inputs` and every other of `outputs`."""
@@ -353,30 +357,19 @@ class CaseRun:
         return driver.KernelArgs(values)
 
     def outputs_differ(self, got: dict, expected: dict) -> str | None:
-        """Where one launch's read-back outputs differ from another's on the same inputs (the
-        case's tolerance between implementations), naming buffer, element, expected and got."""
-        tol = gate.Tolerance.of(self.case).between_implementations()
-        for b, want in expected.items():
-            found = gate.compare(got[b], want, tol)
-            if found["mismatches"]:
-                first = found["first_mismatch"]
-                return (
-                    f"{b} differs in {found['mismatches']} of {found['elements']} elements, "
-                    f"first at element {first['index']}: expected {first['expected']}, "
-                    f"got {first['got']}"
-                )
-        return None
+        """Where one launch's outputs differ from another's on the same inputs (the case's
+        tolerance between implementations), naming buffer, element, expected and got."""
+        return (self.timed_outputs or TimedOutputs(self.case)).differ(got, expected)
 
     def verifier(self, buffers: gate.DeviceBuffers, reference: dict):
         """verify(name) -> None, or how the outputs a timed launch left differ from the
         baseline's at the timed size (`reference`, from cross_check_timed_size)."""
-        tol = gate.Tolerance.of(self.case).between_implementations()
         baseline = self.case.baseline.name
 
         def verify(name: str) -> str | None:
             self.stream.synchronize()
             for b, expected in reference.items():
-                found = gate.compare(buffers.download(b), expected, tol)
+                found = self.timed_outputs.compare(b, buffers.buffers[b], expected)
                 if found["mismatches"]:
                     return (
                         f"after a timed launch of {name}, {b} differs from baseline {baseline} "
@@ -391,28 +384,25 @@ class CaseRun:
         self, buffers: gate.DeviceBuffers, launchables: dict, pristine: list
     ) -> dict:
         """One launch of each implementation at the timed size, its outputs compared with the
-        baseline's: behaviour that only shows at the large size (a loop that runs only there,
-        a size-dependent branch) cannot slip past the gate into the timing. Returns the
-        baseline's outputs, which the timed launches are verified against afterwards."""
+        baseline's on the device (timed_outputs): behaviour that only shows at the large size (a
+        loop that runs only there, a size-dependent branch) cannot slip past the gate into the
+        timing. Returns the baseline's outputs (snapshots), which the timed launches are
+        verified against afterwards."""
         self.enter("check", size="timed")
         t0 = time.perf_counter()
-        case, impls, baseline = self.case, self.record["impls"], self.case.baseline.name
-        tol = gate.Tolerance.of(case).between_implementations()
-        written = [b.name for b in case.buffers if b.written]
+        impls, baseline = self.record["impls"], self.case.baseline.name
         reference = None
         for name in self.baseline_first:
             for destination, copy in pristine:
                 destination.copy_from(copy, self.stream)
             buffers.poison_outputs(gate.POISON_BYTES[0])
             launchables[name].enqueue(self.stream)
-            self.stream.synchronize()
-            outputs = {b: buffers.download(b) for b in written}
             if reference is None:
-                reference = outputs
+                reference = self.timed_outputs.snapshot(buffers)
                 continue
             check = impls[name].setdefault("check", {"status": "passed", "problems": []})
-            for b in written:
-                found = gate.compare(outputs[b], reference[b], tol)
+            for b in self.timed_outputs.written:
+                found = self.timed_outputs.compare(b, buffers.buffers[b], reference[b])
                 found.update({"against": f"baseline:{baseline}", "buffer": b, "size": "timed"})
                 check.setdefault("against", []).append(found)
                 if found["mismatches"]:
@@ -421,7 +411,6 @@ class CaseRun:
                         f"{b}: at the timed size {found['mismatches']} of {found['elements']} elements differ "
                         f"from baseline {baseline} (first at index {found['first_mismatch']['index']})"
                     )
-            del outputs
         self.record["phases_s"]["check_timed_size_s"] = time.perf_counter() - t0
         failed = [n for n in self.names if impls[n].get("check", {}).get("status") == "failed"]
         if failed:

@@ -44,7 +44,9 @@ class DeviceCompare:
         manifest dtype such as "f64"), queued on the stream and waited for."""
         for buffer in (got, want):
             if buffer.nbytes < count * np.dtype(generator.DTYPES[dtype]).itemsize:
-                raise ValueError(f"{count} {dtype} elements do not fit a {buffer.nbytes}-byte buffer")
+                raise ValueError(
+                    f"{count} {dtype} elements do not fit a {buffer.nbytes}-byte buffer"
+                )
         self.acc.fill_bytes(0, self.stream)
         self.acc.view(8 * FIRST, 8).fill_bytes(0xFF, self.stream)
         args = driver.KernelArgs(
