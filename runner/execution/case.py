@@ -16,7 +16,7 @@ from runner.definition.reference import load_reference
 from runner.execution.timed_outputs import TimedOutputs
 from runner.gpu import driver, ptx
 from runner.gpu.module_state import ModuleState
-from runner.measurement import gate
+from runner.measurement import gate, reference_sample
 from runner.measurement.timing import (
     TimingSettings,
     clocks,
@@ -236,6 +236,8 @@ class CaseRun:
             verify = None
             if not self.job.get("skip_check"):
                 reference = self.cross_check_timed_size(buffers, launchables, pristine)
+                with self.clock("reference_sample_s"):
+                    self.sample_reference(reference)
                 verify = self.verifier(buffers, reference)
             self.enter("timing", mode=self.settings.mode, timer=self.settings.timer)
             outputs = [buffers.buffers[b.name] for b in self.case.buffers if b.role == "output"]
@@ -418,6 +420,38 @@ class CaseRun:
                 "check", f"at the timed size, {', '.join(failed)} disagree with baseline {baseline}"
             )
         return reference
+
+    def sample_reference(self, outputs: dict) -> None:
+        """The baseline's outputs at the timed size (`outputs`, snapshots) against the reference
+        on sampled windows (runner.measurement.reference_sample), or its check saying why the
+        reference cannot be sampled; raises PhaseError where they differ."""
+        case, baseline = self.case, self.case.baseline.name
+        check = self.record["impls"][baseline].setdefault(
+            "check", {"status": "passed", "problems": []}
+        )
+        reference = load_reference(self.suite, case)
+        slicing = reference_sample.slicing_of(case, reference)
+        if isinstance(slicing, str):
+            check["timed_reference"] = f"not sampled: {slicing}; the reference ran at check_dims"
+            return
+        found = reference_sample.sample(
+            case, reference, slicing, self.timed_outputs.reader(outputs)
+        )
+        for b, record in found.items():
+            record.update({"against": "reference", "buffer": b, "size": "timed"})
+            check.setdefault("against", []).append(record)
+            check["timed_reference"] = f"sampled: {record['sampled']}"
+            if record["mismatches"]:
+                check["status"] = "failed"
+                check["problems"].append(
+                    f"{b}: at the timed size {record['mismatches']} of {record['elements']} "
+                    f"sampled elements differ from the reference (first at index "
+                    f"{record['first_mismatch']['index']}; {record['sampled']})"
+                )
+        if check["status"] == "failed":
+            raise PhaseError(
+                "check", f"at the timed size, baseline {baseline} disagrees with the reference"
+            )
 
     def close(self) -> None:
         """Release everything unless a sticky error poisoned the context (the process then exits)."""

@@ -74,6 +74,20 @@ class TimedOutputs:
             generator.DTYPES[self.case.buffer(name).dtype], self.geometry.lengths[name]
         )
 
+    def reader(self, copies: dict):
+        """read(name, start, count): elements [start, start + count) of a snapshot."""
+
+        def read(name: str, start: int, count: int) -> np.ndarray:
+            copy = copies[name]
+            if not isinstance(copy, driver.Buffer):
+                return copy[start : start + count]
+            dtype = generator.DTYPES[self.case.buffer(name).dtype]
+            size = np.dtype(dtype).itemsize
+            self.stream.synchronize()
+            return copy.view(start * size, count * size).download(dtype, count)
+
+        return read
+
     def compare(self, name: str, got, want) -> dict:
         """gate.compare's record of buffer `name`: `got` and `want` are device buffers (compared
         on the device) or arrays (a device buffer among them is read back)."""
