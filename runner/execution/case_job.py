@@ -254,7 +254,9 @@ def run_one(
             say(f"[{case.id}] {event['phase']}{extra}")
 
     timeout_s = case_doc["settings"]["timeout_s"]
-    outcome = run_worker(job, timeout_s=timeout_s, on_event=on_event, echo_stderr=not options.quiet)
+    outcome = run_worker(
+        job, timeout_s=timeout_s, on_event=on_event, echo_stderr=not options.quiet, ahead=True
+    )
     record = outcome.record
     if outcome.timed_out:
         limit = (

@@ -1,4 +1,9 @@
-"""Run a job in a fresh worker process with a deadline, so faults and hangs stay contained."""
+"""Run a job in a fresh worker process with a deadline, so faults and hangs stay contained.
+
+A worker can be started ahead of its job (`ahead=True` starts the next one's): it imports the
+runner while the current job runs, then waits on its stdin; it creates no CUDA context until it
+has its job, and it still runs one job only, so every case keeps a process of its own.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +17,51 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from protocol.codec import decode, encode
 from protocol.terminal_text import visible
 from runner.execution.processes import spawn_worker
+
+WORKER_MODULE = "runner.execution.worker"
+
+
+class _Waiting:
+    """Workers started ahead of their jobs (runner.execution.worker imports, then reads stdin)."""
+
+    lock = threading.Lock()
+    started: ClassVar[list[tuple[subprocess.Popen, int]]] = []
+
+
+def start_ahead() -> None:
+    """Start a worker now for a later run_worker to take."""
+    started = spawn_worker(WORKER_MODULE)
+    with _Waiting.lock:
+        _Waiting.started.append(started)
+
+
+def _take() -> tuple[subprocess.Popen, int]:
+    """A worker started ahead that is still alive, else a new one."""
+    with _Waiting.lock:
+        while _Waiting.started:
+            proc, event_read = _Waiting.started.pop(0)
+            if proc.poll() is None:
+                return proc, event_read
+            os.close(event_read)
+    return spawn_worker(WORKER_MODULE)
+
+
+def stop_ahead() -> None:
+    """End every worker still waiting for a job (at the end of a run)."""
+    with _Waiting.lock:
+        waiting, _Waiting.started = _Waiting.started, []
+    for proc, event_read in waiting:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        os.close(event_read)
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            stream.close()
 
 
 @dataclass
@@ -51,13 +97,16 @@ def _pump_log(stream, tail: deque, echo: bool) -> None:
 
 
 def run_worker(
-    job: dict, timeout_s: float, on_event=None, echo_stderr: bool = True
+    job: dict, timeout_s: float, on_event=None, echo_stderr: bool = True, ahead: bool = False
 ) -> WorkerOutcome:
-    """Run `job` in `python -m runner.execution.worker`; kill the whole process group at the deadline."""
+    """Run `job` in `python -m runner.execution.worker` (one started ahead where there is one;
+    with `ahead`, the next job's is started now); kill the whole process group at the deadline."""
     # Events travel on their own pipe: a kernel's printf lands on the worker's stdout, which is
     # treated as log output like its stderr, so it can never corrupt an event line.
     t0 = time.monotonic()
-    proc, event_read = spawn_worker("runner.execution.worker")
+    proc, event_read = _take()
+    if ahead:
+        start_ahead()
     outcome = WorkerOutcome()
     events: queue.Queue = queue.Queue()
     tail: deque = deque(maxlen=40)

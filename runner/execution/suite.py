@@ -30,7 +30,7 @@ from runner.execution.case_job import (
     run_one,
     timing_settings,
 )
-from runner.execution.isolation import run_worker
+from runner.execution.isolation import run_worker, stop_ahead
 from runner.gpu import driver
 from runner.measurement import environment, sharing
 from runner.measurement.timing import cupti
@@ -62,6 +62,7 @@ def probe_environment(options: BenchOptions) -> dict:
         {"job": "environment", "device": options.device},
         timeout_s=180,
         echo_stderr=not options.quiet,
+        ahead=True,  # the first case's worker imports while the probe runs
     )
     record = outcome.record or {}
     if record.get("no_gpu"):
@@ -144,6 +145,13 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, int]:
     """Returns (result document, exit status). Raises ManifestError / NoGpuError for exit 2."""
+    try:
+        return _run_suite(manifest_path, options)
+    finally:
+        stop_ahead()  # the worker started for a case after the last
+
+
+def _run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, int]:
     say = Progress(options.quiet)
     suite = manifest.load(manifest_path)
     cases = [suite.case(cid) for cid in options.case_ids] if options.case_ids else list(suite.cases)
