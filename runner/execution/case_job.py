@@ -254,9 +254,7 @@ def run_one(
             say(f"[{case.id}] {event['phase']}{extra}")
 
     timeout_s = case_doc["settings"]["timeout_s"]
-    outcome = run_worker(
-        job, timeout_s=timeout_s, on_event=on_event, echo_stderr=not options.quiet, ahead=True
-    )
+    outcome = run_worker(job, timeout_s=timeout_s, on_event=on_event, echo_stderr=not options.quiet)
     record = outcome.record
     if outcome.timed_out:
         limit = (

@@ -1,7 +1,8 @@
 """Run a job in a fresh worker process with a deadline, so faults and hangs stay contained.
 
-A worker can be started ahead of its job (`ahead=True` starts the next one's): it imports the
-runner while the current job runs, then waits on its stdin; it creates no CUDA context until it
+Between keep_ahead() and stop_ahead() (a `runner bench` run), each job starts the next job's
+worker as it takes its own: that worker imports the runner while the current job runs, then
+waits on its stdin; it creates no CUDA context until it
 has its job, and it still runs one job only, so every case keeps a process of its own.
 """
 
@@ -30,6 +31,7 @@ class _Waiting:
     """Workers started ahead of their jobs (runner.execution.worker imports, then reads stdin)."""
 
     lock = threading.Lock()
+    enabled = False  # each run_worker starts the next job's worker
     started: ClassVar[list[tuple[subprocess.Popen, int]]] = []
 
 
@@ -51,9 +53,15 @@ def _take() -> tuple[subprocess.Popen, int]:
     return spawn_worker(WORKER_MODULE)
 
 
+def keep_ahead() -> None:
+    """From now on, each run_worker starts the next job's worker (until stop_ahead)."""
+    _Waiting.enabled = True
+
+
 def stop_ahead() -> None:
-    """End every worker still waiting for a job (at the end of a run)."""
+    """Start no more workers ahead, and end every one still waiting for a job."""
     with _Waiting.lock:
+        _Waiting.enabled = False
         waiting, _Waiting.started = _Waiting.started, []
     for proc, event_read in waiting:
         with contextlib.suppress(ProcessLookupError):
@@ -97,15 +105,16 @@ def _pump_log(stream, tail: deque, echo: bool) -> None:
 
 
 def run_worker(
-    job: dict, timeout_s: float, on_event=None, echo_stderr: bool = True, ahead: bool = False
+    job: dict, timeout_s: float, on_event=None, echo_stderr: bool = True
 ) -> WorkerOutcome:
     """Run `job` in `python -m runner.execution.worker` (one started ahead where there is one;
-    with `ahead`, the next job's is started now); kill the whole process group at the deadline."""
+    after keep_ahead, the next job's is started now); kill the whole process group at the
+    deadline."""
     # Events travel on their own pipe: a kernel's printf lands on the worker's stdout, which is
     # treated as log output like its stderr, so it can never corrupt an event line.
     t0 = time.monotonic()
     proc, event_read = _take()
-    if ahead:
+    if _Waiting.enabled:
         start_ahead()
     outcome = WorkerOutcome()
     events: queue.Queue = queue.Queue()

@@ -30,7 +30,7 @@ from runner.execution.case_job import (
     run_one,
     timing_settings,
 )
-from runner.execution.isolation import run_worker, stop_ahead
+from runner.execution.isolation import keep_ahead, run_worker, stop_ahead
 from runner.gpu import driver
 from runner.measurement import environment, sharing
 from runner.measurement.timing import cupti
@@ -62,7 +62,6 @@ def probe_environment(options: BenchOptions) -> dict:
         {"job": "environment", "device": options.device},
         timeout_s=180,
         echo_stderr=not options.quiet,
-        ahead=True,  # the first case's worker imports while the probe runs
     )
     record = outcome.record or {}
     if record.get("no_gpu"):
@@ -145,6 +144,7 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, int]:
     """Returns (result document, exit status). Raises ManifestError / NoGpuError for exit 2."""
+    keep_ahead()  # each case's worker imports during the probe or the case before
     try:
         return _run_suite(manifest_path, options)
     finally:
