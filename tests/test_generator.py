@@ -403,6 +403,7 @@ EXPECTED_PARAM_BYTES = {
     "kg_fill_random": [8, 8, 8, 8, 4, 8, 8, 8, 8, 4],
     "kg_flush_l2": [8, 8, 8],  # buf, n_words, sink
     "kg_spin": [8, 8, 8],  # flag, timeout_ns, status
+    "kg_compare": [8, 8, 8, 4, 4, 8, 8, 8],  # got, want, n, dtype, exact, atol, rtol, acc
     "kg_stream_read": [8, 8, 8],  # buf, n_pairs, sink
     "kg_stream_write": [8, 8, 8],  # buf, n_pairs, value
     "kg_stream_copy": [8, 8, 8],  # src, dst, n_pairs

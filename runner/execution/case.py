@@ -7,14 +7,16 @@ failure stays in the record, which names the phase and the CUDA error.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
 from runner.definition import manifest, spec
 from runner.definition.reference import load_reference
-from runner.gpu import driver, generator, ptx
+from runner.execution.timed_outputs import TimedOutputs
+from runner.gpu import driver, ptx
 from runner.gpu.module_state import ModuleState
-from runner.measurement import gate
+from runner.measurement import gate, reference_sample
 from runner.measurement.timing import (
     TimingSettings,
     clocks,
@@ -86,6 +88,8 @@ def resolve_kernel(module: driver.Module, entry: str, geometry: spec.Geometry) -
 class CaseRun:
     """The GPU state of one case (context, stream, modules) and its phases, in order."""
 
+    timed_outputs: TimedOutputs | None = None  # the timed size's outputs (time(), on the device)
+
     def __init__(self, job: dict, emit):
         self.job, self.emit = job, emit
         self.suite = manifest.load(job["manifest"])
@@ -110,18 +114,33 @@ class CaseRun:
         # variables as loaded, or None (runner.gpu.module_state)
         self.states: dict[str, list[ModuleState | None]] = {n: [] for n in self.names}
 
+    @contextlib.contextmanager
+    def clock(self, key: str):
+        """Add the wall time of the block to phases_s[key] (seconds), also when it raises."""
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            phases = self.record["phases_s"]
+            phases[key] = phases.get(key, 0.0) + time.perf_counter() - t0
+
     def enter(self, phase: str, **extra) -> None:
         self.phase = phase
         self.emit({"event": "phase", "phase": phase, **extra})
 
     def setup(self) -> None:
         self.enter("setup")
-        self.ctx = driver.Context(self.job.get("device", 0))
-        self.stream = driver.Stream()
-        self.internal = InternalKernels(self.ctx)
+        with self.clock("setup_s"):  # the context and the runner's own kernels (their JIT)
+            self.ctx = driver.Context(self.job.get("device", 0))
+            self.stream = driver.Stream()
+            self.internal = InternalKernels(self.ctx)
 
     def load(self) -> None:
         self.enter("load")
+        with self.clock("load_s"):
+            self._load()
+
+    def _load(self) -> None:
         for name in self.names:
             text = self.job["ptx"][name]
             self.modules[name] = driver.Module(text, f"{self.case.id}/{name}")
@@ -207,6 +226,7 @@ class CaseRun:
             self.stream.synchronize()
             self.record["phases_s"]["inputs_s"] = time.perf_counter() - t0
             args = buffers.kernel_args()
+            self.timed_outputs = TimedOutputs(self.case, geometry, self.internal, self.stream)
             launchables = {n: Launchable(self.kernel(n, geometry), args) for n in self.names}
             cold_items = {
                 n: [launchables[n]]
@@ -216,6 +236,8 @@ class CaseRun:
             verify = None
             if not self.job.get("skip_check"):
                 reference = self.cross_check_timed_size(buffers, launchables, pristine)
+                with self.clock("reference_sample_s"):
+                    self.sample_reference(reference)
                 verify = self.verifier(buffers, reference)
             self.enter("timing", mode=self.settings.mode, timer=self.settings.timer)
             outputs = [buffers.buffers[b.name] for b in self.case.buffers if b.role == "output"]
@@ -228,7 +250,10 @@ class CaseRun:
                 states=self.states,
             )
             if self.settings.mode == "hot" and verify is not None:
-                self.hot_input_sets(audit, buffers, geometry, launchables, reference, extra_sets)
+                with self.clock("audit_sets_s"):
+                    self.hot_input_sets(
+                        audit, buffers, geometry, launchables, reference, extra_sets
+                    )
             window = None
             if self.settings.timer == "cupti":
                 window = cupti.ActivityWindow(int(self.ctx.handle), int(self.stream.handle))
@@ -248,7 +273,10 @@ class CaseRun:
                 self.job.get("device", 0), self.job.get("device_uuid")
             )
             try:
-                m = measure(backend, self.names, self.settings, monitor, self.case.baseline.name)
+                with self.clock("timing_s"):  # calibration, samples and audits
+                    m = measure(
+                        backend, self.names, self.settings, monitor, self.case.baseline.name
+                    )
                 m.clocks_source = source
                 for n, t in m.impls.items():
                     if len(cold_items[n]) > 1 and m.mode == "cold":
@@ -258,7 +286,8 @@ class CaseRun:
                         )
                 if m.mode == "hot":
                     self.enter("timing", mode="hot, outputs poisoned")
-                    found = output_dependence.check(backend, self.names, m, verify)
+                    with self.clock("integrity_s"):
+                        found = output_dependence.check(backend, self.names, m, verify)
                     for name, integrity in found.items():
                         self.record["impls"][name]["integrity"] = integrity
             finally:
@@ -271,6 +300,8 @@ class CaseRun:
                 copy.free()
             for extra in extra_sets:
                 extra.free()
+            if self.timed_outputs is not None:
+                self.timed_outputs.close()
             buffers.free()
         self.record["measurement"] = {
             "mode": m.mode,
@@ -302,10 +333,9 @@ class CaseRun:
             extra.fill_inputs(reseed=int.from_bytes(os.urandom(8), "little"))
         baseline = case.baseline.name
         written = [b for b in case.buffers if b.written]
+        outputs = self.timed_outputs or TimedOutputs(case, geometry, stream=self.stream)
         audit.written = {b.name: buffers.buffers[b.name] for b in written}
-        audit.as_array = lambda name, buffer: buffer.download(
-            generator.DTYPES[case.buffer(name).dtype], geometry.lengths[name]
-        )
+        audit.as_array = outputs.readable
         audit.sets = {
             n: [launchables[n]]
             + [Launchable(launchables[n].kernel, self.mixed_args(buffers, e)) for e in extra_sets]
@@ -315,8 +345,7 @@ class CaseRun:
         for item in audit.sets[baseline][1:]:
             buffers.poison_outputs(gate.POISON_BYTES[0])
             item.enqueue(self.stream)
-            self.stream.synchronize()
-            audit.expected.append({b.name: buffers.download(b.name) for b in written})
+            audit.expected.append(outputs.snapshot(buffers))
 
     def mixed_args(self, outputs: gate.DeviceBuffers, inputs: gate.DeviceBuffers):
         """Kernel arguments with the input buffers of `inputs` and every other of `outputs`."""
@@ -330,30 +359,19 @@ class CaseRun:
         return driver.KernelArgs(values)
 
     def outputs_differ(self, got: dict, expected: dict) -> str | None:
-        """Where one launch's read-back outputs differ from another's on the same inputs (the
-        case's tolerance between implementations), naming buffer, element, expected and got."""
-        tol = gate.Tolerance.of(self.case).between_implementations()
-        for b, want in expected.items():
-            found = gate.compare(got[b], want, tol)
-            if found["mismatches"]:
-                first = found["first_mismatch"]
-                return (
-                    f"{b} differs in {found['mismatches']} of {found['elements']} elements, "
-                    f"first at element {first['index']}: expected {first['expected']}, "
-                    f"got {first['got']}"
-                )
-        return None
+        """Where one launch's outputs differ from another's on the same inputs (the case's
+        tolerance between implementations), naming buffer, element, expected and got."""
+        return (self.timed_outputs or TimedOutputs(self.case)).differ(got, expected)
 
     def verifier(self, buffers: gate.DeviceBuffers, reference: dict):
         """verify(name) -> None, or how the outputs a timed launch left differ from the
         baseline's at the timed size (`reference`, from cross_check_timed_size)."""
-        tol = gate.Tolerance.of(self.case).between_implementations()
         baseline = self.case.baseline.name
 
         def verify(name: str) -> str | None:
             self.stream.synchronize()
             for b, expected in reference.items():
-                found = gate.compare(buffers.download(b), expected, tol)
+                found = self.timed_outputs.compare(b, buffers.buffers[b], expected)
                 if found["mismatches"]:
                     return (
                         f"after a timed launch of {name}, {b} differs from baseline {baseline} "
@@ -368,28 +386,25 @@ class CaseRun:
         self, buffers: gate.DeviceBuffers, launchables: dict, pristine: list
     ) -> dict:
         """One launch of each implementation at the timed size, its outputs compared with the
-        baseline's: behaviour that only shows at the large size (a loop that runs only there,
-        a size-dependent branch) cannot slip past the gate into the timing. Returns the
-        baseline's outputs, which the timed launches are verified against afterwards."""
+        baseline's on the device (timed_outputs): behaviour that only shows at the large size (a
+        loop that runs only there, a size-dependent branch) cannot slip past the gate into the
+        timing. Returns the baseline's outputs (snapshots), which the timed launches are
+        verified against afterwards."""
         self.enter("check", size="timed")
         t0 = time.perf_counter()
-        case, impls, baseline = self.case, self.record["impls"], self.case.baseline.name
-        tol = gate.Tolerance.of(case).between_implementations()
-        written = [b.name for b in case.buffers if b.written]
+        impls, baseline = self.record["impls"], self.case.baseline.name
         reference = None
         for name in self.baseline_first:
             for destination, copy in pristine:
                 destination.copy_from(copy, self.stream)
             buffers.poison_outputs(gate.POISON_BYTES[0])
             launchables[name].enqueue(self.stream)
-            self.stream.synchronize()
-            outputs = {b: buffers.download(b) for b in written}
             if reference is None:
-                reference = outputs
+                reference = self.timed_outputs.snapshot(buffers)
                 continue
             check = impls[name].setdefault("check", {"status": "passed", "problems": []})
-            for b in written:
-                found = gate.compare(outputs[b], reference[b], tol)
+            for b in self.timed_outputs.written:
+                found = self.timed_outputs.compare(b, buffers.buffers[b], reference[b])
                 found.update({"against": f"baseline:{baseline}", "buffer": b, "size": "timed"})
                 check.setdefault("against", []).append(found)
                 if found["mismatches"]:
@@ -398,7 +413,6 @@ class CaseRun:
                         f"{b}: at the timed size {found['mismatches']} of {found['elements']} elements differ "
                         f"from baseline {baseline} (first at index {found['first_mismatch']['index']})"
                     )
-            del outputs
         self.record["phases_s"]["check_timed_size_s"] = time.perf_counter() - t0
         failed = [n for n in self.names if impls[n].get("check", {}).get("status") == "failed"]
         if failed:
@@ -406,6 +420,38 @@ class CaseRun:
                 "check", f"at the timed size, {', '.join(failed)} disagree with baseline {baseline}"
             )
         return reference
+
+    def sample_reference(self, outputs: dict) -> None:
+        """The baseline's outputs at the timed size (`outputs`, snapshots) against the reference
+        on sampled windows (runner.measurement.reference_sample), or its check saying why the
+        reference cannot be sampled; raises PhaseError where they differ."""
+        case, baseline = self.case, self.case.baseline.name
+        check = self.record["impls"][baseline].setdefault(
+            "check", {"status": "passed", "problems": []}
+        )
+        reference = load_reference(self.suite, case)
+        slicing = reference_sample.slicing_of(case, reference)
+        if isinstance(slicing, str):
+            check["timed_reference"] = f"not sampled: {slicing}; the reference ran at check_dims"
+            return
+        found = reference_sample.sample(
+            case, reference, slicing, self.timed_outputs.reader(outputs)
+        )
+        for b, record in found.items():
+            record.update({"against": "reference", "buffer": b, "size": "timed"})
+            check.setdefault("against", []).append(record)
+            check["timed_reference"] = f"sampled: {record['sampled']}"
+            if record["mismatches"]:
+                check["status"] = "failed"
+                check["problems"].append(
+                    f"{b}: at the timed size {record['mismatches']} of {record['elements']} "
+                    f"sampled elements differ from the reference (first at index "
+                    f"{record['first_mismatch']['index']}; {record['sampled']})"
+                )
+        if check["status"] == "failed":
+            raise PhaseError(
+                "check", f"at the timed size, baseline {baseline} disagrees with the reference"
+            )
 
     def close(self) -> None:
         """Release everything unless a sticky error poisoned the context (the process then exits)."""
@@ -458,5 +504,6 @@ def run_case(job: dict, emit) -> dict:
         )
         run.record["sticky"] = cuda_error in driver.STICKY_ERRORS
     finally:
-        run.close()
+        with run.clock("teardown_s"):
+            run.close()
     return run.record

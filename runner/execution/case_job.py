@@ -224,12 +224,16 @@ def run_one(
         "timeout_s": budget_left_s if by_budget else case_timeout_s,
     }
     say(f"[{case.id}] build (arch {arch})")
+    t0 = time.monotonic()
     built = build_case(case, arch, case_doc, say, bundle, revisions)
+    host_phases = {"build_s": time.monotonic() - t0}
     if case_doc["status"] == "failed":
         say(f"[{case.id}] FAILED in {case_doc['error']['phase']}: {case_doc['error']['message']}")
         return case_doc
     if options.static:
+        t0 = time.monotonic()
         record_static(case, case_doc, built, arch, environment_device, bundle)
+        host_phases["static_s"] = time.monotonic() - t0
     job = {
         "job": "case",
         "manifest": str(suite.path.resolve()),
@@ -296,6 +300,10 @@ def run_one(
         access_split(case, sizes, geometry.bytes),
     )
     case_doc["worker_wall_s"] = outcome.wall_s
+    case_doc.setdefault("phases_s", {}).update(host_phases)
+    for key, value in (("worker_start_s", outcome.start_s), ("worker_exit_s", outcome.exit_s)):
+        if value is not None:
+            case_doc["phases_s"][key] = value
     if options.profile and case_doc["status"] == "ok":  # after timing, never inside it
         entries = {
             name: case.impl(doc.get("variant_of", name)).entry  # X@base: X's entry

@@ -1,4 +1,10 @@
-"""Run a job in a fresh worker process with a deadline, so faults and hangs stay contained."""
+"""Run a job in a fresh worker process with a deadline, so faults and hangs stay contained.
+
+Between keep_ahead() and stop_ahead() (a `runner bench` run), each job starts the next job's
+worker as it takes its own: that worker imports the runner while the current job runs, then
+waits on its stdin; it creates no CUDA context until it
+has its job, and it still runs one job only, so every case keeps a process of its own.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +18,58 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from protocol.codec import decode, encode
 from protocol.terminal_text import visible
 from runner.execution.processes import spawn_worker
+
+WORKER_MODULE = "runner.execution.worker"
+
+
+class _Waiting:
+    """Workers started ahead of their jobs (runner.execution.worker imports, then reads stdin)."""
+
+    lock = threading.Lock()
+    enabled = False  # each run_worker starts the next job's worker
+    started: ClassVar[list[tuple[subprocess.Popen, int]]] = []
+
+
+def start_ahead() -> None:
+    """Start a worker now for a later run_worker to take."""
+    started = spawn_worker(WORKER_MODULE)
+    with _Waiting.lock:
+        _Waiting.started.append(started)
+
+
+def _take() -> tuple[subprocess.Popen, int]:
+    """A worker started ahead that is still alive, else a new one."""
+    with _Waiting.lock:
+        while _Waiting.started:
+            proc, event_read = _Waiting.started.pop(0)
+            if proc.poll() is None:
+                return proc, event_read
+            os.close(event_read)
+    return spawn_worker(WORKER_MODULE)
+
+
+def keep_ahead() -> None:
+    """From now on, each run_worker starts the next job's worker (until stop_ahead)."""
+    _Waiting.enabled = True
+
+
+def stop_ahead() -> None:
+    """Start no more workers ahead, and end every one still waiting for a job."""
+    with _Waiting.lock:
+        _Waiting.enabled = False
+        waiting, _Waiting.started = _Waiting.started, []
+    for proc, event_read in waiting:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        os.close(event_read)
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            stream.close()
 
 
 @dataclass
@@ -27,6 +81,8 @@ class WorkerOutcome:
     returncode: int | None = None
     stderr_tail: list[str] = field(default_factory=list)
     wall_s: float = 0.0
+    start_s: float | None = None  # from the spawn to the worker's first event (its start-up)
+    exit_s: float | None = None  # from its result to its exit (teardown, process end)
 
 
 def _pump_events(stream, events: queue.Queue) -> None:
@@ -51,11 +107,15 @@ def _pump_log(stream, tail: deque, echo: bool) -> None:
 def run_worker(
     job: dict, timeout_s: float, on_event=None, echo_stderr: bool = True
 ) -> WorkerOutcome:
-    """Run `job` in `python -m runner.execution.worker`; kill the whole process group at the deadline."""
+    """Run `job` in `python -m runner.execution.worker` (one started ahead where there is one;
+    after keep_ahead, the next job's is started now); kill the whole process group at the
+    deadline."""
     # Events travel on their own pipe: a kernel's printf lands on the worker's stdout, which is
     # treated as log output like its stderr, so it can never corrupt an event line.
     t0 = time.monotonic()
-    proc, event_read = spawn_worker("runner.execution.worker")
+    proc, event_read = _take()
+    if _Waiting.enabled:
+        start_ahead()
     outcome = WorkerOutcome()
     events: queue.Queue = queue.Queue()
     tail: deque = deque(maxlen=40)
@@ -74,6 +134,7 @@ def run_worker(
     except BrokenPipeError:
         pass
     deadline = t0 + timeout_s
+    result_at = t0
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -86,11 +147,14 @@ def run_worker(
             break
         if event is None:
             break
+        if outcome.start_s is None:
+            outcome.start_s = time.monotonic() - t0
         outcome.events.append(event)
         if event.get("event") == "phase":
             outcome.last_phase = event.get("phase")
         elif event.get("event") == "result":
             outcome.record = event.get("record")
+            result_at = time.monotonic()
         if on_event is not None:
             on_event(event)
     if outcome.timed_out:
@@ -105,4 +169,6 @@ def run_worker(
         reader.join(timeout=5)
     outcome.stderr_tail = list(tail)
     outcome.wall_s = time.monotonic() - t0
+    if outcome.record is not None:
+        outcome.exit_s = time.monotonic() - result_at
     return outcome

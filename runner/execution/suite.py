@@ -30,7 +30,7 @@ from runner.execution.case_job import (
     run_one,
     timing_settings,
 )
-from runner.execution.isolation import run_worker
+from runner.execution.isolation import keep_ahead, run_worker, stop_ahead
 from runner.gpu import driver
 from runner.measurement import environment, sharing
 from runner.measurement.timing import cupti
@@ -144,6 +144,14 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, int]:
     """Returns (result document, exit status). Raises ManifestError / NoGpuError for exit 2."""
+    keep_ahead()  # each case's worker imports during the probe or the case before
+    try:
+        return _run_suite(manifest_path, options)
+    finally:
+        stop_ahead()  # the worker started for a case after the last
+
+
+def _run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, int]:
     say = Progress(options.quiet)
     suite = manifest.load(manifest_path)
     cases = [suite.case(cid) for cid in options.case_ids] if options.case_ids else list(suite.cases)

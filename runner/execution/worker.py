@@ -8,6 +8,7 @@ stdout): {"event": "phase", ...} while running and {"event": "result", "record":
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import traceback
@@ -50,6 +51,10 @@ def run_job(job: dict) -> dict:
 def main() -> int:
     from runner.gpu import driver
 
+    # before the job arrives: a worker started ahead imports while another case runs (a failed
+    # import is reported with the job, where it is needed)
+    with contextlib.suppress(Exception):
+        import runner.execution.case  # noqa: F401
     try:
         job = decode(sys.stdin.buffer.read(), "worker job (stdin)")
         record = run_job(job)

@@ -67,13 +67,7 @@ def compare(out: np.ndarray, expected: np.ndarray, tol: Tolerance) -> dict:
         and expected.shape == out.shape
         and np.array_equal(out.view(np.uint8), expected.view(np.uint8))
     ):  # bit-identical (the usual case between implementations): one cheap pass
-        return {
-            "elements": n,
-            "mismatches": 0,
-            "max_abs_err": 0.0,
-            "max_rel_err": 0.0,
-            "nonfinite_errors": 0,
-        }
+        return comparison(n, 0, 0.0, 0.0, 0)
     exact = tol.exact or out.dtype.kind in "iu"
     ref = expected.astype(out.dtype) if exact else expected.astype(np.float64)
     diff = _abs_diff(out, ref)
@@ -90,26 +84,49 @@ def compare(out: np.ndarray, expected: np.ndarray, tol: Tolerance) -> dict:
         finite = np.isfinite(diff)
         rel = np.where(ref64 != 0, diff / np.abs(ref64), np.where(diff == 0, 0.0, np.inf))
     mismatches = int(np.count_nonzero(bad))
-    result = {
-        "elements": n,
-        "mismatches": mismatches,
-        "max_abs_err": float(diff[finite].max()) if finite.any() else (0.0 if n == 0 else None),
-        "max_rel_err": float(rel[np.isfinite(rel)].max())
-        if np.isfinite(rel).any()
-        else (0.0 if n == 0 else None),
-        "nonfinite_errors": int(np.count_nonzero(~finite & bad)),
-    }
+    first = None
     if mismatches:
         i = int(np.flatnonzero(bad)[0])
+        first = (i, out[i], expected[i])
+    return comparison(
+        n,
+        mismatches,
+        float(diff[finite].max()) if finite.any() else None,
+        float(rel[np.isfinite(rel)].max()) if np.isfinite(rel).any() else None,
+        int(np.count_nonzero(~finite & bad)),
+        first,
+    )
+
+
+def comparison(
+    elements: int,
+    mismatches: int,
+    max_abs_err: float | None,
+    max_rel_err: float | None,
+    nonfinite_errors: int,
+    first: tuple | None = None,
+) -> dict:
+    """The record of one comparison (compare's, and device_compare's): None for an error with no
+    finite value (0.0 when there are no elements); `first` = (index, got, expected)."""
+    empty = 0.0 if elements == 0 else None
+    result = {
+        "elements": elements,
+        "mismatches": mismatches,
+        "max_abs_err": empty if max_abs_err is None else max_abs_err,
+        "max_rel_err": empty if max_rel_err is None else max_rel_err,
+        "nonfinite_errors": nonfinite_errors,
+    }
+    if first is not None:
+        index, got, expected = first
         result["first_mismatch"] = {
-            "index": i,
-            "got": _scalar(out[i]),
-            "expected": _scalar(expected[i]),
+            "index": index,
+            "got": json_scalar(got),
+            "expected": json_scalar(expected),
         }
     return result
 
 
-def _scalar(value):
+def json_scalar(value):
     value = value.item()
     if isinstance(value, float) and not np.isfinite(value):
         return "nan" if np.isnan(value) else ("inf" if value > 0 else "-inf")

@@ -1,4 +1,5 @@
-// kernelgap internal kernels: device input generator, L2 flush, host-released spin.
+// kernelgap internal kernels: device input generator, output comparison, L2 flush, host-released
+// spin.
 //
 // The PTX next to this file is generated from it (`python -m runner.device`) and committed, so
 // the GPU box needs no compiler for these. runner/generator.py holds the numpy twin of the
@@ -304,6 +305,92 @@ KG_HD void kg_fill_strided(void* out, kg_u64 n, kg_u64 first, kg_u64 step, kg_u6
     }
 }
 
+// ---- comparison of two outputs (the device twin of runner.measurement.gate.compare) --------------
+//
+// One element of `got` against `want` (same dtype): |got - want| <= atol + rtol * |want| in
+// float64, or exactly (integers always; floats under an exact tolerance, the sign of zero
+// included); NaN matches only NaN. Integers' difference is taken in the unsigned type of their
+// width, then rounded to float64, as numpy's twin does. The accumulator's words: KG_CMP_*.
+
+enum {
+    KG_CMP_MISMATCHES = 0,    // elements outside the tolerance
+    KG_CMP_NONFINITE = 1,     // of those, the ones whose difference is not finite
+    KG_CMP_MAX_ABS = 2,       // bits of the largest finite |got - want| (>= 0: ordered as u64)
+    KG_CMP_MAX_REL = 3,       // bits of the largest finite |got - want| / |want|
+    KG_CMP_FIRST = 4,         // index of the first mismatch (all ones: none)
+    KG_CMP_FINITE_ABS = 5,    // elements with a finite difference
+    KG_CMP_FINITE_REL = 6,    // elements with a finite relative difference
+    KG_CMP_BITS_DIFFER = 7,   // elements whose bytes differ
+    KG_CMP_WORDS = 8
+};
+
+typedef struct {
+    int bad, bits_differ, finite_abs, finite_rel;
+    double abs_err, rel_err;
+} kg_cmp_t;
+
+KG_HD kg_cmp_t kg_cmp_floats(double g, double w, int bits_differ, int exact, double atol,
+                             double rtol) {
+    kg_cmp_t r;
+    int both_nan = isnan(g) && isnan(w);
+    r.abs_err = g == w ? 0.0 : fabs(g - w);
+    if (exact)
+        r.bad = !((g == w && signbit(g) == signbit(w)) || both_nan);
+    else
+        r.bad = !(r.abs_err <= atol + rtol * fabs(w) || both_nan);
+    r.rel_err = w != 0.0 ? r.abs_err / fabs(w) : (r.abs_err == 0.0 ? 0.0 : HUGE_VAL);
+    r.finite_abs = isfinite(r.abs_err);
+    r.finite_rel = isfinite(r.rel_err);
+    r.bits_differ = bits_differ;
+    return r;
+}
+
+// Integers, as two's-complement bits of `width` bytes (`is_signed`): compared exactly.
+KG_HD kg_cmp_t kg_cmp_integers(kg_u64 g, kg_u64 w, int width, int is_signed) {
+    kg_cmp_t r;
+    kg_u64 mask = width == 8 ? ~0ULL : 0xFFFFFFFFULL;
+    g &= mask;
+    w &= mask;
+    long long gs = width == 8 ? (long long)g : (long long)(int)(unsigned int)g;
+    long long ws = width == 8 ? (long long)w : (long long)(int)(unsigned int)w;
+    int g_above = is_signed ? gs > ws : g > w;
+    kg_u64 span = ((g_above ? g - w : w - g)) & mask;
+    double wd = is_signed ? (double)ws : (double)w;
+    r.bad = r.bits_differ = g != w;
+    r.abs_err = (double)span;
+    r.rel_err = wd != 0.0 ? r.abs_err / fabs(wd) : (r.abs_err == 0.0 ? 0.0 : HUGE_VAL);
+    r.finite_abs = 1;
+    r.finite_rel = isfinite(r.rel_err);
+    return r;
+}
+
+KG_HD kg_cmp_t kg_cmp_at(const void* got, const void* want, kg_u64 i, int dtype, int exact,
+                         double atol, double rtol) {
+    switch (dtype) {
+        case KG_F32: {
+            float g = ((const float*)got)[i], w = ((const float*)want)[i];
+            unsigned int gb, wb;
+            memcpy(&gb, &g, 4);
+            memcpy(&wb, &w, 4);
+            return kg_cmp_floats((double)g, (double)w, gb != wb, exact, atol, rtol);
+        }
+        case KG_F64: {
+            double g = ((const double*)got)[i], w = ((const double*)want)[i];
+            kg_u64 gb, wb;
+            memcpy(&gb, &g, 8);
+            memcpy(&wb, &w, 8);
+            return kg_cmp_floats(g, w, gb != wb, exact, atol, rtol);
+        }
+        case KG_I32:
+        case KG_U32:
+            return kg_cmp_integers(((const unsigned int*)got)[i], ((const unsigned int*)want)[i],
+                                   4, dtype == KG_I32);
+        default:
+            return kg_cmp_integers(((const kg_u64*)got)[i], ((const kg_u64*)want)[i], 8,
+                                   dtype == KG_I64);
+    }
+}
+
 // ---- kernels (device build only) ---------------------------------------------------------------
 
 #ifdef __CUDACC__
@@ -352,6 +439,45 @@ extern "C" __global__ void kg_stream_copy(const ulonglong2* src, ulonglong2* dst
     kg_u64 step = (kg_u64)gridDim.x * blockDim.x;
     for (kg_u64 i = (kg_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n_pairs; i += step)
         dst[i] = src[i];
+}
+
+__device__ __forceinline__ kg_u64 kg_double_bits(double v) { return (kg_u64)__double_as_longlong(v); }
+
+// Compares n elements of `got` with `want` (kg_cmp_at) and adds what it finds to `acc`
+// (KG_CMP_WORDS words, zeroed but for KG_CMP_FIRST at all ones before the launch): each
+// thread sums its elements of a grid-stride loop, each warp its threads', one atomic per word.
+extern "C" __global__ void kg_compare(const void* got, const void* want, kg_u64 n, int dtype,
+                                      int exact, double atol, double rtol, kg_u64* acc) {
+    kg_u64 counts[4] = {0, 0, 0, 0};  // mismatches, nonfinite, finite abs, finite rel
+    kg_u64 differ = 0, first = ~0ULL, max_abs = 0, max_rel = 0;
+    kg_u64 step = (kg_u64)gridDim.x * blockDim.x;
+    for (kg_u64 i = (kg_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+        kg_cmp_t r = kg_cmp_at(got, want, i, dtype, exact, atol, rtol);
+        differ += r.bits_differ;
+        counts[0] += r.bad;
+        counts[1] += r.bad && !r.finite_abs;
+        counts[2] += r.finite_abs;  // over every element, as numpy's max over finite ones
+        counts[3] += r.finite_rel;
+        if (r.bad && i < first) first = i;
+        if (r.finite_abs) max_abs = max(max_abs, kg_double_bits(r.abs_err));
+        if (r.finite_rel) max_rel = max(max_rel, kg_double_bits(r.rel_err));
+    }
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        for (int k = 0; k < 4; ++k) counts[k] += __shfl_down_sync(0xFFFFFFFFu, counts[k], offset);
+        differ += __shfl_down_sync(0xFFFFFFFFu, differ, offset);
+        first = min(first, __shfl_down_sync(0xFFFFFFFFu, first, offset));
+        max_abs = max(max_abs, __shfl_down_sync(0xFFFFFFFFu, max_abs, offset));
+        max_rel = max(max_rel, __shfl_down_sync(0xFFFFFFFFu, max_rel, offset));
+    }
+    if ((threadIdx.x & 31) != 0) return;
+    const int count_words[4] = {KG_CMP_MISMATCHES, KG_CMP_NONFINITE, KG_CMP_FINITE_ABS,
+                                KG_CMP_FINITE_REL};
+    for (int k = 0; k < 4; ++k)
+        if (counts[k]) atomicAdd(&acc[count_words[k]], counts[k]);
+    if (differ) atomicAdd(&acc[KG_CMP_BITS_DIFFER], differ);
+    if (first != ~0ULL) atomicMin(&acc[KG_CMP_FIRST], first);
+    if (max_abs) atomicMax(&acc[KG_CMP_MAX_ABS], max_abs);
+    if (max_rel) atomicMax(&acc[KG_CMP_MAX_REL], max_rel);
 }
 
 __device__ __forceinline__ kg_u64 kg_globaltimer_ns() {

@@ -1,0 +1,198 @@
+"""Where a suite run's wall time goes: per case and phase, from its result documents.
+
+    python benchmarks/perf/suite_phases.py run --bundle .bundle [--rev REV] [--modes hot,cold]
+                                               [--out DIR] [-- extra runner bench options]
+    python benchmarks/perf/suite_phases.py table BEFORE.json [AFTER.json ...]
+
+run: `python -m runner bench benchmarks/cases.toml --bundle B --mode M -o DIR/LABEL-M.json` for
+each mode (hot, then cold), in this checkout or, with --rev, in a detached `git worktree` of that
+revision (the "before" of a change), timing each run end to end; then the table of each.
+table: the tables of documents written before (any schema version: a phase an older runner did
+not record shows as "-", and its time lands in "other"), and with two or more, their totals side
+by side. The phases are the cases' `phases_s` (result schema 1.9.0 names them) and the sum of
+their implementations' `timing.calibration_s`; "other" is the case's worker time not in a phase.
+Progress goes to stderr, the tables to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# (column, phases_s key or a computed name): in the worker's order, then the host's
+WORKER_PHASES = [
+    ("start", "worker_start_s"),
+    ("setup", "setup_s"),
+    ("load", "load_s"),
+    ("check", "check_s"),
+    ("inputs", "inputs_s"),
+    ("xcheck", "check_timed_size_s"),
+    ("refsample", "reference_sample_s"),
+    ("auditsets", "audit_sets_s"),
+    ("calib", "calibration"),
+    ("timing", "timing_s"),
+    ("integrity", "integrity_s"),
+    ("teardown", "teardown_s"),
+    ("exit", "worker_exit_s"),
+]
+HOST_PHASES = [("build", "build_s"), ("static", "static_s")]
+
+
+def case_phases(case: dict) -> dict[str, float | None]:
+    """{column: seconds or None (not recorded)} of one case document, with "other" and "case"
+    (worker wall plus the host's build and static work). Timing excludes calibration."""
+    phases = case.get("phases_s", {})
+    calibration = sum(
+        (impl.get("timing") or {}).get("calibration_s", 0.0)
+        for impl in case.get("implementations", {}).values()
+    )
+    row: dict[str, float | None] = {}
+    for column, key in WORKER_PHASES + HOST_PHASES:
+        row[column] = calibration if key == "calibration" else phases.get(key)
+    if row["timing"] is None and "timing_wall_s" in case:  # before 1.9.0: the strategy's wall
+        row["timing"] = case["timing_wall_s"]
+    if row["timing"] is not None:
+        row["timing"] = max(row["timing"] - calibration, 0.0)
+    worker_s = case.get("worker_wall_s") or 0.0
+    inside = sum(row[c] or 0.0 for c, _ in WORKER_PHASES)
+    row["other"] = max(worker_s - inside, 0.0)
+    row["case"] = worker_s + sum(row[c] or 0.0 for c, _ in HOST_PHASES)
+    return row
+
+
+def run_wall_s(doc: dict) -> float | None:
+    """finished_utc - started_utc of a complete document."""
+    try:
+        start = datetime.fromisoformat(doc["started_utc"].replace("Z", "+00:00"))
+        end = datetime.fromisoformat(doc["finished_utc"].replace("Z", "+00:00"))
+    except (KeyError, TypeError, AttributeError, ValueError):
+        return None
+    return (end - start).total_seconds()
+
+
+COLUMNS = [c for c, _ in WORKER_PHASES] + ["other"] + [c for c, _ in HOST_PHASES] + ["case"]
+
+
+def _cell(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def table(doc: dict, label: str) -> tuple[str, dict[str, float]]:
+    """A markdown table of seconds per case and phase, with its totals row; and the totals."""
+    lines = [
+        f"{label}: {doc.get('options', {}).get('mode')} mode, schema {doc.get('schema_version')}, "
+        f"run wall {_cell(run_wall_s(doc))} s",
+        "",
+        "| case | " + " | ".join(COLUMNS) + " |",
+        "|---|" + "---:|" * len(COLUMNS),
+    ]
+    totals = dict.fromkeys(COLUMNS, 0.0)
+    for case in doc.get("cases", []):
+        row = case_phases(case)
+        for c in COLUMNS:
+            totals[c] += row[c] or 0.0
+        lines.append(f"| {case['id']} | " + " | ".join(_cell(row[c]) for c in COLUMNS) + " |")
+    lines.append("| **total** | " + " | ".join(_cell(totals[c]) for c in COLUMNS) + " |")
+    totals["run"] = run_wall_s(doc) or 0.0
+    return "\n".join(lines), totals
+
+
+def side_by_side(labelled: list[tuple[str, dict[str, float]]]) -> str:
+    """Totals per phase of several documents, one column each."""
+    lines = ["| phase | " + " | ".join(label for label, _ in labelled) + " |"]
+    lines.append("|---|" + "---:|" * len(labelled))
+    for c in [*COLUMNS, "run"]:
+        lines.append(f"| {c} | " + " | ".join(f"{t[c]:.2f}" for _, t in labelled) + " |")
+    return "\n".join(lines)
+
+
+def print_tables(paths: list[Path]) -> None:
+    labelled = []
+    for path in paths:
+        doc = json.loads(path.read_text())
+        text, totals = table(doc, path.name)
+        print(text + "\n")
+        labelled.append((path.stem, totals))
+    if len(labelled) > 1:
+        print(side_by_side(labelled))
+
+
+def checkout_of(rev: str | None, scratch: Path) -> Path:
+    """This checkout, or a detached worktree of `rev` under `scratch`."""
+    if rev is None:
+        return ROOT
+    tree = scratch / "rev"
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), rev],
+        check=True,
+        stdout=sys.stderr,
+    )
+    return tree
+
+
+def bench(tree: Path, bundle: Path, mode: str, out: Path, extra: list[str]) -> float:
+    """One `runner bench` of the suite in `tree`; its wall seconds (the document goes to `out`)."""
+    command = [sys.executable, "-m", "runner", "bench", "benchmarks/cases.toml"]
+    command += ["--bundle", str(bundle.resolve()), "--mode", mode, "-o", str(out), *extra]
+    print(f"suite_phases: {' '.join(command)} (in {tree})", file=sys.stderr, flush=True)
+    t0 = time.monotonic()
+    done = subprocess.run(command, cwd=tree, stdout=subprocess.DEVNULL, env=_env(tree))
+    wall_s = time.monotonic() - t0
+    if done.returncode not in (0, 1):  # 1: a case failed, its time still counts
+        raise SystemExit(f"suite_phases: runner bench exited {done.returncode}")
+    return wall_s
+
+
+def _env(tree: Path) -> dict:
+    import os
+
+    return {**os.environ, "PYTHONPATH": str(tree)}
+
+
+def run(args: argparse.Namespace) -> None:
+    args.out.mkdir(parents=True, exist_ok=True)
+    label = args.label or (f"rev-{args.rev}" if args.rev else "worktree")
+    written = []
+    with tempfile.TemporaryDirectory() as scratch:
+        tree = checkout_of(args.rev, Path(scratch))
+        try:
+            for mode in args.modes.split(","):
+                out = (args.out / f"{label}-{mode}.json").resolve()
+                wall_s = bench(tree, args.bundle, mode, out, args.extra)
+                print(f"suite_phases: {mode}: {wall_s:.1f} s end to end", file=sys.stderr)
+                written.append(out)
+        finally:
+            if args.rev is not None:
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)])
+    print_tables(written)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run the suite (hot, then cold) and tabulate its phases")
+    r.add_argument("--bundle", type=Path, required=True, help="PTX bundle (runner build)")
+    r.add_argument("--rev", help="a git revision to run instead of this checkout (the before)")
+    r.add_argument("--modes", default="hot,cold", help="comma-separated (default hot,cold)")
+    r.add_argument("--out", type=Path, default=Path("results/phases"), help="where documents go")
+    r.add_argument("--label", help="file name prefix (default: worktree or rev-REV)")
+    r.add_argument("extra", nargs="*", help="after --: more runner bench options")
+    t = sub.add_parser("table", help="tabulate documents written before")
+    t.add_argument("documents", type=Path, nargs="+")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        run(args)
+    else:
+        print_tables(args.documents)
+
+
+if __name__ == "__main__":
+    main()
