@@ -1,4 +1,4 @@
-"""benchmarks/perf/suite_phases.py: its phase table from result documents, old and new."""
+"""tools/perf/suite_phases.py: its phase table from result documents, old and new."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location(
-    "suite_phases", ROOT / "benchmarks" / "perf" / "suite_phases.py"
+    "suite_phases", ROOT / "tools" / "perf" / "suite_phases.py"
 )
 suite_phases = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(suite_phases)

@@ -1,8 +1,8 @@
 """Where a suite run's wall time goes: per case and phase, from its result documents.
 
-    python benchmarks/perf/suite_phases.py run --bundle .bundle [--rev REV] [--modes hot,cold]
+    python tools/perf/suite_phases.py run --bundle .bundle [--rev REV] [--modes hot,cold]
                                                [--out DIR] [-- extra runner bench options]
-    python benchmarks/perf/suite_phases.py table BEFORE.json [AFTER.json ...]
+    python tools/perf/suite_phases.py table BEFORE.json [AFTER.json ...]
 
 run: `python -m runner bench benchmarks/cases.toml --bundle B --mode M -o DIR/LABEL-M.json` for
 each mode (hot, then cold), in this checkout or, with --rev, in a detached `git worktree` of that
