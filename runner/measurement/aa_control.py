@@ -27,6 +27,7 @@ __all__ = [
     "CONTROL_LOADS",
     "CONTROL_SUFFIX",
     "control_name",
+    "document_block",
     "gap_term",
     "load_sd",
     "loads_of_samples",
@@ -82,3 +83,41 @@ def gap_term(
     )
     term = math.sqrt(2 / per_side_loads) * sd * t_over_z
     return min(term, stats.MAX_SYSTEMATIC / 2)
+
+
+METHOD = (
+    "the baseline's PTX loaded {loads} more times as a hidden side, timed in the same rounds; "
+    "sample k on load copy_turn(k, {loads}); systematic = sqrt(2 / {per_side}) x sd of the "
+    "per-load means of log(control / baseline) x t({df}) / z (runner.measurement.aa_control)"
+)
+
+
+def document_block(
+    baseline_s: list[float], control_s: list[float], sample_loads: list[int], per_side_loads: int
+) -> dict | None:
+    """The result document's `aa_control` of a case: the control's samples and loads, its own
+    gap against the baseline (a gap block's keys, with the term it sets), the per-load sd and
+    the term every gap of the case takes (systematic, systematic_source "control"). None when
+    the control's samples span fewer than 3 loads (too few samples)."""
+    loads = np.asarray(sample_loads, dtype=np.int64)
+    if np.unique(loads).size < 3 or len(control_s) != len(baseline_s):
+        return None
+    count = int(np.unique(loads).size)
+    sd = float(load_sd(np.asarray(baseline_s), np.asarray(control_s), loads)[0])
+    term = gap_term(sd, count, per_side_loads)
+    g = stats.gap(baseline_s, control_s, systematic=term)
+    return {
+        "ratio_of_medians": g["ratio_of_medians"],
+        "ci_low": g["ci_low"],
+        "ci_high": g["ci_high"],
+        "confidence": g["confidence"],
+        "loads": count,
+        "per_side_loads": per_side_loads,
+        "load_sd": sd,
+        "degrees_of_freedom": count - 1,
+        "systematic": term,
+        "systematic_source": "control",
+        "method": METHOD.format(loads=count, per_side=per_side_loads, df=count - 1),
+        "samples_s": list(control_s),
+        "sample_loads": [int(v) for v in loads],
+    }
