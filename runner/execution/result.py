@@ -180,7 +180,10 @@ def control_block(measurement: dict, baseline_timing: dict) -> dict | None:
     if not timing or not timing.get("loads"):
         return None
     return aa_control.document_block(
-        baseline_timing["samples_s"], timing["samples_s"], timing["loads"], control["per_side_loads"]
+        baseline_timing["samples_s"],
+        timing["samples_s"],
+        timing["loads"],
+        control["per_side_loads"],
     )
 
 

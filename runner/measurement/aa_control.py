@@ -78,9 +78,7 @@ def gap_term(
     if loads < 3:
         raise ValueError(f"aa_control.gap_term: needs at least 3 loads (got {loads})")
     p = (1 + confidence) / 2
-    t_over_z = autocorrelation.student_t_quantile(p, loads - 1) / statistics.NormalDist().inv_cdf(
-        p
-    )
+    t_over_z = autocorrelation.student_t_quantile(p, loads - 1) / statistics.NormalDist().inv_cdf(p)
     term = math.sqrt(2 / per_side_loads) * sd * t_over_z
     return min(term, stats.MAX_SYSTEMATIC / 2)
 
@@ -107,10 +105,7 @@ def document_block(
     term = gap_term(sd, count, per_side_loads)
     g = stats.gap(baseline_s, control_s, systematic=term)
     return {
-        "ratio_of_medians": g["ratio_of_medians"],
-        "ci_low": g["ci_low"],
-        "ci_high": g["ci_high"],
-        "confidence": g["confidence"],
+        **{k: g[k] for k in ("ratio_of_medians", "ci_low", "ci_high", "confidence")},
         "loads": count,
         "per_side_loads": per_side_loads,
         "load_sd": sd,
