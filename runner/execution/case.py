@@ -338,6 +338,7 @@ class CaseRun:
             + [Launchable(launchables[n].kernel, self.mixed_args(buffers, e)) for e in extra_sets]
             for n in self.names
         }
+        audit.sets[self.control] = audit.sets[baseline]  # its loads take the same input sets
         audit.expected = [reference]
         for item in audit.sets[baseline][1:]:
             buffers.poison_outputs(gate.POISON_BYTES[0])

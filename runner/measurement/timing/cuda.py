@@ -290,10 +290,10 @@ class CudaBackend:
 
     def _hot_items(self, name: str) -> list[Launchable]:
         """What hot launch i of `name` takes, in turn: one launchable per input set."""
-        items, pin = self._loads(name)
-        if pin is not None:  # one load, the case's own input set
-            return [items[pin]]
         sets = self.audit.sets.get(name) if self.audit is not None else None
+        items, pin = self._loads(name)
+        if pin is not None:  # the pinned load, on each input set's arguments
+            return [Launchable(items[pin].kernel, s.args) for s in sets or [items[pin]]]
         return sets or [self.launchables[name]]
 
     def _enqueue_launches(self, name: str, launches: int, copy_after: int | None = None):
