@@ -338,7 +338,8 @@ class CaseRun:
             + [Launchable(launchables[n].kernel, self.mixed_args(buffers, e)) for e in extra_sets]
             for n in self.names
         }
-        audit.sets[self.control] = audit.sets[baseline]  # its loads take the same input sets
+        # the A/A control's loads take the same input sets as the baseline
+        audit.sets[aa_control.control_name(baseline)] = audit.sets[baseline]
         audit.expected = [reference]
         for item in audit.sets[baseline][1:]:
             buffers.poison_outputs(gate.POISON_BYTES[0])
