@@ -14,6 +14,7 @@ from __future__ import annotations
 # and cupti_span, gap.bootstrap, environment.sharing, violation time per sample, headline fields;
 # 1.9.0: phases_s per case names every phase (setup, load, reference sample, audit sets, timing,
 # integrity, teardown; build, static, worker start and exit on the host)
+# 1.9.0: a case's aa_control (the in-run A/A control) and gap.systematic_source
 RESULT_SCHEMA_VERSION = "1.9.0"
 RUN_PROTOCOL_VERSION = "1.1.0"  # 1.1.0: `id`, data_base64 arrays, base64 outputs
 

@@ -13,7 +13,7 @@ import pytest
 from protocol.validation import DocumentError, validate
 from runner.definition.spec import Geometry
 from runner.execution import result
-from runner.measurement import stats
+from runner.measurement import aa_control, stats
 from runner.measurement.timing import HotMode
 
 FIXTURE = json.loads(
@@ -363,6 +363,7 @@ def test_the_frozen_fixture_is_recomputed_from_its_raw_samples():
     # 1.0.0 added nothing for what stays fixed within a run (gap.systematic, since 1.6.0)
     recomputed = result.gap_block(base["samples_s"], cand["samples_s"], True, systematic=0.0)
     assert recomputed.pop("systematic") == 0.0
+    assert recomputed.pop("systematic_source") == "default"  # newer than the fixture (1.9.0)
     # bootstrap and lag1_autocorrelation are newer than the fixture; its rounds are independent
     assert recomputed.pop("bootstrap") == "rounds"
     assert -1 <= recomputed.pop("lag1_autocorrelation") <= 1
@@ -433,3 +434,58 @@ def test_a_flop_rate_above_the_nominal_peak_is_impossible():
     assert result.impossible(too_fast, peaks, None) == (
         "100.00 TFLOP/s is above the device's nominal f64 67.00 TFLOP/s (x1.05 allowed)"
     )
+
+
+def with_control(record: dict, control_s: list[float], per_side_loads: int = 1) -> dict:
+    """`record` with the hidden A/A control timed beside its sides (runner.execution.case)."""
+    name = aa_control.control_name("cuda")
+    loads = [int(v) for v in aa_control.loads_of_samples(len(control_s))]
+    record["measurement"]["impls"][name] = {
+        "name": name,
+        "samples_s": control_s,
+        "batch": 64,
+        "calibration_s": 0.05,
+        "method": HotMode.method,
+        "loads": loads,
+    }
+    record["measurement"]["control"] = {"name": name, "per_side_loads": per_side_loads}
+    return record
+
+
+def test_the_aa_control_sets_every_gaps_systematic_term_and_is_never_a_row():
+    base = samples(7.8e-4, 0.0005, seed=1)
+    offsets = np.array([0.0, 4e-4, -3e-4, 2e-4, -5e-4, 1e-4, 3e-4, -2e-4])
+    loads = aa_control.loads_of_samples(30)
+    control = list(np.array(base) * np.exp(offsets[loads]))
+    doc = skeleton({"cuda": "baseline", "handptx": "candidate"})
+    record = worker_record(
+        {"cuda": base, "handptx": [1.5 * s for s in base]}, {"cuda": "passed", "handptx": "passed"}
+    )
+    result.finish_case(doc, with_control(record, control), GEOMETRY, "f64", PEAKS)
+    aa = doc["aa_control"]
+    assert set(doc["implementations"]) == {"cuda", "handptx"}  # hidden: no row, no geomean
+    assert aa["loads"] == 8 and aa["degrees_of_freedom"] == 7 and aa["per_side_loads"] == 1
+    assert aa["load_sd"] == pytest.approx(float(np.std(offsets, ddof=1)), rel=0.05)
+    assert aa["systematic"] == pytest.approx(aa_control.gap_term(aa["load_sd"]))
+    assert aa["ci_low"] <= 1.0 <= aa["ci_high"] and aa["sample_loads"] == list(loads)
+    gap = doc["implementations"]["handptx"]["gap"]
+    assert gap["systematic"] == aa["systematic"] and gap["systematic_source"] == "control"
+    half = (gap["ci_high"] - gap["ci_low"]) / 2 / gap["ratio_of_medians"]
+    assert half >= 1.959963984540054 * aa["systematic"] * 0.999
+    full = result.document(
+        copy.deepcopy(FIXTURE["suite"]),
+        copy.deepcopy(FIXTURE["environment"]),
+        {},
+        [doc],
+        "2026-11-29T12:01:04.517730Z",
+        "2026-11-29T12:01:10.855029Z",
+    )
+    validate(full, "result")
+
+
+def test_without_a_control_the_gaps_say_their_term_is_the_default():
+    base = samples(7.8e-4, 0.002, seed=1)
+    doc = finished(base, [1.5 * s for s in base])
+    assert "aa_control" not in doc
+    gap = doc["implementations"]["handptx"]["gap"]
+    assert gap["systematic_source"] == "default" and gap["systematic"] == stats.INSTANCE_SD

@@ -5,12 +5,13 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
 import pytest
 from fake_device import TIMED, FakeBackend, timed_names
 
 from runner.measurement import stats
 from runner.measurement.timing import MODES, ColdMode, HotMode, TimingSettings, base, measure
-from runner.measurement.timing.base import quantize_batch, round_order
+from runner.measurement.timing.base import copy_turn, quantize_batch, round_order
 from runner.measurement.timing.hot import calibrate
 
 
@@ -299,3 +300,35 @@ def test_a_kernel_that_skips_work_on_settled_outputs_is_flagged():
     found = output_dependence.check(PoisonBackend(2e-6, 40e-6, 5e-6), ["k"], measured(2e-6))
     assert found["k"]["output_dependent"] is True
     assert found["k"]["ratio"] == pytest.approx(20.0, rel=1e-6) and found["k"]["limit"] == 1.1
+
+
+class PinningBackend(FakeBackend):
+    """A FakeBackend that pins the A/A control's samples to one of its loads each, as
+    CudaBackend does, each load running at an offset of its own."""
+
+    def __init__(self, per_launch_s, pinned: str, offsets: list[float]):
+        super().__init__(per_launch_s)
+        self.pinned, self.offsets, self.pin = pinned, offsets, 0  # calibration: load 0
+
+    def pin_copy(self, name: str, sample: int) -> int | None:
+        if name != self.pinned:
+            return None
+        self.pin = copy_turn(sample, len(self.offsets))
+        return self.pin
+
+    def timed_batch(self, name: str, batch: int) -> float:
+        seconds = super().timed_batch(name, batch)
+        return seconds * (1 + self.offsets[self.pin]) if name == self.pinned else seconds
+
+
+@pytest.mark.parametrize("mode", ["hot", "cold"])
+def test_the_control_s_samples_take_its_loads_in_turn_and_say_which(mode):
+    offsets = [0.0, 0.01, -0.01, 0.02]
+    backend = PinningBackend({"a": 1e-5, "b": 1e-5, "a~aa": 1e-5}, "a~aa", offsets)
+    m = measure(backend, ["a", "b", "a~aa"], TimingSettings(mode=mode, samples=8))
+    assert m.impls["a"].loads is None and m.impls["b"].loads is None
+    assert m.impls["a~aa"].loads == [copy_turn(k, 4) for k in range(8)]
+    if mode == "hot":  # each sample ran on the load it names
+        ratios = np.array(m.impls["a~aa"].samples_s) / np.array(m.impls["a"].samples_s)
+        got = ratios - 1 - np.array(offsets)[m.impls["a~aa"].loads]
+        assert np.allclose(got, 0.0, atol=1e-3)

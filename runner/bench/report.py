@@ -161,6 +161,7 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, erro
             entry["timing"]["samples_s"],
             stable,
             result.systematic_of(op_timing, _graph_node_s(measurement.mode, info, op_name, name)),
+            "default",  # no in-run A/A control here yet: the documented constants
         )
     doc["timing_wall_s"] = measurement.wall_s
     doc["round_orders"] = measurement.orders

@@ -16,7 +16,7 @@ from runner.definition.reference import load_reference
 from runner.execution.timed_outputs import TimedOutputs
 from runner.gpu import driver, ptx
 from runner.gpu.module_state import ModuleState
-from runner.measurement import gate, reference_sample
+from runner.measurement import aa_control, gate, reference_sample
 from runner.measurement.timing import (
     TimingSettings,
     clocks,
@@ -110,6 +110,9 @@ class CaseRun:
         self.ctx = self.stream = self.internal = None
         self.modules: dict[str, driver.Module] = {}
         self.cold_copies: dict[str, list[driver.Module]] = {n: [] for n in self.names}
+        # the hidden A/A control: the baseline's PTX loaded again, never a candidate
+        self.control = aa_control.control_name(baseline)
+        self.control_modules: list[driver.Module] = []
         # per load of each implementation (its module, then its cold copies): the `.global`
         # variables as loaded, or None (runner.gpu.module_state)
         self.states: dict[str, list[ModuleState | None]] = {n: [] for n in self.names}
@@ -155,6 +158,18 @@ class CaseRun:
                 self.cold_copies[name].append(copy)
                 self.states[name].append(ModuleState.of(copy, self.job["ptx"][name], self.stream))
             self.record["phases_s"]["cold_loads_s"] = time.perf_counter() - t0
+        self.load_control()
+
+    def load_control(self) -> None:
+        """The A/A control's loads of the baseline's PTX, after every side's own (each sample
+        of the control takes one of them whole: runner.measurement.aa_control)."""
+        baseline = self.case.baseline.name
+        text = self.job["ptx"][baseline]
+        self.states[self.control] = []
+        for i in range(aa_control.CONTROL_LOADS):
+            module = driver.Module(text, f"{self.case.id}/{self.control} (load {i + 1})")
+            self.control_modules.append(module)
+            self.states[self.control].append(ModuleState.of(module, text, self.stream))
 
     def kernel(self, name: str, geometry: spec.Geometry, module=None) -> driver.Kernel:
         """`name`'s kernel in its module (or in `module`, one of its cold copies)."""
@@ -233,6 +248,12 @@ class CaseRun:
                 + [Launchable(self.kernel(n, geometry, m), args) for m in self.cold_copies[n]]
                 for n in self.names
             }
+            baseline = self.case.baseline.name
+            control = [
+                Launchable(self.kernel(baseline, geometry, m), args) for m in self.control_modules
+            ]
+            launchables[self.control] = control[0]
+            cold_items[self.control] = control
             verify = None
             if not self.job.get("skip_check"):
                 reference = self.cross_check_timed_size(buffers, launchables, pristine)
@@ -268,18 +289,18 @@ class CaseRun:
                 verify,
                 cold_items,
                 audit,
+                pinned={self.control: control},
             )
             monitor, source = clocks.open_monitor(
                 self.job.get("device", 0), self.job.get("device_uuid")
             )
             try:
+                timed = [*self.names, self.control]  # the control: one more side, hidden
                 with self.clock("timing_s"):  # calibration, samples and audits
-                    m = measure(
-                        backend, self.names, self.settings, monitor, self.case.baseline.name
-                    )
+                    m = measure(backend, timed, self.settings, monitor, baseline)
                 m.clocks_source = source
                 for n, t in m.impls.items():
-                    if len(cold_items[n]) > 1 and m.mode == "cold":
+                    if n != self.control and len(cold_items[n]) > 1 and m.mode == "cold":
                         t.method += (
                             f"; the launches take {len(cold_items[n])} loads of the PTX in turn, "
                             "one place later each cycle (timing.base.copy_turn)"
@@ -311,6 +332,10 @@ class CaseRun:
             "impls": {n: vars(t) for n, t in m.impls.items()},
             "precision": m.precision,
             "clocks_source": m.clocks_source,
+            "control": {
+                "name": self.control,
+                "per_side_loads": len(cold_items[baseline]) if m.mode == "cold" else 1,
+            },
         }
 
     def hot_input_sets(self, audit, buffers, geometry, launchables, reference, extra_sets):
@@ -341,6 +366,8 @@ class CaseRun:
             + [Launchable(launchables[n].kernel, self.mixed_args(buffers, e)) for e in extra_sets]
             for n in self.names
         }
+        # the A/A control's loads take the same input sets as the baseline
+        audit.sets[aa_control.control_name(baseline)] = audit.sets[baseline]
         audit.expected = [reference]
         for item in audit.sets[baseline][1:]:
             buffers.poison_outputs(gate.POISON_BYTES[0])
@@ -460,7 +487,8 @@ class CaseRun:
         for state in (s for states in self.states.values() for s in states):
             if state is not None:
                 state.free()
-        for module in [*self.modules.values(), *(m for c in self.cold_copies.values() for m in c)]:
+        copies = [m for c in self.cold_copies.values() for m in c]
+        for module in [*self.modules.values(), *copies, *self.control_modules]:
             module.unload()
         if self.internal is not None:
             self.internal.close()

@@ -317,6 +317,11 @@ def run_one(
             for n, i in case_doc["implementations"].items()
             if i.get("gap")
         ]
+        if aa := case_doc.get("aa_control"):  # the hidden A/A control and the term it set
+            gaps.append(
+                f"A/A control {aa['ratio_of_medians']:.4f}x [{aa['ci_low']:.4f}, "
+                f"{aa['ci_high']:.4f}], systematic {aa['systematic']:.3%}"
+            )
         say(f"[{case.id}] ok: {'; '.join(gaps) or 'no candidates timed'}")
     else:
         say(

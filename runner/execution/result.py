@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from protocol.headline import candidate_headlines
 from protocol.version import RESULT_SCHEMA_VERSION
-from runner.measurement import ceiling, stats
+from runner.measurement import aa_control, ceiling, stats
 from runner.measurement.timing import clocks, cupti
 
 
@@ -172,11 +172,35 @@ def systematic_of(baseline_timing: dict, per_call_s: float = 0.0) -> float:
     return stats.systematic(baseline_timing["mode"], median_s, per_call_s)
 
 
+def control_block(measurement: dict, baseline_timing: dict) -> dict | None:
+    """The case's `aa_control` (runner.measurement.aa_control.document_block) from the worker's
+    measurement, or None where it has no control (or too few of its samples to judge)."""
+    control = measurement.get("control")
+    timing = measurement["impls"].get(control["name"]) if control else None
+    if not timing or not timing.get("loads"):
+        return None
+    return aa_control.document_block(
+        baseline_timing["samples_s"],
+        timing["samples_s"],
+        timing["loads"],
+        control["per_side_loads"],
+    )
+
+
+def case_systematic(case_doc: dict, baseline_timing: dict) -> tuple[float, str]:
+    """The systematic term of the case's gaps and where it came from: its A/A control's, or,
+    without one, the documented defaults (stats.systematic)."""
+    if case_doc.get("aa_control"):
+        return case_doc["aa_control"]["systematic"], "control"
+    return systematic_of(baseline_timing), "default"
+
+
 def gap_block(
     baseline_samples: list[float],
     candidate_samples: list[float],
     stable: bool,
     systematic: float = stats.INSTANCE_SD,
+    source: str = "default",
 ) -> dict:
     g = stats.gap(baseline_samples, candidate_samples, systematic=systematic)
     return {
@@ -188,6 +212,7 @@ def gap_block(
         "resamples": g["resamples"],
         "rounds": g["rounds"],
         "systematic": g["systematic"],
+        "systematic_source": source,
         "stable": stable,
         **{k: g[k] for k in ("bootstrap", "block_rounds", "lag1_autocorrelation") if k in g},
     }
@@ -213,7 +238,10 @@ def finish_case(
     measurement = record.get("measurement")
     if measurement and case_doc["status"] == "ok":
         baseline = case_doc["baseline"]
+        hidden = (measurement.get("control") or {}).get("name")
         for name, timing in measurement["impls"].items():
+            if name == hidden:  # the A/A control: its own block below, never a row
+                continue
             impl = case_doc["implementations"][name]
             impl["timing"] = timing_block(timing, measurement)
             impl["throughput"] = throughput(
@@ -263,6 +291,10 @@ def finish_case(
         # divided by is itself flagged.
         flagged = set(impossible_rows) | set(dependent_rows)
         base_timing = case_doc["implementations"][baseline]["timing"]
+        aa = control_block(measurement, base_timing)
+        if aa is not None:
+            case_doc["aa_control"] = aa
+        systematic, source = case_systematic(case_doc, base_timing)
         for name, impl in case_doc["implementations"].items():
             if (
                 impl["role"] == "candidate"
@@ -285,7 +317,8 @@ def finish_case(
                     base_timing["samples_s"],
                     impl["timing"]["samples_s"],
                     stable,
-                    systematic_of(base_timing),
+                    systematic,
+                    source,
                 )
         pairs = pair_blocks(case_doc)
         if pairs:
@@ -335,7 +368,7 @@ def pair_blocks(case_doc: dict) -> list[dict]:
                 first["timing"]["samples_s"],
                 sides[1]["timing"]["samples_s"],
                 all(s["timing"]["stats"]["stable"] for s in sides),
-                systematic_of(first["timing"]),
+                *case_systematic(case_doc, first["timing"]),
             )
             blocks.append({"of": of, "base": names[0], "head": name, **block})
     return blocks

@@ -32,6 +32,7 @@ __all__ = [
     "summarize",
     "systematic",
     "unreachable_precision",
+    "widen",
 ]
 
 UNSTABLE_NOISE = 0.03
@@ -255,9 +256,7 @@ def gap(
             f"gap: systematic must be a fraction in [0, {MAX_SYSTEMATIC}), got {systematic!r}"
         )
     if systematic > 0:
-        s = _z(confidence) * systematic * ratio
-        ci_low = min(ci_low, ratio - math.hypot(max(ratio - ci_low, 0.0), s))
-        ci_high = max(ci_high, ratio + math.hypot(max(ci_high - ratio, 0.0), s))
+        ci_low, ci_high = (float(v) for v in widen(ratio, ci_low, ci_high, systematic, confidence))
     result = {
         "ratio_of_medians": ratio,
         "median_of_round_ratios": float(np.median(candidate / baseline)),
@@ -274,6 +273,16 @@ def gap(
     if np.isfinite(rows["lag1"][0]):
         result["lag1_autocorrelation"] = float(rows["lag1"][0])
     return result
+
+
+def widen(ratio, ci_low, ci_high, systematic, confidence: float = 0.95):
+    """An interval (ci_low, ci_high) around `ratio` with each side's distance d from the ratio
+    widened in quadrature to sqrt(d^2 + (z s ratio)^2), s = `systematic`; elementwise over
+    arrays (the coverage simulations) as over numbers (gap)."""
+    s = _z(confidence) * np.asarray(systematic) * ratio
+    low = np.minimum(ci_low, ratio - np.hypot(np.maximum(ratio - ci_low, 0.0), s))
+    high = np.maximum(ci_high, ratio + np.hypot(np.maximum(ci_high - ratio, 0.0), s))
+    return low, high
 
 
 def bootstrap_rows(

@@ -116,6 +116,7 @@ class ImplTiming:
     clocks: list[list[int]] | None = None
     problems: list[str] = field(default_factory=list)  # what the outputs showed after samples
     audit: dict | None = None  # which launches were read back and how they were chosen
+    loads: list[int] | None = None  # per sample, the load it was pinned to (backend.pin_copy)
 
 
 @dataclass
@@ -332,6 +333,21 @@ def take_samples(
         plan = sample_plan(names, settings, more, first_round=len(orders))
 
 
+def pinned(sample, pin_copy, timings: dict[str, ImplTiming]):
+    """`sample(name)` with `pin_copy(name, k)` before sample k: the backend then takes one load
+    of `name` for the whole sample (the A/A control, runner.measurement.aa_control), or None
+    for a name it does not pin; the load taken is kept in the timing's `loads`."""
+
+    def sample_pinned(name: str) -> float:
+        timing = timings[name]
+        load = pin_copy(name, len(timing.samples_s))
+        if load is not None:
+            timing.loads = [*(timing.loads or []), load]
+        return sample(name)
+
+    return sample_pinned
+
+
 class Strategy:
     """What hot and cold share: warm-up, their own preparation, then the paired samples (with
     the stopping rule and the clocks) into one Measurement. A strategy gives `name`, `method`,
@@ -360,6 +376,8 @@ class Strategy:
         warm_up(backend, names, settings)
         self.prepare(backend, names, settings, timings)
         sample = self.sampler(backend, settings, timings)
+        if getattr(backend, "pin_copy", None) is not None:
+            sample = pinned(sample, backend.pin_copy, timings)
         orders, precision = take_samples(sample, names, settings, timings, monitor, baseline)
         source = getattr(monitor, "source", None)
         wall_s = time.perf_counter() - t0

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from runner.gpu import driver
 from runner.gpu.graphs import Graph
 from runner.measurement.timing import own_launches
-from runner.measurement.timing.base import CopyTurns
+from runner.measurement.timing.base import CopyTurns, copy_turn
 from runner.measurement.timing.cupti import span_s, union_s
 
 
@@ -194,13 +194,16 @@ class CudaBackend:
         verify=None,
         cold_items: dict[str, list[Launchable]] | None = None,
         audit: LaunchAuditHooks | None = None,
+        pinned: dict[str, list[Launchable]] | None = None,
     ):
         """With `window` (a runner.measurement.timing.cupti.ActivityWindow on `stream`), samples are read
         from CUPTI's kernel timestamps instead of the events (runner.measurement.timing.cupti says how).
         `verify(name)` -> None or what is wrong with the outputs the last launch left.
         `cold_items[name]`: launchables of several loads of `name`'s module, which its cold
         launches take in turn (runner.execution.case.COLD_LOADS); by default its one.
-        `audit`: what cold mode's random audits need (fresh inputs, read-backs, module state)."""
+        `audit`: what cold mode's random audits need (fresh inputs, read-backs, module state).
+        `pinned[name]`: launchables of several loads of `name` (the A/A control), of which
+        each sample takes one whole, hot or cold (pin_copy); by default none is."""
         self.stream = stream
         self.internal = internal
         self.launchables = launchables
@@ -219,11 +222,28 @@ class CudaBackend:
         if audit is not None and audit.expected:
             self.audit_batch = self._audit_batch
         self._deferred = False  # inside cold_batch: launches queue into its one window
+        self.pinned = pinned or {}
+        self._pin: dict[str, int] = {}  # the load of pinned[name] its samples take now
+
+    def pin_copy(self, name: str, sample: int) -> int | None:
+        """Sample `sample` of a pinned `name` takes load copy_turn(sample) of it; None if unpinned."""
+        items = self.pinned.get(name)
+        if not items:
+            return None
+        self._pin[name] = copy_turn(sample, len(items))
+        return self._pin[name]
+
+    def _loads(self, name: str) -> tuple[list[Launchable], int | None]:
+        """The loads `name`'s launches take (pinned, or cold_items, or its one) and, when
+        pinned, the one they take now."""
+        if self.pinned.get(name):
+            return self.pinned[name], self._pin.get(name, 0)
+        return self.cold_items.get(name) or [self.launchables[name]], None
 
     def warmup(self, name: str, launches: int) -> None:
         for _ in range(launches):
             self.launchables[name].enqueue(self.stream)
-        for item in self.cold_items.get(name, [])[1:]:  # every cold load launched once too
+        for item in self._loads(name)[0][1:]:  # every other load launched once too
             item.enqueue(self.stream)
         self.stream.synchronize()
 
@@ -234,8 +254,8 @@ class CudaBackend:
             destination.copy_from(pristine, self.stream)
         states = self.audit.states.get(name) if self.audit is not None else None
         if states:
-            items = self.cold_items.get(name) or [self.launchables[name]]
-            state = states[self.cold_turns.peek(name, len(items))]
+            items, pin = self._loads(name)
+            state = states[self.cold_turns.peek(name, len(items)) if pin is None else pin]
             if state is not None:
                 state.restore(self.stream)
 
@@ -271,6 +291,9 @@ class CudaBackend:
     def _hot_items(self, name: str) -> list[Launchable]:
         """What hot launch i of `name` takes, in turn: one launchable per input set."""
         sets = self.audit.sets.get(name) if self.audit is not None else None
+        items, pin = self._loads(name)
+        if pin is not None:  # the pinned load, on each input set's arguments
+            return [Launchable(items[pin].kernel, s.args) for s in sets or [items[pin]]]
         return sets or [self.launchables[name]]
 
     def _enqueue_launches(self, name: str, launches: int, copy_after: int | None = None):
@@ -288,7 +311,8 @@ class CudaBackend:
         return enqueue
 
     def _launches(self, name: str, launches: int) -> Graph:
-        return self._graph((name, launches), self._enqueue_launches(name, launches))
+        key = (name, launches, self._pin.get(name))  # a graph of each pinned load its own
+        return self._graph(key, self._enqueue_launches(name, launches))
 
     def input_sets(self, name: str) -> int:
         return len(self._hot_items(name))
@@ -391,8 +415,8 @@ class CudaBackend:
         self.internal.flush_l2(self.stream)
 
     def timed_cold(self, name: str) -> float:
-        items = self.cold_items.get(name) or [self.launchables[name]]
-        item = items[self.cold_turns.next(name, len(items))]
+        items, pin = self._loads(name)
+        item = items[self.cold_turns.next(name, len(items)) if pin is None else pin]
 
         def work():
             item.enqueue(self.stream)

@@ -1,0 +1,118 @@
+"""The in-run A/A control: the baseline loaded again as a hidden side, and the systematic term
+every gap's interval takes from it instead of fixed constants.
+
+What one load of a module adds to a side (where its code lands, its own graph instance) stays
+fixed for the run, so no resampling of rounds can see it. The control is the baseline's PTX
+loaded CONTROL_LOADS more times, timed in the same interleaved rounds as every side; sample k of
+the control takes load copy_turn(k, CONTROL_LOADS), so its per-round log ratios to the baseline
+fall into one cluster per load. The spread of the cluster means (the rounds' noise in them
+included, see load_sd) is the per-load standard deviation sd. A side made of L loads (hot: one; cold: COLD_LOADS, its launches taking them in
+turn) carries sd / sqrt(L), a gap two sides: sqrt(2 / L) sd. That is scaled from the normal to
+Student's t quantile on CONTROL_LOADS - 1 degrees of freedom, since sd comes from that many
+loads only; tests/test_coverage.py checks A/A coverage with it and that without it intervals
+undercover.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import numpy as np
+
+from runner.measurement import autocorrelation, stats
+from runner.measurement.timing.base import copy_turn
+
+__all__ = [
+    "CONTROL_LOADS",
+    "CONTROL_SUFFIX",
+    "control_name",
+    "document_block",
+    "gap_term",
+    "load_sd",
+    "loads_of_samples",
+]
+
+CONTROL_LOADS = 8
+"""Loads of the baseline's PTX that make the control: 7 degrees of freedom for the per-load
+sd (t = 2.36 at 95%, 20% over the normal quantile), for one more side's samples."""
+
+CONTROL_SUFFIX = "~aa"
+
+
+def control_name(baseline: str) -> str:
+    """The hidden side's name: never a suite implementation's (`~` is not allowed there)."""
+    return baseline + CONTROL_SUFFIX
+
+
+def loads_of_samples(samples: int, loads: int = CONTROL_LOADS) -> np.ndarray:
+    """Which load the control's sample k took (timing.base.copy_turn, as the backend pins it)."""
+    return np.array([copy_turn(k, loads) for k in range(samples)], dtype=np.int64)
+
+
+def load_sd(baseline: np.ndarray, control: np.ndarray, loads: np.ndarray) -> np.ndarray:
+    """Per row of paired rounds (shapes (rows, n), or (n,)), the relative sd one load adds:
+    the sd (ddof 1) of the per-load means of the per-round log ratios log(control / baseline),
+    loads labelled by `loads` (n labels). NaN where fewer than two loads were sampled.
+
+    The rounds' own noise in those means is kept, not subtracted: where it is as large as the
+    loads' spread, the difference has far fewer degrees of freedom than the loads, and the
+    coverage simulation read 0.89 with it subtracted (noise and load sd both 3e-4, hot); kept,
+    it costs at most the noise of a mean of n / CONTROL_LOADS rounds."""
+    x = np.log(np.atleast_2d(control) / np.atleast_2d(baseline))
+    labels = np.unique(loads)
+    if labels.size < 2:
+        return np.full(x.shape[0], np.nan)
+    means = np.stack([x[:, loads == g].mean(axis=1) for g in labels], axis=1)
+    return means.std(axis=1, ddof=1)
+
+
+def gap_term(
+    sd: float, loads: int = CONTROL_LOADS, per_side_loads: int = 1, confidence: float = 0.95
+) -> float:
+    """The relative standard uncertainty (stats.gap's `systematic`) a gap adds for two sides of
+    `per_side_loads` loads each, from a per-load `sd` estimated over `loads` loads: sqrt(2 / L)
+    sd x t(loads - 1) / z, at most MAX_SYSTEMATIC / 2."""
+    if not math.isfinite(sd) or sd < 0:
+        raise ValueError(f"aa_control.gap_term: sd must be a finite number >= 0 (got {sd!r})")
+    if loads < 3:
+        raise ValueError(f"aa_control.gap_term: needs at least 3 loads (got {loads})")
+    p = (1 + confidence) / 2
+    t_over_z = autocorrelation.student_t_quantile(p, loads - 1) / statistics.NormalDist().inv_cdf(p)
+    term = math.sqrt(2 / per_side_loads) * sd * t_over_z
+    return min(term, stats.MAX_SYSTEMATIC / 2)
+
+
+METHOD = (
+    "the baseline's PTX loaded {loads} more times as a hidden side, timed in the same rounds; "
+    "sample k on load copy_turn(k, {loads}); systematic = sqrt(2 / {per_side}) x sd of the "
+    "per-load means of log(control / baseline) x t({df}) / z (runner.measurement.aa_control)"
+)
+
+
+def document_block(
+    baseline_s: list[float], control_s: list[float], sample_loads: list[int], per_side_loads: int
+) -> dict | None:
+    """The result document's `aa_control` of a case: the control's samples and loads, its own
+    gap against the baseline (a gap block's keys, with the term it sets), the per-load sd and
+    the term every gap of the case takes (systematic, systematic_source "control"). None when
+    the control's samples span fewer than 3 loads (too few samples)."""
+    loads = np.asarray(sample_loads, dtype=np.int64)
+    if np.unique(loads).size < 3 or len(control_s) != len(baseline_s):
+        return None
+    count = int(np.unique(loads).size)
+    sd = float(load_sd(np.asarray(baseline_s), np.asarray(control_s), loads)[0])
+    term = gap_term(sd, count, per_side_loads)
+    g = stats.gap(baseline_s, control_s, systematic=term)
+    return {
+        **{k: g[k] for k in ("ratio_of_medians", "ci_low", "ci_high", "confidence")},
+        "loads": count,
+        "per_side_loads": per_side_loads,
+        "load_sd": sd,
+        "degrees_of_freedom": count - 1,
+        "systematic": term,
+        "systematic_source": "control",
+        "method": METHOD.format(loads=count, per_side=per_side_loads, df=count - 1),
+        "samples_s": list(control_s),
+        "sample_loads": [int(v) for v in loads],
+    }
