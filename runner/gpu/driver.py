@@ -5,7 +5,8 @@ Every driver call goes through `check()`, which turns a failing return code into
 ``cuLaunchKernel: CUDA_ERROR_INVALID_VALUE: invalid argument``.
 
 cuda-python is imported lazily (first use of `cu()`), so `--help`, `build` and `check`
-work on machines without a GPU or driver.
+work on machines without a GPU or driver; numpy only where a numpy array is asked for, so a
+launch whose host data is bytes (`runner launch --no-service`) never imports it.
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ from __future__ import annotations
 import ctypes
 import time
 from dataclasses import dataclass
-
-import numpy as np
 
 __all__ = [
     "STICKY_ERRORS",
@@ -168,20 +167,30 @@ class Buffer:
         self._handle = check(cu().cuMemAlloc(max(self.nbytes, 1)), "cuMemAlloc")
         self.ptr = int(self._handle)
 
-    def upload(self, array: np.ndarray) -> None:
-        array = np.ascontiguousarray(array)
-        if array.nbytes > self.nbytes:
-            raise ValueError(f"upload of {array.nbytes} bytes into a {self.nbytes}-byte buffer")
-        if array.nbytes:
-            check(cu().cuMemcpyHtoD(self.ptr, array.ctypes.data, array.nbytes), "cuMemcpyHtoD")
+    def upload(self, data) -> None:
+        """Copy host data to the start of the buffer: a numpy array (any layout, in C order) or
+        anything else with the buffer protocol (bytearray, array.array)."""
+        address, nbytes, _alive = _host_span(data)
+        if nbytes > self.nbytes:
+            raise ValueError(f"upload of {nbytes} bytes into a {self.nbytes}-byte buffer")
+        if nbytes:
+            check(cu().cuMemcpyHtoD(self.ptr, address, nbytes), "cuMemcpyHtoD")
 
-    def download(self, dtype, count: int | None = None) -> np.ndarray:
+    def download_bytes(self, nbytes: int | None = None) -> bytearray:
+        """The first `nbytes` bytes (default: all) as they lie on the device."""
+        out = bytearray(self.nbytes if nbytes is None else nbytes)
+        if out:
+            host = (ctypes.c_char * len(out)).from_buffer(out)
+            check(cu().cuMemcpyDtoH(ctypes.addressof(host), self.ptr, len(out)), "cuMemcpyDtoH")
+        return out
+
+    def download(self, dtype, count: int | None = None):
+        """The buffer's start as a numpy array of `count` elements (default: all that fit)."""
+        import numpy as np
+
         dtype = np.dtype(dtype)
         count = self.nbytes // dtype.itemsize if count is None else count
-        out = np.empty(count, dtype=dtype)
-        if out.nbytes:
-            check(cu().cuMemcpyDtoH(out.ctypes.data, self.ptr, out.nbytes), "cuMemcpyDtoH")
-        return out
+        return np.frombuffer(self.download_bytes(count * dtype.itemsize), dtype=dtype)
 
     def fill_bytes(self, byte: int, stream: Stream | None = None) -> None:
         d = cu()
@@ -231,6 +240,22 @@ class Buffer:
         if self._handle is not None:
             cu().cuMemFree(self._handle)
             self._handle = None
+
+
+def _host_span(data) -> tuple[int, int, object]:
+    """(address, bytes, the object that keeps them alive) of host data laid out in C order."""
+    if hasattr(data, "__array_interface__"):  # numpy, imported by whoever made the array
+        import numpy as np
+
+        data = np.ascontiguousarray(data)
+        return data.ctypes.data, data.nbytes, data
+    view = memoryview(data).cast("B")
+    if view.readonly:  # ctypes maps writable memory only
+        view = memoryview(bytearray(view))
+    if not view.nbytes:
+        return 0, 0, view
+    host = (ctypes.c_char * view.nbytes).from_buffer(view)
+    return ctypes.addressof(host), view.nbytes, host
 
 
 class HostFlag:

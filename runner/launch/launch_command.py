@@ -159,6 +159,6 @@ def main(argv: list[str]) -> int:
             print(f"kernelgap: launch service unavailable ({exc}); launching here", file=sys.stderr)
         else:
             return cli_compat.report(answer, sys.stdout)
-    from runner.execution.processes import private_stdout
+    from runner.launch.private_stdout import private_stdout
 
     return cli_compat.run(document, io.TextIOWrapper(private_stdout(), encoding="utf-8"))
