@@ -11,6 +11,7 @@ launch whose host data is bytes (`runner launch --no-service`) never imports it.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import time
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ __all__ = [
     "Stream",
     "check",
     "cu",
+    "warm_up",
 ]
 
 # Errors after which the context is unusable: the process that owns it must be replaced.
@@ -123,6 +125,15 @@ def init() -> None:
         raise NoGpuError(f"cuInit: {name}: {text}; {NO_GPU_HINT}")
     if check(d.cuDeviceGetCount(), "cuDeviceGetCount") == 0:
         raise NoGpuError(f"the NVIDIA driver reports no CUDA device; {NO_GPU_HINT}")
+
+
+def warm_up(ordinal: int = 0) -> None:
+    """Bring the driver and the device's primary context up, kept for this process: run in a
+    thread while the caller imports and parses the rest (cuInit and the context take most of a
+    short process's life, with the GIL released). A failure is left for the caller's own
+    Context() to meet and report."""
+    with contextlib.suppress(Exception):
+        Context(ordinal)
 
 
 class Context:

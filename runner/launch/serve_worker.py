@@ -21,19 +21,11 @@ import sys
 import threading
 from collections import OrderedDict
 
-
-def _bring_up_the_context() -> None:
-    try:
-        from runner.gpu import driver
-
-        driver.Context()  # the primary context: retained here, current again in Service
-    except Exception:  # no GPU, a driver error: Service meets it again and answers with it
-        pass
-
+from runner.gpu import driver
 
 # Started as the service's worker: the driver loads and the context comes up in a thread while
 # numpy and jsonschema import below (a third of the start-up to the first answer).
-_EARLY_THREAD = threading.Thread(target=_bring_up_the_context, daemon=True)
+_EARLY_THREAD = threading.Thread(target=driver.warm_up, daemon=True)
 if __name__ == "__main__":
     _EARLY_THREAD.start()
 
@@ -97,7 +89,7 @@ class Service:
     """The context and what is cached in it; `answer(request)` runs one request."""
 
     def __init__(self, answers: Answers):
-        from runner.gpu import driver, ptx
+        from runner.gpu import ptx
 
         if _EARLY_THREAD.ident is not None:  # started (as the service's worker)
             _EARLY_THREAD.join()
@@ -186,8 +178,6 @@ class Service:
 
 
 def main() -> int:
-    from runner.gpu import driver
-
     answers = Answers()
     service, unusable = None, None
     try:
