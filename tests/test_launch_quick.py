@@ -27,33 +27,38 @@ RECORD = (
     "import atexit, os, runpy, sys\n"
     "atexit.register(lambda: open(os.environ['KG_MODULES'], 'w').write('\\n'.join(sys.modules)))\n"
     "sys.argv = ['runner', *sys.argv[1:]]\n"
-    "runpy.run_module('runner', run_name='__main__', alter_sys=True)\n"
 )
+# `python -m runner`, and the installed `kernelgap-runner` (its entry point, as pip writes it)
+ENTRIES = {
+    "module": "runpy.run_module('runner', run_name='__main__', alter_sys=True)\n",
+    "script": "from runner.__main__ import main\nsys.exit(main())\n",
+}
 
 
-def modules_of_launch(tmp_path, *argv) -> tuple[subprocess.CompletedProcess, set[str]]:
-    """Run `python -m runner launch ARGV` and return it with the modules it had imported."""
+def modules_of_launch(tmp_path, *argv, entry="module") -> tuple[subprocess.CompletedProcess, set]:
+    """Run `python -m runner launch ARGV` (or the installed script) and return it with the
+    modules it had imported."""
     record = tmp_path / "modules.txt"
     env = {**os.environ, "KG_MODULES": str(record), "XDG_RUNTIME_DIR": str(tmp_path)}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))
     done = subprocess.run(
-        [sys.executable, "-c", RECORD, "launch", *map(str, argv)],
+        [sys.executable, "-c", RECORD + ENTRIES[entry], "launch", *map(str, argv)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     return done, set(record.read_text().split())
 
 
-def test_the_process_path_imports_no_numpy_jsonschema_orjson_or_click(tmp_path):
+@pytest.mark.parametrize("entry", list(ENTRIES))
+def test_the_process_path_imports_no_numpy_jsonschema_orjson_or_click(tmp_path, entry):
     ptx = tmp_path / "k.ptx"
     ptx.write_text(PTX)
-    done, modules = modules_of_launch(
-        tmp_path, ptx, "--kernel", "k", "--param", "f32[]:1.5,nan,-0", "--no-service"
-    )
+    argv = (ptx, "--kernel", "k", "--param", "f32[]:1.5,nan,-0", "--no-service")
+    done, modules = modules_of_launch(tmp_path, *argv, entry=entry)
     assert "runner.launch.fresh_context" in modules, done.stderr  # it got as far as the launch
     heavy = sorted(m for m in modules if m.split(".")[0] in HEAVY)
     assert heavy == [], heavy
     # with a GPU the kernel ran (the output line), without one the environment error
-    assert done.stdout == "0\n" or done.stderr.startswith("Error: environment: "), done.stderr
+    assert done.stdout == "1.5,nan,-0\n" or done.stderr.startswith("Error: environment: "), done.stderr
 
 
 def test_a_value_the_quick_check_leaves_is_refused_in_the_full_checks_words(tmp_path):
