@@ -58,7 +58,9 @@ def test_the_process_path_imports_no_numpy_jsonschema_orjson_or_click(tmp_path, 
     heavy = sorted(m for m in modules if m.split(".")[0] in HEAVY)
     assert heavy == [], heavy
     # with a GPU the kernel ran (the output line), without one the environment error
-    assert done.stdout == "1.5,nan,-0\n" or done.stderr.startswith("Error: environment: "), done.stderr
+    assert done.stdout == "1.5,nan,-0\n" or done.stderr.startswith("Error: environment: "), (
+        done.stderr
+    )
 
 
 def test_a_value_the_quick_check_leaves_is_refused_in_the_full_checks_words(tmp_path):
