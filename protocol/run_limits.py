@@ -8,6 +8,9 @@ from __future__ import annotations
 # One day: far past any kernel a test launches, and far inside what a thread's timed wait, a
 # timestamp or a deadline sum can hold (threading.TIMEOUT_MAX is about 9.2e9 s on Linux).
 MAX_TIMEOUT_S = 86400.0
+# One array's host copy is bounded: a device array is allocated whole, so `count` alone can
+# ask for any size.
+MAX_ARRAY_BYTES = 1 << 36
 # A run request nests 4 levels (request, params, a param, its values).
 MAX_DEPTH = 16
 

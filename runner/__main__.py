@@ -1,19 +1,25 @@
-"""`python -m runner ...`. `serve` and `launch` go straight to their modules: the service's
-worker (the CUDA context) starts before click and the other commands' modules are imported, and
-a launch through the per-user service (runner.launch.local_service) imports only the standard
-library, which is most of what a test suite calling a runner per test pays for."""
+"""`python -m runner ...` and the installed `kernelgap-runner`. `serve` and `launch` go straight
+to their modules: the service's worker (the CUDA context) starts before click and the other
+commands' modules are imported, and a launch imports only what it needs (through the per-user
+service, runner.launch.local_service, only the standard library), which is most of what a test
+suite calling a runner per test pays for."""
 
 import sys
 
-if sys.argv[1:2] == ["serve"]:  # its options are parsed by runner.launch.serve itself
-    from runner.launch.serve import run
 
-    sys.exit(run())
-if sys.argv[1:2] == ["launch"] and not {"-h", "--help"} & set(sys.argv[2:]):
-    from runner.launch.launch_command import main as launch
+def main(prog_name: str | None = None) -> None:
+    if sys.argv[1:2] == ["serve"]:  # its options are parsed by runner.launch.serve itself
+        from runner.launch.serve import run
 
-    sys.exit(launch(sys.argv[2:]))
+        sys.exit(run())
+    if sys.argv[1:2] == ["launch"] and not {"-h", "--help"} & set(sys.argv[2:]):
+        from runner.launch.launch_command import main as launch
 
-from runner.cli import main
+        sys.exit(launch(sys.argv[2:]))
+    from runner.cli import main as commands
 
-main(prog_name="python -m runner")
+    commands(prog_name=prog_name)
+
+
+if __name__ == "__main__":
+    main(prog_name="python -m runner")

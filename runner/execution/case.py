@@ -49,7 +49,7 @@ DYNAMIC_SHARED_DEFAULT_LIMIT = 48 * 1024
 # all of a cold A/A's offset, though: 0 to 3 decoy loads before each (four seeds) left it at
 # x1.0002 to x1.0014 at 2^10, as without them, while an earlier cold run on the same loads in
 # the same process moved it (x1.0012 alone, x0.9987 after one at 2^14;
-# benchmarks/perf/cold_placement.py): a case's measurement has a worker of its own.
+# tools/perf/cold_placement.py): a case's measurement has a worker of its own.
 COLD_LOADS = 32
 # hot: the timed launches rotate over this many input sets (the case's own and others from
 # random seeds), where the device has room for them and the case has no inout buffer, so a

@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import BinaryIO
 
 # The folder holding the runner package: a checkout's root, or site-packages for a wheel. A
 # worker starts there (and has it on its path) so it imports this very runner, never a `runner/`
@@ -45,12 +44,3 @@ def spawn_worker(module: str, stderr=subprocess.PIPE) -> tuple[subprocess.Popen,
     finally:
         os.close(write_fd)
     return proc, read_fd
-
-
-def private_stdout() -> BinaryIO:
-    """The process's stdout for the response alone: file descriptor 1 then points at stderr, so a
-    kernel's printf (written to fd 1 by the driver) can never land in the JSON answer."""
-    sys.stdout.flush()
-    response = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
-    return response

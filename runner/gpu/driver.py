@@ -5,16 +5,16 @@ Every driver call goes through `check()`, which turns a failing return code into
 ``cuLaunchKernel: CUDA_ERROR_INVALID_VALUE: invalid argument``.
 
 cuda-python is imported lazily (first use of `cu()`), so `--help`, `build` and `check`
-work on machines without a GPU or driver.
+work on machines without a GPU or driver; numpy only where a numpy array is asked for, so a
+launch whose host data is bytes (`runner launch --no-service`) never imports it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import time
 from dataclasses import dataclass
-
-import numpy as np
 
 __all__ = [
     "STICKY_ERRORS",
@@ -29,6 +29,7 @@ __all__ = [
     "Stream",
     "check",
     "cu",
+    "warm_up",
 ]
 
 # Errors after which the context is unusable: the process that owns it must be replaced.
@@ -126,6 +127,15 @@ def init() -> None:
         raise NoGpuError(f"the NVIDIA driver reports no CUDA device; {NO_GPU_HINT}")
 
 
+def warm_up(ordinal: int = 0) -> None:
+    """Bring the driver and the device's primary context up, kept for this process: run in a
+    thread while the caller imports and parses the rest (cuInit and the context take most of a
+    short process's life, with the GIL released). A failure is left for the caller's own
+    Context() to meet and report."""
+    with contextlib.suppress(Exception):
+        Context(ordinal)
+
+
 class Context:
     """The device's primary context, made current on this thread. One per process."""
 
@@ -168,20 +178,30 @@ class Buffer:
         self._handle = check(cu().cuMemAlloc(max(self.nbytes, 1)), "cuMemAlloc")
         self.ptr = int(self._handle)
 
-    def upload(self, array: np.ndarray) -> None:
-        array = np.ascontiguousarray(array)
-        if array.nbytes > self.nbytes:
-            raise ValueError(f"upload of {array.nbytes} bytes into a {self.nbytes}-byte buffer")
-        if array.nbytes:
-            check(cu().cuMemcpyHtoD(self.ptr, array.ctypes.data, array.nbytes), "cuMemcpyHtoD")
+    def upload(self, data) -> None:
+        """Copy host data to the start of the buffer: a numpy array (any layout, in C order) or
+        anything else with the buffer protocol (bytearray, array.array)."""
+        address, nbytes, _alive = _host_span(data)
+        if nbytes > self.nbytes:
+            raise ValueError(f"upload of {nbytes} bytes into a {self.nbytes}-byte buffer")
+        if nbytes:
+            check(cu().cuMemcpyHtoD(self.ptr, address, nbytes), "cuMemcpyHtoD")
 
-    def download(self, dtype, count: int | None = None) -> np.ndarray:
+    def download_bytes(self, nbytes: int | None = None) -> bytearray:
+        """The first `nbytes` bytes (default: all) as they lie on the device."""
+        out = bytearray(self.nbytes if nbytes is None else nbytes)
+        if out:
+            host = (ctypes.c_char * len(out)).from_buffer(out)
+            check(cu().cuMemcpyDtoH(ctypes.addressof(host), self.ptr, len(out)), "cuMemcpyDtoH")
+        return out
+
+    def download(self, dtype, count: int | None = None):
+        """The buffer's start as a numpy array of `count` elements (default: all that fit)."""
+        import numpy as np
+
         dtype = np.dtype(dtype)
         count = self.nbytes // dtype.itemsize if count is None else count
-        out = np.empty(count, dtype=dtype)
-        if out.nbytes:
-            check(cu().cuMemcpyDtoH(out.ctypes.data, self.ptr, out.nbytes), "cuMemcpyDtoH")
-        return out
+        return np.frombuffer(self.download_bytes(count * dtype.itemsize), dtype=dtype)
 
     def fill_bytes(self, byte: int, stream: Stream | None = None) -> None:
         d = cu()
@@ -231,6 +251,22 @@ class Buffer:
         if self._handle is not None:
             cu().cuMemFree(self._handle)
             self._handle = None
+
+
+def _host_span(data) -> tuple[int, int, object]:
+    """(address, bytes, the object that keeps them alive) of host data laid out in C order."""
+    if hasattr(data, "__array_interface__"):  # numpy, imported by whoever made the array
+        import numpy as np
+
+        data = np.ascontiguousarray(data)
+        return data.ctypes.data, data.nbytes, data
+    view = memoryview(data).cast("B")
+    if view.readonly:  # ctypes maps writable memory only
+        view = memoryview(bytearray(view))
+    if not view.nbytes:
+        return 0, 0, view
+    host = (ctypes.c_char * view.nbytes).from_buffer(view)
+    return ctypes.addressof(host), view.nbytes, host
 
 
 class HostFlag:

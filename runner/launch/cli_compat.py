@@ -20,15 +20,9 @@ import os
 import sys
 
 from protocol.terminal_text import visible
+from runner.launch.host_arrays import encode_float
 
 TYPES = ("i32", "u32", "i64", "u64", "f32", "f64")  # runner.launch.run_values.DTYPES' keys
-
-
-def encode_float(value: float) -> float | str:
-    """A float as the run protocol carries it: itself when finite, else "nan", "inf", "-inf"."""
-    if math.isfinite(value):
-        return value
-    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
 
 
 class LaunchArgumentError(ValueError):
@@ -145,7 +139,14 @@ def report(answer: dict, stdout) -> int:
 
 
 def run(document: dict, stdout) -> int:
-    """Launch in this process (a context of its own) and report it."""
-    from runner.launch import oneshot
+    """Launch in this process (a context of its own) and report it. A request that
+    runner.launch.quick_request takes goes straight to the launch, without numpy or the schema
+    check; any other gets the full check (runner.launch.oneshot), which words the error."""
+    from runner.launch import fresh_context, quick_request
 
-    return report(oneshot.handle(document, on_timeout=_timed_out), stdout)
+    request = quick_request.quick(document)
+    if request is None:
+        from runner.launch import oneshot
+
+        return report(oneshot.handle(document, on_timeout=_timed_out), stdout)
+    return report(fresh_context.execute(request, _timed_out), stdout)

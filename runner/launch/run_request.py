@@ -11,53 +11,18 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import dataclass
 
 import numpy as np
 
 from protocol import RUN_PROTOCOL_VERSION, check_version, decode, validate
-from protocol.run_limits import MAX_DEPTH, MAX_TIMEOUT_S, nested_deeper_than
+from protocol.run_limits import MAX_ARRAY_BYTES, MAX_DEPTH, MAX_TIMEOUT_S, nested_deeper_than
+from runner.launch.launch_plan import Output, Param, Request
 from runner.launch.run_values import DTYPES, RequestError, decode_values, structure
 
 __all__ = ["Output", "Param", "Request", "decode_json", "parse_request", "prepare"]
 
 REQUEST_SCHEMA = "run-request"
 DEFAULT_TIMEOUT_S = 60.0
-# One array's host copy is bounded: a device array is allocated whole, so `count` alone can
-# ask for any size.
-MAX_ARRAY_BYTES = 1 << 36
-
-
-@dataclass(frozen=True)
-class Param:
-    """One kernel parameter: a scalar (`value`) or a device array (`array`, allocated whole)."""
-
-    kind: str
-    value: int | float | None = None
-    array: np.ndarray | None = None
-
-    @property
-    def type_name(self) -> str:
-        return f"{self.kind}[]" if self.array is not None else self.kind
-
-
-@dataclass(frozen=True)
-class Output:
-    param: int
-    count: int
-    base64: bool = False  # encoding = "base64": raw little-endian bytes in data_base64
-
-
-@dataclass(frozen=True)
-class Request:
-    ptx: str
-    kernel: str
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    shared_bytes: int
-    timeout_s: float
-    params: tuple[Param, ...]
-    outputs: tuple[Output, ...]
 
 
 def decode_json(raw: bytes) -> dict:

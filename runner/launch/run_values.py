@@ -10,12 +10,12 @@ where it is (`params[i].values[j]`).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import numpy as np
 
 from runner.gpu import generator
+from runner.launch.host_arrays import NON_FINITE, decode_float, encode_float, json_values
 
 __all__ = [
     "DTYPES",
@@ -28,7 +28,6 @@ __all__ = [
 ]
 
 DTYPES = {kind: np.dtype(t) for kind, t in generator.DTYPES.items()}
-_NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
 
 class RequestError(ValueError):
@@ -38,22 +37,6 @@ class RequestError(ValueError):
         super().__init__(message)
         self.phase = phase
         self.message = message
-
-
-def decode_float(value: float | int | str) -> float:
-    """A JSON float value (number or "nan"/"inf"/"-inf") as a Python float."""
-    if isinstance(value, str):
-        return _NON_FINITE[value]
-    return float(value)
-
-
-def encode_float(value: float) -> float | str:
-    """A Python float as JSON: itself when finite, else "nan"/"inf"/"-inf"."""
-    if math.isfinite(value):
-        return value
-    if math.isnan(value):
-        return "nan"
-    return "inf" if value > 0 else "-inf"
 
 
 def decode_values(
@@ -131,7 +114,7 @@ def _check_value_types(kind: str, values: list, label: Callable[[int], str]) -> 
         elif isinstance(value, float):
             ok = not integral or value.is_integer()
         elif isinstance(value, str):
-            ok = not integral and value in _NON_FINITE
+            ok = not integral and value in NON_FINITE
         else:
             ok = True
         if not ok:
@@ -160,7 +143,5 @@ def structure(document: dict) -> dict:
 
 def encode_values(array: np.ndarray) -> list:
     """A numpy array as JSON values: Python ints, or floats with non-finite ones as strings."""
-    values = array.tolist()  # float32 -> the exact Python float, uint64 -> exact Python int
-    if array.dtype.kind == "f" and not np.isfinite(array).all():
-        return [encode_float(v) for v in values]
-    return values
+    # tolist(): float32 -> the exact Python float, uint64 -> the exact Python int
+    return json_values(array.tolist(), array.dtype.kind == "f")

@@ -31,8 +31,9 @@ import orjson
 
 from protocol.run_limits import MAX_DEPTH, MAX_TIMEOUT_S, nested_deeper_than
 from protocol.terminal_text import visible
-from runner.execution.processes import private_stdout, spawn_worker
+from runner.execution.processes import spawn_worker
 from runner.launch.bounded_lines import bounded_lines
+from runner.launch.private_stdout import private_stdout
 
 # Only stdlib and orjson at import: the worker (CUDA context, numpy, jsonschema) is started
 # first and loads while this process reads its first line.

@@ -21,25 +21,26 @@ import sys
 import threading
 from collections import OrderedDict
 
-
-def _bring_up_the_context() -> None:
-    try:
-        from runner.gpu import driver
-
-        driver.Context()  # the primary context: retained here, current again in Service
-    except Exception:  # no GPU, a driver error: Service meets it again and answers with it
-        pass
-
+from runner.gpu import driver
 
 # Started as the service's worker: the driver loads and the context comes up in a thread while
 # numpy and jsonschema import below (a third of the start-up to the first answer).
-_EARLY_THREAD = threading.Thread(target=_bring_up_the_context, daemon=True)
+_EARLY_THREAD = threading.Thread(target=driver.warm_up, daemon=True)
 if __name__ == "__main__":
     _EARLY_THREAD.start()
 
 from protocol import RUN_PROTOCOL_VERSION, decode, encode  # noqa: E402
 from runner.launch import oneshot  # noqa: E402
-from runner.launch.oneshot import Request, RequestError, error_document  # noqa: E402
+from runner.launch.launch_plan import Request, signature  # noqa: E402
+from runner.launch.oneshot import RequestError  # noqa: E402
+from runner.launch.responses import (  # noqa: E402
+    LAUNCH_ELSEWHERE,
+    cuda_failure,
+    error_document,
+    read_outputs,
+    timeout_document,
+    unexpected,
+)
 
 MODULE_CACHE = 64
 BROKEN_EXIT = 3  # the context is broken (sticky error): start a fresh worker
@@ -88,7 +89,7 @@ class Service:
     """The context and what is cached in it; `answer(request)` runs one request."""
 
     def __init__(self, answers: Answers):
-        from runner.gpu import driver, ptx
+        from runner.gpu import ptx
 
         if _EARLY_THREAD.ident is not None:  # started (as the service's worker)
             _EARLY_THREAD.join()
@@ -117,23 +118,23 @@ class Service:
         try:
             (module, parsed), load_s = self.module(request.ptx)
         except d.CudaError as exc:
-            return oneshot._cuda_failure("load", exc)
+            return cuda_failure("load", exc)
         except ptx.PtxError as exc:
             return error_document("signature", str(exc))
         try:
-            ptx.check_signature(parsed, request.kernel, oneshot.signature(request), where="request")
+            ptx.check_signature(parsed, request.kernel, signature(request), where="request")
             kernel = module.kernel(
                 request.kernel, request.grid, request.block, request.shared_bytes
             )
         except (ptx.PtxError, ptx.SignatureError) as exc:
             return error_document("signature", str(exc))
         except d.CudaError as exc:
-            return oneshot._cuda_failure("signature", exc)
+            return cuda_failure("signature", exc)
         try:
             return self._launch(request, kernel, parsed, load_s, identity)
         except d.CudaError as exc:
             self.broken = d.cu().cuCtxSynchronize()[0] != 0  # sticky: every later call fails
-            return oneshot._cuda_failure("launch", exc)
+            return cuda_failure("launch", exc)
         finally:
             self.pool.release()
 
@@ -144,7 +145,7 @@ class Service:
             if param.array is None:
                 args.append((param.kind, param.value))
                 continue
-            buffers[index] = buffer = self.pool.take(param.array.nbytes)
+            buffers[index] = buffer = self.pool.take(param.nbytes)
             buffer.upload(param.array)
             args.append(("ptr", buffer.ptr))
         kernel_args = d.KernelArgs(args)
@@ -159,16 +160,7 @@ class Service:
             self.stop.synchronize()
         finally:
             watchdog.cancel()
-        outputs = [
-            oneshot.output_document(
-                out,
-                request.params[out.param],
-                buffers[out.param].download(
-                    oneshot.DTYPES[request.params[out.param].kind], out.count
-                ),
-            )
-            for out in request.outputs
-        ]
+        outputs = read_outputs(request, buffers)
         return {
             "status": "ok",
             "schema_version": RUN_PROTOCOL_VERSION,
@@ -179,23 +171,21 @@ class Service:
         }
 
     def _timed_out(self, request: Request, identity: dict) -> None:
-        document = oneshot._timeout_document(request)
+        document = timeout_document(request)
         document["error"] += "; the service starts a fresh context for the next request"
         self.answers.write({**document, **identity})
         os._exit(TIMEOUT_EXIT)
 
 
 def main() -> int:
-    from runner.gpu import driver
-
     answers = Answers()
     service, unusable = None, None
     try:
         service = Service(answers)
     except driver.NoGpuError as exc:
-        unusable = error_document("environment", f"{exc}; {oneshot.LAUNCH_ELSEWHERE}")
+        unusable = error_document("environment", f"{exc}; {LAUNCH_ELSEWHERE}")
     except driver.CudaError as exc:
-        unusable = oneshot._cuda_failure("environment", exc)
+        unusable = cuda_failure("environment", exc)
     answers.write({"ready": True, "gpu": unusable is None})
     for raw in sys.stdin.buffer:
         try:  # the supervisor frames checked JSON; a frame that is not one is answered, not fatal
@@ -203,14 +193,14 @@ def main() -> int:
             identity = {"id": frame["id"]}
             request = frame["request"]
         except (ValueError, TypeError, KeyError) as exc:
-            answers.write({**oneshot._unexpected("input", exc), "id": None})
+            answers.write({**unexpected("input", exc), "id": None})
             continue
         try:
             request = oneshot._prepare(request)
         except RequestError as exc:
             response = error_document(exc.phase, exc.message)
         except Exception as exc:
-            response = oneshot._unexpected("input", exc)
+            response = unexpected("input", exc)
         else:
             if unusable is not None:
                 response = dict(unusable)
@@ -218,7 +208,7 @@ def main() -> int:
                 try:
                     response = service.answer(request, identity)
                 except Exception as exc:
-                    response = oneshot._unexpected("launch", exc)
+                    response = unexpected("launch", exc)
         answers.write({**oneshot._checked(response), **identity})
         if service is not None and service.broken:
             return BROKEN_EXIT

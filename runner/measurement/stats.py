@@ -45,7 +45,7 @@ from placement. On the H200, A/A gaps of the same PTX loaded twice, hot, in fres
 fidelity.py's axpy at 2^10 to 2^27 read 0.99991 to 1.00043, the GPU tests' scale_aa 1.00024
 [1.00006, 1.00035], repeats at 2^14 and 2^18 0.99973 to 1.00034 with intervals of about +-0.003%:
 about 2.4e-4 root mean square from 1.0, while the bootstrap intervals (+-0.003% to +-0.015%)
-missed 1.0 in several. benchmarks/perf/fidelity.py measures it again. A gap's interval adds it
+missed 1.0 in several. tools/perf/fidelity.py measures it again. A gap's interval adds it
 (see gap)."""
 
 MAX_SYSTEMATIC = 0.1  # above it z * systematic nears 1 and an interval could reach 0
@@ -64,7 +64,7 @@ hot INSTANCE_SD. A cold gap's interval adds it, relative to the baseline's media
 TORCH_GRAPH_NODE_S = 1.2e-9
 """Standard uncertainty, in seconds per call, of a hot figure replayed from torch CUDA graphs
 that stays fixed within a run: each instance of a graph runs at an offset of its own
-(benchmarks/perf/graph_instances.py), and runner.bench's instances a side average most of it
+(tools/perf/graph_instances.py), and runner.bench's instances a side average most of it
 out, not all (16 now). On the H200, A/A gaps of torch.add through runner.bench, hot, 8 instances, fresh
 comparisons: at 2^10 to 2^18 (1.15-1.53 us a call) 1.0 +- 0.10% root mean square (fidelity.py's
 x0.9980 [0.9973, 0.9987] at 2^14 among them), at 2^20 and up within INSTANCE_SD: about 1.2 ns a

@@ -3,8 +3,9 @@ runner launch` (the launch service) and `python -m runner launch --no-service`.
 
     # here, where warpforthc is: WarpForth's test tree and the PTX of each of its test kernels
     python tools/perf/warpforth_dropin.py prepare --tarball warpforth-SHA.tar.gz --out .dev/warpforth
-    # on the GPU box (nvcc there builds the C++ runner)
-    python3 tools/perf/warpforth_dropin.py measure --tree .dev/warpforth --out dropin.json
+    # on the GPU box (nvcc there builds the C++ runner); --ssh: each launch over one reused SSH
+    # connection to a private sshd there (tools/perf/launch_over_ssh.py)
+    python3 tools/perf/warpforth_dropin.py measure --tree .dev/warpforth --out dropin.json [--ssh]
 
 `prepare` unpacks gpu_test/ and the C++ runner's source from WarpForth's source tarball, puts a
 stand-in `build/bin/warpforthc` in the tree that replays the PTX the real compiler made here
@@ -62,6 +63,7 @@ def _env(tree: Path, mode: str, log: Path) -> dict:
         "KG_DROPIN_LOG": str(log),
         "KG_DROPIN_PTX": str(tree / "ptx"),
         "KG_DROPIN_RUNNER_SRC": str(tree / "tools" / "warpforth-runner" / "warpforth-runner.cpp"),
+        "KG_DROPIN_RUNTIME": str(tree / "run"),  # the launch service's folder (stopped after)
     }
 
 
@@ -98,14 +100,21 @@ def prepare(tarball: Path, out: Path) -> None:
     print(f"{out}: {kept} kernels' PTX recorded from {real}", file=sys.stderr)
 
 
-def measure(tree: Path, modes: list[str], out: Path | None) -> None:
+def measure(tree: Path, modes: list[str], out: Path | None, ssh: list[str] | None = None) -> None:
+    from launch_startup import stop_services
+
     rows = []
+    (tree / "run").mkdir(mode=0o700, exist_ok=True)
     for mode in modes:
         log = tree / f"{mode}.jsonl"
         log.unlink(missing_ok=True)
+        env = _env(tree, mode, log)
+        if ssh:
+            env["KG_DROPIN_SSH"] = json.dumps(ssh)
         started = time.perf_counter()
-        done = _pytest(tree, _env(tree, mode, log))
+        done = _pytest(tree, env)
         wall_s = time.perf_counter() - started
+        stop_services(tree / "run")
         calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
         times = [c["s"] for c in calls]
         summary = (done.stdout.strip().splitlines() or ["(no output)"])[-1]
@@ -143,9 +152,18 @@ def main() -> None:
     m.add_argument("--tree", type=Path, required=True)
     m.add_argument("--modes", default="cpp,service,no-service")
     m.add_argument("--out", type=Path)
+    m.add_argument("--ssh", action="store_true",
+                   help="each launch over one reused SSH connection to a private sshd here")  # fmt: skip
     args = parser.parse_args()
     if args.command == "prepare":
         prepare(args.tarball.resolve(), args.out.resolve())
+    elif args.ssh:
+        import tempfile
+
+        from launch_over_ssh import reused_connection
+
+        with tempfile.TemporaryDirectory() as folder, reused_connection(Path(folder)) as ssh:
+            measure(args.tree.resolve(), args.modes.split(","), args.out, ssh)
     else:
         measure(args.tree.resolve(), args.modes.split(","), args.out)
 

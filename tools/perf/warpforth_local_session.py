@@ -13,7 +13,9 @@ locally, with `/tmp/warpforth-runner` being what `KG_DROPIN_MODE` names:
 - `record`: no GPU; every call answers "0", so each test compiles its kernel (to fill the PTX
   cache warpforth_dropin.py keeps) and then fails.
 
-Each `ssh_run` (one launch) is timed and appended to `KG_DROPIN_LOG` as a JSON line.
+Each `ssh_run` (one launch) is timed and appended to `KG_DROPIN_LOG` as a JSON line. With
+`KG_DROPIN_SSH` (a JSON argv prefix such as ["ssh", "-F", "config", "host"]) each command runs
+over SSH to this same machine, as WarpForth runs it on a remote one.
 """
 
 from __future__ import annotations
@@ -48,8 +50,11 @@ class LocalSession:
                 ["nvcc", "-o", str(RUNNER), str(source), "-lcuda", "-std=c++17"], check=True
             )
         elif self.mode in ("service", "no-service"):
-            extra = " --no-service" if self.mode == "no-service" else ""
-            RUNNER.write_text(f'#!/bin/sh\nexec python3 -m runner launch "$@"{extra}\n')
+            from launch_over_ssh import runner_command
+
+            runtime = Path(os.environ["KG_DROPIN_RUNTIME"])
+            command = runner_command(self.mode == "no-service", runtime)
+            RUNNER.write_text(f"#!/bin/sh\nexec env {command}\n")
             RUNNER.chmod(0o755)
         return self
 
@@ -62,8 +67,10 @@ class LocalSession:
     def ssh_run(self, cmd: str, *, timeout: int = 120) -> str:
         if self.mode == "record":
             return "0"
+        ssh = json.loads(os.environ.get("KG_DROPIN_SSH", "[]"))  # an argv prefix ending in the host
+        argv = [*ssh, cmd] if ssh else ["sh", "-c", cmd]
         started = time.perf_counter()
-        done = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
         took_s = time.perf_counter() - started
         with self.log.open("a") as log:
             log.write(json.dumps({"mode": self.mode, "s": took_s, "rc": done.returncode}) + "\n")

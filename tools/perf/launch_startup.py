@@ -1,0 +1,185 @@
+"""Where a process-per-launch `runner launch --no-service` spends its time, phase by phase.
+
+    python tools/perf/launch_startup.py [--repeats 9] [--cpp /tmp/warpforth-runner]
+
+Every figure comes from fresh interpreters. Without a GPU only the import phases and the wall
+time of a launch that ends at the environment error are measured; with one, the driver phases
+(cuInit, the primary context, loading the PTX, one launch and its read-back, the release) and
+the wall time of whole launches: `--no-service`, through the launch service (after a first call
+started it), and the C++ runner given with --cpp (WarpForth's warpforth-runner, same arguments).
+Targets (issue 32): imports <= 60 ms, a `--no-service` launch no slower than the C++ runner.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+IMPORT_TARGET_S = 0.060
+PTX = """.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry add1(.param .u64 p, .param .u64 n)
+{
+\t.reg .b64 %rd<4>;
+\t.reg .b32 %r<2>;
+\tld.param.u64 %rd1, [p];
+\tmov.u32 %r1, %tid.x;
+\tmul.wide.u32 %rd2, %r1, 8;
+\tadd.s64 %rd3, %rd1, %rd2;
+\tst.global.u64 [%rd3], %rd2;
+\tret;
+}
+"""
+ARGS = ["--kernel", "add1", "--param", "i64[]:0,0,0,0", "--param", "u64:4",
+        "--grid", "1,1,1", "--block", "4,1,1", "--output-param", "0", "--output-count", "4"]  # fmt: skip
+LAUNCH_MODULES = (
+    "runner.launch.launch_command, runner.launch.cli_compat, runner.launch.quick_request, "
+    "runner.launch.fresh_context, runner.launch.private_stdout, runner.gpu.driver, runner.gpu.ptx"
+)
+IMPORTS = {
+    "interpreter only (`-c pass`, wall)": None,
+    "launch path's own modules": f"import {LAUNCH_MODULES}",
+    "cuda.bindings.driver": "from cuda.bindings import driver",
+    "before: runner.launch.oneshot (numpy, jsonschema)": "import runner.launch.oneshot",
+}
+_TIMED = "import time; t = time.perf_counter()\n{body}\nprint(time.perf_counter() - t)"
+PHASES = """import time
+marks = [("start", time.perf_counter())]
+def mark(name): marks.append((name, time.perf_counter()))
+from runner.gpu import driver, ptx
+from runner.launch import host_arrays
+mark("import runner + cuda.bindings")
+d = driver.cu(); driver.check(d.cuInit(0), "cuInit"); mark("cuInit")
+ctx = driver.Context(0); mark("primary context")
+module = driver.Module(open({ptx!r}).read()); kernel = module.kernel("add1", (1, 1, 1), (4, 1, 1))
+mark("module load (PTX JIT)")
+buf = driver.Buffer(32); buf.upload(host_arrays.pack("i64", [0] * 4))
+args = driver.KernelArgs([("ptr", buf.ptr), ("u64", 4)]); stream = driver.Stream()
+kernel.launch(stream, args); stream.synchronize(); out = host_arrays.values("i64", buf.download_bytes())
+mark("upload, launch, read back")
+buf.free(); stream.destroy(); module.unload(); ctx.close(); mark("release")
+print(";".join(f"{{n}}={{t - marks[i][1]}}" for i, (n, t) in enumerate(marks[1:])))
+"""
+
+
+def _python(code: str, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                          env=env, check=False)  # fmt: skip
+
+
+def _env(runtime: str) -> dict:
+    paths = [str(ROOT), os.environ.get("PYTHONPATH", "")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, paths)),
+            "XDG_RUNTIME_DIR": runtime}  # fmt: skip
+
+
+def _wall(argv: list[str], env: dict) -> tuple[float, subprocess.CompletedProcess]:
+    t = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=env, check=False)
+    return time.perf_counter() - t, done
+
+
+def _row(name: str, seconds: list[float], note: str = "") -> None:
+    print(
+        f"| {name} | {statistics.median(seconds) * 1e3:.1f} | {max(seconds) * 1e3:.1f} | {note} |"
+    )
+
+
+def measure_imports(repeats: int, env: dict) -> float:
+    """Print the import rows; return the launch path's imports (its modules + cuda.bindings)."""
+    medians = {}
+    for name, body in IMPORTS.items():
+        if body is None:
+            runs = [_wall([sys.executable, "-c", "pass"], env)[0] for _ in range(repeats)]
+        else:
+            runs = []
+            for _ in range(repeats):
+                done = _python(_TIMED.format(body=body), env)
+                if done.returncode != 0:
+                    print(f"| {name} | - | - | failed: {done.stderr.strip()[-120:]} |")
+                    break
+                runs.append(float(done.stdout.split()[-1]))
+        if runs:
+            medians[name] = statistics.median(runs)
+            _row(name, runs)
+    return medians.get("launch path's own modules", 0) + medians.get("cuda.bindings.driver", 0)
+
+
+def measure_phases(repeats: int, env: dict, ptx: Path) -> None:
+    runs: dict[str, list[float]] = {}
+    for _ in range(repeats):
+        done = _python(PHASES.format(ptx=str(ptx)), env)
+        if done.returncode != 0:
+            print(f"| driver phases | - | - | failed: {done.stderr.strip()[-160:]} |")
+            return
+        for item in done.stdout.strip().splitlines()[-1].split(";"):
+            name, value = item.split("=")
+            runs.setdefault(name, []).append(float(value))
+    for name, values in runs.items():
+        _row(f"phase: {name}", values)
+
+
+def measure_launches(repeats: int, env: dict, ptx: Path, cpp: str | None) -> None:
+    base = [sys.executable, "-m", "runner", "launch", str(ptx), *ARGS]
+    commands = {"`runner launch --no-service` (wall)": [*base, "--no-service"]}
+    commands["`runner launch` via the service (wall, warm)"] = base
+    if cpp:
+        commands["C++ runner (wall)"] = [cpp, str(ptx), *ARGS]
+    _wall(base, env)  # starts the service (ignored when there is no GPU)
+    for name, argv in commands.items():
+        runs, last = [], None
+        for _ in range(repeats):
+            seconds, last = _wall(argv, env)
+            runs.append(seconds)
+        outcome = last.stdout.strip() or last.stderr.strip().splitlines()[0][:60]
+        _row(name, runs, f"rc {last.returncode}: {outcome}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--cpp", help="the C++ runner to time beside runner launch")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        runtime = Path(folder) / "run"
+        runtime.mkdir(mode=0o700)
+        env = _env(str(runtime))
+        ptx = Path(folder) / "add1.ptx"
+        ptx.write_text(PTX)
+        print("| step (fresh process) | median (ms) | max (ms) | note |")
+        print("| --- | ---: | ---: | --- |")
+        imports_s = measure_imports(args.repeats, env)
+        gpu = _python("from runner.gpu import driver; driver.init()", env).returncode == 0
+        if gpu:
+            measure_phases(args.repeats, env, ptx)
+        measure_launches(args.repeats, env, ptx, args.cpp)
+        verdict = "met" if imports_s <= IMPORT_TARGET_S else "MISSED"
+        print(f"\nlaunch path's imports (its modules + cuda.bindings): {imports_s * 1e3:.0f} ms "
+              f"(target <= {IMPORT_TARGET_S * 1e3:.0f} ms: {verdict})"
+              + ("" if gpu else "; no GPU here: driver phases not measured"))  # fmt: skip
+        stop_services(runtime)
+
+
+def stop_services(runtime: Path) -> None:
+    """End the launch service this script's runtime folder started (it would idle out anyway)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"--socket" in argv and any(str(runtime).encode() in a for a in argv):
+            os.kill(int(entry.name), 15)
+
+
+if __name__ == "__main__":
+    main()
