@@ -11,8 +11,10 @@ from __future__ import annotations
 # is the mean of timing.batch launches (a new series: harness.series), precision.stopped_by
 # "floor", systematic with a cold launch's placement; 1.8.0: timing.audit (cold read-backs and
 # hot audits), check.inputs_passed and rounding_shortcuts, throughput.bound, timing.method_class
-# and cupti_span, gap.bootstrap, environment.sharing, violation time per sample, headline fields
-RESULT_SCHEMA_VERSION = "1.8.0"
+# and cupti_span, gap.bootstrap, environment.sharing, violation time per sample, headline fields;
+# 1.9.0: timing.timer_reason (why the timer: cold by events only as an explicit choice) and
+# environment.persisting_l2 (the persisting-L2 limit, set to 0 and read back)
+RESULT_SCHEMA_VERSION = "1.9.0"
 RUN_PROTOCOL_VERSION = "1.1.0"  # 1.1.0: `id`, data_base64 arrays, base64 outputs
 
 
