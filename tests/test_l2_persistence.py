@@ -10,7 +10,10 @@ import pytest
 
 from runner.gpu import driver, l2_persistence
 from runner.measurement.timing import cuda
+from tests import test_bench_api
 from tests.conftest import ROOT
+
+make_session = test_bench_api.make_session  # the fixture: a fresh session on the fake device
 
 
 class FakeDriver:
@@ -133,3 +136,29 @@ def test_a_timing_context_reads_its_persisting_limit_back_as_zero():
             kernels.close()
     finally:
         context.close()
+
+
+def test_a_call_that_raises_the_limit_fails_a_cold_comparison(make_session):
+    """runner.bench: the limit is read again after the cold samples; a callable that raised it
+    (so its lines could outlive the flush) fails the comparison, every row refused."""
+    from runner import bench
+    from tests.test_bench_api import Scale
+
+    _, device = make_session()
+    device.persisting_l2_bytes = lambda: 1 << 20
+    (case,) = bench.cases(Scale())
+    with pytest.raises(bench.IntegrityFailed, match="persisting-L2 limit read 1048576 bytes"):
+        bench.Runner(lambda y: 2 * y, case, name="op").compare({"same": lambda y: 2 * y})
+
+
+@pytest.mark.gpu
+def test_runner_benchs_device_reads_the_limit_back_as_zero_and_records_it():
+    pytest.importorskip("torch")
+    from runner.bench.cuda_device import CudaDevice
+
+    device = CudaDevice()
+    try:
+        assert device.persisting_l2_bytes() == 0
+        assert device.internal.persisting_l2["limit_bytes"] == 0
+    finally:
+        device.close()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from runner.gpu import driver
 
-__all__ = ["LIMIT", "set_none"]
+__all__ = ["LIMIT", "limit_bytes", "set_none"]
 
 LIMIT = "CU_LIMIT_PERSISTING_L2_CACHE_SIZE"
 HOW = (
@@ -43,12 +43,17 @@ def set_none(ctx: driver.Context) -> dict:
     if max_bytes == 0:
         record["how"] = "the device has no persisting L2 (its maximum set-aside is 0)"
         return record
-    limit = getattr(d.CUlimit, LIMIT)
     try:
-        driver.check(d.cuCtxSetLimit(limit, 0), f"cuCtxSetLimit({LIMIT}, 0)")
+        driver.check(d.cuCtxSetLimit(getattr(d.CUlimit, LIMIT), 0), f"cuCtxSetLimit({LIMIT}, 0)")
     except driver.CudaError as exc:
         if exc.sticky:
             raise
         record["error"] = str(exc)
-    record["limit_bytes"] = int(driver.check(d.cuCtxGetLimit(limit), f"cuCtxGetLimit({LIMIT})"))
+    record["limit_bytes"] = limit_bytes()
     return record
+
+
+def limit_bytes() -> int:
+    """The current context's persisting-L2 limit in bytes (cuCtxGetLimit)."""
+    d = driver.cu()
+    return int(driver.check(d.cuCtxGetLimit(getattr(d.CUlimit, LIMIT)), f"cuCtxGetLimit({LIMIT})"))
