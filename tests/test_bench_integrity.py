@@ -709,7 +709,9 @@ def test_declared_controls_stand_in_for_null_models_and_the_defaults_have_teeth(
     assert bench.Runner(double, bench.cases(Scale())[0]).compare().timed  # f64 default: 1e-12
 
 
-def test_timer_auto_falls_back_to_events_when_cupti_finds_no_kernel_in_a_row(watched, monkeypatch):
+def test_timer_auto_falls_back_to_events_when_cupti_finds_no_kernel_in_a_row(
+    watched, monkeypatch, capsys
+):
     """A call that only copies, with copies left out, leaves CUPTI's kernel timer nothing to
     time: under timer auto the whole comparison is timed by events and every row says why;
     asked for explicitly, the cupti timer raises instead."""
@@ -728,6 +730,10 @@ def test_timer_auto_falls_back_to_events_when_cupti_finds_no_kernel_in_a_row(wat
             "timer auto: events, since CUPTI found no kernel to time in 'copy only'"
             in (impls[name]["timing"]["fallback"])
         )
+        assert impls[name]["timing"]["timer_reason"].startswith(
+            "timer auto: events, since CUPTI found no kernel to time in 'copy only'; CUDA events"
+        )
+    assert "WARNING: case" in capsys.readouterr().err  # loud, as an explicit choice would be
     assert not c.document_case["id"].endswith("/cupti")
     session.configure(timer="cupti")
     with pytest.raises(integrity.NoKernelTimed, match="'copy only': CUPTI recorded no kernel"):
