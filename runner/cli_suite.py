@@ -130,7 +130,8 @@ def _reachable(ctx, param, value):
     default="auto",
     show_default=True,
     help="What reads a sample: CUDA events, or CUPTI's kernel timestamps (needs cupti-python); "
-    "auto is CUPTI in cold mode where it works and events otherwise. Recorded in every row.",
+    "auto is CUPTI in cold mode (refused without cupti-python) and events in hot mode. Events "
+    "in cold mode only when chosen here (a warning; a series of its own). Recorded in every row.",
 )
 @click.option(
     "--precision",
@@ -182,6 +183,7 @@ def bench(cases, case_ids, **settings):
     from runner.definition.bundle import BundleError
     from runner.execution.suite import BenchOptions, run_suite, write_atomic
     from runner.gpu import driver
+    from runner.measurement.timing.timer_choice import TimerUnavailable
 
     def emit(doc) -> None:
         data = encode(doc, pretty=True)
@@ -207,7 +209,7 @@ def bench(cases, case_ids, **settings):
     options = BenchOptions(case_ids=tuple(case_ids), bundle=bundle, revisions=revisions, **settings)
     try:
         doc, status = run_suite(cases, options)
-    except (manifest.ManifestError, BundleError) as exc:
+    except (manifest.ManifestError, BundleError, TimerUnavailable) as exc:
         _die(str(exc))
     except driver.NoGpuError as exc:
         suite = shlex.quote(str(cases))

@@ -100,7 +100,9 @@ def three(x):
 
 # -- fixtures and helpers --------------------------------------------------------------------
 
-FAST = bench.TimingOptions(budget_s=0.03)  # the minimum of 30 samples per implementation
+# the minimum of 30 samples per implementation; cold by events, chosen explicitly, as the
+# stand-in device has no CUPTI (timer "auto" refuses cold mode without it)
+FAST = bench.TimingOptions(budget_s=0.03, timer="events")
 
 
 @pytest.fixture
@@ -203,7 +205,7 @@ def test_cold_sample_count_follows_the_budget_within_the_limits(
     make_session, budget_s, sample_wall_s, min_samples, max_samples, expected
 ):
     options = bench.TimingOptions(
-        budget_s=budget_s, min_samples=min_samples, max_samples=max_samples
+        budget_s=budget_s, min_samples=min_samples, max_samples=max_samples, timer="events"
     )
     # calls of 0.1 ms: one launch per cold sample, so a sample lasts the stated wall time
     _, device = make_session(options=options, sample_wall_s=sample_wall_s, default_s=1e-4)
@@ -230,7 +232,7 @@ def test_cold_gaps_of_rows_launched_from_graphs_add_the_graph_node_term(make_ses
 def test_the_cold_budget_counts_every_launch_of_a_sample(make_session):
     """Calls of 2 us are averaged 16 to a sample (20 us in whole periods of 8 launches):
     3.2 s / (2 implementations x 16 x 1 ms)."""
-    options = bench.TimingOptions(budget_s=3.2)
+    options = bench.TimingOptions(budget_s=3.2, timer="events")
     _, device = make_session(options=options, sample_wall_s=1e-3, default_s=2e-6)
     comparison = bench.Runner(np.matmul, only_case(Matmul())).compare({"B": np.dot})
     assert {r.samples for r in comparison.rows.values()} == {100}
@@ -841,9 +843,13 @@ def test_the_document_validates_and_the_harness_reads_it(make_session):
     table_rows = [line for line in text.splitlines() if line.startswith("| ")]
     assert len(table_rows) == 2 * 2 + 4 * 3 + 2  # two header lines per table
     assert (
-        "| mm/tiny-float32 | np.dot | exact: every output, rtol=1e-05, atol=1e-05 | 10.00 |" in text
+        "| mm/tiny-float32 (cold by events: chosen) | np.dot | exact: every output, rtol=1e-05, "
+        "atol=1e-05 | 10.00 |" in text
     )
-    assert "| scale/vec-float64 | twice | unverified: no reference established: no agreed" in text
+    assert (
+        "| scale/vec-float64 (cold by events: chosen) | twice | unverified: no reference established: no agreed"
+        in text
+    )
     assert "- np.dot: 0.500 (4 cases)" in text
 
 
@@ -953,7 +959,7 @@ def test_integer_outputs_compare_exactly_beyond_float64_precision():
 
 def test_an_uncapturable_implementation_in_a_copies_left_out_case_gets_no_ratio():
     device = FakeCallableDevice(uncapturable={"np.dot"})
-    bench.reset(bench.Session(device=device))
+    bench.reset(bench.Session(device=device, options=FAST))
     try:
         (case,) = [c for c in bench.cases(Matmul()) if c.id == "tiny-float32"]
         c = bench.Runner(np.matmul, case).compare({"np.dot": np.dot, "np.matmul2": np.matmul})
@@ -985,7 +991,9 @@ def test_repeated_comparisons_get_ids_that_say_what_differs(session):
         "scale/vec-float64/double#cold:a,c",
         "scale/vec-float64/double#cold:a,c#2",
     ]
-    assert "| scale/vec-float64 #cold:a,c#2 |" in markdown(session[0].document())
+    assert "| scale/vec-float64 (cold by events: chosen) #cold:a,c#2 |" in markdown(
+        session[0].document()
+    )
 
 
 # -- second review: comparisons across dtype kinds, partial statuses kept, named failures,

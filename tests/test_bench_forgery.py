@@ -33,6 +33,7 @@ def pytest_configure(config):
     from runner.bench import session
 
     session.current().use_device(FakeCallableDevice(default_s=1e-5))
+    session.current().configure(timer="events")  # cold by events, chosen: a stand-in, no CUPTI
 """
 
 TEST_FORGER = f"""

@@ -28,7 +28,7 @@ from runner.measurement.timing import cupti
 make_session = test_bench_api.make_session  # the fixture: a fresh session on the fake device
 TS = 7  # the timing stream's CUPTI id in these tests
 K = "void scale_kernel<float>(float*, const float*, long)"
-FAST = bench.TimingOptions(budget_s=0.03)
+FAST = test_bench_api.FAST
 
 
 def timed(name, t0, t1, elapsed_ns):
@@ -586,7 +586,7 @@ def cached_by_pointer():
 
 
 def test_a_result_cached_by_pointer_passes_once_and_fails_recheck(make_session):
-    session, _ = make_session(options=bench.TimingOptions(recheck=False))
+    session, _ = make_session(options=bench.TimingOptions(recheck=False, timer="events"))
     (case,) = bench.cases(Scale())
     original = case.inputs[0].copy()
     c = bench.Runner(double, case).compare({"cached": cached_by_pointer()})
@@ -603,7 +603,9 @@ def test_a_result_cached_by_pointer_passes_once_and_fails_recheck(make_session):
 
 
 def test_recheck_passes_honest_rows_and_private_arguments_refilled_from_the_inputs(make_session):
-    session, _ = make_session(options=bench.TimingOptions(budget_s=0.03, recheck=True))
+    session, _ = make_session(
+        options=bench.TimingOptions(budget_s=0.03, recheck=True, timer="events")
+    )
     (case,) = bench.cases(Scale())
     (x,) = case.inputs
     private = x.copy()
@@ -636,7 +638,7 @@ def test_recheck_refuses_inputs_whose_shape_changes_with_the_seed(make_session):
             rng = np.random.default_rng(seed)
             return (rng.standard_normal(params["n"] + seed % 2).astype(dtype),)
 
-    make_session(options=bench.TimingOptions(budget_s=0.03, recheck=True))
+    make_session(options=bench.TimingOptions(budget_s=0.03, recheck=True, timer="events"))
     (case,) = bench.cases(Ragged())
     with pytest.raises(bench.DeclarationError, match="only the data may change"):
         bench.Runner(double, case).compare()
@@ -707,7 +709,9 @@ def test_declared_controls_stand_in_for_null_models_and_the_defaults_have_teeth(
     assert bench.Runner(double, bench.cases(Scale())[0]).compare().timed  # f64 default: 1e-12
 
 
-def test_timer_auto_falls_back_to_events_when_cupti_finds_no_kernel_in_a_row(watched, monkeypatch):
+def test_timer_auto_falls_back_to_events_when_cupti_finds_no_kernel_in_a_row(
+    watched, monkeypatch, capsys
+):
     """A call that only copies, with copies left out, leaves CUPTI's kernel timer nothing to
     time: under timer auto the whole comparison is timed by events and every row says why;
     asked for explicitly, the cupti timer raises instead."""
@@ -726,6 +730,10 @@ def test_timer_auto_falls_back_to_events_when_cupti_finds_no_kernel_in_a_row(wat
             "timer auto: events, since CUPTI found no kernel to time in 'copy only'"
             in (impls[name]["timing"]["fallback"])
         )
+        assert impls[name]["timing"]["timer_reason"].startswith(
+            "timer auto: events, since CUPTI found no kernel to time in 'copy only'; CUDA events"
+        )
+    assert "WARNING: case" in capsys.readouterr().err  # loud, as an explicit choice would be
     assert not c.document_case["id"].endswith("/cupti")
     session.configure(timer="cupti")
     with pytest.raises(integrity.NoKernelTimed, match="'copy only': CUPTI recorded no kernel"):

@@ -33,6 +33,7 @@ def pytest_configure(config):
     from runner.bench import session
 
     session.current().use_device(FakeCallableDevice())
+    session.current().configure(timer="events")  # cold by events, chosen: a stand-in, no CUPTI
 """
 
 WORKLOADS = """
@@ -194,7 +195,10 @@ def test_cases_time_through_the_entry_point_and_write_document_and_report(projec
     assert "- GPU: NVIDIA H200" in text and "## matmul" in text
     table_rows = [line for line in text.splitlines() if line.startswith("| ")]
     assert len(table_rows) == 2 + 4 * 2
-    assert "| mm/small-float64 | np.dot | exact: every output, rtol=1e-12, atol=1e-12 |" in text
+    assert (
+        "| mm/small-float64 (cold by events: chosen) | np.dot | exact: every output, "
+        "rtol=1e-12, atol=1e-12 |" in text
+    )
 
 
 def test_bench_verify_checks_times_nothing_and_a_wrong_implementation_fails(project):

@@ -18,7 +18,7 @@ from runner.bench import recheck as recheck_module
 from runner.bench.captured_work import graph_problems
 
 make_session = test_bench_api.make_session  # the fixture: a fresh session on the fake device
-FAST = bench.TimingOptions(budget_s=0.03)
+FAST = test_bench_api.FAST
 OUT = (0x1000, 512)  # an output's (address, bytes)
 
 
@@ -112,7 +112,7 @@ def recheck_block(comparison, name):
 
 def test_recheck_is_on_by_default_and_checks_every_sample_where_that_is_cheap(make_session):
     # 0.03 s over 2 samples x 2 rows: 7.5 ms a sample, far above what fresh inputs cost here
-    make_session(options=bench.TimingOptions(budget_s=0.03, min_samples=2))
+    make_session(options=bench.TimingOptions(budget_s=0.03, min_samples=2, timer="events"))
     (case,) = bench.cases(Scale())
     c = bench.Runner(double, case).compare({"same": double})
     block = recheck_block(c, "same")

@@ -115,6 +115,38 @@ def test_nvml_sensors_reads_each_field_independently(monkeypatch):
     assert nvml.calls == ["init", "shutdown"]
 
 
+@pytest.mark.parametrize(
+    ("applications", "default", "reasons", "locked"),
+    [
+        (1500, 1980, 0x1, True),  # application clocks moved from their default
+        (1980, 1980, 0x1 | 0x2, True),  # ApplicationsClocksSetting: locked (nvidia-smi -lgc too)
+        (1980, 1980, 0x1, False),
+        (None, None, None, None),  # NVML answers neither: unknown, not "unlocked"
+    ],
+)
+def test_whether_clocks_were_locked_is_recorded_with_the_sensors(
+    monkeypatch, applications, default, reasons, locked
+):
+    nvml = fake_nvml()
+
+    def answer(value):
+        def read(*_args):
+            if value is None:
+                raise NotSupported("Not Supported")
+            return value
+
+        return read
+
+    nvml.nvmlDeviceGetApplicationsClock = answer(applications)
+    nvml.nvmlDeviceGetDefaultApplicationsClock = answer(default)
+    nvml.nvmlDeviceGetCurrentClocksEventReasons = answer(reasons)
+    monkeypatch.setitem(sys.modules, "pynvml", nvml)
+    sensors = environment.nvml_sensors(uuid="GPU-abc")
+    assert sensors["clocks_locked"] is locked
+    assert sensors["applications_sm_clock_mhz"] == applications
+    assert sensors["default_applications_sm_clock_mhz"] == default
+
+
 def test_nvml_sensors_falls_back_to_the_index_when_the_uuid_is_unknown(monkeypatch):
     nvml = fake_nvml(by_uuid=False)
     monkeypatch.setitem(sys.modules, "pynvml", nvml)
@@ -291,6 +323,9 @@ def test_capture_on_the_device(ctx):
     assert env["peaks"]["measured_memory_bytes_per_s"] > 1e11
     assert env["peaks"]["measured_memory_method"].startswith("cuMemcpyDtoD")
     assert env["sensors"]["source"] in ("nvml", "unavailable")
+    if env["sensors"]["source"] == "nvml":
+        assert "clocks_locked" in env["sensors"]
+    assert env["persisting_l2"]["limit_bytes"] == 0 and "error" not in env["persisting_l2"]
     assert abs(after - before) <= 1 << 20
 
 

@@ -313,6 +313,23 @@ def test_summary_contents(doc):
         assert expected in signature, expected
 
 
+def test_the_summary_marks_cold_gaps_read_by_events_and_not_cuptis():
+    """Cold samples by CUDA events are an explicit choice whose overhead compresses the gap
+    toward 1: the gap table says so on their rows, never on CUPTI's."""
+    cold = make_document(
+        {"axpy": {"cuda": samples(1e-6, seed=1), "ptx": samples(1.2e-6, seed=2)}}, mode="cold"
+    )
+
+    def gap_line(document):
+        gaps = summary_markdown(document).split("### Gaps per case")[1].split("###")[0]
+        return next(line for line in gaps.splitlines() if "ptx vs cuda" in line)
+
+    assert gap_line(cold).rstrip(" |").endswith("stable, cold by events")
+    for implementation in cold["cases"][0]["implementations"].values():
+        implementation["timing"]["timer"] = "cupti"
+    assert "by events" not in gap_line(cold)
+
+
 def test_summary_of_a_run_without_stable_gaps_and_incomplete():
     partial = make_document(
         {"a": {"cuda": samples(1e-3), "ptx": samples(1e-3, seed=1)}}, unstable=["a"]

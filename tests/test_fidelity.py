@@ -18,7 +18,7 @@ from runner.cli import main
 from runner.cli_suite import Percent
 from runner.execution import result
 from runner.measurement import stats
-from runner.measurement.timing import TimingSettings, base, clocks, cupti, measure
+from runner.measurement.timing import TimingSettings, base, clocks, cupti, measure, timer_choice
 
 # -- the precision stopping rule -------------------------------------------------------------
 
@@ -267,17 +267,33 @@ def test_cold_is_the_union_and_hot_the_span_per_launch():
 
 
 @pytest.mark.parametrize(
-    ("timer", "mode", "usable", "resolved"),
+    ("timer", "mode", "usable", "resolved", "why"),
     [
-        ("auto", "cold", True, "cupti"),
-        ("auto", "cold", False, "events"),
-        ("auto", "hot", True, "events"),
-        ("events", "cold", True, "events"),
-        ("cupti", "hot", True, "cupti"),
+        ("auto", "cold", True, "cupti", "auto: CUPTI"),
+        ("auto", "hot", True, "events", "auto: CUDA events"),
+        ("auto", "hot", False, "events", "auto: CUDA events"),
+        ("events", "cold", True, "events", "chosen: events in cold mode"),
+        ("events", "cold", False, "events", "chosen: events in cold mode"),
+        ("events", "hot", False, "events", "chosen: events, asked for"),
+        ("cupti", "hot", True, "cupti", "chosen: cupti"),
     ],
 )
-def test_auto_timer(timer, mode, usable, resolved):
-    assert cupti.resolve_timer(timer, mode, usable) == resolved
+def test_the_timer_and_why(timer, mode, usable, resolved, why):
+    chosen, reason = timer_choice.choose_timer(timer, mode, None if usable else "not installed")
+    assert chosen == resolved and reason.startswith(why)
+    if mode == "cold" and chosen == "events":  # what events cost a short cold launch, said
+        assert "compresses cold gaps toward 1" in reason
+
+
+@pytest.mark.parametrize(("timer", "mode"), [("auto", "cold"), ("cupti", "cold"), ("cupti", "hot")])
+def test_cold_auto_and_cupti_without_cupti_are_refused_naming_the_fix(timer, mode):
+    """Cold mode never falls back to events silently: auto without CUPTI is refused."""
+    with pytest.raises(timer_choice.TimerUnavailable) as caught:
+        timer_choice.choose_timer(timer, mode, "cupti-python is not usable: ModuleNotFoundError")
+    message = str(caught.value)
+    assert "cupti-python is not usable: ModuleNotFoundError" in message
+    assert "pip install cupti-python" in message and "harness run --install" in message
+    assert "--timer events" in message and 'timer="events"' in message
 
 
 # -- methods never mix ---------------------------------------------------------------------

@@ -540,6 +540,36 @@ def test_install_goes_into_a_virtual_environment_of_its_own_and_reuses_it(
         assert f"kernelgap's environment there: {venv} ({attempt})" in capsys.readouterr().err
 
 
+def test_install_over_ssh_brings_cupti_python_and_pyelftools_into_kernelgaps_venv(sshd, tmp_path):
+    """--install on the box (a real sshd) pip-installs the runner's requirements, cupti-python
+    and pyelftools among them (cold mode's timer), into kernelgap's own environment. That
+    environment's interpreter stands in for pip here (no network): it records its arguments."""
+    from harness.commands.run_session import Session
+    from harness.transport.ssh import SshTarget, SshTransport
+
+    venv = tmp_path / "kg-venv"
+    (venv / "bin").mkdir(parents=True)
+    log = tmp_path / "pip-args"
+    (venv / "bin" / "python").write_text(f'#!/bin/sh\necho "$@" >> {log}\n')
+    (venv / "bin" / "python").chmod(0o755)
+    (venv / "bin" / "pip").write_text("#!/bin/sh\n")  # it has a pip: `python -m pip` is used
+    plan = shipping.plan(ROOT / "benchmarks" / "cases.toml")
+    options = {"python": sys.executable, "venv": str(venv), "pytest_gpu": False,
+               "job_timeout_s": 300.0, "out": tmp_path, "target": sshd.url, "install": True}  # fmt: skip
+    transport = SshTransport(
+        SshTarget.parse(sshd.url),
+        identity=sshd.identity,
+        known_hosts=sshd.known_hosts,
+        python=sys.executable,
+    )
+    with transport:
+        Session(transport, plan, options).install()
+    args = log.read_text().split()
+    assert args[:3] == ["-m", "pip", "install"]
+    assert {"cupti-python>=13", "pyelftools>=0.29", "numpy>=1.26.0"} <= set(args)
+    assert options["python"] == str(venv / "bin" / "python")
+
+
 def test_a_missing_package_on_the_target_names_install(fake, tmp_path):
     """Without --install, a target Python that lacks the runner's packages is told about
     --install instead of leaving the user with a traceback's last line."""

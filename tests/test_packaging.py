@@ -32,6 +32,8 @@ def test_the_runner_needs_neither_plotly_nor_scipy_and_the_harness_extra_brings_
         "jsonschema-rs",
         "click",
         "nvidia-ml-py",
+        "cupti-python",  # cold mode's timer: --install brings it (and what it imports)
+        "pyelftools",
     } == runner
     assert {"scipy", "plotly", "ruptures"} == names(PROJECT["optional-dependencies"]["harness"])
     with_tests = shipping.runner_requirements(tests=True)
@@ -45,11 +47,13 @@ def test_requirements_of_an_installed_package_come_from_its_metadata(monkeypatch
         'scipy>=1.11; extra == "harness"',
         'kernelgap[harness]; extra == "test"',
         "pytest>=8; extra == 'test'",
+        'cupti-python>=13; extra == "cupti"',
     ]
     monkeypatch.setattr("importlib.metadata.requires", lambda name: requires)
-    assert shipping.runner_requirements(root=tmp_path) == ["numpy>=1.26"]
+    assert shipping.runner_requirements(root=tmp_path) == ["numpy>=1.26", "cupti-python>=13"]
     assert shipping.runner_requirements(tests=True, root=tmp_path) == [
         "numpy>=1.26",
+        "cupti-python>=13",
         "scipy>=1.11",
         "pytest>=8",
     ]

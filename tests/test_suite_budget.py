@@ -30,6 +30,7 @@ def stand_ins(monkeypatch) -> list[float | None]:
     env["sensors"] = env.pop("sensors_start")
     monkeypatch.setattr(suite_module, "probe_environment", lambda options: copy.deepcopy(env))
     monkeypatch.setattr(suite_module.environment, "nvml_sensors", lambda *a, **k: None)
+    monkeypatch.setattr(suite_module.cupti, "unavailable_reason", lambda: None)  # as on the box
 
     def one_case(suite, case, arch, options, peaks, say, bundle=None, budget_left_s=None, **device):
         limits.append(budget_left_s)

@@ -154,10 +154,18 @@ def _gap_rows(document: dict) -> list[tuple]:
                     f"{gap['ci_low']:.4f} – {gap['ci_high']:.4f}",
                     format_time(base["stats"]["median_s"]) if base else "-",
                     format_time(impl["timing"]["stats"]["median_s"]),
-                    "stable" if gap["stable"] else "**unstable**",
+                    ("stable" if gap["stable"] else "**unstable**") + _cold_by_events(impl),
                 )
             )
     return rows
+
+
+def _cold_by_events(impl: dict) -> str:
+    """The mark ", cold by events" of a cold row read by CUDA events (an explicit choice since result
+    schema 1.9.0: their overhead compresses cold gaps toward 1; a series apart from CUPTI's)."""
+    timing = impl.get("timing") or {}
+    cold_events = timing.get("mode") == "cold" and timing.get("timer", "events") == "events"
+    return ", cold by events" if cold_events else ""
 
 
 def _unstable_lines(document: dict) -> list[str]:

@@ -265,9 +265,10 @@ def _expand(extras: dict[str, list[str]], name: str, seen: frozenset = frozenset
 
 def runner_requirements(tests: bool = False, root: Path = REPO_ROOT) -> list[str]:
     """What `pip install` needs on the GPU box: the project's dependencies (the runner's; never
-    the harness extra's plotly and scipy) and, for GPU tests, the test extra's, expanded."""
+    the harness extra's plotly and scipy), the cupti extra's (cupti-python: cold mode's timer)
+    and, for GPU tests, the test extra's, expanded."""
     base, extras = _declared(root)
-    return [*base, *(_expand(extras, "test") if tests else [])]
+    return [*base, *_expand(extras, "cupti"), *(_expand(extras, "test") if tests else [])]
 
 
 def unpack_main() -> None:

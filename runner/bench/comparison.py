@@ -16,7 +16,7 @@ import dataclasses
 import time
 from dataclasses import dataclass
 
-from runner.bench import arrays, integrity, null_models, report, reset_probe
+from runner.bench import arrays, cupti_timer, integrity, null_models, report, reset_probe
 from runner.bench import session as session_module
 from runner.bench.implementation import Implementation, normalize
 from runner.bench.options import SCHEDULE, TimingOptions
@@ -28,6 +28,7 @@ from runner.bench.verification import DeclarationError
 from runner.bench.workload import Case, ReferenceUnavailable
 from runner.measurement import timing
 from runner.measurement.timing import cold as cold_timing
+from runner.measurement.timing import timer_choice
 
 __all__ = [
     "CheckFailed",
@@ -119,14 +120,26 @@ class Runner:
         self.case = case
         self.session = session or session_module.current()
         self.options = options or self.session.options
-        if self.options.timer == "auto":  # decided once, so every row says which it was
-            from runner.measurement.timing import cupti
-
-            usable = cupti.unavailable_reason() is None
-            timer = cupti.resolve_timer("auto", self.options.mode, usable)
-            self.options = dataclasses.replace(self.options, timer=timer)
-            self._auto_timer = True
+        self._auto_timer = self.options.timer == "auto"
+        self._choose_timer()  # decided once, so every row says which it was and why
         self._device = device
+
+    def _choose_timer(self) -> None:
+        """The timer and why (timer_choice): cold mode without CUPTI is refused unless events
+        were chosen, a choice warned about once a session; verify-only times nothing."""
+        asked = self.options.timer
+        try:
+            timer, why = timer_choice.choose_timer(
+                asked, self.options.mode, cupti_timer.unavailable_reason()
+            )
+        except timer_choice.TimerUnavailable as exc:
+            if not self.options.verify_only:
+                raise DeclarationError(str(exc)) from None
+            timer, why = "events", "verify only: nothing was timed"
+        if self.options.mode == "cold" and asked == "events" and not self.options.verify_only:
+            self.session.warn_once(timer_choice.cold_events_warning("runner.bench comparisons"))
+        self.options = dataclasses.replace(self.options, timer=timer)
+        self.timer_reason = why
 
     @property
     def device(self):
@@ -302,8 +315,6 @@ class Runner:
             )
         return comparison
 
-    _auto_timer = False  # the timer was "auto": it may fall back from cupti to events
-
     def _time(self, impls: dict[str, Implementation], phases: dict, statuses: dict) -> tuple:
         """_timed with the chosen timer; with timer "auto", a comparison in which CUPTI finds
         no kernel to time in some row (a copy-only call with copies left out) is timed by
@@ -314,8 +325,10 @@ class Runner:
             if not (self._auto_timer and self.options.timer == "cupti"):
                 raise
             self.options = dataclasses.replace(self.options, timer="events")
-            measurement, settings, info = self._timed(impls, phases, statuses)
             why = f"timer auto: events, since CUPTI found no kernel to time in {exc.name!r}"
+            self.timer_reason = f"{why}; {timer_choice.COLD_EVENTS_COST}"
+            self.session.warn_once(f"WARNING: case {self.case.id}: {self.timer_reason}")
+            measurement, settings, info = self._timed(impls, phases, statuses)
             for entry in info.values():
                 entry["fallback"] = "; ".join(filter(None, [entry.get("fallback"), why]))
             return measurement, settings, info

@@ -52,7 +52,7 @@ import functools
 from runner.bench.captured_work import graph_problems
 from runner.bench.graph_capture import CapturedGraph, Kept
 from runner.bench.reset_probe import poison
-from runner.gpu import driver
+from runner.gpu import driver, l2_persistence
 from runner.measurement import environment
 from runner.measurement.timing.base import CopyTurns
 from runner.measurement.timing.cuda import InternalKernels, timed_behind_blocker
@@ -127,6 +127,13 @@ class CudaDevice:
 
     def synchronize_device(self) -> None:
         self.torch.cuda.synchronize()
+
+    def persisting_l2_bytes(self) -> int:
+        """The context's persisting-L2 limit now (0 since InternalKernels set it; a device
+        without a persisting L2 is not asked)."""
+        if self.internal.persisting_l2["max_bytes"] == 0:
+            return 0
+        return l2_persistence.limit_bytes()
 
     @property
     def l2_bytes(self) -> int:

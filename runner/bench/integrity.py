@@ -143,6 +143,7 @@ class WatchedBackend:
     def __init__(self, device, impls: dict, case, options, verify: list[str]):
         self.watch = self.busy = self.recheck = None
         self._resetting = "(L2 flush)"
+        self.device, self.cold = device, options.mode == "cold"
         why = watch_reason(device, options)
         if options.timer == "cupti" and why:
             raise DeclarationError(f"timer 'cupti' cannot be used: {why}")
@@ -364,6 +365,22 @@ class WatchedBackend:
             entry["refused"] = findings(name)
             if name in self.replay_problems:
                 entry["refused"].append(self.replay_problems[name])
+        if raised := self._persisting_l2_raised():
+            for entry in self.info.values():  # which call raised it cannot be told
+                entry["refused"].append(raised)
+
+    def _persisting_l2_raised(self) -> str | None:
+        """Cold: why the samples are void when the persisting-L2 limit, 0 since the device's
+        setup (runner.gpu.l2_persistence), is not 0 after them: a call raised it, so its lines
+        could persist through the flush. None otherwise, and for a device that cannot say."""
+        limit = getattr(self.device, "persisting_l2_bytes", None)
+        kept = limit() if self.cold and limit is not None else 0
+        if not kept:
+            return None
+        return (
+            f"the persisting-L2 limit read {kept} bytes after the cold samples (0 since setup): "
+            "a call raised it, so L2 lines could persist through the flush"
+        )
 
     def close(self) -> None:
         """The case's own inputs back (recheck), then the device's backend, then CUPTI: each

@@ -36,8 +36,9 @@ def pytest_addoption(parser):
     group.addoption(
         "--bench-timer",
         choices=("auto", "events", "cupti"),
-        help="auto (default): cupti in cold mode where cupti-python works, else events; events: "
-        "CUDA events around each sample; cupti: the span of the kernels' CUPTI activity records (first start to last end)",
+        help="auto (default): cupti in cold mode (refused without cupti-python), events in hot "
+        "mode; events: CUDA events around each sample (in cold mode: warned about and recorded); "
+        "cupti: the span of the kernels' CUPTI activity records (first start to last end)",
     )
     group.addoption(
         "--bench-recheck",

@@ -98,6 +98,7 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, erro
         "settings": {
             "mode": runner.options.mode,
             "timer": runner.options.timer,
+            "timer_reason": runner.timer_reason,
             "budget_s": runner.options.budget_s,
             "schedule": SCHEDULE,
             "count_copies": case.count_copies,
@@ -128,6 +129,7 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, erro
                 "samples_s": t.samples_s,
                 "method": info[name]["method"],
                 "timer": runner.options.timer,
+                "timer_reason": runner.timer_reason,
                 "batch": t.batch,
                 "calibration_s": t.calibration_s,
             },
@@ -233,6 +235,20 @@ def rows(doc: dict, op_name: str) -> dict:
     return out
 
 
+def timer_label(settings: dict) -> str:
+    """What a table adds to a case's label for its timer: " (cupti)" for CUPTI, and for cold
+    samples read by events " (cold by events: chosen)" or the reason (they compress toward 1)."""
+    timer = settings.get("timer", "events")
+    if timer != "events":
+        return f" ({timer})"
+    if settings.get("mode") != "cold":
+        return ""
+    reason = (settings.get("timer_reason") or "").split(";")[0]
+    if reason.startswith("chosen"):
+        reason = "chosen"
+    return f" (cold by events: {reason})" if reason else " (cold by events)"
+
+
 def _us(x) -> str:
     return "-" if x is None else f"{x * 1e6:.2f}"
 
@@ -295,8 +311,7 @@ def markdown(document: dict) -> str:
             extra = case["id"].split("#", 1)[1] if "#" in case["id"] else None
             if case["settings"].get("count_copies"):
                 label += " (copies counted)"
-            if case["settings"].get("timer", "events") != "events":
-                label += f" ({case['settings']['timer']})"
+            label += timer_label(case["settings"])
             if extra:
                 label += f" #{extra}"
             if case["status"] == "failed":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import sys
 from pathlib import Path
 
 from protocol.codec import encode
@@ -34,6 +35,13 @@ class Session:
         self.root = Path(root)
         self.cases: list[dict] = []
         self.started = provenance.utc_now()
+        self.warned: set[str] = set()
+
+    def warn_once(self, text: str) -> None:
+        """`kernelgap: <text>` on stderr, the first time this session sees it."""
+        if text not in self.warned:
+            self.warned.add(text)
+            print(f"kernelgap: {text}", file=sys.stderr, flush=True)
 
     def configure(self, **changes) -> None:
         self.options = dataclasses.replace(self.options, **changes)

@@ -19,7 +19,7 @@ from runner.execution.isolation import run_worker
 from runner.explain import profiling
 from runner.explain.static import record_static
 from runner.gpu import ptx
-from runner.measurement.timing import cupti
+from runner.measurement.timing import timer_choice
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,8 @@ class BenchOptions:
     ] = ()  # labelled bundles (runner.definition.revisions), in order
     profile: bool = False  # after timing, Nsight Compute counters per implementation (ncu)
     static: bool = True  # ptxas -v resources and the SASS instruction mix, where the tools are
-    # "auto": CUPTI's kernel timestamps in cold mode where cupti-python works, else events
+    # "auto": CUPTI's kernel timestamps in cold mode (refused without cupti-python), events in
+    # hot mode; "events" in cold mode only as an explicit choice (timing.timer_choice)
     timer: str = "auto"
     precision: float | None = None  # the stopping rule's target half-width (0.005 is 0.5%)
     precision_max_s: float | None = None  # its time cap per case
@@ -55,24 +56,32 @@ class BenchOptions:
     previous: Path | None = None  # an earlier result document: its case times order the dealing
 
 
+def case_mode(case: manifest.CaseSpec, options: BenchOptions) -> str:
+    """The mode a case is timed in: --mode, else the manifest's."""
+    return options.mode or case.settings.mode
+
+
 def timing_settings(
-    case: manifest.CaseSpec, options: BenchOptions, cupti_usable: bool = False
-) -> dict:
+    case: manifest.CaseSpec, options: BenchOptions, cupti_reason: str | None
+) -> tuple[dict, str]:
+    """(the worker's TimingSettings, why its timer: timer_choice), where CUPTI is usable
+    when `cupti_reason` is None; raises TimerUnavailable as timer_choice does."""
     s = case.settings
-    mode = options.mode or s.mode
+    mode = case_mode(case, options)
     samples = options.samples or s.samples
+    timer, why = timer_choice.choose_timer(options.timer, mode, cupti_reason)
     settings = {
         "mode": mode,
         "samples": samples,
         "warmup": s.warmup if options.warmup is None else options.warmup,
         "target_sample_s": (options.target_sample_ms or s.target_sample_ms) / 1000.0,
-        "timer": cupti.resolve_timer(options.timer, mode, cupti_usable),
+        "timer": timer,
     }
     if options.precision is not None:
         settings["precision"] = options.precision
         settings["max_samples"] = max(samples, options.max_samples or 1000)
         settings["precision_max_s"] = options.precision_max_s or 60.0
-    return settings
+    return settings, why
 
 
 def access_split(
@@ -210,17 +219,19 @@ def run_one(
     budget_left_s: float | None = None,
     revisions: dict[str, Bundle] | None = None,
     environment_device: dict | None = None,
-    cupti_usable: bool = False,
+    cupti_reason: str | None = "not probed",
 ) -> dict:
     """One case in its worker; with `budget_left_s` (what is left of the suite's --budget-s)
-    the case's own timeout is cut to it, so one oversized case cannot spend the whole job."""
+    the case's own timeout is cut to it, so one oversized case cannot spend the whole job.
+    `cupti_reason`: why CUPTI cannot be used, None where it can (timer_choice)."""
     deadline = None if budget_left_s is None else time.monotonic() + budget_left_s
     case_doc = case_skeleton(case)
-    settings = timing_settings(case, options, cupti_usable)
+    settings, timer_reason = timing_settings(case, options, cupti_reason)
     case_timeout_s = options.timeout_s or case.settings.timeout_s
     by_budget = budget_left_s is not None and budget_left_s < case_timeout_s
     case_doc["settings"] = {
         **settings,
+        "timer_reason": timer_reason,
         "timeout_s": budget_left_s if by_budget else case_timeout_s,
     }
     say(f"[{case.id}] build (arch {arch})")

@@ -95,6 +95,8 @@ def timing_block(timing: dict, measurement: dict) -> dict:
         "samples_s": samples,
         "stats": stats.summarize(samples),
     }
+    if timing.get("timer_reason"):  # why this timer (runner.measurement.timing.timer_choice)
+        block["timer_reason"] = timing["timer_reason"]
     if block["timer"] == "cupti":
         block["cupti_span"] = cupti.SPAN
     if timing.get("clocks") is not None:
@@ -243,7 +245,8 @@ def finish_case(
             if name == hidden:  # the A/A control: its own block below, never a row
                 continue
             impl = case_doc["implementations"][name]
-            impl["timing"] = timing_block(timing, measurement)
+            why = case_doc.get("settings", {}).get("timer_reason")
+            impl["timing"] = timing_block({**timing, "timer_reason": why}, measurement)
             impl["throughput"] = throughput(
                 geometry.bytes,
                 geometry.flops,

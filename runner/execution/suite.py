@@ -24,6 +24,7 @@ from runner.definition.bundle import Bundle, BundleError
 from runner.execution import remeasure, result, sharding
 from runner.execution.case_job import (
     BenchOptions,
+    case_mode,
     case_skeleton,
     over_budget,
     record_failure,
@@ -33,7 +34,7 @@ from runner.execution.case_job import (
 from runner.execution.isolation import keep_ahead, run_worker, stop_ahead
 from runner.gpu import driver
 from runner.measurement import environment, sharing
-from runner.measurement.timing import cupti
+from runner.measurement.timing import cupti, timer_choice
 
 
 class Progress:
@@ -51,8 +52,18 @@ def effective_mode(cases, options: BenchOptions) -> str | None:
     """The run's timing mode for options.mode: --mode, else the one mode the manifest gives its
     cases (so a run on the defaults and a later explicit `--mode hot` run say the same); cases
     of several modes give them joined, "cold+hot"."""
-    modes = sorted({timing_settings(case, options)["mode"] for case in cases})
+    modes = sorted({case_mode(case, options) for case in cases})
     return "+".join(modes) or None
+
+
+def check_timers(cases, options: BenchOptions, cupti_reason: str | None, say) -> None:
+    """Before any GPU work: refuse a timer that cannot be used (TimerUnavailable: cold mode
+    without CUPTI unless events are chosen), and warn when events time cold cases as asked."""
+    for case in cases:
+        timing_settings(case, options, cupti_reason)
+    cold = [c.id for c in cases if case_mode(c, options) == "cold"]
+    if cold and options.timer == "events":
+        say(f"kernelgap: {timer_choice.cold_events_warning(f'{len(cold)} case(s) timed')}")
 
 
 def probe_environment(options: BenchOptions) -> dict:
@@ -171,6 +182,8 @@ def _run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, 
         raise manifest.ManifestError(
             f"--previous {options.previous}: not a result document to deal cases by ({exc})"
         ) from None
+    cupti_reason = cupti.unavailable_reason()
+    check_timers(cases, options, cupti_reason, Progress(False))  # a warning even with -q
     started = provenance.utc_now()
     say(f"kernelgap: {suite.name} v{suite.version}, {len(cases)} case(s); probing the GPU")
     env = probe_environment(options)
@@ -191,10 +204,7 @@ def _run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, 
     env.pop("device_count", None)
     # no worker of this run holds a context now, nor at the end: a listed process is another's
     shared_at_start = [sharing.observe(d.get("uuid"), i) for i, d in devices.items()]
-    cupti_reason = cupti.unavailable_reason()
     env["timers"] = {"events": "usable", "cupti": cupti_reason or "usable"}
-    if options.timer == "cupti" and cupti_reason:
-        raise driver.NoGpuError(f"--timer cupti cannot be used here: {cupti_reason}")
     say(
         f"kernelgap: {device['name']} ({device['arch']}, {device['sm_count']} SMs), driver {device.get('driver_version_string')}"
     )
@@ -273,7 +283,7 @@ def _run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, 
                 left_s,
                 revisions=revisions,
                 environment_device=devices[case_options.device],
-                cupti_usable=cupti_reason is None,
+                cupti_reason=cupti_reason,
             )
         except Exception as exc:  # a bug or an unforeseen failure costs this case, not the run
             case_doc = case_skeleton(case)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from runner.gpu import driver
+from runner.gpu import driver, l2_persistence
 from runner.gpu.graphs import Graph
 from runner.measurement.timing import own_launches
 from runner.measurement.timing.base import CopyTurns, copy_turn
@@ -57,7 +57,9 @@ class InternalKernels:
     """The runner's own kernels (runner/gpu/device/kernels.cu): generator, L2 flush, blocking spin.
 
     Their functions are registered with own_launches and each launch is made inside
-    own_launches.launching(), so CUPTI windows leave their records out by the function launched."""
+    own_launches.launching(), so CUPTI windows leave their records out by the function launched.
+    Made once per timing context, they set its persisting-L2 limit to 0 first (`persisting_l2`,
+    runner.gpu.l2_persistence), so no line outlives a cold launch's flush."""
 
     SPIN_TIMEOUT_NS = 10_000_000_000  # a blocker never outlives a dead host by more than this
     ENTRIES = ("kg_fill_random", "kg_flush_l2", "kg_spin")
@@ -65,6 +67,13 @@ class InternalKernels:
     def __init__(self, ctx: driver.Context):
         from runner.gpu.device import load_ptx
 
+        self.persisting_l2 = l2_persistence.set_none(ctx)
+        if self.persisting_l2["limit_bytes"] != 0:
+            raise TimingError(
+                f"the persisting-L2 limit reads {self.persisting_l2['limit_bytes']} bytes after "
+                f"setting it to 0 ({self.persisting_l2.get('error', 'no error')}): lines a kernel "
+                "marks persisting would outlive the L2 flush of cold samples"
+            )
         self.module = driver.Module(load_ptx(), "kernelgap internal kernels")
         self._functions = [
             self.module.kernel(e, (1, 1, 1), (1, 1, 1)).function for e in self.ENTRIES
@@ -89,10 +98,9 @@ class InternalKernels:
             kernel.launch(stream, args)
 
     def flush_l2(self, stream: driver.Stream) -> None:
-        """Queue a read of a buffer of at least twice the L2 (3x, and 64 MiB at least), after
-        returning every persisting L2 line to normal, so an access-policy window set by a
-        kernel cannot keep its data resident through the flush."""
-        driver.check(driver.cu().cuCtxResetPersistingL2Cache(), "cuCtxResetPersistingL2Cache")
+        """Queue a read of a buffer of at least twice the L2 (3x, and 64 MiB at least), in
+        stream order and nothing else: no line persists through it, since the context's
+        persisting-L2 limit is 0 (set once in __init__, not reset per launch from the host)."""
         if self._flush_buffer is None:
             self._flush_buffer = driver.Buffer(max(3 * self.l2_bytes, 64 << 20))
             self._flush_buffer.fill_bytes(0x3C, stream)

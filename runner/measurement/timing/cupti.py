@@ -21,7 +21,7 @@ What a figure is, per timer and mode (DESIGN.md, Timing method):
   read 1.32 us against events' 1.05 us at 2^10, 2.15 against 2.00 at 2^18, 5.01 against 4.60
   at 2^20 and 777.9 against 777.6 at 2^27; under about 1.3 us a launch its samples spread by
   4.5% (events: 0.01%) and the same PTX against itself read x0.965 [0.949, 0.988]. Hot mode's
-  default is graph replay between events (resolve_timer).
+  default is graph replay between events (timer_choice).
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ __all__ = [
     "Record",
     "is_copy",
     "now_ns",
-    "resolve_timer",
     "span_s",
     "unavailable_reason",
     "union_s",
@@ -92,14 +91,6 @@ def span_s(intervals_ns) -> float:
     if not intervals:
         return 0.0
     return (max(e for _, e in intervals) - min(s for s, _ in intervals)) * 1e-9
-
-
-def resolve_timer(timer: str, mode: str, cupti_usable: bool) -> str:
-    """ "auto" made concrete, the same way in both front ends: CUPTI's kernel timestamps in cold
-    mode where cupti-python works, events otherwise (hot keeps graph replay between events)."""
-    if timer != "auto":
-        return timer
-    return "cupti" if mode == "cold" and cupti_usable else "events"
 
 
 def unavailable_reason() -> str | None:

@@ -1,0 +1,61 @@
+"""Which timer reads a mode's samples, and why: the same rule for both front ends.
+
+Cold mode is timed by CUPTI's kernel timestamps. CUDA events add their own overhead to one
+short launch (on the H200, 3.9 us against CUPTI's 1.3 us for a 2^10 axpy that ncu reads
+2.3 us), which compresses cold gaps toward 1, so "auto" never falls back to events in cold
+mode: without a usable cupti-python the run is refused, naming the fix. Events in cold mode
+are only ever the user's explicit choice (`--timer events`, `timer="events"`,
+`--bench-timer events`), and that choice is warned about, recorded in every row
+(`timing.timer_reason`) and is a series of its own (harness.series: `cold-mean`, never
+`cold-mean/cupti`). Hot mode's "auto" is events (graph replay between events; CUPTI's tracing
+costs about 0.15 to 0.4 us a launch: runner.measurement.timing.cupti).
+"""
+
+from __future__ import annotations
+
+__all__ = ["TimerUnavailable", "choose_timer", "cold_events_warning"]
+
+# How each front end spells the explicit choice of events (for messages)
+EVENTS_CHOICE = (
+    '`--timer events` (runner bench), `TimingOptions(timer="events")` (runner.bench) or '
+    "`--bench-timer events` (pytest)"
+)
+COLD_EVENTS_COST = (
+    "CUDA events add their own overhead to one short cold launch (on the H200 3.9 us against "
+    "CUPTI's 1.3 us for a 2^10 axpy), which compresses cold gaps toward 1"
+)
+
+
+class TimerUnavailable(RuntimeError):
+    """The timer asked for cannot be used here: CUPTI for cold mode's "auto", or "cupti"."""
+
+
+def choose_timer(timer: str, mode: str, cupti_reason: str | None) -> tuple[str, str]:
+    """(timer, why) for a `mode` measurement asked to use `timer` (auto, events or cupti) where
+    CUPTI is usable when `cupti_reason` is None (else it says why not).
+
+    Raises TimerUnavailable for cupti, or auto in cold mode, without CUPTI, naming the fix."""
+    if cupti_reason is not None and (timer == "cupti" or (timer == "auto" and mode == "cold")):
+        needs = "cold mode is" if timer == "auto" else "timer cupti was asked for:"
+        raise TimerUnavailable(
+            f"{needs} timed by CUPTI's kernel timestamps, and CUPTI cannot be used here "
+            f"({cupti_reason}). Install cupti-python (`pip install cupti-python`, the `cupti` "
+            "extra; `harness run --install` installs it on the GPU box), or choose CUDA events "
+            f"explicitly with {EVENTS_CHOICE}; in cold mode {COLD_EVENTS_COST}, and such "
+            "results are a series of their own"
+        )
+    if timer != "auto":
+        if mode == "cold" and timer == "events":
+            return timer, f"chosen: events in cold mode, asked for explicitly; {COLD_EVENTS_COST}"
+        return timer, f"chosen: {timer}, asked for explicitly"
+    if mode == "cold":
+        return "cupti", "auto: CUPTI's kernel timestamps in cold mode"
+    return "events", "auto: CUDA events (graph replay between events) in hot mode"
+
+
+def cold_events_warning(what: str) -> str:
+    """The stderr warning for an explicit choice of events in cold mode (`what` is timed)."""
+    return (
+        f"WARNING: {what} cold by CUDA events, as asked: {COLD_EVENTS_COST}; recorded in every "
+        "row (timing.timer_reason) and a series apart from CUPTI's"
+    )
