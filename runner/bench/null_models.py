@@ -102,9 +102,7 @@ def reject_controls(case, verification: Verification, expected: tuple, call, nam
         return
     with named(f"the null models of case {case.id}"):
         models = null_models(case.inputs, expected, case.reference, call)
-    passing = [
-        what for what, outputs in models.items() if verification.passes(outputs, expected)
-    ]
+    passing = [what for what, outputs in models.items() if verification.passes(outputs, expected)]
     if passing:
         raise DeclarationError(
             f"case {case.id}: null model(s) {', '.join(repr(p) for p in passing)} pass the check "

@@ -21,7 +21,8 @@ from protocol.terminal_text import visible
 from protocol.validation import DocumentError, validate
 from runner.definition import manifest, provenance
 from runner.definition.bundle import Bundle, BundleError
-from runner.execution import remeasure, result, sharding
+from runner.document import clocks, run
+from runner.execution import remeasure, sharding
 from runner.execution.case_job import (
     BenchOptions,
     case_mode,
@@ -298,7 +299,7 @@ def _run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, 
             if "build" in impl:
                 env["toolchains"][impl["toolchain"]] = {"version": impl["build"]["version"]}
         # After every case, so a crash or a dropped connection never loses the earlier ones.
-        partial = result.document(suite_block, env, options_block, case_docs, started, None)
+        partial = run.document(suite_block, env, options_block, case_docs, started, None)
         if options.output:
             try:
                 write_atomic(options.output, encode(partial, pretty=True))
@@ -323,7 +324,7 @@ def _run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, 
     env["sharing"] = sharing.verdict(shared_at_start + ended)
     if env["sharing"]["shared"]:
         say(f"kernelgap: the GPU was shared during the run: {env['sharing']['why']}")
-    doc = result.document(suite_block, env, options_block, case_docs, started, provenance.utc_now())
+    doc = run.document(suite_block, env, options_block, case_docs, started, provenance.utc_now())
     try:
         validate(doc, "result", "result document")
     except DocumentError as exc:
@@ -341,6 +342,6 @@ def apply_run_clocks(case_docs: list[dict]) -> None:
         where = case_doc.get("device") or {}
         by_device.setdefault(where.get("uuid") or where.get("index"), []).append(case_doc)
     for group in by_device.values():
-        run_max = result.run_max_clock(group)
+        run_max = clocks.run_max_clock(group)
         for case_doc in group:
-            result.apply_clocks(case_doc, run_max)
+            clocks.apply_clocks(case_doc, run_max)
