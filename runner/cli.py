@@ -58,16 +58,11 @@ def profile_case(job):
       python -m runner profile-case /tmp/kernelgap-profile-job.json
     """
     from protocol.codec import encode
-    from runner.definition import manifest
     from runner.execution import profile_launch
-    from runner.gpu import driver
 
-    try:
-        launched = profile_launch.main(job)
-    except (driver.NoGpuError, manifest.ManifestError, ValueError) as exc:
-        _die(str(exc))
-    except KeyError as exc:
-        _die(f"{job}: the job lacks {exc} (it needs manifest, case, impl and ptx)")
+    launched, problem = profile_launch.run_job(job)
+    if problem is not None:
+        _die(problem)
     click.echo(encode(launched).decode(), err=True)
 
 
