@@ -256,9 +256,9 @@ def check(
       python -m runner check benchmarks/cases.toml --sanitize -o sanitize.json
       python -m runner check benchmarks/cases.toml --bundle bundle/ --sanitize -o sanitize.json
     """
+    from runner import cuda_programs
     from runner.definition import lock, manifest
     from runner.definition.bundle import Bundle, BundleError
-    from runner.definition.toolchains import cuda_programs
     from runner.execution.checking import check_suite
 
     if manifest_only:

@@ -108,7 +108,7 @@ class Session:
 
     def write(self, output: str | Path | None = None, report: str | Path | None = None) -> dict:
         from runner.bench.report import markdown
-        from runner.execution.suite import write_atomic
+        from runner.document.writing import write_atomic
 
         doc = self.document()
         if output:

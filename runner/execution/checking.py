@@ -13,9 +13,9 @@ from pathlib import Path
 import click
 
 from protocol.terminal_text import visible
+from runner import cuda_programs
 from runner.definition import manifest
 from runner.definition.launch_limits import LaunchLimitError, check_launch
-from runner.definition.toolchains import cuda_programs
 from runner.execution.case_job import build_case, case_skeleton
 from runner.execution.null_models import edges_problems, passing_null_models
 

@@ -8,9 +8,7 @@ recorded as a structured error while the remaining cases still run.
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -22,6 +20,7 @@ from protocol.validation import DocumentError, validate
 from runner.definition import manifest, provenance
 from runner.definition.bundle import Bundle, BundleError
 from runner.document import clocks, run
+from runner.document.writing import write_atomic
 from runner.execution import remeasure, sharding
 from runner.execution.case_job import (
     BenchOptions,
@@ -135,23 +134,6 @@ def position(done: int, total: int, elapsed_s: float) -> str:
         return where
     left_s = elapsed_s / done * (total - done)
     return f"{where} {_duration(elapsed_s)} so far, about {_duration(left_s)} left"
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """`data` under `path`, whole or not at all: a temporary file in the same folder, flushed to
-    disk, then renamed over `path`. On any failure (a full disk) the temporary file is removed
-    and the error raised; an earlier document under `path` stays as it was."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, int]:
