@@ -115,7 +115,7 @@ def crossings(package: str) -> list[tuple[str, str, Path]]:
 
 
 def back_arrows(package: str, may_import: dict[str, set[str]]) -> list[str]:
-    """"file: part imports other" for every import of a part that `may_import` does not allow."""
+    """'file: part imports other' for every import of a part that `may_import` does not allow."""
     return [
         f"{path.relative_to(ROOT)}: {own} imports {other}"
         for own, other, path in crossings(package)
