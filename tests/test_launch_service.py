@@ -154,8 +154,12 @@ def test_a_service_that_dies_starting_is_named_at_once_and_the_launch_runs_here(
     (broken / "orjson.py").write_text("raise ImportError('orjson is broken here (test)')\n")
     ptx = tmp_path / "k.ptx"
     ptx.write_text(PTX)
-    pythonpath = os.pathsep.join(filter(None, (str(broken), str(ROOT), os.environ.get("PYTHONPATH"))))
-    done = launch(runtime, ptx, "--kernel", "k", "--param", "i64[]:1", env={"PYTHONPATH": pythonpath})
+    pythonpath = os.pathsep.join(
+        filter(None, (str(broken), str(ROOT), os.environ.get("PYTHONPATH")))
+    )
+    done = launch(
+        runtime, ptx, "--kernel", "k", "--param", "i64[]:1", env={"PYTHONPATH": pythonpath}
+    )
     assert "launch service unavailable (the service exited with status 1 before it listened" in (
         done.stderr
     ), done.stderr
