@@ -162,7 +162,11 @@ def build_site(
         pages = explain_pages.write(out, store.raw_document(latest_id), f"run {latest_id}")
         for row in data["table"]:
             row["explain"] = pages.get(row["case"])
-        gab = github_action_benchmark_data(store, repo_url) if formats else None
+        gab = (
+            github_action_benchmark_data(store, repo_url, series, data["primary"])
+            if formats
+            else None
+        )
     package = resources.files("harness.dashboard")
     _write_if_changed(out / "index.html", (package / "page.html").read_bytes())
     for name in PAGE_FILES:

@@ -25,7 +25,7 @@ import numpy as np
 from harness.dashboard.case_charts import Series
 from harness.dashboard.display import MAX_POINTS, display_indices, key_change, rounded
 
-__all__ = ["suite_geomeans"]
+__all__ = ["gaps_by_run", "suite_geomeans"]
 
 SUITE_FIELDS = ("gpu", "mode", "suite_version")
 Z95 = statistics.NormalDist().inv_cdf(0.975)
@@ -42,7 +42,7 @@ def suite_geomeans(
     """The suite geomean gap per run (one trace per candidate and GPU/mode/suite version) and
     the headline cards of the newest run; the primary candidate's first."""
     latest = len(runs) - 1
-    logs, missing, baselines = _gaps_by_run(all_series, latest)
+    logs, missing, baselines = gaps_by_run(all_series, latest)
     traces, cards = [], []
     previous_key: dict[str, dict] = {}  # candidate -> its previous suite key
     # A candidate that never had a gap (never checked) has no line and no card.
@@ -92,7 +92,7 @@ def suite_geomeans(
     return traces, cards
 
 
-def _gaps_by_run(all_series: list[Series], latest: int) -> tuple[dict, dict, dict]:
+def gaps_by_run(all_series: list[Series], latest: int) -> tuple[dict, dict, dict]:
     """The candidates' gaps run by run, keyed (gpu, mode, suite version, candidate): the ln gap,
     its standard error and stability per case with a gap; the cases without one; and the
     baselines of the series the latest run has."""
