@@ -3,7 +3,8 @@
 `findings(store)` runs the same rules as the command line over the whole history:
 - marks: every step and drift of every series (harness.analysis.change_review, as `harness changes`
   lists them), per case, at the first run after the change (a drift: across its window);
-- alerts: what `harness regressions` would alert on now: the newest point of a current series
+- alerts: what `harness regressions` would alert on now (each mark and alert names the timing
+  mode of its series, so a hot and a cold alert of one case and implementation differ): the newest point of a current series
   beyond max(5%, 3 x MAD) (harness.analysis.regressions), and the steps among the newest Policy.window
   stable points and the drifts of current series. Unstable points take part in neither.
 Runs are given as indices into store.runs() (oldest first); harness.dashboard.build maps them
@@ -21,9 +22,10 @@ from harness.history.store_values import SeriesValues, run_info
 __all__ = ["findings"]
 
 
-def _mark(f: ChangeFinding, run_index: dict[str, int]) -> dict:
+def _mark(f: ChangeFinding, run_index: dict[str, int], mode: str | None) -> dict:
     return {
         "impl": f.impl,
+        "mode": mode,
         "metric": f.metric,
         "kind": f.kind,
         "run": run_index[f.to_run_id],
@@ -35,10 +37,11 @@ def _mark(f: ChangeFinding, run_index: dict[str, int]) -> dict:
     }
 
 
-def _alert(case_id, impl, metric, kind, relative, run, text) -> dict:
+def _alert(case_id, impl, mode, metric, kind, relative, run, text) -> dict:
     return {
         "case": case_id,
         "impl": impl,
+        "mode": mode,
         "metric": metric,
         "kind": kind,
         "relative": round(relative, 5),
@@ -57,6 +60,7 @@ def findings(
     policy = policy or Policy()
     run_index = {r["run_id"]: i for i, r in enumerate(store.runs())}
     series = store.list_series()
+    mode_of = {s["series_id"]: s["mode"] for s in series}  # each alert and mark names its mode
     between = cards.by_model(store)
     if values_of is None:
         changes = find_changes(store, series)
@@ -70,7 +74,7 @@ def findings(
         )
     marks: dict[str, list] = {}
     for f in changes:
-        marks.setdefault(f.case_id, []).append(_mark(f, run_index))
+        marks.setdefault(f.case_id, []).append(_mark(f, run_index, mode_of.get(f.series_id)))
     current = current_series(series)
     current_ids = {s["series_id"] for s in current}
     points_of = {s["series_id"]: store.recent(s["series_id"], policy.window) for s in current}
@@ -78,6 +82,7 @@ def findings(
         _alert(
             f.case_id,
             f.impl,
+            mode_of.get(f.series_id),
             f.metric,
             "newest point",
             f.relative,
@@ -95,6 +100,7 @@ def findings(
                 _alert(
                     f.case_id,
                     f.impl,
+                    mode_of.get(f.series_id),
                     f.metric,
                     f.kind,
                     f.relative,
@@ -103,5 +109,7 @@ def findings(
                     f"{(f.from_commit or '-')[:12]} up to {(f.to_commit or '-')[:12]}",
                 )
             )
-    alerts.sort(key=lambda a: (a["direction"] != "slower", a["case"], a["impl"], a["metric"]))
+    alerts.sort(
+        key=lambda a: (a["direction"] != "slower", a["case"], a["impl"], a["mode"] or "", a["metric"])
+    )
     return alerts, marks

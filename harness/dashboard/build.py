@@ -160,8 +160,9 @@ def build_site(
         written = _publish_runs(store, data, out, raw_runs)
         latest_id = runs[-1]["run_id"]
         pages = explain_pages.write(out, store.raw_document(latest_id), f"run {latest_id}")
-        for row in data["table"]:
-            row["explain"] = pages.get(row["case"])
+        for view in data["views"].values():
+            for row in view["table"]:
+                row["explain"] = pages.get(row["case"])
         gab = (
             github_action_benchmark_data(store, repo_url, series, data["primary"])
             if formats

@@ -18,9 +18,11 @@ from harness.dashboard.case_charts import (
     case_order,
     line_colors,
     read_series,
+    run_modes,
 )
 from harness.dashboard.display import MAX_POINTS
 from harness.dashboard.geomeans import suite_geomeans
+from harness.dashboard.together import moved_together
 from harness.history.series import run_mode
 from harness.history.store import Store
 from harness.reporting.primary import primary_candidate
@@ -28,7 +30,7 @@ from harness.reporting.summary import signature
 
 __all__ = ["DATA_FORMAT_VERSION", "DashboardError", "collect"]
 
-DATA_FORMAT_VERSION = 1
+DATA_FORMAT_VERSION = 2
 
 
 class DashboardError(ValueError):
@@ -59,10 +61,15 @@ def collect(
             f"{store.path}: the history has no runs; store one with "
             "`python -m harness ingest RESULT.json --db PATH --trusted`"
         )
-    latest_doc = store.raw_document(runs[-1]["run_id"])
     all_series = read_series(store, runs) if series is None else series
+    mode_of = run_modes(all_series)
+    latest_of = {m: g for g, m in sorted(mode_of.items())}  # mode -> its newest run
+    default = mode_of.get(len(runs) - 1)
+    latest_of.setdefault(default, len(runs) - 1)
+    docs = {m: store.raw_document(runs[g]["run_id"]) for m, g in latest_of.items()}
+    latest_doc = docs[default]
     alerts, marks = marked or ([], {})
-    used = _marked_runs(len(runs) - 1, alerts, marks)
+    used = _marked_runs(len(runs) - 1, alerts, marks) | set(latest_of.values())
     primary = primary_candidate(latest_doc)
     compilers: dict[str, int] = {}  # description -> its index in data["compilers"]
     colors = line_colors(all_series)
@@ -74,11 +81,22 @@ def collect(
         case_chart(c, members[c], colors, used, case_anchor(c, anchors), compilers, max_points)
         for c in case_order(latest_doc, all_series)
     ]
-    suite, headline = suite_geomeans(all_series, runs, colors, used, primary, max_points)
+    for case in cases:
+        case["together"] = moved_together(marks.get(case["id"], []), _impls_by_mode(case))
+    suite, headline = suite_geomeans(
+        all_series, runs, colors, used, primary, max_points, latest_of=latest_of
+    )
     anchor_of = {c["id"]: c["anchor"] for c in cases}
     compact = {g: i for i, g in enumerate(sorted(used))}
     alerts = [{**a, "run": compact[a["run"]], "anchor": anchor_of.get(a["case"])} for a in alerts]
     _renumber(compact, cases, marks, suite, headline, primary)
+    views = {
+        m: {
+            **_latest(docs[m], compact[g], [c for c in headline if c["mode"] == m]),
+            "table": _table(docs[m], anchor_of),
+        }
+        for m, g in latest_of.items()
+    }
     suite_doc = latest_doc["suite"]
     return {
         "format": DATA_FORMAT_VERSION,
@@ -95,13 +113,24 @@ def collect(
             "points_stored": sum(s.info["points"] for s in all_series),
             "points_drawn": sum(len(s["run"]) for c in cases for s in c["series"]),
         },
-        "runs": _drawn_runs(runs, sorted(used)),
-        "latest": _latest(latest_doc, compact[len(runs) - 1], headline),
+        "runs": _drawn_runs(runs, sorted(used), mode_of),
+        "mode": default,  # the mode shown at open: the newest run's
+        "modes": sorted(views, key=lambda m: (m != default, m or "")),
+        "views": views,
+        "latest": views[default],
         "alerts": alerts,
-        "table": _table(latest_doc, anchor_of),
+        "table": views[default]["table"],
         "cases": cases,
         "suite": suite,
     }
+
+
+def _impls_by_mode(case: dict) -> dict[str, set[str]]:
+    """mode -> the implementations of the case's current series in it (its newest key)."""
+    out: dict[str, set[str]] = defaultdict(set)
+    for s in case["series"]:
+        out[s["mode"]].add(s["impl"])
+    return out
 
 
 def _marked_runs(latest: int, alerts: list[dict], marks: dict[str, list]) -> set[int]:
@@ -114,11 +143,19 @@ def _marked_runs(latest: int, alerts: list[dict], marks: dict[str, list]) -> set
     return used
 
 
-def _drawn_runs(runs: list[dict], used: list[int]) -> dict:
-    """data["runs"]: the drawn runs' ids, commits, dates and labels, column by column."""
+def _drawn_runs(runs: list[dict], used: list[int], mode_of: dict[int, str]) -> dict:
+    """data["runs"]: the drawn runs' ids, commits, dates, labels, modes and ordinals (the
+    run's place among the runs of its mode: "the last 50 runs" are counted by it), column
+    by column."""
     labels = _run_labels(runs)
     chosen = [runs[g] for g in used]
+    ordinal, count = {}, defaultdict(int)
+    for g in range(len(runs)):
+        ordinal[g] = count[mode_of.get(g)]
+        count[mode_of.get(g)] += 1
     return {
+        "mode": [mode_of.get(g) for g in used],
+        "n": [ordinal[g] for g in used],
         "id": [r["run_id"] for r in chosen],
         "commit": [r["commit_sha"] for r in chosen],
         "date": [r["started_utc"][:19].replace("T", " ") for r in chosen],
@@ -152,11 +189,14 @@ def _renumber(compact: dict[int, int], cases, marks, suite, headline, primary) -
             {**m, "run": compact[m["run"]], "from": compact.get(m["from"], -1)}
             for m in marks.get(case["id"], [])
         ]
+        for note in case["together"]:
+            note["run"] = compact[note["run"]]
     for trace in suite:
         trace["run"] = [compact[g] for g in trace["run"]]
     for card in headline:
         card["primary"] = card["candidate"] == primary
         card["run"] = compact[card["run"]]
+        card["trend"]["run"] = [compact[g] for g in card["trend"]["run"]]
         if card["previous"]:
             card["previous"]["run"] = compact[card["previous"]["run"]]
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.dashboard.case_charts import Series, read_series
+from harness.dashboard.case_charts import Series, read_series, run_modes
 from harness.dashboard.geomeans import gaps_by_run
 from harness.history.series import run_mode
 from harness.history.store import Store
@@ -53,7 +53,7 @@ def _benches_by_run(all_series: list[Series], primary: str | None) -> dict[int, 
             gaps[run].append({"name": name, "unit": f"x {info['baseline']}", "value": _digits(gap)})
             baselines[run].add(info["baseline"])
     suites: dict[int, dict[str, float]] = defaultdict(dict)
-    logs = gaps_by_run(all_series, -1)[0]
+    logs = gaps_by_run(all_series)[0]
     for key, per_run in logs.items():
         for run, cases in per_run.items():
             suites[run][key[3]] = math.exp(math.fsum(v[0] for v in cases.values()) / len(cases))
@@ -72,15 +72,6 @@ def _benches_by_run(all_series: list[Series], primary: str | None) -> dict[int, 
 
 def _digits(value: float) -> float:
     return float(f"{value:.{DIGITS}g}")
-
-
-def _run_modes(all_series: list[Series]) -> dict[int, str]:
-    """Run index -> the timing mode its points were stored under."""
-    modes: dict[int, str] = {}
-    for s in all_series:
-        runs = np.concatenate([s.run, np.array(sorted(s.failed), dtype=np.int64)])
-        modes.update(dict.fromkeys(runs.tolist(), s.info["mode"]))
-    return modes
 
 
 def github_action_benchmark_data(
@@ -103,7 +94,7 @@ def github_action_benchmark_data(
     runs = store.runs()
     series = read_series(store, runs) if series is None else series
     benches = _benches_by_run(series, primary)
-    modes = _run_modes(series)
+    modes = run_modes(series)
     entries: dict[str, list[dict]] = {}
     person = {"name": "unknown", "email": "", "username": "unknown"}
     for index, run in enumerate(runs):
