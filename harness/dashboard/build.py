@@ -54,7 +54,7 @@ __all__ = [
 
 RAW_RUNS = 20  # raw documents written per build (newest drawn runs); older ones stay
 RUN_ID = re.compile(r"[0-9a-f]{64}")  # store run ids; anything else never becomes a file name
-PAGE_FILES = ("app.js", "charts.js", "lazy.js", "marks.js", "overview.js")  # copied as they are
+PAGE_FILES = ("app.js", "charts.js", "headline.js", "lazy.js", "marks.js", "overview.js")  # copied as they are
 
 
 @dataclass

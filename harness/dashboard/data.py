@@ -64,8 +64,9 @@ def collect(
     all_series = read_series(store, runs) if series is None else series
     mode_of = run_modes(all_series)
     latest_of = {m: g for g, m in sorted(mode_of.items())}  # mode -> its newest run
-    default = mode_of.get(len(runs) - 1)
-    latest_of.setdefault(default, len(runs) - 1)
+    latest_of.setdefault(mode_of.get(len(runs) - 1), len(runs) - 1)
+    # Shown at open: hot (the steady state, the suite's default) where the history has it.
+    default = "hot" if "hot" in latest_of else mode_of.get(len(runs) - 1)
     docs = {m: store.raw_document(runs[g]["run_id"]) for m, g in latest_of.items()}
     latest_doc = docs[default]
     alerts, marks = marked or ([], {})
@@ -147,7 +148,7 @@ def _drawn_runs(runs: list[dict], used: list[int], mode_of: dict[int, str]) -> d
     """data["runs"]: the drawn runs' ids, commits, dates, labels, modes and ordinals (the
     run's place among the runs of its mode: "the last 50 runs" are counted by it), column
     by column."""
-    labels = _run_labels(runs)
+    labels = _run_labels(runs, mode_of)
     chosen = [runs[g] for g in used]
     ordinal, count = {}, defaultdict(int)
     for g in range(len(runs)):
@@ -201,14 +202,16 @@ def _renumber(compact: dict[int, int], cases, marks, suite, headline, primary) -
             card["previous"]["run"] = compact[card["previous"]["run"]]
 
 
-def _run_labels(runs: list[dict]) -> list[str]:
-    """A unique x-axis category per run: the short commit, '#2' on a commit's second run."""
-    seen: dict[str, int] = defaultdict(int)
+def _run_labels(runs: list[dict], mode_of: dict[int, str]) -> list[str]:
+    """A unique x-axis label per run among the runs of its mode (a chart shows one mode): the
+    short commit, '#2' on a commit's second run in that mode."""
+    seen: dict[tuple, int] = defaultdict(int)
     labels = []
-    for run in runs:
+    for g, run in enumerate(runs):
         base = run["commit_sha"][:7] if run["commit_sha"] else f"run {run['run_id'][:7]}"
-        seen[base] += 1
-        labels.append(base if seen[base] == 1 else f"{base}#{seen[base]}")
+        seen[base, mode_of.get(g)] += 1
+        count = seen[base, mode_of.get(g)]
+        labels.append(base if count == 1 else f"{base}#{count}")
     return labels
 
 
