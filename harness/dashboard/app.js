@@ -214,7 +214,7 @@
       panes.append(b);
     }
     const notes = (c.together || []).filter((t) => t.mode === state.mode)
-      .map((t) => el("p", { class: "together" }, "⚠ " + t.text + " at commit " + commitOf(t.run) + " (" + R.date[t.run].slice(0, 10) + ")"));
+      .map((t) => el("p", { class: "together", "data-mode": t.mode }, "⚠ " + t.text + " (commit " + commitOf(t.run) + ", " + R.date[t.run].slice(0, 10) + ")"));
     return [el("div", { class: "title" }, el("h3", {}, c.id + " v" + c.version), now,
               c.page ? el("a", { href: c.page }, "case page") : null,
               explain ? el("a", { href: explain.explain }, "explain") : null, panes), ...notes];

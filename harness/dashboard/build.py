@@ -12,6 +12,9 @@ The site, every file beside index.html so that it works from file:// and from an
   runs/<run_id>.json  raw result documents, named by content hash and so never rewritten
   explain/<stem>.*    harness explain of each case of the newest run (.md and a .html page;
                       <stem>: a readable prefix of the case id and a hash of all of it)
+  cases/<stem>.html   each case's page: its history per mode (SVG, no script), the explain
+                      report as HTML, links back (harness.dashboard.case_pages)
+  headline.js         the headline cards of the chosen mode with their trends, and the alerts
   gab/data.js         with --format github-action-benchmark only: the history's gaps and suite
                       geomeans in that action's layout, `window.BENCHMARK_DATA = {...};`
                       (harness.dashboard.gab)
@@ -29,7 +32,7 @@ from pathlib import Path
 
 import orjson
 
-from harness.dashboard import explain_pages
+from harness.dashboard import case_pages, explain_pages
 from harness.dashboard.alerts import findings
 from harness.dashboard.case_charts import read_series
 from harness.dashboard.data import DATA_FORMAT_VERSION, DashboardError, collect
@@ -159,7 +162,10 @@ def build_site(
         out.mkdir(parents=True, exist_ok=True)
         written = _publish_runs(store, data, out, raw_runs)
         latest_id = runs[-1]["run_id"]
-        pages = explain_pages.write(out, store.raw_document(latest_id), f"run {latest_id}")
+        pages, reports = explain_pages.write(
+            out, store.raw_document(latest_id), f"run {latest_id}"
+        )
+        case_pages.write(out, data, reports, pages)
         for view in data["views"].values():
             for row in view["table"]:
                 row["explain"] = pages.get(row["case"])

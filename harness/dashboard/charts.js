@@ -43,9 +43,11 @@ window.KernelgapCharts = function (D, page) {
   function visible(s) {
     if (range === "all") return s;
     const [lo, hi] = span(), n = s.run.length;
+    if (!n) return s;
     const keep = s.run.map((r, k) => k).filter((k) => { const x = at([s.run[k]])[0]; return x >= lo && x <= hi; });
     const out = {};
     for (const [key, value] of Object.entries(s)) out[key] = Array.isArray(value) && value.length === n ? keep.map((k) => value[k]) : value;
+    out.first = s.run[0];  // where the series (its key) starts, seen or not
     return out;
   }
 
@@ -151,9 +153,10 @@ window.KernelgapCharts = function (D, page) {
         traces.push(...seriesTraces(s, "gap", s.gap, s.lo, s.hi, s.gap_ok, gExtra, gapHover,
                                     { xaxis: "x", yaxis: "y" }, unstable.gap));
       }
-      if (s.change && s.run.length) {
+      const first = s.first === undefined ? s.run[0] : s.first;
+      if (s.change && s.run.length && at([first])[0] >= span()[0]) {
         // A new series key: a dotted rule where it starts, and what changed, in both panels.
-        const x0 = xOf([s.run[0]])[0];
+        const x0 = xOf([first])[0];
         const panels = s.role === "candidate" ? [["x", "y"], ["x2", "y2"]] : [["x2", "y2"]];
         for (const [xa, ya] of panels) {
           shapes.push({ type: "line", xref: xa, yref: ya + " domain", x0, x1: x0, y0: 0, y1: 1,
