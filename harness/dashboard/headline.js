@@ -53,10 +53,10 @@ window.KernelgapHeadline = (function () {
 
   function card(el, c, D, since) {
     const points = span(c, since);
-    let delta = el("div", { class: "note" }, "no earlier comparable run");
+    let delta = el("div", { class: "delta note" }, "no earlier comparable run");
     if (c.change !== null) {
       const arrow = Math.abs(c.change) < 0.0005 ? "= 0.0%" : (c.change < 0 ? "▼ " : "▲ ") + pct(c.change);
-      delta = el("div", { class: "note" }, arrow + " against the previous " + c.mode + " run, over the " +
+      delta = el("div", { class: "delta note " + (c.change < 0 ? "better" : "worse") }, arrow + " against the previous " + c.mode + " run, over the " +
                  c.previous.common + " cases in both");
     }
     const listed = (what, ids) => ids && ids.length ? "; " + what + ": " + ids.join(", ") : "";
@@ -66,7 +66,7 @@ window.KernelgapHeadline = (function () {
       listed("unstable, in it", c.unstable) + listed("missing", c.missing);
     const color = (D.colors && D.colors[c.candidate]) || "#0072b2";
     return el("div", { class: c.primary ? "card primary" : "card", "data-candidate": c.candidate, "data-gap": c.gap,
-                       "data-mode": c.mode, "data-primary": c.primary ? "1" : null },
+                       "data-change": c.change, "data-mode": c.mode, "data-primary": c.primary ? "1" : null },
       el("div", { class: "tag" }, c.primary ? "primary candidate · " : "", modeTag(el, c.mode)),
       el("div", { class: "who" }, c.candidate + " ", el("span", {}, "vs " + c.baseline + " · " + c.mode)),
       el("div", { class: "big" }, gapText(c.gap)),
