@@ -42,6 +42,8 @@ class PlantedHistory(Variants):
     MODES[k % 2], and its place in the history is k / documents."""
 
     def __init__(self, documents: int, cases: int = 25, samples: int = 30, seed: int = 0):
+        if cases < 12:
+            raise ValueError(f"cases: {cases}; the planted steps need at least 12")
         super().__init__(cases, samples, documents, seed, impls=IMPLS, modes=MODES)
 
     def factors(self, k: int) -> np.ndarray:
