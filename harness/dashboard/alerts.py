@@ -13,13 +13,16 @@ onto the runs it draws.
 
 from __future__ import annotations
 
+import numpy as np
+
 from harness.analysis.change_review import ChangeFinding, find_changes, review_changes
 from harness.analysis.regressions import Policy, current_series, review
+from harness.dashboard.case_charts import Series
 from harness.history import cards
 from harness.history.store import Store
 from harness.history.store_values import SeriesValues, run_info
 
-__all__ = ["findings"]
+__all__ = ["between_cards", "findings"]
 
 
 def _mark(f: ChangeFinding, run_index: dict[str, int], mode: str | None) -> dict:
@@ -51,17 +54,41 @@ def _alert(case_id, impl, mode, metric, kind, relative, run, text) -> dict:
     }
 
 
+def between_cards(all_series: list[Series]) -> dict[str, float]:
+    """{GPU model: its between-card SD} (harness.history.cards.by_model) from the series the
+    dashboard has read, without reading every point again."""
+    points: dict[str, list] = {}
+    for s in all_series:
+        if s.info["role"] != "candidate":
+            continue
+        has_gap = ~np.isnan(s.gap)
+        for uuid, gap, lo, hi in zip(
+            s.gpu_uuid[has_gap].tolist(),
+            s.gap[has_gap].tolist(),
+            s.ci_low[has_gap].tolist(),
+            s.ci_high[has_gap].tolist(),
+            strict=True,
+        ):
+            gap_block = {"ratio_of_medians": gap, "ci_low": lo, "ci_high": hi}
+            points.setdefault(s.info["gpu"], []).append((s.info["series_id"], uuid, gap_block))
+    return {gpu: cards.estimate(found).sd for gpu, found in sorted(points.items())}
+
+
 def findings(
-    store: Store, policy: Policy | None = None, values_of: dict[str, SeriesValues] | None = None
+    store: Store,
+    policy: Policy | None = None,
+    values_of: dict[str, SeriesValues] | None = None,
+    between: dict[str, float] | None = None,
 ) -> tuple[list[dict], dict[str, list]]:
     """(open alerts, {case_id: [mark, ...]}) for the history in `store`; slower alerts first.
     values_of: every series' points (series_values(), or as the dashboard read them), when the
-    caller has them already: the search then reads no points."""
+    caller has them already: the search then reads no points. between: the between-card SD
+    per GPU model (between_cards()), when the caller has it."""
     policy = policy or Policy()
     run_index = {r["run_id"]: i for i, r in enumerate(store.runs())}
     series = store.list_series()
     mode_of = {s["series_id"]: s["mode"] for s in series}  # each alert and mark names its mode
-    between = cards.by_model(store)
+    between = cards.by_model(store) if between is None else between
     if values_of is None:
         changes = find_changes(store, series)
     else:

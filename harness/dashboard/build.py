@@ -33,7 +33,7 @@ from pathlib import Path
 import orjson
 
 from harness.dashboard import case_pages, explain_pages
-from harness.dashboard.alerts import findings
+from harness.dashboard.alerts import between_cards, findings
 from harness.dashboard.case_charts import read_series
 from harness.dashboard.data import DATA_FORMAT_VERSION, DashboardError, collect
 from harness.dashboard.display import MAX_POINTS, TAIL_POINTS, display_indices
@@ -150,7 +150,8 @@ def build_site(
         # One read of every point, for the charts and for the change-point search.
         series = read_series(store, runs) if runs else None
         values = {s.info["series_id"]: s.values for s in series or ()}
-        marked = findings(store, values_of=values) if runs else None
+        between = between_cards(series) if runs else None
+        marked = findings(store, values_of=values, between=between) if runs else None
         data = collect(
             store,
             repo_url=repo_url,

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.dashboard.case_charts import Series, read_series, run_modes
+from harness.dashboard.display import rounded
 from harness.dashboard.geomeans import gaps_by_run
 from harness.history.series import run_mode
 from harness.history.store import Store
@@ -49,8 +50,9 @@ def _benches_by_run(all_series: list[Series], primary: str | None) -> dict[int, 
         info = s.info
         name = f"{info['case_id']}/v{info['case_version']}/gap/{info['impl']}"
         shown = s.stable & s.gap_stable & ~np.isnan(s.gap)
-        for run, gap in zip(s.run[shown].tolist(), s.gap[shown].tolist(), strict=True):
-            gaps[run].append({"name": name, "unit": f"x {info['baseline']}", "value": _digits(gap)})
+        unit = f"x {info['baseline']}"
+        for run, gap in zip(s.run[shown].tolist(), rounded(s.gap[shown], DIGITS), strict=True):
+            gaps[run].append({"name": name, "unit": unit, "value": gap})
             baselines[run].add(info["baseline"])
     suites: dict[int, dict[str, float]] = defaultdict(dict)
     logs = gaps_by_run(all_series)[0]
