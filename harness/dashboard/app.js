@@ -12,7 +12,7 @@
   // painted: drawn_at_open of `charts`), plotly (plotly.min.js loaded), first_chart (the first
   // Plotly chart drawn) and rendered (every chart drawn: after all were scrolled into view).
   const state = { errors: [], headline: [], table: 0, cases: {}, suite: null, xmode: "commit",
-                  mode: null, range: "50", since: "all", alerts: 0,
+                  mode: null, range: "50", since: "all", alerts: 0, first_sketch_ms: null, sketched_ms: null,
                   charts: 0, drawn: 0, drawn_at_open: null, chart_ms: {}, script_ms: performance.now(),
                   first_view_ms: null, in_view_ms: null, plotly_ms: null, first_chart_ms: null,
                   rendered_ms: null };
@@ -155,6 +155,7 @@
     // 2-core machine) never holds up the first view; a history chart in view waits for it.
     library: "plotly.min.js",
     loaded() { state.plotly_ms = performance.now(); writeState(); },
+    sketched() { if (state.sketched_ms === null) state.sketched_ms = performance.now(); writeState(); },
     missing: () => fail("plotly.min.js is missing beside index.html: rebuild with `python -m harness dashboard`"),
     idle(drawn, total) {
       state.drawn = drawn;
@@ -181,6 +182,13 @@
     state.chart_ms[node.id] = Math.round(performance.now() - t0);  // its latest drawing
     record(node);
     if (state.first_chart_ms === null) state.first_chart_ms = performance.now();
+  }
+
+  // A chart as SVG while plotly.min.js loads (sketch.js), timed like a drawing.
+  function sketch(node, figure) {
+    if (!window.KernelgapSketch) return;
+    KernelgapSketch.draw(node, figure());
+    if (state.first_sketch_ms === null) state.first_sketch_ms = performance.now();
   }
 
   function drawOverview() {
@@ -227,14 +235,15 @@
       const chart = el("div", { class: "chart", id: "chart-" + c.anchor, "data-case": c.id });
       const head = el("div", { class: "head" }, ...caseTitle(c));
       list.append(el("div", { class: "case", id: c.anchor }, head, chart));
-      lazy.add(chart, (node) => drawChart(node, () => charts.panelFigure(c, panels[c.id]), (gd) => recordCase(c, gd)), { library: true });
+      lazy.add(chart, (node) => drawChart(node, () => charts.panelFigure(c, panels[c.id]), (gd) => recordCase(c, gd)),
+               { library: true, sketch: (node) => sketch(node, () => charts.panelFigure(c, panels[c.id])) });
     }
     lazy.add(document.getElementById("chart-suite"), (node) => drawChart(node, charts.suiteFigure, (gd) => {
       const lines = gd.data.filter((t) => !t.meta.changed);
       state.suite = { traces: lines.map((t) => t.name), points: lines.reduce((n, t) => n + t.y.length, 0),
                       changed: gd.data.filter((t) => t.meta.changed).reduce((n, t) => n + t.y.length, 0),
                       mode: state.mode, range: gd.layout.xaxis.range.slice() };
-    }), { library: true });
+    }), { library: true, sketch: (node) => sketch(node, charts.suiteFigure) });
     state.charts = lazy.counts().total;
   }
 

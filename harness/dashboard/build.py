@@ -14,6 +14,7 @@ The site, every file beside index.html so that it works from file:// and from an
                       <stem>: a readable prefix of the case id and a hash of all of it)
   cases/<stem>.html   each case's page: its history per mode (SVG, no script), the explain
                       report as HTML, links back (harness.dashboard.case_pages)
+  sketch.js           a history chart as plain SVG while plotly.min.js loads (then Plotly's)
   headline.js         the headline cards of the chosen mode with their trends, and the alerts
   gab/data.js         with --format github-action-benchmark only: the history's gaps and suite
                       geomeans in that action's layout, `window.BENCHMARK_DATA = {...};`
@@ -57,7 +58,15 @@ __all__ = [
 
 RAW_RUNS = 20  # raw documents written per build (newest drawn runs); older ones stay
 RUN_ID = re.compile(r"[0-9a-f]{64}")  # store run ids; anything else never becomes a file name
-PAGE_FILES = ("app.js", "charts.js", "headline.js", "lazy.js", "marks.js", "overview.js")  # copied as they are
+PAGE_FILES = (
+    "app.js",
+    "charts.js",
+    "headline.js",
+    "lazy.js",
+    "marks.js",
+    "overview.js",
+    "sketch.js",
+)  # copied as they are
 
 
 @dataclass

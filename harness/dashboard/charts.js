@@ -260,6 +260,7 @@ window.KernelgapCharts = function (D, page) {
   // Draws `figure` into `gd`; a chart's first drawing also wires its clicks and zoom ticks.
   async function draw(gd, figure) {
     const { traces, layout } = figure();
+    if (gd.querySelector(":scope > svg.sketch")) gd.replaceChildren();  // sketch.js's, until now
     await Plotly.react(gd, traces, layout, config);
     if (!gd.dataset.wired) {
       onClick(gd);
