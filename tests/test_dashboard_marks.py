@@ -87,7 +87,9 @@ def test_the_page_shows_the_alerts_on_top_and_the_marks_on_the_charts(site, tmp_
         items = browser.evaluate(
             "[...document.querySelectorAll('#alerts li')].map(li => li.textContent)"
         )
-        alerts_top = browser.evaluate("document.getElementById('alerts').getBoundingClientRect().top")
+        alerts_top = browser.evaluate(
+            "document.getElementById('alerts').getBoundingClientRect().top"
+        )
         dashed = browser.evaluate(
             "document.getElementById('chart-case-axpy').layout.shapes"
             ".filter(s => s.line && s.line.dash === 'dash' && s.xref !== 'x domain').length"

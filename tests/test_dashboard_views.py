@@ -14,7 +14,7 @@ from dashboard_page import page_state, read_js_json
 from harness.dashboard import build_site
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "perf"))
-from dashboard_history import make_history  # noqa: E402
+from dashboard_history import make_history
 
 pytestmark = pytest.mark.skipif(
     chromium_path() is None, reason="chromium is not installed (apt-get install chromium)"
@@ -44,6 +44,13 @@ def opened(browser: Browser, out: Path) -> None:
     browser.evaluate("kernelgapIdle()")
 
 
+def scrolled_to(browser: Browser, case_id: str) -> dict:
+    """Scroll case `case_id` into view, wait until it is drawn; the page's render state."""
+    browser.evaluate(f"document.getElementById('case-{case_id}').scrollIntoView()")
+    browser.evaluate("kernelgapIdle()")
+    return page_state(browser)
+
+
 def top_bottom(browser: Browser, selector: str) -> list[float]:
     return browser.evaluate(
         f"(() => {{ const r = document.querySelector({selector!r}).getBoundingClientRect(); "
@@ -63,7 +70,10 @@ def test_the_first_window_answers_how_far_and_whether_it_is_closing(site):
             "[...document.querySelectorAll('#alerts li')].map(li => "
             "[li.dataset.mode, li.textContent, li.hidden])"
         )
-        lead, hardware = top_bottom(browser, "#chart-overview svg"), top_bottom(browser, "#hardware")
+        lead, hardware = (
+            top_bottom(browser, "#chart-overview svg"),
+            top_bottom(browser, "#hardware"),
+        )
         folded = browser.evaluate("document.getElementById('hardware').open")
         switch = browser.evaluate(
             "[...document.querySelectorAll('#mode-switch button')].map(b => "
@@ -92,9 +102,7 @@ def test_the_mode_switch_changes_every_card_chart_and_header(site):
     out, _ = site
     with Browser(*FIRST_WINDOW) as browser:
         opened(browser, out)
-        browser.evaluate("document.getElementById('case-case_00').scrollIntoView()")
-        browser.evaluate("kernelgapIdle()")
-        hot = page_state(browser)
+        hot = scrolled_to(browser, "case_00")
         note_hot = browser.evaluate("document.querySelectorAll('#case-case_00 .together').length")
         # The keyboard reaches the switch: focus it and press Enter.
         browser.evaluate("document.querySelector('#mode-switch button[data-mode=cold]').focus()")
@@ -122,9 +130,7 @@ def test_the_range_and_the_times_are_one_click_away(site):
     out, _ = site
     with Browser(*FIRST_WINDOW) as browser:
         opened(browser, out)
-        browser.evaluate("document.getElementById('case-case_03').scrollIntoView()")
-        browser.evaluate("kernelgapIdle()")
-        last50 = page_state(browser)["cases"]["case_03"]
+        last50 = scrolled_to(browser, "case_03")["cases"]["case_03"]
         browser.evaluate("document.querySelector('.toolbar button[data-range=all]').click()")
         browser.evaluate("kernelgapIdle()")
         every = page_state(browser)["cases"]["case_03"]
@@ -146,8 +152,7 @@ def test_step_labels_never_overlap(site):
         browser.evaluate("window.kernelgapSetRange('all')")
         for panel in ("gap", "times"):
             browser.evaluate(f"window.kernelgapSetPanel('case_03', '{panel}')")
-            browser.evaluate("document.getElementById('case-case_03').scrollIntoView()")
-            browser.evaluate("kernelgapIdle()")
+            scrolled_to(browser, "case_03")
             boxes = browser.evaluate(f"{LABELS_JS}('chart-case-case_03')")
             assert len(boxes) >= 4, (panel, boxes)
             for i, a in enumerate(boxes):

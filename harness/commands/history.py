@@ -80,7 +80,9 @@ def _echo_json(value) -> None:
     help="For a runner.bench document, which has no manifest: the GPU model the history pins "
     "(named by the repository's workflow); a run on another model is refused.",
 )
-def ingest(results: tuple[Path, ...], db: Path, trusted: bool, cases: Path | None, gpu_pin: str | None):
+def ingest(
+    results: tuple[Path, ...], db: Path, trusted: bool, cases: Path | None, gpu_pin: str | None
+):
     """Store the result documents RESULT... in the history (only with --trusted).
 
     The same run ingested twice is stored once. Every document is read, validated and checked

@@ -137,6 +137,12 @@ def findings(
                 )
             )
     alerts.sort(
-        key=lambda a: (a["direction"] != "slower", a["case"], a["impl"], a["mode"] or "", a["metric"])
+        key=lambda a: (
+            a["direction"] != "slower",
+            a["case"],
+            a["impl"],
+            a["mode"] or "",
+            a["metric"],
+        )
     )
     return alerts, marks

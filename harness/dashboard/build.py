@@ -172,9 +172,7 @@ def build_site(
         out.mkdir(parents=True, exist_ok=True)
         written = _publish_runs(store, data, out, raw_runs)
         latest_id = runs[-1]["run_id"]
-        pages, reports = explain_pages.write(
-            out, store.raw_document(latest_id), f"run {latest_id}"
-        )
+        pages, reports = explain_pages.write(out, store.raw_document(latest_id), f"run {latest_id}")
         case_pages.write(out, data, reports, pages)
         for view in data["views"].values():
             for row in view["table"]:

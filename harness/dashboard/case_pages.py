@@ -82,7 +82,9 @@ def _mode(case: dict, data: dict, mode: str) -> str:
     runs = data["runs"]
     rows = [r for r in data["views"][mode]["table"] if r["case"] == case["id"] and r["candidate"]]
     now = " · ".join(
-        f"{html.escape(r['candidate'])} <b>{r['gap']:.3f}x</b>" if r["gap"] else html.escape(r["candidate"])
+        f"{html.escape(r['candidate'])} <b>{r['gap']:.3f}x</b>"
+        if r["gap"]
+        else html.escape(r["candidate"])
         for r in rows
     )
     notes = "".join(
@@ -125,8 +127,10 @@ def _chart(lines: list[tuple[dict, list]], marks: list[dict], runs: dict, unit: 
         return top + h * (y1 - y) / (y1 - y0)
 
     rows = max(1, len(marks))
-    out = [f'<svg width="{WIDTH}" height="{HEIGHT + 14 * min(rows, 4)}" role="img" '
-           f'aria-label="{html.escape(unit)} over time">']
+    out = [
+        f'<svg width="{WIDTH}" height="{HEIGHT + 14 * min(rows, 4)}" role="img" '
+        f'aria-label="{html.escape(unit)} over time">'
+    ]
     for k in range(5):
         y = y0 + (y1 - y0) * k / 4
         out.append(
@@ -149,7 +153,7 @@ def _chart(lines: list[tuple[dict, list]], marks: list[dict], runs: dict, unit: 
     for m in sorted(marks, key=lambda m: runs["n"][m["run"]]):
         x = xpx(runs["n"][m["run"]])
         row = next((k for k, end in enumerate(ends) if x - 45 > end), len(ends))
-        ends[row:row + 1] = [x + 45]
+        ends[row : row + 1] = [x + 45]
         color = "#b3261e" if m["relative"] > 0 else "#0a7a3d"
         sign = "&#9650;" if m["relative"] > 0 else "&#9660;"
         out.append(

@@ -3,7 +3,9 @@
 data["runs"] lists only the runs that something on the page refers to (a drawn point, a mark,
 an alert, the headline, the table); every other part names runs by their index in it. The
 charts' parts come from harness.dashboard.case_charts (each case) and .geomeans (the suite line
-and the headline cards); data["table"] is the newest run, a row per candidate of each case.
+and the headline cards). data["views"] holds, per timing mode, its newest run's headline cards
+(with their trends), signature and table (a row per candidate of each case); data["mode"] is the
+one shown at open (hot where the history has it), data["latest"] and data["table"] its view's.
 """
 
 from __future__ import annotations
@@ -74,16 +76,7 @@ def collect(
     primary = primary_candidate(latest_doc)
     compilers: dict[str, int] = {}  # description -> its index in data["compilers"]
     colors = line_colors(all_series)
-    members = defaultdict(list)
-    for s in all_series:
-        members[s.info["case_id"]].append(s)
-    anchors: set = set()
-    cases = [
-        case_chart(c, members[c], colors, used, case_anchor(c, anchors), compilers, max_points)
-        for c in case_order(latest_doc, all_series)
-    ]
-    for case in cases:
-        case["together"] = moved_together(marks.get(case["id"], []), _impls_by_mode(case))
+    cases = _cases(latest_doc, all_series, colors, used, compilers, max_points, marks)
     suite, headline = suite_geomeans(
         all_series, runs, colors, used, primary, max_points, latest_of=latest_of
     )
@@ -124,6 +117,22 @@ def collect(
         "cases": cases,
         "suite": suite,
     }
+
+
+def _cases(latest_doc, all_series, colors, used, compilers, max_points, marks) -> list[dict]:
+    """Each case's chart data (case_charts.case_chart), in the newest run's order, with the
+    steps every series of it took together (together.moved_together)."""
+    members = defaultdict(list)
+    for s in all_series:
+        members[s.info["case_id"]].append(s)
+    anchors: set = set()
+    cases = [
+        case_chart(c, members[c], colors, used, case_anchor(c, anchors), compilers, max_points)
+        for c in case_order(latest_doc, all_series)
+    ]
+    for case in cases:
+        case["together"] = moved_together(marks.get(case["id"], []), _impls_by_mode(case))
+    return cases
 
 
 def _impls_by_mode(case: dict) -> dict[str, set[str]]:

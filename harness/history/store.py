@@ -159,9 +159,12 @@ class Store(HistoryFile):
         try:
             db.execute("BEGIN IMMEDIATE")
             for document, report in batch:
-                if report.run_id in batch_ids or db.execute(
-                    "SELECT 1 FROM runs WHERE run_id = ?", (report.run_id,)
-                ).fetchone():
+                if (
+                    report.run_id in batch_ids
+                    or db.execute(
+                        "SELECT 1 FROM runs WHERE run_id = ?", (report.run_id,)
+                    ).fetchone()
+                ):
                     report.already_stored = True  # another writer, or this batch, stored it
                     continue
                 self._insert_run(document, report, rowids)

@@ -25,11 +25,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from history_ingest import ROOT, Variants  # noqa: E402
+from history_ingest import ROOT, Variants
 
 sys.path.insert(0, str(ROOT))
 
-from harness.history.store import Store  # noqa: E402
+from harness.history.store import Store
 
 __all__ = ["PlantedHistory", "make_history"]
 
