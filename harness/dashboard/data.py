@@ -66,9 +66,10 @@ def collect(
     all_series = read_series(store, runs) if series is None else series
     mode_of = run_modes(all_series)
     latest_of = {m: g for g, m in sorted(mode_of.items())}  # mode -> its newest run
-    latest_of.setdefault(mode_of.get(len(runs) - 1), len(runs) - 1)
+    newest_mode = mode_of.get(len(runs) - 1) or "unknown"  # a run with no point has none
+    latest_of.setdefault(newest_mode, len(runs) - 1)
     # Shown at open: hot (the steady state, the suite's default) where the history has it.
-    default = "hot" if "hot" in latest_of else mode_of.get(len(runs) - 1)
+    default = "hot" if "hot" in latest_of else newest_mode
     docs = {m: store.raw_document(runs[g]["run_id"]) for m, g in latest_of.items()}
     latest_doc = docs[default]
     alerts, marks = marked or ([], {})
