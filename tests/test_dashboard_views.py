@@ -13,9 +13,6 @@ from dashboard_page import page_state, read_js_json
 
 from harness.dashboard import build_site
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "perf"))
-from dashboard_history import make_history
-
 pytestmark = pytest.mark.skipif(
     chromium_path() is None, reason="chromium is not installed (apt-get install chromium)"
 )
@@ -32,6 +29,10 @@ LABELS_JS = """((id) => [...document.getElementById(id).querySelectorAll('.annot
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
+    # tools/ is not shipped to a GPU box: imported here, where the tests run, not at collection
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "perf"))
+    from dashboard_history import make_history
+
     db = tmp_path_factory.mktemp("history") / "history.sqlite"
     make_history(db, RUNS, CASES)
     out = build_site(db, tmp_path_factory.mktemp("site") / "site").out
