@@ -17,7 +17,7 @@ import orjson
 import pytest
 from browser import Browser, chromium_path
 from click.testing import CliRunner
-from dashboard_page import draw_every_chart, read_js_json
+from dashboard_page import draw_every_chart, page_state, read_js_json
 from harness_docs import default_source_sha, make_document, samples
 
 from harness.cli import main
@@ -373,6 +373,14 @@ def test_page_in_headless_chromium(site, history, tmp_path):
             "document.getElementById('chart-case-transpose').layout.annotations"
             ".filter(a => a.text === '✕').length"
         )
+        # Each case shows its gaps; its times are one click away.
+        browser.evaluate("kernelgapSetPanel('matmul', 'times')")
+        browser.evaluate("kernelgapIdle()")
+        times = browser.evaluate(
+            "document.getElementById('chart-case-matmul').data.filter(t => !t.meta.band)"
+            ".map(t => [t.meta.panel, t.name, t.x.length, t.marker.symbol || 'circle'])"
+        )
+        matmul = page_state(browser)["cases"]["matmul"]
         lead_rows = browser.evaluate(
             "[...document.querySelectorAll('#chart-overview svg a')].map(a => "
             "[a.querySelector('text').firstChild.nodeValue, a.getAttribute('href')])"
@@ -418,7 +426,7 @@ def test_page_in_headless_chromium(site, history, tmp_path):
     assert len(rows) == 3 * 2 + 1
     assert ["transpose", None, "failed", "#case-transpose"] in rows
     assert ["matmul", "handptx", "unstable", "#case-matmul"] in rows
-    assert failed_marks == 2  # the newest run, in both panels
+    assert failed_marks == 1  # the newest run, in the panel shown
     # The lead chart: a row per case with a gap, the largest (llvm's, the first candidate) on
     # top, linked to its charts; unstable points hollow.
     table = read_js_json(out / "data.js", "window.KERNELGAP_DATA = ")["table"]
@@ -427,20 +435,22 @@ def test_page_in_headless_chromium(site, history, tmp_path):
     assert len(lead_points) == 2 * len(llvm) == 6
     hollow = [p[:2] for p in lead_points if p[2] == "#fff"]
     assert hollow == [["matmul", "handptx"]]
-    # Every case has its two panels; the new source of reduce/llvm is a second trace.
+    # Every case shows its gap panel at open, its times a click away; the new source of
+    # reduce/llvm is a second trace.
     assert set(traces) == set(CASES) == set(state["cases"])
     for case_id, case in state["cases"].items():
-        assert case["charts"] == ["gap", "times"], case_id
-        assert "cuda (baseline)" in case["time_traces"]
+        assert case["panel"] == "gap" and case["mode"] == "hot", case_id
+        assert "cuda (baseline)" not in case["traces"]
+    assert matmul["panel"] == "times" and "cuda (baseline)" in matmul["traces"]
     gap_names = [t[1] for t in traces["reduce"] if t[0] == "gap"]
     assert gap_names == ["handptx", "llvm", "llvm · source changed"]
     llvm = {t[1]: t[2] for t in traces["reduce"] if t[0] == "gap" and t[1].startswith("llvm")}
     assert llvm == {"llvm": SOURCE_RUN, "llvm · source changed": RUNS - SOURCE_RUN}
     # Unstable points are hollow, off the line: run 4's llvm and the newest run's handptx.
-    hollow = {(t[0], t[2]) for t in traces["matmul"] if t[3] == "circle-open"}
+    hollow = {(t[0], t[2]) for t in traces["matmul"] + times if t[3] == "circle-open"}
     assert hollow == {("gap", 2), ("times", 2)}
     assert next(t[2] for t in traces["matmul"] if t[:2] == ["gap", "llvm"]) == RUNS - 1
-    assert state["cases"]["axpy"]["unstable_gap"] == 0
+    assert state["cases"]["axpy"]["unstable"] == 0
     # The suite geomean: one trace per candidate, a point per run.
     assert sorted(state["suite"]["traces"]) == sorted(FACTORS)
     assert state["suite"]["points"] == 2 * RUNS

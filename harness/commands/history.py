@@ -58,7 +58,7 @@ def _echo_json(value) -> None:
 
 
 @click.command()
-@click.argument("result", type=RESULT)
+@click.argument("results", nargs=-1, required=True, type=RESULT, metavar="RESULT...")
 @DB_OPTION
 @click.option(
     "--trusted",
@@ -80,10 +80,14 @@ def _echo_json(value) -> None:
     help="For a runner.bench document, which has no manifest: the GPU model the history pins "
     "(named by the repository's workflow); a run on another model is refused.",
 )
-def ingest(result: Path, db: Path, trusted: bool, cases: Path | None, gpu_pin: str | None):
-    """Store the result document RESULT in the history (only with --trusted).
+def ingest(
+    results: tuple[Path, ...], db: Path, trusted: bool, cases: Path | None, gpu_pin: str | None
+):
+    """Store the result documents RESULT... in the history (only with --trusted).
 
-    The same run ingested twice is stored once. The GPU pin comes from the repository, never
+    The same run ingested twice is stored once. Every document is read, validated and checked
+    before any is stored; then all are stored in one transaction (a backfill of thousands of
+    runs in one call), or none if one cannot be. The GPU pin comes from the repository, never
     from the document: a trusted ingest reads the suite manifest (--cases) and refuses a run of
     another suite, version or manifest, or on another GPU model than it pins. A result whose
     series key changed (source, case version, ...) starts a new series.
@@ -92,19 +96,30 @@ def ingest(result: Path, db: Path, trusted: bool, cases: Path | None, gpu_pin: s
     \b
     Example:
       python -m harness ingest results/20261201T080202Z-nvidia-h200-772e86c32415.json --trusted
+      python -m harness ingest results/*.json --trusted
     """
-    document = load_result(result)
-    what = "stdin" if str(result) == "-" else str(result)
-    try:
-        canon = trust.canon_for(document, cases, gpu_pin, trusted)
-        if canon is not None:
-            trust.check(document, canon, what)
-    except trust.TrustError as exc:
-        raise BadInput(str(exc)) from None
+    batch = []
+    for result in results:
+        document = load_result(result)
+        what = "stdin" if str(result) == "-" else str(result)
+        try:
+            canon = trust.canon_for(document, cases, gpu_pin, trusted)
+            if canon is not None:
+                trust.check(document, canon, what)
+        except trust.TrustError as exc:
+            raise BadInput(str(exc)) from None
+        batch.append((document, what))
     # Untrusted: an existing file is opened read-only; a missing one is never created.
     with _opened(db, readonly=not trusted and db.exists()) as store:
-        report = store.ingest(document, trusted=trusted, what=what, check=False)
-    click.echo(report.text(), err=True)  # a report of what was (or would be) stored, not a document
+        if trusted:
+            reports = store.ingest_many(batch)
+        else:
+            reports = [store.ingest(d, trusted=False, what=w, check=False) for d, w in batch]
+    for report in reports:
+        click.echo(report.text(), err=True)  # what was (or would be) stored, not a document
+    if len(reports) > 1:
+        stored = sum(r.stored for r in reports)
+        click.echo(f"{stored} of {len(reports)} runs stored", err=True)
 
 
 def _us(value: float | None) -> str:

@@ -3,7 +3,8 @@
 `findings(store)` runs the same rules as the command line over the whole history:
 - marks: every step and drift of every series (harness.analysis.change_review, as `harness changes`
   lists them), per case, at the first run after the change (a drift: across its window);
-- alerts: what `harness regressions` would alert on now: the newest point of a current series
+- alerts: what `harness regressions` would alert on now (each mark and alert names the timing
+  mode of its series, so a hot and a cold alert of one case and implementation differ): the newest point of a current series
   beyond max(5%, 3 x MAD) (harness.analysis.regressions), and the steps among the newest Policy.window
   stable points and the drifts of current series. Unstable points take part in neither.
 Runs are given as indices into store.runs() (oldest first); harness.dashboard.build maps them
@@ -12,18 +13,22 @@ onto the runs it draws.
 
 from __future__ import annotations
 
+import numpy as np
+
 from harness.analysis.change_review import ChangeFinding, find_changes, review_changes
 from harness.analysis.regressions import Policy, current_series, review
+from harness.dashboard.case_charts import Series
 from harness.history import cards
 from harness.history.store import Store
 from harness.history.store_values import SeriesValues, run_info
 
-__all__ = ["findings"]
+__all__ = ["between_cards", "findings"]
 
 
-def _mark(f: ChangeFinding, run_index: dict[str, int]) -> dict:
+def _mark(f: ChangeFinding, run_index: dict[str, int], mode: str | None) -> dict:
     return {
         "impl": f.impl,
+        "mode": mode,
         "metric": f.metric,
         "kind": f.kind,
         "run": run_index[f.to_run_id],
@@ -35,10 +40,11 @@ def _mark(f: ChangeFinding, run_index: dict[str, int]) -> dict:
     }
 
 
-def _alert(case_id, impl, metric, kind, relative, run, text) -> dict:
+def _alert(case_id, impl, mode, metric, kind, relative, run, text) -> dict:
     return {
         "case": case_id,
         "impl": impl,
+        "mode": mode,
         "metric": metric,
         "kind": kind,
         "relative": round(relative, 5),
@@ -48,16 +54,41 @@ def _alert(case_id, impl, metric, kind, relative, run, text) -> dict:
     }
 
 
+def between_cards(all_series: list[Series]) -> dict[str, float]:
+    """{GPU model: its between-card SD} (harness.history.cards.by_model) from the series the
+    dashboard has read, without reading every point again."""
+    points: dict[str, list] = {}
+    for s in all_series:
+        if s.info["role"] != "candidate":
+            continue
+        has_gap = ~np.isnan(s.gap)
+        for uuid, gap, lo, hi in zip(
+            s.gpu_uuid[has_gap].tolist(),
+            s.gap[has_gap].tolist(),
+            s.ci_low[has_gap].tolist(),
+            s.ci_high[has_gap].tolist(),
+            strict=True,
+        ):
+            gap_block = {"ratio_of_medians": gap, "ci_low": lo, "ci_high": hi}
+            points.setdefault(s.info["gpu"], []).append((s.info["series_id"], uuid, gap_block))
+    return {gpu: cards.estimate(found).sd for gpu, found in sorted(points.items())}
+
+
 def findings(
-    store: Store, policy: Policy | None = None, values_of: dict[str, SeriesValues] | None = None
+    store: Store,
+    policy: Policy | None = None,
+    values_of: dict[str, SeriesValues] | None = None,
+    between: dict[str, float] | None = None,
 ) -> tuple[list[dict], dict[str, list]]:
     """(open alerts, {case_id: [mark, ...]}) for the history in `store`; slower alerts first.
     values_of: every series' points (series_values(), or as the dashboard read them), when the
-    caller has them already: the search then reads no points."""
+    caller has them already: the search then reads no points. between: the between-card SD
+    per GPU model (between_cards()), when the caller has it."""
     policy = policy or Policy()
     run_index = {r["run_id"]: i for i, r in enumerate(store.runs())}
     series = store.list_series()
-    between = cards.by_model(store)
+    mode_of = {s["series_id"]: s["mode"] for s in series}  # each alert and mark names its mode
+    between = cards.by_model(store) if between is None else between
     if values_of is None:
         changes = find_changes(store, series)
     else:
@@ -70,7 +101,7 @@ def findings(
         )
     marks: dict[str, list] = {}
     for f in changes:
-        marks.setdefault(f.case_id, []).append(_mark(f, run_index))
+        marks.setdefault(f.case_id, []).append(_mark(f, run_index, mode_of.get(f.series_id)))
     current = current_series(series)
     current_ids = {s["series_id"] for s in current}
     points_of = {s["series_id"]: store.recent(s["series_id"], policy.window) for s in current}
@@ -78,6 +109,7 @@ def findings(
         _alert(
             f.case_id,
             f.impl,
+            mode_of.get(f.series_id),
             f.metric,
             "newest point",
             f.relative,
@@ -95,6 +127,7 @@ def findings(
                 _alert(
                     f.case_id,
                     f.impl,
+                    mode_of.get(f.series_id),
                     f.metric,
                     f.kind,
                     f.relative,
@@ -103,5 +136,13 @@ def findings(
                     f"{(f.from_commit or '-')[:12]} up to {(f.to_commit or '-')[:12]}",
                 )
             )
-    alerts.sort(key=lambda a: (a["direction"] != "slower", a["case"], a["impl"], a["metric"]))
+    alerts.sort(
+        key=lambda a: (
+            a["direction"] != "slower",
+            a["case"],
+            a["impl"],
+            a["mode"] or "",
+            a["metric"],
+        )
+    )
     return alerts, marks

@@ -12,6 +12,7 @@
   // painted: drawn_at_open of `charts`), plotly (plotly.min.js loaded), first_chart (the first
   // Plotly chart drawn) and rendered (every chart drawn: after all were scrolled into view).
   const state = { errors: [], headline: [], table: 0, cases: {}, suite: null, xmode: "commit",
+                  mode: null, range: "50", since: "all", alerts: 0, first_sketch_ms: null, sketched_ms: null,
                   charts: 0, drawn: 0, drawn_at_open: null, chart_ms: {}, script_ms: performance.now(),
                   first_view_ms: null, in_view_ms: null, plotly_ms: null, first_chart_ms: null,
                   rendered_ms: null };
@@ -38,11 +39,12 @@
 
   const D = window.KERNELGAP_DATA;
   if (!D) { fail("data.js is missing or did not set window.KERNELGAP_DATA: rebuild with `python -m harness dashboard`"); return; }
-  for (const part of ["KernelgapCharts", "KernelgapLazy"]) {
-    if (!window[part]) { fail(part + " is missing (charts.js, lazy.js beside index.html): rebuild with `python -m harness dashboard`"); return; }
+  for (const part of ["KernelgapCharts", "KernelgapLazy", "KernelgapHeadline"]) {
+    if (!window[part]) { fail(part + " is missing (charts.js, lazy.js, headline.js beside index.html): rebuild with `python -m harness dashboard`"); return; }
   }
-  if (D.format !== 1) { fail("data.js has layout " + D.format + "; this page reads layout 1"); return; }
+  if (D.format !== 2) { fail("data.js has layout " + D.format + "; this page reads layout 2: rebuild with `python -m harness dashboard`"); return; }
   const R = D.runs;
+  state.mode = D.mode;
 
   // -- small helpers ----------------------------------------------------------------------
   function el(tag, attrs, ...children) {
@@ -59,7 +61,6 @@
   // cannot become a link. Plotly turns the entities back into the characters.
   const esc = (text) => String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
   const gapText = (g) => (g === null || g === undefined) ? "–" : g.toFixed(3) + "x";
-  const pct = (f) => (f >= 0 ? "+" : "−") + Math.abs(f * 100).toFixed(1) + "%";
   function timeText(s) {
     if (s === null || s === undefined) return "–";
     const units = [[1e-6, "ns", 1e9], [1e-3, "µs", 1e6], [1, "ms", 1e3], [Infinity, "s", 1]];
@@ -83,9 +84,10 @@
            "rebuild with --raw-runs " + (R.id.length - r) + " to publish this one";
   });
 
-  // -- header, headline, table ------------------------------------------------------------
+  // -- header, mode switch, headline, alerts, table: what the chosen mode's newest run says --
+  const view = () => D.views[state.mode];
   function drawHeader() {
-    const L = D.latest;
+    const L = view();
     document.title = D.title;
     document.getElementById("title").textContent = D.title;
     const sub = document.getElementById("subtitle");
@@ -93,51 +95,38 @@
     const commitNode = commit && D.repo_url
       ? el("a", { href: D.repo_url + "/commit/" + commit }, commit.slice(0, 12))
       : commitOf(L.run);
-    sub.append(L.gpu + " · " + (L.mode || "mode ?") + " · " + L.suite + " · newest run " + R.date[L.run] +
-               " UTC, commit ", commitNode);
+    sub.replaceChildren(L.gpu + " · " + L.suite + " · newest " + state.mode + " run " + R.date[L.run] + " UTC, commit ", commitNode);
     if (R.raw[L.run]) sub.append(" (", el("a", { href: "runs/" + R.id[L.run] + ".json" }, "raw document"), ")");
     sub.append(" · " + D.counts.runs + " runs in the history" + (L.complete ? "" : " · newest run incomplete"));
-
-    const box = document.getElementById("headline");
-    for (const c of L.cards) {
-      let delta = el("div", { class: "delta same" }, "no earlier comparable run");
-      if (c.change !== null) {
-        const cls = Math.abs(c.change) < 0.0005 ? "same" : (c.change < 0 ? "better" : "worse");
-        const arrow = cls === "same" ? "= 0.0%" : (c.change < 0 ? "▼ " : "▲ ") + pct(c.change);
-        const p = c.previous, n = p.common;
-        // The change is over the cases with a gap in both runs; say so when either run had others.
-        const others = p.cases !== n || c.cases !== n
-          ? "; the previous run's own: " + gapText(p.gap) + " over " + p.cases + " case" + (p.cases === 1 ? "" : "s")
-          : "";
-        delta = el("div", { class: "delta " + cls }, arrow + " vs previous run " + commitOf(p.run),
-                   el("div", { class: "note" }, "over the " + n + " case" + (n === 1 ? "" : "s") +
-                      " in both: " + gapText(p.common_gap) + " → " + gapText(p.common_gap_now) + others));
-      }
-      // The fixed set of cases (protocol.headline): unstable ones in, named; missing ones named.
-      const listed = (what, ids) => ids && ids.length ? "; " + what + ": " + ids.join(", ") : "";
-      const note = c.gap === null
-        ? "no case with a gap in the newest run (" + c.of + " in the suite)"
-        : "geometric mean over " + (c.of > c.cases ? c.cases + " of " + c.of : c.cases) + " case" +
-          (c.of === 1 ? "" : "s") +
-          (c.ci_low !== undefined && c.ci_low !== null ? ", 95% interval " + gapText(c.ci_low) + " to " + gapText(c.ci_high) : "") +
-          listed("unstable, in it", c.unstable) + listed("missing", c.missing);
-      // The suite's primary candidate (harness.reporting.primary) comes first and says so.
-      box.append(el("div", { class: c.primary ? "card primary" : "card", "data-candidate": c.candidate, "data-gap": c.gap,
-                             "data-change": c.change, "data-primary": c.primary ? "1" : null },
-        c.primary ? el("div", { class: "tag" }, "primary candidate") : null,
-        el("div", { class: "who" }, c.candidate + " ", el("span", {}, "vs " + c.baseline)),
-        el("div", { class: "big" }, gapText(c.gap)), delta, el("div", { class: "note" }, note)));
-      state.headline.push({ candidate: c.candidate, gap: c.gap, change: c.change, cases: c.cases, text: gapText(c.gap),
-                            primary: !!c.primary });
-    }
-    const dl = el("dl");
+    for (const node of document.querySelectorAll("[data-mode-text]")) node.textContent = "· " + state.mode + " mode";
+    const dl = document.getElementById("signature");
+    dl.replaceChildren();
     for (const [what, value] of L.signature) dl.append(el("dt", {}, what), el("dd", {}, value));
-    box.append(el("div", { class: "signature" }, el("h3", {}, "Hardware and toolchain of the newest run"), dl));
+    state.headline = KernelgapHeadline.draw(D, state.mode, state.since, document.getElementById("headline"), el, (since) => {
+      state.since = since;
+      drawHeader();
+      writeState();
+    });
+    state.alerts = KernelgapHeadline.alerts(D, state.mode, document.getElementById("alerts"), el).total;
+  }
+
+  function drawModeSwitch() {
+    const box = document.getElementById("mode-switch");
+    box.append(el("span", { class: "mode-note" }, "timing mode "));
+    for (const m of D.modes) {
+      const b = el("button", { type: "button", "data-mode": m, "aria-pressed": String(m === state.mode),
+                               title: m === "cold" ? "one launch after an L2 flush" : "steady state: graph replay, warm L2" },
+                   (m === "cold" ? "◆ " : "▲ ") + m);
+      b.addEventListener("click", () => setMode(m));
+      box.append(b);
+    }
   }
 
   function drawTable() {
     const body = document.querySelector("#gap-table tbody");
-    for (const r of D.table) {
+    body.replaceChildren();
+    state.table = 0;
+    for (const r of view().table) {
       const link = r.anchor ? el("a", { href: "#" + r.anchor }, r.case) : r.case;
       const status = el("td", {}, el("span", { class: "badge " + r.status.replace(" ", "-") }, r.status),
                         r.note ? el("span", { class: "status-note" }, r.note) : null);
@@ -153,10 +142,11 @@
   }
 
   function recordCase(c, gd) {
-    const names = (panel) => gd.data.filter((t) => t.meta && t.meta.panel === panel && !t.meta.unstable && !t.meta.band).map((t) => t.name);
-    const count = (panel) => gd.data.filter((t) => t.meta && t.meta.panel === panel && t.meta.unstable).reduce((n, t) => n + t.y.length, 0);
-    state.cases[c.id] = { charts: ["gap", "times"].filter((p) => gd.data.some((t) => t.meta && t.meta.panel === p)),
-      gap_traces: names("gap"), time_traces: names("times"), unstable_gap: count("gap"), unstable_times: count("times") };
+    const names = gd.data.filter((t) => t.meta && !t.meta.unstable && !t.meta.band).map((t) => t.name);
+    const unstable = gd.data.filter((t) => t.meta && t.meta.unstable).reduce((n, t) => n + t.y.length, 0);
+    const labels = (gd.layout.annotations || []).filter((a) => a.meta && a.meta.mark);
+    state.cases[c.id] = { panel: panels[c.id], mode: state.mode, traces: names, unstable,
+      marks: labels.length, range: gd.layout.xaxis.range.slice() };
   }
 
   // -- rendering: the page at once; each chart when it comes into (or near) the window -----
@@ -165,6 +155,7 @@
     // 2-core machine) never holds up the first view; a history chart in view waits for it.
     library: "plotly.min.js",
     loaded() { state.plotly_ms = performance.now(); writeState(); },
+    sketched() { if (state.sketched_ms === null) state.sketched_ms = performance.now(); writeState(); },
     missing: () => fail("plotly.min.js is missing beside index.html: rebuild with `python -m harness dashboard`"),
     idle(drawn, total) {
       state.drawn = drawn;
@@ -191,63 +182,117 @@
     state.chart_ms[node.id] = Math.round(performance.now() - t0);  // its latest drawing
     record(node);
     if (state.first_chart_ms === null) state.first_chart_ms = performance.now();
-    state.xmode = charts.mode();
+  }
+
+  // A chart as SVG while plotly.min.js loads (sketch.js), timed like a drawing.
+  function sketch(node, figure) {
+    if (!window.KernelgapSketch) return;
+    KernelgapSketch.draw(node, figure());
+    if (state.first_sketch_ms === null) state.first_sketch_ms = performance.now();
   }
 
   function drawOverview() {
     const box = document.getElementById("chart-overview");
     if (!window.KernelgapOverview || !box) return;  // overview.js: the lead chart, SVG, at once
-    state.overview = KernelgapOverview.draw(D, box);
+    const draw = () => (state.overview = KernelgapOverview.draw({ ...D, table: view().table }, box));
+    draw();
     let width = box.clientWidth;
     window.addEventListener("resize", () => {
-      if (box.clientWidth !== width) state.overview = KernelgapOverview.draw(D, box);
+      if (box.clientWidth !== width) draw();
       width = box.clientWidth;
     });
-    lazy.add(box, null, { drawn: true });
+    return draw;
+  }
+
+  // Each case: its current gaps in the chosen mode, a note where every series moved together,
+  // a gap / times switch, its page and its explain report; then its chart.
+  const panels = {};  // case id -> "gap" or "times"
+  function caseTitle(c) {
+    const rows = view().table.filter((r) => r.case === c.id && r.candidate);
+    rows.sort((a, b) => (b.candidate === D.primary) - (a.candidate === D.primary));
+    const now = el("span", { class: "now" }, KernelgapHeadline.modeTag(el, state.mode), " now: ");
+    rows.forEach((r, k) => now.append(k ? " · " : "", r.candidate + " ", el("b", {}, gapText(r.gap)),
+                                      r.status === "stable" ? "" : " (" + r.status + ")"));
+    if (!rows.length) now.append("no gap in the newest " + state.mode + " run");
+    const explain = rows.find((r) => r.explain);
+    const panes = el("span", { class: "panes", role: "group", "aria-label": "Chart of " + c.id });
+    for (const [value, words] of [["gap", "gap"], ["times", "times"]]) {
+      const b = el("button", { type: "button", "data-panel": value, "aria-pressed": String(panels[c.id] === value) }, words);
+      b.addEventListener("click", () => setPanel(c, value));
+      panes.append(b);
+    }
+    const notes = (c.together || []).filter((t) => t.mode === state.mode)
+      .map((t) => el("p", { class: "together", "data-mode": t.mode }, "⚠ " + t.text + " (commit " + commitOf(t.run) + ", " + R.date[t.run].slice(0, 10) + ")"));
+    return [el("div", { class: "title" }, el("h3", {}, c.id + " v" + c.version), now,
+              c.page ? el("a", { href: c.page }, "case page") : null,
+              explain ? el("a", { href: explain.explain }, "explain") : null, panes), ...notes];
   }
 
   function addCharts() {
     const list = document.getElementById("case-list");
     for (const c of D.cases) {
+      panels[c.id] = "gap";
       const chart = el("div", { class: "chart", id: "chart-" + c.anchor, "data-case": c.id });
-      const shown = c.series.reduce((n, s) => n + s.run.length, 0);
-      const stored = c.series.reduce((n, s) => n + s.stored, 0);
-      list.append(el("div", { class: "case", id: c.anchor },
-        el("div", { class: "title" }, el("h3", {}, c.id + " v" + c.version),
-          el("span", { class: "meta" }, "baseline " + c.baseline + " · " + c.series.length + " series · " +
-             (shown < stored ? shown + " of " + stored + " points drawn" : stored + " points") +
-             (c.failed_runs ? " · failed in " + c.failed_runs + " run" + (c.failed_runs === 1 ? "" : "s") + " (✕)" : ""))), chart));
-      lazy.add(chart, (node) => drawChart(node, () => charts.caseFigure(c), (gd) => recordCase(c, gd)), { library: true });
+      const head = el("div", { class: "head" }, ...caseTitle(c));
+      list.append(el("div", { class: "case", id: c.anchor }, head, chart));
+      lazy.add(chart, (node) => drawChart(node, () => charts.panelFigure(c, panels[c.id]), (gd) => recordCase(c, gd)),
+               { library: true, sketch: (node) => sketch(node, () => charts.panelFigure(c, panels[c.id])) });
     }
     lazy.add(document.getElementById("chart-suite"), (node) => drawChart(node, charts.suiteFigure, (gd) => {
       const lines = gd.data.filter((t) => !t.meta.changed);
       state.suite = { traces: lines.map((t) => t.name), points: lines.reduce((n, t) => n + t.y.length, 0),
-                      changed: gd.data.filter((t) => t.meta.changed).reduce((n, t) => n + t.y.length, 0) };
-    }), { library: true });
+                      changed: gd.data.filter((t) => t.meta.changed).reduce((n, t) => n + t.y.length, 0),
+                      mode: state.mode, range: gd.layout.xaxis.range.slice() };
+    }), { library: true, sketch: (node) => sketch(node, charts.suiteFigure) });
     state.charts = lazy.counts().total;
   }
 
-  // The other x axis: the history charts in view are drawn again now, the others as they come
-  // into view.
-  function setX(mode) {
-    charts.setMode(mode);
-    for (const b of document.querySelectorAll(".toolbar button")) b.setAttribute("aria-pressed", String(b.dataset.x === mode));
+  function redrawHistory(which) {
+    charts.setView({ x: state.xmode, mode: state.mode, range: state.range });
+    for (const b of document.querySelectorAll(".toolbar button[data-x]")) b.setAttribute("aria-pressed", String(b.dataset.x === state.xmode));
+    for (const b of document.querySelectorAll(".toolbar button[data-range]")) b.setAttribute("aria-pressed", String(b.dataset.range === state.range));
     document.body.dataset.rendered = "view";
-    lazy.redraw((node) => node.id !== "chart-overview");
+    lazy.redraw(which || ((node) => node.id !== "chart-overview"));
+  }
+  function setX(mode) { state.xmode = mode; redrawHistory(); }
+  function setRange(range) { state.range = range; redrawHistory(); }
+  function setPanel(c, panel) {
+    panels[c.id] = panel;
+    for (const b of document.querySelectorAll("#" + c.anchor + " .panes button")) b.setAttribute("aria-pressed", String(b.dataset.panel === panel));
+    const node = document.getElementById("chart-" + c.anchor);
+    redrawHistory((n) => n === node);
+  }
+  let redrawOverview = () => {};
+  // The other timing mode: every card, alert, table row, case header and chart says and shows it.
+  function setMode(mode) {
+    if (!D.views[mode]) return;
+    state.mode = mode;
+    for (const b of document.querySelectorAll("#mode-switch button")) b.setAttribute("aria-pressed", String(b.dataset.mode === mode));
+    drawHeader();
+    drawTable();
+    redrawOverview();
+    for (const c of D.cases) document.querySelector("#" + c.anchor + " .head").replaceChildren(...caseTitle(c));
+    state.cases = {};
+    redrawHistory();
+    writeState();
   }
 
   try {
-    if (window.KernelgapMarks) state.alerts = KernelgapMarks.alerts(D, el, document.getElementById("alerts"));
+    drawModeSwitch();
     drawHeader();
     drawTable();
-    drawOverview();
+    redrawOverview = drawOverview() || redrawOverview;
+    const overview = document.getElementById("chart-overview");
+    if (overview) lazy.add(overview, null, { drawn: true });
     addCharts();
     document.getElementById("footer").textContent = "Built " + D.generated_utc + " by kernelgap from " +
       D.counts.runs + " runs and " + D.counts.series + " series; " + D.counts.points_drawn + " of " +
       D.counts.points_stored + " points drawn (trimmed for display only: the history keeps every point).";
-    for (const b of document.querySelectorAll(".toolbar button")) b.addEventListener("click", () => setX(b.dataset.x));
-    window.kernelgapSetX = setX;
-    window.kernelgapIdle = lazy.idle;
+    for (const b of document.querySelectorAll(".toolbar button[data-x]")) b.addEventListener("click", () => setX(b.dataset.x));
+    for (const b of document.querySelectorAll(".toolbar button[data-range]")) b.addEventListener("click", () => setRange(b.dataset.range));
+    Object.assign(window, { kernelgapSetX: setX, kernelgapSetMode: setMode, kernelgapSetRange: setRange,
+                            kernelgapIdle: lazy.idle });
+    window.kernelgapSetPanel = (id, panel) => setPanel(D.cases.find((c) => c.id === id), panel);
     writeState();
     lazy.nextPaint().then(() => {
       if (state.first_view_ms === null) state.first_view_ms = performance.now();

@@ -12,6 +12,10 @@ The site, every file beside index.html so that it works from file:// and from an
   runs/<run_id>.json  raw result documents, named by content hash and so never rewritten
   explain/<stem>.*    harness explain of each case of the newest run (.md and a .html page;
                       <stem>: a readable prefix of the case id and a hash of all of it)
+  cases/<stem>.html   each case's page: its history per mode (SVG, no script), the explain
+                      report as HTML, links back (harness.dashboard.case_pages)
+  sketch.js           a history chart as plain SVG while plotly.min.js loads (then Plotly's)
+  headline.js         the headline cards of the chosen mode with their trends, and the alerts
   gab/data.js         with --format github-action-benchmark only: the history's gaps and suite
                       geomeans in that action's layout, `window.BENCHMARK_DATA = {...};`
                       (harness.dashboard.gab)
@@ -29,8 +33,8 @@ from pathlib import Path
 
 import orjson
 
-from harness.dashboard import explain_pages
-from harness.dashboard.alerts import findings
+from harness.dashboard import case_pages, explain_pages
+from harness.dashboard.alerts import between_cards, findings
 from harness.dashboard.case_charts import read_series
 from harness.dashboard.data import DATA_FORMAT_VERSION, DashboardError, collect
 from harness.dashboard.display import MAX_POINTS, TAIL_POINTS, display_indices
@@ -54,7 +58,15 @@ __all__ = [
 
 RAW_RUNS = 20  # raw documents written per build (newest drawn runs); older ones stay
 RUN_ID = re.compile(r"[0-9a-f]{64}")  # store run ids; anything else never becomes a file name
-PAGE_FILES = ("app.js", "charts.js", "lazy.js", "marks.js", "overview.js")  # copied as they are
+PAGE_FILES = (
+    "app.js",
+    "charts.js",
+    "headline.js",
+    "lazy.js",
+    "marks.js",
+    "overview.js",
+    "sketch.js",
+)  # copied as they are
 
 
 @dataclass
@@ -147,7 +159,8 @@ def build_site(
         # One read of every point, for the charts and for the change-point search.
         series = read_series(store, runs) if runs else None
         values = {s.info["series_id"]: s.values for s in series or ()}
-        marked = findings(store, values_of=values) if runs else None
+        between = between_cards(series) if runs else None
+        marked = findings(store, values_of=values, between=between) if runs else None
         data = collect(
             store,
             repo_url=repo_url,
@@ -159,10 +172,16 @@ def build_site(
         out.mkdir(parents=True, exist_ok=True)
         written = _publish_runs(store, data, out, raw_runs)
         latest_id = runs[-1]["run_id"]
-        pages = explain_pages.write(out, store.raw_document(latest_id), f"run {latest_id}")
-        for row in data["table"]:
-            row["explain"] = pages.get(row["case"])
-        gab = github_action_benchmark_data(store, repo_url) if formats else None
+        pages, reports = explain_pages.write(out, store.raw_document(latest_id), f"run {latest_id}")
+        case_pages.write(out, data, reports, pages)
+        for view in data["views"].values():
+            for row in view["table"]:
+                row["explain"] = pages.get(row["case"])
+        gab = (
+            github_action_benchmark_data(store, repo_url, series, data["primary"])
+            if formats
+            else None
+        )
     package = resources.files("harness.dashboard")
     _write_if_changed(out / "index.html", (package / "page.html").read_bytes())
     for name in PAGE_FILES:

@@ -22,13 +22,21 @@ from harness.history.series import COMPILER_FIELDS, describe_compiler, series_la
 from harness.history.store import Store
 from harness.history.store_values import SeriesValues, series_columns
 
-__all__ = ["Series", "case_anchor", "case_chart", "case_order", "line_colors", "read_series"]
+__all__ = [
+    "Series",
+    "case_anchor",
+    "case_chart",
+    "case_order",
+    "line_colors",
+    "read_series",
+    "run_modes",
+]
 
 MAX_FAILED_MARKS = 50  # runs where a case failed, marked on its charts (the newest ones)
 PALETTE = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#8c564b", "#7f7f7f")
 BASELINE_COLOR = "#333333"
 UNITS = ((1e-6, "ns", 1e9), (1e-3, "µs", 1e6), (1.0, "ms", 1e3), (math.inf, "s", 1.0))
-TEXT = ("case_status", "error_phase", "error_message", *COMPILER_FIELDS)
+TEXT = ("case_status", "error_phase", "error_message", "gpu_uuid", *COMPILER_FIELDS)
 NUMBERS = ("median_s", "mad_s", "noise", "stable", "gap", "gap_ci_low", "gap_ci_high", "gap_stable")
 
 
@@ -48,6 +56,7 @@ class Series:
     gap_stable: np.ndarray
     failed: dict[int, str]  # run -> 'status: phase: message' of each run where the case failed
     compiler: tuple[np.ndarray, ...]  # per ok point: its COMPILER_FIELDS (None when unknown)
+    gpu_uuid: np.ndarray  # per ok point: the card it ran on (None when unknown)
     values: SeriesValues  # every point, for harness.dashboard.alerts (runs as store rowids)
 
 
@@ -84,8 +93,18 @@ def _series(info: dict, c: dict[str, np.ndarray], run_index: dict[str, int]) -> 
         gap_stable[ok],
         failed,
         tuple(c[name][ok] for name in COMPILER_FIELDS),
+        c["gpu_uuid"][ok],
         SeriesValues(c["run"], c["median_s"], stable, c["gap"], gap_stable),
     )
+
+
+def run_modes(all_series: list[Series]) -> dict[int, str]:
+    """Run index -> the timing mode its points were stored under (a run has one mode)."""
+    modes: dict[int, str] = {}
+    for s in all_series:
+        modes.update(dict.fromkeys(s.run.tolist(), s.info["mode"]))
+        modes.update(dict.fromkeys(s.failed, s.info["mode"]))
+    return modes
 
 
 def line_colors(all_series: list[Series]) -> dict[str, str]:
@@ -152,13 +171,14 @@ def case_chart(
     unit, scale = _unit(
         base_medians[-1] if base_medians else (latest.median_s[-1] if latest else None)
     )
-    previous: dict[str, dict] = {}
-    segments: dict[str, int] = defaultdict(int)
+    previous: dict[tuple, dict] = {}
+    segments: dict[tuple, int] = defaultdict(int)
     series = []
     for s in members:
         info = s.info
-        change = key_change(previous.get(info["impl"]), info)
-        previous[info["impl"]] = info
+        line = (info["impl"], info["mode"])  # one line per implementation in each mode's chart
+        change = key_change(previous.get(line), info)
+        previous[line] = info
         # A baseline has no gap: only its own stability counts.
         unstable = ~s.stable | (~s.gap_stable & ~np.isnan(s.gap))
         keep = display_indices(len(s.run), unstable, (s.median_s, s.gap), max_points)
@@ -167,9 +187,10 @@ def case_chart(
         entry = {
             "impl": info["impl"],
             "role": info["role"],
+            "mode": info["mode"],
             "name": f"{name} · {change}" if change else name,
             "change": change,
-            "segment": segments[info["impl"]],
+            "segment": segments[line],
             "color": colors[info["impl"]],
             "key": series_label(info),
             "stored": info["points"],
@@ -180,7 +201,7 @@ def case_chart(
             "ok": s.stable[keep].astype(int).tolist(),
             "compiler": _compiler_indices(s, keep.tolist(), compilers),
         }
-        segments[info["impl"]] += 1
+        segments[line] += 1
         if info["role"] == "candidate":
             entry.update(
                 gap=rounded(s.gap[keep]),

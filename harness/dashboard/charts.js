@@ -13,33 +13,63 @@ window.KernelgapCharts = function (D, page) {
   const UNSTABLE = { color: "#8d949c", symbol: "circle-open", size: 8, line: { width: 2, color: "#8d949c" } };
   const MARKERS_UP_TO = 60;  // points on a line up to which each point also gets a marker
   let xmode = "commit";  // or "date": the x axis of every history chart
-  // Commit mode: x is the run's position in R (runs are in time order), ticks show commits.
-  const xOf = (runs) => (xmode === "date" ? runs.map((i) => R.date[i]) : runs);
+  let mode = D.mode;  // the timing mode shown: each chart draws only its series
+  let range = "50";  // "50": the mode's last 50 runs; "all": every run
+  const RANGE_RUNS = 50;
+  // Commit mode: x is the run's place among the runs of its mode (R.n), ticks show commits.
+  const utcMs = (date) => Date.parse(date.replace(" ", "T") + "Z");
+  const utcText = (ms) => new Date(ms).toISOString().replace("T", " ").slice(0, 19);
+  const xOf = (runs) => (xmode === "date" ? runs.map((i) => R.date[i]) : runs.map((i) => R.n[i]));
+  const at = (runs) => (xmode === "date" ? runs.map((i) => utcMs(R.date[i])) : runs.map((i) => R.n[i]));
+  let modeRuns = [];  // the drawn runs of the mode, oldest first
+  function setModeRuns() { modeRuns = R.id.map((_, r) => r).filter((r) => R.mode[r] === mode); }
+  setModeRuns();
+
+  // The visible span in x units: the mode's last RANGE_RUNS runs, or all of them.
+  function span() {
+    if (!modeRuns.length) return [0, 1];
+    const newest = modeRuns[modeRuns.length - 1];
+    const first = range === "all" ? modeRuns[0] : modeRuns.find((r) => R.n[r] > R.n[newest] - RANGE_RUNS);
+    if (xmode === "date") {
+      const lo = utcMs(R.date[first]), hi = utcMs(R.date[newest]);
+      const pad = Math.max((hi - lo) * 0.02, 600e3);
+      return [lo - pad, hi + pad];
+    }
+    return [R.n[first] - 0.5, R.n[newest] + 0.5];
+  }
+
+  // A series (or suite trace) cut to the visible span, so that the y axis fits what is shown:
+  // every array as long as its runs is sliced alike.
+  function visible(s) {
+    if (range === "all") return s;
+    const [lo, hi] = span(), n = s.run.length;
+    if (!n) return s;
+    const keep = s.run.map((r, k) => k).filter((k) => { const x = at([s.run[k]])[0]; return x >= lo && x <= hi; });
+    const out = {};
+    for (const [key, value] of Object.entries(s)) out[key] = Array.isArray(value) && value.length === n ? keep.map((k) => value[k]) : value;
+    out.first = s.run[0];  // where the series (its key) starts, seen or not
+    return out;
+  }
 
   function axis(extra) {
     // Fixed margins: automargin measures the labels and lays out again, doubling the time.
     return { showgrid: true, gridcolor: "#eceff2", zeroline: false, automargin: false, ...extra };
   }
   function commitTicks(lo, hi) {
-    const first = Math.max(0, Math.ceil(lo)), last = Math.min(R.label.length - 1, Math.floor(hi));
-    const vals = [];
-    const step = Math.max(1, Math.ceil((last - first + 1) / 7));
-    for (let v = last; v >= first; v -= step) vals.unshift(v);  // aligned on the newest run
-    return { tickmode: "array", tickvals: vals, ticktext: vals.map((v) => esc(R.label[v])) };
+    const inside = modeRuns.filter((r) => R.n[r] >= lo && R.n[r] <= hi);
+    const step = Math.max(1, Math.ceil(inside.length / 7));
+    const runs = [];
+    for (let k = inside.length - 1; k >= 0; k -= step) runs.unshift(inside[k]);  // aligned on the newest
+    return { tickmode: "array", tickvals: runs.map((r) => R.n[r]), ticktext: runs.map((r) => esc(R.label[r])) };
   }
-  // Every chart spans the same runs, so charts read alike and a case missing lately shows it.
-  const utcMs = (date) => Date.parse(date.replace(" ", "T") + "Z");
-  const utcText = (ms) => new Date(ms).toISOString().replace("T", " ").slice(0, 19);
   function xAxis(domain, anchor) {
     const base = { domain, anchor, tickfont: { size: 11 }, tickangle: 0 };
+    const [lo, hi] = span();
     if (xmode === "date") {
-      const first = utcMs(R.date[0]), last = utcMs(R.date[R.date.length - 1]);
-      const pad = Math.max((last - first) * 0.02, 3600e3);
-      return axis({ ...base, type: "date", range: [utcText(first - pad), utcText(last + pad)],
-                    title: { text: "date (UTC)", font: { size: 12 } } });
+      return axis({ ...base, type: "date", range: [utcText(lo), utcText(hi)], title: { text: "date (UTC)", font: { size: 12 } } });
     }
-    const range = [-0.5, R.label.length - 0.5];
-    return axis({ ...base, type: "linear", range, ...commitTicks(...range), title: { text: "commit", font: { size: 12 } } });
+    return axis({ ...base, type: "linear", range: [lo, hi], ...commitTicks(lo, hi),
+                  title: { text: "commit (" + esc(mode || "") + " runs)", font: { size: 12 } } });
   }
   function retickOnZoom(gd) {
     // Commit ticks are chosen for the visible runs, so they are chosen again after a zoom.
@@ -111,7 +141,7 @@ window.KernelgapCharts = function (D, page) {
       "%{customdata[7]}<br>run %{customdata[2]}<br>%{customdata[6]}<extra></extra>";
     const gapHover = "<b>%{fullData.name}</b><br>gap %{y:.4f}x, 95% interval %{customdata[4]}" + tail;
     const timeHover = "<b>%{fullData.name}</b><br>%{y:.4~f} " + esc(c.unit) + " ± %{customdata[4]} (MAD)" + tail;
-    for (const s of c.series) {
+    for (const s of c.series.filter((s) => s.mode === mode).map(visible)) {
       const tExtra = s.run.map((_, k) => [noiseText(s.noise[k]), has(s.mad[k]) ? s.mad[k] + " " + esc(c.unit) : "–"]);
       const tLow = s.t.map((t, k) => (has(t) && has(s.mad[k]) ? t - s.mad[k] : null));
       const tHigh = s.t.map((t, k) => (has(t) && has(s.mad[k]) ? t + s.mad[k] : null));
@@ -123,9 +153,10 @@ window.KernelgapCharts = function (D, page) {
         traces.push(...seriesTraces(s, "gap", s.gap, s.lo, s.hi, s.gap_ok, gExtra, gapHover,
                                     { xaxis: "x", yaxis: "y" }, unstable.gap));
       }
-      if (s.change && s.run.length) {
+      const first = s.first === undefined ? s.run[0] : s.first;
+      if (s.change && s.run.length && at([first])[0] >= span()[0]) {
         // A new series key: a dotted rule where it starts, and what changed, in both panels.
-        const x0 = xOf([s.run[0]])[0];
+        const x0 = xOf([first])[0];
         const panels = s.role === "candidate" ? [["x", "y"], ["x2", "y2"]] : [["x2", "y2"]];
         for (const [xa, ya] of panels) {
           shapes.push({ type: "line", xref: xa, yref: ya + " domain", x0, x1: x0, y0: 0, y1: 1,
@@ -138,6 +169,7 @@ window.KernelgapCharts = function (D, page) {
       }
     }
     c.failed.run.forEach((r, k) => {
+      if (R.mode[r] !== mode) return;
       // A run where the case failed: a red cross at the foot of both panels.
       for (const [xa, ya] of [["x", "y"], ["x2", "y2"]]) {
         annotations.push({ xref: xa, yref: ya + " domain", x: xOf([r])[0], y: 0, yanchor: "bottom", text: "✕",
@@ -155,7 +187,8 @@ window.KernelgapCharts = function (D, page) {
     if (unstable.gap.runs.length) traces.push(unstableTrace("gap", { xaxis: "x", yaxis: "y" }, gapHover));
     shapes.push({ type: "line", xref: "x domain", yref: "y", x0: 0, x1: 1, y0: 1, y1: 1,
                   line: { color: "#7a828c", width: 1, dash: "dash" } });  // parity
-    if (window.KernelgapMarks) KernelgapMarks.chart(c, xOf, shapes, annotations);  // marks.js
+    const [lo, hi] = span();
+    if (window.KernelgapMarks) KernelgapMarks.chart(c, xOf, shapes, annotations, { mode, lo, hi, at });  // marks.js
     annotations.push(
       { xref: "x domain", yref: "paper", x: 0, y: 1.08, xanchor: "left", showarrow: false,
         text: "<b>gap</b> (x " + esc(c.baseline) + ", lower is better; band: 95% interval)", font: { size: 13 } },
@@ -179,7 +212,7 @@ window.KernelgapCharts = function (D, page) {
     // A point whose cases differ from the previous point's: its step is partly the
     // change of cases, so it gets a hollow diamond and says what changed.
     const changed = { x: [], y: [], cd: [] };
-    const traces = D.suite.map((t) => {
+    const traces = D.suite.filter((t) => t.mode === mode).map(visible).map((t) => {
       const cd = hoverData(t.run, t.cases.map((n) => [n, esc(t.suite)]))
         .map((row, k) => row.concat([t.cases_note[k] ? "<br><b>" + esc(t.cases_note[k]) + "</b>" : "", esc(t.name)]));
       t.cases_note.forEach((note, k) => {
@@ -227,6 +260,7 @@ window.KernelgapCharts = function (D, page) {
   // Draws `figure` into `gd`; a chart's first drawing also wires its clicks and zoom ticks.
   async function draw(gd, figure) {
     const { traces, layout } = figure();
+    if (gd.querySelector(":scope > svg.sketch")) gd.replaceChildren();  // sketch.js's, until now
     await Plotly.react(gd, traces, layout, config);
     if (!gd.dataset.wired) {
       onClick(gd);
@@ -235,5 +269,30 @@ window.KernelgapCharts = function (D, page) {
     }
   }
 
-  return { caseFigure, suiteFigure, draw, setMode: (mode) => (xmode = mode), mode: () => xmode };
+  // A case's figure with one panel: "gap" (the candidates' gaps) or "times" (every
+  // implementation's time per launch), full width; the other panel's parts are dropped.
+  function panelFigure(c, panel) {
+    const { traces, layout } = caseFigure(c);
+    const keep = panel === "gap" ? /^[xy](?: domain)?$/ : /^[xy]2(?: domain)?$/;
+    const flat = (ref) => (ref || "").replace(/^([xy])2/, "$1");
+    const own = (o) => ({ ...o, xref: flat(o.xref), yref: flat(o.yref) });
+    const tr = traces.filter((t) => t.meta && t.meta.panel === panel)
+      .map((t) => ({ ...t, xaxis: "x", yaxis: "y", showlegend: !t.meta.band }));
+    const shapes = layout.shapes.filter((o) => keep.test(o.xref)).map(own);
+    const annotations = layout.annotations.filter((o) => keep.test(o.xref)).map(own);
+    const y = panel === "gap" ? layout.yaxis : { ...layout.yaxis2, anchor: "x" };
+    const out = { ...layout, xaxis: xAxis([0, 1], "y"), yaxis: y, shapes, annotations };
+    delete out.xaxis2;
+    delete out.yaxis2;
+    return { traces: tr, layout: out };
+  }
+
+  function setView(view) {
+    if (view.x) xmode = view.x;
+    if (view.mode) { mode = view.mode; setModeRuns(); }
+    if (view.range) range = view.range;
+  }
+
+  return { caseFigure, panelFigure, suiteFigure, draw, setView, mode: () => xmode,
+           view: () => ({ x: xmode, mode, range, span: span() }) };
 };

@@ -3,7 +3,9 @@
 data["runs"] lists only the runs that something on the page refers to (a drawn point, a mark,
 an alert, the headline, the table); every other part names runs by their index in it. The
 charts' parts come from harness.dashboard.case_charts (each case) and .geomeans (the suite line
-and the headline cards); data["table"] is the newest run, a row per candidate of each case.
+and the headline cards). data["views"] holds, per timing mode, its newest run's headline cards
+(with their trends), signature and table (a row per candidate of each case); data["mode"] is the
+one shown at open (hot where the history has it), data["latest"] and data["table"] its view's.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from harness.dashboard.case_charts import (
     case_order,
     line_colors,
     read_series,
+    run_modes,
 )
 from harness.dashboard.display import MAX_POINTS
 from harness.dashboard.geomeans import suite_geomeans
+from harness.dashboard.together import moved_together
 from harness.history.series import run_mode
 from harness.history.store import Store
 from harness.reporting.primary import primary_candidate
@@ -28,7 +32,7 @@ from harness.reporting.summary import signature
 
 __all__ = ["DATA_FORMAT_VERSION", "DashboardError", "collect"]
 
-DATA_FORMAT_VERSION = 1
+DATA_FORMAT_VERSION = 2
 
 
 class DashboardError(ValueError):
@@ -59,26 +63,35 @@ def collect(
             f"{store.path}: the history has no runs; store one with "
             "`python -m harness ingest RESULT.json --db PATH --trusted`"
         )
-    latest_doc = store.raw_document(runs[-1]["run_id"])
     all_series = read_series(store, runs) if series is None else series
+    mode_of = run_modes(all_series)
+    latest_of = {m: g for g, m in sorted(mode_of.items())}  # mode -> its newest run
+    newest_mode = mode_of.get(len(runs) - 1) or "unknown"  # a run with no point has none
+    latest_of.setdefault(newest_mode, len(runs) - 1)
+    # Shown at open: hot (the steady state, the suite's default) where the history has it.
+    default = "hot" if "hot" in latest_of else newest_mode
+    docs = {m: store.raw_document(runs[g]["run_id"]) for m, g in latest_of.items()}
+    latest_doc = docs[default]
     alerts, marks = marked or ([], {})
-    used = _marked_runs(len(runs) - 1, alerts, marks)
+    used = _marked_runs(len(runs) - 1, alerts, marks) | set(latest_of.values())
     primary = primary_candidate(latest_doc)
     compilers: dict[str, int] = {}  # description -> its index in data["compilers"]
     colors = line_colors(all_series)
-    members = defaultdict(list)
-    for s in all_series:
-        members[s.info["case_id"]].append(s)
-    anchors: set = set()
-    cases = [
-        case_chart(c, members[c], colors, used, case_anchor(c, anchors), compilers, max_points)
-        for c in case_order(latest_doc, all_series)
-    ]
-    suite, headline = suite_geomeans(all_series, runs, colors, used, primary, max_points)
+    cases = _cases(latest_doc, all_series, colors, used, compilers, max_points, marks)
+    suite, headline = suite_geomeans(
+        all_series, runs, colors, used, primary, max_points, latest_of=latest_of
+    )
     anchor_of = {c["id"]: c["anchor"] for c in cases}
     compact = {g: i for i, g in enumerate(sorted(used))}
     alerts = [{**a, "run": compact[a["run"]], "anchor": anchor_of.get(a["case"])} for a in alerts]
     _renumber(compact, cases, marks, suite, headline, primary)
+    views = {
+        m: {
+            **_latest(docs[m], compact[g], [c for c in headline if c["mode"] == m]),
+            "table": _table(docs[m], anchor_of),
+        }
+        for m, g in latest_of.items()
+    }
     suite_doc = latest_doc["suite"]
     return {
         "format": DATA_FORMAT_VERSION,
@@ -95,13 +108,40 @@ def collect(
             "points_stored": sum(s.info["points"] for s in all_series),
             "points_drawn": sum(len(s["run"]) for c in cases for s in c["series"]),
         },
-        "runs": _drawn_runs(runs, sorted(used)),
-        "latest": _latest(latest_doc, compact[len(runs) - 1], headline),
+        "runs": _drawn_runs(runs, sorted(used), mode_of),
+        "mode": default,  # the mode shown at open: the newest run's
+        "modes": sorted(views, key=lambda m: (m != default, m or "")),
+        "views": views,
+        "latest": views[default],
         "alerts": alerts,
-        "table": _table(latest_doc, anchor_of),
+        "table": views[default]["table"],
         "cases": cases,
         "suite": suite,
     }
+
+
+def _cases(latest_doc, all_series, colors, used, compilers, max_points, marks) -> list[dict]:
+    """Each case's chart data (case_charts.case_chart), in the newest run's order, with the
+    steps every series of it took together (together.moved_together)."""
+    members = defaultdict(list)
+    for s in all_series:
+        members[s.info["case_id"]].append(s)
+    anchors: set = set()
+    cases = [
+        case_chart(c, members[c], colors, used, case_anchor(c, anchors), compilers, max_points)
+        for c in case_order(latest_doc, all_series)
+    ]
+    for case in cases:
+        case["together"] = moved_together(marks.get(case["id"], []), _impls_by_mode(case))
+    return cases
+
+
+def _impls_by_mode(case: dict) -> dict[str, set[str]]:
+    """mode -> the implementations of the case's current series in it (its newest key)."""
+    out: dict[str, set[str]] = defaultdict(set)
+    for s in case["series"]:
+        out[s["mode"]].add(s["impl"])
+    return out
 
 
 def _marked_runs(latest: int, alerts: list[dict], marks: dict[str, list]) -> set[int]:
@@ -114,11 +154,19 @@ def _marked_runs(latest: int, alerts: list[dict], marks: dict[str, list]) -> set
     return used
 
 
-def _drawn_runs(runs: list[dict], used: list[int]) -> dict:
-    """data["runs"]: the drawn runs' ids, commits, dates and labels, column by column."""
-    labels = _run_labels(runs)
+def _drawn_runs(runs: list[dict], used: list[int], mode_of: dict[int, str]) -> dict:
+    """data["runs"]: the drawn runs' ids, commits, dates, labels, modes and ordinals (the
+    run's place among the runs of its mode: "the last 50 runs" are counted by it), column
+    by column."""
+    labels = _run_labels(runs, mode_of)
     chosen = [runs[g] for g in used]
+    ordinal, count = {}, defaultdict(int)
+    for g in range(len(runs)):
+        ordinal[g] = count[mode_of.get(g)]
+        count[mode_of.get(g)] += 1
     return {
+        "mode": [mode_of.get(g) for g in used],
+        "n": [ordinal[g] for g in used],
         "id": [r["run_id"] for r in chosen],
         "commit": [r["commit_sha"] for r in chosen],
         "date": [r["started_utc"][:19].replace("T", " ") for r in chosen],
@@ -152,23 +200,28 @@ def _renumber(compact: dict[int, int], cases, marks, suite, headline, primary) -
             {**m, "run": compact[m["run"]], "from": compact.get(m["from"], -1)}
             for m in marks.get(case["id"], [])
         ]
+        for note in case["together"]:
+            note["run"] = compact[note["run"]]
     for trace in suite:
         trace["run"] = [compact[g] for g in trace["run"]]
     for card in headline:
         card["primary"] = card["candidate"] == primary
         card["run"] = compact[card["run"]]
+        card["trend"]["run"] = [compact[g] for g in card["trend"]["run"]]
         if card["previous"]:
             card["previous"]["run"] = compact[card["previous"]["run"]]
 
 
-def _run_labels(runs: list[dict]) -> list[str]:
-    """A unique x-axis category per run: the short commit, '#2' on a commit's second run."""
-    seen: dict[str, int] = defaultdict(int)
+def _run_labels(runs: list[dict], mode_of: dict[int, str]) -> list[str]:
+    """A unique x-axis label per run among the runs of its mode (a chart shows one mode): the
+    short commit, '#2' on a commit's second run in that mode."""
+    seen: dict[tuple, int] = defaultdict(int)
     labels = []
-    for run in runs:
+    for g, run in enumerate(runs):
         base = run["commit_sha"][:7] if run["commit_sha"] else f"run {run['run_id'][:7]}"
-        seen[base] += 1
-        labels.append(base if seen[base] == 1 else f"{base}#{seen[base]}")
+        seen[base, mode_of.get(g)] += 1
+        count = seen[base, mode_of.get(g)]
+        labels.append(base if count == 1 else f"{base}#{count}")
     return labels
 
 

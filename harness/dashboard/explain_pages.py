@@ -1,7 +1,7 @@
 """The dashboard's explain/ pages: for each case of the newest run, `harness explain` as markdown
 (explain/<stem>.md, to paste into an issue or a pull request) and as a page that opens from disk
-(explain/<stem>.html, the text report in a <pre>: no markdown renderer, no network); <stem> is
-file_stem(case id), a readable prefix and a hash of the id. The table
+(explain/<stem>.html, the report as HTML by harness.dashboard.report_html: no network); <stem>
+is file_stem(case id), a readable prefix and a hash of the id. The table
 of the newest gaps links each case to its page. Pages of cases the newest run lacks are removed,
 so explain/ always describes the run the table shows."""
 
@@ -12,6 +12,7 @@ import html
 import re
 from pathlib import Path
 
+from harness.dashboard.report_html import to_html
 from harness.explain import report, sources
 
 FOLDER = "explain"
@@ -19,10 +20,12 @@ PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <title>{title}</title>
 <style>body{{font:14px/1.45 system-ui,sans-serif;margin:2em;max-width:80em}}
-pre{{font:12.5px/1.35 ui-monospace,Menlo,Consolas,monospace;white-space:pre-wrap}}</style>
+table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #d8dde3;padding:3px 8px}}
+code{{font:12.5px ui-monospace,Menlo,Consolas,monospace}}</style>
 </head><body>
-<p><a href="../index.html">&larr; dashboard</a> · <a href="{md}">markdown</a></p>
-<pre>{body}</pre>
+<p><a href="../index.html">&larr; dashboard</a> · <a href="../cases/{stem}.html">case page</a> ·
+<a href="{md}">markdown</a></p>
+{body}
 </body></html>
 """
 
@@ -40,23 +43,25 @@ def file_stem(case_id: str) -> str:
     return f"{prefix}-{digest}"
 
 
-def write(out: Path, document: dict, what: str) -> dict[str, str]:
-    """Write the pages of every case of `document` under out/explain/; {case id: page path
-    relative to the site}."""
+def write(out: Path, document: dict, what: str) -> tuple[dict[str, str], dict[str, str]]:
+    """Write the pages of every case of `document` under out/explain/; ({case id: page path
+    relative to the site}, {case id: the report as an HTML fragment})."""
     source = sources.from_result(document, what)
     folder = out / FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     pages: dict[str, str] = {}
+    bodies: dict[str, str] = {}
     for case in source.cases:
         stem = file_stem(case.id)
         markdown = report.render(source, (case.id,), markdown=True)
-        text = report.render(source, (case.id,), markdown=False)
+        bodies[case.id] = to_html(markdown)
         (folder / f"{stem}.md").write_text(markdown)
         (folder / f"{stem}.html").write_text(
             PAGE.format(
                 title=html.escape(f"{case.id}: explain the gap"),
                 md=f"{stem}.md",
-                body=html.escape(text),
+                stem=stem,
+                body=bodies[case.id],
             )
         )
         pages[case.id] = f"{FOLDER}/{stem}.html"
@@ -64,4 +69,4 @@ def write(out: Path, document: dict, what: str) -> dict[str, str]:
     for stale in folder.iterdir():
         if stale.suffix in (".md", ".html") and stale.stem not in kept:
             stale.unlink()
-    return pages
+    return pages, bodies

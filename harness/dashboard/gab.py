@@ -10,50 +10,100 @@ significant digits). Times, intervals and provenance (series key, compiler, driv
 stay in the run's raw document, which the run's commit message names: runs/<run_id>.json, as
 the dashboard publishes it for its newest runs; every one is kept in the history store, and
 `harness export` of a document gives its full entries.
+
+The entries are made from the series the dashboard has read already (one scan of the points),
+never from the raw documents: the names and values are those of `harness export` (a gap entry
+per stable gap, the suite geomean over the fixed set of protocol.headline), without the
+provenance (`extra`) that this file never carries.
 """
 
 from __future__ import annotations
 
+import math
+from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
+
+from harness.dashboard.case_charts import Series, read_series, run_modes
+from harness.dashboard.display import rounded
+from harness.dashboard.geomeans import gaps_by_run
 from harness.history.series import run_mode
 from harness.history.store import Store
-from harness.reporting.export.github_action_benchmark import entries as gab_entries
+from harness.reporting.primary import lead_first
 
-__all__ = ["GAB_DATA", "compact_benches", "gab_key", "github_action_benchmark_data"]
+__all__ = ["GAB_DATA", "gab_key", "github_action_benchmark_data"]
 
 GAB_DATA = Path("gab") / "data.js"
 DIGITS = 5  # significant digits kept of each value: far below any gap's interval
 
 
-def compact_benches(benches: list[dict]) -> list[dict]:
-    """The gap and suite geomean entries of one run, as {name, unit, value}."""
-    return [
-        {"name": b["name"], "unit": b["unit"], "value": float(f"{b['value']:.{DIGITS}g}")}
-        for b in benches
-        if "/gap" in b["name"] or b["name"].startswith("suite/")
-    ]
+def _benches_by_run(all_series: list[Series], primary: str | None) -> dict[int, list[dict]]:
+    """Run index -> its gap entries and suite geomean entries ({name, unit, value}), named as
+    harness.reporting.export.github_action_benchmark names them; the primary's geomean first."""
+    gaps: dict[int, list[dict]] = defaultdict(list)
+    baselines: dict[int, set] = defaultdict(set)
+    for s in all_series:
+        if s.info["role"] != "candidate":
+            continue
+        info = s.info
+        name = f"{info['case_id']}/v{info['case_version']}/gap/{info['impl']}"
+        shown = s.stable & s.gap_stable & ~np.isnan(s.gap)
+        unit = f"x {info['baseline']}"
+        for run, gap in zip(s.run[shown].tolist(), rounded(s.gap[shown], DIGITS), strict=True):
+            gaps[run].append({"name": name, "unit": unit, "value": gap})
+            baselines[run].add(info["baseline"])
+    suites: dict[int, dict[str, float]] = defaultdict(dict)
+    logs = gaps_by_run(all_series)[0]
+    for key, per_run in logs.items():
+        for run, cases in per_run.items():
+            suites[run][key[3]] = math.exp(math.fsum(v[0] for v in cases.values()) / len(cases))
+    out = {}
+    for run in gaps.keys() | suites.keys():
+        names = baselines[run]
+        unit = f"x {next(iter(names))}" if len(names) == 1 else "x baseline"
+        suite = [
+            {"name": f"suite/geomean_gap/{n}", "unit": unit, "value": _digits(suites[run][n])}
+            for n in lead_first(sorted(suites[run]), primary)
+        ]
+        lead = suite[:1] if suite and suite[0]["name"].endswith(f"/{primary}") else []
+        out[run] = [*lead, *gaps[run], *suite[len(lead) :]]
+    return out
 
 
-def github_action_benchmark_data(store: Store, repo_url: str | None = None) -> dict:
+def _digits(value: float) -> float:
+    return float(f"{value:.{DIGITS}g}")
+
+
+def github_action_benchmark_data(
+    store: Store,
+    repo_url: str | None = None,
+    series: list[Series] | None = None,
+    primary: str | None = None,
+) -> dict:
     """Every run of the history in github-action-benchmark's data.js layout.
 
     One entry per run, oldest first, under one key per GPU model, timing mode and suite
     version (gab_key(): that action's page draws each key as its own charts, so runs that must
-    not share a line never do), with compact_benches() of the run. The history knows no commit
-    message, author or commit time: message names the run and its raw document, author and
-    committer are "unknown" (that action's page shows committer.username) and timestamp is the
-    run's start.
+    not share a line never do), with the run's gap and suite geomean entries. The history
+    knows no commit message, author or commit time: message names the run and its raw
+    document, author and committer are "unknown" (that action's page shows
+    committer.username) and timestamp is the run's start. series: read_series(store,
+    store.runs()) when the caller has read it; primary: the candidate whose geomean leads.
     """
     repo = (repo_url or "").rstrip("/")
+    runs = store.runs()
+    series = read_series(store, runs) if series is None else series
+    benches = _benches_by_run(series, primary)
+    modes = run_modes(series)
     entries: dict[str, list[dict]] = {}
-    for run in store.runs():
-        document = store.raw_document(run["run_id"])
+    person = {"name": "unknown", "email": "", "username": "unknown"}
+    for index, run in enumerate(runs):
         started = datetime.fromisoformat(run["started_utc"].replace("Z", "+00:00"))
         sha = run["commit_sha"]
-        person = {"name": "unknown", "email": "", "username": "unknown"}
-        entries.setdefault(gab_key(document), []).append(
+        key = _key(run["gpu"], modes.get(index), run["suite_version"])
+        entries.setdefault(key, []).append(
             {
                 "commit": {
                     "id": sha or run["run_id"],
@@ -66,7 +116,7 @@ def github_action_benchmark_data(store: Store, repo_url: str | None = None) -> d
                 },
                 "date": int(started.timestamp() * 1000),
                 "tool": "customSmallerIsBetter",
-                "benches": compact_benches(gab_entries(document)),
+                "benches": benches.get(index, []),
             }
         )
     return {
@@ -76,6 +126,10 @@ def github_action_benchmark_data(store: Store, repo_url: str | None = None) -> d
     }
 
 
+def _key(gpu: str, mode: str | None, suite_version) -> str:
+    return f"kernelgap {gpu} {mode or 'mode unknown'} suite v{suite_version}"
+
+
 def gab_key(document: dict) -> str:
     """The github-action-benchmark key of a run: 'kernelgap <GPU model> <mode> suite v<N>'.
 
@@ -83,5 +137,4 @@ def gab_key(document: dict) -> str:
     for an older document that recorded null there, the one its cases ran in).
     """
     gpu = document["environment"]["device"]["name"]
-    mode = run_mode(document) or "mode unknown"
-    return f"kernelgap {gpu} {mode} suite v{document['suite']['version']}"
+    return _key(gpu, run_mode(document), document["suite"]["version"])

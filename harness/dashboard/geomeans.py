@@ -25,7 +25,7 @@ import numpy as np
 from harness.dashboard.case_charts import Series
 from harness.dashboard.display import MAX_POINTS, display_indices, key_change, rounded
 
-__all__ = ["suite_geomeans"]
+__all__ = ["gaps_by_run", "suite_geomeans"]
 
 SUITE_FIELDS = ("gpu", "mode", "suite_version")
 Z95 = statistics.NormalDist().inv_cdf(0.975)
@@ -38,36 +38,45 @@ def suite_geomeans(
     used: set,
     primary: str | None,
     max_points: int = MAX_POINTS,
+    latest_of: dict[str | None, int] | None = None,
 ) -> tuple[list[dict], list[dict]]:
     """The suite geomean gap per run (one trace per candidate and GPU/mode/suite version) and
-    the headline cards of the newest run; the primary candidate's first."""
+    the headline cards of each mode's newest run (latest_of: mode -> its newest run; default
+    the newest run's), the primary candidate's first. Each card carries its trend: the
+    geomean of every run of its key, for the sparkline and "since" figures."""
     latest = len(runs) - 1
-    logs, missing, baselines = _gaps_by_run(all_series, latest)
+    latest_of = latest_of or {}
+    logs, missing, baselines = gaps_by_run(all_series)
     traces, cards = [], []
-    previous_key: dict[str, dict] = {}  # candidate -> its previous suite key
+    previous_key: dict[tuple, dict] = {}  # (candidate, mode) -> its previous suite key
     # A candidate that never had a gap (never checked) has no line and no card.
     order = (k for k in logs if logs[k])
     for key in sorted(order, key=lambda k: (k[3] != primary, k[3], min(logs[k]))):
         impl, per_run = key[3], logs[key]
-        if latest in per_run or latest in missing[key]:
-            cards.append(_card(key, per_run, missing[key], latest, baselines[key]))
-            used.add(latest)
+        newest = latest_of.get(key[1], latest)
         run_arr = np.array(sorted(per_run), dtype=np.int64)
         means = [_geomean(per_run[r].values()) for r in run_arr.tolist()]
         gap = np.array([m[0] for m in means])
+        if newest in per_run or newest in missing[key]:
+            names = {b for r, b in baselines[key] if r == newest}
+            card = _card(key, per_run, missing[key], newest, names)
+            card["trend"] = {"run": run_arr.tolist(), "gap": rounded(gap, 4)}
+            cards.append(card)
+            used.update(run_arr.tolist())
         keep = display_indices(len(run_arr), np.zeros(len(run_arr), bool), (gap,), max_points)
         used.update(run_arr[keep].tolist())
         kept = run_arr[keep].tolist()
         drawn = [per_run[r].keys() | missing[key].get(r, set()) for r in kept]
         suite_key = dict(zip(SUITE_FIELDS, key[:3], strict=True))
-        change = key_change(previous_key.get(impl), suite_key)
-        previous_key[impl] = suite_key
+        change = key_change(previous_key.get((impl, key[1])), suite_key)
+        previous_key[(impl, key[1])] = suite_key
         traces.append(
             {
                 "impl": impl,
                 "name": f"{impl} · {change}" if change else impl,
                 "change": change,
                 "color": colors[impl],
+                "mode": key[1],
                 "suite": f"{key[0]} | {key[1]} | suite v{key[2]}",
                 "run": kept,
                 "gap": rounded(gap[keep]),
@@ -92,10 +101,10 @@ def suite_geomeans(
     return traces, cards
 
 
-def _gaps_by_run(all_series: list[Series], latest: int) -> tuple[dict, dict, dict]:
+def gaps_by_run(all_series: list[Series]) -> tuple[dict, dict, dict]:
     """The candidates' gaps run by run, keyed (gpu, mode, suite version, candidate): the ln gap,
-    its standard error and stability per case with a gap; the cases without one; and the
-    baselines of the series the latest run has."""
+    its standard error and stability per case with a gap; the cases without one; and each
+    series' (newest run, baseline), so a card names the baselines of its run."""
     # (gpu, mode, suite version, candidate) -> run -> {(case id, case version): (ln gap, se of
     # ln gap, stable)} of the cases with a gap, and -> run -> the cases without one (missing).
     logs: dict[tuple, dict[int, dict]] = defaultdict(dict)
@@ -124,8 +133,8 @@ def _gaps_by_run(all_series: list[Series], latest: int) -> tuple[dict, dict, dic
                 missing[key][run].add(case)
         for run in s.failed:
             missing[key][run].add(case)
-        if len(s.run) and s.run[-1] == latest:
-            baselines[key].add(s.info["baseline"])
+        if len(s.run):
+            baselines[key].add((int(s.run[-1]), s.info["baseline"]))
     return logs, missing, baselines
 
 

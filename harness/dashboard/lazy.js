@@ -28,22 +28,36 @@ window.KernelgapLazy = (function () {
   // hooks.library: the charting library's script. It is loaded once, when a chart that needs
   // it is to be drawn or else once everything in view at open is drawn (so that a chart
   // scrolled to later need not wait for it); then hooks.loaded() or hooks.missing() is called.
-  // hooks.idle(drawn, total): nothing in view is left to draw; hooks.error(e): a drawing failed.
-  // A job: { node, draw(node) -> promise, library: whether it needs the library }.
+  // hooks.idle(drawn, total): nothing in view is left to draw; hooks.sketched(): what is in view
+  // is sketched, the library not loaded yet; hooks.error(e): a drawing failed.
+  // A job: { node, draw(node) -> promise, library: whether it needs the library, sketch(node):
+  // drawn at once while the library is loading (optional) }.
   function create(hooks) {
     const jobs = [], visible = new Set();
-    let library = null, missing = false, running = Promise.resolve(), pumping = false, seen;
+    let library = null, ready = false, missing = false, running = Promise.resolve(), pumping = false, seen;
     const sighted = new Promise((resolve) => (seen = resolve));  // the observer's first report
 
     function load() {
       if (library === null) {
-        library = loadScript(hooks.library).then(hooks.loaded, () => {
-          missing = true;  // its charts stay undrawn
+        library = loadScript(hooks.library).then(() => {
+          ready = true;
+          hooks.loaded();
+          for (const j of jobs) {  // sketched: drawn again with the library when in view
+            if (!j.sketched) continue;
+            j.sketched = false;
+            j.drawn = false;
+            j.version += 1;
+          }
+          start();
+        }, () => {
+          missing = true;  // its charts stay undrawn (or sketched)
           hooks.missing();
         });
       }
       return library;
     }
+    // A sketched chart in view waits for the library: the page is not idle until it is drawn.
+    const waitingUpgrade = () => !ready && !missing && jobs.some((j) => j.sketched && visible.has(j.node));
 
     const observer = new IntersectionObserver((entries) => {
       for (const e of entries) (e.isIntersecting ? visible.add(e.target) : visible.delete(e.target));
@@ -66,6 +80,15 @@ window.KernelgapLazy = (function () {
     async function pump() {
       await sighted;  // the observer has said what is in view
       for (let job = next(); job; job = next()) {
+        if (job.library && !ready && !missing && job.sketch) {
+          // The library is not there yet: a sketch now (sketch.js), the chart when it is.
+          job.drawn = job.sketched = true;
+          job.sketch(job.node);
+          job.node.dataset.drawn = "1";
+          load();
+          await nextPaint();
+          continue;
+        }
         if (job.library) await load();
         if (job.library && missing) continue;
         if (job.drawn || !visible.has(job.node)) continue;  // drawn or scrolled away meanwhile
@@ -86,6 +109,7 @@ window.KernelgapLazy = (function () {
       running = pump().then(() => {
         pumping = false;
         if (next()) return start();  // scrolled meanwhile
+        if (waitingUpgrade()) { hooks.sketched(); return load(); }  // idle once drawn for good
         hooks.idle(jobs.filter((j) => j.drawn).length, jobs.length);
         load();
       }, (e) => { pumping = false; hooks.error(e); });
@@ -93,7 +117,8 @@ window.KernelgapLazy = (function () {
 
     return {
       add(node, draw, options) {
-        const job = { node, draw, drawn: false, version: 0, library: !!(options && options.library) };
+        const job = { node, draw, drawn: false, version: 0, library: !!(options && options.library),
+                      sketch: options && options.sketch, sketched: false };
         jobs.push(job);
         if (options && options.drawn) { job.drawn = true; node.dataset.drawn = "1"; }
         observer.observe(node);
@@ -110,7 +135,13 @@ window.KernelgapLazy = (function () {
         start();
       },
       // Resolves once what is in view now is drawn and on screen (for tests and benchmarks).
-      idle: async () => { await nextPaint(); await nextPaint(); start(); while (pumping) await running; },
+      idle: async () => {
+        await nextPaint();
+        await nextPaint();
+        start();
+        while (pumping) await running;
+        while (waitingUpgrade() || pumping) { await (pumping ? running : library); await nextPaint(); }
+      },
       nextPaint,
       counts: () => ({ drawn: jobs.filter((j) => j.drawn).length, total: jobs.length }),
     };

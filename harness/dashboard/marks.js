@@ -1,6 +1,5 @@
-// kernelgap dashboard: the open alerts above the headline and the change points and drifts on
-// each case's charts (data.js: D.alerts, and each case's `changes`, from
-// harness/dashboard/alerts.py). app.js calls window.KernelgapMarks; without this file the page
+// kernelgap dashboard: the change points and drifts on each case's charts (data.js: each case's
+// `changes`, from harness/dashboard/alerts.py; the open alerts are headline.js's). app.js calls window.KernelgapMarks; without this file the page
 // still draws, without the marks.
 "use strict";
 window.KernelgapMarks = (function () {
@@ -8,50 +7,56 @@ window.KernelgapMarks = (function () {
   const pct = (f) => (f >= 0 ? "+" : "−") + Math.abs(f * 100).toFixed(1) + "%";
   const esc = (text) => String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 
-  // The open alerts, slower first, each linking to its case's charts; none: a quiet line.
-  function alerts(D, el, box) {
-    const list = D.alerts || [];
-    box.replaceChildren(el("h2", {}, list.length ? "Open alerts (" + list.length + ")" : "Open alerts"));
-    if (!list.length) {
-      box.append(el("p", { class: "explain" }, "None: no newest point beyond max(5%, 3 x MAD), " +
-        "no change point among the newest runs and no drift (unstable points never alert)."));
-      return 0;
+  // Label levels: a label closer than MIN_GAP of the visible span to the one before it on a
+  // level goes one level up; past MAX_LEVELS it is left out (its rule and hover stay).
+  const MIN_GAP = 0.07, MAX_LEVELS = 4, LEVEL_Y = 0.1;
+  function levels(xs, lo, hi) {
+    const last = [], out = [];
+    for (const x of xs) {
+      let level = 0;
+      while (level < MAX_LEVELS && last[level] !== undefined && x - last[level] < MIN_GAP * (hi - lo)) level += 1;
+      if (level < MAX_LEVELS) last[level] = x;
+      out.push(level);
     }
-    const ul = el("ul", { class: "alerts" });
-    for (const a of list) {
-      const where = a.anchor ? el("a", { href: "#" + a.anchor }, a.case) : a.case;
-      ul.append(el("li", { class: a.direction === "slower" ? "worse" : "better" },
-        el("b", {}, pct(a.relative) + " " + a.direction), " ", where, " / " + a.impl + " " + a.metric +
-        " · " + a.kind + ": ", el("span", { class: "note" }, a.text)));
-    }
-    box.append(ul);
-    return list.length;
+    return out;
   }
 
-  // A step: a dashed rule at the first run after it, red when slower, green when faster, with
-  // its size; a drift: a shaded band over its window. In the panel of its metric.
-  function chart(c, xOf, shapes, annotations) {
+  // A step: a dashed rule at the first run after it, red and "▲" when slower, green and "▼"
+  // when faster, labelled with its size (labels stacked so that none overlaps another); a
+  // drift: a shaded band over its window. In the panel of its metric; only the marks of
+  // `view.mode` within [view.lo, view.hi] (x units) are drawn.
+  function chart(c, xOf, shapes, annotations, view) {
+    const inView = (m) => m.mode === view.mode && xOf([m.run])[0] !== undefined;
+    const marks = (c.changes || []).filter(inView);
     let count = 0;
-    for (const m of c.changes || []) {
-      const [xa, ya] = m.metric === "gap" ? ["x", "y"] : ["x2", "y2"];
-      const color = m.relative > 0 ? SLOWER : FASTER;
-      const x1 = xOf([m.run])[0];
-      const hover = esc(m.impl + " " + m.metric + ": " + m.kind + " " + pct(m.relative) + " (" +
-        m.before + " → " + m.after + ", p " + m.p + ")");
-      if (m.kind === "drift" && m.from >= 0) {
-        shapes.push({ type: "rect", xref: xa, yref: ya + " domain", x0: xOf([m.from])[0], x1, y0: 0, y1: 1,
-                      fillcolor: color, opacity: 0.08, line: { width: 0 } });
-      } else {
-        shapes.push({ type: "line", xref: xa, yref: ya + " domain", x0: x1, x1, y0: 0, y1: 1,
-                      line: { color, width: 1.5, dash: "dash" } });
-      }
-      annotations.push({ xref: xa, yref: ya + " domain", x: x1, y: 0.02, xanchor: "right", yanchor: "bottom",
-        xshift: -2, text: esc(pct(m.relative)), showarrow: false, hovertext: hover,
-        font: { size: 11, color }, bgcolor: "rgba(255,255,255,0.8)" });
-      count += 1;
+    for (const panel of ["gap", "time"]) {
+      const own = marks.filter((m) => (m.metric === "gap") === (panel === "gap"))
+        .map((m) => ({ m, x: xOf([m.run])[0], at: view.at([m.run])[0] })).sort((a, b) => a.at - b.at);
+      const shown = own.filter((o) => o.at >= view.lo && o.at <= view.hi);
+      const level = levels(shown.map((o) => o.at), view.lo, view.hi);
+      const [xa, ya] = panel === "gap" ? ["x", "y"] : ["x2", "y2"];
+      shown.forEach(({ m, x }, k) => {
+        const color = m.relative > 0 ? SLOWER : FASTER;
+        const hover = esc(m.impl + " " + m.metric + ": " + m.kind + " " + pct(m.relative) + " (" +
+          m.before + " → " + m.after + ", p " + m.p + ")");
+        if (m.kind === "drift" && m.from >= 0) {
+          shapes.push({ type: "rect", xref: xa, yref: ya + " domain", x0: xOf([m.from])[0], x1: x, y0: 0, y1: 1,
+                        fillcolor: color, opacity: 0.08, line: { width: 0 } });
+        } else {
+          shapes.push({ type: "line", xref: xa, yref: ya + " domain", x0: x, x1: x, y0: 0, y1: 1,
+                        line: { color, width: 1.5, dash: "dash" } });
+        }
+        if (level[k] < MAX_LEVELS) {
+          annotations.push({ xref: xa, yref: ya + " domain", x, y: 0.02 + LEVEL_Y * level[k], xanchor: "right",
+            yanchor: "bottom", xshift: -2, text: esc((m.relative > 0 ? "▲" : "▼") + pct(m.relative) + " " + m.impl),
+            showarrow: false, hovertext: hover, font: { size: 11, color }, bgcolor: "rgba(255,255,255,0.85)",
+            meta: { mark: true, level: level[k] } });
+        }
+        count += 1;
+      });
     }
     return count;
   }
 
-  return { alerts, chart };
+  return { chart, levels };
 })();

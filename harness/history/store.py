@@ -114,7 +114,7 @@ class Store(HistoryFile):
             report = self._plan(document, trusted, what)
             if report.already_stored:
                 return report
-        self._write(document, report)
+        self._write([(document, report)])
         return report
 
     def _plan(self, document: dict, trusted: bool, what: str) -> IngestReport:
@@ -132,30 +132,44 @@ class Store(HistoryFile):
             self._series_cache = dict(self._query("SELECT series_id, series FROM series"))
         return self._series_cache
 
-    def _write(self, document: dict, report: IngestReport) -> None:
+    def ingest_many(self, documents: list[tuple[dict, str]]) -> list[IngestReport]:
+        """Store many validated result documents ((document, what) pairs) in one transaction:
+        a backfill of thousands of runs pays one commit, not one per run. A run already stored
+        (or given twice) is reported as such; any error stores none of them."""
+        if self.readonly:
+            raise StoreError(f"{self.path}: opened read-only; a trusted ingest writes")
+        try:
+            if self._prepare_writes():
+                self._series_cache = {}  # a migration may rename or merge series
+        except sqlite3.DatabaseError as exc:
+            self._rollback()
+            why = cause(exc, self.path) or str(exc)
+            raise StoreError(f"{self.path}: cannot write the history: {why}") from None
+        reports = [self._plan(document, True, what) for document, what in documents]
+        self._write([(d, r) for (d, _), r in zip(documents, reports, strict=True)])
+        return reports
+
+    def _write(self, batch: list[tuple[dict, IngestReport]]) -> None:
+        """Insert each planned run of `batch` not stored yet, all in one transaction."""
         db = self._db
+        rowids = dict(self._series_rowids())
+        done: list[IngestReport] = []
+        batch_ids: set[str] = set()
+        report = batch[0][1] if batch else None
         try:
             db.execute("BEGIN IMMEDIATE")
-            if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (report.run_id,)).fetchone():
-                db.execute("ROLLBACK")  # another writer stored it since the plan
-                report.already_stored = True
-                return
-            run = db.execute(
-                "INSERT INTO runs VALUES (NULL,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                run_row(document, report),
-            ).lastrowid
-            rowids = {**self._series_rowids(), **self._insert_series(report.points)}
-            started_us = microseconds(report.started_utc)
-            db.executemany(
-                f"INSERT INTO points VALUES ({','.join('?' * (3 + len(VALUE_COLUMNS)))})",
-                [(rowids[p.series_id], started_us, run, *p.row) for p in report.points],
-            )
-            db.executemany(
-                "UPDATE series SET points = points + 1, "
-                "first_utc = min(coalesce(first_utc, ?1), ?1), "
-                "last_utc = max(coalesce(last_utc, ?1), ?1) WHERE series = ?2",
-                [(report.started_utc, rowids[p.series_id]) for p in report.points],
-            )
+            for document, report in batch:
+                if (
+                    report.run_id in batch_ids
+                    or db.execute(
+                        "SELECT 1 FROM runs WHERE run_id = ?", (report.run_id,)
+                    ).fetchone()
+                ):
+                    report.already_stored = True  # another writer, or this batch, stored it
+                    continue
+                self._insert_run(document, report, rowids)
+                done.append(report)
+                batch_ids.add(report.run_id)
             db.execute("COMMIT")
         except sqlite3.IntegrityError as exc:
             db.execute("ROLLBACK")
@@ -168,13 +182,36 @@ class Store(HistoryFile):
             why = cause(exc, self.path) or str(exc)
             raise StoreError(f"{self.path}: writing the history failed: {why}") from None
         self._series_cache = rowids  # only after COMMIT: a rolled-back rowid must not linger
-        report.stored = True
+        for r in done:
+            r.stored = True
 
-    def _insert_series(self, points: list[PlannedPoint]) -> dict[str, int]:
-        """Insert the series this run starts; their rowids. Inside the ingest's transaction."""
+    def _insert_run(self, document: dict, report: IngestReport, rowids: dict[str, int]) -> None:
+        """One run's rows (run, new series, points, series counts); inside a transaction.
+        `rowids` (series_id -> rowid) gains the series it starts."""
+        db = self._db
+        run = db.execute(
+            "INSERT INTO runs VALUES (NULL,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            run_row(document, report),
+        ).lastrowid
+        rowids.update(self._insert_series(report.points, rowids))
+        started_us = microseconds(report.started_utc)
+        db.executemany(
+            f"INSERT INTO points VALUES ({','.join('?' * (3 + len(VALUE_COLUMNS)))})",
+            [(rowids[p.series_id], started_us, run, *p.row) for p in report.points],
+        )
+        db.executemany(
+            "UPDATE series SET points = points + 1, "
+            "first_utc = min(coalesce(first_utc, ?1), ?1), "
+            "last_utc = max(coalesce(last_utc, ?1), ?1) WHERE series = ?2",
+            [(report.started_utc, rowids[p.series_id]) for p in report.points],
+        )
+
+    def _insert_series(self, points: list[PlannedPoint], known: dict[str, int]) -> dict[str, int]:
+        """Insert the series this run starts (not in `known`); their rowids. Inside the
+        ingest's transaction."""
         added: dict[str, int] = {}
         for p in points:
-            if p.series_id in self._series_cache or p.series_id in added:
+            if p.series_id in known or p.series_id in added:
                 continue
             cursor = self._db.execute(
                 "INSERT OR IGNORE INTO series (series_id, gpu, mode, suite_version, case_id, "

@@ -53,17 +53,37 @@ START = datetime(2026, 1, 1, tzinfo=UTC)
 class Variants:
     """Cheap variants of one template document: new samples, statistics, gaps, commit, date."""
 
-    def __init__(self, cases: int, samples: int, documents: int, seed: int = 0):
+    def __init__(
+        self,
+        cases: int,
+        samples: int,
+        documents: int,
+        seed: int = 0,
+        impls: dict[str, float] | None = None,
+        modes: tuple[str, ...] = ("hot",),
+    ):
+        """impls: name -> its time against the baseline (the first); modes: document k runs
+        in modes[k % len(modes)]."""
+        impls = impls or dict(zip(IMPLS, (1.0, 1.2, 0.9), strict=True))
+        self.impls = tuple(impls)
         self.rng = np.random.default_rng(seed)
         self.n_cases, self.n_samples, self.documents = cases, samples, documents
-        self.medians_s = self.rng.uniform(5e-6, 5e-3, size=(cases, 1)) * [1.0, 1.2, 0.9]
+        self.medians_s = self.rng.uniform(5e-6, 5e-3, size=(cases, 1)) * list(impls.values())
         stub = [1e-3] * samples
         names = [f"case_{i:02d}" for i in range(cases)]
-        template = make_document({n: dict.fromkeys(IMPLS, stub) for n in names}, resamples=1)
-        self.template = orjson.dumps(template)
+        self.modes = modes
+        self.templates = [
+            orjson.dumps(
+                make_document(
+                    {n: dict.fromkeys(self.impls, stub) for n in names}, mode=mode, resamples=1
+                )
+            )
+            for mode in modes
+        ]
 
     def factors(self, k: int) -> np.ndarray:
-        f = np.ones((self.n_cases, len(IMPLS)))
+        """Each case's and implementation's time in document k against its usual median."""
+        f = np.ones((self.n_cases, len(self.impls)))
         if k >= self.documents // 2:
             f[4, 1] = 1.10
         if k == self.documents - 1:
@@ -72,12 +92,12 @@ class Variants:
         return f
 
     def document(self, k: int) -> dict:
-        doc = orjson.loads(self.template)
+        doc = orjson.loads(self.templates[k % len(self.modes)])
         started = START + timedelta(minutes=k)
         doc["started_utc"] = started.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         doc["finished_utc"] = (started + timedelta(seconds=40)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         doc["suite"]["commit"] = f"{k:040x}"
-        shape = (self.n_cases, len(IMPLS), self.n_samples)
+        shape = (self.n_cases, len(self.impls), self.n_samples)
         s = (self.medians_s * self.factors(k))[..., None] * (
             1 + self.rng.uniform(-0.002, 0.002, shape)
         )
@@ -93,7 +113,7 @@ class Variants:
             "noise": mad / median,
         }
         stats = {key: value.tolist() for key, value in stats.items()}
-        stable = self.rng.random((self.n_cases, len(IMPLS))) > 0.01
+        stable = self.rng.random((self.n_cases, len(self.impls))) > 0.01
         stable = (stable | (k == self.documents - 1)).tolist()  # the planted steps must count
         ratio = (median / median[:, :1]).tolist()
         round_ratio = np.median(s / s[:, :1, :], axis=2).tolist()
@@ -107,9 +127,9 @@ class Variants:
                         impl.pop(key, None)
                 continue
             impls = case["implementations"]
-            if i == 5 and k >= self.documents // 2:
+            if i == 5 and k >= self.documents // 2 and "forth" in impls:
                 impls["forth"]["build"]["source_sha256"] = "5" * 64
-            for j, name in enumerate(IMPLS):
+            for j, name in enumerate(self.impls):
                 timing = impls[name]["timing"]
                 timing["samples_s"] = samples[i][j]
                 block = timing["stats"]

@@ -1,0 +1,169 @@
+"""The dashboard's case pages, cases/<stem>.html: one case's history and its explanation on one
+page that opens from disk with no script. Per timing mode: the current gaps, the gap of each
+candidate and the time of each implementation over the runs the dashboard draws (inline SVG,
+step marks dashed, red slower and green faster, each labelled), the steps every series took
+together; then `harness explain` of the newest run as HTML, and links back to the dashboard
+(the case's charts) and to the explanation's markdown. <stem> is explain_pages.file_stem.
+Counters (issue 35) get their section from `_counters` once the history holds them.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from harness.dashboard.explain_pages import file_stem
+
+__all__ = ["FOLDER", "write"]
+
+FOLDER = "cases"
+WIDTH, HEIGHT, MARGIN = 1100, 230, (64, 80, 14, 30)  # px; margin: left, right, top, bottom
+DASHES = ("", "6 3", "2 3", "6 3 2 3")
+PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>{title}</title>
+<style>body{{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1160px;color:#1b1f24}}
+h2{{border-bottom:2px solid #d8dde3}} .muted{{color:#5b6470}} .note{{color:#8a5a00}}
+.tag{{border:1px solid currentColor;border-radius:4px;padding:0 6px;font-size:12px;font-weight:700}}
+table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #d8dde3;padding:3px 8px}}
+code{{font:12.5px ui-monospace,Menlo,Consolas,monospace}} svg text{{font:11px system-ui,sans-serif}}</style>
+</head><body>
+<p><a href="../index.html#{anchor}">&larr; dashboard: {case}</a> · <a href="../index.html">dashboard</a>{explain}</p>
+<h1>{case} <span class="muted">v{version}, baseline {baseline}</span></h1>
+{modes}
+{counters}
+<h2>Why: harness explain of the newest run</h2>
+{report}
+</body></html>
+"""
+
+
+def write(out: Path, data: dict, reports: dict[str, str], explain: dict[str, str]) -> int:
+    """Write a page for every case of `data` (harness.dashboard.data) under out/cases/, and
+    set each case's "page"; reports: case id -> explain HTML; explain: case id -> its page.
+    Pages of cases no longer drawn are removed. The number written."""
+    folder = out / FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = set()
+    for case in data["cases"]:
+        stem = file_stem(case["id"])
+        link = explain.get(case["id"])
+        text = PAGE.format(
+            title=html.escape(f"{case['id']}: history and explanation"),
+            anchor=html.escape(case["anchor"]),
+            case=html.escape(case["id"]),
+            version=html.escape(str(case["version"])),
+            baseline=html.escape(case["baseline"]),
+            explain=f' · <a href="../{html.escape(link)}">explain page</a>' if link else "",
+            modes="\n".join(_mode(case, data, mode) for mode in data["modes"]),
+            counters=_counters(case),
+            report=reports.get(case["id"], "<p>Not in the newest run: no explanation.</p>"),
+        )
+        (folder / f"{stem}.html").write_text(text)
+        case["page"] = f"{FOLDER}/{stem}.html"
+        kept.add(stem)
+    for stale in folder.glob("*.html"):
+        if stale.stem not in kept:
+            stale.unlink()
+    return len(kept)
+
+
+def _counters(case: dict) -> str:
+    """The case's counters over time: a place kept for issue 35 (counter series in the
+    history); empty until data.js carries them."""
+    return ""
+
+
+def _mode(case: dict, data: dict, mode: str) -> str:
+    """One mode's section: current gaps, shared steps, the gap chart and the time chart."""
+    series = [s for s in case["series"] if s["mode"] == mode]
+    if not series:
+        return ""
+    runs = data["runs"]
+    rows = [r for r in data["views"][mode]["table"] if r["case"] == case["id"] and r["candidate"]]
+    now = " · ".join(
+        f"{html.escape(r['candidate'])} <b>{r['gap']:.3f}x</b>"
+        if r["gap"]
+        else html.escape(r["candidate"])
+        for r in rows
+    )
+    notes = "".join(
+        f'<p class="note">&#9888; {html.escape(t["text"])} (commit '
+        f"{html.escape((runs['commit'][t['run']] or '-')[:12])}, {runs['date'][t['run']][:10]})</p>"
+        for t in case.get("together", [])
+        if t["mode"] == mode
+    )
+    marks = [m for m in case.get("changes", []) if m["mode"] == mode]
+    gap = [(s, s["gap"]) for s in series if s["role"] == "candidate"]
+    times = [(s, s["t"]) for s in series]
+    return (
+        f'<h2><span class="tag">{html.escape(mode)}</span> mode</h2>'
+        f"<p>now: {now or 'no gap in the newest run'}</p>{notes}"
+        f"<h3>gap (x {html.escape(case['baseline'])}, lower is better)</h3>"
+        + _chart(gap, [m for m in marks if m["metric"] == "gap"], runs, "gap")
+        + f"<h3>time per launch ({html.escape(case['unit'])})</h3>"
+        + _chart(times, [m for m in marks if m["metric"] != "gap"], runs, case["unit"])
+    )
+
+
+def _chart(lines: list[tuple[dict, list]], marks: list[dict], runs: dict, unit: str) -> str:
+    """An SVG line chart: x the run's place among its mode's runs, one line per series; step
+    labels below it, a row further down where one would touch the one before."""
+    points = [(runs["n"][r], v) for s, ys in lines for r, v in zip(s["run"], ys, strict=True)]
+    values = [v for _, v in points if v is not None]
+    if not values:
+        return '<p class="muted">nothing to draw</p>'
+    x0, x1 = min(x for x, _ in points), max(x for x, _ in points)
+    y0, y1 = min(values), max(values)
+    pad = (y1 - y0) * 0.08 or abs(y1) * 0.01 or 1.0
+    y0, y1 = y0 - pad, y1 + pad
+    left, right, top, bottom = MARGIN
+    w, h = WIDTH - left - right, HEIGHT - top - bottom
+
+    def xpx(x: float) -> float:
+        return left + w * (x - x0) / max(x1 - x0, 1)
+
+    def ypx(y: float) -> float:
+        return top + h * (y1 - y) / (y1 - y0)
+
+    rows = max(1, len(marks))
+    out = [
+        f'<svg width="{WIDTH}" height="{HEIGHT + 14 * min(rows, 4)}" role="img" '
+        f'aria-label="{html.escape(unit)} over time">'
+    ]
+    for k in range(5):
+        y = y0 + (y1 - y0) * k / 4
+        out.append(
+            f'<line x1="{left}" x2="{left + w}" y1="{ypx(y):.1f}" y2="{ypx(y):.1f}" stroke="#eceff2"/>'
+            f'<text x="{left - 6}" y="{ypx(y) + 4:.1f}" text-anchor="end">{y:.4g}</text>'
+        )
+    for s, ys in lines:
+        path = " ".join(
+            f"{xpx(runs['n'][r]):.1f},{ypx(v):.1f}"
+            for r, v in zip(s["run"], ys, strict=True)
+            if v is not None
+        )
+        dash = DASHES[s.get("segment", 0) % len(DASHES)]
+        out.append(
+            f'<polyline points="{path}" fill="none" stroke="{html.escape(s["color"])}" '
+            f'stroke-width="1.8" stroke-dasharray="{dash}"><title>{html.escape(s["name"])}'
+            "</title></polyline>"
+        )
+    ends: list[float] = []  # per label row, where its last label ends
+    for m in sorted(marks, key=lambda m: runs["n"][m["run"]]):
+        x = xpx(runs["n"][m["run"]])
+        row = next((k for k, end in enumerate(ends) if x - 45 > end), len(ends))
+        ends[row : row + 1] = [x + 45]
+        color = "#b3261e" if m["relative"] > 0 else "#0a7a3d"
+        sign = "&#9650;" if m["relative"] > 0 else "&#9660;"
+        out.append(
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{top + h}" stroke="{color}" '
+            f'stroke-dasharray="4 3"/><text x="{x:.1f}" y="{top + h + 14 + 14 * row}" '
+            f'fill="{color}" text-anchor="middle">{sign}{m["relative"] * 100:+.1f}% '
+            f"{html.escape(m['impl'])}</text>"
+        )
+    legend = " ".join(
+        f'<span style="color:{html.escape(s["color"])}">&#9632;</span> {html.escape(s["name"])}'
+        for s, _ in lines
+    )
+    return "\n".join(out) + f"</svg><p class='muted'>{legend}</p>"

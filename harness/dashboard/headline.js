@@ -1,0 +1,145 @@
+// kernelgap dashboard: the headline of one timing mode (data.js: D.views[mode].cards), each card
+// saying its mode in words, the primary candidate's card first with its trend: a sparkline of
+// its suite geomean over the chosen span and "1.31x -> 1.21x since <date> (<commit>)"; and the
+// open alerts, each with its mode, the steps every series of a case took together folded into
+// one line per mode. Drawn as HTML and SVG at once (no plotly.js): all of it is in the first
+// window. app.js calls draw() and alerts() again when the mode or the span changes.
+"use strict";
+window.KernelgapHeadline = (function () {
+  const SVG = "http://www.w3.org/2000/svg";
+  const SPANS = [["10", "the last 10 runs"], ["50", "the last 50 runs"], ["all", "the first run"]];
+  const SHOWN_ALERTS = 6;  // the rest one click away: the first window keeps its lead chart
+  const gapText = (g) => (g === null || g === undefined) ? "–" : g.toFixed(3) + "x";
+  const pct = (f) => (f >= 0 ? "+" : "−") + Math.abs(f * 100).toFixed(1) + "%";
+
+  function modeTag(el, mode) {
+    return el("span", { class: "mode-tag " + (mode || ""), title: mode === "cold" ?
+      "cold: one launch after an L2 flush" : "hot: steady state, graph replay with a warm L2" }, mode || "mode ?");
+  }
+
+  // The trend's points over the span: the last N of the card's key's runs, or all of them.
+  function span(card, since) {
+    const t = card.trend || { run: [], gap: [] };
+    const k = since === "all" ? 0 : Math.max(0, t.run.length - Number(since));
+    return { run: t.run.slice(k), gap: t.gap.slice(k) };
+  }
+
+  function sparkline(points, color) {
+    const w = 500, h = 46, pad = 3;
+    const svg = document.createElementNS(SVG, "svg");
+    for (const [k, v] of Object.entries({ width: w, height: h, class: "spark", role: "img" })) svg.setAttribute(k, v);
+    const ys = points.gap.filter((g) => g !== null);
+    if (ys.length < 2) return svg;
+    const lo = Math.min(...ys), hi = Math.max(...ys), n = points.gap.length;
+    const x = (i) => pad + (w - 2 * pad) * i / (n - 1);
+    const y = (g) => h - pad - (h - 2 * pad) * (hi > lo ? (g - lo) / (hi - lo) : 0.5);
+    const path = points.gap.map((g, i) => (g === null ? "" : (i ? "L" : "M") + x(i).toFixed(1) + "," + y(g).toFixed(1))).join("");
+    const line = document.createElementNS(SVG, "path");
+    for (const [k, v] of Object.entries({ d: path.replace(/^L/, "M"), fill: "none", stroke: color, "stroke-width": 2 })) line.setAttribute(k, v);
+    const title = document.createElementNS(SVG, "title");
+    title.textContent = "suite geomean gap, " + n + " runs: " + gapText(ys[0]) + " to " + gapText(ys[ys.length - 1]);
+    svg.append(title, line);
+    return svg;
+  }
+
+  // "1.310x → 1.214x (−7.3%) since 2026-01-01 (0ade7e2)", over the chosen span.
+  function trendText(points, R) {
+    const n = points.gap.length;
+    if (n < 2) return "one run so far";
+    const first = points.gap[0], last = points.gap[n - 1], r = points.run[0];
+    const commit = R.commit[r] ? " (" + R.commit[r].slice(0, 7) + ")" : "";
+    return gapText(first) + " → " + gapText(last) + " (" + pct(last / first - 1) + ") since " + R.date[r].slice(0, 10) + commit;
+  }
+
+  function card(el, c, D, since) {
+    const points = span(c, since);
+    let delta = el("div", { class: "delta note" }, "no earlier comparable run");
+    if (c.change !== null) {
+      const arrow = Math.abs(c.change) < 0.0005 ? "= 0.0%" : (c.change < 0 ? "▼ " : "▲ ") + pct(c.change);
+      delta = el("div", { class: "delta note " + (c.change < 0 ? "better" : "worse") }, arrow + " against the previous " + c.mode + " run, over the " +
+                 c.previous.common + " cases in both");
+    }
+    const listed = (what, ids) => ids && ids.length ? "; " + what + ": " + ids.join(", ") : "";
+    const note = c.gap === null ? "no case with a gap in the newest " + c.mode + " run" :
+      "geometric mean over " + (c.of > c.cases ? c.cases + " of " + c.of : c.cases) + " cases" +
+      (c.ci_low !== null && c.ci_low !== undefined ? ", 95% interval " + gapText(c.ci_low) + " to " + gapText(c.ci_high) : "") +
+      listed("unstable, in it", c.unstable) + listed("missing", c.missing);
+    const color = (D.colors && D.colors[c.candidate]) || "#0072b2";
+    return el("div", { class: c.primary ? "card primary" : "card", "data-candidate": c.candidate, "data-gap": c.gap,
+                       "data-change": c.change, "data-mode": c.mode, "data-primary": c.primary ? "1" : null },
+      el("div", { class: "tag" }, c.primary ? "primary candidate · " : "", modeTag(el, c.mode)),
+      el("div", { class: "who" }, c.candidate + " ", el("span", {}, "vs " + c.baseline + " · " + c.mode)),
+      el("div", { class: "big" }, gapText(c.gap)),
+      el("div", { class: "trend" }, trendText(points, D.runs)), sparkline(points, color), delta,
+      el("div", { class: "note" }, note));
+  }
+
+  // The cards of `mode`; `since` (a SPANS key) sets the trends' span; onSince(value) is called
+  // when the reader picks another. What it drew, for the page's render state.
+  function draw(D, mode, since, box, el, onSince) {
+    const view = D.views[mode];
+    box.replaceChildren();
+    const select = el("select", { "aria-label": "Trend since", id: "trend-since" });
+    for (const [value, words] of SPANS) {
+      const option = el("option", { value }, "since " + words);
+      if (value === since) option.selected = true;
+      select.append(option);
+    }
+    select.addEventListener("change", () => onSince(select.value));
+    const drawn = [];
+    for (const c of view.cards) {
+      const node = card(el, c, D, since);
+      if (c.primary || view.cards.length === 1) node.querySelector(".trend").after(el("label", {}, "trend ", select));
+      box.append(node);
+      drawn.push({ candidate: c.candidate, mode: c.mode, gap: c.gap, text: gapText(c.gap), primary: !!c.primary,
+                   cases: c.cases, trend: node.querySelector(".trend").textContent });
+    }
+    if (!view.cards.length) box.append(el("p", { class: "explain" }, "No candidate has a gap in the newest " + mode + " run."));
+    return drawn;
+  }
+
+  // The open alerts, those of `mode` first; the time steps that every series of a case took
+  // together (D.cases[].together) folded into one line per mode.
+  function alerts(D, mode, box, el) {
+    const together = new Set();
+    for (const c of D.cases) for (const t of c.together || []) together.add(c.id + "|" + t.mode);
+    const shared = (a) => a.metric === "time" && a.kind !== "drift" && together.has(a.case + "|" + a.mode);
+    const list = (D.alerts || []).slice().sort((a, b) => (a.mode !== mode) - (b.mode !== mode));
+    const own = list.filter((a) => !shared(a)), folded = list.filter(shared);
+    box.replaceChildren(el("h2", {}, "Open alerts (" + list.length + ")"));
+    if (!list.length) {
+      box.append(el("p", { class: "explain" }, "None: no newest point beyond max(5%, 3 x MAD), no change point " +
+        "among the newest runs and no drift (unstable points never alert)."));
+      return { shown: 0, total: 0, folded: 0 };
+    }
+    const ul = el("ul", { class: "alerts" });
+    const byMode = {};
+    for (const a of folded) (byMode[a.mode] = byMode[a.mode] || new Set()).add(a.case);
+    for (const [m, cases] of Object.entries(byMode)) {
+      const n = folded.filter((a) => a.mode === m).length;
+      ul.append(el("li", { class: "shared", "data-mode": m }, modeTag(el, m), " every series of " + cases.size +
+        " case" + (cases.size === 1 ? "" : "s") + " moved together: the baseline moved, the gap did not (" + n +
+        " time alerts folded)"));
+    }
+    own.forEach((a, k) => {
+      const where = a.anchor ? el("a", { href: "#" + a.anchor }, a.case) : a.case;
+      const li = el("li", { class: a.direction === "slower" ? "worse" : "better", "data-mode": a.mode || "" },
+        modeTag(el, a.mode), " ", el("b", {}, pct(a.relative) + " " + a.direction), " ", where,
+        " / " + a.impl + " " + a.metric + " · " + a.kind + ": ", el("span", { class: "note" }, a.text));
+      if (k >= SHOWN_ALERTS) li.hidden = true;
+      ul.append(li);
+    });
+    box.append(ul);
+    if (own.length > SHOWN_ALERTS) {
+      const more = el("button", { type: "button", class: "more", "aria-expanded": "false" }, "show all " + own.length);
+      more.addEventListener("click", () => {
+        for (const li of ul.querySelectorAll("li[hidden]")) li.hidden = false;
+        more.remove();
+      });
+      box.append(more);
+    }
+    return { shown: Math.min(own.length, SHOWN_ALERTS) + Object.keys(byMode).length, total: list.length, folded: folded.length };
+  }
+
+  return { draw, alerts, modeTag, gapText };
+})();

@@ -1,0 +1,97 @@
+"""A synthetic history for the dashboard's benchmark, screenshots and browser tests: runs of
+25 cases x 4 implementations (baseline 'cuda'; candidates 'forth', the suite's primary, 'llvm'
+and 'triton'), alternately hot and cold, with planted changes:
+
+  - 'forth' gets 2.5% faster on every case at a quarter, half and three quarters of the
+    history (its suite geomean: 1.31x -> about 1.21x);
+  - case_07 'forth' -4% (cold) at 80%; case_11 'llvm' +2% (both modes) at 95%; case_03
+    'forth' +3% hot and +4% cold at 98.5% (open alerts, one per mode): steps of one series;
+  - from 98% on, every implementation of every case is 2% slower in hot mode (a driver shift:
+    every time moves, no gap does);
+  - about 1 point in 100 unstable, case_07 fails in every 997th run (as history_ingest.py).
+
+    python tools/perf/dashboard_history.py --db history.sqlite [--documents 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from history_ingest import ROOT, Variants
+
+sys.path.insert(0, str(ROOT))
+
+from harness.history.store import Store
+
+__all__ = ["PlantedHistory", "make_history"]
+
+IMPLS = {"cuda": 1.0, "forth": 1.31, "llvm": 1.12, "triton": 0.95}
+MODES = ("hot", "cold")
+
+
+class PlantedHistory(Variants):
+    """Variants with the dashboard's planted changes (module doc); document k runs in
+    MODES[k % 2], and its place in the history is k / documents."""
+
+    def __init__(self, documents: int, cases: int = 25, samples: int = 30, seed: int = 0):
+        if cases < 12:
+            raise ValueError(f"cases: {cases}; the planted steps need at least 12")
+        super().__init__(cases, samples, documents, seed, impls=IMPLS, modes=MODES)
+
+    def factors(self, k: int) -> np.ndarray:
+        at = k / self.documents
+        hot = MODES[k % 2] == "hot"
+        f = np.ones((self.n_cases, len(self.impls)))
+        forth, llvm = self.impls.index("forth"), self.impls.index("llvm")
+        f[:, forth] *= 0.975 ** sum(at >= x for x in (0.25, 0.5, 0.75))
+        if at >= 0.985:
+            f[3, forth] *= 1.03 if hot else 1.04
+        if at >= 0.80 and not hot:
+            f[7, forth] *= 0.96
+        if at >= 0.95:
+            f[11, llvm] *= 1.02
+        if at >= 0.98 and hot:
+            f *= 1.02
+        return f
+
+    def document(self, k: int) -> dict:
+        doc = super().document(k)
+        doc["suite"]["primary"] = "forth"
+        # Commit hashes like git's (the variants number them, so all would start 0000000).
+        doc["suite"]["commit"] = hashlib.sha1(f"commit {k // 2}".encode()).hexdigest()
+        return doc
+
+
+def make_history(db: Path, documents: int, cases: int = 25) -> float:
+    """Store the planted history in a new database at `db` (one transaction); seconds taken."""
+    history = PlantedHistory(documents, cases)
+    batch = [(history.document(k), f"synthetic {k}") for k in range(documents)]
+    t0 = time.perf_counter()
+    with Store(db) as store:
+        store.ingest_many(batch)
+    return time.perf_counter() - t0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--db", type=Path, required=True, help="a new file")
+    parser.add_argument("--documents", type=int, default=1000)
+    parser.add_argument("--cases", type=int, default=25)
+    args = parser.parse_args()
+    if args.db.exists():
+        parser.error(f"--db {args.db}: exists; give a new file")
+    seconds = make_history(args.db, args.documents, args.cases)
+    print(f"{args.documents} runs stored in {args.db} in {seconds:.1f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
