@@ -86,11 +86,18 @@ class Store(HistoryFile):
 
     # -- ingest ------------------------------------------------------------------------------
     def ingest(
-        self, document: dict, trusted: bool = False, *, what: str = "result", check: bool = True
+        self,
+        document: dict,
+        trusted: bool = False,
+        *,
+        what: str = "result",
+        check: bool = True,
+        bundle: dict | None = None,
     ) -> IngestReport:
         """Store one result document (trusted) or only say what would be stored (untrusted).
 
         check=False skips schema validation for a document the caller validated already.
+        `bundle` (a bundle manifest) gives static counters to implementations that lack them.
         Raises protocol's DocumentError/VersionError for a bad document, GpuMismatchError for
         a run on another GPU model than the suite pins, StoreError for an incomplete document
         or an unusable database.
@@ -98,7 +105,7 @@ class Store(HistoryFile):
         if check:
             check_version(document.get("schema_version"), RESULT_SCHEMA_VERSION, what)
             validate(document, "result", what)
-        report = self._plan(document, trusted, what)
+        report = self._plan(document, trusted, what, bundle)
         if not trusted or report.already_stored:
             return report
         if self.readonly:
@@ -111,14 +118,14 @@ class Store(HistoryFile):
             raise StoreError(f"{self.path}: cannot write the history: {why}") from None
         if migrated:  # the plan was made against the file before its migration
             self._series_cache = {}  # a migration may rename or merge series
-            report = self._plan(document, trusted, what)
+            report = self._plan(document, trusted, what, bundle)
             if report.already_stored:
                 return report
         self._write(document, report)
         return report
 
-    def _plan(self, document: dict, trusted: bool, what: str) -> IngestReport:
-        report = plan(document, path=self.path, trusted=trusted, what=what)
+    def _plan(self, document: dict, trusted: bool, what: str, bundle=None) -> IngestReport:
+        report = plan(document, path=self.path, trusted=trusted, what=what, bundle=bundle)
         if self._query("SELECT 1 FROM runs WHERE run_id = ?", (report.run_id,)):
             report.already_stored = True
         known = self._series_rowids()
@@ -149,6 +156,14 @@ class Store(HistoryFile):
             db.executemany(
                 f"INSERT INTO points VALUES ({','.join('?' * (3 + len(VALUE_COLUMNS)))})",
                 [(rowids[p.series_id], started_us, run, *p.row) for p in report.points],
+            )
+            db.executemany(
+                "INSERT INTO counters VALUES (?,?,?,?,?)",
+                [
+                    (rowids[p.series_id], started_us, run, *p.counters)
+                    for p in report.points
+                    if p.counters != (None, None)
+                ],
             )
             db.executemany(
                 "UPDATE series SET points = points + 1, "

@@ -16,6 +16,10 @@ marks the file as kernelgap's):
   the compiler's identity as metadata (harness.history.series.compiler_identity: not part of the key),
   and (since version 4) the UUID of the card it ran on (gpu_uuid: not part of the key either;
   harness.history.cards estimates what differs from card to card from it).
+- counters (since version 5): one row per point that has counters (harness.history.counters):
+  its implementation's static figures and, for a profiled run, its ncu metrics, each an orjson
+  map {name: [value, unit]}; keyed by the point's series and run, so a counter series is a
+  timing series' key plus a counter name, and its values never sit in a time column.
   Rows refer to runs and series by integer rowid and are indexed by (series, start time).
 Times are text in one form (`normalize_utc`), so text order is time order; a point's start is
 also an integer of microseconds (`microseconds`), its samples a blob (`samples_blob`).
@@ -41,6 +45,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import orjson
 
+from harness.history.counters import profile_counters, static_counters
 from harness.history.series import (
     COMPILER_FIELDS,
     KEY_FIELDS,
@@ -51,6 +56,7 @@ from harness.history.series import (
 
 __all__ = [
     "APPLICATION_ID",
+    "counter_blobs",
     "MIGRATIONS",
     "STORE_SCHEMA_VERSION",
     "lay",
@@ -63,7 +69,7 @@ __all__ = [
     "samples_list",
 ]
 
-STORE_SCHEMA_VERSION = 4
+STORE_SCHEMA_VERSION = 5
 APPLICATION_ID = 0x4B474150  # "KGAP": tells a kernelgap history from any other SQLite file
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -137,6 +143,14 @@ CREATE TABLE points (
 );
 CREATE UNIQUE INDEX points_by_series ON points (series, started_us, run);
 CREATE INDEX points_by_run ON points (run);
+CREATE TABLE counters (
+    series INTEGER NOT NULL REFERENCES series (series),
+    started_us INTEGER NOT NULL,
+    run INTEGER NOT NULL REFERENCES runs (run),
+    static BLOB,
+    profile BLOB
+);
+CREATE UNIQUE INDEX counters_by_series ON counters (series, started_us, run);
 """
 
 
@@ -280,10 +294,49 @@ def point_uuid(run_device: dict, case: dict) -> str | None:
     return (case.get("device") or {}).get("uuid") or run_device.get("uuid")
 
 
+def counter_blobs(impl: dict, static: dict | None = None) -> tuple[bytes | None, bytes | None]:
+    """The `counters` row's (static, profile) maps of one implementation of a document, as
+    orjson bytes (None where it has none); `static` stands in for a missing static block."""
+    found = static_counters(impl.get("static")) or static_counters(static)
+    profiled = profile_counters(impl.get("profile"))
+    return (orjson.dumps(found) if found else None, orjson.dumps(profiled) if profiled else None)
+
+
+def _v4_to_v5(db: sqlite3.Connection) -> None:
+    """Version 5 keeps counters (harness.history.counters) beside the points: the static figures
+    and profiled metrics of every implementation. Old runs get theirs from the `static` and
+    `profile` blocks of their stored documents (none before result schema 1.3.0)."""
+    start = SCHEMA.index("CREATE TABLE counters")
+    for statement in SCHEMA[start:].split(";"):
+        if statement.strip():
+            db.execute(statement.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS").replace(
+                "CREATE UNIQUE INDEX", "CREATE UNIQUE INDEX IF NOT EXISTS"))
+    rows = []
+    for run, blob in db.execute("SELECT run, document FROM runs ORDER BY run").fetchall():
+        points = db.execute(
+            "SELECT p.series, p.started_us, p.case_index, s.impl FROM points p JOIN series s "
+            "ON s.series = p.series WHERE p.run = ?",
+            (run,),
+        ).fetchall()
+        try:
+            cases = orjson.loads(zlib.decompress(blob))["cases"]
+            for series, started_us, index, impl in points:
+                blobs = counter_blobs(cases[index]["implementations"][impl])
+                if blobs != (None, None):
+                    rows.append((series, started_us, run, *blobs))
+        except (zlib.error, orjson.JSONDecodeError, LookupError, TypeError) as exc:
+            raise sqlite3.DatabaseError(
+                f"migrating to version 5: run {run}: stored document is corrupt or does not "
+                f"match its points ({exc!r})"
+            ) from None
+    db.executemany("INSERT OR IGNORE INTO counters VALUES (?,?,?,?,?)", rows)
+
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _v1_to_v2,
     2: _v2_to_v3,
     3: _v3_to_v4,
+    4: _v4_to_v5,
 }
 
 

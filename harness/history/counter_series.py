@@ -1,0 +1,120 @@
+"""Reads of the counters kept beside the timing series (harness.history.counters; store version 5).
+
+`counter_points()` is one series' counters run by run, with each run's commit and compiler
+identity; `counters_at()` the same for a few runs (what `harness changes` compares across a
+change point); `counter_series()` turns them into one series per counter with its steps, the
+data the dashboard's counter panel draws under a case's gap chart. A file older than version 5,
+read before its migration, has no counters: every read is empty.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import orjson
+
+from harness.history.counters import profiled, value
+from harness.history.series import COMPILER_FIELDS
+from harness.history.store import Store
+
+__all__ = ["CounterPoint", "counter_points", "counter_series", "counters_at"]
+
+
+@dataclass(frozen=True)
+class CounterPoint:
+    """One run's counters of one series: static and profiled maps {name: [value, unit]}."""
+
+    run: int
+    run_id: str
+    commit: str | None
+    started_utc: str
+    compiler: tuple[str | None, str | None, str | None]  # COMPILER_FIELDS
+    static: dict = field(default_factory=dict)
+    profile: dict = field(default_factory=dict)
+
+    @property
+    def all(self) -> dict:
+        return {**self.static, **self.profile}
+
+
+SELECT = (
+    "SELECT c.run, r.run_id, r.commit_sha, r.started_utc, "
+    + ", ".join(f"p.{f}" for f in COMPILER_FIELDS)
+    + ", c.static, c.profile FROM counters c JOIN runs r ON r.run = c.run "
+    "JOIN points p ON p.series = c.series AND p.run = c.run WHERE c.series = ?"
+)
+
+
+def _point(row: tuple) -> CounterPoint:
+    run, run_id, commit, started, *rest = row
+    *compiler, static, profile = rest
+    return CounterPoint(
+        run,
+        run_id,
+        commit,
+        started,
+        tuple(compiler),
+        orjson.loads(static) if static else {},
+        orjson.loads(profile) if profile else {},
+    )
+
+
+def _rowid(store: Store, series_id: str) -> int | None:
+    if store._version < 5:
+        return None
+    found = store._series_rowids().get(series_id)
+    if found is None:
+        rows = store._query("SELECT series FROM series WHERE series_id = ?", (series_id,))
+        found = rows[0][0] if rows else None
+    return found
+
+
+def counter_points(store: Store, series_id: str) -> list[CounterPoint]:
+    """The series' runs that have counters, oldest first."""
+    rowid = _rowid(store, series_id)
+    if rowid is None:
+        return []
+    rows = store._query(SELECT + " ORDER BY c.started_us, c.run", (rowid,))
+    return [_point(r) for r in rows]
+
+
+def counters_at(store: Store, series_id: str, runs: set[int]) -> dict[int, CounterPoint]:
+    """{run rowid: its counters} for the `runs` of the series that have them."""
+    rowid = _rowid(store, series_id)
+    wanted = sorted(int(r) for r in runs)
+    if rowid is None or not wanted:
+        return {}
+    sql = SELECT + f" AND c.run IN ({','.join('?' * len(wanted))})"
+    return {p.run: p for p in map(_point, store._query(sql, (rowid, *wanted)))}
+
+
+def counter_series(store: Store, series_id: str) -> dict[str, dict]:
+    """One series per counter of a timing series, for the dashboard's counter panel:
+    {name: {"unit", "profiled", "run_ids", "commits", "utc", "values", "steps"}}, the lists
+    oldest first; `steps` are the positions whose value differs from the point before (static
+    counters only: they carry no noise, so every difference is a step; profiled ones are
+    drawn without steps). A run without the counter reads None (an instruction class a build
+    lacks reads 0)."""
+    points = counter_points(store, series_id)
+    names = sorted({name for p in points for name in p.all})
+    out = {}
+    for name in names:
+        values = [value(p.all, name) for p in points]
+        unit = next((p.all[name][1] for p in points if name in p.all), "")
+        steps = []
+        if not profiled(name):
+            steps = [
+                i
+                for i in range(1, len(values))
+                if values[i] != values[i - 1] and None not in (values[i], values[i - 1])
+            ]
+        out[name] = {
+            "unit": unit,
+            "profiled": profiled(name),
+            "run_ids": [p.run_id for p in points],
+            "commits": [p.commit for p in points],
+            "utc": [p.started_utc for p in points],
+            "values": values,
+            "steps": steps,
+        }
+    return out
