@@ -17,7 +17,14 @@ from harness.history.counters import profiled, value
 from harness.history.series import COMPILER_FIELDS
 from harness.history.store import Store
 
-__all__ = ["CounterPoint", "counter_points", "counter_series", "counters_at"]
+__all__ = [
+    "CounterPoint",
+    "compilers_at",
+    "counter_points",
+    "counter_series",
+    "counters_at",
+    "run_rowids",
+]
 
 
 @dataclass(frozen=True)
@@ -117,4 +124,29 @@ def counter_series(store: Store, series_id: str) -> dict[str, dict]:
             "values": values,
             "steps": steps,
         }
+    return out
+
+
+def compilers_at(store: Store, series_id: str, runs: set[int]) -> dict[int, tuple]:
+    """{run rowid: (toolchain, toolchain_version, compiler_sha256)} of the series' points in
+    `runs` (all None in a version 1 file read before its migration)."""
+    rowid = store._series_rowids().get(series_id)
+    wanted = sorted(int(r) for r in runs)
+    if rowid is None or not wanted or store._version < 2:
+        return {r: (None, None, None) for r in wanted}
+    sql = (
+        f"SELECT run, {', '.join(COMPILER_FIELDS)} FROM points WHERE series = ? "
+        f"AND run IN ({','.join('?' * len(wanted))})"
+    )
+    return {run: tuple(rest) for run, *rest in store._query(sql, (rowid, *wanted))}
+
+
+def run_rowids(store: Store, run_ids: set[str]) -> dict[str, int]:
+    """{run_id: run rowid} of the given run ids that the store holds."""
+    wanted = sorted(run_ids)
+    out: dict[str, int] = {}
+    for start in range(0, len(wanted), 500):  # SQLite's limit on bound parameters
+        chunk = wanted[start : start + 500]
+        sql = f"SELECT run_id, run FROM runs WHERE run_id IN ({','.join('?' * len(chunk))})"
+        out.update(dict(store._query(sql, tuple(chunk))))
     return out
