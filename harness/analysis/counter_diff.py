@@ -58,8 +58,15 @@ class CounterChange:
         return {**asdict(self), "words": sentence(self)}
 
 
-def _weight(name: str) -> float:
-    return next((w for prefix, w in WEIGHTS if name.startswith(prefix)), 0.5)
+# resources whose fall rarely costs time: a build that frees registers ranks below its loops
+FALLS_LOWER = ("static/registers", "static/spill_", "static/stack_bytes")
+
+
+def _weight(c: CounterChange) -> float:
+    weight = next((w for prefix, w in WEIGHTS if c.name.startswith(prefix)), 0.5)
+    if c.delta is not None and c.delta < 0 and c.name.startswith(FALLS_LOWER):
+        weight /= 3
+    return weight
 
 
 def _differs(name: str, before, after) -> bool:
@@ -84,7 +91,7 @@ def differences(before: dict[str, list], after: dict[str, list]) -> list[Counter
 
     def rank(c: CounterChange) -> tuple:
         size = abs(c.delta) / max(abs(c.before or 0), 1) if c.delta is not None else 1.0
-        return (-_weight(c.name), -size, c.name)
+        return (-_weight(c), -size, c.name)
 
     return sorted(found, key=rank)
 
@@ -123,7 +130,7 @@ def sentence(c: CounterChange, sides: tuple[str, str] = ("base", "head")) -> str
         return f"{label}: {_number(c.after, c.unit)} {c.unit} in {new}, not recorded in {old}"
     if c.after is None:
         return f"{label}: {_number(c.before, c.unit)} {c.unit} in {old}, not recorded in {new}"
-    shown = f"({_number(c.before, c.unit)} -> {_number(c.after, c.unit)} {c.unit})"
+    shown = f"({_number(c.before, c.unit)} → {_number(c.after, c.unit)} {c.unit})"
     delta = c.after - c.before
     if c.unit == "instructions" and float(delta).is_integer():
         more = "more" if delta > 0 else "fewer"

@@ -125,7 +125,8 @@ class FailOn:
     counters: tuple[CounterRule, ...] = ()
 
     def __str__(self) -> str:
-        return ",".join([self.word, *map(str, self.counters)])
+        words = [self.word] if self.word != "never" or not self.counters else []
+        return ",".join([*words, *map(str, self.counters)])
 
 
 def _rule(part: str) -> CounterRule:
