@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 
 from harness.history.counters import CLASS_LABELS, profiled, unit, value
 
-__all__ = ["CounterChange", "PROFILE_MIN_CHANGE", "differences", "sentence", "static_changed"]
+__all__ = ["PROFILE_MIN_CHANGE", "CounterChange", "differences", "sentence", "static_changed"]
 
 PROFILE_MIN_CHANGE = 0.05  # relative; the static ones count at any size
 WEIGHTS = (  # (name prefix, weight): the first prefix that matches
@@ -130,7 +130,8 @@ def sentence(c: CounterChange, sides: tuple[str, str] = ("base", "head")) -> str
         return f"{label}: {_number(c.after, c.unit)} {c.unit} in {new}, not recorded in {old}"
     if c.after is None:
         return f"{label}: {_number(c.before, c.unit)} {c.unit} in {old}, not recorded in {new}"
-    shown = f"({_number(c.before, c.unit)} → {_number(c.after, c.unit)} {c.unit})"
+    shown_unit = "" if c.unit == "fraction" else f" {c.unit}"
+    shown = f"({_number(c.before, c.unit)} → {_number(c.after, c.unit)}{shown_unit})"
     delta = c.after - c.before
     if c.unit == "instructions" and float(delta).is_integer():
         more = "more" if delta > 0 else "fewer"

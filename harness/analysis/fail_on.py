@@ -144,7 +144,9 @@ def _rule(part: str) -> CounterRule:
     except ValueError:
         threshold = -1.0
     if not threshold >= 0:
-        raise ValueError(f"--fail-on {part}: the threshold must be a number >= 0, or N% (got {limit!r})")
+        raise ValueError(
+            f"--fail-on {part}: the threshold must be a number >= 0, or N% (got {limit!r})"
+        )
     return CounterRule(word, threshold / 100 if relative else threshold, relative)
 
 

@@ -25,10 +25,10 @@ from dataclasses import asdict, dataclass, field
 
 from harness.analysis import fail_on as failing
 from harness.analysis.counter_diff import CounterChange, differences, sentence, static_changed
-from harness.history import counters as counting
-from harness.history.store_ingest import bundle_statics
 from harness.escaping import first_line
 from harness.escaping import markdown as md
+from harness.history import counters as counting
+from harness.history.store_ingest import bundle_statics
 
 __all__ = ["PairRow", "bundle_rows", "gate", "markdown", "rows", "verdict"]
 
@@ -106,7 +106,9 @@ def _counters(case: dict, name: str | None, statics: dict) -> dict:
     found = counting.from_impl(impl)
     if not counting.static_counters(impl.get("static")):
         sha = (impl.get("build") or {}).get("ptx_sha256")
-        found.update(counting.static_counters(statics.get((case["id"], impl.get("variant_of", name), sha))))
+        found.update(
+            counting.static_counters(statics.get((case["id"], impl.get("variant_of", name), sha)))
+        )
     return found
 
 
@@ -203,8 +205,16 @@ def gate(found: list[PairRow], fail_on: str | failing.FailOn) -> list[tuple[Pair
         if timed and failing.trips(spec.word, "gap", time_verdict):
             out.append((r, r.verdict))
             continue
-        before = {n: counting.value(r.base_counters, n) for w in spec.counters for n in failing.COUNTER_WORDS[w.word]}
-        after = {n: counting.value(r.head_counters, n) for w in spec.counters for n in failing.COUNTER_WORDS[w.word]}
+        before = {
+            n: counting.value(r.base_counters, n)
+            for w in spec.counters
+            for n in failing.COUNTER_WORDS[w.word]
+        }
+        after = {
+            n: counting.value(r.head_counters, n)
+            for w in spec.counters
+            for n in failing.COUNTER_WORDS[w.word]
+        }
         hit = [str(w) for w in spec.counters if w.trips(before, after)]
         if hit:
             out.append((r, ", ".join(hit)))

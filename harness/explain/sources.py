@@ -164,7 +164,10 @@ def attach_bundle(source: Source, bundle: Source) -> int:
     return given
 
 
-SIDES = ("A", "B")  # `harness explain A B`: X@A is the baseline of the comparison, X@B the candidate
+SIDES = (
+    "A",
+    "B",
+)  # `harness explain A B`: X@A is the baseline of the comparison, X@B the candidate
 
 
 def _time_line(a: Impl, b: Impl) -> str:

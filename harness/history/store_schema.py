@@ -56,9 +56,9 @@ from harness.history.series import (
 
 __all__ = [
     "APPLICATION_ID",
-    "counter_blobs",
     "MIGRATIONS",
     "STORE_SCHEMA_VERSION",
+    "counter_blobs",
     "lay",
     "microseconds",
     "migrate",
@@ -309,8 +309,11 @@ def _v4_to_v5(db: sqlite3.Connection) -> None:
     start = SCHEMA.index("CREATE TABLE counters")
     for statement in SCHEMA[start:].split(";"):
         if statement.strip():
-            db.execute(statement.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS").replace(
-                "CREATE UNIQUE INDEX", "CREATE UNIQUE INDEX IF NOT EXISTS"))
+            db.execute(
+                statement.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS").replace(
+                    "CREATE UNIQUE INDEX", "CREATE UNIQUE INDEX IF NOT EXISTS"
+                )
+            )
     rows = []
     for run, blob in db.execute("SELECT run, document FROM runs ORDER BY run").fetchall():
         points = db.execute(

@@ -63,7 +63,9 @@ def main() -> int:
     if 'command = "warpforthc {source}"' not in text:
         print(f"error: {args.suite}: no warpforth implementation to rebuild", file=sys.stderr)
         return 2
-    cases.write_text(text.replace('command = "warpforthc {source}"', f'command = "{wrapper} {{source}}"'))
+    cases.write_text(
+        text.replace('command = "warpforthc {source}"', f'command = "{wrapper} {{source}}"')
+    )
     kernel = (suite_dir / "kernels" / f"{CASE}.forth").read_text()
     (out / f"{CASE}.worse.forth").write_text(kernel.replace(BEFORE, AFTER))
     print(f"{wrapper}\n{cases}\n{out / f'{CASE}.worse.forth'}")
