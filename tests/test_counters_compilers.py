@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 from click.testing import CliRunner
-from harness_docs import make_document, samples
+from harness_docs import make_document, samples, suite_manifest
 from test_pairs import pair_document
 
 from harness.analysis import pull_request
@@ -315,8 +315,14 @@ def test_a_bundle_gives_static_counters_to_a_document_without_them(bundles, tmp_
     doc["cases"][0]["implementations"]["warpforth"].setdefault("build", {})["ptx_sha256"] = entry[
         "build"
     ]["ptx_sha256"]
-    with Store(tmp_path / "h.sqlite") as store:
-        store.ingest(doc, trusted=True, bundle=bundle)
+    cases = suite_manifest(tmp_path, doc)  # the suite it is a run of (a trusted ingest checks)
+    path = tmp_path / "result.json"
+    path.write_bytes(orjson.dumps(doc))
+    db = tmp_path / "h.sqlite"
+    argv = ["ingest", str(path), "--db", str(db), "--trusted", "--cases", str(cases)]
+    done = CliRunner().invoke(main, [*argv, "--bundle", str(bundles["base"])])
+    assert done.exit_code == 0, done.output
+    with Store(db, readonly=True) as store:
         (point,) = counter_points(store, _forth_series(store))
     assert point.static == static_counters(entry["static"])
 

@@ -20,7 +20,7 @@ from harness.analysis.changes import ChangePolicy
 from harness.analysis.drift import DriftPolicy
 from harness.analysis.regressions import Finding, Policy, current_series, review
 from harness.bad_input import BadInput
-from harness.commands.compare import RESULT, load_result
+from harness.commands.compare import RESULT, load_bundle, load_result
 from harness.escaping import markdown as md
 from harness.escaping import terminal
 from harness.history import cards
@@ -80,13 +80,21 @@ def _echo_json(value) -> None:
     help="For a runner.bench document, which has no manifest: the GPU model the history pins "
     "(named by the repository's workflow); a run on another model is refused.",
 )
-def ingest(result: Path, db: Path, trusted: bool, cases: Path | None, gpu_pin: str | None):
+@click.option(
+    "--bundle",
+    type=click.Path(path_type=Path),
+    help="A bundle (runner build) whose static analysis gives the static counters of "
+    "implementations the document lacks one for, where the PTX is the same (same sha256).",
+)
+def ingest(result: Path, db: Path, trusted: bool, cases: Path | None, gpu_pin: str | None, bundle):
     """Store the result document RESULT in the history (only with --trusted).
 
     The same run ingested twice is stored once. The GPU pin comes from the repository, never
     from the document: a trusted ingest reads the suite manifest (--cases) and refuses a run of
     another suite, version or manifest, or on another GPU model than it pins. A result whose
-    series key changed (source, case version, ...) starts a new series.
+    series key changed (source, case version, ...) starts a new series. Each implementation's
+    counters (its `static` block, or --bundle's for the same PTX, and with --profile its ncu
+    metrics) are kept beside its timing series.
     What was (or would be) stored is reported on stderr.
 
     \b
@@ -101,9 +109,16 @@ def ingest(result: Path, db: Path, trusted: bool, cases: Path | None, gpu_pin: s
             trust.check(document, canon, what)
     except trust.TrustError as exc:
         raise BadInput(str(exc)) from None
+    manifest = load_bundle(bundle) if bundle is not None else None
     # Untrusted: an existing file is opened read-only; a missing one is never created.
     with _opened(db, readonly=not trusted and db.exists()) as store:
-        report = store.ingest(document, trusted=trusted, what=what, check=False)
+        report = store.ingest(
+            document,
+            trusted=trusted,
+            what=what,
+            check=False,
+            bundle=manifest,
+        )
     click.echo(report.text(), err=True)  # a report of what was (or would be) stored, not a document
 
 

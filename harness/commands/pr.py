@@ -13,26 +13,10 @@ import click
 
 from harness.analysis import fail_on as failing
 from harness.bad_input import BadInput
-from harness.commands.compare import RESULT, _write_stdout, load_result
+from harness.commands.compare import RESULT, _write_stdout, load_bundle, load_result
 from protocol.codec import encode
 
 __all__ = ["pr"]
-
-
-def _bundle(path: Path) -> dict:
-    """A bundle's manifest (its folder or its bundle.json), validated; BadInput otherwise."""
-    from protocol.codec import decode
-    from protocol.validation import DocumentError, validate
-
-    file = path / "bundle.json" if path.is_dir() else path
-    try:
-        doc = decode(file.read_bytes(), str(file))
-        validate(doc, "bundle", str(file))
-    except OSError as exc:
-        raise BadInput(f"{file}: cannot read the bundle manifest: {exc.strerror}") from None
-    except (ValueError, DocumentError) as exc:
-        raise BadInput(str(exc)) from None
-    return doc
 
 
 @click.command()
@@ -82,7 +66,7 @@ def pr(result, bundles, output_format: str, fail_on: failing.FailOn, min_effect:
 
     if result is None and not bundles:
         raise BadInput("pr: give a base/head RESULT document, or --bundles BASE HEAD, or both")
-    manifests = tuple(_bundle(p) for p in bundles or ())
+    manifests = tuple(load_bundle(p) for p in bundles or ())
     document = None
     if result is None:
         found = pull_request.bundle_rows(*manifests)
