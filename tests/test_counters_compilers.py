@@ -156,7 +156,7 @@ def test_pr_puts_the_counters_beside_each_verdict_and_gates_on_them(forth, cuda,
     }
     assert "**slower**" in rows["scale_aa"] and "head spills" in rows["scale_aa"]
     assert "same (the code changed: see counters)" in rows["scale_double_work"]
-    assert "1 more instructions in loops" in rows["scale_double_work"]
+    assert "1 more instruction in loops" in rows["scale_double_work"]
     spills = CliRunner().invoke(main, ["pr", str(path), "--fail-on", "spills"])
     assert spills.exit_code == 1 and "scale_aa/cuda_again spills" in spills.stderr
     assert "scale_double_work" not in spills.stderr

@@ -135,6 +135,8 @@ def sentence(c: CounterChange, sides: tuple[str, str] = ("base", "head")) -> str
     delta = c.after - c.before
     if c.unit == "instructions" and float(delta).is_integer():
         more = "more" if delta > 0 else "fewer"
+        if abs(delta) == 1 and label.startswith("instructions"):
+            label = "instruction" + label[len("instructions") :]
         return f"{abs(int(delta))} {more} {label} {shown}"
     if c.profiled and c.before:
         return f"{label} {c.after / c.before:.2f}x {shown}"
