@@ -112,13 +112,7 @@ def ingest(result: Path, db: Path, trusted: bool, cases: Path | None, gpu_pin: s
     manifest = load_bundle(bundle) if bundle is not None else None
     # Untrusted: an existing file is opened read-only; a missing one is never created.
     with _opened(db, readonly=not trusted and db.exists()) as store:
-        report = store.ingest(
-            document,
-            trusted=trusted,
-            what=what,
-            check=False,
-            bundle=manifest,
-        )
+        report = store.ingest(document, trusted=trusted, what=what, check=False, bundle=manifest)
     click.echo(report.text(), err=True)  # a report of what was (or would be) stored, not a document
 
 

@@ -200,6 +200,26 @@ def samples_list(blob: bytes) -> list[float]:
 # -- migrations ------------------------------------------------------------------------------
 
 
+def _stored_impls(db: sqlite3.Connection, version: int, columns: str):
+    """(point row, its implementation's block in the run's stored document) for every point,
+    run by run; `columns` (of points p joined with series s) end with p.case_index and s.impl.
+    A document that is corrupt or does not match its points stops the migration to `version`."""
+    for run, blob in db.execute("SELECT run, document FROM runs ORDER BY run").fetchall():
+        points = db.execute(
+            f"SELECT {columns} FROM points p JOIN series s ON s.series = p.series WHERE p.run = ?",
+            (run,),
+        ).fetchall()
+        try:
+            cases = orjson.loads(zlib.decompress(blob))["cases"]
+            found = [(row, cases[row[-2]]["implementations"][row[-1]]) for row in points]
+        except (zlib.error, orjson.JSONDecodeError, LookupError, TypeError) as exc:
+            raise sqlite3.DatabaseError(
+                f"migrating to version {version}: run {run}: stored document is corrupt or does "
+                f"not match its points ({exc!r})"
+            ) from None
+        yield from found
+
+
 def _v1_to_v2(db: sqlite3.Connection) -> None:
     """Version 2 records each point's compiler identity (harness.history.series.COMPILER_FIELDS) as
     metadata beside its values; series keys are unchanged. Old points get theirs from the raw
@@ -207,22 +227,10 @@ def _v1_to_v2(db: sqlite3.Connection) -> None:
     documents older than result schema 1.2.0 and stays NULL)."""
     for column in COMPILER_FIELDS:
         db.execute(f"ALTER TABLE points ADD COLUMN {column} TEXT")
-    updates = []
-    for run, blob in db.execute("SELECT run, document FROM runs ORDER BY run").fetchall():
-        points = db.execute(
-            "SELECT p.rowid, p.case_index, s.impl FROM points p JOIN series s "
-            "ON s.series = p.series WHERE p.run = ?",
-            (run,),
-        ).fetchall()
-        try:
-            cases = orjson.loads(zlib.decompress(blob))["cases"]
-            for rowid, index, impl in points:
-                updates.append((*compiler_identity(cases[index]["implementations"][impl]), rowid))
-        except (zlib.error, orjson.JSONDecodeError, LookupError, TypeError) as exc:
-            raise sqlite3.DatabaseError(
-                f"migrating to version 2: run {run}: stored document is corrupt or does not "
-                f"match its points ({exc!r})"
-            ) from None
+    updates = [
+        (*compiler_identity(impl), rowid)
+        for (rowid, _, _), impl in _stored_impls(db, 2, "p.rowid, p.case_index, s.impl")
+    ]
     assignments = ", ".join(f"{column} = ?" for column in COMPILER_FIELDS)
     db.executemany(f"UPDATE points SET {assignments} WHERE rowid = ?", updates)
 
@@ -315,23 +323,11 @@ def _v4_to_v5(db: sqlite3.Connection) -> None:
                 )
             )
     rows = []
-    for run, blob in db.execute("SELECT run, document FROM runs ORDER BY run").fetchall():
-        points = db.execute(
-            "SELECT p.series, p.started_us, p.case_index, s.impl FROM points p JOIN series s "
-            "ON s.series = p.series WHERE p.run = ?",
-            (run,),
-        ).fetchall()
-        try:
-            cases = orjson.loads(zlib.decompress(blob))["cases"]
-            for series, started_us, index, impl in points:
-                blobs = counter_blobs(cases[index]["implementations"][impl])
-                if blobs != (None, None):
-                    rows.append((series, started_us, run, *blobs))
-        except (zlib.error, orjson.JSONDecodeError, LookupError, TypeError) as exc:
-            raise sqlite3.DatabaseError(
-                f"migrating to version 5: run {run}: stored document is corrupt or does not "
-                f"match its points ({exc!r})"
-            ) from None
+    columns = "p.series, p.started_us, p.run, p.case_index, s.impl"
+    for (series, started_us, run, _, _), impl in _stored_impls(db, 5, columns):
+        blobs = counter_blobs(impl)
+        if blobs != (None, None):
+            rows.append((series, started_us, run, *blobs))
     db.executemany("INSERT OR IGNORE INTO counters VALUES (?,?,?,?,?)", rows)
 
 
