@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from harness.history.counters import profiled, value
+from harness.history.counters import from_essentials, profiled, value
 from harness.history.series import COMPILER_FIELDS
 from harness.history.store import Store
 
@@ -47,8 +47,9 @@ class CounterPoint:
 SELECT = (
     "SELECT c.run, r.run_id, r.commit_sha, r.started_utc, "
     + ", ".join(f"p.{f}" for f in COMPILER_FIELDS)
-    + ", c.static, c.profile FROM counters c JOIN runs r ON r.run = c.run "
-    "JOIN points p ON p.series = c.series AND p.run = c.run WHERE c.series = ?"
+    + ", cs.essentials, c.profile FROM counters c JOIN runs r ON r.run = c.run "
+    "JOIN points p ON p.series = c.series AND p.run = c.run "
+    "LEFT JOIN counter_sets cs ON cs.counter_set = c.static WHERE c.series = ?"
 )
 
 
@@ -61,7 +62,7 @@ def _point(row: tuple) -> CounterPoint:
         commit,
         started,
         tuple(compiler),
-        orjson.loads(static) if static else {},
+        from_essentials(static),
         orjson.loads(profile) if profile else {},
     )
 

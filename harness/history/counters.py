@@ -16,9 +16,13 @@ compare class by class.
 
 from __future__ import annotations
 
+import orjson
+
 __all__ = [
     "CLASS_LABELS",
     "RESOURCE_UNITS",
+    "essentials",
+    "from_essentials",
     "from_impl",
     "profile_counters",
     "profiled",
@@ -71,25 +75,47 @@ RESOURCE_UNITS = {
 SCOPES = ("instructions", "in_loops")  # static/<scope>/<class>: the whole function, inside loops
 
 
-def static_counters(static: dict | None) -> dict[str, list]:
-    """{name: [value, unit]} of an ok `static` block ({} for none, unavailable or failed)."""
+def essentials(static: dict | None) -> bytes | None:
+    """What the history keeps of an ok `static` block, compactly (resources, occupancy, class
+    counts in total and in loops, loop count) as orjson bytes: a few hundred bytes, the same
+    bytes for the same analysis, so the store keeps each distinct one once. None for none."""
     if not static or static.get("status") != "ok":
+        return None
+    mix = static.get("instructions") or {}
+    loops = mix.get("loops")
+    return orjson.dumps(
+        (
+            static.get("resources") or {},
+            (static.get("occupancy") or {}).get("occupancy"),
+            mix.get("classes") or {},
+            mix.get("in_loops") or {},
+            None if loops is None else len(loops),
+        )
+    )
+
+
+def from_essentials(blob: bytes | None) -> dict[str, list]:
+    """{name: [value, unit]} of what `essentials()` kept ({} for None)."""
+    if not blob:
         return {}
+    resources, occupancy, classes, in_loops, loops = orjson.loads(blob)
     out: dict[str, list] = {}
-    resources = static.get("resources") or {}
     for name, what in RESOURCE_UNITS.items():
         if isinstance(resources.get(name), int | float):
             out[f"static/{name}"] = [resources[name], what]
-    occupancy = static.get("occupancy") or {}
-    if isinstance(occupancy.get("occupancy"), int | float):
-        out["static/occupancy"] = [occupancy["occupancy"], "fraction"]
-    mix = static.get("instructions") or {}
-    for scope, block in (("instructions", mix.get("classes")), ("in_loops", mix.get("in_loops"))):
-        for name, count in (block or {}).items():
+    if isinstance(occupancy, int | float):
+        out["static/occupancy"] = [occupancy, "fraction"]
+    for scope, block in (("instructions", classes), ("in_loops", in_loops)):
+        for name, count in block.items():
             out[f"static/{scope}/{name}"] = [count, "instructions"]
-    if mix.get("loops") is not None:
-        out["static/loops"] = [len(mix["loops"]), "loops"]
+    if loops is not None:
+        out["static/loops"] = [loops, "loops"]
     return out
+
+
+def static_counters(static: dict | None) -> dict[str, list]:
+    """{name: [value, unit]} of an ok `static` block ({} for none, unavailable or failed)."""
+    return from_essentials(essentials(static))
 
 
 def profile_counters(profile: dict | None) -> dict[str, list]:

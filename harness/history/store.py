@@ -41,7 +41,12 @@ from harness.history.store_ingest import (
     run_row,
 )
 from harness.history.store_integrity import cause
-from harness.history.store_schema import STORE_SCHEMA_VERSION, microseconds, samples_list
+from harness.history.store_schema import (
+    STORE_SCHEMA_VERSION,
+    counter_set,
+    microseconds,
+    samples_list,
+)
 from protocol.validation import validate
 from protocol.version import RESULT_SCHEMA_VERSION, check_version
 
@@ -82,6 +87,7 @@ class Store(HistoryFile):
 
     def __init__(self, path: str | Path, readonly: bool = False):
         self._series_cache: dict[str, int] = {}
+        self._counter_sets: dict[bytes, int] = {}  # essentials -> counter_sets rowid
         super().__init__(path, readonly)
 
     # -- ingest ------------------------------------------------------------------------------
@@ -160,7 +166,13 @@ class Store(HistoryFile):
             db.executemany(
                 "INSERT INTO counters VALUES (?,?,?,?,?)",
                 [
-                    (rowids[p.series_id], started_us, run, *p.counters)
+                    (
+                        rowids[p.series_id],
+                        started_us,
+                        run,
+                        self._set_of(p.counters[0]),
+                        p.counters[1],
+                    )
                     for p in report.points
                     if p.counters != (None, None)
                 ],
@@ -173,17 +185,24 @@ class Store(HistoryFile):
             )
             db.execute("COMMIT")
         except sqlite3.IntegrityError as exc:
+            self._counter_sets = {}
             db.execute("ROLLBACK")
             raise StoreError(
                 f"{report.what}: cannot store run {report.run_id[:12]}: {exc} "
                 "(a case id or implementation listed twice?)"
             ) from None
         except sqlite3.DatabaseError as exc:
+            self._counter_sets = {}
             self._rollback()
             why = cause(exc, self.path) or str(exc)
             raise StoreError(f"{self.path}: writing the history failed: {why}") from None
         self._series_cache = rowids  # only after COMMIT: a rolled-back rowid must not linger
         report.stored = True
+
+    def _set_of(self, blob: bytes | None) -> int | None:
+        """The counter_sets rowid of a static analysis' essentials (inside the ingest's
+        transaction; a rolled-back one is forgotten by `_write`)."""
+        return None if blob is None else counter_set(self._db, blob, self._counter_sets)
 
     def _insert_series(self, points: list[PlannedPoint]) -> dict[str, int]:
         """Insert the series this run starts; their rowids. Inside the ingest's transaction."""

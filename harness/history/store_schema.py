@@ -17,9 +17,10 @@ marks the file as kernelgap's):
   and (since version 4) the UUID of the card it ran on (gpu_uuid: not part of the key either;
   harness.history.cards estimates what differs from card to card from it).
 - counters (since version 5): one row per point that has counters (harness.history.counters):
-  its implementation's static figures and, for a profiled run, its ncu metrics, each an orjson
-  map {name: [value, unit]}; keyed by the point's series and run, so a counter series is a
-  timing series' key plus a counter name, and its values never sit in a time column.
+  its implementation's static figures (a reference to `counter_sets`, which keeps each distinct
+  analysis once: the same build gives the same bytes) and, for a profiled run, its ncu metrics
+  (an orjson map {name: [value, unit]}); keyed by the point's series and run, so a counter
+  series is a timing series' key plus a counter name, and its values never sit in a time column.
   Rows refer to runs and series by integer rowid and are indexed by (series, start time).
 Times are text in one form (`normalize_utc`), so text order is time order; a point's start is
 also an integer of microseconds (`microseconds`), its samples a blob (`samples_blob`).
@@ -45,7 +46,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import orjson
 
-from harness.history.counters import profile_counters, static_counters
+from harness.history.counters import essentials, profile_counters
 from harness.history.series import (
     COMPILER_FIELDS,
     KEY_FIELDS,
@@ -59,6 +60,7 @@ __all__ = [
     "MIGRATIONS",
     "STORE_SCHEMA_VERSION",
     "counter_blobs",
+    "counter_set",
     "lay",
     "microseconds",
     "migrate",
@@ -143,11 +145,15 @@ CREATE TABLE points (
 );
 CREATE UNIQUE INDEX points_by_series ON points (series, started_us, run);
 CREATE INDEX points_by_run ON points (run);
+CREATE TABLE counter_sets (
+    counter_set INTEGER PRIMARY KEY,
+    essentials BLOB NOT NULL UNIQUE
+);
 CREATE TABLE counters (
     series INTEGER NOT NULL REFERENCES series (series),
     started_us INTEGER NOT NULL,
     run INTEGER NOT NULL REFERENCES runs (run),
-    static BLOB,
+    static INTEGER REFERENCES counter_sets (counter_set),
     profile BLOB
 );
 CREATE UNIQUE INDEX counters_by_series ON counters (series, started_us, run);
@@ -303,18 +309,28 @@ def point_uuid(run_device: dict, case: dict) -> str | None:
 
 
 def counter_blobs(impl: dict, static: dict | None = None) -> tuple[bytes | None, bytes | None]:
-    """The `counters` row's (static, profile) maps of one implementation of a document, as
-    orjson bytes (None where it has none); `static` stands in for a missing static block."""
-    found = static_counters(impl.get("static")) or static_counters(static)
+    """(static essentials, profile map) of one implementation of a document, as orjson bytes
+    (None where it has none); `static` stands in for a missing static block."""
+    found = essentials(impl.get("static")) or essentials(static)
     profiled = profile_counters(impl.get("profile"))
-    return (orjson.dumps(found) if found else None, orjson.dumps(profiled) if profiled else None)
+    return found, orjson.dumps(profiled) if profiled else None
+
+
+def counter_set(db: sqlite3.Connection, blob: bytes, known: dict[bytes, int]) -> int:
+    """The `counter_sets` rowid of `blob`, inserted if new; `known` caches blob -> rowid."""
+    found = known.get(blob)
+    if found is None:
+        db.execute("INSERT OR IGNORE INTO counter_sets (essentials) VALUES (?)", (blob,))
+        sql = "SELECT counter_set FROM counter_sets WHERE essentials = ?"
+        found = known[blob] = db.execute(sql, (blob,)).fetchone()[0]
+    return found
 
 
 def _v4_to_v5(db: sqlite3.Connection) -> None:
     """Version 5 keeps counters (harness.history.counters) beside the points: the static figures
     and profiled metrics of every implementation. Old runs get theirs from the `static` and
     `profile` blocks of their stored documents (none before result schema 1.3.0)."""
-    start = SCHEMA.index("CREATE TABLE counters")
+    start = SCHEMA.index("CREATE TABLE counter_sets")
     for statement in SCHEMA[start:].split(";"):
         if statement.strip():
             db.execute(
@@ -322,12 +338,13 @@ def _v4_to_v5(db: sqlite3.Connection) -> None:
                     "CREATE UNIQUE INDEX", "CREATE UNIQUE INDEX IF NOT EXISTS"
                 )
             )
-    rows = []
+    rows, known = [], {}
     columns = "p.series, p.started_us, p.run, p.case_index, s.impl"
     for (series, started_us, run, _, _), impl in _stored_impls(db, 5, columns):
-        blobs = counter_blobs(impl)
-        if blobs != (None, None):
-            rows.append((series, started_us, run, *blobs))
+        static, profile = counter_blobs(impl)
+        if static or profile:
+            static = counter_set(db, static, known) if static else None
+            rows.append((series, started_us, run, static, profile))
     db.executemany("INSERT OR IGNORE INTO counters VALUES (?,?,?,?,?)", rows)
 
 
