@@ -154,9 +154,9 @@ CREATE TABLE counters (
     started_us INTEGER NOT NULL,
     run INTEGER NOT NULL REFERENCES runs (run),
     static INTEGER REFERENCES counter_sets (counter_set),
-    profile BLOB
-);
-CREATE UNIQUE INDEX counters_by_series ON counters (series, started_us, run);
+    profile BLOB,
+    PRIMARY KEY (series, started_us, run)
+) WITHOUT ROWID;
 """
 
 
@@ -333,11 +333,7 @@ def _v4_to_v5(db: sqlite3.Connection) -> None:
     start = SCHEMA.index("CREATE TABLE counter_sets")
     for statement in SCHEMA[start:].split(";"):
         if statement.strip():
-            db.execute(
-                statement.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS").replace(
-                    "CREATE UNIQUE INDEX", "CREATE UNIQUE INDEX IF NOT EXISTS"
-                )
-            )
+            db.execute(statement.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS"))
     rows, known = [], {}
     columns = "p.series, p.started_us, p.run, p.case_index, s.impl"
     for (series, started_us, run, _, _), impl in _stored_impls(db, 5, columns):
