@@ -99,7 +99,7 @@ def test_profiled_counters_are_kept_in_the_history_without_steps(tmp_path):
             doc["cases"][0]["implementations"]["forth"]["profile"] = profile(executed)
             store.ingest(doc, trusted=True)
         sid = next(s["series_id"] for s in store.list_series() if s["impl"] == "forth")
-        panel = counter_series(store, sid)
+        panel = counter_series(store, sid)["counters"]
     executed = panel["ncu/smsp__inst_executed.sum"]
     assert executed["profiled"] and executed["values"] == [1e6, 1.01e6, 2e6]
     assert executed["steps"] == [] and executed["unit"] == "inst"

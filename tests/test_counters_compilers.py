@@ -262,7 +262,7 @@ def _forth_series(store: Store) -> str:
 def test_static_counters_are_series_whose_steps_are_exact(forth, tmp_path):
     _history(tmp_path / "h.sqlite", forth)
     with Store(tmp_path / "h.sqlite", readonly=True) as store:
-        panel = counter_series(store, _forth_series(store))
+        panel = counter_series(store, _forth_series(store))["counters"]
     assert panel["static/in_loops/fp64_mul"]["values"] == [1] * SWITCH + [2] * (RUNS - SWITCH)
     assert panel["static/in_loops/fp64_mul"]["steps"] == [SWITCH]
     assert panel["static/registers"]["steps"] == []

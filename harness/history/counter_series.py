@@ -38,33 +38,31 @@ class CounterPoint:
     compiler: tuple[str | None, str | None, str | None]  # COMPILER_FIELDS
     static: dict = field(default_factory=dict)
     profile: dict = field(default_factory=dict)
-
-    @property
-    def all(self) -> dict:
-        return {**self.static, **self.profile}
+    all: dict = field(default_factory=dict)  # static and profile together
 
 
 SELECT = (
     "SELECT c.run, r.run_id, r.commit_sha, r.started_utc, "
     + ", ".join(f"p.{f}" for f in COMPILER_FIELDS)
-    + ", cs.essentials, c.profile FROM counters c JOIN runs r ON r.run = c.run "
-    "JOIN points p ON p.series = c.series AND p.run = c.run "
+    + ", c.static, cs.essentials, c.profile FROM counters c JOIN runs r ON r.run = c.run "
+    "JOIN points p ON p.series = c.series AND p.started_us = c.started_us AND p.run = c.run "
     "LEFT JOIN counter_sets cs ON cs.counter_set = c.static WHERE c.series = ?"
 )
 
 
-def _point(row: tuple) -> CounterPoint:
+def _point(row: tuple, decoded: dict[int, dict]) -> CounterPoint:
+    """A CounterPoint of a SELECT row; `decoded` caches each counter set's names (a series
+    refers to a few sets, each many times)."""
     run, run_id, commit, started, *rest = row
-    *compiler, static, profile = rest
+    *compiler, set_id, essentials, profile = rest
+    if set_id not in decoded:
+        decoded[set_id] = from_essentials(essentials)
+    static = decoded[set_id]
+    profiled_ = orjson.loads(profile) if profile else {}
     return CounterPoint(
-        run,
-        run_id,
-        commit,
-        started,
-        tuple(compiler),
-        from_essentials(static),
-        orjson.loads(profile) if profile else {},
-    )
+        run, run_id, commit, started, tuple(compiler), static, profiled_,
+        {**static, **profiled_} if profiled_ else static,
+    )  # fmt: skip
 
 
 def _rowid(store: Store, series_id: str) -> int | None:
@@ -83,7 +81,8 @@ def counter_points(store: Store, series_id: str) -> list[CounterPoint]:
     if rowid is None:
         return []
     rows = store._query(SELECT + " ORDER BY c.started_us, c.run", (rowid,))
-    return [_point(r) for r in rows]
+    decoded: dict[int, dict] = {}
+    return [_point(r, decoded) for r in rows]
 
 
 def counters_at(store: Store, series_id: str, runs: set[int]) -> dict[int, CounterPoint]:
@@ -93,22 +92,22 @@ def counters_at(store: Store, series_id: str, runs: set[int]) -> dict[int, Count
     if rowid is None or not wanted:
         return {}
     sql = SELECT + f" AND c.run IN ({','.join('?' * len(wanted))})"
-    return {p.run: p for p in map(_point, store._query(sql, (rowid, *wanted)))}
+    decoded: dict[int, dict] = {}
+    return {p.run: p for p in (_point(r, decoded) for r in store._query(sql, (rowid, *wanted)))}
 
 
-def counter_series(store: Store, series_id: str) -> dict[str, dict]:
-    """One series per counter of a timing series, for the dashboard's counter panel:
-    {name: {"unit", "profiled", "run_ids", "commits", "utc", "values", "steps"}}, the lists
-    oldest first; `steps` are the positions whose value differs from the point before (static
-    counters only: they carry no noise, so every difference is a step; profiled ones are
-    drawn without steps). A run without the counter reads None (an instruction class a build
-    lacks reads 0)."""
+def counter_series(store: Store, series_id: str) -> dict:
+    """A timing series' counters, one series each, for the dashboard's counter panel under the
+    case's gap chart: {"run_ids", "commits", "utc": the runs with counters, oldest first;
+    "counters": {name: {"unit", "profiled", "values", "steps"}}}. `steps` are the positions
+    whose value differs from the point before (static counters only: they carry no noise, so
+    every difference is a step; profiled ones are drawn without steps). A run without the
+    counter reads None (an instruction class a build lacks reads 0)."""
     points = counter_points(store, series_id)
     names = sorted({name for p in points for name in p.all})
-    out = {}
+    counters = {}
     for name in names:
         values = [value(p.all, name) for p in points]
-        unit = next((p.all[name][1] for p in points if name in p.all), "")
         steps = []
         if not profiled(name):
             steps = [
@@ -116,16 +115,18 @@ def counter_series(store: Store, series_id: str) -> dict[str, dict]:
                 for i in range(1, len(values))
                 if values[i] != values[i - 1] and None not in (values[i], values[i - 1])
             ]
-        out[name] = {
-            "unit": unit,
+        counters[name] = {
+            "unit": next(p.all[name][1] for p in points if name in p.all),
             "profiled": profiled(name),
-            "run_ids": [p.run_id for p in points],
-            "commits": [p.commit for p in points],
-            "utc": [p.started_utc for p in points],
             "values": values,
             "steps": steps,
         }
-    return out
+    return {
+        "run_ids": [p.run_id for p in points],
+        "commits": [p.commit for p in points],
+        "utc": [p.started_utc for p in points],
+        "counters": counters,
+    }
 
 
 def compilers_at(store: Store, series_id: str, runs: set[int]) -> dict[int, tuple]:

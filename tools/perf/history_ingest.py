@@ -269,10 +269,10 @@ def counters_report(db: Path, found: list[dict]) -> None:
         t0 = time.perf_counter()
         panel = counter_series(store, max(series, key=lambda s: s["points"])["series_id"])
         panel_s = time.perf_counter() - t0
-    stepped = sorted(name for name, c in panel.items() if c["steps"])
+    stepped = sorted(name for name, c in panel["counters"].items() if c["steps"])
     print(
-        f"counters:    counter_series() of case_04/forth ({len(panel)} counters x "
-        f"{len(next(iter(panel.values()))['values'])} points): {panel_s:.3f} s; stepped: {stepped}"
+        f"counters:    counter_series() of case_04/forth ({len(panel['counters'])} counters x "
+        f"{len(panel['run_ids'])} points): {panel_s:.3f} s; stepped: {stepped}"
     )
 
 
