@@ -58,16 +58,11 @@ def profile_case(job):
       python -m runner profile-case /tmp/kernelgap-profile-job.json
     """
     from protocol.codec import encode
-    from runner.definition import manifest
     from runner.execution import profile_launch
-    from runner.gpu import driver
 
-    try:
-        launched = profile_launch.main(job)
-    except (driver.NoGpuError, manifest.ManifestError, ValueError) as exc:
-        _die(str(exc))
-    except KeyError as exc:
-        _die(f"{job}: the job lacks {exc} (it needs manifest, case, impl and ptx)")
+    launched, problem = profile_launch.run_job(job)
+    if problem is not None:
+        _die(problem)
     click.echo(encode(launched).decode(), err=True)
 
 
@@ -261,9 +256,9 @@ def check(
       python -m runner check benchmarks/cases.toml --sanitize -o sanitize.json
       python -m runner check benchmarks/cases.toml --bundle bundle/ --sanitize -o sanitize.json
     """
+    from runner import cuda_programs
     from runner.definition import lock, manifest
     from runner.definition.bundle import Bundle, BundleError
-    from runner.definition.toolchains import cuda_programs
     from runner.execution.checking import check_suite
 
     if manifest_only:

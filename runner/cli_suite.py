@@ -181,7 +181,8 @@ def bench(cases, case_ids, **settings):
     from protocol.validation import DocumentError
     from runner.definition import manifest
     from runner.definition.bundle import BundleError
-    from runner.execution.suite import BenchOptions, run_suite, write_atomic
+    from runner.document.writing import write_atomic
+    from runner.execution.suite import BenchOptions, run_suite
     from runner.gpu import driver
     from runner.measurement.timing.timer_choice import TimerUnavailable
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import orjson
 
-from runner.execution import result as runner_result
+from runner.document import run as document_run
 from runner.measurement import stats
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "result-1.0.0-h200-axpy.json"
@@ -97,7 +97,7 @@ def make_document(
         _case(template, case_id, impls, mode, case_version, source_sha, marks, failed)
         for case_id, impls in cases.items()
     ]
-    doc["summary"] = runner_result.summary(doc["cases"])
+    doc["summary"] = document_run.summary(doc["cases"])
     return doc
 
 

@@ -51,6 +51,20 @@ def test_profile_case_launches_the_implementation_once(tmp_path):
     assert done.returncode == 0, done.stderr
 
 
+def test_the_tools_program_launches_once_as_a_module_below_the_command_line(tmp_path):
+    """What ncu and compute-sanitizer start (profiling.DRIVER_MODULE), run as they run it."""
+    job = {"manifest": str(SUITE), "case": "polynomial_f64", "impl": "cuda", "ptx": cuda_ptx(
+        "polynomial_f64"), "device": 0, "size": "check"}  # fmt: skip
+    path = tmp_path / "job.json"
+    path.write_bytes(__import__("orjson").dumps(job))
+    done = subprocess.run(
+        profiling._driver_command(str(path)), cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    launched = __import__("orjson").loads(done.stderr.strip().splitlines()[-1])
+    assert launched["launches"] == 1 and launched["size"] == "check"
+
+
 def test_ncu_profiles_one_launch_with_plausible_counters():
     if tools.find("ncu") is None:
         pytest.skip(f"ncu is not installed: {tools.INSTALL_HINT['ncu']}")

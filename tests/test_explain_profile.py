@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -136,7 +137,9 @@ def test_a_profiled_implementation_gets_a_flagged_profile_block(fake_ncu, monkey
     assert profile_errors(block) == []
     args = (fake_ncu / "args.txt").read_text().splitlines()
     driver = args[args.index("--log-file") + 2 :]
-    assert driver[1:4] == ["-m", "runner", "profile-case"] and driver[4].endswith("job.json")
+    assert driver[1:3] == ["-m", "runner.execution.profile_launch"] and driver[3].endswith(
+        "job.json"
+    )
     assert block["command"][0] == "ncu" and "--log-file" not in block["command"]
 
 
@@ -180,3 +183,19 @@ def test_a_metric_this_ncu_lacks_is_dropped_and_the_rest_profiled(fake_ncu, monk
     metrics = block["command"][block["command"].index("--metrics") + 1].split(",")
     assert missing not in metrics and "dram__bytes_read.sum" in metrics
     assert profile_errors(block) == []
+
+
+def test_the_profiled_program_is_a_module_below_the_command_line(tmp_path):
+    """ncu and compute-sanitizer start runner.execution.profile_launch itself, never the CLI:
+    a job it cannot run exits 2 with the file and what the job lacks."""
+    job = tmp_path / "job.json"
+    job.write_text('{"case": "c1"}')
+    done = subprocess.run(
+        [sys.executable, "-m", profiling.DRIVER_MODULE, str(job)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert f"error: {job}: the job lacks 'manifest'" in done.stderr

@@ -168,7 +168,7 @@ def test_ptx_that_ptxas_refuses_is_a_failed_analysis_with_its_message():
 def test_the_wheels_tools_are_found_without_cuda_pathfinder(monkeypatch):
     """cuda-python 12.6.x (the floor) has no cuda.pathfinder: ptxas, cuobjdump and nvdisasm from
     NVIDIA's wheels are still found, through the wheels' bin/ folders."""
-    from runner.definition.toolchains import cuda_programs
+    from runner import cuda_programs
     from runner.explain import tools
 
     if not cuda_programs.wheel_bin_dirs():

@@ -352,17 +352,17 @@ def test_ptx_over_the_size_limit_is_refused(monkeypatch):
 def test_a_failed_write_leaves_no_temporary_file_and_keeps_the_earlier_document(
     tmp_path, monkeypatch
 ):
-    from runner.execution import suite
+    from runner.document import writing
 
     target = tmp_path / "result.json"
-    suite.write_atomic(target, b'{"earlier": true}')
+    writing.write_atomic(target, b'{"earlier": true}')
 
     def full_disk(fd):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(suite.os, "fsync", full_disk)
+    monkeypatch.setattr(writing.os, "fsync", full_disk)
     with pytest.raises(OSError, match="No space left"):
-        suite.write_atomic(target, b'{"later": true}')
+        writing.write_atomic(target, b'{"later": true}')
     assert target.read_bytes() == b'{"earlier": true}'
     assert [p.name for p in tmp_path.iterdir()] == ["result.json"]
 

@@ -16,7 +16,7 @@ from harness.history.store import Store
 from protocol.validation import validate
 from runner.cli import main
 from runner.cli_suite import Percent
-from runner.execution import result
+from runner.document import clocks as document_clocks
 from runner.measurement import stats
 from runner.measurement.timing import TimingSettings, base, clocks, cupti, measure, timer_choice
 
@@ -226,7 +226,7 @@ def test_a_case_mostly_throttled_is_unstable_with_that_reason_and_recovers_when_
     doc = timed_case({"cuda": throttled, "forth": throttled})
     case = doc["cases"][0]
     assert case["implementations"]["forth"]["gap"]["stable"] is True
-    result.apply_clocks(case, result.run_max_clock([case]), "nvml")
+    document_clocks.apply_clocks(case, document_clocks.run_max_clock([case]), "nvml")
     assert case["clocks"]["unstable"] is True and case["clocks"]["flagged"] == 40
     assert case["clocks"]["reasons"] == {"power cap (SwPowerCap)": 40}
     assert case["implementations"]["forth"]["gap"]["stable"] is False
@@ -237,7 +237,7 @@ def test_a_case_mostly_throttled_is_unstable_with_that_reason_and_recovers_when_
     calm = [[1980, 1980, 0x4]] * 5 + [[1980, 1980, 0]] * 25
     for name in ("cuda", "forth"):
         case["implementations"][name]["timing"]["clocks"] = calm
-    result.apply_clocks(case, 1980)
+    document_clocks.apply_clocks(case, 1980)
     assert case["clocks"]["unstable"] is False and "notes" not in case
     assert case["implementations"]["forth"]["gap"]["stable"] is True
 
@@ -246,11 +246,11 @@ def test_the_run_maximum_spans_cases():
     low = timed_case({"cuda": [[1800, 1800, 0]] * 30, "forth": [[1800, 1800, 0]] * 30})
     high = timed_case({"cuda": [[1980, 1980, 0]] * 30, "forth": [[1980, 1980, 0]] * 30})
     cases = [low["cases"][0], high["cases"][0]]
-    run_max = result.run_max_clock(cases)
+    run_max = document_clocks.run_max_clock(cases)
     assert run_max == 1980
-    result.apply_clocks(cases[0], result.run_max_clock(cases[:1]))
+    document_clocks.apply_clocks(cases[0], document_clocks.run_max_clock(cases[:1]))
     assert cases[0]["clocks"]["unstable"] is False  # alone, 1800 MHz was its own maximum
-    result.apply_clocks(cases[0], run_max)
+    document_clocks.apply_clocks(cases[0], run_max)
     assert cases[0]["clocks"]["unstable"] is True
     assert "SM clock below the run's maximum" in cases[0]["clocks"]["reasons"]
 

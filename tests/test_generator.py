@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import runner.gpu.device as device
-from runner.definition.toolchains import cuda_programs
+from runner import cuda_programs
 from runner.gpu import generator
 from runner.gpu.generator import Distribution, generate, launch_args, stream_id
 

@@ -544,8 +544,8 @@ def test_install_over_ssh_brings_cupti_python_and_pyelftools_into_kernelgaps_ven
     """--install on the box (a real sshd) pip-installs the runner's requirements, cupti-python
     and pyelftools among them (cold mode's timer), into kernelgap's own environment. That
     environment's interpreter stands in for pip here (no network): it records its arguments."""
-    from harness.commands.run_session import Session
-    from harness.transport.ssh import SshTarget, SshTransport
+    from harness.running.session import Session
+    from harness.running.transport.ssh import SshTarget, SshTransport
 
     venv = tmp_path / "kg-venv"
     (venv / "bin").mkdir(parents=True)

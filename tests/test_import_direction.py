@@ -1,4 +1,4 @@
-"""Imports run one way: between harness's stages, and from the suite definition to the GPU.
+"""Imports run one way: between harness's stages, and between runner's layers.
 
 Each rule reads the real source with `ast` (every import, lazy ones in functions included), so
 an arrow running back up fails here instead of silently growing a cycle.
@@ -47,6 +47,32 @@ RUNNER_MUST_NOT_IMPORT = {
 }
 
 
+# runner's layers, lowest first (docs/architecture.md): a part imports only parts of the layers
+# below its own. cuda_bindings and cuda_programs are leaves (the driver's bindings; where NVIDIA's
+# programs are); explain reads those programs' output and knows no suite, so the definition (a
+# bundle records the static analysis) and the execution (--profile, --sanitize) both use it.
+# document is the one assembly of result documents, under both front ends (execution: the suite;
+# bench: the Python API), which stay apart; launch, the command lines and __main__ sit on top.
+RUNNER_LAYERS = [
+    {"cuda_bindings", "cuda_programs"},
+    {"explain"},
+    {"definition"},
+    {"gpu"},
+    {"measurement"},
+    {"document"},
+    {"execution", "bench"},
+    {"launch", "bench_lint"},
+    {"cli_suite"},
+    {"cli"},
+    {"__main__"},
+]
+RUNNER_MAY_IMPORT = {
+    part: set().union(*RUNNER_LAYERS[:level])
+    for level, layer in enumerate(RUNNER_LAYERS)
+    for part in layer
+}
+
+
 def imports(path: Path, root: Path = ROOT) -> set[str]:
     """Every absolute module name the file imports (relative imports resolved)."""
     parts = path.relative_to(root).with_suffix("").parts
@@ -88,18 +114,22 @@ def crossings(package: str) -> list[tuple[str, str, Path]]:
     return found
 
 
+def back_arrows(package: str, may_import: dict[str, set[str]]) -> list[str]:
+    """'file: part imports other' for every import of a part that `may_import` does not allow."""
+    return [
+        f"{path.relative_to(ROOT)}: {own} imports {other}"
+        for own, other, path in crossings(package)
+        if other in may_import and other not in may_import[own]
+    ]
+
+
 def test_harness_parts_are_all_known():
     parts = {part_of(p, "harness") for p in (ROOT / "harness").rglob("*.py")} - {"__init__"}
     assert parts == set(HARNESS_MAY_IMPORT), "a new part of harness needs its place in the rule"
 
 
 def test_harness_imports_run_one_way():
-    wrong = [
-        f"{path.relative_to(ROOT)}: {own} imports {other}"
-        for own, other, path in crossings("harness")
-        if other in HARNESS_MAY_IMPORT and other not in HARNESS_MAY_IMPORT[own]
-    ]
-    assert wrong == []
+    assert back_arrows("harness", HARNESS_MAY_IMPORT) == []
 
 
 def test_harness_never_imports_the_runner():
@@ -119,6 +149,15 @@ def test_runner_part_stays_below(part):
         if own == part and other in RUNNER_MUST_NOT_IMPORT[part]
     ]
     assert wrong == []
+
+
+def test_runner_parts_are_all_known():
+    parts = {part_of(p, "runner") for p in (ROOT / "runner").rglob("*.py")} - {"__init__"}
+    assert parts <= set(RUNNER_MAY_IMPORT), "a new part of runner needs its layer in the rule"
+
+
+def test_runner_imports_run_down_its_layers():
+    assert back_arrows("runner", RUNNER_MAY_IMPORT) == []
 
 
 def test_the_reader_sees_lazy_and_relative_imports(tmp_path):

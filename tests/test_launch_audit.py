@@ -257,6 +257,7 @@ def test_an_audit_finding_fails_the_case_names_the_implementation_and_validates(
     import copy
 
     from protocol.validation import validate
+    from runner.document import run as document_run
     from runner.execution import result
     from tests.test_result_assembly import FIXTURE, GEOMETRY, PEAKS, samples, skeleton
     from tests.test_result_assembly import worker_record as raw_record
@@ -277,7 +278,7 @@ def test_an_audit_finding_fails_the_case_names_the_implementation_and_validates(
     assert kth["gap"] is None and kth["timing"]["audit"]["module_state"]["restored"] is True
     assert kth["ptx"]["globals"] == {"launches": 16896}
     validate(
-        result.document(
+        document_run.document(
             copy.deepcopy(FIXTURE["suite"]),
             copy.deepcopy(FIXTURE["environment"]),
             copy.deepcopy(FIXTURE["options"]),

@@ -145,6 +145,29 @@ def test_a_folder_others_can_enter_is_refused_and_the_launch_runs_here(runtime, 
     assert done.returncode in (0, 1)  # launched in this process: the GPU's answer or its error
 
 
+def test_a_service_that_dies_starting_is_named_at_once_and_the_launch_runs_here(runtime, tmp_path):
+    """A service that cannot start (here its JSON codec fails to import, as on a box whose
+    environment lacks orjson) is reported from its exit status and log as soon as it exits,
+    not after START_TIMEOUT_S, and the launch runs in this process (it needs no orjson)."""
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "orjson.py").write_text("raise ImportError('orjson is broken here (test)')\n")
+    ptx = tmp_path / "k.ptx"
+    ptx.write_text(PTX)
+    pythonpath = os.pathsep.join(
+        filter(None, (str(broken), str(ROOT), os.environ.get("PYTHONPATH")))
+    )
+    done = launch(
+        runtime, ptx, "--kernel", "k", "--param", "i64[]:1", env={"PYTHONPATH": pythonpath}
+    )
+    assert "launch service unavailable (the service exited with status 1 before it listened" in (
+        done.stderr
+    ), done.stderr
+    assert "orjson is broken here (test)" in done.stderr and "launching here" in done.stderr
+    assert not services(str(runtime))
+    assert done.returncode in (0, 1)  # launched in this process: the GPU's answer or its error
+
+
 def test_the_service_ends_when_idle_and_removes_its_socket(tmp_path):
     path = tmp_path / "s.sock"
     service = subprocess.Popen(

@@ -16,7 +16,7 @@ from conftest import gpu_unavailable_reason
 
 from protocol import decode, encode, validate
 from protocol.validation import errors
-from runner.definition.toolchains import cuda_programs
+from runner import cuda_programs
 from runner.launch import oneshot
 from runner.launch.oneshot import RequestError
 

@@ -136,7 +136,7 @@ def test_scipy_is_imported_only_where_a_significance_is_computed():
 
 
 def test_nvcc_and_ptxas_are_found_on_path_first_then_in_nvidias_wheels(monkeypatch, tmp_path):
-    from runner.definition.toolchains import cuda_programs
+    from runner import cuda_programs
 
     wheel_bin = tmp_path / "site" / "nvidia" / "cu13" / "bin"
     wheel_bin.mkdir(parents=True)

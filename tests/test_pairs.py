@@ -27,6 +27,8 @@ from protocol.version import RESULT_SCHEMA_VERSION
 from runner.definition import manifest, spec
 from runner.definition.bundle import Bundle, BundleError
 from runner.definition.revisions import parse_bundle_options
+from runner.document import gaps as document_gaps
+from runner.document import run as document_run
 from runner.execution import result
 from runner.execution.case import CaseRun
 from runner.execution.case_job import build_case, case_skeleton
@@ -169,7 +171,7 @@ def test_head_doing_twice_the_work_reads_about_two_and_drift_cancels():
 def test_no_pair_when_a_side_failed_its_check():
     doc = case_document("scale_aa", "cuda_again", 1.0)
     doc["implementations"]["cuda_again@head"]["check"] = {"status": "failed"}
-    assert result.pair_blocks(doc) == []
+    assert document_gaps.pair_blocks(doc) == []
 
 
 def pair_document() -> dict:
@@ -180,7 +182,7 @@ def pair_document() -> dict:
         case_document("scale_double_work", "twice", 1.0, 1),
     ]
     doc["cases"] = cases
-    doc["summary"] = result.summary(cases)
+    doc["summary"] = document_run.summary(cases)
     return doc
 
 

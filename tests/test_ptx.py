@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.definition.toolchains import cuda_programs
+from runner import cuda_programs
 from runner.gpu.ptx import (
     KIND_BYTES,
     PtxError,

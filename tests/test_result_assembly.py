@@ -12,6 +12,9 @@ import pytest
 
 from protocol.validation import DocumentError, validate
 from runner.definition.spec import Geometry
+from runner.document import gaps as document_gaps
+from runner.document import rates as document_rates
+from runner.document import run as document_run
 from runner.execution import result
 from runner.measurement import aa_control, stats
 from runner.measurement.timing import HotMode
@@ -43,7 +46,7 @@ def test_throughput_against_measured_peak():
         "nominal_f64_flops_per_s": 3e13,
         "nominal_f32_flops_per_s": 6e13,
     }
-    out = result.throughput(2e9, 3e9, 1e-3, peaks, "f64")
+    out = document_rates.throughput(2e9, 3e9, 1e-3, peaks, "f64")
     assert out == {
         "bytes": 2e9,
         "bytes_per_s": 2e12,
@@ -54,7 +57,7 @@ def test_throughput_against_measured_peak():
         "fraction_of_peak_flops": pytest.approx(0.1),
         "peak_flops_source": "nominal f64",
     }
-    f32 = result.throughput(None, 3e9, 1e-3, peaks, "f32")
+    f32 = document_rates.throughput(None, 3e9, 1e-3, peaks, "f32")
     assert "bytes_per_s" not in f32
     assert f32["fraction_of_peak_flops"] == pytest.approx(0.05)
     assert f32["peak_flops_source"] == "nominal f32"
@@ -62,7 +65,7 @@ def test_throughput_against_measured_peak():
 
 def test_throughput_falls_back_to_nominal_peaks():
     peaks = {"measured_memory_bytes_per_s": None, "nominal_memory_bytes_per_s": 5e12}
-    out = result.throughput(2e9, 1e9, 1e-3, peaks, None)
+    out = document_rates.throughput(2e9, 1e9, 1e-3, peaks, None)
     assert out["fraction_of_peak_bandwidth"] == pytest.approx(0.4)
     assert out["peak_bandwidth_source"] == "nominal"
     # no f64 peak known: the rate is given, the fraction is not
@@ -70,8 +73,11 @@ def test_throughput_falls_back_to_nominal_peaks():
 
 
 def test_throughput_without_peaks_or_time():
-    assert result.throughput(2e9, None, 1e-3, {}, None) == {"bytes": 2e9, "bytes_per_s": 2e12}
-    assert result.throughput(2e9, 1e9, 0.0, PEAKS, "f64") == {}
+    assert document_rates.throughput(2e9, None, 1e-3, {}, None) == {
+        "bytes": 2e9,
+        "bytes_per_s": 2e12,
+    }
+    assert document_rates.throughput(2e9, 1e9, 0.0, PEAKS, "f64") == {}
 
 
 # --- finish_case ---------------------------------------------------------------------------
@@ -295,7 +301,7 @@ def test_summary_geomean_is_over_the_fixed_case_set_with_an_interval():
         {"id": "f", "status": "failed", "implementations": {}},
         {"id": "g", "status": "skipped", "implementations": {}},
     ]
-    s = result.summary(cases)
+    s = document_run.summary(cases)
     assert (s["cases"], s["ok"], s["failed"], s["skipped"], s["unstable"]) == (7, 5, 1, 1, 1)
     headline = s["geomean_gap"]["handptx"]
     assert headline["value"] == pytest.approx((2.0 * 0.5 * 4.0 * 100.0) ** 0.25)
@@ -308,7 +314,7 @@ def test_summary_geomean_is_over_the_fixed_case_set_with_an_interval():
 
 
 def test_summary_of_nothing():
-    s = result.summary([])
+    s = document_run.summary([])
     assert s == {"cases": 0, "ok": 0, "failed": 0, "skipped": 0, "unstable": 0, "geomean_gap": {}}
 
 
@@ -321,7 +327,7 @@ def test_document_from_a_synthetic_case_validates():
     failed["status"] = "failed"
     failed["error"] = {"phase": "build", "message": "nvcc failed"}
     result.finish_case(failed, None, GEOMETRY, "f64", PEAKS)
-    doc = result.document(
+    doc = document_run.document(
         copy.deepcopy(FIXTURE["suite"]),
         copy.deepcopy(FIXTURE["environment"]),
         copy.deepcopy(FIXTURE["options"]),
@@ -336,7 +342,9 @@ def test_document_from_a_synthetic_case_validates():
     assert headline["value"] == pytest.approx(1.5) and headline["cases"] == 1
     assert headline["of"] == 3 and headline["missing"] == ["axpy_f64", "axpy_f64"]
     assert headline["ci_low"] < 1.5 < headline["ci_high"]
-    partial = result.document(doc["suite"], doc["environment"], {}, [ok], doc["started_utc"], None)
+    partial = document_run.document(
+        doc["suite"], doc["environment"], {}, [ok], doc["started_utc"], None
+    )
     validate(partial, "result")
     assert partial["complete"] is False
 
@@ -348,7 +356,9 @@ def test_document_from_a_synthetic_case_validates():
 
 def test_the_frozen_fixture_is_recomputed_from_its_raw_samples():
     validate(FIXTURE, "result")
-    recomputed = result.summary(FIXTURE["cases"])  # newer than the fixture: the interval, of n
+    recomputed = document_run.summary(
+        FIXTURE["cases"]
+    )  # newer than the fixture: the interval, of n
     for name, headline in FIXTURE["summary"]["geomean_gap"].items():
         assert {k: recomputed["geomean_gap"][name][k] for k in headline} == headline
         assert recomputed["geomean_gap"][name]["of"] == headline["cases"]
@@ -361,7 +371,7 @@ def test_the_frozen_fixture_is_recomputed_from_its_raw_samples():
         assert {k: recomputed[k] for k in t["stats"]} == pytest.approx(t["stats"])
         assert recomputed["p10_s"] <= recomputed["median_s"] <= recomputed["p90_s"]
     # 1.0.0 added nothing for what stays fixed within a run (gap.systematic, since 1.6.0)
-    recomputed = result.gap_block(base["samples_s"], cand["samples_s"], True, systematic=0.0)
+    recomputed = document_gaps.gap_block(base["samples_s"], cand["samples_s"], True, systematic=0.0)
     assert recomputed.pop("systematic") == 0.0
     assert recomputed.pop("systematic_source") == "default"  # newer than the fixture (1.9.0)
     # bootstrap and lag1_autocorrelation are newer than the fixture; its rounds are independent
@@ -428,10 +438,10 @@ def test_an_l2_resident_case_is_not_judged_against_dram_bandwidth():
 
 def test_a_flop_rate_above_the_nominal_peak_is_impossible():
     peaks = {"nominal_f64_flops_per_s": 6.7e13}
-    possible = result.throughput(None, 1e11, 1e-2, peaks, "f64")  # 1e13 FLOP/s
-    assert result.impossible(possible, peaks, None) is None
-    too_fast = result.throughput(None, 1e12, 1e-2, peaks, "f64")  # 1e14 FLOP/s
-    assert result.impossible(too_fast, peaks, None) == (
+    possible = document_rates.throughput(None, 1e11, 1e-2, peaks, "f64")  # 1e13 FLOP/s
+    assert document_rates.impossible(possible, peaks, None) is None
+    too_fast = document_rates.throughput(None, 1e12, 1e-2, peaks, "f64")  # 1e14 FLOP/s
+    assert document_rates.impossible(too_fast, peaks, None) == (
         "100.00 TFLOP/s is above the device's nominal f64 67.00 TFLOP/s (x1.05 allowed)"
     )
 
@@ -472,7 +482,7 @@ def test_the_aa_control_sets_every_gaps_systematic_term_and_is_never_a_row():
     assert gap["systematic"] == aa["systematic"] and gap["systematic_source"] == "control"
     half = (gap["ci_high"] - gap["ci_low"]) / 2 / gap["ratio_of_medians"]
     assert half >= 1.959963984540054 * aa["systematic"] * 0.999
-    full = result.document(
+    full = document_run.document(
         copy.deepcopy(FIXTURE["suite"]),
         copy.deepcopy(FIXTURE["environment"]),
         {},

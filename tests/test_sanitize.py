@@ -167,8 +167,8 @@ def _stand_in(tmp_path, report: str, exit_status: int, stderr: str = "") -> str:
             argv = sys.argv[1:]
             log = argv[argv.index("--log-file") + 1]
             program = argv[argv.index("--log-file") + 2:]
-            assert program[1:4] == ["-m", "runner", "profile-case"], program
-            job = json.load(open(program[4]))
+            assert program[1:3] == ["-m", "runner.execution.profile_launch"], program
+            job = json.load(open(program[3]))
             assert job["size"] == "check" and job["case"] == "c1", job
             open(log, "w").write(open({str(tmp_path / "report.txt")!r}).read())
             sys.stderr.write({stderr!r})

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
+from runner import cuda_programs
 from runner.definition import manifest, toolchains
 from runner.definition.toolchains import (
     BuildError,
     ToolchainMissing,
     clang,
     command,
-    cuda_programs,
     nvrtc,
 )
 from runner.execution import checking

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from runner import cuda_programs
 from runner.definition import manifest, toolchains
-from runner.definition.toolchains import cuda_programs
 from runner.execution.case_job import obtain_ptx
 from runner.execution.checking import assemble
 from runner.gpu import ptx

@@ -22,7 +22,7 @@ from runner.bench import arrays, cupti_timer
 from runner.bench.recheck import Recheck
 from runner.bench.verification import DeclarationError
 from runner.bench.workload import ReferenceUnavailable
-from runner.execution import result
+from runner.document.rates import impossible, rate_bound
 from runner.measurement.timing import cold
 from runner.measurement.timing.cuda import TimingError
 
@@ -416,10 +416,10 @@ def judge(doc: dict, info: dict, peaks: dict, case) -> list[str]:
         # a noncomparable row computes something else: the case's bytes and FLOPs are not its own
         comparable = entry["verification"]["kind"] != "noncomparable"
         rates = entry.get("throughput", {})
-        bound = comparable and result.rate_bound(rates, peaks, case.bytes)
+        bound = comparable and rate_bound(rates, peaks, case.bytes)
         if bound:
             rates["bound"] = bound
-        why = comparable and result.impossible(rates, peaks, case.bytes)
+        why = comparable and impossible(rates, peaks, case.bytes)
         if why:
             flags.append(
                 "physically impossible timing (the work was not all done, or not all timed): " + why

@@ -1,4 +1,5 @@
-"""A declaration's check must be able to fail: negative controls, or else null models.
+"""A declaration's check must be able to fail: negative controls, or else null models (the
+rules: runner.measurement.null_models).
 
 A workload can declare negative controls (bench.Control: inputs changed so that the check must
 reject the reference's result on them). One that declares none gets null models instead, as
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from runner.bench import arrays
 from runner.bench.verification import DeclarationError, Verification
+from runner.measurement import null_models as rules
 
 __all__ = ["null_models", "reject_controls"]
 
@@ -24,7 +26,7 @@ __all__ = ["null_models", "reject_controls"]
 def null_models(inputs: tuple, expected: tuple, reference, call) -> dict[str, tuple]:
     """{description: outputs} of every null model that applies; `call(fn)` runs fn on the device."""
     models = {
-        "all zeros": tuple(arrays.zeros_like(e) for e in expected),
+        rules.ZEROS: tuple(arrays.zeros_like(e) for e in expected),
         "a constant (the mean of each expected output)": tuple(
             arrays.constant_like(e) for e in expected
         ),
@@ -35,16 +37,15 @@ def null_models(inputs: tuple, expected: tuple, reference, call) -> dict[str, tu
             for e in expected
         ):
             models[f"a copy of input {i}"] = tuple(x for _ in expected)
-    lower: list[str] = []
-    for e in expected:
-        for p in arrays.lower_precisions(e):
-            if p not in lower:
-                lower.append(p)
-    for p in lower:
-        for what, outputs in _rounding_models(inputs, expected, reference, call, p).items():
-            # a shortcut that gives exactly the expected outputs cannot be told apart here
-            if not all(arrays.same_bytes(o, e) for o, e in zip(outputs, expected, strict=True)):
-                models[what] = outputs
+    for p in rules.lower_precisions(arrays.lower_precisions(e) for e in expected):
+        models.update(
+            rules.distinguishable(
+                _rounding_models(inputs, expected, reference, call, p),
+                lambda outputs: all(
+                    arrays.same_bytes(o, e) for o, e in zip(outputs, expected, strict=True)
+                ),
+            )
+        )
     return models
 
 
@@ -102,9 +103,7 @@ def reject_controls(case, verification: Verification, expected: tuple, call, nam
         return
     with named(f"the null models of case {case.id}"):
         models = null_models(case.inputs, expected, case.reference, call)
-    passing = [
-        what for what, outputs in models.items() if verification.passes(outputs, expected)
-    ]
+    passing = [what for what, outputs in models.items() if verification.passes(outputs, expected)]
     if passing:
         raise DeclarationError(
             f"case {case.id}: null model(s) {', '.join(repr(p) for p in passing)} pass the check "

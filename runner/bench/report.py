@@ -13,7 +13,9 @@ from runner.bench import arrays, integrity
 from runner.bench.implementation import callable_identity
 from runner.bench.options import SCHEDULE
 from runner.bench.rows import ReportRow
-from runner.execution import result
+from runner.document import gaps
+from runner.document.rates import throughput
+from runner.document.timing import timing_block
 from runner.measurement import stats
 
 __all__ = ["case_document", "markdown", "rows"]
@@ -77,10 +79,37 @@ def _inputs(case) -> list[dict]:
 def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, error=None) -> dict:
     """The result-document case of one comparison (`timed` = (measurement, settings, info) or
     None; `error` = (phase, message) when the comparison failed)."""
+    doc = _skeleton(runner, impls, phases)
+    for name, impl in impls.items():
+        status = statuses.get(name)
+        entry = {"role": "baseline" if name == runner.name else "candidate", **_source_block(impl)}
+        entry["check"] = status.check if status else {"status": "not_checked"}
+        entry["verification"] = status.verification if status else dict(NOT_REACHED)
+        doc["implementations"][name] = entry
+    if error:
+        doc["status"] = "failed"
+        doc["error"] = {"phase": error[0], "message": error[1]}
+        return doc
+    if timed is None:
+        return doc
+    measurement, settings, info = timed
+    peaks = runner.device.peaks()
+    _time_rows(doc, runner, measurement, settings, info, peaks)
+    _ratios(doc, runner, measurement, info)
+    doc["timing_wall_s"] = measurement.wall_s
+    doc["round_orders"] = measurement.orders
+    integrity.judge(
+        doc, info, {**peaks, "l2_bytes": getattr(runner.device, "l2_bytes", None)}, runner.case
+    )
+    return doc
+
+
+def _skeleton(runner, impls: dict, phases: dict) -> dict:
+    """The case's identity, parameters and settings, with no rows yet."""
     case, op_name = runner.case, runner.name
     workload = case.workload
     others = ", ".join(n for n in impls if n != op_name) or "nothing"
-    doc = {
+    return {
         "id": case_id(case, op_name, runner.options.timer),
         "version": workload.version,
         "description": f"{op_name} against {others} on {workload.name} {case.id}",
@@ -107,24 +136,14 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, erro
         "phases_s": dict(phases),
         "implementations": {},
     }
-    for name, impl in impls.items():
-        status = statuses.get(name)
-        entry = {"role": "baseline" if name == op_name else "candidate", **_source_block(impl)}
-        entry["check"] = status.check if status else {"status": "not_checked"}
-        entry["verification"] = status.verification if status else dict(NOT_REACHED)
-        doc["implementations"][name] = entry
-    if error:
-        doc["status"] = "failed"
-        doc["error"] = {"phase": error[0], "message": error[1]}
-        return doc
-    if timed is None:
-        return doc
-    measurement, settings, info = timed
-    peaks = runner.device.peaks()
-    flop_dtype = FLOP_DTYPES.get(case.dtype)
+
+
+def _time_rows(doc: dict, runner, measurement, settings, info: dict, peaks: dict) -> None:
+    """Each row's timing block (with how the callable was launched), copies and rates."""
+    case = runner.case
     for name, t in measurement.impls.items():
         entry = doc["implementations"][name]
-        block = result.timing_block(
+        block = timing_block(
             {
                 "samples_s": t.samples_s,
                 "method": info[name]["method"],
@@ -144,33 +163,28 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, erro
         entry["copies"] = info[name]["copies"]
         if info[name].get("graph_nodes") is not None:
             entry["graph_nodes"] = info[name]["graph_nodes"]
-        entry["throughput"] = result.throughput(
-            case.bytes, case.flops, block["stats"]["median_s"], peaks, flop_dtype
+        entry["throughput"] = throughput(
+            case.bytes, case.flops, block["stats"]["median_s"], peaks, FLOP_DTYPES.get(case.dtype)
         )
+
+
+def _ratios(doc: dict, runner, measurement, info: dict) -> None:
+    """Each row's time over the op's, where both stand for the same thing and are verified
+    (_no_ratio); the systematic term counts the graphs the two rows were launched from (no
+    in-run A/A control here yet: the documented constants)."""
+    op_name = runner.name
     op_entry = doc["implementations"][op_name]
-    op_timing = op_entry["timing"]
-    copies_apply = case.count_copies or runner.options.timer != "events"
-    for name, entry in doc["implementations"].items():
-        if name == op_name:
-            continue
-        note = _no_ratio(name, entry, op_name, op_entry, copies_apply)
-        if note:
-            entry["gap"], entry["gap_note"] = None, note
-            continue
-        stable = entry["timing"]["stats"]["stable"] and op_timing["stats"]["stable"]
-        entry["gap"] = result.gap_block(
-            op_timing["samples_s"],
-            entry["timing"]["samples_s"],
-            stable,
-            result.systematic_of(op_timing, _graph_node_s(measurement.mode, info, op_name, name)),
-            "default",  # no in-run A/A control here yet: the documented constants
-        )
-    doc["timing_wall_s"] = measurement.wall_s
-    doc["round_orders"] = measurement.orders
-    integrity.judge(
-        doc, info, {**peaks, "l2_bytes": getattr(runner.device, "l2_bytes", None)}, case
+    copies_apply = runner.case.count_copies or runner.options.timer != "events"
+    gaps.candidate_gaps(
+        doc,
+        lambda name, entry: _no_ratio(name, entry, op_name, op_entry, copies_apply),
+        lambda name: (
+            gaps.systematic_of(
+                op_entry["timing"], _graph_node_s(measurement.mode, info, op_name, name)
+            ),
+            "default",
+        ),
     )
-    return doc
 
 
 def _no_ratio(name: str, entry: dict, op_name: str, op_entry: dict, copies_apply: bool):

@@ -16,7 +16,7 @@ from protocol.codec import encode
 from protocol.validation import validate
 from runner.bench.options import TimingOptions
 from runner.definition import provenance
-from runner.execution import result
+from runner.document import run
 
 __all__ = ["Session", "current", "reset"]
 
@@ -102,13 +102,13 @@ class Session:
             **provenance.git_commit(self.root),
         }
         options = {**dataclasses.asdict(self.options), "frontend": "python"}
-        doc = result.document(suite, env, options, self.cases, self.started, provenance.utc_now())
+        doc = run.document(suite, env, options, self.cases, self.started, provenance.utc_now())
         validate(doc, "result", "result document (runner.bench)")
         return doc
 
     def write(self, output: str | Path | None = None, report: str | Path | None = None) -> dict:
         from runner.bench.report import markdown
-        from runner.execution.suite import write_atomic
+        from runner.document.writing import write_atomic
 
         doc = self.document()
         if output:

@@ -157,72 +157,9 @@ def _case(raw: dict, defaults: dict, root: Path, path: Path) -> CaseSpec:
     cid = raw["id"]
     w = f"{path}: case {cid!r}"
     settings = Settings(**{**defaults, **raw.get("settings", {})})
-    buffers, names = [], set()
-    for i, b in enumerate(raw["buffers"]):
-        if b["name"] in names:
-            raise ManifestError(f"{w}: buffers[{i}].name: duplicate buffer name {b['name']!r}")
-        names.add(b["name"])
-        dist = None
-        if "init" in b:
-            init = b["init"]
-            dist = Distribution(init["dist"], init["low"], init["high"])
-            try:
-                dist.validate(b["dtype"], where=f"{w}: buffers.{b['name']}.init")
-            except ValueError as exc:
-                raise ManifestError(str(exc)) from None
-        elif b["role"] in ("input", "inout"):
-            raise ManifestError(
-                f"{w}: buffers.{b['name']}.init: an {b['role']} buffer needs an init table "
-                '(e.g. init = { dist = "uniform", low = -1.0, high = 1.0 })'
-            )
-        seed = b.get("init", {}).get("seed", settings.seed)
-        valid = _valid(b, dist, f"{w}: buffers.{b['name']}.valid")
-        buffers.append(BufferSpec(b["name"], b["dtype"], b["length"], b["role"], dist, seed, valid))
-    params, pnames = [], set()
-    for i, p in enumerate(raw["params"]):
-        if p["name"] in pnames:
-            raise ManifestError(f"{w}: params[{i}].name: duplicate parameter name {p['name']!r}")
-        pnames.add(p["name"])
-        if "buffer" in p:
-            if p["buffer"] not in names:
-                raise ManifestError(
-                    f"{w}: params[{i}].buffer: no buffer named {p['buffer']!r} (buffers: {', '.join(sorted(names))})"
-                )
-            params.append(ParamSpec(p["name"], "ptr", buffer=p["buffer"]))
-        else:
-            params.append(ParamSpec(p["name"], p["type"], value=p["value"]))
-    impls, inames = [], set()
-    for i, m in enumerate(raw["impl"]):
-        if m["name"] in inames:
-            raise ManifestError(f"{w}: impl[{i}].name: duplicate implementation name {m['name']!r}")
-        inames.add(m["name"])
-        source = inside_suite(root, m["source"], f"{w}: impl {m['name']!r}: source")
-        if not source.is_file():
-            raise ManifestError(
-                f"{w}: impl {m['name']!r}: source: file {m['source']} not found (looked at {source})"
-            )
-        if (m["toolchain"] == "command") != ("command" in m):
-            raise ManifestError(
-                f"{w}: impl {m['name']!r}: command: give a command template (e.g. "
-                '"mycc --arch {arch} {source} -o {output}") exactly when toolchain = "command"'
-            )
-        impls.append(
-            ImplSpec(
-                m["name"],
-                m["role"],
-                m["toolchain"],
-                source,
-                m["source"],
-                m["entry"],
-                tuple(m.get("flags", ())),
-                m.get("command"),
-            )
-        )
-    baselines = [m.name for m in impls if m.role == "baseline"]
-    if len(baselines) != 1:
-        raise ManifestError(
-            f'{w}: impl: exactly one implementation must have role = "baseline" (found {len(baselines)}: {baselines})'
-        )
+    buffers = _buffers(raw["buffers"], settings, w)
+    params = _params(raw["params"], {b.name for b in buffers}, w)
+    impls = _impls(raw["impl"], root, w)
     tol = raw["tolerance"]
     all_int = all(not is_float(b.dtype) for b in buffers if b.written)
     exact = bool(tol.get("exact", all_int))
@@ -267,3 +204,86 @@ def _case(raw: dict, defaults: dict, root: Path, path: Path) -> CaseSpec:
     resolve(case, case.dims)  # every expression must evaluate at both sizes
     resolve(case, case.check_dims)
     return case
+
+
+def _buffers(raw: list[dict], settings: Settings, w: str) -> list[BufferSpec]:
+    """The case's buffers: names unique, an input's distribution valid for its dtype (and
+    required), each one's seed and valid range."""
+    buffers, names = [], set()
+    for i, b in enumerate(raw):
+        if b["name"] in names:
+            raise ManifestError(f"{w}: buffers[{i}].name: duplicate buffer name {b['name']!r}")
+        names.add(b["name"])
+        dist = None
+        if "init" in b:
+            init = b["init"]
+            dist = Distribution(init["dist"], init["low"], init["high"])
+            try:
+                dist.validate(b["dtype"], where=f"{w}: buffers.{b['name']}.init")
+            except ValueError as exc:
+                raise ManifestError(str(exc)) from None
+        elif b["role"] in ("input", "inout"):
+            raise ManifestError(
+                f"{w}: buffers.{b['name']}.init: an {b['role']} buffer needs an init table "
+                '(e.g. init = { dist = "uniform", low = -1.0, high = 1.0 })'
+            )
+        seed = b.get("init", {}).get("seed", settings.seed)
+        valid = _valid(b, dist, f"{w}: buffers.{b['name']}.valid")
+        buffers.append(BufferSpec(b["name"], b["dtype"], b["length"], b["role"], dist, seed, valid))
+    return buffers
+
+
+def _params(raw: list[dict], names: set[str], w: str) -> list[ParamSpec]:
+    """The kernel's parameters in order: names unique, a pointer naming one of `names`."""
+    params, pnames = [], set()
+    for i, p in enumerate(raw):
+        if p["name"] in pnames:
+            raise ManifestError(f"{w}: params[{i}].name: duplicate parameter name {p['name']!r}")
+        pnames.add(p["name"])
+        if "buffer" in p:
+            if p["buffer"] not in names:
+                raise ManifestError(
+                    f"{w}: params[{i}].buffer: no buffer named {p['buffer']!r} (buffers: {', '.join(sorted(names))})"
+                )
+            params.append(ParamSpec(p["name"], "ptr", buffer=p["buffer"]))
+        else:
+            params.append(ParamSpec(p["name"], p["type"], value=p["value"]))
+    return params
+
+
+def _impls(raw: list[dict], root: Path, w: str) -> list[ImplSpec]:
+    """The implementations: names unique, sources inside the suite, a command template exactly
+    for the command toolchain, and exactly one baseline."""
+    impls, inames = [], set()
+    for i, m in enumerate(raw):
+        if m["name"] in inames:
+            raise ManifestError(f"{w}: impl[{i}].name: duplicate implementation name {m['name']!r}")
+        inames.add(m["name"])
+        source = inside_suite(root, m["source"], f"{w}: impl {m['name']!r}: source")
+        if not source.is_file():
+            raise ManifestError(
+                f"{w}: impl {m['name']!r}: source: file {m['source']} not found (looked at {source})"
+            )
+        if (m["toolchain"] == "command") != ("command" in m):
+            raise ManifestError(
+                f"{w}: impl {m['name']!r}: command: give a command template (e.g. "
+                '"mycc --arch {arch} {source} -o {output}") exactly when toolchain = "command"'
+            )
+        impls.append(
+            ImplSpec(
+                m["name"],
+                m["role"],
+                m["toolchain"],
+                source,
+                m["source"],
+                m["entry"],
+                tuple(m.get("flags", ())),
+                m.get("command"),
+            )
+        )
+    baselines = [m.name for m in impls if m.role == "baseline"]
+    if len(baselines) != 1:
+        raise ManifestError(
+            f'{w}: impl: exactly one implementation must have role = "baseline" (found {len(baselines)}: {baselines})'
+        )
+    return impls

@@ -233,35 +233,19 @@ class CaseRun:
         extra_sets: list[gate.DeviceBuffers] = []  # hot: input sets 1.. (hot_input_sets)
         try:
             buffers.fill_inputs()
-            for b in self.case.buffers:
-                if b.role == "inout":
-                    copy = driver.Buffer(buffers.buffers[b.name].nbytes)
-                    copy.copy_from(buffers.buffers[b.name], self.stream)
-                    pristine.append((buffers.buffers[b.name], copy))
+            self.keep_pristine(buffers, pristine)
             self.stream.synchronize()
             self.record["phases_s"]["inputs_s"] = time.perf_counter() - t0
             args = buffers.kernel_args()
             self.timed_outputs = TimedOutputs(self.case, geometry, self.internal, self.stream)
-            launchables = {n: Launchable(self.kernel(n, geometry), args) for n in self.names}
-            cold_items = {
-                n: [launchables[n]]
-                + [Launchable(self.kernel(n, geometry, m), args) for m in self.cold_copies[n]]
-                for n in self.names
-            }
-            baseline = self.case.baseline.name
-            control = [
-                Launchable(self.kernel(baseline, geometry, m), args) for m in self.control_modules
-            ]
-            launchables[self.control] = control[0]
-            cold_items[self.control] = control
-            verify = None
+            launchables, cold_items = self.launches(geometry, args)
+            verify = reference = None
             if not self.job.get("skip_check"):
                 reference = self.cross_check_timed_size(buffers, launchables, pristine)
                 with self.clock("reference_sample_s"):
                     self.sample_reference(reference)
                 verify = self.verifier(buffers, reference)
             self.enter("timing", mode=self.settings.mode, timer=self.settings.timer)
-            outputs = [buffers.buffers[b.name] for b in self.case.buffers if b.role == "output"]
             audit = LaunchAuditHooks(
                 reseed=buffers.fill_inputs,
                 read=lambda: {
@@ -275,46 +259,8 @@ class CaseRun:
                     self.hot_input_sets(
                         audit, buffers, geometry, launchables, reference, extra_sets
                     )
-            window = None
-            if self.settings.timer == "cupti":
-                window = cupti.ActivityWindow(int(self.ctx.handle), int(self.stream.handle))
-            backend = CudaBackend(
-                self.stream,
-                self.internal,
-                launchables,
-                pristine,
-                self.settings.graph_launches,
-                outputs,
-                window,
-                verify,
-                cold_items,
-                audit,
-                pinned={self.control: control},
-            )
-            monitor, source = clocks.open_monitor(
-                self.job.get("device", 0), self.job.get("device_uuid")
-            )
-            try:
-                timed = [*self.names, self.control]  # the control: one more side, hidden
-                with self.clock("timing_s"):  # calibration, samples and audits
-                    m = measure(backend, timed, self.settings, monitor, baseline)
-                m.clocks_source = source
-                for n, t in m.impls.items():
-                    if n != self.control and len(cold_items[n]) > 1 and m.mode == "cold":
-                        t.method += (
-                            f"; the launches take {len(cold_items[n])} loads of the PTX in turn, "
-                            "one place later each cycle (timing.base.copy_turn)"
-                        )
-                if m.mode == "hot":
-                    self.enter("timing", mode="hot, outputs poisoned")
-                    with self.clock("integrity_s"):
-                        found = output_dependence.check(backend, self.names, m, verify)
-                    for name, integrity in found.items():
-                        self.record["impls"][name]["integrity"] = integrity
-            finally:
-                backend.close()
-                if window is not None:
-                    window.close()
+            outputs = [buffers.buffers[b.name] for b in self.case.buffers if b.role == "output"]
+            m = self.time_sides(launchables, cold_items, pristine, outputs, verify, audit)
             self.ctx.synchronize()
         finally:
             for _, copy in pristine:
@@ -324,7 +270,83 @@ class CaseRun:
             if self.timed_outputs is not None:
                 self.timed_outputs.close()
             buffers.free()
-        self.record["measurement"] = {
+        self.record["measurement"] = self.measurement_record(m, cold_items)
+
+    def keep_pristine(self, buffers: gate.DeviceBuffers, pristine: list) -> None:
+        """A copy of every inout buffer's initial contents, appended to `pristine` as (buffer,
+        copy) one by one (so the caller frees whatever was made if a copy fails)."""
+        for b in self.case.buffers:
+            if b.role == "inout":
+                copy = driver.Buffer(buffers.buffers[b.name].nbytes)
+                copy.copy_from(buffers.buffers[b.name], self.stream)
+                pristine.append((buffers.buffers[b.name], copy))
+
+    def launches(self, geometry: spec.Geometry, args) -> tuple[dict, dict]:
+        """({side: its launch}, {side: its launches in turn, cold}): every implementation, and
+        the hidden A/A control (the baseline from loads of its own, pinned to them)."""
+        launchables = {n: Launchable(self.kernel(n, geometry), args) for n in self.names}
+        cold_items = {
+            n: [launchables[n]]
+            + [Launchable(self.kernel(n, geometry, m), args) for m in self.cold_copies[n]]
+            for n in self.names
+        }
+        baseline = self.case.baseline.name
+        control = [
+            Launchable(self.kernel(baseline, geometry, m), args) for m in self.control_modules
+        ]
+        launchables[self.control] = control[0]
+        cold_items[self.control] = control
+        return launchables, cold_items
+
+    def time_sides(self, launchables, cold_items, pristine, outputs, verify, audit):
+        """The timing strategy over every side (the control hidden among them), then, hot, the
+        output-dependence check; the backend and CUPTI's window closed whatever happens."""
+        window = None
+        if self.settings.timer == "cupti":
+            window = cupti.ActivityWindow(int(self.ctx.handle), int(self.stream.handle))
+        backend = CudaBackend(
+            self.stream,
+            self.internal,
+            launchables,
+            pristine,
+            self.settings.graph_launches,
+            outputs,
+            window,
+            verify,
+            cold_items,
+            audit,
+            pinned={self.control: cold_items[self.control]},
+        )
+        monitor, source = clocks.open_monitor(
+            self.job.get("device", 0), self.job.get("device_uuid")
+        )
+        try:
+            timed = [*self.names, self.control]  # the control: one more side, hidden
+            with self.clock("timing_s"):  # calibration, samples and audits
+                m = measure(backend, timed, self.settings, monitor, self.case.baseline.name)
+            m.clocks_source = source
+            for n, t in m.impls.items():
+                if n != self.control and len(cold_items[n]) > 1 and m.mode == "cold":
+                    t.method += (
+                        f"; the launches take {len(cold_items[n])} loads of the PTX in turn, "
+                        "one place later each cycle (timing.base.copy_turn)"
+                    )
+            if m.mode == "hot":
+                self.enter("timing", mode="hot, outputs poisoned")
+                with self.clock("integrity_s"):
+                    found = output_dependence.check(backend, self.names, m, verify)
+                for name, integrity in found.items():
+                    self.record["impls"][name]["integrity"] = integrity
+        finally:
+            backend.close()
+            if window is not None:
+                window.close()
+        return m
+
+    def measurement_record(self, m, cold_items: dict) -> dict:
+        """The record's raw `measurement`: what runner.execution.result turns into the case's
+        document."""
+        return {
             "mode": m.mode,
             "warmup": m.warmup,
             "wall_s": m.wall_s,
@@ -334,7 +356,9 @@ class CaseRun:
             "clocks_source": m.clocks_source,
             "control": {
                 "name": self.control,
-                "per_side_loads": len(cold_items[baseline]) if m.mode == "cold" else 1,
+                "per_side_loads": (
+                    len(cold_items[self.case.baseline.name]) if m.mode == "cold" else 1
+                ),
             },
         }
 

@@ -245,7 +245,41 @@ def run_one(
         t0 = time.monotonic()
         record_static(case, case_doc, built, arch, environment_device, bundle)
         host_phases["static_s"] = time.monotonic() - t0
-    job = {
+    job = _worker_job(suite, case, built, settings, options, environment_device, case_doc)
+
+    def on_event(event):
+        if event.get("event") == "phase":
+            extra = f" ({event['mode']})" if "mode" in event else ""
+            say(f"[{case.id}] {event['phase']}{extra}")
+
+    timeout_s = case_doc["settings"]["timeout_s"]
+    outcome = run_worker(job, timeout_s=timeout_s, on_event=on_event, echo_stderr=not options.quiet)
+    _record_worker_failure(case_doc, case, outcome, timeout_s, by_budget)
+    if options.skip_check:
+        for impl in case_doc["implementations"].values():
+            impl.setdefault("check", {"status": "not_checked"})
+    _finish(case_doc, case, outcome.record, peaks)
+    case_doc["worker_wall_s"] = outcome.wall_s
+    case_doc.setdefault("phases_s", {}).update(host_phases)
+    for key, value in (("worker_start_s", outcome.start_s), ("worker_exit_s", outcome.exit_s)):
+        if value is not None:
+            case_doc["phases_s"][key] = value
+    if options.profile and case_doc["status"] == "ok":  # after timing, never inside it
+        entries = {
+            name: case.impl(doc.get("variant_of", name)).entry  # X@base: X's entry
+            for name, doc in case_doc["implementations"].items()
+            if name in built
+        }
+        profiling.profile_case(suite.path, case_doc, entries, built, say, options.device, deadline)
+    say(f"[{case.id}] {_outcome_line(case_doc)}")
+    return case_doc
+
+
+def _worker_job(
+    suite, case, built: dict, settings: dict, options, environment_device, case_doc: dict
+) -> dict:
+    """What the case's worker is sent: the suite, the case, its PTX and how to time it."""
+    return {
         "job": "case",
         "manifest": str(suite.path.resolve()),
         "case": case.id,
@@ -259,13 +293,12 @@ def run_one(
         },
     }
 
-    def on_event(event):
-        if event.get("event") == "phase":
-            extra = f" ({event['mode']})" if "mode" in event else ""
-            say(f"[{case.id}] {event['phase']}{extra}")
 
-    timeout_s = case_doc["settings"]["timeout_s"]
-    outcome = run_worker(job, timeout_s=timeout_s, on_event=on_event, echo_stderr=not options.quiet)
+def _record_worker_failure(
+    case_doc: dict, case, outcome, timeout_s: float, by_budget: bool
+) -> None:
+    """A worker that timed out (killed, with its kernels and context), crashed without a
+    record, or reported an error fails the case with that phase and message."""
     record = outcome.record
     if outcome.timed_out:
         limit = (
@@ -295,50 +328,42 @@ def run_one(
             err.get("message", "unknown error"),
             err.get("cuda_error"),
         )
-    if options.skip_check:
-        for impl in case_doc["implementations"].values():
-            impl.setdefault("check", {"status": "not_checked"})
+
+
+def _finish(case_doc: dict, case, record: dict | None, peaks: dict) -> None:
+    """The case's document from the worker's record (runner.execution.result), with its working
+    set and its bytes read and written a call for the rate ceiling."""
     geometry = case.geometry(case.dims)
     sizes = spec.buffer_bytes(case, geometry.lengths)
-    working_set = sum(sizes.values())
     result.finish_case(
         case_doc,
         record,
         geometry,
         case.flop_dtype,
         peaks,
-        working_set,
+        sum(sizes.values()),
         access_split(case, sizes, geometry.bytes),
     )
-    case_doc["worker_wall_s"] = outcome.wall_s
-    case_doc.setdefault("phases_s", {}).update(host_phases)
-    for key, value in (("worker_start_s", outcome.start_s), ("worker_exit_s", outcome.exit_s)):
-        if value is not None:
-            case_doc["phases_s"][key] = value
-    if options.profile and case_doc["status"] == "ok":  # after timing, never inside it
-        entries = {
-            name: case.impl(doc.get("variant_of", name)).entry  # X@base: X's entry
-            for name, doc in case_doc["implementations"].items()
-            if name in built
-        }
-        profiling.profile_case(suite.path, case_doc, entries, built, say, options.device, deadline)
-    if case_doc["status"] == "ok":
-        gaps = [
-            f"{n} {i['gap']['ratio_of_medians']:.3f}x [{i['gap']['ci_low']:.3f}, {i['gap']['ci_high']:.3f}]"
-            for n, i in case_doc["implementations"].items()
-            if i.get("gap")
-        ]
-        if aa := case_doc.get("aa_control"):  # the hidden A/A control and the term it set
-            gaps.append(
-                f"A/A control {aa['ratio_of_medians']:.4f}x [{aa['ci_low']:.4f}, "
-                f"{aa['ci_high']:.4f}], systematic {aa['systematic']:.3%}"
-            )
-        say(f"[{case.id}] ok: {'; '.join(gaps) or 'no candidates timed'}")
-    else:
-        say(
-            f"[{case.id}] FAILED in {case_doc['error']['phase']}: {case_doc['error']['message'].splitlines()[0]}"
+
+
+def _outcome_line(case_doc: dict) -> str:
+    """The case's last progress line: its gaps (and its A/A control's), or why it failed."""
+    if case_doc["status"] != "ok":
+        return (
+            f"FAILED in {case_doc['error']['phase']}: "
+            f"{case_doc['error']['message'].splitlines()[0]}"
         )
-    return case_doc
+    gaps = [
+        f"{n} {i['gap']['ratio_of_medians']:.3f}x [{i['gap']['ci_low']:.3f}, {i['gap']['ci_high']:.3f}]"
+        for n, i in case_doc["implementations"].items()
+        if i.get("gap")
+    ]
+    if aa := case_doc.get("aa_control"):  # the hidden A/A control and the term it set
+        gaps.append(
+            f"A/A control {aa['ratio_of_medians']:.4f}x [{aa['ci_low']:.4f}, "
+            f"{aa['ci_high']:.4f}], systematic {aa['systematic']:.3%}"
+        )
+    return f"ok: {'; '.join(gaps) or 'no candidates timed'}"
 
 
 def over_budget(case: manifest.CaseSpec, budget_s: float, done: int) -> dict:

@@ -13,9 +13,9 @@ from pathlib import Path
 import click
 
 from protocol.terminal_text import visible
+from runner import cuda_programs
 from runner.definition import manifest
 from runner.definition.launch_limits import LaunchLimitError, check_launch
-from runner.definition.toolchains import cuda_programs
 from runner.execution.case_job import build_case, case_skeleton
 from runner.execution.null_models import edges_problems, passing_null_models
 
@@ -56,6 +56,32 @@ def _launch_problem(case: manifest.CaseSpec, arch: str) -> str | None:
     return None
 
 
+def _tolerance_problems(suite: manifest.Suite, case: manifest.CaseSpec) -> int:
+    """Fail a case whose tolerance admits a null model (or whose reference cannot run); note
+    where the reference gives non-finite values on the edges of the inputs' valid ranges.
+    Returns the failures (0 or 1)."""
+    failures = 0
+    try:
+        admitted = passing_null_models(suite, case)
+    except manifest.ManifestError as exc:  # raised, hung, wrong shape: named, no traceback
+        failures += 1
+        _say(f"FAIL  {case.id}: reference: {exc}")
+        admitted = []
+    if admitted:
+        failures += 1
+        _say(
+            f"FAIL  {case.id}: tolerance: outputs that did not do the work pass it at the check "
+            f"size: {'; '.join(admitted)} (tighten the tolerance or make the data less degenerate)"
+        )
+    try:
+        edges = edges_problems(suite, case)
+    except manifest.ManifestError as exc:
+        edges = [f"(the reference could not run on the edges inputs: {exc})"]
+    for problem in edges:  # a note: the gate still compares those outputs (inf == inf)
+        _say(f"note  {case.id}: valid ranges: {problem}")
+    return failures
+
+
 def check_suite(
     suite: manifest.Suite, arch: str, require_all: bool = False, sanitizer=None, bundle=None
 ) -> int:
@@ -93,24 +119,7 @@ def check_suite(
             for note in notes:  # e.g. why the baseline was skipped
                 _say(f"      {note.strip()}")
             continue
-        try:
-            admitted = passing_null_models(suite, case)
-        except manifest.ManifestError as exc:  # raised, hung, wrong shape: named, no traceback
-            failures += 1
-            _say(f"FAIL  {case.id}: reference: {exc}")
-            admitted = []
-        if admitted:
-            failures += 1
-            _say(
-                f"FAIL  {case.id}: tolerance: outputs that did not do the work pass it at the check "
-                f"size: {'; '.join(admitted)} (tighten the tolerance or make the data less degenerate)"
-            )
-        try:
-            edges = edges_problems(suite, case)
-        except manifest.ManifestError as exc:
-            edges = [f"(the reference could not run on the edges inputs: {exc})"]
-        for problem in edges:  # a note: the gate still compares those outputs (inf == inf)
-            _say(f"note  {case.id}: valid ranges: {problem}")
+        failures += _tolerance_problems(suite, case)
         for name, impl in doc["implementations"].items():
             if name not in built:
                 reason = impl.get("skip_reason", "not built")

@@ -1,4 +1,5 @@
-"""Tolerances with teeth: outputs that did not do the work must fail a case's comparison.
+"""Tolerances with teeth, for suite cases: outputs that did not do the work must fail a case's
+comparison (the rules: runner.measurement.null_models).
 
 `runner check` (no GPU) puts each case's reference output at its check size next to null
 models of it: all zeros, a constant (the mean of the expected output), a copy of each input of
@@ -21,6 +22,7 @@ import numpy as np
 from runner.definition import manifest, spec
 from runner.definition.reference import load_reference
 from runner.measurement import gate, rounding_models
+from runner.measurement import null_models as rules
 
 
 def _matching_input(array: np.ndarray, length: int, dtype: np.dtype) -> np.ndarray:
@@ -32,7 +34,7 @@ def null_models(
 ) -> dict[str, dict[str, np.ndarray]]:
     """{description: {written buffer: array}} for every null model that applies to the case."""
     models: dict[str, dict[str, np.ndarray]] = {
-        "all zeros": {name: np.zeros_like(e) for name, e in expected.items()},
+        rules.ZEROS: {name: np.zeros_like(e) for name, e in expected.items()},
     }
     constant = {}
     for name, e in expected.items():
@@ -72,11 +74,12 @@ def passing_null_models(suite: manifest.Suite, case: manifest.CaseSpec) -> list[
     inputs = gate.host_inputs(case, geometry)
     expected = gate.expected_outputs(case, geometry, reference, inputs)
     tol = gate.Tolerance.of(case)
-    passing = []
-    for what, outputs in null_models(case, geometry, reference, inputs, expected).items():
-        if all(gate.compare(outputs[n], expected[n], tol)["mismatches"] == 0 for n in expected):
-            passing.append(what)
-    return passing
+    return rules.passing(
+        null_models(case, geometry, reference, inputs, expected),
+        lambda outputs: all(
+            gate.compare(outputs[n], expected[n], tol)["mismatches"] == 0 for n in expected
+        ),
+    )
 
 
 def edges_problems(suite: manifest.Suite, case: manifest.CaseSpec) -> list[str]:

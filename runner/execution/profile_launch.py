@@ -1,6 +1,8 @@
 """The small program that Nsight Compute profiles: one launch of one implementation at the timed
-size (`python -m runner profile-case JOB.json`, run under ncu by runner.explain.profiling), and
-that compute-sanitizer checks at the check size (runner.execution.sanitize).
+size (`python -m runner.execution.profile_launch JOB.json`, run under ncu by
+runner.explain.profiling), and that compute-sanitizer checks at the check size
+(runner.execution.sanitize). The tools start this module, never the command line; the hidden
+`runner profile-case JOB.json` runs the same `main` by hand.
 
 It loads the implementation's PTX, generates the case's inputs on the device exactly as the
 timing phase does, launches the kernel once and exits. ncu's kernel filter picks that launch out
@@ -69,3 +71,32 @@ def launch_once(job: dict) -> dict:
 def main(job_path: str) -> dict:
     with open(job_path, "rb") as f:
         return launch_once(decode(f.read(), job_path))
+
+
+def run_job(job_path: str) -> tuple[dict | None, str | None]:
+    """(what ran, None), or (None, why not) for a job that cannot run: no GPU, a bad suite or
+    job (the error names the file and what it lacks)."""
+    from runner.definition import manifest
+    from runner.gpu import driver
+
+    try:
+        return main(job_path), None
+    except (driver.NoGpuError, manifest.ManifestError, ValueError) as exc:
+        return None, str(exc)
+    except KeyError as exc:
+        return None, f"{job_path}: the job lacks {exc} (it needs manifest, case, impl and ptx)"
+
+
+if __name__ == "__main__":
+    import sys
+
+    from protocol.codec import encode
+    from protocol.terminal_text import visible
+
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m runner.execution.profile_launch JOB.json")
+    launched, problem = run_job(sys.argv[1])
+    if problem is not None:
+        sys.stderr.write(f"error: {visible(problem, lines=True)}\n")
+        sys.exit(2)
+    sys.stderr.write(encode(launched).decode() + "\n")

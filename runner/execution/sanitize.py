@@ -1,5 +1,5 @@
 """`runner check --sanitize`: compute-sanitizer over one launch of every implementation at the
-check size, each tool in a child process of its own (`python -m runner profile-case JOB.json`,
+check size, each tool in a child process of its own (`python -m runner.execution.profile_launch JOB.json`,
 the same one-launch program ncu profiles, with size "check").
 
 A race that happens to give the right answer (a warp-synchronous reduction without a barrier)

@@ -8,9 +8,7 @@ recorded as a structured error while the remaining cases still run.
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -21,7 +19,9 @@ from protocol.terminal_text import visible
 from protocol.validation import DocumentError, validate
 from runner.definition import manifest, provenance
 from runner.definition.bundle import Bundle, BundleError
-from runner.execution import remeasure, result, sharding
+from runner.document import clocks, run
+from runner.document.writing import write_atomic
+from runner.execution import remeasure, sharding
 from runner.execution.case_job import (
     BenchOptions,
     case_mode,
@@ -136,23 +136,6 @@ def position(done: int, total: int, elapsed_s: float) -> str:
     return f"{where} {_duration(elapsed_s)} so far, about {_duration(left_s)} left"
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """`data` under `path`, whole or not at all: a temporary file in the same folder, flushed to
-    disk, then renamed over `path`. On any failure (a full disk) the temporary file is removed
-    and the error raised; an earlier document under `path` stays as it was."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, int]:
     """Returns (result document, exit status). Raises ManifestError / NoGpuError for exit 2."""
     keep_ahead()  # each case's worker imports during the probe or the case before
@@ -164,24 +147,7 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
 
 def _run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, int]:
     say = Progress(options.quiet)
-    suite = manifest.load(manifest_path)
-    cases = [suite.case(cid) for cid in options.case_ids] if options.case_ids else list(suite.cases)
-    bundle = (
-        Bundle.load(options.bundle) if options.bundle else None
-    )  # bad input: before any GPU work
-    revisions = {label: Bundle.load(path) for label, path in options.revisions}
-    if options.gpus and options.gpus.strip() != "all":  # its form before any GPU work
-        try:
-            first = sharding.parse_gpus(options.gpus)[0]
-        except ValueError as exc:
-            raise manifest.ManifestError(str(exc)) from None
-        options = dataclasses.replace(options, device=first)  # the probe's is the run's first
-    try:  # a bad file, before any GPU work
-        expected_s = sharding.load_previous(options.previous)
-    except (OSError, ValueError) as exc:
-        raise manifest.ManifestError(
-            f"--previous {options.previous}: not a result document to deal cases by ({exc})"
-        ) from None
+    suite, cases, bundle, revisions, options, expected_s = _load_inputs(manifest_path, options)
     cupti_reason = cupti.unavailable_reason()
     check_timers(cases, options, cupti_reason, Progress(False))  # a warning even with -q
     started = provenance.utc_now()
@@ -190,15 +156,9 @@ def _run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, 
     env["sensors_start"] = env.pop("sensors", None)
     device = env["device"]
     arch = options.arch or device["arch"]
-    for where, each in [
-        (options.bundle, bundle),
-        *((p, revisions[k]) for k, p in options.revisions),
-    ]:
-        if each is not None and each.manifest["arch"] != arch:
-            raise BundleError(
-                f"{where}: built for {each.manifest['arch']}, but this run targets {arch} "
-                f"({device['name']}); rebuild it with --arch {arch}, or pass --arch {each.manifest['arch']}"
-            )
+    _check_bundle_arch(
+        [(options.bundle, bundle), *((p, revisions[k]) for k, p in options.revisions)], arch, device
+    )
     env["toolchains"] = {}
     devices = probe_devices(options, env)
     env.pop("device_count", None)
@@ -208,7 +168,73 @@ def _run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, 
     say(
         f"kernelgap: {device['name']} ({device['arch']}, {device['sm_count']} SMs), driver {device.get('driver_version_string')}"
     )
-    suite_block = {
+    if len(devices) > 1:
+        env["devices"] = [device_block(d, info) for d, info in devices.items()]
+        names = ", ".join(f"{d} {info['name']}" for d, info in devices.items())
+        say(f"kernelgap: {len(devices)} GPUs: {names}")
+    running = SuiteRun(
+        suite=suite,
+        cases=cases,
+        options=options,
+        arch=arch,
+        env=env,
+        devices=devices,
+        bundle=bundle,
+        revisions=revisions,
+        cupti_reason=cupti_reason,
+        say=say,
+        started=started,
+        suite_block=_suite_block(suite, options),
+        options_block=_options_block(cases, options, arch, devices),
+    )
+    sharding.run_sharded(
+        sharding.deal_order(cases, expected_s),
+        list(devices),
+        running.case_on,
+        running.finished,
+        running.not_run,
+        say,
+    )
+    return running.end(shared_at_start)
+
+
+def _load_inputs(manifest_path: str | Path, options: BenchOptions):
+    """Everything the run reads, refused as bad input before any GPU work: (suite, its cases to
+    run, the --bundle, {label: bundle} of the revisions, the options with --gpus's first GPU as
+    the run's device, the --previous document's seconds per case)."""
+    suite = manifest.load(manifest_path)
+    cases = [suite.case(cid) for cid in options.case_ids] if options.case_ids else list(suite.cases)
+    bundle = Bundle.load(options.bundle) if options.bundle else None
+    revisions = {label: Bundle.load(path) for label, path in options.revisions}
+    if options.gpus and options.gpus.strip() != "all":
+        try:
+            first = sharding.parse_gpus(options.gpus)[0]
+        except ValueError as exc:
+            raise manifest.ManifestError(str(exc)) from None
+        options = dataclasses.replace(options, device=first)  # the probe's is the run's first
+    try:
+        expected_s = sharding.load_previous(options.previous)
+    except (OSError, ValueError) as exc:
+        raise manifest.ManifestError(
+            f"--previous {options.previous}: not a result document to deal cases by ({exc})"
+        ) from None
+    return suite, cases, bundle, revisions, options, expected_s
+
+
+def _check_bundle_arch(bundles: list[tuple], arch: str, device: dict) -> None:
+    """A bundle ((where, bundle) pairs) built for another arch than the run's is refused,
+    saying how to match them."""
+    for where, each in bundles:
+        if each is not None and each.manifest["arch"] != arch:
+            raise BundleError(
+                f"{where}: built for {each.manifest['arch']}, but this run targets {arch} "
+                f"({device['name']}); rebuild it with --arch {arch}, or pass --arch {each.manifest['arch']}"
+            )
+
+
+def _suite_block(suite: manifest.Suite, options: BenchOptions) -> dict:
+    """The document's `suite`: what was run, from which commit."""
+    block = {
         "name": suite.name,
         "version": suite.version,
         "path": str(suite.path),
@@ -217,11 +243,16 @@ def _run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, 
         **provenance.git_commit(suite.root),
     }
     if suite.primary:
-        suite_block["primary"] = suite.primary
+        block["primary"] = suite.primary
     if options.commit:  # "<sha>-dirty" from harness run: a checkout with uncommitted changes
         sha, dirty = options.commit.removesuffix("-dirty"), options.commit.endswith("-dirty")
-        suite_block.update(commit=sha, dirty=dirty)
-    options_block = {
+        block.update(commit=sha, dirty=dirty)
+    return block
+
+
+def _options_block(cases, options: BenchOptions, arch: str, devices: dict) -> dict:
+    """The document's `options`: how the run was asked to measure."""
+    return {
         "mode": effective_mode(cases, options),
         "samples": options.samples,
         "warmup": options.warmup,
@@ -238,99 +269,138 @@ def _run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, 
         "precision": options.precision,
         **({"gpus": list(devices)} if options.gpus else {}),
     }
-    case_docs: list[dict] = []
-    t0 = time.monotonic()
-    deadline = t0 + options.budget_s if options.budget_s else None
-    peaks = {**env["peaks"], "l2_bytes": device.get("l2_bytes")}  # for the physical limits
-    if len(devices) > 1:
-        env["devices"] = [device_block(d, info) for d, info in devices.items()]
-        names = ", ".join(f"{d} {info['name']}" for d, info in devices.items())
-        say(f"kernelgap: {len(devices)} GPUs: {names}")
 
-    def one(case, d: int) -> dict:
-        say(f"kernelgap: {position(len(case_docs), len(cases), time.monotonic() - t0)}: {case.id}")
-        left_s = None if deadline is None else deadline - time.monotonic()
+
+@dataclasses.dataclass
+class SuiteRun:
+    """A run in progress: each case measured on a GPU (again, once, when it asks to be), kept in
+    the suite's order and written out after every case, then the document that ends the run."""
+
+    suite: manifest.Suite
+    cases: list
+    options: BenchOptions
+    arch: str
+    env: dict
+    devices: dict[int, dict]
+    bundle: Bundle | None
+    revisions: dict
+    cupti_reason: str | None
+    say: Progress
+    started: str
+    suite_block: dict
+    options_block: dict
+    case_docs: list[dict] = dataclasses.field(default_factory=list)
+    t0: float = dataclasses.field(default_factory=time.monotonic)
+
+    def __post_init__(self) -> None:
+        budget_s = self.options.budget_s
+        self.deadline = self.t0 + budget_s if budget_s else None
+        device = self.env["device"]
+        self.peaks = {**self.env["peaks"], "l2_bytes": device.get("l2_bytes")}  # physical limits
+        self.order = {c.id: i for i, c in enumerate(self.cases)}
+
+    def _left_s(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def case_on(self, case, d: int) -> dict:
+        """The case's document, measured on GPU `d`: not run past the budget; measured a second
+        time after a cool-down where remeasure asks for it and the budget allows."""
+        done, total = len(self.case_docs), len(self.cases)
+        self.say(f"kernelgap: {position(done, total, time.monotonic() - self.t0)}: {case.id}")
+        left_s = self._left_s()
         if left_s is not None and left_s <= 0:
-            case_doc = over_budget(case, options.budget_s, len(case_docs))
-            say(f"[{case.id}] not run: {case_doc['error']['message']}")
+            case_doc = over_budget(case, self.options.budget_s, done)
+            self.say(f"[{case.id}] not run: {case_doc['error']['message']}")
             return case_doc
-        case_doc = measure_case(case, dataclasses.replace(options, device=d), left_s)
+        case_doc = self.measure(case, dataclasses.replace(self.options, device=d), left_s)
         reason = remeasure.needs_remeasure(case_doc)
-        left_s = None if deadline is None else deadline - time.monotonic()
+        left_s = self._left_s()
         spent_s = case_doc.get("worker_wall_s") or 0.0
         if reason and (left_s is None or left_s > remeasure.COOLDOWN_S + 2 * spent_s):
-            again = remeasure.remeasure_options(options, case.settings.target_sample_ms)
-            say(f"[{case.id}] {reason}: measuring it again after {remeasure.COOLDOWN_S:.0f} s")
+            again = remeasure.remeasure_options(self.options, case.settings.target_sample_ms)
+            self.say(f"[{case.id}] {reason}: measuring it again after {remeasure.COOLDOWN_S:.0f} s")
             remeasure.cool_down()
-            left_s = None if deadline is None else deadline - time.monotonic()
-            second = measure_case(case, dataclasses.replace(again, device=d), left_s)
+            second = self.measure(case, dataclasses.replace(again, device=d), self._left_s())
             case_doc = remeasure.settle(
                 case_doc, second, reason, remeasure.COOLDOWN_S, again.target_sample_ms
             )
-        case_doc["device"] = device_block(d, devices[d])
+        case_doc["device"] = device_block(d, self.devices[d])
         return case_doc
 
-    def measure_case(case, case_options: BenchOptions, left_s: float | None) -> dict:
+    def measure(self, case, case_options: BenchOptions, left_s: float | None) -> dict:
+        """One measurement of the case (run_one); a failure of any kind costs the case only."""
         try:
             return run_one(
-                suite,
+                self.suite,
                 case,
-                arch,
+                self.arch,
                 case_options,
-                peaks,
-                say,
-                bundle,
+                self.peaks,
+                self.say,
+                self.bundle,
                 left_s,
-                revisions=revisions,
-                environment_device=devices[case_options.device],
-                cupti_reason=cupti_reason,
+                revisions=self.revisions,
+                environment_device=self.devices[case_options.device],
+                cupti_reason=self.cupti_reason,
             )
         except Exception as exc:  # a bug or an unforeseen failure costs this case, not the run
             case_doc = case_skeleton(case)
             record_failure(case_doc, "unknown", f"case {case.id}: {type(exc).__name__}: {exc}")
-            say(f"[{case.id}] FAILED: {type(exc).__name__}: {exc}")
+            self.say(f"[{case.id}] FAILED: {type(exc).__name__}: {exc}")
             return case_doc
 
-    def finished(case_doc: dict) -> None:
-        case_docs.append(case_doc)
-        case_docs.sort(key=lambda c: order[c["id"]])  # the suite's order, whatever ran first
+    def finished(self, case_doc: dict) -> None:
+        """Keep a case's document and write the partial document out (to --output, and to stderr
+        for harness run), so a crash or a dropped connection never loses the earlier ones."""
+        self.case_docs.append(case_doc)
+        self.case_docs.sort(key=lambda c: self.order[c["id"]])  # the suite's order
         for impl in case_doc["implementations"].values():
             if "build" in impl:
-                env["toolchains"][impl["toolchain"]] = {"version": impl["build"]["version"]}
-        # After every case, so a crash or a dropped connection never loses the earlier ones.
-        partial = result.document(suite_block, env, options_block, case_docs, started, None)
-        if options.output:
+                self.env["toolchains"][impl["toolchain"]] = {"version": impl["build"]["version"]}
+        partial = self.document(None)
+        if self.options.output:
             try:
-                write_atomic(options.output, encode(partial, pretty=True))
+                write_atomic(self.options.output, encode(partial, pretty=True))
             except OSError as exc:  # a full disk must not end the run: the end tries again
-                say(f"kernelgap: could not write the partial document to {options.output}: {exc}")
-        if options.emit_partial:
+                self.say(
+                    f"kernelgap: could not write the partial document to {self.options.output}: {exc}"
+                )
+        if self.options.emit_partial:
             sys.stderr.buffer.write(PARTIAL_DOCUMENT_PREFIX + encode(partial) + b"\n")
             sys.stderr.flush()
 
-    def not_run(case, why: str) -> dict:
+    def not_run(self, case, why: str) -> dict:
+        """A skipped case's document, saying why it was not run."""
         case_doc = case_skeleton(case)
         record_failure(case_doc, "setup", f"case {case.id}: {why}")
         case_doc["status"] = "skipped"
         return case_doc
 
-    order = {c.id: i for i, c in enumerate(cases)}
-    dealt = sharding.deal_order(cases, expected_s)
-    sharding.run_sharded(dealt, list(devices), one, finished, not_run, say)
-    apply_run_clocks(case_docs)
-    env["sensors_end"] = environment.nvml_sensors(options.device, uuid=device.get("uuid"))
-    ended = [sharing.observe(d.get("uuid"), i) for i, d in devices.items()]
-    env["sharing"] = sharing.verdict(shared_at_start + ended)
-    if env["sharing"]["shared"]:
-        say(f"kernelgap: the GPU was shared during the run: {env['sharing']['why']}")
-    doc = result.document(suite_block, env, options_block, case_docs, started, provenance.utc_now())
-    try:
-        validate(doc, "result", "result document")
-    except DocumentError as exc:
-        exc.document = doc  # written out all the same: nothing measured is lost
-        raise
-    status = 0 if all(c["status"] == "ok" for c in case_docs) else 1
-    return doc, status
+    def document(self, finished: str | None) -> dict:
+        return run.document(
+            self.suite_block, self.env, self.options_block, self.case_docs, self.started, finished
+        )
+
+    def end(self, shared_at_start: list) -> tuple[dict, int]:
+        """The run's document (validated; on a bad one the error carries it, so nothing
+        measured is lost) and its exit status, after the clocks and sharing verdicts."""
+        apply_run_clocks(self.case_docs)
+        device = self.env["device"]
+        self.env["sensors_end"] = environment.nvml_sensors(
+            self.options.device, uuid=device.get("uuid")
+        )
+        ended = [sharing.observe(d.get("uuid"), i) for i, d in self.devices.items()]
+        self.env["sharing"] = sharing.verdict(shared_at_start + ended)
+        if self.env["sharing"]["shared"]:
+            self.say(f"kernelgap: the GPU was shared during the run: {self.env['sharing']['why']}")
+        doc = self.document(provenance.utc_now())
+        try:
+            validate(doc, "result", "result document")
+        except DocumentError as exc:
+            exc.document = doc
+            raise
+        status = 0 if all(c["status"] == "ok" for c in self.case_docs) else 1
+        return doc, status
 
 
 def apply_run_clocks(case_docs: list[dict]) -> None:
@@ -341,6 +411,6 @@ def apply_run_clocks(case_docs: list[dict]) -> None:
         where = case_doc.get("device") or {}
         by_device.setdefault(where.get("uuid") or where.get("index"), []).append(case_doc)
     for group in by_device.values():
-        run_max = result.run_max_clock(group)
+        run_max = clocks.run_max_clock(group)
         for case_doc in group:
-            result.apply_clocks(case_doc, run_max)
+            clocks.apply_clocks(case_doc, run_max)

@@ -23,8 +23,13 @@ TIMEOUT_S = 600.0
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 
 
+# The one-launch program the tools run (runner.execution.profile_launch): named, not imported,
+# since it runs in a process of its own under the tool; the command line is not in the way.
+DRIVER_MODULE = "runner.execution.profile_launch"
+
+
 def _driver_command(job_path: str) -> list[str]:
-    return [sys.executable, "-m", "runner", "profile-case", job_path]
+    return [sys.executable, "-m", DRIVER_MODULE, job_path]
 
 
 def _environment() -> dict:
@@ -35,7 +40,7 @@ def _environment() -> dict:
 
 
 def under_tool(job: dict, wrap, timeout_s: float, name: str):
-    """One launch of `job` (`python -m runner profile-case JOB`) under a tool: `wrap(driver argv,
+    """One launch of `job` (`python -m runner.execution.profile_launch JOB`) under a tool: `wrap(driver argv,
     log path)` gives the tool's argv. (that argv, the finished process, the tool's log file's
     text); TimeoutExpired passes up. ncu (here) and compute-sanitizer (runner.execution.sanitize)
     both run this way."""

@@ -15,7 +15,7 @@ import os
 import shutil
 import subprocess
 
-from runner.definition.toolchains import cuda_programs
+from runner import cuda_programs
 
 VERSION_TIMEOUT_S = 30.0
 INSTALL_HINT = {

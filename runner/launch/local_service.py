@@ -92,12 +92,12 @@ def _connect(path: Path) -> socket.socket | None:
         raise Unavailable(f"{path}: {exc.strerror}") from None
 
 
-def _start(path: Path) -> None:
+def _start(path: Path) -> subprocess.Popen:
     """Start a detached service listening on `path`; its log goes beside it."""
     log = path.with_suffix(".log")
     with open(log, "ab") as out:
         os.chmod(log, 0o600)
-        subprocess.Popen(
+        return subprocess.Popen(
             [sys.executable, "-m", "runner", "serve", "--socket", str(path),
              "--idle-timeout-s", str(IDLE_TIMEOUT_S)],
             stdin=subprocess.DEVNULL,
@@ -120,14 +120,26 @@ def connect() -> socket.socket:
         sock = _connect(path)
         if sock is not None:
             return sock
-        _start(path)
+        service = _start(path)
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             sock = _connect(path)
             if sock is not None:
                 return sock
+            if service.poll() is not None:  # it died starting: say why now, not at the deadline
+                raise Unavailable(_died(service.returncode, path.with_suffix(".log")))
             time.sleep(0.02)
     raise Unavailable(f"the service did not listen on {path} within {START_TIMEOUT_S:g} s")
+
+
+def _died(returncode: int, log: Path) -> str:
+    """Why a service exited before it listened: its exit status and its log's last line."""
+    try:
+        lines = log.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        lines = []
+    last = lines[-1][:300] if lines else "(its log is empty)"
+    return f"the service exited with status {returncode} before it listened ({log}: {last})"
 
 
 def ask(request: dict) -> dict:

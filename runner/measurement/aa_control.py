@@ -5,7 +5,7 @@ What one load of a module adds to a side (where its code lands, its own graph in
 fixed for the run, so no resampling of rounds can see it. The control is the baseline's PTX
 loaded CONTROL_LOADS more times, timed in the same interleaved rounds as every side; sample k of
 the control takes load copy_turn(k, CONTROL_LOADS), so its per-round log ratios to the baseline
-fall into one cluster per load. The spread of the cluster means (the rounds' noise in them
+fall into one cluster per load. The spread of the cluster medians (the rounds' noise in them
 included, see load_sd) is the per-load standard deviation sd. A side made of L loads (hot: one; cold: COLD_LOADS, its launches taking them in
 turn) carries sd / sqrt(L), a gap two sides: sqrt(2 / L) sd. That is scaled from the normal to
 Student's t quantile on CONTROL_LOADS - 1 degrees of freedom, since sd comes from that many
@@ -52,10 +52,12 @@ def loads_of_samples(samples: int, loads: int = CONTROL_LOADS) -> np.ndarray:
 
 def load_sd(baseline: np.ndarray, control: np.ndarray, loads: np.ndarray) -> np.ndarray:
     """Per row of paired rounds (shapes (rows, n), or (n,)), the relative sd one load adds:
-    the sd (ddof 1) of the per-load means of the per-round log ratios log(control / baseline),
-    loads labelled by `loads` (n labels). NaN where fewer than two loads were sampled.
+    the sd (ddof 1) of the per-load medians of the per-round log ratios log(control / baseline),
+    loads labelled by `loads` (n labels). NaN where fewer than two loads were sampled. Medians,
+    not means: kernel timings have a long right tail, and one stray round must not make a
+    load look different (docs/method/aa-control.md has the case that showed it).
 
-    The rounds' own noise in those means is kept, not subtracted: where it is as large as the
+    The rounds' own noise in those medians is kept, not subtracted: where it is as large as the
     loads' spread, the difference has far fewer degrees of freedom than the loads, and the
     coverage simulation read 0.89 with it subtracted (noise and load sd both 3e-4, hot); kept,
     it costs at most the noise of a mean of n / CONTROL_LOADS rounds."""
@@ -63,8 +65,8 @@ def load_sd(baseline: np.ndarray, control: np.ndarray, loads: np.ndarray) -> np.
     labels = np.unique(loads)
     if labels.size < 2:
         return np.full(x.shape[0], np.nan)
-    means = np.stack([x[:, loads == g].mean(axis=1) for g in labels], axis=1)
-    return means.std(axis=1, ddof=1)
+    centres = np.stack([np.median(x[:, loads == g], axis=1) for g in labels], axis=1)
+    return centres.std(axis=1, ddof=1)
 
 
 def gap_term(
@@ -86,7 +88,7 @@ def gap_term(
 METHOD = (
     "the baseline's PTX loaded {loads} more times as a hidden side, timed in the same rounds; "
     "sample k on load copy_turn(k, {loads}); systematic = sqrt(2 / {per_side}) x sd of the "
-    "per-load means of log(control / baseline) x t({df}) / z (runner.measurement.aa_control)"
+    "per-load medians of log(control / baseline) x t({df}) / z (runner.measurement.aa_control)"
 )
 
 

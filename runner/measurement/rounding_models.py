@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from runner.measurement import precision
+from runner.measurement import null_models, precision
 
 __all__ = ["AS_LARGE_FACTOR", "MIN_EVIDENCE", "Model", "models", "resemblance"]
 
@@ -52,11 +52,7 @@ def models(
     reference may have widened); `run_reference(inputs) -> {buffer: array}` runs the case's
     reference on copies."""
     dtypes = output_dtypes or {name: e.dtype.name for name, e in expected.items()}
-    lower: list[str] = []
-    for dtype in dtypes.values():
-        for p in precision.lower_precisions(dtype):
-            if p not in lower:
-                lower.append(p)
+    lower = null_models.lower_precisions(precision.lower_precisions(d) for d in dtypes.values())
     found: dict[str, Model] = {}
     for p in lower:
         with np.errstate(all="ignore"):  # rounding to f16 overflows wide values on purpose
@@ -75,15 +71,13 @@ def models(
                 for name, e in expected.items()
             },
         )
-    # a shortcut that gives exactly the expected outputs cannot be told apart on these inputs
-    return {
-        what: model
-        for what, model in found.items()
-        if not all(
+    return null_models.distinguishable(
+        found,
+        lambda model: all(
             np.array_equal(model.outputs[n].view(np.uint8), expected[n].view(np.uint8))
             for n in expected
-        )
-    }
+        ),
+    )
 
 
 def _relative(a: np.ndarray, b: np.ndarray, scale: np.ndarray) -> np.ndarray:

@@ -204,7 +204,7 @@ def child(args: list[str], script: str = __file__) -> object:
     return orjson.loads(done.stdout)
 
 
-def main() -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("part", nargs="?", default="all")
     parser.add_argument("--sizes", default="10,14,18,20,22,24,27")
@@ -236,34 +236,42 @@ def main() -> int:
         type=Path,
         help="ncu's figures per size: read from here where present, each new one written here",
     )
-    args = parser.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
+    return parser
+
+
+def _one_part(args, sizes: list[int]) -> bool:
+    """Run the part `args.part` names (the report of earlier runs, or a child's part: its rows
+    on stdout); False for "all", the whole run."""
     if args.part == "report":
         print("\n".join(merged_report(args.sources or [], args.ncu_cache)))
-        return 0
+        return True
     if args.part == "ptx-target":
         ptx_target(args.ptx.read_text(), args.n, args.reset)
-        return 0
+        return True
     if args.part == "torch-target":
         torch_target(args.n)
-        return 0
+        return True
     if args.part == "ptx-run":
         ptx = args.ptx.read_text()
         row = engine_run(ptx, args.n, args.mode, args.timer, args.target_sample_ms)
         sys.stdout.buffer.write(orjson.dumps(row))
-        return 0
+        return True
     if args.part == "ptx-profiler":
         sys.stdout.buffer.write(
             orjson.dumps(ptx_profiler(args.ptx.read_text(), sizes), option=orjson.OPT_NON_STR_KEYS)
         )
-        return 0
+        return True
     if args.part == "torch-profiler":
         sys.stdout.buffer.write(orjson.dumps(torch_profiler(sizes), option=orjson.OPT_NON_STR_KEYS))
-        return 0
+        return True
     if args.part == "torch":
         sys.stdout.buffer.write(orjson.dumps(torch_side(sizes)))
-        return 0
+        return True
+    return False
 
+
+def _whole_run(args, sizes: list[int]) -> None:
+    """Each front end's part in a child process of its own, ncu, then the tables."""
     ptx_path = Path(os.environ.get("TMPDIR", "/tmp")) / "fidelity-axpy.ptx"
     ptx_path.write_text(device_ptx())
     common = ["--sizes", args.sizes, "--ptx", str(ptx_path)]
@@ -289,6 +297,13 @@ def main() -> int:
         raw = {"ptx": ptx_rows, "torch": torch_rows, "ptx_profiler": ptx_prof}
         args.raw.write_bytes(orjson.dumps(raw, option=orjson.OPT_NON_STR_KEYS))
     print("\n".join(report(ptx_rows, ptx_ncu, ptx_prof, torch_rows, torch_ncu)))
+
+
+def main() -> int:
+    args = _parser().parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    if not _one_part(args, sizes):
+        _whole_run(args, sizes)
     return 0
 
 

@@ -150,7 +150,8 @@ def regressions_in_process(db: Path, window: int) -> tuple[float, list]:
     return time.perf_counter() - t0, findings
 
 
-def main() -> int:
+def _arguments():
+    """(the arguments, the database's path, the temporary folder that holds it by default)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--documents", type=int, default=10_000)
     parser.add_argument("--cases", type=int, default=30)
@@ -174,18 +175,24 @@ def main() -> int:
         parser.error(f"--db {db}: exists; the benchmark needs a fresh database (or --reuse)")
     if args.reuse and not db.exists():
         parser.error(f"--reuse: --db {db} does not exist")
-    variants = Variants(args.cases, args.samples, args.documents, static=args.static)
+    return args, db, tmp
 
-    check = [variants.document(k) for k in range(args.validate_sample)]
+
+def _validation_s(variants: Variants, count: int) -> float:
+    """Seconds to validate one document against the schema (not part of the ingest)."""
+    check = [variants.document(k) for k in range(count)]
     t0 = time.perf_counter()
     for d in check:
         validate(d, "result", "synthetic document")
-    validate_s = (time.perf_counter() - t0) / max(1, len(check))
+    return (time.perf_counter() - t0) / max(1, len(check))
 
+
+def _ingest(db: Path, variants: Variants, documents: int) -> tuple[float, float, float]:
+    """(seconds ingesting, seconds building the documents, wall seconds) for `documents`."""
     ingest_s = build_s = 0.0
     wall0 = time.perf_counter()
     with Store(db) as store:
-        for k in range(0 if args.reuse else args.documents):
+        for k in range(documents):
             t0 = time.perf_counter()
             d = variants.document(k)
             t1 = time.perf_counter()
@@ -195,31 +202,42 @@ def main() -> int:
             build_s += t1 - t0
             if (k + 1) % 1000 == 0:
                 print(f"  {k + 1} documents, ingest {ingest_s:.1f} s", file=sys.stderr)
-    wall_s = time.perf_counter() - wall0
-    size = sum(p.stat().st_size for p in db.parent.glob(db.name + "*"))
+    return ingest_s, build_s, time.perf_counter() - wall0
 
-    regress_s, findings = regressions_in_process(db, Policy.window)
-    with Store(db, readonly=True) as store:  # what a dashboard does: every point of one series
+
+def _dashboard_read(db: Path) -> tuple[float, int]:
+    """What a dashboard does: list the series, read every point of the longest; (seconds,
+    points)."""
+    with Store(db, readonly=True) as store:
         t0 = time.perf_counter()
         listed = store.list_series()
         longest = max(listed, key=lambda s: s["points"])
         series_points = store.points(longest["series_id"])
-        points_s = time.perf_counter() - t0
+        return time.perf_counter() - t0, len(series_points)
+
+
+def _harness_command(db: Path, command: str) -> tuple[float, subprocess.CompletedProcess]:
+    """`python -m harness COMMAND --db DB --format json`, timed: (wall seconds, the process)."""
     t0 = time.perf_counter()
-    cli = subprocess.run(
-        [sys.executable, "-m", "harness", "regressions", "--db", str(db), "--format", "json"],
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", command, "--db", str(db), "--format", "json"],
         cwd=ROOT,
         capture_output=True,
     )
-    cli_s = time.perf_counter() - t0
+    return time.perf_counter() - t0, done
+
+
+def main() -> int:
+    args, db, _tmp = _arguments()
+    variants = Variants(args.cases, args.samples, args.documents, static=args.static)
+    validate_s = _validation_s(variants, args.validate_sample)
+    ingest_s, build_s, wall_s = _ingest(db, variants, 0 if args.reuse else args.documents)
+    size = sum(p.stat().st_size for p in db.parent.glob(db.name + "*"))
+    regress_s, findings = regressions_in_process(db, Policy.window)
+    points_s, series_points = _dashboard_read(db)
+    cli_s, cli = _harness_command(db, "regressions")
     alerts = sorted((f.case_id, f.impl, f.metric) for f in findings if f.alert)
-    t0 = time.perf_counter()
-    changes_cli = subprocess.run(
-        [sys.executable, "-m", "harness", "changes", "--db", str(db), "--format", "json"],
-        cwd=ROOT,
-        capture_output=True,
-    )
-    changes_s = time.perf_counter() - t0
+    changes_s, changes_cli = _harness_command(db, "changes")
     found = orjson.loads(changes_cli.stdout)["changes"] if changes_cli.returncode == 0 else []
     steps = sorted((c["case_id"], c["impl"], c["metric"], c["kind"]) for c in found)
     points = args.documents * args.cases * len(IMPLS)
@@ -243,8 +261,7 @@ def main() -> int:
         f"`python -m harness regressions`: {cli_s:.2f} s wall, exit {cli.returncode}"
     )
     print(
-        f"dashboard:   list_series() + points() of a {len(series_points)}-point series: "
-        f"{points_s:.3f} s"
+        f"dashboard:   list_series() + points() of a {series_points}-point series: {points_s:.3f} s"
     )
     print(f"db size:     {size / 2**20:.1f} MiB ({size / args.documents / 1024:.1f} KiB/document)")
     print(f"alerts ({len(alerts)}): {alerts}")

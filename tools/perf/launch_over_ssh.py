@@ -107,7 +107,10 @@ def runner_command(no_service: bool, runtime: Path) -> str:
     """`runner launch` as a remote shell runs it: this interpreter and checkout, by path, with
     its service under `runtime` (a login over SSH may have no XDG_RUNTIME_DIR)."""
     flag = " --no-service" if no_service else ""
-    return (f"XDG_RUNTIME_DIR={shlex.quote(str(runtime))} PYTHONPATH={shlex.quote(str(ROOT))} "
+    # this checkout first, then what this interpreter was given (a box's wheels, e.g. orjson for
+    # the service): a remote shell starts with none of it
+    path = os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))
+    return (f"XDG_RUNTIME_DIR={shlex.quote(str(runtime))} PYTHONPATH={shlex.quote(path)} "
             f"{shlex.quote(sys.executable)} -m runner launch \"$@\"{flag}")  # fmt: skip
 
 

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.definition.toolchains import clang, command, cuda_programs, nvcc, nvrtc, prebuilt
+from runner.definition.toolchains import clang, command, nvcc, nvrtc, prebuilt
 from runner.definition.toolchains.common import BuildError, ToolchainMissing, cuda_roots
 
 __all__ = [
@@ -27,7 +27,6 @@ __all__ = [
     "ToolchainMissing",
     "build",
     "compiler_sha256",
-    "cuda_programs",
     "cuda_roots",
 ]
 

@@ -1,12 +1,12 @@
 """What every toolchain module shares: its errors and where CUDA toolkits are (imports no other
-toolchain module but cuda_programs, so the package and its modules import one way)."""
+toolchain module, so the package and its modules import one way)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from runner.definition.toolchains import cuda_programs
+from runner import cuda_programs
 
 __all__ = ["BuildError", "ToolchainMissing", "cuda_roots"]
 

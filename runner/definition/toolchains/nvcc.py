@@ -12,7 +12,7 @@ FIXED_FLAGS = ["-O3", "-std=c++17"]
 
 
 def program(template: str | None = None) -> str:
-    from runner.definition.toolchains import cuda_programs
+    from runner import cuda_programs
     from runner.definition.toolchains.common import ToolchainMissing
 
     path = cuda_programs.find("nvcc")
