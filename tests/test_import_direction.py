@@ -22,7 +22,7 @@ HARNESS_MAY_IMPORT = {
     "analysis": {"escaping", "history"},
     "reporting": {"escaping", "history", "analysis"},
     "running": {"escaping", "bad_input", "history"},
-    "explain": {"escaping", "reporting"},
+    "explain": {"escaping", "history", "reporting"},
     "dashboard": {"escaping", "history", "analysis", "reporting", "explain"},
     "client": set(),
     "commands": {

@@ -63,13 +63,21 @@ class ChangeFinding:
     to_utc: str
     age: int
     note: str = ""
+    # filled in by harness.analysis.change_counters (a step only): the counters that differ
+    # from the `from` point to the `to` point, and the compiler on each side
+    counters: tuple = ()
+    counters_recorded: bool = False
+    compiler_before: str = ""
+    compiler_after: str = ""
 
     @property
     def direction(self) -> str:
         return "slower" if self.relative > 0 else "faster"
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "direction": self.direction}
+        out = {**asdict(self), "direction": self.direction}
+        out["counters"] = [c.to_dict() for c in self.counters]
+        return out
 
 
 @dataclass(frozen=True)

@@ -11,18 +11,26 @@ Verdict (policy, apart from the measurement): `slower` when the interval lies ab
 head/base >= 1 + min_effect, `faster` when it lies below 1 and head/base <= 1 - min_effect,
 `unstable` when either side's statistics were marked unstable, else `same`; `failed` when the
 case has no pair (it failed, or a side failed its check).
+
+Beside each verdict, the counters of base and head that differ (harness.analysis.counter_diff),
+most telling first: from the document's `static` and `profile` blocks, or from the two bundles
+where the document has no static analysis (same PTX, same sha256). Two bundles alone
+(`bundle_rows`) give the counters without a time: verdict `untimed`, no GPU needed.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from harness.analysis import fail_on as failing
+from harness.analysis.counter_diff import CounterChange, differences, sentence, static_changed
 from harness.escaping import first_line
 from harness.escaping import markdown as md
+from harness.history import counters as counting
+from harness.history.store_ingest import bundle_statics
 
-__all__ = ["PairRow", "gate", "markdown", "rows", "verdict"]
+__all__ = ["PairRow", "bundle_rows", "gate", "markdown", "rows", "verdict"]
 
 DEFAULT_MIN_EFFECT = 0.02
 
@@ -43,9 +51,24 @@ class PairRow:
     confidence: float | None
     verdict: str
     note: str = ""
+    base_counters: dict = field(default_factory=dict, repr=False)  # {name: [value, unit]}
+    head_counters: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def counters(self) -> list[CounterChange]:
+        """The counters that differ from base to head, most telling first."""
+        return differences(self.base_counters, self.head_counters)
+
+    @property
+    def code_changed(self) -> bool:
+        return static_changed(self.counters)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        del out["base_counters"], out["head_counters"]
+        out["counters"] = [c.to_dict() for c in self.counters]
+        out["code_changed"] = self.code_changed
+        return out
 
 
 def verdict(pair: dict, min_effect: float = DEFAULT_MIN_EFFECT) -> str:
@@ -74,11 +97,30 @@ def _revision_names(document: dict) -> set[str]:
     }
 
 
-def rows(document: dict, min_effect: float = DEFAULT_MIN_EFFECT) -> list[PairRow]:
-    """A row per case and candidate that was timed in revisions (or should have been).
+def _counters(case: dict, name: str | None, statics: dict) -> dict:
+    """{name: [value, unit]} of implementation `name` of a document's case; a bundle's static
+    analysis of the same PTX stands in where the document has none."""
+    impl = case["implementations"].get(name) if name else None
+    if impl is None:
+        return {}
+    found = counting.from_impl(impl)
+    if not counting.static_counters(impl.get("static")):
+        sha = (impl.get("build") or {}).get("ptx_sha256")
+        found.update(
+            counting.static_counters(statics.get((case["id"], impl.get("variant_of", name), sha)))
+        )
+    return found
+
+
+def rows(
+    document: dict, min_effect: float = DEFAULT_MIN_EFFECT, bundles: tuple = ()
+) -> list[PairRow]:
+    """A row per case and candidate that was timed in revisions (or should have been), with
+    base's and head's counters; `bundles` (manifests) fill in static analyses it lacks.
 
     Raises ValueError when the document holds no revisions at all: it was not a base/head run.
     """
+    statics = {k: v for b in bundles for k, v in bundle_statics(b).items()}
     candidates = _revision_names(document)
     if not candidates:
         raise ValueError(
@@ -119,20 +161,64 @@ def rows(document: dict, min_effect: float = DEFAULT_MIN_EFFECT) -> list[PairRow
                     ci_high=pair["ci_high"],
                     confidence=pair["confidence"],
                     verdict=verdict(pair, min_effect),
+                    base_counters=_counters(case, pair["base"], statics),
+                    head_counters=_counters(case, pair["head"], statics),
                 )
             )
     return out
 
 
-def gate(found: list[PairRow], fail_on: str) -> list[PairRow]:
-    """The rows that make `--fail-on fail_on` exit 1 (harness.analysis.fail_on's words; head/base is a
-    ratio of two gaps over the same baseline rounds, so a gap verdict; a failed row counts as
-    unstable)."""
-    return [
-        r
-        for r in found
-        if failing.trips(fail_on, "gap", "unstable" if r.verdict == "failed" else r.verdict)
-    ]
+def bundle_rows(base: dict, head: dict) -> list[PairRow]:
+    """A row per case and candidate built in both bundles (manifests of `runner build`): their
+    static counters, no time (verdict `untimed`)."""
+    theirs = {(e["case"], e["impl"]): e for e in base["implementations"]}
+    out = []
+    for e in head["implementations"]:
+        if e.get("role", "candidate") != "candidate" or (e["case"], e["impl"]) not in theirs:
+            continue
+        b = theirs[(e["case"], e["impl"])]
+        empty = dict.fromkeys(("base_gap", "head_gap", "ratio", "ci_low", "ci_high", "confidence"))
+        out.append(
+            PairRow(
+                e["case"],
+                e["impl"],
+                f"{e['impl']}@base",
+                f"{e['impl']}@head",
+                **empty,
+                verdict="untimed",
+                base_counters=counting.static_counters(b.get("static")),
+                head_counters=counting.static_counters(e.get("static")),
+            )
+        )
+    return out
+
+
+def gate(found: list[PairRow], fail_on: str | failing.FailOn) -> list[tuple[PairRow, str]]:
+    """(row, why) for the rows that make `--fail-on fail_on` exit 1 (harness.analysis.fail_on's
+    words; head/base is a ratio of two gaps over the same baseline rounds, so a gap verdict; a
+    failed row counts as unstable; counter words compare head's static counters with base's)."""
+    spec = fail_on if isinstance(fail_on, failing.FailOn) else failing.parse(fail_on)
+    out = []
+    for r in found:
+        timed = r.verdict != "untimed"
+        time_verdict = "unstable" if r.verdict == "failed" else r.verdict
+        if timed and failing.trips(spec.word, "gap", time_verdict):
+            out.append((r, r.verdict))
+            continue
+        before = {
+            n: counting.value(r.base_counters, n)
+            for w in spec.counters
+            for n in failing.COUNTER_WORDS[w.word]
+        }
+        after = {
+            n: counting.value(r.head_counters, n)
+            for w in spec.counters
+            for n in failing.COUNTER_WORDS[w.word]
+        }
+        hit = [str(w) for w in spec.counters if w.trips(before, after)]
+        if hit:
+            out.append((r, ", ".join(hit)))
+    return out
 
 
 def geometric_mean(values: list[float]) -> float | None:
@@ -143,8 +229,39 @@ def _x(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}x"
 
 
-def markdown(document: dict, found: list[PairRow], min_effect: float) -> str:
-    """The pull-request comment: headline, method, one row per case and candidate."""
+SHOWN_COUNTERS = 3  # counter sentences in a row's cell; the rest under the table
+
+
+def counter_cell(r: PairRow, limit: int = SHOWN_COUNTERS) -> str:
+    """The counters that changed, in words, most telling first ('-' for none)."""
+    found = r.counters
+    if not found:
+        return "-" if r.base_counters or r.head_counters else "no counters recorded"
+    words = [sentence(c) for c in found[:limit]]
+    if found[limit:]:
+        words.append(f"+{len(found) - limit} more")
+    return "; ".join(words)
+
+
+def _verdict_cell(r: PairRow) -> str:
+    mark = f"**{r.verdict}**" if r.verdict in ("slower", "failed") else r.verdict
+    if r.verdict == "same" and r.code_changed:
+        mark += " (the code changed: see counters)"
+    if r.note:
+        mark += f": {md(r.note, cell=True)}"
+    return mark
+
+
+def _headline(document: dict | None, found: list[PairRow], min_effect: float) -> list[str]:
+    changed = sum(r.code_changed for r in found)
+    if document is None:
+        return [
+            "## Benchmark: head against base, counters from the two bundles",
+            "",
+            f"{changed} of {len(found)} candidate builds changed their code (static counters: "
+            "ptxas resources and the SASS instruction mix); not timed. Static counters carry no "
+            "noise: every difference listed is real.",
+        ]
     device = document["environment"]["device"]["name"]
     suite = document["suite"]
     counts = {v: sum(r.verdict == v for r in found) for v in ("slower", "faster", "unstable")}
@@ -157,21 +274,31 @@ def markdown(document: dict, found: list[PairRow], min_effect: float) -> str:
         f"{md(name)} {geometric_mean(values):.3f}x over {len(values)} case(s)"
         for name, values in sorted(per_candidate.items())
     )
-    lines = [
+    return [
         "## Benchmark: head against base, paired on one GPU",
         "",
         f"{counts['slower']} slower, {counts['faster']} faster, {counts['unstable']} unstable, "
-        f"{failed} failed of {len(found)} · head/base geometric mean: {means or '-'}",
+        f"{failed} failed of {len(found)}, {changed} with changed code · head/base geometric "
+        f"mean: {means or '-'}",
         "",
         f"{md(device)} · suite {md(suite['name'])} v{suite['version']} · commit "
         f"{md((suite.get('commit') or '-')[:12], code=True)}. Each case loaded base and head of every "
         "candidate into one context and timed them in the same interleaved rounds as the "
         "baseline; head/base = median(head) / median(base) with a paired bootstrap interval. "
         f"A verdict needs the interval to exclude 1 and a change of at least {min_effect:.0%}; "
-        "lower is better.",
+        "lower is better. Counters: static (ptxas, SASS) and, when profiled, ncu's; most "
+        "telling first.",
+    ]
+
+
+def markdown(document: dict | None, found: list[PairRow], min_effect: float) -> str:
+    """The pull-request comment: headline, method, one row per case and candidate with the
+    counters that changed; every counter change in full below (None: bundles only)."""
+    lines = [
+        *_headline(document, found, min_effect),
         "",
-        "| case | candidate | base gap | head gap | head/base [interval] | verdict |",
-        "|---|---|---|---|---|---|",
+        "| case | candidate | base gap | head gap | head/base [interval] | verdict | counters (head vs base) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in found:
         if r.ratio is None:
@@ -179,10 +306,14 @@ def markdown(document: dict, found: list[PairRow], min_effect: float) -> str:
         else:
             level = f"{r.confidence:.0%}" if r.confidence else ""
             ratio = f"{_x(r.ratio)} [{r.ci_low:.3f}, {r.ci_high:.3f}] {level}".rstrip()
-        mark = f"**{r.verdict}**" if r.verdict in ("slower", "failed") else r.verdict
-        if r.note:
-            mark += f": {md(r.note, cell=True)}"
         cells = [md(r.case_id, cell=True), md(r.candidate, cell=True), _x(r.base_gap),
-                 _x(r.head_gap), ratio, mark]  # fmt: skip
+                 _x(r.head_gap), ratio, _verdict_cell(r), md(counter_cell(r), cell=True)]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
+    more = [r for r in found if len(r.counters) > SHOWN_COUNTERS]
+    if more:
+        lines += ["", "<details><summary>Every counter that changed</summary>", ""]
+        for r in more:
+            lines.append(f"- {md(r.case_id)} / {md(r.candidate)}:")
+            lines += [f"  - {md(sentence(c))}" for c in r.counters]
+        lines += ["", "</details>"]
     return "\n".join(lines) + "\n"

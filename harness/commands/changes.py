@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from harness.analysis import fail_on as failing
+from harness.analysis.change_counters import annotate
 from harness.analysis.change_review import find_changes, tripped
 from harness.analysis.changes import ChangePolicy
 from harness.analysis.drift import DriftPolicy
@@ -76,7 +77,9 @@ def changes(db: Path, case_id, since, output_format, fail_on, alpha, min_effect)
     kept when significant and at least --min-effect; it is named by the commit range where it
     happened, with the medians before and after, its size and its p-value. A drift is a
     significant trend over the newest 20 stable points (at least 5% in total). Unstable and
-    failed points take no part, so they never alert.
+    failed points take no part, so they never alert. Each step is annotated with the counters
+    (static figures, profiled metrics) that differ between the last point before it and the
+    first after it, and the compiler on each side.
 
     \b
     Example:
@@ -87,7 +90,7 @@ def changes(db: Path, case_id, since, output_format, fail_on, alpha, min_effect)
     since_utc = _since(since)
     with _opened(db) as store:
         series = store.list_series(case_id)
-        found = find_changes(store, series, change, trend)
+        found = annotate(store, find_changes(store, series, change, trend))
     if since_utc is not None:
         found = [f for f in found if normalize_utc(f.to_utc) >= since_utc]
     if output_format == "json":

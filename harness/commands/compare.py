@@ -16,8 +16,9 @@ from harness.analysis import fail_on as failing
 from harness.bad_input import BadInput
 from harness.escaping import terminal
 from protocol import documents
-from protocol.codec import encode
+from protocol.codec import decode, encode
 from protocol.input_files import MAX_DOCUMENT_BYTES, InputFileError, read_bounded
+from protocol.validation import validate
 
 __all__ = ["EXPORT_FORMATS", "compare", "export", "load_result", "summary"]
 
@@ -47,6 +48,20 @@ def load_result(path: Path) -> dict:
         return documents.load_result(data, what)
     except ValueError as exc:  # malformed JSON, DocumentError, VersionError
         raise BadInput(str(exc)) from None
+
+
+def load_bundle(path: Path) -> dict:
+    """A bundle's manifest (runner build; its folder or its bundle.json), read within the size
+    limit and validated; BadInput naming the file if not."""
+    file = path / "bundle.json" if path.is_dir() else path
+    try:
+        doc = decode(read_bounded(file, MAX_DOCUMENT_BYTES, "bundle manifest"), str(file))
+        validate(doc, "bundle", str(file))
+    except OSError as exc:
+        raise BadInput(f"{file}: cannot read the bundle manifest: {exc.strerror}") from None
+    except (ValueError, InputFileError) as exc:  # malformed JSON, DocumentError, a FIFO, too big
+        raise BadInput(str(exc)) from None
+    return doc
 
 
 def _write_stdout(data: bytes) -> None:

@@ -19,6 +19,7 @@ __all__ = ["explain"]
 
 @click.command()
 @click.argument("source", type=click.Path(exists=False, path_type=Path))
+@click.argument("other", type=click.Path(exists=False, path_type=Path), required=False)
 @click.option("--case", "case_ids", multiple=True, help="Explain only this case (repeatable).")
 @click.option(
     "--candidate",
@@ -41,18 +42,29 @@ __all__ = ["explain"]
     show_default=True,
     help="markdown for a pull request or $GITHUB_STEP_SUMMARY; text for a terminal.",
 )
-def explain(source, case_ids, candidates, bundle, fmt):
+def explain(source, other, case_ids, candidates, bundle, fmt):
     """Explain each case's gap from SOURCE: a result document (runner bench; its `static` and,
     with --profile, `profile` blocks) or a bundle folder (runner build; static only).
 
+    With OTHER too (a document or bundle of the same suite: two compiler revisions), each
+    implementation built in both is explained as X@B against X@A (SOURCE is A), not a
+    candidate against its baseline; --candidate then names implementations.
+
     \b
-    Example:
+    Examples:
       python -m harness explain results/20261201T120000Z-nvidia-h200-abc.json --bundle bundle/
+      python -m harness explain bundle-base/ bundle-head/ --candidate warpforth
     """
     try:
         loaded = sources.load(source)
         if bundle is not None:
             sources.attach_bundle(loaded, sources.load(bundle))
+        if other is not None:
+            second = sources.load(other)
+            if bundle is not None:
+                sources.attach_bundle(second, sources.load(bundle))
+            loaded = sources.across(loaded, second)
+            candidates = tuple(f"{c}@{sources.SIDES[1]}" for c in candidates)
     except sources.SourceError as exc:
         raise BadInput(str(exc)) from None
     known = {c.id for c in loaded.cases}

@@ -20,7 +20,7 @@ from harness.analysis.changes import ChangePolicy
 from harness.analysis.drift import DriftPolicy
 from harness.analysis.regressions import Finding, Policy, current_series, review
 from harness.bad_input import BadInput
-from harness.commands.compare import RESULT, load_result
+from harness.commands.compare import RESULT, load_bundle, load_result
 from harness.escaping import markdown as md
 from harness.escaping import terminal
 from harness.history import cards
@@ -80,8 +80,19 @@ def _echo_json(value) -> None:
     help="For a runner.bench document, which has no manifest: the GPU model the history pins "
     "(named by the repository's workflow); a run on another model is refused.",
 )
+@click.option(
+    "--bundle",
+    type=click.Path(path_type=Path),
+    help="A bundle (runner build) whose static analysis gives the static counters of "
+    "implementations the document lacks one for, where the PTX is the same (same sha256).",
+)
 def ingest(
-    results: tuple[Path, ...], db: Path, trusted: bool, cases: Path | None, gpu_pin: str | None
+    results: tuple[Path, ...],
+    db: Path,
+    trusted: bool,
+    cases: Path | None,
+    gpu_pin: str | None,
+    bundle: Path | None,
 ):
     """Store the result documents RESULT... in the history (only with --trusted).
 
@@ -90,7 +101,9 @@ def ingest(
     runs in one call), or none if one cannot be. The GPU pin comes from the repository, never
     from the document: a trusted ingest reads the suite manifest (--cases) and refuses a run of
     another suite, version or manifest, or on another GPU model than it pins. A result whose
-    series key changed (source, case version, ...) starts a new series.
+    series key changed (source, case version, ...) starts a new series. Each implementation's
+    counters (its `static` block, or --bundle's for the same PTX, and with --profile its ncu
+    metrics) are kept beside its timing series.
     What was (or would be) stored is reported on stderr.
 
     \b
@@ -109,12 +122,16 @@ def ingest(
         except trust.TrustError as exc:
             raise BadInput(str(exc)) from None
         batch.append((document, what))
+    manifest = load_bundle(bundle) if bundle is not None else None
     # Untrusted: an existing file is opened read-only; a missing one is never created.
     with _opened(db, readonly=not trusted and db.exists()) as store:
         if trusted:
-            reports = store.ingest_many(batch)
+            reports = store.ingest_many(batch, manifest)
         else:
-            reports = [store.ingest(d, trusted=False, what=w, check=False) for d, w in batch]
+            reports = [
+                store.ingest(d, trusted=False, what=w, check=False, bundle=manifest)
+                for d, w in batch
+            ]
     for report in reports:
         click.echo(report.text(), err=True)  # what was (or would be) stored, not a document
     if len(reports) > 1:

@@ -9,37 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-CLASS_LABELS = {
-    "global_load": "global loads (LDG)",
-    "global_store": "global stores (STG)",
-    "generic_load": "generic loads (LD)",
-    "generic_store": "generic stores (ST)",
-    "shared_load": "shared loads (LDS)",
-    "shared_store": "shared stores (STS)",
-    "local_load": "local loads (LDL)",
-    "local_store": "local stores (STL)",
-    "constant_load": "constant loads (LDC/ULDC)",
-    "atomic": "atomics",
-    "fp64_fma": "f64 FMA (DFMA)",
-    "fp64_mul": "f64 multiply (DMUL)",
-    "fp64_add": "f64 add (DADD)",
-    "fp32_fma": "f32 FMA (FFMA)",
-    "fp32_mul": "f32 multiply (FMUL)",
-    "fp32_add": "f32 add (FADD)",
-    "fp16_arith": "f16 arithmetic",
-    "tensor": "tensor-core (MMA)",
-    "special_function": "special functions (MUFU)",
-    "conversion": "conversions (F2F, I2F, ...)",
-    "integer": "integer arithmetic",
-    "compare_select": "compares and selects",
-    "move": "moves",
-    "branch": "branches (BRA, EXIT, CALL, ...)",
-    "convergence": "convergence (BSSY/BSYNC)",
-    "barrier": "barriers (BAR)",
-    "memory_fence": "memory fences",
-    "predicated": "predicated instructions",
-    "other": "other",
-}
+from harness.history import counters
+
+# one label per class, as counters name them (the total has its own row)
+CLASS_LABELS = {k: v for k, v in counters.CLASS_LABELS.items() if k != "total"}
 LOOP_EXTRA = ("conversion", "special_function", "barrier", "branch")
 PROFILE_ROWS = (
     ("dram__bytes_read.sum", "DRAM bytes read", "bytes"),

@@ -66,6 +66,8 @@ def _table(rows: list[figures.Row], names: tuple[str, str], markup: Markup) -> s
 def _gap_line(case: Case, candidate: str, markdown: bool) -> str:
     impl, base = case.impls[candidate], case.impls[case.baseline]
     gap = impl.gap
+    if case.gap_line:
+        return _shown(case.gap_line, markdown)
     if not gap:
         return "no gap here (a bundle has no timings)" if impl.median_s is None else "no gap"
     times = ""

@@ -4,7 +4,7 @@ and the gaps where the source has timings (a bundle has none)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from protocol import documents
@@ -45,6 +45,7 @@ class Case:
     impls: dict[str, Impl] = field(default_factory=dict)
     status: str = "ok"
     error: str | None = None
+    gap_line: str | None = None  # said in place of the gap (two sources compared: `across`)
 
     def candidates(self) -> list[str]:
         return [n for n, i in self.impls.items() if i.role == "candidate"]
@@ -59,6 +60,7 @@ class Source:
     arch: str | None = None
     device: str | None = None
     profiled: bool = False  # the run was asked for --profile
+    suite: str | None = None  # the suite's name
 
 
 def from_result(doc: dict, what: str) -> Source:
@@ -95,6 +97,7 @@ def from_result(doc: dict, what: str) -> Source:
         options.get("arch") or device.get("arch"),
         device.get("name"),
         bool(options.get("profile")),
+        doc["suite"]["name"],
     )
 
 
@@ -114,7 +117,9 @@ def from_bundle(doc: dict, what: str) -> Source:
             s["impl"], Impl(s["impl"], "candidate", status="skipped", skip_reason=s["reason"])
         )
     primary = doc["suite"].get("primary")
-    return Source("bundle", what, list(cases.values()), primary, doc.get("arch"))
+    return Source(
+        "bundle", what, list(cases.values()), primary, doc.get("arch"), suite=doc["suite"]["name"]
+    )
 
 
 def load(path: Path) -> Source:
@@ -157,3 +162,53 @@ def attach_bundle(source: Source, bundle: Source) -> int:
                 impl.static = other.static
                 given += 1
     return given
+
+
+SIDES = (
+    "A",
+    "B",
+)  # `harness explain A B`: X@A is the baseline of the comparison, X@B the candidate
+
+
+def _time_line(a: Impl, b: Impl) -> str:
+    if a.median_s and b.median_s:
+        return (
+            f"B/A time {b.median_s / a.median_s:.3f}x (medians of two runs, two sessions: "
+            "compare with `harness compare` for a verdict)"
+        )
+    return "no time on both sides (a bundle has no timings)"
+
+
+def across(a: Source, b: Source) -> Source:
+    """Two sources of the same suite (two compiler revisions) as one: per case and per
+    implementation built in both, `X@A` (as the baseline) against `X@B`. SourceError when the
+    suites differ or nothing is in both."""
+    if a.suite and b.suite and a.suite != b.suite:
+        raise SourceError(f"{b.what}: suite {b.suite!r}, but {a.what} is suite {a.suite!r}")
+    if a.arch and b.arch and a.arch != b.arch:
+        raise SourceError(f"{b.what}: built for {b.arch}, {a.what} for {a.arch}")
+    theirs = {c.id: c for c in b.cases}
+    cases = []
+    for case in a.cases:
+        other = theirs.get(case.id)
+        for name, impl in case.impls.items() if other else ():
+            mine = other.impls.get(name)
+            if mine is None or "skipped" in (impl.status, mine.status):
+                continue
+            left, right = f"{name}@{SIDES[0]}", f"{name}@{SIDES[1]}"
+            cases.append(
+                Case(
+                    case.id,
+                    left,
+                    {
+                        left: replace(impl, name=left, role="baseline", gap=None),
+                        right: replace(mine, name=right, role="candidate", gap=None),
+                    },
+                    gap_line=_time_line(impl, mine),
+                )
+            )
+    if not cases:
+        raise SourceError(f"{a.what} and {b.what} have no implementation of a case in common")
+    kind = "result" if "result" in (a.kind, b.kind) else "bundle"
+    what = f"A = {a.what}, B = {b.what}"
+    return Source(kind, what, cases, None, a.arch or b.arch, a.device or b.device, suite=a.suite)

@@ -41,7 +41,12 @@ from harness.history.store_ingest import (
     run_row,
 )
 from harness.history.store_integrity import cause
-from harness.history.store_schema import STORE_SCHEMA_VERSION, microseconds, samples_list
+from harness.history.store_schema import (
+    STORE_SCHEMA_VERSION,
+    counter_set,
+    microseconds,
+    samples_list,
+)
 from protocol.validation import validate
 from protocol.version import RESULT_SCHEMA_VERSION, check_version
 
@@ -82,15 +87,23 @@ class Store(HistoryFile):
 
     def __init__(self, path: str | Path, readonly: bool = False):
         self._series_cache: dict[str, int] = {}
+        self._counter_sets: dict[bytes, int] = {}  # essentials -> counter_sets rowid
         super().__init__(path, readonly)
 
     # -- ingest ------------------------------------------------------------------------------
     def ingest(
-        self, document: dict, trusted: bool = False, *, what: str = "result", check: bool = True
+        self,
+        document: dict,
+        trusted: bool = False,
+        *,
+        what: str = "result",
+        check: bool = True,
+        bundle: dict | None = None,
     ) -> IngestReport:
         """Store one result document (trusted) or only say what would be stored (untrusted).
 
         check=False skips schema validation for a document the caller validated already.
+        `bundle` (a bundle manifest) gives static counters to implementations that lack them.
         Raises protocol's DocumentError/VersionError for a bad document, GpuMismatchError for
         a run on another GPU model than the suite pins, StoreError for an incomplete document
         or an unusable database.
@@ -98,7 +111,7 @@ class Store(HistoryFile):
         if check:
             check_version(document.get("schema_version"), RESULT_SCHEMA_VERSION, what)
             validate(document, "result", what)
-        report = self._plan(document, trusted, what)
+        report = self._plan(document, trusted, what, bundle)
         if not trusted or report.already_stored:
             return report
         if self.readonly:
@@ -111,14 +124,14 @@ class Store(HistoryFile):
             raise StoreError(f"{self.path}: cannot write the history: {why}") from None
         if migrated:  # the plan was made against the file before its migration
             self._series_cache = {}  # a migration may rename or merge series
-            report = self._plan(document, trusted, what)
+            report = self._plan(document, trusted, what, bundle)
             if report.already_stored:
                 return report
         self._write([(document, report)])
         return report
 
-    def _plan(self, document: dict, trusted: bool, what: str) -> IngestReport:
-        report = plan(document, path=self.path, trusted=trusted, what=what)
+    def _plan(self, document: dict, trusted: bool, what: str, bundle=None) -> IngestReport:
+        report = plan(document, path=self.path, trusted=trusted, what=what, bundle=bundle)
         if self._query("SELECT 1 FROM runs WHERE run_id = ?", (report.run_id,)):
             report.already_stored = True
         known = self._series_rowids()
@@ -132,10 +145,13 @@ class Store(HistoryFile):
             self._series_cache = dict(self._query("SELECT series_id, series FROM series"))
         return self._series_cache
 
-    def ingest_many(self, documents: list[tuple[dict, str]]) -> list[IngestReport]:
+    def ingest_many(
+        self, documents: list[tuple[dict, str]], bundle: dict | None = None
+    ) -> list[IngestReport]:
         """Store many validated result documents ((document, what) pairs) in one transaction:
         a backfill of thousands of runs pays one commit, not one per run. A run already stored
-        (or given twice) is reported as such; any error stores none of them."""
+        (or given twice) is reported as such; any error stores none of them. `bundle` as in
+        ingest."""
         if self.readonly:
             raise StoreError(f"{self.path}: opened read-only; a trusted ingest writes")
         try:
@@ -145,7 +161,7 @@ class Store(HistoryFile):
             self._rollback()
             why = cause(exc, self.path) or str(exc)
             raise StoreError(f"{self.path}: cannot write the history: {why}") from None
-        reports = [self._plan(document, True, what) for document, what in documents]
+        reports = [self._plan(document, True, what, bundle) for document, what in documents]
         self._write([(d, r) for (d, _), r in zip(documents, reports, strict=True)])
         return reports
 
@@ -172,12 +188,14 @@ class Store(HistoryFile):
                 batch_ids.add(report.run_id)
             db.execute("COMMIT")
         except sqlite3.IntegrityError as exc:
+            self._counter_sets = {}
             db.execute("ROLLBACK")
             raise StoreError(
                 f"{report.what}: cannot store run {report.run_id[:12]}: {exc} "
                 "(a case id or implementation listed twice?)"
             ) from None
         except sqlite3.DatabaseError as exc:
+            self._counter_sets = {}
             self._rollback()
             why = cause(exc, self.path) or str(exc)
             raise StoreError(f"{self.path}: writing the history failed: {why}") from None
@@ -200,11 +218,24 @@ class Store(HistoryFile):
             [(rowids[p.series_id], started_us, run, *p.row) for p in report.points],
         )
         db.executemany(
+            "INSERT INTO counters VALUES (?,?,?,?,?)",
+            [
+                (rowids[p.series_id], started_us, run, self._set_of(p.counters[0]), p.counters[1])
+                for p in report.points
+                if p.counters != (None, None)
+            ],
+        )
+        db.executemany(
             "UPDATE series SET points = points + 1, "
             "first_utc = min(coalesce(first_utc, ?1), ?1), "
             "last_utc = max(coalesce(last_utc, ?1), ?1) WHERE series = ?2",
             [(report.started_utc, rowids[p.series_id]) for p in report.points],
         )
+
+    def _set_of(self, blob: bytes | None) -> int | None:
+        """The counter_sets rowid of a static analysis' essentials (inside the ingest's
+        transaction; a rolled-back one is forgotten by `_write`)."""
+        return None if blob is None else counter_set(self._db, blob, self._counter_sets)
 
     def _insert_series(self, points: list[PlannedPoint], known: dict[str, int]) -> dict[str, int]:
         """Insert the series this run starts (not in `known`); their rowids. Inside the

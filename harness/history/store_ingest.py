@@ -29,7 +29,13 @@ from harness.history.series import (
     series_label,
 )
 from harness.history.store_file import StoreError
-from harness.history.store_schema import normalize_utc, now_utc, point_uuid, samples_blob
+from harness.history.store_schema import (
+    counter_blobs,
+    normalize_utc,
+    now_utc,
+    point_uuid,
+    samples_blob,
+)
 
 __all__ = [
     "VALUE_COLUMNS",
@@ -80,6 +86,7 @@ class PlannedPoint:
     baseline: str
     row: tuple  # VALUE_COLUMNS
     new_series: bool = False
+    counters: tuple[bytes | None, bytes | None] = (None, None)  # the `counters` row's maps
 
     @property
     def values(self) -> dict:
@@ -142,9 +149,23 @@ class IngestReport:
         return "\n".join(terminal(line) for line in lines)
 
 
-def plan(document: dict, *, path: Path, trusted: bool, what: str) -> IngestReport:
+def bundle_statics(bundle: dict | None) -> dict[tuple[str, str, str], dict]:
+    """{(case, impl, ptx sha256): static block} of a bundle manifest (runner build)."""
+    return {
+        (e["case"], e["impl"], e["build"]["ptx_sha256"]): e["static"]
+        for e in (bundle or {}).get("implementations", ())
+        if e.get("static")
+    }
+
+
+def plan(
+    document: dict, *, path: Path, trusted: bool, what: str, bundle: dict | None = None
+) -> IngestReport:
     """The report of ingesting `document` into the store at `path`, its points laid out; what
-    the file holds already (the run, the series) is the store's to fill in."""
+    the file holds already (the run, the series) is the store's to fill in. A `bundle` manifest
+    gives the static counters of implementations the document carries no `static` for, where
+    its PTX is the very same (same sha256)."""
+    statics = bundle_statics(bundle)
     suite, device = document["suite"], document["environment"]["device"]
     if not document["complete"] or document["finished_utc"] is None:
         raise StoreError(
@@ -192,9 +213,14 @@ def plan(document: dict, *, path: Path, trusted: bool, what: str) -> IngestRepor
                     impl["role"],
                     case["baseline"],
                     _values(index, case, impl, point_uuid(device, case)),
+                    counters=counter_blobs(impl, statics.get(_built(case, name, impl))),
                 )
             )
     return report
+
+
+def _built(case: dict, name: str, impl: dict) -> tuple[str, str, str | None]:
+    return case["id"], name, (impl.get("build") or {}).get("ptx_sha256")
 
 
 def run_row(document: dict, report: IngestReport) -> tuple:

@@ -16,6 +16,11 @@ marks the file as kernelgap's):
   the compiler's identity as metadata (harness.history.series.compiler_identity: not part of the key),
   and (since version 4) the UUID of the card it ran on (gpu_uuid: not part of the key either;
   harness.history.cards estimates what differs from card to card from it).
+- counters (since version 5): one row per point that has counters (harness.history.counters):
+  its implementation's static figures (a reference to `counter_sets`, which keeps each distinct
+  analysis once: the same build gives the same bytes) and, for a profiled run, its ncu metrics
+  (an orjson map {name: [value, unit]}); keyed by the point's series and run, so a counter
+  series is a timing series' key plus a counter name, and its values never sit in a time column.
   Rows refer to runs and series by integer rowid and are indexed by (series, start time).
 Times are text in one form (`normalize_utc`), so text order is time order; a point's start is
 also an integer of microseconds (`microseconds`), its samples a blob (`samples_blob`).
@@ -41,6 +46,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import orjson
 
+from harness.history.counters import essentials, profile_counters
 from harness.history.series import (
     COMPILER_FIELDS,
     KEY_FIELDS,
@@ -53,6 +59,8 @@ __all__ = [
     "APPLICATION_ID",
     "MIGRATIONS",
     "STORE_SCHEMA_VERSION",
+    "counter_blobs",
+    "counter_set",
     "lay",
     "microseconds",
     "migrate",
@@ -63,7 +71,7 @@ __all__ = [
     "samples_list",
 ]
 
-STORE_SCHEMA_VERSION = 4
+STORE_SCHEMA_VERSION = 5
 APPLICATION_ID = 0x4B474150  # "KGAP": tells a kernelgap history from any other SQLite file
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -137,6 +145,18 @@ CREATE TABLE points (
 );
 CREATE UNIQUE INDEX points_by_series ON points (series, started_us, run);
 CREATE INDEX points_by_run ON points (run);
+CREATE TABLE counter_sets (
+    counter_set INTEGER PRIMARY KEY,
+    essentials BLOB NOT NULL UNIQUE
+);
+CREATE TABLE counters (
+    series INTEGER NOT NULL REFERENCES series (series),
+    started_us INTEGER NOT NULL,
+    run INTEGER NOT NULL REFERENCES runs (run),
+    static INTEGER REFERENCES counter_sets (counter_set),
+    profile BLOB,
+    PRIMARY KEY (series, started_us, run)
+) WITHOUT ROWID;
 """
 
 
@@ -186,6 +206,26 @@ def samples_list(blob: bytes) -> list[float]:
 # -- migrations ------------------------------------------------------------------------------
 
 
+def _stored_impls(db: sqlite3.Connection, version: int, columns: str):
+    """(point row, its implementation's block in the run's stored document) for every point,
+    run by run; `columns` (of points p joined with series s) end with p.case_index and s.impl.
+    A document that is corrupt or does not match its points stops the migration to `version`."""
+    for run, blob in db.execute("SELECT run, document FROM runs ORDER BY run").fetchall():
+        points = db.execute(
+            f"SELECT {columns} FROM points p JOIN series s ON s.series = p.series WHERE p.run = ?",
+            (run,),
+        ).fetchall()
+        try:
+            cases = orjson.loads(zlib.decompress(blob))["cases"]
+            found = [(row, cases[row[-2]]["implementations"][row[-1]]) for row in points]
+        except (zlib.error, orjson.JSONDecodeError, LookupError, TypeError) as exc:
+            raise sqlite3.DatabaseError(
+                f"migrating to version {version}: run {run}: stored document is corrupt or does "
+                f"not match its points ({exc!r})"
+            ) from None
+        yield from found
+
+
 def _v1_to_v2(db: sqlite3.Connection) -> None:
     """Version 2 records each point's compiler identity (harness.history.series.COMPILER_FIELDS) as
     metadata beside its values; series keys are unchanged. Old points get theirs from the raw
@@ -193,22 +233,10 @@ def _v1_to_v2(db: sqlite3.Connection) -> None:
     documents older than result schema 1.2.0 and stays NULL)."""
     for column in COMPILER_FIELDS:
         db.execute(f"ALTER TABLE points ADD COLUMN {column} TEXT")
-    updates = []
-    for run, blob in db.execute("SELECT run, document FROM runs ORDER BY run").fetchall():
-        points = db.execute(
-            "SELECT p.rowid, p.case_index, s.impl FROM points p JOIN series s "
-            "ON s.series = p.series WHERE p.run = ?",
-            (run,),
-        ).fetchall()
-        try:
-            cases = orjson.loads(zlib.decompress(blob))["cases"]
-            for rowid, index, impl in points:
-                updates.append((*compiler_identity(cases[index]["implementations"][impl]), rowid))
-        except (zlib.error, orjson.JSONDecodeError, LookupError, TypeError) as exc:
-            raise sqlite3.DatabaseError(
-                f"migrating to version 2: run {run}: stored document is corrupt or does not "
-                f"match its points ({exc!r})"
-            ) from None
+    updates = [
+        (*compiler_identity(impl), rowid)
+        for (rowid, _, _), impl in _stored_impls(db, 2, "p.rowid, p.case_index, s.impl")
+    ]
     assignments = ", ".join(f"{column} = ?" for column in COMPILER_FIELDS)
     db.executemany(f"UPDATE points SET {assignments} WHERE rowid = ?", updates)
 
@@ -280,10 +308,47 @@ def point_uuid(run_device: dict, case: dict) -> str | None:
     return (case.get("device") or {}).get("uuid") or run_device.get("uuid")
 
 
+def counter_blobs(impl: dict, static: dict | None = None) -> tuple[bytes | None, bytes | None]:
+    """(static essentials, profile map) of one implementation of a document, as orjson bytes
+    (None where it has none); `static` stands in for a missing static block."""
+    found = essentials(impl.get("static")) or essentials(static)
+    profiled = profile_counters(impl.get("profile"))
+    return found, orjson.dumps(profiled) if profiled else None
+
+
+def counter_set(db: sqlite3.Connection, blob: bytes, known: dict[bytes, int]) -> int:
+    """The `counter_sets` rowid of `blob`, inserted if new; `known` caches blob -> rowid."""
+    found = known.get(blob)
+    if found is None:
+        db.execute("INSERT OR IGNORE INTO counter_sets (essentials) VALUES (?)", (blob,))
+        sql = "SELECT counter_set FROM counter_sets WHERE essentials = ?"
+        found = known[blob] = db.execute(sql, (blob,)).fetchone()[0]
+    return found
+
+
+def _v4_to_v5(db: sqlite3.Connection) -> None:
+    """Version 5 keeps counters (harness.history.counters) beside the points: the static figures
+    and profiled metrics of every implementation. Old runs get theirs from the `static` and
+    `profile` blocks of their stored documents (none before result schema 1.3.0)."""
+    start = SCHEMA.index("CREATE TABLE counter_sets")
+    for statement in SCHEMA[start:].split(";"):
+        if statement.strip():
+            db.execute(statement.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS"))
+    rows, known = [], {}
+    columns = "p.series, p.started_us, p.run, p.case_index, s.impl"
+    for (series, started_us, run, _, _), impl in _stored_impls(db, 5, columns):
+        static, profile = counter_blobs(impl)
+        if static or profile:
+            static = counter_set(db, static, known) if static else None
+            rows.append((series, started_us, run, static, profile))
+    db.executemany("INSERT OR IGNORE INTO counters VALUES (?,?,?,?,?)", rows)
+
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _v1_to_v2,
     2: _v2_to_v3,
     3: _v3_to_v4,
+    4: _v4_to_v5,
 }
 
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from harness.analysis.change_review import ChangeFinding
 from harness.analysis.changes import ChangePolicy
+from harness.analysis.counter_diff import sentence
 from harness.analysis.drift import DriftPolicy
 from harness.escaping import markdown as md
 from harness.escaping import terminal
 
-__all__ = ["commit_range", "markdown", "markdown_rows", "method_line", "text"]
+__all__ = ["code_lines", "commit_range", "markdown", "markdown_rows", "method_line", "text"]
+
+SHOWN_COUNTERS = 5  # counter sentences per step
 
 
 def _value(metric: str, value: float) -> str:
@@ -59,6 +62,34 @@ HEADERS = [
 ]
 
 
+def _code(f: ChangeFinding) -> str:
+    """What changed in the code across a step: compilers, then counters, in words."""
+    words = []
+    if f.compiler_before != f.compiler_after:
+        words.append(f"compiler {f.compiler_before or '-'} -> {f.compiler_after or '-'}")
+    elif f.compiler_after:
+        words.append(f"same compiler ({f.compiler_after})")
+    if not f.counters_recorded:
+        words.append("no counters recorded on both sides")
+    elif not f.counters:
+        words.append("no counter changed (the same code: look at the machine or the inputs)")
+    else:
+        shown = [sentence(c, ("before", "after")) for c in f.counters[:SHOWN_COUNTERS]]
+        if f.counters[SHOWN_COUNTERS:]:
+            shown.append(f"+{len(f.counters) - SHOWN_COUNTERS} more")
+        words.append("counters: " + "; ".join(shown))
+    return "; ".join(words)
+
+
+def code_lines(findings: list[ChangeFinding]) -> list[str]:
+    """One line per step: its series, metric and commit range, and what changed in the code."""
+    return [
+        f"{f.case_id} / {f.impl} {f.metric} step at {commit_range(f)}: {_code(f)}"
+        for f in findings
+        if f.kind == "step"
+    ]
+
+
 def text(findings: list[ChangeFinding], series_count: int, change, trend) -> str:
     head = f"changes: {len(findings)} over {series_count} series\n{method_line(change, trend)}\n"
     if not findings:
@@ -67,6 +98,9 @@ def text(findings: list[ChangeFinding], series_count: int, change, trend) -> str
     rows = [[terminal(c) for c in r] for r in rows]  # names come from documents anyone writes
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADERS))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    code = [terminal(line) for line in code_lines(findings)]
+    if code:
+        lines += ["", "What changed in the code across each step:", *(f"  {c}" for c in code)]
     return head + "\n".join(lines) + "\n"
 
 
@@ -91,4 +125,7 @@ def markdown(findings: list[ChangeFinding], series_count: int, change, trend) ->
     )
     if not findings:
         return head
-    return head + "\n" + "\n".join(markdown_rows(findings)) + "\n"
+    code = [f"- {md(line)}" for line in code_lines(findings)]
+    if code:
+        code = ["", "What changed in the code across each step:", "", *code]
+    return head + "\n" + "\n".join([*markdown_rows(findings), *code]) + "\n"

@@ -21,7 +21,12 @@ every series). Targets on the 2-core development machine: ingest under 60 s, reg
 2 s, changes under 10 s. Planted for changes: case 4 'forth' steps +10% at the middle run (a
 change point on its gap and time); nothing else is a change (the newest run's 10% is one point).
 
-    python tools/perf/history_ingest.py [--documents 10000] [--db PATH [--reuse]]
+With --static every implementation carries a recorded static analysis (tests/fixtures/
+static-axpy-forth.json: WarpForth's axpy, and the same with one word more in its loop, which
+case 4 'forth' switches to at the middle run, with its +10% step), so the ingest also keeps the
+counters and `harness changes` annotates the step with them.
+
+    python tools/perf/history_ingest.py [--documents 10000] [--static] [--db PATH [--reuse]]
 """
 
 from __future__ import annotations
@@ -43,11 +48,13 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from harness_docs import make_document  # noqa: E402
 
 from harness.analysis.regressions import Policy, current_series, review  # noqa: E402
+from harness.history.counter_series import counter_series  # noqa: E402
 from harness.history.store import Store  # noqa: E402
 from protocol.validation import validate  # noqa: E402
 
 IMPLS = ("cuda", "forth", "ptx")
 START = datetime(2026, 1, 1, tzinfo=UTC)
+STATIC = ROOT / "tests" / "fixtures" / "static-axpy-forth.json"
 
 
 class Variants:
@@ -61,12 +68,14 @@ class Variants:
         seed: int = 0,
         impls: dict[str, float] | None = None,
         modes: tuple[str, ...] = ("hot",),
+        static: bool = False,
     ):
         """impls: name -> its time against the baseline (the first); modes: document k runs
         in modes[k % len(modes)]."""
         impls = impls or dict(zip(IMPLS, (1.0, 1.2, 0.9), strict=True))
         self.impls = tuple(impls)
         self.rng = np.random.default_rng(seed)
+        self.static = orjson.loads(STATIC.read_bytes()) if static else None
         self.n_cases, self.n_samples, self.documents = cases, samples, documents
         self.medians_s = self.rng.uniform(5e-6, 5e-3, size=(cases, 1)) * list(impls.values())
         stub = [1e-3] * samples
@@ -127,6 +136,10 @@ class Variants:
                         impl.pop(key, None)
                 continue
             impls = case["implementations"]
+            if self.static is not None:
+                for name, impl in impls.items():
+                    late = (i, name) == (4, "forth") and k >= self.documents // 2
+                    impl["static"] = self.static["head" if late else "base"]
             if i == 5 and k >= self.documents // 2 and "forth" in impls:
                 impls["forth"]["build"]["source_sha256"] = "5" * 64
             for j, name in enumerate(self.impls):
@@ -163,6 +176,9 @@ def _arguments():
     parser.add_argument("--cases", type=int, default=30)
     parser.add_argument("--samples", type=int, default=30)
     parser.add_argument("--validate-sample", type=int, default=20)
+    parser.add_argument(
+        "--static", action="store_true", help="every implementation carries a static analysis"
+    )
     parser.add_argument("--db", type=Path, help="a new file (default: in a temporary directory)")
     parser.add_argument(
         "--reuse",
@@ -232,7 +248,7 @@ def _harness_command(db: Path, command: str) -> tuple[float, subprocess.Complete
 
 def main() -> int:
     args, db, _tmp = _arguments()
-    variants = Variants(args.cases, args.samples, args.documents)
+    variants = Variants(args.cases, args.samples, args.documents, static=args.static)
     validate_s = _validation_s(variants, args.validate_sample)
     ingest_s, build_s, wall_s = _ingest(db, variants, 0 if args.reuse else args.documents)
     size = sum(p.stat().st_size for p in db.parent.glob(db.name + "*"))
@@ -273,7 +289,27 @@ def main() -> int:
         f"exit {changes_cli.returncode}, target <= 10 s: {'met' if changes_s <= 10 else 'MISSED'}"
     )
     print(f"  found ({len(steps)}): {steps}")
+    if args.static:
+        counters_report(db, found)
     return 0
+
+
+def counters_report(db: Path, found: list[dict]) -> None:
+    """The steps' counter annotations, and the dashboard's counter panel of the stepped series."""
+    for c in found:
+        if c.get("counters"):
+            words = "; ".join(x["words"] for x in c["counters"][:2])
+            print(f"  {c['case_id']}/{c['impl']} {c['metric']} step: {words}")
+    with Store(db, readonly=True) as store:
+        series = [s for s in store.list_series("case_04") if s["impl"] == "forth"]
+        t0 = time.perf_counter()
+        panel = counter_series(store, max(series, key=lambda s: s["points"])["series_id"])
+        panel_s = time.perf_counter() - t0
+    stepped = sorted(name for name, c in panel["counters"].items() if c["steps"])
+    print(
+        f"counters:    counter_series() of case_04/forth ({len(panel['counters'])} counters x "
+        f"{len(panel['run_ids'])} points): {panel_s:.3f} s; stepped: {stepped}"
+    )
 
 
 if __name__ == "__main__":
