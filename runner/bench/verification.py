@@ -146,9 +146,7 @@ def _compare_outputs(
         )
         return CheckOutcome(False, comparisons, problems)
     for i in range(count):
-        dtype = arrays.dtype_name(expected[i])
-        r = tolerance_for(dtype) if rtol is None else rtol
-        a = tolerance_for(dtype) if atol is None else atol
+        dtype, r, a = _output_tolerance(expected[i], rtol, atol)
         result = arrays.compare(outputs[i], expected[i], r, a)
         result["output"] = i
         result["tolerance"] = f"rtol={r:g}, atol={a:g} ({dtype})"
@@ -162,13 +160,19 @@ def _outputs_agree(outputs, expected, count, rtol, atol, all_outputs: bool = Fal
     """_compare_outputs(...).passed, stopping at the first chunk that disagrees."""
     if (all_outputs and len(outputs) != len(expected)) or min(len(outputs), len(expected)) < count:
         return False
-    for i in range(count):
-        dtype = arrays.dtype_name(expected[i])
-        r = tolerance_for(dtype) if rtol is None else rtol
-        a = tolerance_for(dtype) if atol is None else atol
-        if not arrays.agrees(outputs[i], expected[i], r, a):
-            return False
-    return True
+    return all(
+        arrays.agrees(outputs[i], expected[i], *_output_tolerance(expected[i], rtol, atol)[1:])
+        for i in range(count)
+    )
+
+
+def _output_tolerance(expected, rtol, atol) -> tuple[str, float, float]:
+    """An expected output's dtype name and the (rtol, atol) it is checked with: the declared
+    ones, else its dtype's defaults."""
+    dtype = arrays.dtype_name(expected)
+    r = tolerance_for(dtype) if rtol is None else rtol
+    a = tolerance_for(dtype) if atol is None else atol
+    return dtype, r, a
 
 
 def _tolerance_text(rtol, atol, dtypes: tuple[str, ...] = ()) -> str:
