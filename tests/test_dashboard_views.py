@@ -110,8 +110,9 @@ def test_the_mode_switch_changes_every_card_chart_and_header(site):
         for kind in ("keyDown", "keyUp"):
             key = {"key": "Enter", "code": "Enter", "windowsVirtualKeyCode": 13}
             browser.send("Input.dispatchKeyEvent", {"type": kind, **key, "text": "\r"})
-        browser.evaluate("kernelgapIdle()")
-        cold = page_state(browser)
+        # the switch redraws the header, alerts and table above, which can move the case out of
+        # the window: bring it back, as a reader would, and let it draw
+        cold = scrolled_to(browser, "case_00")
         note_cold = browser.evaluate("document.querySelectorAll('#case-case_00 .together').length")
         modes = browser.evaluate(
             "[...document.querySelectorAll('#headline .card')].map(c => c.dataset.mode)"

@@ -182,6 +182,7 @@
     state.chart_ms[node.id] = Math.round(performance.now() - t0);  // its latest drawing
     record(node);
     if (state.first_chart_ms === null) state.first_chart_ms = performance.now();
+    writeState();  // what the page says it drew follows every drawing, not only the idle hook
   }
 
   // A chart as SVG while plotly.min.js loads (sketch.js), timed like a drawing.
