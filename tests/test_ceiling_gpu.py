@@ -131,7 +131,15 @@ def test_a_cheat_doing_an_eighth_of_the_work_at_2_26_is_flagged(session, mode):
 
     session.configure(mode=mode, budget_s=0.5, timer="events")  # events: the bound alone judges
     (case,) = add_workload([1 << 26])
-    c = bench.Runner(add, case, name="add").compare({"cheat": EighthOfTheWork()})
+    try:
+        c = bench.Runner(add, case, name="add").compare({"cheat": EighthOfTheWork()})
+    except bench.IntegrityFailed as failure:
+        # caught before the bound: the graph replay runs on poisoned outputs, and an eighth of
+        # the work leaves seven eighths of them poisoned
+        assert "does not make its outputs" in str(failure), str(failure)
+        assert failure.comparison["add"].flags == []
+        sys.__stderr__.write(f"\nan eighth of the work at 2^26 ({mode}): {failure}\n")
+        return
     flags = " ".join(c["cheat"].flags)
     assert "physically impossible timing" in flags and "GB/s is above the device's" in flags
     bound = c.document_case["implementations"]["cheat"]["throughput"]["bound"]

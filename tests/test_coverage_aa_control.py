@@ -22,20 +22,21 @@ GAPS = 600  # simulated A/A gaps per (mode, schedule, sides, model)
 # (noise a sample, sd a load, loads a side) as relative sds: hot samples are 50 ms batches
 # (about 0.01%) and a load moves a side by about 3e-4; a cold sample of a 1.3 us kernel
 # spreads by about 0.5% and a load moves its launches by a few ns (0.4%; case.COLD_LOADS)
-MODES = {"hot": (1e-4, 3e-4, 1), "cold": (5e-3, 4e-3, COLD_LOADS)}
+# and (cold) each of the control's samples takes a group of COLD_GROUP loads in turn
+MODES = {"hot": (1e-4, 3e-4, 1, 1), "cold": (5e-3, 4e-3, COLD_LOADS, aa_control.COLD_GROUP)}
 
 
 def simulate(mode: str, schedule: str, sides: int, model: str, seed: int):
     """(baseline, candidates, control) sample times of simulated runs, rows of ROUNDS paired
     rounds: baseline and control (runs, ROUNDS), candidates (runs, sides - 1, ROUNDS)."""
-    noise, load, per_side = MODES[mode]
+    noise, load, per_side, group = MODES[mode]
     rng = np.random.default_rng(seed)
     runs = -(-GAPS // (sides - 1))
     places = sample_places(sides + 1, schedule)  # the control is the last side
     logs = log_times(model, runs, sides + 1, places, rng) * (noise / SIGMA)
     side_offsets = rng.normal(0.0, load, (runs, sides, per_side)).mean(axis=-1)
     logs[:, :sides] += side_offsets[..., None]
-    control_offsets = rng.normal(0.0, load, (runs, aa_control.CONTROL_LOADS))
+    control_offsets = rng.normal(0.0, load, (runs, aa_control.CONTROL_LOADS, group)).mean(-1)
     logs[:, sides] += control_offsets[:, aa_control.loads_of_samples(ROUNDS)]
     times = np.exp(logs) * 1e-6
     return times[:, 0], times[:, 1:sides], times[:, sides]
@@ -45,8 +46,10 @@ def coverage(mode: str, schedule: str, sides: int, model: str, seed: int, widene
     """Fraction of the simulated candidates whose interval holds 1.0."""
     baseline, candidates, control = simulate(mode, schedule, sides, model, seed)
     sd = aa_control.load_sd(baseline, control, aa_control.loads_of_samples(ROUNDS))
-    per_side = MODES[mode][2]
-    term = np.array([aa_control.gap_term(float(s), per_side_loads=per_side) for s in sd])
+    per_side, group = MODES[mode][2:]
+    term = np.array(
+        [aa_control.gap_term(float(s), per_side_loads=per_side, group=group) for s in sd]
+    )
     base = np.repeat(baseline[:, None], sides - 1, axis=1).reshape(-1, ROUNDS)
     cand = candidates.reshape(-1, ROUNDS)
     rng = np.random.default_rng(seed + 1)
@@ -97,6 +100,10 @@ def test_gap_term_scales_by_the_loads_a_side_and_students_t():
     assert term == pytest.approx(np.sqrt(2) * 3e-4 * 2.3646 / 1.95996, rel=2e-3)
     assert aa_control.gap_term(3e-4, per_side_loads=32) == pytest.approx(term / np.sqrt(32))
     assert aa_control.gap_term(1.0) == stats.MAX_SYSTEMATIC / 2
+    # groups of 4 loads: their sd is a load's over 2, so the same per-load term needs 2 x it
+    assert aa_control.gap_term(1.5e-4, per_side_loads=32, group=4) == pytest.approx(
+        term / np.sqrt(32)
+    )
     with pytest.raises(ValueError, match="sd must be a finite number"):
         aa_control.gap_term(float("nan"))
     with pytest.raises(ValueError, match="at least 3 loads"):
@@ -116,3 +123,27 @@ def test_one_stray_round_does_not_make_a_load_look_different():
     stray = float(aa_control.load_sd(baseline, control, loads)[0])
     assert stray < 2 * calm + 2e-4, (calm, stray)
     assert calm < 1e-3
+
+
+def test_a_control_that_reads_apart_sets_the_term_to_at_least_its_offset():
+    """An A/A control whose own interval excludes 1 shows a difference between loads of one PTX
+    that the per-load sd did not describe: every gap of the case must be at least that unsure."""
+    assert aa_control.with_offset(1e-4, 1.0003, 0.9998, 1.0009) == 1e-4  # holds 1: unchanged
+    apart = aa_control.with_offset(1e-4, 0.97, 0.96, 0.98)
+    assert apart == pytest.approx(abs(np.log(0.97)))
+    assert aa_control.with_offset(1e-4, 0.5, 0.4, 0.6) == stats.MAX_SYSTEMATIC / 2
+
+
+def test_the_document_block_marks_a_control_apart_and_names_its_groups():
+    rng = np.random.default_rng(4)
+    loads = aa_control.loads_of_samples(64)
+    base = np.exp(rng.normal(0, 2e-3, 64)) * 1.5e-6
+    control = np.exp(rng.normal(0, 2e-3, 64)) * 1.455e-6  # 3% apart
+    block = aa_control.document_block(list(base), list(control), list(loads), 32, group=4)
+    assert block["apart"] and block["loads_per_group"] == 4
+    assert block["systematic"] >= abs(np.log(block["ratio_of_medians"]))
+    assert "4 loads in turn" in block["method"] and "excludes 1" in block["method"]
+    same = aa_control.document_block(
+        list(base), list(base * np.exp(rng.normal(0, 2e-3, 64))), list(loads), 1
+    )
+    assert not same["apart"] and same["loads_per_group"] == 1

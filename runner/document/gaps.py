@@ -83,6 +83,7 @@ def control_block(measurement: dict, baseline_timing: dict) -> dict | None:
         timing["samples_s"],
         timing["loads"],
         control["per_side_loads"],
+        control.get("loads_per_group", 1),
     )
 
 

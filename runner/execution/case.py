@@ -113,6 +113,7 @@ class CaseRun:
         # the hidden A/A control: the baseline's PTX loaded again, never a candidate
         self.control = aa_control.control_name(baseline)
         self.control_modules: list[driver.Module] = []
+        self.control_group = aa_control.COLD_GROUP if self.settings.mode == "cold" else 1
         # per load of each implementation (its module, then its cold copies): the `.global`
         # variables as loaded, or None (runner.gpu.module_state)
         self.states: dict[str, list[ModuleState | None]] = {n: [] for n in self.names}
@@ -162,11 +163,12 @@ class CaseRun:
 
     def load_control(self) -> None:
         """The A/A control's loads of the baseline's PTX, after every side's own (each sample
-        of the control takes one of them whole: runner.measurement.aa_control)."""
+        of the control takes one of them whole, or cold one group of COLD_GROUP in turn:
+        runner.measurement.aa_control)."""
         baseline = self.case.baseline.name
         text = self.job["ptx"][baseline]
         self.states[self.control] = []
-        for i in range(aa_control.CONTROL_LOADS):
+        for i in range(aa_control.CONTROL_LOADS * self.control_group):
             module = driver.Module(text, f"{self.case.id}/{self.control} (load {i + 1})")
             self.control_modules.append(module)
             self.states[self.control].append(ModuleState.of(module, text, self.stream))
@@ -298,6 +300,11 @@ class CaseRun:
         cold_items[self.control] = control
         return launchables, cold_items
 
+    def control_groups(self, cold_items: dict) -> list[list[Launchable]]:
+        """The control's loads in groups of control_group: a sample takes one group."""
+        loads, size = cold_items[self.control], self.control_group
+        return [loads[i : i + size] for i in range(0, len(loads), size)]
+
     def time_sides(self, launchables, cold_items, pristine, outputs, verify, audit):
         """The timing strategy over every side (the control hidden among them), then, hot, the
         output-dependence check; the backend and CUPTI's window closed whatever happens."""
@@ -315,7 +322,7 @@ class CaseRun:
             verify,
             cold_items,
             audit,
-            pinned={self.control: cold_items[self.control]},
+            pinned={self.control: self.control_groups(cold_items)},
         )
         monitor, source = clocks.open_monitor(
             self.job.get("device", 0), self.job.get("device_uuid")
@@ -359,6 +366,7 @@ class CaseRun:
                 "per_side_loads": (
                     len(cold_items[self.case.baseline.name]) if m.mode == "cold" else 1
                 ),
+                "loads_per_group": self.control_group,
             },
         }
 

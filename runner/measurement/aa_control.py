@@ -24,6 +24,7 @@ from runner.measurement import autocorrelation, stats
 from runner.measurement.timing.base import copy_turn
 
 __all__ = [
+    "COLD_GROUP",
     "CONTROL_LOADS",
     "CONTROL_SUFFIX",
     "control_name",
@@ -36,6 +37,14 @@ __all__ = [
 CONTROL_LOADS = 8
 """Loads of the baseline's PTX that make the control: 7 degrees of freedom for the per-load
 sd (t = 2.36 at 95%, 20% over the normal quantile), for one more side's samples."""
+
+COLD_GROUP = 4
+"""Cold: each of the control's CONTROL_LOADS is a group of this many loads, which a sample's
+launches take in turn as every side's launches take its cold loads. A sample whose launches all
+ran one module's code read 5% faster than the baseline's launches over 32 loads (a 1.5 us kernel
+on the H200: docs/method/aa-control.md), so a control pinned to one load did not measure what a
+side's loads add. A group's effect is the mean of its loads', so the per-load sd is the groups'
+times sqrt(COLD_GROUP) (gap_term's `group`)."""
 
 CONTROL_SUFFIX = "~aa"
 
@@ -70,19 +79,33 @@ def load_sd(baseline: np.ndarray, control: np.ndarray, loads: np.ndarray) -> np.
 
 
 def gap_term(
-    sd: float, loads: int = CONTROL_LOADS, per_side_loads: int = 1, confidence: float = 0.95
+    sd: float,
+    loads: int = CONTROL_LOADS,
+    per_side_loads: int = 1,
+    confidence: float = 0.95,
+    group: int = 1,
 ) -> float:
     """The relative standard uncertainty (stats.gap's `systematic`) a gap adds for two sides of
-    `per_side_loads` loads each, from a per-load `sd` estimated over `loads` loads: sqrt(2 / L)
-    sd x t(loads - 1) / z, at most MAX_SYSTEMATIC / 2."""
+    `per_side_loads` loads each, from the sd of `loads` control loads (or groups of `group`
+    loads each: a per-load sd of sd x sqrt(group)): sqrt(2 group / L) sd x t(loads - 1) / z, at
+    most MAX_SYSTEMATIC / 2."""
     if not math.isfinite(sd) or sd < 0:
         raise ValueError(f"aa_control.gap_term: sd must be a finite number >= 0 (got {sd!r})")
     if loads < 3:
         raise ValueError(f"aa_control.gap_term: needs at least 3 loads (got {loads})")
     p = (1 + confidence) / 2
     t_over_z = autocorrelation.student_t_quantile(p, loads - 1) / statistics.NormalDist().inv_cdf(p)
-    term = math.sqrt(2 / per_side_loads) * sd * t_over_z
+    term = math.sqrt(2 * group / per_side_loads) * sd * t_over_z
     return min(term, stats.MAX_SYSTEMATIC / 2)
+
+
+def with_offset(term: float, ratio: float, ci_low: float, ci_high: float) -> float:
+    """`term`, or the control's own offset |log(ratio)| where the control's interval excludes
+    1: an A/A control that reads apart shows a difference between loads of one PTX that the
+    per-load sd does not describe, so every gap of the case is at least that uncertain."""
+    if ci_low <= 1.0 <= ci_high:
+        return term
+    return min(max(term, abs(math.log(ratio))), stats.MAX_SYSTEMATIC / 2)
 
 
 METHOD = (
@@ -90,31 +113,52 @@ METHOD = (
     "sample k on load copy_turn(k, {loads}); systematic = sqrt(2 / {per_side}) x sd of the "
     "per-load medians of log(control / baseline) x t({df}) / z (runner.measurement.aa_control)"
 )
+METHOD_GROUPS = (
+    "the baseline's PTX loaded {loads} x {group} more times as a hidden side, timed in the same "
+    "rounds; sample k on group copy_turn(k, {loads}), its launches taking the group's {group} "
+    "loads in turn; systematic = sqrt(2 x {group} / {per_side}) x sd of the per-group medians "
+    "of log(control / baseline) x t({df}) / z (runner.measurement.aa_control)"
+)
+APART = (
+    "; the control's interval excludes 1, so the term is at least its offset |log(ratio)| "
+    "(aa_control.with_offset)"
+)
 
 
 def document_block(
-    baseline_s: list[float], control_s: list[float], sample_loads: list[int], per_side_loads: int
+    baseline_s: list[float],
+    control_s: list[float],
+    sample_loads: list[int],
+    per_side_loads: int,
+    group: int = 1,
 ) -> dict | None:
     """The result document's `aa_control` of a case: the control's samples and loads, its own
     gap against the baseline (a gap block's keys, with the term it sets), the per-load sd and
     the term every gap of the case takes (systematic, systematic_source "control"). None when
-    the control's samples span fewer than 3 loads (too few samples)."""
+    the control's samples span fewer than 3 loads (too few samples). `group`: loads in each of
+    the control's groups (cold: COLD_GROUP; a sample label names a group)."""
     loads = np.asarray(sample_loads, dtype=np.int64)
     if np.unique(loads).size < 3 or len(control_s) != len(baseline_s):
         return None
     count = int(np.unique(loads).size)
     sd = float(load_sd(np.asarray(baseline_s), np.asarray(control_s), loads)[0])
-    term = gap_term(sd, count, per_side_loads)
+    term = gap_term(sd, count, per_side_loads, group=group)
     g = stats.gap(baseline_s, control_s, systematic=term)
+    ratio, low, high = g["ratio_of_medians"], g["ci_low"], g["ci_high"]
+    apart = not low <= 1.0 <= high
+    text = METHOD_GROUPS if group > 1 else METHOD
     return {
         **{k: g[k] for k in ("ratio_of_medians", "ci_low", "ci_high", "confidence")},
         "loads": count,
+        "loads_per_group": group,
         "per_side_loads": per_side_loads,
         "load_sd": sd,
         "degrees_of_freedom": count - 1,
-        "systematic": term,
+        "apart": apart,
+        "systematic": with_offset(term, ratio, low, high),
         "systematic_source": "control",
-        "method": METHOD.format(loads=count, per_side=per_side_loads, df=count - 1),
+        "method": text.format(loads=count, group=group, per_side=per_side_loads, df=count - 1)
+        + (APART if apart else ""),
         "samples_s": list(control_s),
         "sample_loads": [int(v) for v in loads],
     }

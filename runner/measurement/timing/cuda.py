@@ -202,7 +202,7 @@ class CudaBackend:
         verify=None,
         cold_items: dict[str, list[Launchable]] | None = None,
         audit: LaunchAuditHooks | None = None,
-        pinned: dict[str, list[Launchable]] | None = None,
+        pinned: dict[str, list[list[Launchable]]] | None = None,
     ):
         """With `window` (a runner.measurement.timing.cupti.ActivityWindow on `stream`), samples are read
         from CUPTI's kernel timestamps instead of the events (runner.measurement.timing.cupti says how).
@@ -210,8 +210,9 @@ class CudaBackend:
         `cold_items[name]`: launchables of several loads of `name`'s module, which its cold
         launches take in turn (runner.execution.case.COLD_LOADS); by default its one.
         `audit`: what cold mode's random audits need (fresh inputs, read-backs, module state).
-        `pinned[name]`: launchables of several loads of `name` (the A/A control), of which
-        each sample takes one whole, hot or cold (pin_copy); by default none is."""
+        `pinned[name]`: groups of launchables of loads of `name` (the A/A control), of which
+        each sample takes one group whole (pin_copy), its launches taking the group's loads
+        in turn (hot: groups of one); by default none is."""
         self.stream = stream
         self.internal = internal
         self.launchables = launchables
@@ -231,27 +232,35 @@ class CudaBackend:
             self.audit_batch = self._audit_batch
         self._deferred = False  # inside cold_batch: launches queue into its one window
         self.pinned = pinned or {}
-        self._pin: dict[str, int] = {}  # the load of pinned[name] its samples take now
+        self._pin: dict[str, int] = {}  # the group of pinned[name] its samples take now
 
     def pin_copy(self, name: str, sample: int) -> int | None:
-        """Sample `sample` of a pinned `name` takes load copy_turn(sample) of it; None if unpinned."""
-        items = self.pinned.get(name)
-        if not items:
+        """Sample `sample` of a pinned `name` takes group copy_turn(sample) of it; None if unpinned."""
+        groups = self.pinned.get(name)
+        if not groups:
             return None
-        self._pin[name] = copy_turn(sample, len(items))
+        self._pin[name] = copy_turn(sample, len(groups))
         return self._pin[name]
 
-    def _loads(self, name: str) -> tuple[list[Launchable], int | None]:
-        """The loads `name`'s launches take (pinned, or cold_items, or its one) and, when
-        pinned, the one they take now."""
-        if self.pinned.get(name):
-            return self.pinned[name], self._pin.get(name, 0)
-        return self.cold_items.get(name) or [self.launchables[name]], None
+    def _loads(self, name: str) -> tuple[list[Launchable], int]:
+        """The loads `name`'s launches take in turn now (the pinned group, or cold_items, or
+        its one) and the index of the first of them among all its loads (its states')."""
+        groups = self.pinned.get(name)
+        if groups:
+            group = self._pin.get(name, 0)
+            return groups[group], sum(len(g) for g in groups[:group])
+        return self.cold_items.get(name) or [self.launchables[name]], 0
+
+    def _all_loads(self, name: str) -> list[Launchable]:
+        groups = self.pinned.get(name)
+        if groups:
+            return [item for group in groups for item in group]
+        return self.cold_items.get(name) or [self.launchables[name]]
 
     def warmup(self, name: str, launches: int) -> None:
         for _ in range(launches):
             self.launchables[name].enqueue(self.stream)
-        for item in self._loads(name)[0][1:]:  # every other load launched once too
+        for item in self._all_loads(name)[1:]:  # every other load launched once too
             item.enqueue(self.stream)
         self.stream.synchronize()
 
@@ -262,8 +271,8 @@ class CudaBackend:
             destination.copy_from(pristine, self.stream)
         states = self.audit.states.get(name) if self.audit is not None else None
         if states:
-            items, pin = self._loads(name)
-            state = states[self.cold_turns.peek(name, len(items)) if pin is None else pin]
+            items, first = self._loads(name)
+            state = states[first + self.cold_turns.peek(name, len(items))]
             if state is not None:
                 state.restore(self.stream)
 
@@ -299,9 +308,9 @@ class CudaBackend:
     def _hot_items(self, name: str) -> list[Launchable]:
         """What hot launch i of `name` takes, in turn: one launchable per input set."""
         sets = self.audit.sets.get(name) if self.audit is not None else None
-        items, pin = self._loads(name)
-        if pin is not None:  # the pinned load, on each input set's arguments
-            return [Launchable(items[pin].kernel, s.args) for s in sets or [items[pin]]]
+        if name in self.pinned:  # the pinned group's first load, on each input set's arguments
+            load = self._loads(name)[0][0]
+            return [Launchable(load.kernel, s.args) for s in sets or [load]]
         return sets or [self.launchables[name]]
 
     def _enqueue_launches(self, name: str, launches: int, copy_after: int | None = None):
@@ -423,8 +432,8 @@ class CudaBackend:
         self.internal.flush_l2(self.stream)
 
     def timed_cold(self, name: str) -> float:
-        items, pin = self._loads(name)
-        item = items[self.cold_turns.next(name, len(items)) if pin is None else pin]
+        items, _ = self._loads(name)
+        item = items[self.cold_turns.next(name, len(items))]
 
         def work():
             item.enqueue(self.stream)
