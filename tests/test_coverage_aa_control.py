@@ -22,8 +22,8 @@ GAPS = 600  # simulated A/A gaps per (mode, schedule, sides, model)
 # (noise a sample, sd a load, loads a side) as relative sds: hot samples are 50 ms batches
 # (about 0.01%) and a load moves a side by about 3e-4; a cold sample of a 1.3 us kernel
 # spreads by about 0.5% and a load moves its launches by a few ns (0.4%; case.COLD_LOADS)
-# and (cold) each of the control's samples takes a group of COLD_GROUP loads in turn
-MODES = {"hot": (1e-4, 3e-4, 1, 1), "cold": (5e-3, 4e-3, COLD_LOADS, aa_control.COLD_GROUP)}
+# and (cold) each of the control's samples takes a group of COLD_LOADS loads in turn
+MODES = {"hot": (1e-4, 3e-4, 1, 1), "cold": (5e-3, 4e-3, COLD_LOADS, COLD_LOADS)}
 
 
 def simulate(mode: str, schedule: str, sides: int, model: str, seed: int):
@@ -139,10 +139,10 @@ def test_the_document_block_marks_a_control_apart_and_names_its_groups():
     loads = aa_control.loads_of_samples(64)
     base = np.exp(rng.normal(0, 2e-3, 64)) * 1.5e-6
     control = np.exp(rng.normal(0, 2e-3, 64)) * 1.455e-6  # 3% apart
-    block = aa_control.document_block(list(base), list(control), list(loads), 32, group=4)
-    assert block["apart"] and block["loads_per_group"] == 4
+    block = aa_control.document_block(list(base), list(control), list(loads), 32, group=32)
+    assert block["apart"] and block["loads_per_group"] == 32
     assert block["systematic"] >= abs(np.log(block["ratio_of_medians"]))
-    assert "4 loads in turn" in block["method"] and "excludes 1" in block["method"]
+    assert "32 loads in turn" in block["method"] and "excludes 1" in block["method"]
     same = aa_control.document_block(
         list(base), list(base * np.exp(rng.normal(0, 2e-3, 64))), list(loads), 1
     )

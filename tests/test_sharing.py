@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import types
+from pathlib import Path
 
 import pytest
 from harness_docs import small_run
@@ -82,6 +83,17 @@ def test_a_shared_run_is_recorded_and_refused_for_the_canonical_history(monkeypa
     check(document, canon, "run.json")  # the same run on a GPU of its own passes
 
 
+def commands(verdict: dict) -> dict[int, str]:
+    """The command lines of the other processes a verdict saw (what left a context behind)."""
+    found = {}
+    for pid in verdict.get("other_pids", []):
+        try:
+            found[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError as exc:
+            found[pid] = f"({exc.strerror})"
+    return found
+
+
 @pytest.mark.gpu
 def test_on_the_gpu_another_process_with_a_context_is_seen_and_none_is_not():
     import subprocess
@@ -104,5 +116,5 @@ def test_on_the_gpu_another_process_with_a_context_is_seen_and_none_is_not():
     finally:
         holder.stdin.close()
         holder.wait(timeout=60)
-    assert alone["checked"] and alone["shared"] is False, alone
+    assert alone["checked"] and alone["shared"] is False, (alone, commands(alone))
     assert busy["shared"] is True and busy["other_pids"], busy

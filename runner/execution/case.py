@@ -113,7 +113,9 @@ class CaseRun:
         # the hidden A/A control: the baseline's PTX loaded again, never a candidate
         self.control = aa_control.control_name(baseline)
         self.control_modules: list[driver.Module] = []
-        self.control_group = aa_control.COLD_GROUP if self.settings.mode == "cold" else 1
+        # cold: each sample of the control takes a group of COLD_LOADS loads in turn, so no
+        # launch of a sample runs code an earlier one ran, as no side's does (docs/method/aa-control.md)
+        self.control_group = COLD_LOADS if self.settings.mode == "cold" else 1
         # per load of each implementation (its module, then its cold copies): the `.global`
         # variables as loaded, or None (runner.gpu.module_state)
         self.states: dict[str, list[ModuleState | None]] = {n: [] for n in self.names}
@@ -163,7 +165,7 @@ class CaseRun:
 
     def load_control(self) -> None:
         """The A/A control's loads of the baseline's PTX, after every side's own (each sample
-        of the control takes one of them whole, or cold one group of COLD_GROUP in turn:
+        of the control takes one of them whole, or cold one group of COLD_LOADS in turn:
         runner.measurement.aa_control)."""
         baseline = self.case.baseline.name
         text = self.job["ptx"][baseline]

@@ -24,7 +24,6 @@ from runner.measurement import autocorrelation, stats
 from runner.measurement.timing.base import copy_turn
 
 __all__ = [
-    "COLD_GROUP",
     "CONTROL_LOADS",
     "CONTROL_SUFFIX",
     "control_name",
@@ -37,14 +36,6 @@ __all__ = [
 CONTROL_LOADS = 8
 """Loads of the baseline's PTX that make the control: 7 degrees of freedom for the per-load
 sd (t = 2.36 at 95%, 20% over the normal quantile), for one more side's samples."""
-
-COLD_GROUP = 4
-"""Cold: each of the control's CONTROL_LOADS is a group of this many loads, which a sample's
-launches take in turn as every side's launches take its cold loads. A sample whose launches all
-ran one module's code read 5% faster than the baseline's launches over 32 loads (a 1.5 us kernel
-on the H200: docs/method/aa-control.md), so a control pinned to one load did not measure what a
-side's loads add. A group's effect is the mean of its loads', so the per-load sd is the groups'
-times sqrt(COLD_GROUP) (gap_term's `group`)."""
 
 CONTROL_SUFFIX = "~aa"
 
@@ -136,7 +127,7 @@ def document_block(
     gap against the baseline (a gap block's keys, with the term it sets), the per-load sd and
     the term every gap of the case takes (systematic, systematic_source "control"). None when
     the control's samples span fewer than 3 loads (too few samples). `group`: loads in each of
-    the control's groups (cold: COLD_GROUP; a sample label names a group)."""
+    the control's groups (cold: as many as a side's cold loads; a sample label names a group)."""
     loads = np.asarray(sample_loads, dtype=np.int64)
     if np.unique(loads).size < 3 or len(control_s) != len(baseline_s):
         return None
