@@ -4,6 +4,8 @@ commands' modules are imported, and a launch imports only what it needs (through
 service, runner.launch.local_service, only the standard library), which is most of what a test
 suite calling a runner per test pays for."""
 
+import atexit
+import os
 import sys
 
 
@@ -15,7 +17,14 @@ def main(prog_name: str | None = None) -> None:
     if sys.argv[1:2] == ["launch"] and not {"-h", "--help"} & set(sys.argv[2:]):
         from runner.launch.launch_command import main as launch
 
-        sys.exit(launch(sys.argv[2:]))
+        status = launch(sys.argv[2:])
+        # a launch has said all it has to say: run the exit hooks, then skip the interpreter's
+        # teardown of its modules (cuda.bindings' cost a process per launch about 20 ms); the
+        # driver frees what is left when the process ends, as it does for any process
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
     from runner.cli import main as commands
 
     commands(prog_name=prog_name)

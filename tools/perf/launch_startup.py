@@ -26,7 +26,7 @@ IMPORT_TARGET_S = 0.060
 PTX = """.version 7.0
 .target sm_70
 .address_size 64
-.visible .entry add1(.param .u64 p, .param .u64 n)
+.visible .entry add1(.param .u64 p, .param .s64 n)
 {
 \t.reg .b64 %rd<4>;
 \t.reg .b32 %r<2>;
@@ -38,7 +38,7 @@ PTX = """.version 7.0
 \tret;
 }
 """
-ARGS = ["--kernel", "add1", "--param", "i64[]:0,0,0,0", "--param", "u64:4",
+ARGS = ["--kernel", "add1", "--param", "i64[]:0,0,0,0", "--param", "i64:4",
         "--grid", "1,1,1", "--block", "4,1,1", "--output-param", "0", "--output-count", "4"]  # fmt: skip
 LAUNCH_MODULES = (
     "runner.launch.launch_command, runner.launch.cli_compat, runner.launch.quick_request, "
