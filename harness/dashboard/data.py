@@ -80,10 +80,7 @@ def collect(
     compilers: dict[str, int] = {}  # description -> its index in data["compilers"]
     colors = line_colors(all_series)
     cases = _cases(latest_doc, all_series, colors, used, compilers, max_points, marks)
-    panels = counter_panels(store, all_series, runs, colors, primary, used)
-    for case in cases:
-        case["counters"] = panels.get(case["id"])
-        link_marks(marks.get(case["id"], []), case["counters"])
+    _add_counters(cases, counter_panels(store, all_series, runs, colors, primary, used), marks)
     suite, headline = suite_geomeans(
         all_series, runs, colors, used, primary, max_points, latest_of=latest_of
     )
@@ -140,6 +137,14 @@ def _cases(latest_doc, all_series, colors, used, compilers, max_points, marks) -
     for case in cases:
         case["together"] = moved_together(marks.get(case["id"], []), _impls_by_mode(case))
     return cases
+
+
+def _add_counters(cases: list[dict], panels: dict[str, dict], marks: dict[str, list]) -> None:
+    """Each case's counter panel (None without one); its change marks that a counter step
+    explains name the step."""
+    for case in cases:
+        case["counters"] = panels.get(case["id"])
+        link_marks(marks.get(case["id"], []), case["counters"])
 
 
 def _impls_by_mode(case: dict) -> dict[str, set[str]]:
