@@ -89,12 +89,21 @@ window.KernelgapCounters = (function () {
       parts.push(el("p", { class: "unchanged" }, "+" + more.length + " more counters stepped: " +
                     more.slice(0, MORE_NAMES).join(", ") + (more.length > MORE_NAMES ? ", …" : "")));
     }
-    const unchanged = lines.map((l) => {
+    // What did not step, per implementation (those with the same words in one line): resources
+    // and totals by value, the instruction classes by count (each is on the case page).
+    const said = new Map();
+    for (const l of lines) {
       const last = P.sets[l.set[l.set.length - 1]];
-      const words = P.names.map((n, i) => i).filter((i) => !stepped.has(P.names[i]) && last[i] !== null)
-        .map((i) => P.labels[i] + " " + number(last[i], P.units[i]));
-      return words.length ? l.impl + " unchanged: " + words.join(", ") : null;
-    }).filter((t) => t);
+      const kept = P.names.map((n, i) => i).filter((i) => !stepped.has(P.names[i]) && last[i] !== null);
+      const isClass = (i) => /^static\/(instructions|in_loops)\/(?!total$)/.test(P.names[i]);
+      const words = kept.filter((i) => !isClass(i)).map((i) => P.labels[i] + " " + number(last[i], P.units[i]));
+      const classes = kept.filter(isClass).length;
+      if (classes) words.push(classes + " instruction classes");
+      if (!words.length) continue;
+      const text = words.join(", ");
+      said.set(text, (said.get(text) || []).concat([l.impl]));
+    }
+    const unchanged = [...said].map(([text, impls]) => impls.join(", ") + " unchanged: " + text);
     for (const text of unchanged) parts.push(el("p", { class: "unchanged" }, text));
     const listed = steps.slice().sort((a, b) => b.run - a.run).slice(0, SHOWN_STEPS);
     for (const s of listed) {
