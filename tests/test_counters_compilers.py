@@ -437,6 +437,10 @@ def test_the_dashboard_marks_each_pairs_step_under_its_chart(pairs_site, tmp_pat
             "[...document.querySelectorAll('.counters a.step')]"
             ".map(a => [a.closest('.case').id, a.getAttribute('href')])"
         )
+        marked = browser.evaluate(
+            "[...document.querySelectorAll('.chart')].flatMap(gd => ((gd.layout || {}).annotations"
+            " || []).filter(a => a.meta && a.meta.href).map(a => a.meta.href))"
+        )  # the time step's mark on each gap chart opens the counter step's explanation
         browser.evaluate("document.getElementById('case-heavy_cap').scrollIntoView()")
         browser.screenshot(tmp_path / "counters.png")
     assert state["errors"] == []
@@ -448,6 +452,7 @@ def test_the_dashboard_marks_each_pairs_step_under_its_chart(pairs_site, tmp_pat
         )
     hrefs = {href for _, href in links}
     assert len({case for case, _ in links}) == len(PAIRS)
+    assert set(marked) == hrefs  # each pair's time step links to the same explanation
     for href in hrefs:
         page, anchor = href.split("#")
         assert f'id="{anchor}"' in (site / page).read_text()
