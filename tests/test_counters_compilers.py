@@ -131,13 +131,14 @@ def test_a_register_cap_that_spills_leads_the_differences(cuda):
 
 
 # -- harness pr ---------------------------------------------------------------------------------
-def _paired(forth, cuda) -> dict:
-    """test_pairs' base/head document: scale_aa's head twice as slow and spilling, and
-    scale_double_work's head the same time with one more instruction."""
+def _paired(forth, cuda, slowed_head: str = "capped") -> dict:
+    """test_pairs' base/head document: scale_aa's head twice as slow and built from
+    cuda[slowed_head] (spilling, by default), and scale_double_work's head the same time with
+    one more instruction."""
     doc = pair_document()
     blocks = {
         ("scale_aa", "cuda_again@base"): cuda["O3"],
-        ("scale_aa", "cuda_again@head"): cuda["capped"],
+        ("scale_aa", "cuda_again@head"): cuda[slowed_head],
         ("scale_double_work", "twice@base"): forth["base"],
         ("scale_double_work", "twice@head"): forth["head"],
     }
@@ -175,6 +176,18 @@ def test_pr_puts_the_counters_beside_each_verdict_and_gates_on_them(forth, cuda,
         words["static/in_loops/fp64_mul"]
         == "1 more f64 multiply (DMUL) in loops (1 → 2 instructions)"
     )
+
+
+def test_pr_says_what_nvvm_at_O0_changed_beside_the_slower_verdict(forth, cuda, tmp_path):
+    path = tmp_path / "result.json"
+    path.write_bytes(orjson.dumps(_paired(forth, cuda, slowed_head="O0")))
+    data = orjson.loads(CliRunner().invoke(main, ["pr", str(path), "--format", "json"]).stdout)
+    row = next(r for r in data["rows"] if r["case_id"] == "scale_aa")
+    names = {c["name"] for c in row["counters"]}
+    assert row["verdict"] == "slower" and row["code_changed"]
+    assert {"static/registers", "static/loops", "static/in_loops/total"} <= names
+    loops = next(c for c in row["counters"] if c["name"] == "static/loops")
+    assert loops["before"] == 0 and loops["after"] > 0  # -O3 unrolled every loop; -O0 kept them
 
 
 def _suite(folder: Path, forth_source: str) -> Path:
