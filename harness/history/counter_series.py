@@ -101,8 +101,8 @@ def counters_at(store: Store, series_id: str, runs: set[int]) -> dict[int, Count
 
 
 def counter_series(store: Store, series_id: str) -> dict:
-    """A timing series' counters, one series each, for the dashboard's counter panel under the
-    case's gap chart: {"run_ids", "commits", "utc": the runs with counters, oldest first;
+    """A timing series' counters, one series each, every run kept (the dashboard's panels read
+    only the changes: static_changes): {"run_ids", "commits", "utc": the runs with counters, oldest first;
     "counters": {name: {"unit", "profiled", "values", "steps"}}}. `steps` are the positions
     whose value differs from the point before (static counters only: they carry no noise, so
     every difference is a step; profiled ones are drawn without steps). A run without the
