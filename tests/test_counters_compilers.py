@@ -1,11 +1,12 @@
-"""Counters from real compilers, carried through the history, `harness pr`, `harness changes` and
-`harness explain A B`: two warpforthc builds that differ by one word (one extra DMUL in the loop
+"""Counters from real compilers, carried through the history, `harness pr`, `harness changes`,
+`harness explain A B` and the dashboard (its counter panels, in Chromium): two warpforthc builds that differ by one word (one extra DMUL in the loop
 must show as exactly that), nvcc's NVVM at -O0 against -O3, and a register-capped build that
 spills (`.maxnreg` in the PTX: what -maxrregcount does at assembly, which a PTX bundle never
 reaches). Each needs its compiler and ptxas with a disassembler, and skips without them."""
 
 from __future__ import annotations
 
+import html
 import re
 import shutil
 import sqlite3
@@ -14,7 +15,9 @@ from pathlib import Path
 
 import orjson
 import pytest
+from browser import Browser, chromium_path
 from click.testing import CliRunner
+from dashboard_page import draw_every_chart, read_js_json
 from harness_docs import make_document, samples, suite_manifest
 from test_pairs import pair_document
 
@@ -23,6 +26,7 @@ from harness.analysis.change_counters import annotate
 from harness.analysis.change_review import find_changes
 from harness.analysis.counter_diff import differences, sentence
 from harness.cli import main
+from harness.dashboard import build_site
 from harness.history.counter_series import counter_points, counter_series
 from harness.history.counters import static_counters
 from harness.history.store import Store
@@ -127,13 +131,14 @@ def test_a_register_cap_that_spills_leads_the_differences(cuda):
 
 
 # -- harness pr ---------------------------------------------------------------------------------
-def _paired(forth, cuda) -> dict:
-    """test_pairs' base/head document: scale_aa's head twice as slow and spilling, and
-    scale_double_work's head the same time with one more instruction."""
+def _paired(forth, cuda, slowed_head: str = "capped") -> dict:
+    """test_pairs' base/head document: scale_aa's head twice as slow and built from
+    cuda[slowed_head] (spilling, by default), and scale_double_work's head the same time with
+    one more instruction."""
     doc = pair_document()
     blocks = {
         ("scale_aa", "cuda_again@base"): cuda["O3"],
-        ("scale_aa", "cuda_again@head"): cuda["capped"],
+        ("scale_aa", "cuda_again@head"): cuda[slowed_head],
         ("scale_double_work", "twice@base"): forth["base"],
         ("scale_double_work", "twice@head"): forth["head"],
     }
@@ -171,6 +176,18 @@ def test_pr_puts_the_counters_beside_each_verdict_and_gates_on_them(forth, cuda,
         words["static/in_loops/fp64_mul"]
         == "1 more f64 multiply (DMUL) in loops (1 → 2 instructions)"
     )
+
+
+def test_pr_says_what_nvvm_at_O0_changed_beside_the_slower_verdict(forth, cuda, tmp_path):
+    path = tmp_path / "result.json"
+    path.write_bytes(orjson.dumps(_paired(forth, cuda, slowed_head="O0")))
+    data = orjson.loads(CliRunner().invoke(main, ["pr", str(path), "--format", "json"]).stdout)
+    row = next(r for r in data["rows"] if r["case_id"] == "scale_aa")
+    names = {c["name"] for c in row["counters"]}
+    assert row["verdict"] == "slower" and row["code_changed"]
+    assert {"static/registers", "static/loops", "static/in_loops/total"} <= names
+    loops = next(c for c in row["counters"] if c["name"] == "static/loops")
+    assert loops["before"] == 0 and loops["after"] > 0  # -O3 unrolled every loop; -O0 kept them
 
 
 def _suite(folder: Path, forth_source: str) -> Path:
@@ -339,3 +356,116 @@ def test_pr_reads_a_bundle_where_the_document_has_no_static(bundles):
     found = pull_request._counters(case, "warpforth@head", statics)
     assert found == static_counters(entry["static"])
     assert pull_request._counters(case, "warpforth@other", statics) == {}  # another PTX: none
+
+
+# -- the three pairs through history, harness changes and the dashboard (Chromium) --------------
+PAIRS = {  # case -> (candidate, its build before and after SWITCH, counters the step must name)
+    "axpy_f64": ("warpforth", ("forth", "base"), ("forth", "head"), "static/in_loops/fp64_mul"),
+    "heavy_opt": ("nvvm", ("cuda", "O3"), ("cuda", "O0"), "static/in_loops/total"),
+    "heavy_cap": ("capped", ("cuda", "O3"), ("cuda", "capped"), "static/spill_store_bytes"),
+}
+
+
+def _pairs_history(db: Path, builds: dict) -> None:
+    """RUNS runs of the three PAIRS cases: each candidate's build switches at run SWITCH, with
+    a compiler of another version and a 10% slower time."""
+    start = datetime(2026, 11, 1, tzinfo=UTC)
+    with Store(db) as store:
+        for k in range(RUNS):
+            late = k >= SWITCH
+            doc = make_document(
+                {case: {"cuda": samples(1e-3, seed=k),
+                        impl: samples(1.1e-3 * (1.1 if late else 1.0), seed=100 + k)}
+                 for case, (impl, *_) in PAIRS.items()},
+                commit=f"{k:040x}",
+                started_utc=(start + timedelta(hours=k)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            )  # fmt: skip
+            for case in doc["cases"]:
+                impl, before, after, _ = PAIRS[case["id"]]
+                chosen = case["implementations"][impl]
+                chosen["static"] = builds[after if late else before]
+                chosen.setdefault("build", {})["version"] = f"{impl} {2 if late else 1}"
+            store.ingest(doc, trusted=True)
+
+
+@pytest.fixture(scope="module")
+def pairs_site(tmp_path_factory, forth, cuda):
+    """The three pairs' history, `harness changes` of it, and its dashboard."""
+    builds = {(group, name): block for group, found in (("forth", forth), ("cuda", cuda))
+              for name, block in found.items()}  # fmt: skip
+    folder = tmp_path_factory.mktemp("pairs")
+    db = folder / "h.sqlite"
+    _pairs_history(db, builds)
+    changes = CliRunner().invoke(main, ["changes", "--db", str(db)])
+    assert changes.exit_code == 0, changes.output
+    build_site(db, folder / "site")
+    return db, changes.stdout, folder / "site", builds
+
+
+def test_each_pair_steps_once_in_history_and_changes_names_it(pairs_site):
+    db, changes, _, builds = pairs_site
+    with Store(db, readonly=True) as store:
+        for case, (impl, before, after, _) in PAIRS.items():
+            sid = next(
+                s["series_id"]
+                for s in store.list_series()
+                if (s["case_id"], s["impl"]) == (case, impl)
+            )
+            panel = counter_series(store, sid)["counters"]
+            expected = {
+                c.name
+                for c in differences(
+                    static_counters(builds[before]), static_counters(builds[after])
+                )
+            }
+            assert {n for n, s in panel.items() if s["steps"] == [SWITCH]} == expected
+    assert "1 more f64 multiply (DMUL) in loops (1 → 2 instructions)" in changes
+    assert "after spills" in changes and "where before spilled none" in changes
+    assert "nvvm 1 -> " in changes and "capped 1 -> " in changes
+
+
+def test_the_dashboard_data_and_case_pages_explain_each_pair(pairs_site):
+    site = pairs_site[2]
+    data = read_js_json(site / "data.js", "window.KERNELGAP_DATA = ")
+    for case in data["cases"]:
+        impl, *_, name = PAIRS[case["id"]]
+        panel = case["counters"]
+        (step,) = [s for s in panel["steps"] if s["impl"] == impl]
+        assert name in step["names"] and data["runs"]["n"][step["run"]] == SWITCH
+        assert step["text"].startswith("compiler ") and f"{impl} 1 -> " in step["text"]
+        assert not [s for s in panel["steps"] if s["impl"] == "cuda"]  # the baseline kept its build
+        assert any(m.get("step") == step["id"] for m in case["changes"])  # the time step's mark
+        page = (site / case["page"]).read_text()
+        assert f'id="{step["id"]}"' in page and html.escape(step["text"]) in page
+        assert f'href="#{step["id"]}"' in page  # the time chart's mark links to it
+
+
+@pytest.mark.skipif(chromium_path() is None, reason="chromium is not installed")
+def test_the_dashboard_marks_each_pairs_step_under_its_chart(pairs_site, tmp_path):
+    _, _, site, _ = pairs_site
+    with Browser(width=1400, height=1600) as browser:
+        browser.open((site / "index.html").as_uri())
+        state = draw_every_chart(browser)
+        links = browser.evaluate(
+            "[...document.querySelectorAll('.counters a.step')]"
+            ".map(a => [a.closest('.case').id, a.getAttribute('href')])"
+        )
+        marked = browser.evaluate(
+            "[...document.querySelectorAll('.chart')].flatMap(gd => ((gd.layout || {}).annotations"
+            " || []).filter(a => a.meta && a.meta.href).map(a => a.meta.href))"
+        )  # the time step's mark on each gap chart opens the counter step's explanation
+        browser.evaluate("document.getElementById('case-heavy_cap').scrollIntoView()")
+        browser.screenshot(tmp_path / "counters.png")
+    assert state["errors"] == []
+    for case, (impl, _, _, name) in PAIRS.items():
+        drawn = state["counters"][case]
+        assert name in drawn["rows"] and drawn["marks"] >= 1 and len(drawn["steps"]) == 1
+        assert any(
+            f"{impl} unchanged: " in t or "cuda unchanged: " in t for t in drawn["unchanged"]
+        )
+    hrefs = {href for _, href in links}
+    assert len({case for case, _ in links}) == len(PAIRS)
+    assert set(marked) == hrefs  # each pair's time step links to the same explanation
+    for href in hrefs:
+        page, anchor = href.split("#")
+        assert f'id="{anchor}"' in (site / page).read_text()

@@ -15,7 +15,14 @@ from dataclasses import asdict, dataclass
 
 from harness.history.counters import CLASS_LABELS, profiled, unit, value
 
-__all__ = ["PROFILE_MIN_CHANGE", "CounterChange", "differences", "sentence", "static_changed"]
+__all__ = [
+    "PROFILE_MIN_CHANGE",
+    "CounterChange",
+    "differences",
+    "label",
+    "sentence",
+    "static_changed",
+]
 
 PROFILE_MIN_CHANGE = 0.05  # relative; the static ones count at any size
 WEIGHTS = (  # (name prefix, weight): the first prefix that matches
@@ -100,7 +107,8 @@ def static_changed(changes: list[CounterChange]) -> bool:
     return any(not c.profiled for c in changes)
 
 
-def _label(name: str) -> str:
+def label(name: str) -> str:
+    """A counter's name in words: 'registers', 'global loads (LDG) in loops'."""
     parts = name.split("/")
     if parts[0] == "ncu":
         return name[4:]
@@ -125,19 +133,19 @@ def sentence(c: CounterChange, sides: tuple[str, str] = ("base", "head")) -> str
     if c.name.startswith("static/spill_") and not c.before:
         kind = "stores" if "store" in c.name else "loads"
         return f"{new} spills {_number(c.after, c.unit)} {c.unit} ({kind}) where {old} spilled none"
-    label = _label(c.name)
+    words = label(c.name)
     if c.before is None:
-        return f"{label}: {_number(c.after, c.unit)} {c.unit} in {new}, not recorded in {old}"
+        return f"{words}: {_number(c.after, c.unit)} {c.unit} in {new}, not recorded in {old}"
     if c.after is None:
-        return f"{label}: {_number(c.before, c.unit)} {c.unit} in {old}, not recorded in {new}"
+        return f"{words}: {_number(c.before, c.unit)} {c.unit} in {old}, not recorded in {new}"
     shown_unit = "" if c.unit == "fraction" else f" {c.unit}"
     shown = f"({_number(c.before, c.unit)} → {_number(c.after, c.unit)}{shown_unit})"
     delta = c.after - c.before
     if c.unit == "instructions" and float(delta).is_integer():
         more = "more" if delta > 0 else "fewer"
-        if abs(delta) == 1 and label.startswith("instructions"):
-            label = "instruction" + label[len("instructions") :]
-        return f"{abs(int(delta))} {more} {label} {shown}"
+        if abs(delta) == 1 and words.startswith("instructions"):
+            words = "instruction" + words[len("instructions") :]
+        return f"{abs(int(delta))} {more} {words} {shown}"
     if c.profiled and c.before:
-        return f"{label} {c.after / c.before:.2f}x {shown}"
-    return f"{label} {'up' if delta > 0 else 'down'} {shown}"
+        return f"{words} {c.after / c.before:.2f}x {shown}"
+    return f"{words} {'up' if delta > 0 else 'down'} {shown}"

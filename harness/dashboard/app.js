@@ -12,7 +12,7 @@
   // painted: drawn_at_open of `charts`), plotly (plotly.min.js loaded), first_chart (the first
   // Plotly chart drawn) and rendered (every chart drawn: after all were scrolled into view).
   const state = { errors: [], headline: [], table: 0, cases: {}, suite: null, xmode: "commit",
-                  mode: null, range: "50", since: "all", alerts: 0, first_sketch_ms: null, sketched_ms: null,
+                  mode: null, range: "50", since: "all", alerts: 0, counters: {}, first_sketch_ms: null, sketched_ms: null,
                   charts: 0, drawn: 0, drawn_at_open: null, chart_ms: {}, script_ms: performance.now(),
                   first_view_ms: null, in_view_ms: null, plotly_ms: null, first_chart_ms: null,
                   rendered_ms: null };
@@ -185,6 +185,14 @@
     writeState();  // what the page says it drew follows every drawing, not only the idle hook
   }
 
+  // The case's counter panel under its chart (counters.js), over the chart's runs.
+  function drawCounters(c, box) {
+    if (!window.KernelgapCounters) return;
+    const { span } = charts.view();
+    state.counters[c.id] = KernelgapCounters.draw(box, c, { mode: state.mode, lo: span[0], hi: span[1], at: charts.at,
+      href: (s) => (c.page || "") + "#" + s.id, commit: commitOf }, el);
+  }
+
   // A chart as SVG while plotly.min.js loads (sketch.js), timed like a drawing.
   function sketch(node, figure) {
     if (!window.KernelgapSketch) return;
@@ -235,9 +243,10 @@
       panels[c.id] = "gap";
       const chart = el("div", { class: "chart", id: "chart-" + c.anchor, "data-case": c.id });
       const head = el("div", { class: "head" }, ...caseTitle(c));
-      list.append(el("div", { class: "case", id: c.anchor }, head, chart));
-      lazy.add(chart, (node) => drawChart(node, () => charts.panelFigure(c, panels[c.id]), (gd) => recordCase(c, gd)),
-               { library: true, sketch: (node) => sketch(node, () => charts.panelFigure(c, panels[c.id])) });
+      const counters = el("div", { class: "counters", id: "counters-" + c.anchor, hidden: "" });
+      list.append(el("div", { class: "case", id: c.anchor }, head, chart, counters));
+      lazy.add(chart, (node) => { drawCounters(c, counters); return drawChart(node, () => charts.panelFigure(c, panels[c.id]), (gd) => recordCase(c, gd)); },
+               { library: true, sketch: (node) => { drawCounters(c, counters); sketch(node, () => charts.panelFigure(c, panels[c.id])); } });
     }
     lazy.add(document.getElementById("chart-suite"), (node) => drawChart(node, charts.suiteFigure, (gd) => {
       const lines = gd.data.filter((t) => !t.meta.changed);
@@ -274,6 +283,7 @@
     redrawOverview();
     for (const c of D.cases) document.querySelector("#" + c.anchor + " .head").replaceChildren(...caseTitle(c));
     state.cases = {};
+    state.counters = {};
     redrawHistory();
     writeState();
   }

@@ -20,6 +20,8 @@ The site, every file beside index.html so that it works from file:// and from an
                       geomeans in that action's layout, `window.BENCHMARK_DATA = {...};`
                       (harness.dashboard.gab)
   marks.js            the open alerts and the change-point marks (harness.dashboard.alerts)
+  counters.js         each case's counter panel under its chart: static counters over time,
+                      their steps marked and linked to the case page (.counter_panels)
   overview.js         the lead chart: the newest run's gap per case, sorted, with intervals,
                       drawn as SVG without plotly.js so that it is on screen at once
 """
@@ -61,6 +63,7 @@ RUN_ID = re.compile(r"[0-9a-f]{64}")  # store run ids; anything else never becom
 PAGE_FILES = (
     "app.js",
     "charts.js",
+    "counters.js",
     "headline.js",
     "lazy.js",
     "marks.js",

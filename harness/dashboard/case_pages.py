@@ -4,7 +4,8 @@ candidate and the time of each implementation over the runs the dashboard draws 
 step marks dashed, red slower and green faster, each labelled), the steps every series took
 together; then `harness explain` of the newest run as HTML, and links back to the dashboard
 (the case's charts) and to the explanation's markdown. <stem> is explain_pages.file_stem.
-Counters (issue 35) get their section from `_counters` once the history holds them.
+Its counters (harness.dashboard.counter_panels) follow: each counter step explained, under the
+id that the dashboard's step marks and the change marks it explains link to.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def write(out: Path, data: dict, reports: dict[str, str], explain: dict[str, str
             baseline=html.escape(case["baseline"]),
             explain=f' · <a href="../{html.escape(link)}">explain page</a>' if link else "",
             modes="\n".join(_mode(case, data, mode) for mode in data["modes"]),
-            counters=_counters(case),
+            counters=_counters(case, data["runs"]),
             report=reports.get(case["id"], "<p>Not in the newest run: no explanation.</p>"),
         )
         (folder / f"{stem}.html").write_text(text)
@@ -68,10 +69,42 @@ def write(out: Path, data: dict, reports: dict[str, str], explain: dict[str, str
     return len(kept)
 
 
-def _counters(case: dict) -> str:
-    """The case's counters over time: a place kept for issue 35 (counter series in the
-    history); empty until data.js carries them."""
-    return ""
+def _counters(case: dict, runs: dict) -> str:
+    """The case's counters over time (counter_panels): each step with its explanation, under
+    the id the dashboard's marks link to, and per line the counters as they are now."""
+    panel = case.get("counters")
+    if not panel:
+        return ""
+    out = [
+        "<h2>Counters: what changed in the code</h2>",
+        '<p class="muted">Static counters of each build (no noise: any change is a change), '
+        "of the primary candidate and the baseline.</p>",
+    ]
+    for step in panel["steps"]:
+        out.append(
+            f'<p id="{html.escape(step["id"])}"><span class="tag">{html.escape(step["mode"])}'
+            f"</span> <b>{html.escape(step['impl'])}</b> step at commit "
+            f"{_commit(runs, step['run'])} (after {_commit(runs, step['from'])}, "
+            f"{runs['date'][step['run']][:16]} UTC): {html.escape(step['text'])}</p>"
+        )
+    if not panel["steps"]:
+        out.append("<p>No counter changed in the runs the dashboard draws.</p>")
+    for line in panel["lines"]:
+        now = panel["sets"][line["set"][-1]]
+        words = ", ".join(
+            f"{label} {value:g}"
+            for label, value in zip(panel["labels"], now, strict=True)
+            if value is not None
+        )
+        out.append(
+            f'<p class="muted"><span class="tag">{html.escape(line["mode"])}</span> '
+            f"{html.escape(line['impl'])} now: {html.escape(words)}</p>"
+        )
+    return "\n".join(out)
+
+
+def _commit(runs: dict, run: int) -> str:
+    return html.escape((runs["commit"][run] or "-")[:12])
 
 
 def _mode(case: dict, data: dict, mode: str) -> str:
@@ -156,11 +189,15 @@ def _chart(lines: list[tuple[dict, list]], marks: list[dict], runs: dict, unit: 
         ends[row : row + 1] = [x + 45]
         color = "#b3261e" if m["relative"] > 0 else "#0a7a3d"
         sign = "&#9650;" if m["relative"] > 0 else "&#9660;"
+        text = (
+            f'<text x="{x:.1f}" y="{top + h + 14 + 14 * row}" fill="{color}" '
+            f'text-anchor="middle">{sign}{m["relative"] * 100:+.1f}% {html.escape(m["impl"])}</text>'
+        )
+        if m.get("step"):  # a counter step explains it: the label links to the explanation
+            text = f'<a href="#{html.escape(m["step"])}">{text}</a>'
         out.append(
             f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{top + h}" stroke="{color}" '
-            f'stroke-dasharray="4 3"/><text x="{x:.1f}" y="{top + h + 14 + 14 * row}" '
-            f'fill="{color}" text-anchor="middle">{sign}{m["relative"] * 100:+.1f}% '
-            f"{html.escape(m['impl'])}</text>"
+            f'stroke-dasharray="4 3"/>{text}'
         )
     legend = " ".join(
         f'<span style="color:{html.escape(s["color"])}">&#9632;</span> {html.escape(s["name"])}'

@@ -264,6 +264,11 @@ window.KernelgapCharts = function (D, page) {
     await Plotly.react(gd, traces, layout, config);
     if (!gd.dataset.wired) {
       onClick(gd);
+      // A change mark that a counter step explains (marks.js) opens the explanation.
+      gd.on("plotly_clickannotation", (ev) => {
+        const href = ev.annotation && ev.annotation.meta && ev.annotation.meta.href;
+        if (href) window.open(href, "_blank", "noopener");
+      });
       retickOnZoom(gd);
       gd.dataset.wired = "1";
     }
@@ -293,6 +298,6 @@ window.KernelgapCharts = function (D, page) {
     if (view.range) range = view.range;
   }
 
-  return { caseFigure, panelFigure, suiteFigure, draw, setView, mode: () => xmode,
+  return { caseFigure, panelFigure, suiteFigure, draw, setView, at, mode: () => xmode,
            view: () => ({ x: xmode, mode, range, span: span() }) };
 };

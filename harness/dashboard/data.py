@@ -2,8 +2,9 @@
 
 data["runs"] lists only the runs that something on the page refers to (a drawn point, a mark,
 an alert, the headline, the table); every other part names runs by their index in it. The
-charts' parts come from harness.dashboard.case_charts (each case) and .geomeans (the suite line
-and the headline cards). data["views"] holds, per timing mode, its newest run's headline cards
+charts' parts come from harness.dashboard.case_charts (each case), .counter_panels (each case's
+counters under its chart: None where the history has none) and .geomeans (the suite line and
+the headline cards). data["views"] holds, per timing mode, its newest run's headline cards
 (with their trends), signature and table (a row per candidate of each case); data["mode"] is the
 one shown at open (hot where the history has it), data["latest"] and data["table"] its view's.
 """
@@ -22,6 +23,7 @@ from harness.dashboard.case_charts import (
     read_series,
     run_modes,
 )
+from harness.dashboard.counter_panels import counter_panels, link_marks
 from harness.dashboard.display import MAX_POINTS
 from harness.dashboard.geomeans import suite_geomeans
 from harness.dashboard.together import moved_together
@@ -78,6 +80,7 @@ def collect(
     compilers: dict[str, int] = {}  # description -> its index in data["compilers"]
     colors = line_colors(all_series)
     cases = _cases(latest_doc, all_series, colors, used, compilers, max_points, marks)
+    _add_counters(cases, counter_panels(store, all_series, runs, colors, primary, used), marks)
     suite, headline = suite_geomeans(
         all_series, runs, colors, used, primary, max_points, latest_of=latest_of
     )
@@ -134,6 +137,14 @@ def _cases(latest_doc, all_series, colors, used, compilers, max_points, marks) -
     for case in cases:
         case["together"] = moved_together(marks.get(case["id"], []), _impls_by_mode(case))
     return cases
+
+
+def _add_counters(cases: list[dict], panels: dict[str, dict], marks: dict[str, list]) -> None:
+    """Each case's counter panel (None without one); its change marks that a counter step
+    explains name the step."""
+    for case in cases:
+        case["counters"] = panels.get(case["id"])
+        link_marks(marks.get(case["id"], []), case["counters"])
 
 
 def _impls_by_mode(case: dict) -> dict[str, set[str]]:
@@ -202,6 +213,10 @@ def _renumber(compact: dict[int, int], cases, marks, suite, headline, primary) -
         ]
         for note in case["together"]:
             note["run"] = compact[note["run"]]
+        for item in (case["counters"] or {}).get("lines", []):
+            item["run"] = [compact[g] for g in item["run"]]
+        for step in (case["counters"] or {}).get("steps", []):
+            step.update(run=compact[step["run"]], **{"from": compact[step["from"]]})
     for trace in suite:
         trace["run"] = [compact[g] for g in trace["run"]]
     for card in headline:

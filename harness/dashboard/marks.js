@@ -1,6 +1,7 @@
 // kernelgap dashboard: the change points and drifts on each case's charts (data.js: each case's
 // `changes`, from harness/dashboard/alerts.py; the open alerts are headline.js's). app.js calls window.KernelgapMarks; without this file the page
-// still draws, without the marks.
+// still draws, without the marks. A mark that a counter step explains (its `step`) says what
+// changed in the code on hover and opens the explanation on a click.
 "use strict";
 window.KernelgapMarks = (function () {
   const SLOWER = "#b3261e", FASTER = "#0a7a3d";
@@ -37,8 +38,12 @@ window.KernelgapMarks = (function () {
       const [xa, ya] = panel === "gap" ? ["x", "y"] : ["x2", "y2"];
       shown.forEach(({ m, x }, k) => {
         const color = m.relative > 0 ? SLOWER : FASTER;
+        // A counter step of its implementation in it (counters.js): what changed in the code.
+        const step = m.step && c.counters ? c.counters.steps.find((s) => s.id === m.step) : null;
         const hover = esc(m.impl + " " + m.metric + ": " + m.kind + " " + pct(m.relative) + " (" +
-          m.before + " → " + m.after + ", p " + m.p + ")");
+          m.before + " → " + m.after + ", p " + m.p + ")") +
+          (step ? "<br>code changed: " + esc(step.text) + "<br>click: its explanation" : "");
+        const href = step ? (c.page || "") + "#" + step.id : undefined;
         if (m.kind === "drift" && m.from >= 0) {
           shapes.push({ type: "rect", xref: xa, yref: ya + " domain", x0: xOf([m.from])[0], x1: x, y0: 0, y1: 1,
                         fillcolor: color, opacity: 0.08, line: { width: 0 } });
@@ -50,7 +55,7 @@ window.KernelgapMarks = (function () {
           annotations.push({ xref: xa, yref: ya + " domain", x, y: 0.02 + LEVEL_Y * level[k], xanchor: "right",
             yanchor: "bottom", xshift: -2, text: esc((m.relative > 0 ? "▲" : "▼") + pct(m.relative) + " " + m.impl),
             showarrow: false, hovertext: hover, font: { size: 11, color }, bgcolor: "rgba(255,255,255,0.85)",
-            meta: { mark: true, level: level[k] } });
+            captureevents: !!step, meta: { mark: true, level: level[k], href } });
         }
         count += 1;
       });

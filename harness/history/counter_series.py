@@ -2,9 +2,11 @@
 
 `counter_points()` is one series' counters run by run, with each run's commit and compiler
 identity; `counters_at()` the same for a few runs (what `harness changes` compares across a
-change point); `counter_series()` turns them into one series per counter with its steps, the
-data the dashboard's counter panel draws under a case's gap chart. A file older than version 5,
-read before its migration, has no counters: every read is empty.
+change point); `counter_series()` turns them into one series per counter with its steps.
+`static_changes()` is what the dashboard's counter panel reads for many series at once: only
+the runs where a series' static counters changed (a counter set is stored once per distinct
+analysis, so equal set ids are equal counters), and `counter_sets()` decodes those sets. A file
+older than version 5, read before its migration, has no counters: every read is empty.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ __all__ = [
     "compilers_at",
     "counter_points",
     "counter_series",
+    "counter_sets",
     "counters_at",
     "run_rowids",
+    "static_changes",
 ]
 
 
@@ -97,8 +101,8 @@ def counters_at(store: Store, series_id: str, runs: set[int]) -> dict[int, Count
 
 
 def counter_series(store: Store, series_id: str) -> dict:
-    """A timing series' counters, one series each, for the dashboard's counter panel under the
-    case's gap chart: {"run_ids", "commits", "utc": the runs with counters, oldest first;
+    """A timing series' counters, one series each, every run kept (the dashboard's panels read
+    only the changes: static_changes): {"run_ids", "commits", "utc": the runs with counters, oldest first;
     "counters": {name: {"unit", "profiled", "values", "steps"}}}. `steps` are the positions
     whose value differs from the point before (static counters only: they carry no noise, so
     every difference is a step; profiled ones are drawn without steps). A run without the
@@ -151,4 +155,51 @@ def run_rowids(store: Store, run_ids: set[str]) -> dict[str, int]:
         chunk = wanted[start : start + 500]
         sql = f"SELECT run_id, run FROM runs WHERE run_id IN ({','.join('?' * len(chunk))})"
         out.update(dict(store._query(sql, tuple(chunk))))
+    return out
+
+
+def static_changes(store: Store, series_ids: list[str]) -> dict[str, list[tuple[str, int]]]:
+    """{series_id: [(run_id, counter set), ...]}: each series' first run with static counters,
+    every run whose set differs from the run before, and its newest run, oldest first (one
+    scan of the counters table, no counter decoded)."""
+    rowids = store._series_rowids() if store._version >= 5 else {}
+    wanted = {rowids[s]: s for s in series_ids if s in rowids}
+    out: dict[str, list[tuple[str, int]]] = {}
+    if not wanted:
+        return out
+    keys = sorted(wanted)
+    rows = []
+    for start in range(0, len(keys), 500):  # SQLite's limit on bound parameters
+        chunk = keys[start : start + 500]
+        rows += store._query(
+            "SELECT c.series, r.run_id, c.static FROM counters c JOIN runs r ON r.run = c.run "
+            f"WHERE c.series IN ({','.join('?' * len(chunk))}) AND c.static IS NOT NULL "
+            "ORDER BY c.series, c.started_us, c.run",
+            tuple(chunk),
+        )
+    last: dict[int, tuple[str, int]] = {}
+    for series, run_id, set_id in rows:
+        kept = out.setdefault(wanted[series], [])
+        if not kept or kept[-1][1] != set_id:
+            if series in last and kept and last[series] != kept[-1]:
+                kept.append(last[series])  # the run before the change
+            kept.append((run_id, set_id))
+        last[series] = (run_id, set_id)
+    for series, sid in wanted.items():
+        if series in last and out.get(sid) and out[sid][-1] != last[series]:
+            out[sid].append(last[series])  # the newest run
+    return out
+
+
+def counter_sets(store: Store, set_ids: set[int]) -> dict[int, dict[str, list]]:
+    """{counter set: its static counters {name: [value, unit]}} of the given sets."""
+    wanted = sorted(set_ids)
+    out: dict[int, dict[str, list]] = {}
+    for start in range(0, len(wanted), 500):  # SQLite's limit on bound parameters
+        chunk = wanted[start : start + 500]
+        sql = (
+            "SELECT counter_set, essentials FROM counter_sets "
+            f"WHERE counter_set IN ({','.join('?' * len(chunk))})"
+        )
+        out.update({k: from_essentials(blob) for k, blob in store._query(sql, tuple(chunk))})
     return out

@@ -10,7 +10,15 @@ from harness.analysis.drift import DriftPolicy
 from harness.escaping import markdown as md
 from harness.escaping import terminal
 
-__all__ = ["code_lines", "commit_range", "markdown", "markdown_rows", "method_line", "text"]
+__all__ = [
+    "code_lines",
+    "code_words",
+    "commit_range",
+    "markdown",
+    "markdown_rows",
+    "method_line",
+    "text",
+]
 
 SHOWN_COUNTERS = 5  # counter sentences per step
 
@@ -62,23 +70,28 @@ HEADERS = [
 ]
 
 
-def _code(f: ChangeFinding) -> str:
-    """What changed in the code across a step: compilers, then counters, in words."""
+def code_words(compiler_before: str, compiler_after: str, counters: tuple, recorded: bool) -> str:
+    """What changed in the code across a step: compilers, then counters (CounterChange, most
+    telling first), in words; `harness changes` and the dashboard's counter steps say it so."""
     words = []
-    if f.compiler_before != f.compiler_after:
-        words.append(f"compiler {f.compiler_before or '-'} -> {f.compiler_after or '-'}")
-    elif f.compiler_after:
-        words.append(f"same compiler ({f.compiler_after})")
-    if not f.counters_recorded:
+    if compiler_before != compiler_after:
+        words.append(f"compiler {compiler_before or '-'} -> {compiler_after or '-'}")
+    elif compiler_after:
+        words.append(f"same compiler ({compiler_after})")
+    if not recorded:
         words.append("no counters recorded on both sides")
-    elif not f.counters:
+    elif not counters:
         words.append("no counter changed (the same code: look at the machine or the inputs)")
     else:
-        shown = [sentence(c, ("before", "after")) for c in f.counters[:SHOWN_COUNTERS]]
-        if f.counters[SHOWN_COUNTERS:]:
-            shown.append(f"+{len(f.counters) - SHOWN_COUNTERS} more")
+        shown = [sentence(c, ("before", "after")) for c in counters[:SHOWN_COUNTERS]]
+        if counters[SHOWN_COUNTERS:]:
+            shown.append(f"+{len(counters) - SHOWN_COUNTERS} more")
         words.append("counters: " + "; ".join(shown))
     return "; ".join(words)
+
+
+def _code(f: ChangeFinding) -> str:
+    return code_words(f.compiler_before, f.compiler_after, f.counters, f.counters_recorded)
 
 
 def code_lines(findings: list[ChangeFinding]) -> list[str]:

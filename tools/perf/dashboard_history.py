@@ -8,7 +8,13 @@ and 'triton'), alternately hot and cold, with planted changes:
     'forth' +3% hot and +4% cold at 98.5% (open alerts, one per mode): steps of one series;
   - from 98% on, every implementation of every case is 2% slower in hot mode (a driver shift:
     every time moves, no gap does);
-  - about 1 point in 100 unstable, case_07 fails in every 997th run (as history_ingest.py).
+  - about 1 point in 100 unstable, case_07 fails in every 997th run (as history_ingest.py);
+  - counters: every implementation carries a static analysis (tests/fixtures/
+    static-axpy-forth.json's WarpForth axpy), with steps of the primary's code planted: case_04
+    'forth' gets one more DMUL in its loop at the middle run (history_ingest.py's step, where
+    every 'forth' gets 2.5% faster), case_03 'forth' the same with its +3% step at 98.5%, and
+    case_11 'forth' a register-capped build that spills at 95% with no time step of its own (the
+    code changed, the time did not): the dashboard's counter panels and the marks they explain.
 
     python tools/perf/dashboard_history.py --db history.sqlite [--documents 1000]
 """
@@ -44,7 +50,13 @@ class PlantedHistory(Variants):
     def __init__(self, documents: int, cases: int = 25, samples: int = 30, seed: int = 0):
         if cases < 12:
             raise ValueError(f"cases: {cases}; the planted steps need at least 12")
-        super().__init__(cases, samples, documents, seed, impls=IMPLS, modes=MODES)
+        super().__init__(cases, samples, documents, seed, impls=IMPLS, modes=MODES, static=True)
+        base = self.static["base"]
+        self.static["spills"] = {
+            **base,
+            "resources": {**base["resources"], "registers": 16, "spill_store_bytes": 24,
+                          "spill_load_bytes": 24, "stack_bytes": 24},
+        }  # fmt: skip
 
     def factors(self, k: int) -> np.ndarray:
         at = k / self.documents
@@ -65,6 +77,12 @@ class PlantedHistory(Variants):
     def document(self, k: int) -> dict:
         doc = super().document(k)
         doc["suite"]["primary"] = "forth"
+        at = k / self.documents
+        impls = {case["id"]: case["implementations"] for case in doc["cases"]}
+        if at >= 0.985 and "timing" in impls["case_03"]["forth"]:
+            impls["case_03"]["forth"]["static"] = self.static["head"]
+        if at >= 0.95 and "timing" in impls["case_11"]["forth"]:
+            impls["case_11"]["forth"]["static"] = self.static["spills"]
         # Commit hashes like git's (the variants number them, so all would start 0000000).
         doc["suite"]["commit"] = hashlib.sha1(f"commit {k // 2}".encode()).hexdigest()
         return doc
