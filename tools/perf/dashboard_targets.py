@@ -75,7 +75,7 @@ def ingest(raw: list[bytes], folder: Path) -> float:
     doc)."""
     n = len(raw)
     t0 = time.perf_counter()
-    batch = [(documents.load_result(data, f"doc {k}"), f"doc {k}") for k, data in enumerate(raw)]
+    batch = ((documents.load_result(data, f"doc {k}"), f"doc {k}") for k, data in enumerate(raw))
     with Store(folder / f"ingest-{time.monotonic_ns()}.sqlite") as store:
         stored = sum(r.stored for r in store.ingest_many(batch))
     if stored != n:

@@ -1,0 +1,108 @@
+"""`harness ingest`: result documents into the history store.
+
+Its own module, importing only what an ingest needs (the store, the document reader, the trust
+check), so a backfill of one `harness ingest` call per file pays no analysis or dashboard
+imports. Reports go to stderr. Exit status: 0 ok, 2 bad input (a missing or malformed file, a
+document that does not match the schema, a run refused for the history, a database that is not
+a kernelgap history or is newer than this tool).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from harness.bad_input import BadInput
+from harness.commands.compare import RESULT, load_bundle, load_result
+from harness.commands.store_option import DB_OPTION, opened
+from harness.running import trust
+
+__all__ = ["ingest"]
+
+
+@click.command()
+@click.argument("results", nargs=-1, required=True, type=RESULT, metavar="RESULT...")
+@DB_OPTION
+@click.option(
+    "--trusted",
+    is_flag=True,
+    help="Write to the history. Without it (the default, for pull-request runs) the document is "
+    "validated and what would be stored is printed; nothing is written.",
+)
+@click.option(
+    "--cases",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The suite manifest the history belongs to (default with --trusted: "
+    f"{trust.DEFAULT_CASES}). The GPU pin is its [suite] gpu; a document of another suite, version or "
+    "manifest (sha256) is refused.",
+)
+@click.option(
+    "--gpu",
+    "gpu_pin",
+    metavar="MODEL",
+    help="For a runner.bench document, which has no manifest: the GPU model the history pins "
+    "(named by the repository's workflow); a run on another model is refused.",
+)
+@click.option(
+    "--bundle",
+    type=click.Path(path_type=Path),
+    help="A bundle (runner build) whose static analysis gives the static counters of "
+    "implementations the document lacks one for, where the PTX is the same (same sha256).",
+)
+def ingest(
+    results: tuple[Path, ...],
+    db: Path,
+    trusted: bool,
+    cases: Path | None,
+    gpu_pin: str | None,
+    bundle: Path | None,
+):
+    """Store the result documents RESULT... in the history (only with --trusted).
+
+    The same run ingested twice is stored once. Every document is read, validated and checked
+    before any is stored; then all are stored in one transaction (a backfill of thousands of
+    runs in one call), or none if one cannot be. The GPU pin comes from the repository, never
+    from the document: a trusted ingest reads the suite manifest (--cases) and refuses a run of
+    another suite, version or manifest, or on another GPU model than it pins. A result whose
+    series key changed (source, case version, ...) starts a new series. Each implementation's
+    counters (its `static` block, or --bundle's for the same PTX, and with --profile its ncu
+    metrics) are kept beside its timing series.
+    What was (or would be) stored is reported on stderr.
+
+    \b
+    Example:
+      python -m harness ingest results/20261201T080202Z-nvidia-h200-772e86c32415.json --trusted
+      python -m harness ingest results/*.json --trusted
+    """
+    manifest = load_bundle(bundle) if bundle is not None else None
+    documents = _checked(results, cases, gpu_pin, trusted)
+    # Untrusted: an existing file is opened read-only; a missing one is never created.
+    with opened(db, readonly=not trusted and db.exists()) as store:
+        if trusted:
+            reports = store.ingest_many(documents, manifest)
+        else:
+            reports = [
+                store.ingest(d, trusted=False, what=w, check=False, bundle=manifest)
+                for d, w in documents
+            ]
+    for report in reports:
+        click.echo(report.text(), err=True)  # what was (or would be) stored, not a document
+    if len(reports) > 1:
+        stored = sum(r.stored for r in reports)
+        click.echo(f"{stored} of {len(reports)} runs stored", err=True)
+
+
+def _checked(results, cases: Path | None, gpu_pin: str | None, trusted: bool):
+    """(document, what) of each file in turn, read, validated and checked against the suite
+    manifest (BadInput naming the file if not): one document in memory at a time."""
+    for result in results:
+        document = load_result(result)
+        what = "stdin" if str(result) == "-" else str(result)
+        try:
+            canon = trust.canon_for(document, cases, gpu_pin, trusted)
+            if canon is not None:
+                trust.check(document, canon, what)
+        except trust.TrustError as exc:
+            raise BadInput(str(exc)) from None
+        yield document, what
