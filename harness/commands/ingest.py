@@ -9,6 +9,10 @@ a kernelgap history or is newer than this tool).
 
 from __future__ import annotations
 
+import functools
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import click
@@ -16,9 +20,13 @@ import click
 from harness.bad_input import BadInput
 from harness.commands.compare import RESULT, load_bundle, load_result
 from harness.commands.store_option import DB_OPTION, opened
+from harness.history.store_ingest import prepared
 from harness.running import trust
 
 __all__ = ["ingest"]
+
+PARALLEL_FROM = 16  # files; below, starting worker processes costs more than it saves
+CHUNK = 8  # files a worker takes at a time
 
 
 @click.command()
@@ -76,15 +84,16 @@ def ingest(
       python -m harness ingest results/*.json --trusted
     """
     manifest = load_bundle(bundle) if bundle is not None else None
-    documents = _checked(results, cases, gpu_pin, trusted)
+    check = functools.partial(_checked, cases=cases, gpu_pin=gpu_pin, trusted=trusted)
     # Untrusted: an existing file is opened read-only; a missing one is never created.
     with opened(db, readonly=not trusted and db.exists()) as store:
         if trusted:
-            reports = store.ingest_many(documents, manifest)
+            plan = functools.partial(_planned, check=check, db=db, bundle=manifest)
+            reports = store.ingest_planned(_in_order(plan, results))
         else:
             reports = [
                 store.ingest(d, trusted=False, what=w, check=False, bundle=manifest)
-                for d, w in documents
+                for d, w in map(check, results)
             ]
     for report in reports:
         click.echo(report.text(), err=True)  # what was (or would be) stored, not a document
@@ -93,16 +102,42 @@ def ingest(
         click.echo(f"{stored} of {len(reports)} runs stored", err=True)
 
 
-def _checked(results, cases: Path | None, gpu_pin: str | None, trusted: bool):
-    """(document, what) of each file in turn, read, validated and checked against the suite
-    manifest (BadInput naming the file if not): one document in memory at a time."""
-    for result in results:
-        document = load_result(result)
-        what = "stdin" if str(result) == "-" else str(result)
-        try:
-            canon = trust.canon_for(document, cases, gpu_pin, trusted)
-            if canon is not None:
-                trust.check(document, canon, what)
-        except trust.TrustError as exc:
-            raise BadInput(str(exc)) from None
-        yield document, what
+def _checked(result: Path, cases: Path | None, gpu_pin: str | None, trusted: bool):
+    """(document, what) of one file, read, validated and checked against the suite manifest;
+    BadInput naming the file if not."""
+    document = load_result(result)
+    what = "stdin" if str(result) == "-" else str(result)
+    try:
+        canon = trust.canon_for(document, cases, gpu_pin, trusted)
+        if canon is not None:
+            trust.check(document, canon, what)
+    except trust.TrustError as exc:
+        raise BadInput(str(exc)) from None
+    return document, what
+
+
+def _planned(result: Path, check, db: Path, bundle: dict | None):
+    """One file's plan and `runs` row (store_ingest.prepared), its document checked first."""
+    document, what = check(result)
+    return prepared(document, path=db, what=what, bundle=bundle)
+
+
+def _in_order(plan, results: tuple[Path, ...]):
+    """plan(result) of each result, in order: in worker processes (one per CPU) for a batch of
+    PARALLEL_FROM files or more, where reading, validating and planning each file is most of
+    the time; in this process for fewer, for stdin, or where fork() is not available."""
+    workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    if (
+        len(results) < PARALLEL_FROM
+        or workers < 2
+        or "fork" not in multiprocessing.get_all_start_methods()
+        or any(str(r) == "-" for r in results)
+    ):
+        yield from map(plan, results)
+        return
+    # fork: the workers need nothing imported again, and run no `python -m harness` main.
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    try:
+        yield from pool.map(plan, results, chunksize=CHUNK)
+    finally:  # a bad file: stop the rest at once
+        pool.shutdown(cancel_futures=True)

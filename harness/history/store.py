@@ -40,6 +40,7 @@ from harness.history.store_ingest import (
     IngestReport,
     PlannedPoint,
     plan,
+    prepared,
     run_id,
     run_row,
 )
@@ -193,19 +194,23 @@ class Store(HistoryFile):
     def ingest_many(
         self, documents: Iterable[tuple[dict, str]], bundle: dict | None = None
     ) -> list[IngestReport]:
-        """Store many validated result documents ((document, what) pairs) in one transaction:
-        a backfill of thousands of runs pays one commit, not one per run. Every document is
-        planned (and made its `runs` row) before the file is touched, one at a time, so an
-        iterator that reads them keeps one document in memory, not all of them. A run already
-        stored (or given twice) is reported as such; any error stores none of them. `bundle`
-        as in ingest."""
+        """Store many validated result documents ((document, what) pairs) in one transaction
+        (ingest_planned): an iterator that reads them keeps one document in memory at a time,
+        not all of them. `bundle` as in ingest."""
+        return self.ingest_planned(
+            prepared(document, path=self.path, what=what, bundle=bundle)
+            for document, what in documents
+        )
+
+    def ingest_planned(self, planned: Iterable[tuple[IngestReport, tuple]]) -> list[IngestReport]:
+        """Store many planned runs (store_ingest.prepared: a report and its `runs` row) in one
+        transaction: a backfill of thousands of runs pays one commit, not one per run. Every
+        run is planned before the file is touched. A run already stored (or given twice) is
+        reported as such; any error stores none of them."""
         if self.readonly:
             raise StoreError(f"{self.path}: opened read-only; a trusted ingest writes")
-        batch = []
         with _collection_paused():
-            for document, what in documents:
-                report = plan(document, path=self.path, trusted=True, what=what, bundle=bundle)
-                batch.append((report, run_row(document, report)))
+            batch = list(planned)
         self._ready_to_write()
         for report, _ in batch:
             self._mark(report)
