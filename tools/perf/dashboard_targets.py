@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -187,6 +188,7 @@ def main() -> int:
     if args.shots:
         for path in screenshots(site, args.shots):
             print(f"screenshot: {path} ({path.stat().st_size / 1e3:.0f} kB)")
+    shutil.rmtree(tmp)  # 10,000 result files and the histories: gigabytes
     return 0
 
 
