@@ -1,15 +1,21 @@
-"""`python -m harness`: run the suite remotely, keep history, compare, alert, export."""
+"""`python -m harness`: run the suite remotely, keep history, compare, alert, export.
+
+A command's module is imported when that command runs (or when help lists them all), so one
+`harness ingest` per file does not pay for the dashboard, the analysis and the transports.
+"""
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 
 import click
 
 # (module under harness.commands, click command names it defines); written by area.
 COMMANDS = {
     "run": ("run",),
-    "history": ("ingest", "history", "regressions"),
+    "ingest": ("ingest",),
+    "history": ("history", "regressions"),
     "changes": ("changes",),
     "pr": ("pr",),
     "compare": ("compare", "summary", "export"),
@@ -17,6 +23,48 @@ COMMANDS = {
     "explain": ("explain",),
     "robust": ("robust",),
 }
+
+
+class LazyGroup(click.Group):
+    """A click group whose commands are imported from COMMANDS' modules when first looked up;
+    `commands` (every command) imports them all, as help and the tests that walk them need."""
+
+    def __init__(self, *args, **kwargs):
+        self._modules = {name: module for module, names in COMMANDS.items() for name in names}
+        super().__init__(*args, **kwargs)
+
+    @property
+    def commands(self) -> dict[str, click.Command]:
+        for name in list(self._modules):
+            self._load(name)
+        return self._loaded
+
+    @commands.setter
+    def commands(self, value) -> None:
+        self._loaded = dict(value or {})
+
+    def _load(self, name: str) -> click.Command | None:
+        module_name = self._modules.pop(name, None)
+        if module_name is not None:
+            try:
+                module = importlib.import_module(f"harness.commands.{module_name}")
+            except ModuleNotFoundError as exc:
+                if exc.name != f"harness.commands.{module_name}":
+                    raise
+                return None
+            self._loaded[name] = getattr(module, name)
+        return self._loaded.get(name)
+
+    def get_command(self, ctx, cmd_name: str) -> click.Command | None:
+        return self._load(cmd_name)
+
+    def list_commands(self, ctx) -> list[str]:
+        present = (
+            n
+            for n, m in self._modules.items()
+            if importlib.util.find_spec(f"harness.commands.{m}") is not None
+        )
+        return sorted({*self._loaded, *present})
 
 
 def _print_version(ctx, param, value) -> None:
@@ -28,7 +76,7 @@ def _print_version(ctx, param, value) -> None:
     ctx.exit()
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--version",
     is_flag=True,
@@ -49,13 +97,3 @@ def main():
       python -m harness compare results/base.json results/head.json
     """
 
-
-for module_name, names in COMMANDS.items():
-    try:
-        module = importlib.import_module(f"harness.commands.{module_name}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"harness.commands.{module_name}":
-            raise
-        continue
-    for name in names:
-        main.add_command(getattr(module, name))

@@ -26,8 +26,6 @@ from importlib import resources
 from pathlib import Path
 
 import orjson
-from jsonschema import Draft202012Validator, FormatChecker, validators
-from jsonschema.exceptions import best_match
 
 try:
     import jsonschema_rs
@@ -46,13 +44,6 @@ def schema_dir() -> Path:
 SCHEMA_DIR = schema_dir()
 
 
-# JSON Schema's "integer" admits 30.0; a sample count or a version must be a real integer.
-StrictValidator = validators.extend(
-    Draft202012Validator,
-    type_checker=Draft202012Validator.TYPE_CHECKER.redefine(
-        "integer", lambda _, value: isinstance(value, int) and not isinstance(value, bool)
-    ),
-)
 # `format: date-time` is checked (JSON Schema only annotates it by default): a timestamp that
 # matches the pattern but names no moment (2026-13-45T99:99:99Z) is refused where it enters,
 # instead of crashing whoever parses it later. Both validators use this one definition.
@@ -77,8 +68,6 @@ def is_date_time(value) -> bool:
     return True
 
 
-FORMAT_CHECKER = FormatChecker(formats=())
-FORMAT_CHECKER.checks("date-time")(is_date_time)
 MESSAGE_CHARS = 300
 STRICT_INTEGER = "x-kernelgap-strict-integer"  # the same rule for jsonschema-rs
 NOT_SCHEMAS = frozenset({"enum", "const", "examples", "default"})  # values there are data
@@ -98,14 +87,27 @@ def _schema(schema_name: str) -> dict:
 
 
 @functools.cache
-def validator(schema_name: str) -> Draft202012Validator:
+def validator(schema_name: str):
+    """jsonschema's Draft202012Validator for the schema, with strict integers and date-times.
+    jsonschema is imported here, not with this module: a valid document never needs it."""
+    from jsonschema import Draft202012Validator, FormatChecker, validators
+
+    # JSON Schema's "integer" admits 30.0; a sample count or a version must be a real integer.
+    strict = validators.extend(
+        Draft202012Validator,
+        type_checker=Draft202012Validator.TYPE_CHECKER.redefine(
+            "integer", lambda _, value: isinstance(value, int) and not isinstance(value, bool)
+        ),
+    )
+    formats = FormatChecker(formats=())
+    formats.checks("date-time")(is_date_time)
     schema = _schema(schema_name)
     Draft202012Validator.check_schema(schema)
-    return StrictValidator(schema, format_checker=FORMAT_CHECKER)
+    return strict(schema, format_checker=formats)
 
 
 class _StrictInteger:
-    """jsonschema-rs counts 30.0 as an integer, as JSON Schema does; StrictValidator does not."""
+    """jsonschema-rs counts 30.0 as an integer, as JSON Schema does; validator() does not."""
 
     def __init__(self, parent_schema, value, schema_path):
         pass
@@ -180,6 +182,8 @@ def validate(document, schema_name: str, what: str = "document") -> None:
     """Raise DocumentError naming `what`, the field and the expectation of the most relevant error."""
     if is_valid(document, schema_name):
         return
+    from jsonschema.exceptions import best_match
+
     found = list(validator(schema_name).iter_errors(document))  # walked once, not twice
     error = best_match(found)
     if error is not None:

@@ -17,7 +17,8 @@ from harness.analysis.change_review import find_changes, tripped
 from harness.analysis.changes import ChangePolicy
 from harness.analysis.drift import DriftPolicy
 from harness.bad_input import BadInput
-from harness.commands.history import DB_OPTION, _echo_json, _opened
+from harness.commands.history import _echo_json
+from harness.commands.store_option import DB_OPTION, opened
 from harness.history.store_schema import normalize_utc
 from harness.reporting import change_report
 
@@ -88,7 +89,7 @@ def changes(db: Path, case_id, since, output_format, fail_on, alpha, min_effect)
     change = ChangePolicy(alpha=alpha, min_effect=min_effect)
     trend = DriftPolicy()
     since_utc = _since(since)
-    with _opened(db) as store:
+    with opened(db) as store:
         series = store.list_series(case_id)
         found = annotate(store, find_changes(store, series, change, trend))
     if since_utc is not None:

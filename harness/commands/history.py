@@ -1,4 +1,4 @@
-"""`harness ingest`, `harness history` and `harness regressions`: the history store's commands.
+"""`harness history` and `harness regressions`: the history store's read commands.
 
 Reports go to stdout, messages to stderr. Exit status: 0 ok, 1 `regressions` found an alert,
 2 bad input (a missing or malformed file, a document that does not match the schema, a run
@@ -7,7 +7,6 @@ refused for the history, a database that is not a kernelgap history or is newer 
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import click
@@ -20,123 +19,22 @@ from harness.analysis.changes import ChangePolicy
 from harness.analysis.drift import DriftPolicy
 from harness.analysis.regressions import Finding, Policy, current_series, review
 from harness.bad_input import BadInput
-from harness.commands.compare import RESULT, load_bundle, load_result
+from harness.commands.store_option import DB_OPTION, opened
 from harness.escaping import markdown as md
 from harness.escaping import terminal
 from harness.history import cards
-from harness.history.store import Store, StoreError
+from harness.history.store import Store
 from harness.reporting import change_report
-from harness.running import trust
 
-__all__ = ["history", "ingest", "regressions"]
+__all__ = ["history", "regressions"]
 
-DEFAULT_DB = "history.sqlite"
 # points per series searched for the newest change points: a step among the newest few needs
 # its level before it, and this holds two detection windows of it
 CHANGE_LOOKBACK = 2 * ChangePolicy.window
-DB_OPTION = click.option(
-    "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=DEFAULT_DB,
-    show_default=True,
-    help="The history database (one SQLite file).",
-)
-
-
-@contextlib.contextmanager
-def _opened(db: Path, readonly: bool = True):
-    """The store at `db`; any StoreError (missing, corrupt, foreign, newer) becomes exit 2."""
-    try:
-        with Store(db, readonly=readonly) as store:
-            yield store
-    except StoreError as exc:
-        raise BadInput(str(exc)) from None
 
 
 def _echo_json(value) -> None:
     click.echo(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode())
-
-
-@click.command()
-@click.argument("results", nargs=-1, required=True, type=RESULT, metavar="RESULT...")
-@DB_OPTION
-@click.option(
-    "--trusted",
-    is_flag=True,
-    help="Write to the history. Without it (the default, for pull-request runs) the document is "
-    "validated and what would be stored is printed; nothing is written.",
-)
-@click.option(
-    "--cases",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="The suite manifest the history belongs to (default with --trusted: "
-    f"{trust.DEFAULT_CASES}). The GPU pin is its [suite] gpu; a document of another suite, version or "
-    "manifest (sha256) is refused.",
-)
-@click.option(
-    "--gpu",
-    "gpu_pin",
-    metavar="MODEL",
-    help="For a runner.bench document, which has no manifest: the GPU model the history pins "
-    "(named by the repository's workflow); a run on another model is refused.",
-)
-@click.option(
-    "--bundle",
-    type=click.Path(path_type=Path),
-    help="A bundle (runner build) whose static analysis gives the static counters of "
-    "implementations the document lacks one for, where the PTX is the same (same sha256).",
-)
-def ingest(
-    results: tuple[Path, ...],
-    db: Path,
-    trusted: bool,
-    cases: Path | None,
-    gpu_pin: str | None,
-    bundle: Path | None,
-):
-    """Store the result documents RESULT... in the history (only with --trusted).
-
-    The same run ingested twice is stored once. Every document is read, validated and checked
-    before any is stored; then all are stored in one transaction (a backfill of thousands of
-    runs in one call), or none if one cannot be. The GPU pin comes from the repository, never
-    from the document: a trusted ingest reads the suite manifest (--cases) and refuses a run of
-    another suite, version or manifest, or on another GPU model than it pins. A result whose
-    series key changed (source, case version, ...) starts a new series. Each implementation's
-    counters (its `static` block, or --bundle's for the same PTX, and with --profile its ncu
-    metrics) are kept beside its timing series.
-    What was (or would be) stored is reported on stderr.
-
-    \b
-    Example:
-      python -m harness ingest results/20261201T080202Z-nvidia-h200-772e86c32415.json --trusted
-      python -m harness ingest results/*.json --trusted
-    """
-    batch = []
-    for result in results:
-        document = load_result(result)
-        what = "stdin" if str(result) == "-" else str(result)
-        try:
-            canon = trust.canon_for(document, cases, gpu_pin, trusted)
-            if canon is not None:
-                trust.check(document, canon, what)
-        except trust.TrustError as exc:
-            raise BadInput(str(exc)) from None
-        batch.append((document, what))
-    manifest = load_bundle(bundle) if bundle is not None else None
-    # Untrusted: an existing file is opened read-only; a missing one is never created.
-    with _opened(db, readonly=not trusted and db.exists()) as store:
-        if trusted:
-            reports = store.ingest_many(batch, manifest)
-        else:
-            reports = [
-                store.ingest(d, trusted=False, what=w, check=False, bundle=manifest)
-                for d, w in batch
-            ]
-    for report in reports:
-        click.echo(report.text(), err=True)  # what was (or would be) stored, not a document
-    if len(reports) > 1:
-        stored = sum(r.stored for r in reports)
-        click.echo(f"{stored} of {len(reports)} runs stored", err=True)
 
 
 def _us(value: float | None) -> str:
@@ -264,7 +162,7 @@ def history(db: Path, case_id: str | None, wanted: str | None, last: int, output
       python -m harness history --db history.sqlite
       python -m harness history --series axpy_f64/warpforth --last 5
     """
-    with _opened(db) as store:
+    with opened(db) as store:
         series = _select(store, case_id, wanted)
         with_points = case_id is not None or wanted is not None
         if with_points:
@@ -379,7 +277,7 @@ def regressions(db: Path, window: int, case_id: str | None, output_format: str, 
       python -m harness regressions --db history.sqlite --fail-on gap-slower
     """
     policy = Policy(window=window)
-    with _opened(db) as store:
+    with opened(db) as store:
         series = current_series(store.list_series(case_id))
         points_of = {s["series_id"]: store.recent(s["series_id"], window) for s in series}
         recent = [

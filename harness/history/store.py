@@ -23,8 +23,11 @@ exist yet as an empty history, except with readonly=True (an error).
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import sqlite3
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
 
 import orjson
@@ -37,6 +40,7 @@ from harness.history.store_ingest import (
     IngestReport,
     PlannedPoint,
     plan,
+    prepared,
     run_id,
     run_row,
 )
@@ -77,6 +81,45 @@ RUN_FIELDS = (
 )
 
 
+@contextlib.contextmanager
+def _collection_paused():
+    """Python's cyclic garbage collector off for a bulk plan: documents and plans hold no
+    cycles, and its full passes over the growing batch cost a quarter of a 10,000-run ingest."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
+class SeriesCounts:
+    """The series rows' point counts and first/last dates that a write adds to, summed in memory
+    and written once per series at the end of its transaction (not once per point)."""
+
+    def __init__(self):
+        self._of: dict[int, list] = {}  # series rowid -> [points, first_utc, last_utc]
+
+    def add(self, series: list[int], started_utc: str) -> None:
+        for rowid in series:
+            found = self._of.get(rowid)
+            if found is None:
+                self._of[rowid] = [1, started_utc, started_utc]
+            else:
+                found[0] += 1
+                found[1] = min(found[1], started_utc)
+                found[2] = max(found[2], started_utc)
+
+    def write(self, db: sqlite3.Connection) -> None:
+        db.executemany(
+            "UPDATE series SET points = points + ?1, "
+            "first_utc = min(coalesce(first_utc, ?2), ?2), "
+            "last_utc = max(coalesce(last_utc, ?3), ?3) WHERE series = ?4",
+            [(n, first, last, rowid) for rowid, (n, first, last) in self._of.items()],
+        )
+
+
 class Store(HistoryFile):
     """The history database at `path`; use as a context manager.
 
@@ -111,33 +154,24 @@ class Store(HistoryFile):
         if check:
             check_version(document.get("schema_version"), RESULT_SCHEMA_VERSION, what)
             validate(document, "result", what)
-        report = self._plan(document, trusted, what, bundle)
+        report = plan(document, path=self.path, trusted=trusted, what=what, bundle=bundle)
+        self._mark(report)
         if not trusted or report.already_stored:
             return report
-        if self.readonly:
-            raise StoreError(f"{self.path}: opened read-only; a trusted ingest writes")
-        try:
-            migrated = self._prepare_writes()
-        except sqlite3.DatabaseError as exc:
-            self._rollback()
-            why = cause(exc, self.path) or str(exc)
-            raise StoreError(f"{self.path}: cannot write the history: {why}") from None
-        if migrated:  # the plan was made against the file before its migration
-            self._series_cache = {}  # a migration may rename or merge series
-            report = self._plan(document, trusted, what, bundle)
-            if report.already_stored:
-                return report
-        self._write([(document, report)])
+        self._ready_to_write()
+        self._mark(report)  # again: a migration may rename or merge series
+        if not report.already_stored:
+            self._write([(report, run_row(document, report))])
         return report
 
-    def _plan(self, document: dict, trusted: bool, what: str, bundle=None) -> IngestReport:
-        report = plan(document, path=self.path, trusted=trusted, what=what, bundle=bundle)
+    def _mark(self, report: IngestReport) -> None:
+        """Fill in what the file holds already: the run (already_stored), each point's series
+        (new_series)."""
         if self._query("SELECT 1 FROM runs WHERE run_id = ?", (report.run_id,)):
             report.already_stored = True
         known = self._series_rowids()
         for p in report.points:
             p.new_series = p.series_id not in known
-        return report
 
     def _series_rowids(self) -> dict[str, int]:
         """series_id -> series rowid of every stored series (cached: series are never removed)."""
@@ -145,13 +179,8 @@ class Store(HistoryFile):
             self._series_cache = dict(self._query("SELECT series_id, series FROM series"))
         return self._series_cache
 
-    def ingest_many(
-        self, documents: list[tuple[dict, str]], bundle: dict | None = None
-    ) -> list[IngestReport]:
-        """Store many validated result documents ((document, what) pairs) in one transaction:
-        a backfill of thousands of runs pays one commit, not one per run. A run already stored
-        (or given twice) is reported as such; any error stores none of them. `bundle` as in
-        ingest."""
+    def _ready_to_write(self) -> None:
+        """The file created, checked and migrated for a trusted ingest (StoreError if not)."""
         if self.readonly:
             raise StoreError(f"{self.path}: opened read-only; a trusted ingest writes")
         try:
@@ -161,20 +190,45 @@ class Store(HistoryFile):
             self._rollback()
             why = cause(exc, self.path) or str(exc)
             raise StoreError(f"{self.path}: cannot write the history: {why}") from None
-        reports = [self._plan(document, True, what, bundle) for document, what in documents]
-        self._write([(d, r) for (d, _), r in zip(documents, reports, strict=True)])
-        return reports
 
-    def _write(self, batch: list[tuple[dict, IngestReport]]) -> None:
-        """Insert each planned run of `batch` not stored yet, all in one transaction."""
+    def ingest_many(
+        self, documents: Iterable[tuple[dict, str]], bundle: dict | None = None
+    ) -> list[IngestReport]:
+        """Store many validated result documents ((document, what) pairs) in one transaction
+        (ingest_planned): an iterator that reads them keeps one document in memory at a time,
+        not all of them. `bundle` as in ingest."""
+        return self.ingest_planned(
+            prepared(document, path=self.path, what=what, bundle=bundle)
+            for document, what in documents
+        )
+
+    def ingest_planned(self, planned: Iterable[tuple[IngestReport, tuple]]) -> list[IngestReport]:
+        """Store many planned runs (store_ingest.prepared: a report and its `runs` row) in one
+        transaction: a backfill of thousands of runs pays one commit, not one per run. Every
+        run is planned before the file is touched. A run already stored (or given twice) is
+        reported as such; any error stores none of them."""
+        if self.readonly:
+            raise StoreError(f"{self.path}: opened read-only; a trusted ingest writes")
+        with _collection_paused():
+            batch = list(planned)
+        self._ready_to_write()
+        for report, _ in batch:
+            self._mark(report)
+        self._write(batch)
+        return [report for report, _ in batch]
+
+    def _write(self, batch: list[tuple[IngestReport, tuple]]) -> None:
+        """Insert each planned run of `batch` (its report and `runs` row) not stored yet, all
+        in one transaction."""
         db = self._db
         rowids = dict(self._series_rowids())
         done: list[IngestReport] = []
         batch_ids: set[str] = set()
-        report = batch[0][1] if batch else None
+        counts = SeriesCounts()
+        report = batch[0][0] if batch else None
         try:
             db.execute("BEGIN IMMEDIATE")
-            for document, report in batch:
+            for report, row in batch:
                 if (
                     report.run_id in batch_ids
                     or db.execute(
@@ -183,9 +237,10 @@ class Store(HistoryFile):
                 ):
                     report.already_stored = True  # another writer, or this batch, stored it
                     continue
-                self._insert_run(document, report, rowids)
+                self._insert_run(report, row, rowids, counts)
                 done.append(report)
                 batch_ids.add(report.run_id)
+            counts.write(db)
             db.execute("COMMIT")
         except sqlite3.IntegrityError as exc:
             self._counter_sets = {}
@@ -203,34 +258,28 @@ class Store(HistoryFile):
         for r in done:
             r.stored = True
 
-    def _insert_run(self, document: dict, report: IngestReport, rowids: dict[str, int]) -> None:
-        """One run's rows (run, new series, points, series counts); inside a transaction.
-        `rowids` (series_id -> rowid) gains the series it starts."""
+    def _insert_run(
+        self, report: IngestReport, row: tuple, rowids: dict[str, int], counts: SeriesCounts
+    ) -> None:
+        """One run's rows (run, new series, points, counters); inside a transaction. `rowids`
+        (series_id -> rowid) gains the series it starts, `counts` its points."""
         db = self._db
-        run = db.execute(
-            "INSERT INTO runs VALUES (NULL,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            run_row(document, report),
-        ).lastrowid
+        run = db.execute("INSERT INTO runs VALUES (NULL,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", row).lastrowid
         rowids.update(self._insert_series(report.points, rowids))
         started_us = microseconds(report.started_utc)
+        series = [rowids[p.series_id] for p in report.points]
         db.executemany(
             f"INSERT INTO points VALUES ({','.join('?' * (3 + len(VALUE_COLUMNS)))})",
-            [(rowids[p.series_id], started_us, run, *p.row) for p in report.points],
+            [(s, started_us, run, *p.row) for s, p in zip(series, report.points, strict=True)],
         )
-        db.executemany(
-            "INSERT INTO counters VALUES (?,?,?,?,?)",
-            [
-                (rowids[p.series_id], started_us, run, self._set_of(p.counters[0]), p.counters[1])
-                for p in report.points
-                if p.counters != (None, None)
-            ],
-        )
-        db.executemany(
-            "UPDATE series SET points = points + 1, "
-            "first_utc = min(coalesce(first_utc, ?1), ?1), "
-            "last_utc = max(coalesce(last_utc, ?1), ?1) WHERE series = ?2",
-            [(report.started_utc, rowids[p.series_id]) for p in report.points],
-        )
+        counters = [
+            (s, started_us, run, self._set_of(p.counters[0]), p.counters[1])
+            for s, p in zip(series, report.points, strict=True)
+            if p.counters != (None, None)
+        ]
+        if counters:
+            db.executemany("INSERT INTO counters VALUES (?,?,?,?,?)", counters)
+        counts.add(series, report.started_utc)
 
     def _set_of(self, blob: bytes | None) -> int | None:
         """The counter_sets rowid of a static analysis' essentials (inside the ingest's

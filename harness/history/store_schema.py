@@ -43,7 +43,6 @@ import zlib
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-import numpy as np
 import orjson
 
 from harness.history.counters import essentials, profile_counters
@@ -200,7 +199,12 @@ def samples_blob(samples_s: list[float]) -> bytes:
 
 
 def samples_list(blob: bytes) -> list[float]:
-    return np.frombuffer(blob, dtype="<f8").tolist()
+    """The floats of a samples_blob (array, not numpy: an ingest need not import numpy)."""
+    values = array.array("d")
+    values.frombytes(blob)
+    if sys.byteorder == "big":
+        values.byteswap()
+    return values.tolist()
 
 
 # -- migrations ------------------------------------------------------------------------------
