@@ -40,12 +40,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dashboard_build import JUMP_JS, render, site_middle_chart
 from dashboard_history import make_history
-from harness_docs import suite_manifest
 from history_ingest import ROOT, Variants
 
 from harness.dashboard import build_site
 from harness.history.store import Store
 from protocol import documents
+from tests.support.harness_docs import suite_manifest
 
 TARGETS = {"build + gab (s)": 5.0, "in view (ms)": 2000, "jump (ms)": 2000, "ingest (s)": 60.0}
 # As dashboard_build.JUMP_JS, but until the bottom chart is drawn with Plotly (not sketched).
@@ -54,7 +54,7 @@ JUMP_PLOTLY_JS = JUMP_JS.replace("node.dataset.drawn", "(node.data && node.datas
 
 def jump_plotly(index: Path) -> float:
     """ms from the jump to the bottom chart until Plotly has drawn it (sketch.js's SVG first)."""
-    from browser import Browser
+    from tests.support.browser import Browser
 
     with Browser(width=1400, height=1000) as browser:
         browser.send("Page.addScriptToEvaluateOnNewDocument", {"source": JUMP_PLOTLY_JS})
@@ -114,7 +114,7 @@ def ingest_cli(n: int, folder: Path) -> tuple[float, float]:
 
 
 def screenshots(site: Path, shots: Path) -> list[Path]:
-    from browser import Browser  # tests/browser.py, on the path through dashboard_build
+    from tests.support.browser import Browser  # ROOT on the path through dashboard_build
 
     data = (site / "data.js").read_text()
     cases = orjson.loads(data[data.index("{") : data.rstrip().rindex("}") + 1])["cases"]
