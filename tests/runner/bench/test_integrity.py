@@ -544,10 +544,10 @@ class LazyTensor(Tensor):
 def test_output_problems_name_subclasses_meta_values_host_data_and_other_types():
     outputs = (Tensor(), LazyTensor(), Tensor(meta=True), Tensor("cpu"), 3.0)
     assert integrity.output_problems(outputs, Tensor, "cuda") == [
-        "output 1 is a test_bench_integrity.LazyTensor, a subclass of test_bench_integrity.Tensor",
-        "output 2 is a meta test_bench_integrity.Tensor (it has no data)",
+        f"output 1 is a {__name__}.LazyTensor, a subclass of {__name__}.Tensor",
+        f"output 2 is a meta {__name__}.Tensor (it has no data)",
         "output 3 is on device cpu:0, not on cuda",
-        "output 4 is a float, not a test_bench_integrity.Tensor",
+        f"output 4 is a float, not a {__name__}.Tensor",
     ]
     assert integrity.output_problems(None, Tensor, "cuda") == []
 
@@ -564,7 +564,7 @@ def test_a_subclass_output_is_refused_before_timing_naming_the_implementation_an
     with pytest.raises(bench.DeclarationError) as failure:
         bench.Runner(double, case).compare({"lazy": lambda x: (x * 2).view(Deferred)})
     message = str(failure.value)
-    assert "implementation 'lazy' returned output 0 is a test_bench_integrity.Deferred" in message
+    assert f"implementation 'lazy' returned output 0 is a {__name__}.Deferred" in message
     assert "a subclass of numpy.ndarray" in message and "must be plain numpy.ndarray" in message
     assert session.cases[-1]["error"]["phase"] == "check" and not device.backends
 
