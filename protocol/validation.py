@@ -6,7 +6,7 @@ in jsonschema, which was most of a `runner serve` answer. Only a document it rej
 through jsonschema, whose best match names the field and the rule in the messages the tests and
 users read; its verdict is final, so where the two dialects differ (Python's `$` before a
 trailing newline, a NaN, numpy scalars) a document is rejected only if jsonschema rejects it.
-tests/test_validation_fast.py checks on mutated documents that jsonschema-rs never passes what
+tests/protocol/test_validation.py checks on mutated documents that jsonschema-rs never passes what
 jsonschema fails; the one loosening is a tuple standing for an array, which orjson writes as one.
 Without jsonschema-rs installed (a platform with no wheel), every document goes through jsonschema.
 

@@ -28,7 +28,8 @@ def gpu_unavailable_reason() -> str | None:
 
 
 def pytest_collection_modifyitems(config, items):
-    gpu_items = [item for item in items if "gpu" in item.keywords]
+    # the marker, not a keyword: tests/runner/gpu/ is a node named "gpu" (a keyword of its tests)
+    gpu_items = [item for item in items if item.get_closest_marker("gpu")]
     if not gpu_items:
         return
     reason = gpu_unavailable_reason()

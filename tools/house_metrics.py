@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.test_import_direction import imports
+from tests.architecture.test_import_direction import imports
 
 LONG_LINES = 80
 CODE_DIRS = ("harness", "runner", "protocol", "tools", "benchmarks", "examples")

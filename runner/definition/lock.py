@@ -39,7 +39,7 @@ def lock_path(suite: Suite) -> Path:
 def _function_source(file: Path, name: str) -> str:
     """The reference function's syntax tree, with the module-level definitions it uses (helper
     functions, constants), so reformatting is no change and any edit of code it runs is.
-    (The generator is pinned by golden values in tests/test_generator.py.)"""
+    (The generator is pinned by golden values in tests/runner/gpu/test_generator.py.)"""
     module = ast.parse(file.read_text())
     defined: dict[str, ast.AST] = {}
     for node in module.body:

@@ -9,7 +9,7 @@ fall into one cluster per load. The spread of the cluster medians (the rounds' n
 included, see load_sd) is the per-load standard deviation sd. A side made of L loads (hot: one; cold: COLD_LOADS, its launches taking them in
 turn) carries sd / sqrt(L), a gap two sides: sqrt(2 / L) sd. That is scaled from the normal to
 Student's t quantile on CONTROL_LOADS - 1 degrees of freedom, since sd comes from that many
-loads only; tests/test_coverage.py checks A/A coverage with it and that without it intervals
+loads only; tests/coverage/test_schedules.py checks A/A coverage with it and that without it intervals
 undercover.
 """
 

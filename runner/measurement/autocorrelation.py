@@ -5,7 +5,7 @@ settles, a temperature that wanders, a neighbour's load) lasts several rounds an
 feels it more than the other, consecutive per-round ratios are correlated and the plain
 bootstrap interval is too narrow: simulated A/A gaps of 30 rounds whose log ratios follow an
 AR(1) process cover 1.0 in about 80% of 95% intervals at rho 0.5 and 56% at rho 0.8
-(tests/test_coverage.py). These are pure functions over rows of log ratios (numpy only), so
+(tests/coverage/test_schedules.py). These are pure functions over rows of log ratios (numpy only), so
 stats.gap and the coverage simulations run the same code.
 """
 

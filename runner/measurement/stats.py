@@ -294,7 +294,7 @@ def bootstrap_rows(
 ) -> dict[str, np.ndarray]:
     """The bootstrap interval of the ratio of medians for each row of paired rounds (shapes
     (rows, n), baseline positive), vectorised over rows so gap() and the coverage simulations
-    (tests/test_coverage.py) run the same code. Returns arrays per row: ci_low, ci_high,
+    (tests/coverage/test_schedules.py) run the same code. Returns arrays per row: ci_low, ci_high,
     lag1 (the lag-1 autocorrelation of the per-round log ratios, NaN where not computed),
     block (1: single rounds resampled).
 

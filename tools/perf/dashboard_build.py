@@ -41,13 +41,13 @@ from pathlib import Path
 import orjson
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(Path(__file__).resolve().parent)]
+sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
 
-from browser import Browser, chromium_path  # noqa: E402
 from history_ingest import Variants  # noqa: E402
 
 from harness.dashboard import build_site  # noqa: E402
 from harness.history.store import Store  # noqa: E402
+from tests.support.browser import Browser, chromium_path  # noqa: E402
 
 BUILD_TARGET_S, RENDER_TARGET_S = 5.0, 2.0
 

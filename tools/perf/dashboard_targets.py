@@ -42,10 +42,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dashboard_build import JUMP_JS, render, site_middle_chart
 from dashboard_history import make_history
-from harness_docs import suite_manifest
 from history_ingest import ROOT, Variants
 
 from harness.dashboard import build_site
+from tests.support.harness_docs import suite_manifest
 
 TARGETS = {
     "build + gab (s)": 5.0,
@@ -60,7 +60,7 @@ JUMP_PLOTLY_JS = JUMP_JS.replace("node.dataset.drawn", "(node.data && node.datas
 
 def jump_plotly(index: Path) -> float:
     """ms from the jump to the bottom chart until Plotly has drawn it (sketch.js's SVG first)."""
-    from browser import Browser
+    from tests.support.browser import Browser
 
     with Browser(width=1400, height=1000) as browser:
         browser.send("Page.addScriptToEvaluateOnNewDocument", {"source": JUMP_PLOTLY_JS})
@@ -138,7 +138,7 @@ def counter_steps(site: Path) -> str:
 
 
 def screenshots(site: Path, shots: Path) -> list[Path]:
-    from browser import Browser  # tests/browser.py, on the path through dashboard_build
+    from tests.support.browser import Browser  # ROOT on the path through dashboard_build
 
     data = (site / "data.js").read_text()
     cases = orjson.loads(data[data.index("{") : data.rstrip().rindex("}") + 1])["cases"]

@@ -3,7 +3,7 @@ list the regressions.
 
 Documents: --documents (10,000) runs of --cases (30) cases x 3 implementations (baseline 'cuda',
 candidates 'forth' and 'ptx') x --samples (30) samples, one minute apart, each with its own commit.
-They are variants of one document built by tests/harness_docs.py from the real H200 fixture:
+They are variants of one document built by tests/support/harness_docs.py from the real H200 fixture:
 samples drawn around per-case medians (+-0.2%), statistics from numpy over the same formulas
 as the runner, the gap's interval a fixed +-0.1% (synthetic; the store does not recompute it).
 Planted in them:
@@ -43,14 +43,13 @@ import numpy as np
 import orjson
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-
-from harness_docs import make_document  # noqa: E402
+sys.path.insert(0, str(ROOT))
 
 from harness.analysis.regressions import Policy, current_series, review  # noqa: E402
 from harness.history.counter_series import counter_series  # noqa: E402
 from harness.history.store import Store  # noqa: E402
 from protocol.validation import validate  # noqa: E402
+from tests.support.harness_docs import make_document  # noqa: E402
 
 IMPLS = ("cuda", "forth", "ptx")
 START = datetime(2026, 1, 1, tzinfo=UTC)

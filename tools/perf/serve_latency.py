@@ -6,7 +6,7 @@
 On a GPU box each request launches axpy on 1,024 doubles (16 KiB of data in and out). Without a
 GPU every request is answered with an environment error, which still measures the framing and
 transport costs. `--ssh` adds a client through a real sshd started on 127.0.0.1 for the run
-(tests/sshd.py; needs openssh-server): the local and the SSH client are both started and take
+(tests/support/sshd.py; needs openssh-server): the local and the SSH client are both started and take
 turns, request by request, so that both meet the same machine, and the figure SSH adds is the
 median of the paired differences. Prints one markdown table.
 """
@@ -26,7 +26,7 @@ import numpy as np
 import orjson
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path.insert(0, str(ROOT))
 
 from harness.client import KernelClient, _param  # noqa: E402
 
@@ -106,9 +106,8 @@ def main() -> None:
         if not args.ssh:
             rows.append((*row, taking_turns([local], args.requests)[0], status))
         else:
-            from sshd import running_sshd
-
             from harness.running.transport.ssh import SshTarget, SshTransport
+            from tests.support.sshd import running_sshd
 
             tmp = stack.enter_context(tempfile.TemporaryDirectory())
             server = stack.enter_context(running_sshd(Path(tmp)))

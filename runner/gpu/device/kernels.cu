@@ -3,8 +3,8 @@
 //
 // The PTX next to this file is generated from it (`python -m runner.device`) and committed, so
 // the GPU box needs no compiler for these. runner/generator.py holds the numpy twin of the
-// generator; the two must produce identical bits (tests/test_generator.py compiles the shared
-// part below as host code and compares).
+// generator; the two must produce identical bits (tests/runner/gpu/test_generator.py compiles
+// the shared part below as host code and compares).
 //
 // Host builds (tests only) must disable floating-point contraction (-ffp-contract=off), as the
 // device build does with -fmad=false: a fused multiply-add would change the rounding.

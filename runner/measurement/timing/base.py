@@ -151,7 +151,7 @@ def round_order(names: list[str], round_index: int) -> list[str]:
     (timing.cold), and over 16 cycles every side's samples then start on the places of any
     period of 2 to 16 launches as often as every other side's, whatever the batch, for 2 to 9
     sides (for N a multiple of 4, periods beyond 4N launches stay unbalanced;
-    tests/test_timing_cold.py). With 2 sides this is the Thue-Morse order itself (A B, B A,
+    tests/runner/measurement/timing/test_cold.py). With 2 sides this is the Thue-Morse order itself (A B, B A,
     B A, A B, B A, A B, ...). Reversing alone, without rotation, left the middle side of 3 in
     the middle and 4 or 8 sides on their slot or the mirror one, on disjoint launch places."""
     count = len(names)

@@ -1,4 +1,4 @@
-// Kernels for the runner's GPU tests (tests/test_bench_gpu.py): one correct kernel and
+// Kernels for the runner's GPU tests (tests/runner/execution/test_suite_run_gpu.py): one correct kernel and
 // planted faults. out[i] = a * x[i] for i < n, grid-stride loops.
 #define GRID_STRIDE(i, n) \
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (long long)gridDim.x * blockDim.x)

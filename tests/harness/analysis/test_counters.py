@@ -1,0 +1,105 @@
+"""Counters without a compiler: what a static or profile block becomes, how two are told apart and
+said, the counter words of --fail-on, and profiled counters kept in the history."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.analysis import fail_on
+from harness.analysis.counter_diff import differences, sentence
+from harness.history.counter_series import counter_series
+from harness.history.counters import from_impl, profile_counters, static_counters, value
+from harness.history.store import Store
+from tests.support.harness_docs import make_document, samples
+
+STATIC = {
+    "status": "ok",
+    "resources": {"registers": 32, "spill_store_bytes": 0, "spill_load_bytes": 0, "stack_bytes": 0,
+                  "barriers": 1, "shared_static_bytes": 2048},
+    "occupancy": {"occupancy": 1.0},
+    "instructions": {"classes": {"global_load": 2, "total": 10}, "in_loops": {"global_load": 2, "total": 6},
+                     "loops": [{}]},
+}  # fmt: skip
+
+
+def profile(executed: float, stall: float = 1.0) -> dict:
+    return {
+        "status": "ok",
+        "profiled": True,
+        "tool": "ncu",
+        "version": "2025.3",
+        "stalls": [],
+        "metrics": {
+            "smsp__inst_executed.sum": {"value": executed, "unit": "inst"},
+            "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio": {
+                "value": stall,
+                "unit": "",
+            },
+            "lts__t_sector_hit_rate.pct": {"value": None, "unit": "%"},
+        },
+    }
+
+
+def test_a_static_block_becomes_named_counters_with_units():
+    found = static_counters(STATIC)
+    assert found["static/registers"] == [32, "registers/thread"]
+    assert found["static/shared_static_bytes"] == [2048, "bytes/block"]
+    assert found["static/occupancy"] == [1.0, "fraction"]
+    assert found["static/in_loops/global_load"] == [2, "instructions"]
+    assert found["static/loops"] == [1, "loops"]
+    assert static_counters({"status": "unavailable", "reason": "no ptxas"}) == {}
+    assert value(found, "static/instructions/fp64_fma") == 0  # a class the build lacks
+    assert value({}, "static/instructions/fp64_fma") is None  # no mix at all
+
+
+def test_profiled_counters_keep_ncu_names_and_units_and_skip_what_it_could_not_read():
+    found = profile_counters(profile(1e6))
+    assert found == {
+        "ncu/smsp__inst_executed.sum": [1e6, "inst"],
+        "ncu/smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio": [1.0, ""],
+    }
+    assert from_impl({"static": STATIC, "profile": profile(1e6)}).keys() >= found.keys()
+
+
+def test_static_differences_count_at_any_size_profiled_ones_past_five_percent():
+    base = {**static_counters(STATIC), **profile_counters(profile(1e6, 1.0))}
+    head = {**static_counters({**STATIC, "resources": {**STATIC["resources"], "spill_store_bytes": 16}}),
+            **profile_counters(profile(1.5e6, 1.02))}  # fmt: skip
+    found = differences(base, head)
+    assert [c.name for c in found] == ["static/spill_store_bytes", "ncu/smsp__inst_executed.sum"]
+    assert sentence(found[0]) == "head spills 16 bytes/thread (stores) where base spilled none"
+    assert sentence(found[1]) == "smsp__inst_executed.sum 1.50x (1000000 → 1500000 inst)"
+    assert found[1].profiled and not found[0].profiled
+    assert differences(base, base) == []
+
+
+def test_fail_on_takes_a_time_word_and_counter_words_with_thresholds():
+    spec = fail_on.parse("slower,spills,registers:8,instructions:5%")
+    assert spec.word == "slower"
+    assert [str(r) for r in spec.counters] == ["spills", "registers:8", "instructions:5%"]
+    rule = spec.counters[2]
+    assert rule.trips({"static/instructions/total": 100}, {"static/instructions/total": 106})
+    assert not rule.trips({"static/instructions/total": 100}, {"static/instructions/total": 105})
+    assert not rule.trips({"static/instructions/total": None}, {"static/instructions/total": 900})
+    assert fail_on.parse("any").word == "changed"
+    for bad, message in (("spils", "unknown word 'spils'"), ("registers:x", "a number >= 0")):
+        with pytest.raises(ValueError, match=message):
+            fail_on.parse(bad)
+
+
+def test_profiled_counters_are_kept_in_the_history_without_steps(tmp_path):
+    with Store(tmp_path / "h.sqlite") as store:
+        for k, executed in enumerate((1e6, 1.01e6, 2e6)):
+            doc = make_document(
+                {"c": {"cuda": samples(1e-3, seed=k), "forth": samples(1e-3, seed=9 + k)}},
+                commit=f"{k:040x}",
+                started_utc=f"2026-11-0{k + 1}T00:00:00Z",
+            )
+            doc["options"]["profile"] = True
+            doc["cases"][0]["implementations"]["forth"]["profile"] = profile(executed)
+            store.ingest(doc, trusted=True)
+        sid = next(s["series_id"] for s in store.list_series() if s["impl"] == "forth")
+        panel = counter_series(store, sid)["counters"]
+    executed = panel["ncu/smsp__inst_executed.sum"]
+    assert executed["profiled"] and executed["values"] == [1e6, 1.01e6, 2e6]
+    assert executed["steps"] == [] and executed["unit"] == "inst"

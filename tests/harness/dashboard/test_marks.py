@@ -1,0 +1,102 @@
+"""The dashboard's change-point marks and open alerts (harness.dashboard.alerts, marks.js), and
+the size of its github-action-benchmark data (harness.dashboard.gab)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.dashboard import build_site
+from harness.dashboard.gab import GAB_DATA
+from harness.history.store import Store
+from tests.support.browser import Browser, chromium_path
+from tests.support.dashboard_page import draw_every_chart, read_js_json
+from tests.support.harness_docs import make_document, samples
+
+RUNS = 40
+STEP_AT = 20  # axpy's forth is 8% slower from this run on: a change point, long since the newest
+NEWEST_SLOWER = 1.2  # scale's forth is 20% slower in the newest run only: a newest-point alert
+
+
+def run_document(k: int) -> dict:
+    rng = np.random.default_rng(k)
+    axpy = 1.2e-3 * (1.08 if k >= STEP_AT else 1.0) * (1 + 0.004 * rng.uniform(-1, 1))
+    scale = 2.4e-6 * (NEWEST_SLOWER if k == RUNS - 1 else 1.0) * (1 + 0.004 * rng.uniform(-1, 1))
+    cases = {
+        "axpy": {"cuda": samples(1e-3, seed=k), "forth": samples(axpy, seed=100 + k)},
+        "scale": {"cuda": samples(2e-6, seed=200 + k), "forth": samples(scale, seed=300 + k)},
+    }
+    return make_document(
+        cases, commit=f"{k:040x}", started_utc=f"2026-12-01T10:{k:02d}:00Z", resamples=50
+    )
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    db = tmp_path_factory.mktemp("history") / "history.sqlite"
+    with Store(db) as store:
+        for k in range(RUNS):
+            assert store.ingest(run_document(k), trusted=True).stored
+    out = tmp_path_factory.mktemp("site") / "site"
+    build_site(db, out, formats=("github-action-benchmark",))
+    return out, read_js_json(out / "data.js", "window.KERNELGAP_DATA = ")
+
+
+def test_data_marks_the_step_and_lists_the_open_alerts(site):
+    out, data = site
+    axpy = next(c for c in data["cases"] if c["id"] == "axpy")
+    steps = [m for m in axpy["changes"] if m["kind"] == "step" and m["impl"] == "forth"]
+    assert {m["metric"] for m in steps} == {"gap", "time"}
+    for m in steps:
+        assert data["runs"]["commit"][m["run"]] == f"{STEP_AT:040x}"  # the first run after it
+        assert data["runs"]["commit"][m["from"]] == f"{STEP_AT - 1:040x}"
+        assert m["relative"] == pytest.approx(0.08, abs=0.01)
+    alerts = data["alerts"]
+    newest = [a for a in alerts if a["case"] == "scale" and a["kind"] == "newest point"]
+    assert {a["metric"] for a in newest} == {"gap", "time"}
+    assert all(a["direction"] == "slower" and a["anchor"] for a in newest)
+    assert data["runs"]["commit"][newest[0]["run"]] == f"{RUNS - 1:040x}"
+    # The step is 20 runs old: marked on the chart, no longer an open alert.
+    assert not [a for a in alerts if a["case"] == "axpy"]
+    assert (out / "marks.js").is_file()
+    assert '<script src="marks.js"></script>' in (out / "index.html").read_text()
+
+
+def test_github_action_benchmark_data_keeps_gaps_and_names_the_raw_document(site):
+    out, _ = site
+    gab = read_js_json(out / GAB_DATA, "window.BENCHMARK_DATA = ")
+    (entries,) = gab["entries"].values()
+    assert len(entries) == RUNS
+    last = entries[-1]
+    names = [b["name"] for b in last["benches"]]
+    assert names == ["axpy/v1/gap/forth", "scale/v1/gap/forth", "suite/geomean_gap/forth"]
+    assert all(set(b) == {"name", "unit", "value"} for b in last["benches"])
+    assert "raw document: runs/" in last["commit"]["message"]
+    per_run = (out / GAB_DATA).stat().st_size / RUNS
+    assert per_run < 2_000  # 2 cases: a 67-case suite stays under 10 kB a run (RESULTS.md)
+
+
+@pytest.mark.skipif(
+    chromium_path() is None, reason="chromium is not installed (apt-get install chromium)"
+)
+def test_the_page_shows_the_alerts_on_top_and_the_marks_on_the_charts(site, tmp_path):
+    out, _ = site
+    with Browser(width=1400, height=1600) as browser:
+        browser.open((out / "index.html").as_uri())
+        state = draw_every_chart(browser)
+        items = browser.evaluate(
+            "[...document.querySelectorAll('#alerts li')].map(li => li.textContent)"
+        )
+        alerts_top = browser.evaluate(
+            "document.getElementById('alerts').getBoundingClientRect().top"
+        )
+        dashed = browser.evaluate(
+            "document.getElementById('chart-case-axpy').layout.shapes"
+            ".filter(s => s.line && s.line.dash === 'dash' && s.xref !== 'x domain').length"
+        )
+        browser.screenshot(tmp_path / "marks.png")
+    assert state["errors"] == [] and state["alerts"] == len(items) >= 2
+    assert all("scale" in text and "slower" in text for text in items)
+    assert all(text.startswith("hot") for text in items)  # each alert names its mode
+    assert alerts_top < 1000  # in the first window, beside the lead chart
+    assert dashed == 1  # the step, in the gap panel (the one shown)

@@ -1,0 +1,155 @@
+"""`harness ingest A.json B.json ...`: every file read and checked first, then all stored in one
+transaction (Store.ingest_many), or none of them."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.commands.ingest import PARALLEL_FROM
+from harness.history.store import Store, StoreError
+from harness.history.store_ingest import prepared
+from tests.support.harness_docs import small_run, suite_manifest
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def written(tmp_path, documents):
+    cases = suite_manifest(tmp_path, *documents)
+    paths = []
+    for k, doc in enumerate(documents):
+        paths.append(tmp_path / f"run-{k}.json")
+        paths[-1].write_bytes(orjson.dumps(doc))
+    return cases, paths
+
+
+def test_many_files_are_stored_in_one_call(tmp_path):
+    db = tmp_path / "h.sqlite"
+    cases, paths = written(tmp_path, [small_run(k) for k in range(5)])
+    done = invoke("ingest", *paths, paths[0], "--db", db, "--trusted", "--cases", cases)
+    assert done.exit_code == 0, done.output
+    assert "5 of 6 runs stored" in done.stderr  # the same run given twice is stored once
+    with Store(db, readonly=True) as store:
+        assert len(store.runs()) == 5
+        assert all(s["points"] == 5 for s in store.list_series())
+    again = invoke("ingest", *paths, "--db", db, "--trusted", "--cases", cases)
+    assert again.exit_code == 0 and "0 of 5 runs stored" in again.stderr
+
+
+def test_one_bad_file_stores_none(tmp_path):
+    db = tmp_path / "h.sqlite"
+    cases, paths = written(tmp_path, [small_run(k) for k in range(3)])
+    paths[1].write_text('{"schema_version": "1.0.0"}')
+    done = invoke("ingest", *paths, "--db", db, "--trusted", "--cases", cases)
+    assert done.exit_code == 2 and str(paths[1]) in done.stderr
+    assert not db.exists()
+
+
+def test_ingest_many_rolls_back_all_on_an_error(tmp_path):
+    db = tmp_path / "h.sqlite"
+    good, bad = small_run(0), small_run(1)
+    bad["cases"].append(bad["cases"][0])  # a case id listed twice
+    with Store(db) as store:
+        with pytest.raises(StoreError, match="listed twice"):
+            store.ingest_many([(good, "good"), (bad, "bad")])
+        assert store.runs() == []
+        reports = store.ingest_many([(good, "good")])
+        assert reports[0].stored and len(store.runs()) == 1
+
+
+STATIC = orjson.loads((Path(__file__).parent / "fixtures" / "static-axpy-forth.json").read_bytes())
+# Every column but the moment of the ingest itself (runs.ingested_utc, meta.created_utc).
+TABLES = {
+    "runs": "run, run_id, started_utc, finished_utc, commit_sha, dirty, gpu, suite_name, "
+    "suite_version, suite_sha256, suite_gpu, schema_version, environment, document",
+    "series": "*",
+    "points": "*",
+    "counters": "*",
+    "counter_sets": "*",
+}
+
+
+def mixed_runs(n: int) -> list[dict]:
+    """n runs of one case: counters (static from run 3, a new static analysis and ncu metrics
+    from run 8), a new source (a new series) from run 6, an unstable run and a failed case."""
+    docs = []
+    for k in range(n):
+        doc = small_run(
+            k,
+            source_sha={"forth": "6" * 64} if k >= 6 else None,
+            unstable={"forth"} if k == 4 else (),
+            failed={"axpy": "launch"} if k == 9 else None,
+        )
+        forth = doc["cases"][0]["implementations"]["forth"]
+        if k >= 3 and "timing" in forth:
+            forth["static"] = STATIC["head" if k >= 8 else "base"]
+        if k >= 8 and "timing" in forth:
+            metric = {"value": 1e6 + k, "unit": "inst"}
+            forth["profile"] = {"status": "ok", "profiled": True, "tool": "ncu",
+                                "version": "2025.3", "stalls": [],
+                                "metrics": {"smsp__inst_executed.sum": metric}}  # fmt: skip
+        docs.append(doc)
+    return docs
+
+
+def contents(db) -> dict[str, list[tuple]]:
+    with sqlite3.connect(db) as con:
+        return {
+            table: con.execute(f"SELECT {columns} FROM {table} ORDER BY 1, 2").fetchall()
+            for table, columns in TABLES.items()
+        }
+
+
+def test_the_bulk_path_stores_exactly_what_one_ingest_per_run_stores(tmp_path):
+    docs = mixed_runs(PARALLEL_FROM + 4)  # enough files for the worker processes
+    cases, paths = written(tmp_path, docs)
+    bulk, one = tmp_path / "bulk.sqlite", tmp_path / "one.sqlite"
+    done = invoke("ingest", *paths, paths[5], "--db", bulk, "--trusted", "--cases", cases)
+    assert done.exit_code == 0, done.output
+    assert f"{len(docs)} of {len(docs) + 1} runs stored" in done.stderr  # the duplicate once
+    with Store(one) as store:
+        for k, doc in enumerate(docs):
+            assert store.ingest(doc, trusted=True, what=f"run {k}").stored
+    found, expected = contents(bulk), contents(one)
+    assert found["counters"] and found["counter_sets"] and len(found["series"]) == 3
+    assert found == expected
+
+
+def test_a_refused_document_in_the_middle_of_a_bulk_ingest_stores_none_and_keeps_the_rest(
+    tmp_path,
+):
+    docs = mixed_runs(PARALLEL_FROM + 4)
+    cases, paths = written(tmp_path, docs)
+    db = tmp_path / "h.sqlite"
+    assert invoke("ingest", *paths[:3], "--db", db, "--trusted", "--cases", cases).exit_code == 0
+    before = contents(db)
+    paths[11].write_bytes(paths[11].read_bytes().replace(b'"median_s":', b'"median_s":"x",', 1))
+    done = invoke("ingest", *paths, "--db", db, "--trusted", "--cases", cases)
+    assert done.exit_code == 2 and str(paths[11]) in done.stderr
+    assert "does not match" in done.stderr or "JSON" in done.stderr
+    assert contents(db) == before  # nothing stored by the refused call, nothing lost
+    with Store(db, readonly=True) as store:
+        assert len(store.runs()) == 3
+
+
+def test_ingest_planned_takes_plans_made_elsewhere(tmp_path):
+    """Store.ingest_planned with store_ingest.prepared: the worker processes' path, in one."""
+    docs = mixed_runs(10)
+    with Store(tmp_path / "h.sqlite") as store:
+        first = store.ingest_planned(prepared(d, path=store.path, what="a") for d in docs[:6])
+        reports = store.ingest_planned(
+            prepared(doc, path=store.path, what=f"run {k}") for k, doc in enumerate(docs)
+        )
+        assert [r.stored for r in first] == [True] * 6
+        assert [r.already_stored for r in reports] == [True] * 6 + [False] * 4
+        assert [r.stored for r in reports] == [False] * 6 + [True] * 4
+        # new against the store before the batch: run 6's new forth source, not its baseline
+        assert [p.new_series for p in reports[6].points] == [False, True]
+        assert store.raw_document(reports[8].run_id) == docs[8]

@@ -1,0 +1,334 @@
+"""The timing strategies (hot, cold) driven by a fake device: calibration, ordering, drift."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from runner.measurement import stats
+from runner.measurement.timing import MODES, ColdMode, HotMode, TimingSettings, base, measure
+from runner.measurement.timing.base import copy_turn, quantize_batch, round_order
+from runner.measurement.timing.hot import calibrate
+from tests.support.fake_device import TIMED, FakeBackend, timed_names
+
+
+def batch_of(per_launch_s: float, settings: TimingSettings, overhead_s: float = 5e-6) -> int:
+    backend = FakeBackend({"k": per_launch_s}, overhead_s=overhead_s)
+    return calibrate(lambda b: backend.timed_batch("k", b), settings)
+
+
+# --- calibration ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("per_launch_s", [1e-6, 3e-6, 1e-5, 1e-4, 1e-3, 7e-3, 2e-2])
+@pytest.mark.parametrize("target_s", [0.05, 0.01])
+def test_calibration_reaches_the_target_sample_time(per_launch_s, target_s):
+    settings = TimingSettings(target_sample_s=target_s)
+    batch = batch_of(per_launch_s, settings)
+    if per_launch_s > 1.5 * target_s:  # one launch already overshoots: the smallest batch
+        assert batch == 1
+        return
+    assert 0.5 * target_s <= batch * per_launch_s <= 1.5 * target_s, batch
+    if batch > settings.graph_launches:
+        assert batch % settings.graph_launches == 0
+
+
+def test_a_kernel_longer_than_the_target_runs_once_per_sample():
+    assert batch_of(0.2, TimingSettings()) == 1
+    assert batch_of(0.08, TimingSettings()) == 1  # 1.6 x target: one launch is the closest
+
+
+def test_calibration_stops_at_max_batch():
+    settings = TimingSettings(max_batch=20_000, graph_launches=1000)
+    assert batch_of(1e-8, settings) == 20_000
+    assert batch_of(1e-8, TimingSettings()) == TimingSettings().max_batch
+
+
+def test_max_batch_holds_when_not_a_multiple_of_graph_launches():
+    assert batch_of(1e-8, TimingSettings(max_batch=1500, graph_launches=1000)) <= 1500
+
+
+def test_quantize_batch():
+    assert quantize_batch(999, 1000) == 999
+    assert quantize_batch(1000, 1000) == 1000
+    assert quantize_batch(1001, 1000) == 2000
+    assert quantize_batch(7, 1) == 7
+
+
+# --- hot mode ------------------------------------------------------------------------------
+
+
+def run_hot(per_launch_s: dict, **settings) -> tuple[FakeBackend, object]:
+    backend = FakeBackend(per_launch_s)
+    return backend, HotMode().measure(backend, list(per_launch_s), TimingSettings(**settings))
+
+
+def test_hot_samples_are_per_launch_times():
+    per = {"A": 2e-6, "B": 4e-4}
+    backend, m = run_hot(per, samples=12)
+    assert m.mode == "hot" and set(m.impls) == {"A", "B"}
+    for name, t in m.impls.items():
+        assert len(t.samples_s) == 12
+        assert t.batch >= 1 and t.method == HotMode.method and t.calibration_s >= 0
+        # elapsed / batch, with the fake's fixed replay overhead spread over the batch
+        expected = (backend.overhead_s + t.batch * per[name]) / t.batch
+        assert t.samples_s == pytest.approx([expected] * 12, rel=1e-12)
+        assert t.samples_s[0] == pytest.approx(per[name], rel=0.01)
+    sample_calls = [c for c in backend.calls if c[0] == "timed_batch"][-24:]
+    assert all(c[2] == m.impls[c[1]].batch for c in sample_calls)
+
+
+def test_hot_warmup_comes_first_and_uses_the_setting():
+    backend, _ = run_hot({"A": 1e-5, "B": 2e-5, "C": 3e-5}, warmup=7, samples=4)
+    warmups = [c for c in backend.calls if c[0] == "warmup"]
+    assert warmups == [("warmup", n, 7) for n in "ABC"]
+    first_timed = min(i for i, c in enumerate(backend.calls) if c[0] in TIMED)
+    last_warmup = max(i for i, c in enumerate(backend.calls) if c[0] == "warmup")
+    assert last_warmup < first_timed
+
+
+@pytest.mark.parametrize(
+    ("names", "rounds"),
+    [("AB", ["AB", "BA", "BA", "AB", "BA"]), ("ABC", ["ABC", "CBA", "BCA", "ACB", "CAB"])],
+)
+def test_hot_rounds_run_in_the_latin_square_order(names, rounds):
+    backend, m = run_hot({n: 1e-4 for n in names}, samples=len(rounds))
+    assert m.orders == [list(r) for r in rounds]
+    sample_calls = timed_names(backend.calls)[-len(names) * len(rounds) :]
+    assert "".join(sample_calls) == "".join(rounds)
+    for t in m.impls.values():
+        assert len(t.samples_s) == len(rounds)
+
+
+def test_round_order():
+    assert round_order(["A", "B", "C"], 0) == ["A", "B", "C"]
+    assert round_order(["A", "B", "C"], 1) == ["C", "B", "A"]
+    assert round_order(["A"], 5) == ["A"]
+    assert round_order([], 3) == []
+    # 2 sides: the Thue-Morse order 0 1 1 0 1 0 0 1; every pair (2s, 2s + 1) runs both orders
+    firsts = "".join(round_order(["A", "B"], r)[0] for r in range(16))
+    assert firsts == "ABBABAABBAABABBA"
+    assert all(firsts[i] != firsts[i + 1] for i in range(0, 16, 2))
+
+
+@pytest.mark.parametrize("count", range(2, 10))
+def test_round_order_is_a_latin_square_for_any_number_of_sides(count):
+    """Over every cycle of 2 N rounds each side takes every place of a round exactly twice;
+    every pair of rounds is one order and its reverse (linear drift cancels pair by pair); and
+    every two sides meet in both orders equally often."""
+    names = [f"s{i}" for i in range(count)]
+    for cycle in range(3):
+        rounds = [round_order(names, 2 * count * cycle + r) for r in range(2 * count)]
+        assert all(sorted(r) == names for r in rounds)
+        for name in names:
+            assert sorted(r.index(name) for r in rounds) == sorted(2 * list(range(count)))
+        assert all(rounds[i + 1] == rounds[i][::-1] for i in range(0, 2 * count, 2))
+        for a, b in itertools.combinations(names, 2):
+            before = sum(r.index(a) < r.index(b) for r in rounds)
+            assert before == count, (a, b)
+        for pair in range(0, 2 * count, 2):  # the mean place within a pair is the same for all
+            means = {n: rounds[pair].index(n) + count + rounds[pair + 1].index(n) for n in names}
+            assert len(set(means.values())) == 1
+
+
+def test_hot_resets_before_every_timed_call():
+    backend, _ = run_hot({"A": 1e-5, "B": 1e-3}, samples=6)
+    calls = backend.calls
+    samples_start = len(calls) - 2 * 6 * 2  # each sample is one reset and one timed call
+    for i, c in enumerate(calls):
+        if c[0] != "timed_batch":
+            continue
+        # the latest reset before this call is of the same implementation, with nothing of
+        # another implementation in between
+        j = max(k for k in range(i) if calls[k][0] == "reset")
+        assert calls[j] == ("reset", c[1])
+        assert all(x[1] == c[1] for x in calls[j:i])
+        if i >= samples_start:
+            assert calls[i - 1] == ("reset", c[1])
+
+
+# --- drift and gaps ------------------------------------------------------------------------
+
+
+def drifting_gap(candidate_factor: float, mode: str, drift: float = 0.01) -> dict:
+    backend = FakeBackend(
+        {"base": 1e-4, "cand": 1e-4 * candidate_factor}, drift_per_call=drift, overhead_s=0.0
+    )
+    m = measure(backend, ["base", "cand"], TimingSettings(mode=mode, samples=30))
+    return stats.gap(m.impls["base"].samples_s, m.impls["cand"].samples_s)
+
+
+@pytest.mark.parametrize("mode", ["hot", "cold"])
+def test_linear_drift_cancels_in_paired_rounds(mode):
+    g = drifting_gap(1.0, mode)
+    assert g["ratio_of_medians"] == pytest.approx(1.0, rel=0.005)
+    assert g["ci_low"] <= 1.0 <= g["ci_high"]
+
+
+def test_drift_would_bias_a_fixed_order(monkeypatch):
+    # The same drift with A B every round: the later side looks ~1 % slower per call of lag.
+    monkeypatch.setattr(base, "round_order", lambda names, r: list(names))
+    g = drifting_gap(1.0, "hot")
+    assert g["ratio_of_medians"] > 1.005
+
+
+@pytest.mark.parametrize("mode", ["hot", "cold"])
+def test_a_twice_slower_candidate_has_gap_two(mode):
+    g = drifting_gap(2.0, mode, drift=0.002)
+    assert g["ratio_of_medians"] == pytest.approx(2.0, rel=0.01)
+    assert g["ci_low"] <= 2.0 <= g["ci_high"] and g["ci_high"] - g["ci_low"] < 0.1
+
+
+def test_noisy_candidate_gap():
+    backend = FakeBackend({"base": 1e-5, "cand": 2e-5}, noise=0.01, seed=3)
+    m = measure(backend, ["base", "cand"], TimingSettings(samples=40))
+    g = stats.gap(m.impls["base"].samples_s, m.impls["cand"].samples_s)
+    assert g["ratio_of_medians"] == pytest.approx(2.0, rel=0.02)
+    assert g["ci_low"] < g["ratio_of_medians"] < g["ci_high"]
+    assert stats.summarize(m.impls["cand"].samples_s)["stable"]
+
+
+# --- settings and dispatch -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "label"),
+    [
+        ({"mode": "warm"}, "TimingSettings.mode"),
+        ({"samples": 0}, "samples >= 1"),
+        ({"warmup": -1}, "warmup >= 0"),
+        ({"target_sample_s": 0.0}, "TimingSettings.target_sample_s"),
+        ({"target_sample_s": -1.0}, "TimingSettings.target_sample_s"),
+        ({"target_sample_s": math.nan}, "TimingSettings.target_sample_s"),
+        ({"cold_launches": 0}, "cold_launches must be None or an integer"),
+        ({"cold_launches": 2.0}, "cold_launches must be None or an integer"),
+    ],
+)
+def test_settings_reject_bad_values(kwargs, label):
+    with pytest.raises(ValueError, match=label):
+        TimingSettings(**kwargs)
+
+
+def test_settings_defaults_follow_the_design():
+    s = TimingSettings()
+    assert (s.mode, s.warmup, s.samples, s.target_sample_s) == ("hot", 10, 30, 0.050)
+
+
+def test_measure_dispatches_by_mode():
+    assert {"hot": HotMode, "cold": ColdMode} == MODES
+    for mode, timed in (("hot", "timed_batch"), ("cold", "timed_cold")):
+        backend = FakeBackend({"A": 1e-4})
+        m = measure(backend, ["A"], TimingSettings(mode=mode, samples=3))
+        assert m.mode == mode
+        assert {c[0] for c in backend.calls if c[0] in TIMED} == {timed}
+        assert len(m.impls["A"].samples_s) == 3
+
+
+def _timed_names(calls, kind):
+    return [c[1] for c in calls if c[0] == kind]
+
+
+@pytest.mark.parametrize("mode", ["cold", "hot"])
+def test_passes_schedule_runs_a_b_c_c_b_a_with_samples_split(mode):
+    backend = FakeBackend({"A": 1e-5, "B": 2e-5, "C": 3e-5})
+    settings = TimingSettings(mode=mode, samples=8, warmup=1, schedule="passes", cold_launches=1)
+    m = measure(backend, ["A", "B", "C"], settings)
+    kind = "timed_cold" if mode == "cold" else "timed_batch"
+    timed = _timed_names(backend.calls, kind)
+    if mode == "hot":  # calibration batches come first, implementation by implementation
+        timed = timed[-24:]
+    assert timed == ["A"] * 4 + ["B"] * 4 + ["C"] * 8 + ["B"] * 4 + ["A"] * 4
+    assert m.orders == [["A", "B", "C"], ["C", "B", "A"]]
+    assert all(len(t.samples_s) == 8 for t in m.impls.values())
+
+
+def test_passes_schedule_cancels_linear_drift():
+    backend = FakeBackend({"A": 1e-5, "B": 1e-5}, drift_per_call=1e-3)
+    m = measure(backend, ["A", "B"], TimingSettings(mode="cold", samples=30, schedule="passes"))
+    ratio = stats.median(m.impls["B"].samples_s) / stats.median(m.impls["A"].samples_s)
+    assert ratio == pytest.approx(1.0, abs=2e-3)
+
+
+def test_schedule_settings_are_checked():
+    with pytest.raises(ValueError, match="schedule must be one of rounds, passes"):
+        TimingSettings(schedule="zigzag")
+    with pytest.raises(ValueError, match="samples must be even"):
+        TimingSettings(schedule="passes", samples=7)
+
+
+# ---- output dependence (issue 13): a kernel faster when its answer is already there -----------
+
+
+class PoisonBackend:
+    """Per-launch kernel seconds `plain` on settled outputs and `computing` on poisoned ones,
+    plus `poison` seconds a launch for the poison itself."""
+
+    def __init__(self, plain: float, computing: float, poison: float):
+        self.plain, self.computing, self.poison = plain, computing, poison
+        self.resets = 0
+
+    def reset(self, name):
+        self.resets += 1
+
+    def timed_poisoned(self, name, batch, with_kernel):
+        return batch * (self.poison + (self.computing if with_kernel else 0.0))
+
+
+def measured(plain_s: float, batch: int = 100):
+    from runner.measurement.timing.base import ImplTiming, Measurement
+
+    timing = ImplTiming(
+        "k", samples_s=[plain_s * (1 + 0.001 * (i % 3 - 1)) for i in range(30)], batch=batch
+    )
+    return Measurement("hot", {"k": timing}, [["k"]], 10, 1.0)
+
+
+def test_an_honest_kernel_is_not_output_dependent():
+    from runner.measurement.timing import output_dependence
+
+    found = output_dependence.check(PoisonBackend(10e-6, 10.3e-6, 50e-6), ["k"], measured(10e-6))
+    assert found["k"]["output_dependent"] is False
+    assert found["k"]["ratio"] == pytest.approx(1.03, rel=1e-6)
+
+
+def test_a_kernel_that_skips_work_on_settled_outputs_is_flagged():
+    from runner.measurement.timing import output_dependence
+
+    found = output_dependence.check(PoisonBackend(2e-6, 40e-6, 5e-6), ["k"], measured(2e-6))
+    assert found["k"]["output_dependent"] is True
+    assert found["k"]["ratio"] == pytest.approx(20.0, rel=1e-6) and found["k"]["limit"] == 1.1
+
+
+class PinningBackend(FakeBackend):
+    """A FakeBackend that pins the A/A control's samples to one of its loads each, as
+    CudaBackend does, each load running at an offset of its own."""
+
+    def __init__(self, per_launch_s, pinned: str, offsets: list[float]):
+        super().__init__(per_launch_s)
+        self.pinned, self.offsets, self.pin = pinned, offsets, 0  # calibration: load 0
+
+    def pin_copy(self, name: str, sample: int) -> int | None:
+        if name != self.pinned:
+            return None
+        self.pin = copy_turn(sample, len(self.offsets))
+        return self.pin
+
+    def timed_batch(self, name: str, batch: int) -> float:
+        seconds = super().timed_batch(name, batch)
+        return seconds * (1 + self.offsets[self.pin]) if name == self.pinned else seconds
+
+
+@pytest.mark.parametrize("mode", ["hot", "cold"])
+def test_the_control_s_samples_take_its_loads_in_turn_and_say_which(mode):
+    offsets = [0.0, 0.01, -0.01, 0.02]
+    backend = PinningBackend({"a": 1e-5, "b": 1e-5, "a~aa": 1e-5}, "a~aa", offsets)
+    m = measure(backend, ["a", "b", "a~aa"], TimingSettings(mode=mode, samples=8))
+    assert m.impls["a"].loads is None and m.impls["b"].loads is None
+    assert m.impls["a~aa"].loads == [copy_turn(k, 4) for k in range(8)]
+    if mode == "hot":  # each sample ran on the load it names
+        ratios = np.array(m.impls["a~aa"].samples_s) / np.array(m.impls["a"].samples_s)
+        got = ratios - 1 - np.array(offsets)[m.impls["a~aa"].loads]
+        assert np.allclose(got, 0.0, atol=1e-3)

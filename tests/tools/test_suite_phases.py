@@ -1,0 +1,60 @@
+"""tools/perf/suite_phases.py: its phase table from result documents, old and new."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "tools" / "perf" / "suite_phases.py"
+if not SCRIPT.exists():  # harness run ships the package and its tests to a GPU box, not tools/
+    pytest.skip(f"{SCRIPT} is not in this tree", allow_module_level=True)
+spec = importlib.util.spec_from_file_location("suite_phases", SCRIPT)
+suite_phases = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(suite_phases)
+
+
+def case(phases: dict, worker_wall_s: float, calibration_s: float = 0.0, **extra) -> dict:
+    return {
+        "id": "axpy_f64",
+        "phases_s": phases,
+        "worker_wall_s": worker_wall_s,
+        "implementations": {"cuda": {"timing": {"calibration_s": calibration_s}}, "x": {}},
+        **extra,
+    }
+
+
+def test_phases_of_a_new_document_leave_the_rest_in_other():
+    row = suite_phases.case_phases(
+        case(
+            {"worker_start_s": 1.0, "setup_s": 0.5, "timing_s": 4.0, "build_s": 0.2},
+            worker_wall_s=7.0,
+            calibration_s=1.5,
+        )
+    )
+    assert row["calib"] == 1.5 and row["timing"] == 2.5  # timing without its calibration
+    assert row["other"] == 7.0 - (1.0 + 0.5 + 1.5 + 2.5)
+    assert row["case"] == 7.2 and row["xcheck"] is None
+
+
+def test_an_old_document_falls_back_on_timing_wall_and_shows_missing_phases(tmp_path, capsys):
+    old = case({"check_s": 2.0, "check_timed_size_s": 12.6}, 20.0, 1.0, timing_wall_s=5.0)
+    new = case({"check_s": 2.0, "check_timed_size_s": 0.4, "timing_s": 5.0}, 9.0, 1.0)
+    docs = []
+    for name, c in (("before", old), ("after", new)):
+        doc = {
+            "schema_version": "1.8.0",
+            "options": {"mode": "hot"},
+            "started_utc": "2026-01-01T00:00:00Z",
+            "finished_utc": "2026-01-01T00:00:30Z",
+            "cases": [c],
+        }
+        (tmp_path / f"{name}.json").write_text(json.dumps(doc))
+        docs.append(tmp_path / f"{name}.json")
+    suite_phases.print_tables(docs)
+    out = capsys.readouterr().out
+    assert "| axpy_f64 | - | - | - | 2.00 | - | 12.60 |" in out
+    assert "| xcheck | 12.60 | 0.40 |" in out and "| run | 30.00 | 30.00 |" in out
