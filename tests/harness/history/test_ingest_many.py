@@ -14,6 +14,7 @@ from harness.cli import main
 from harness.commands.ingest import PARALLEL_FROM
 from harness.history.store import Store, StoreError
 from harness.history.store_ingest import prepared
+from tests.conftest import ROOT
 from tests.support.harness_docs import small_run, suite_manifest
 
 
@@ -64,7 +65,7 @@ def test_ingest_many_rolls_back_all_on_an_error(tmp_path):
         assert reports[0].stored and len(store.runs()) == 1
 
 
-STATIC = orjson.loads((Path(__file__).parent / "fixtures" / "static-axpy-forth.json").read_bytes())
+STATIC = orjson.loads((ROOT / "tests" / "fixtures" / "static-axpy-forth.json").read_bytes())
 # Every column but the moment of the ingest itself (runs.ingested_utc, meta.created_utc).
 TABLES = {
     "runs": "run, run_id, started_utc, finished_utc, commit_sha, dirty, gpu, suite_name, "
