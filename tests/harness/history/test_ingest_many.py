@@ -4,7 +4,6 @@ transaction (Store.ingest_many), or none of them."""
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 
 import orjson
 import pytest
