@@ -332,3 +332,21 @@ def test_the_control_s_samples_take_its_loads_in_turn_and_say_which(mode):
         ratios = np.array(m.impls["a~aa"].samples_s) / np.array(m.impls["a"].samples_s)
         got = ratios - 1 - np.array(offsets)[m.impls["a~aa"].loads]
         assert np.allclose(got, 0.0, atol=1e-3)
+
+
+def test_the_stopping_rule_widens_by_the_control_s_term_once_it_has_loads():
+    """runner bench's --precision: the term is the A/A control's (aa_control.running_term), the
+    same the document then gives every gap; loads 1% apart put the floor above a 0.5% target,
+    so the rule stops after the first samples, saying where its term came from."""
+    from runner.measurement import aa_control
+
+    offsets = [0.0, 0.01, -0.01, 0.02, -0.02, 0.0, 0.01, -0.01]
+    backend = PinningBackend({"a": 1e-5, "b": 1e-5, "a~aa": 1e-5}, "a~aa", offsets)
+    settings = TimingSettings(samples=32, precision=0.005)
+    term = aa_control.running_term("a", "a~aa", 1)
+    m = measure(backend, ["a", "b", "a~aa"], settings, baseline="a", control_term=term)
+    p = m.precision
+    assert p["systematic_source"] == "control" and p["stopped_by"] == "floor", p
+    a, ctl = m.impls["a"], m.impls["a~aa"]
+    expected = aa_control.term_of(a.samples_s, ctl.samples_s, ctl.loads, 1)[0]
+    assert p["systematic"] == pytest.approx(expected) and expected > 0.005 / 1.96

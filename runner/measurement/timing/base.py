@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Protocol
 
 from runner.measurement import stats
@@ -66,8 +67,6 @@ class TimingSettings:
                 f"TimingSettings.precision must be a fraction in (0, 1), e.g. 0.005 for 0.5% "
                 f"(got {self.precision!r})"
             )
-        if self.precision is not None and (why := stats.unreachable_precision(self.precision)):
-            raise ValueError(f"TimingSettings.precision {why}")
         if self.max_samples < self.samples:
             raise ValueError(
                 f"TimingSettings.max_samples ({self.max_samples}) must be >= samples ({self.samples})"
@@ -251,16 +250,20 @@ def _sampled(sample, name: str, monitor: Monitor | None, timing: ImplTiming) -> 
 
 
 def precision_reached(
-    timings: dict[str, ImplTiming], baseline: str, target: float, mode: str = "hot"
+    timings: dict[str, ImplTiming],
+    baseline: str,
+    target: float,
+    mode: str = "hot",
+    systematic: float | None = None,
 ) -> tuple[bool, float]:
-    """Whether every candidate's gap interval has a half-width <= target x its gap; and the
-    largest relative half-width (with no candidate: True, 0). A bootstrap of 2,000 resamples
-    is enough to decide. The interval is the result's (stats.systematic included: INSTANCE_SD,
-    and a cold short kernel's placement), so a target below about 0.06% is never reached and
-    the case says it did not converge."""
+    """Whether every other side's gap interval (an A/A control's included) has a half-width
+    <= target x its gap; and the largest relative half-width (with no other side: True, 0). A
+    bootstrap of 2,000 resamples is enough to decide. The interval is the result's: widened by
+    `systematic` (run_systematic: the control's term, or the documented default)."""
     worst = 0.0
     base = timings[baseline].samples_s
-    systematic = _systematic(timings[baseline], mode)
+    if systematic is None:
+        systematic = _systematic(timings[baseline], mode)
     for name, timing in timings.items():
         if name == baseline:
             continue
@@ -270,15 +273,29 @@ def precision_reached(
 
 
 def _systematic(baseline: ImplTiming, mode: str) -> float:
-    """The run-fixed term of every gap against `baseline` (stats.systematic)."""
+    """The documented default run-fixed term of every gap against `baseline` (stats.systematic)."""
     return stats.systematic(mode, stats.median(baseline.samples_s))
 
 
-def unreachable(baseline: ImplTiming, settings: TimingSettings) -> bool:
-    """Whether the run-fixed term alone (stats.systematic: a cold short kernel's placement)
+ControlTerm = Callable[[dict[str, ImplTiming]], "float | None"]
+
+
+def run_systematic(
+    timings: dict[str, ImplTiming], baseline: str, mode: str, control_term: ControlTerm | None
+) -> tuple[float, str]:
+    """The run-fixed term the stopping rule widens gaps by, and its source: the in-run A/A
+    control's ("control"; `control_term`, runner.measurement.aa_control.running_term) once it
+    has samples enough, else the documented default ("default", stats.systematic)."""
+    term = control_term(timings) if control_term is not None else None
+    if term is None:
+        return _systematic(timings[baseline], mode), "default"
+    return term, "control"
+
+
+def unreachable(systematic: float, settings: TimingSettings) -> bool:
+    """Whether the run-fixed term alone (the control's, or a cold short kernel's placement)
     makes every gap's interval wider than the precision target."""
-    floor = stats.floor_half_width(systematic=_systematic(baseline, settings.mode))
-    return floor >= settings.precision
+    return stats.floor_half_width(systematic=systematic) >= settings.precision
 
 
 def take_samples(
@@ -288,9 +305,11 @@ def take_samples(
     timings: dict[str, ImplTiming],
     monitor: Monitor | None = None,
     baseline: str | None = None,
+    control_term: ControlTerm | None = None,
 ) -> tuple[list[list[str]], dict | None]:
     """Run the sample plan, calling `backend_sample(name)` -> seconds per launch, and, with
-    `settings.precision`, continue it until every gap is that precise (see TimingSettings).
+    `settings.precision`, continue it until every gap is that precise (see TimingSettings),
+    widened by run_systematic (`control_term`: the A/A control's, where one is timed).
     Returns the orders the blocks ran in and the stopping rule's outcome (or None)."""
     t0 = time.perf_counter()
     if monitor is not None:
@@ -307,13 +326,15 @@ def take_samples(
         if settings.precision is None:
             return orders, None
         done = len(timings[names[0]].samples_s)
+        base = baseline or names[0]
+        systematic, source = run_systematic(timings, base, settings.mode, control_term)
         converged, worst = precision_reached(
-            timings, baseline or names[0], settings.precision, settings.mode
+            timings, base, settings.precision, settings.mode, systematic
         )
         spent = time.perf_counter() - t0
         more = min(settings.max_samples, math.ceil(done * 1.5)) - done
         stopped_by = "precision" if converged else "max_samples" if more < 2 else None
-        if stopped_by is None and unreachable(timings[baseline or names[0]], settings):
+        if stopped_by is None and unreachable(systematic, settings):
             stopped_by = "floor"  # no sample can narrow the run-fixed term: stop now
         left_s = settings.precision_max_s - spent
         if stopped_by is None:  # no more than the time left allows
@@ -329,6 +350,8 @@ def take_samples(
                 "samples": done,
                 "stopped_by": stopped_by,
                 "spent_s": spent,
+                "systematic": systematic,
+                "systematic_source": source,
             }
         plan = sample_plan(names, settings, more, first_round=len(orders))
 
@@ -369,6 +392,7 @@ class Strategy:
         settings: TimingSettings,
         monitor: Monitor | None = None,
         baseline: str | None = None,
+        control_term: ControlTerm | None = None,
     ) -> Measurement:
         t0 = time.perf_counter()
         timings = {n: ImplTiming(n, method=self.method, timer=settings.timer) for n in names}
@@ -378,7 +402,9 @@ class Strategy:
         sample = self.sampler(backend, settings, timings)
         if getattr(backend, "pin_copy", None) is not None:
             sample = pinned(sample, backend.pin_copy, timings)
-        orders, precision = take_samples(sample, names, settings, timings, monitor, baseline)
+        orders, precision = take_samples(
+            sample, names, settings, timings, monitor, baseline, control_term
+        )
         source = getattr(monitor, "source", None)
         wall_s = time.perf_counter() - t0
         return Measurement(self.name, timings, orders, settings.warmup, wall_s, precision, source)
