@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from runner.measurement.aa_control import control_name
+
 import functools
 import hashlib
 import inspect
@@ -113,6 +115,11 @@ def normalize(op_name: str, implementations) -> dict[str, Implementation]:
         if name == op_name:
             raise DeclarationError(
                 f"implementation name {name!r} is reserved for the op under test; report it under another name"
+            )
+        if name == control_name(op_name):
+            raise DeclarationError(
+                f"implementation name {name!r} is reserved for the op's hidden A/A control; "
+                "report it under another name"
             )
         if not isinstance(impl, Implementation):
             if not callable(impl):
