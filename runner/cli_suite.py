@@ -145,6 +145,13 @@ class Percent(click.ParamType):
     help="The stopping rule's cap on samples per implementation (default 1000).",
 )
 @click.option(
+    "--min-samples",
+    type=click.IntRange(min=16),
+    help="The sequential rule's first rounds (default 16): from there a case stops as soon as "
+    "every gap's 95% interval, the A/A control's included, is within +-0.25%, else goes on up "
+    "to --samples; equal to --samples, every case takes --samples. Not with --precision.",
+)
+@click.option(
     "--gpus",
     metavar="all|0,1,...",
     help="Deal the cases over these GPUs of this host, one worker per GPU at a time (a case's "

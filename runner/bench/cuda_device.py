@@ -53,8 +53,7 @@ from runner.bench.captured_work import graph_problems
 from runner.bench.graph_capture import CapturedGraph, Kept
 from runner.bench.reset_probe import poison
 from runner.gpu import driver, l2_persistence
-from runner.measurement import environment
-from runner.measurement import aa_control
+from runner.measurement import aa_control, environment
 from runner.measurement.timing.base import CopyTurns, copy_turn
 from runner.measurement.timing.cuda import InternalKernels, timed_behind_blocker
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from runner.measurement.aa_control import control_name
-
 import functools
 import hashlib
 import inspect
@@ -12,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.bench.verification import DeclarationError
+from runner.measurement.aa_control import control_name
 from runner.measurement.environment import package_version
 
 __all__ = ["Implementation", "callable_identity", "normalize"]

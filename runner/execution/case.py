@@ -357,6 +357,7 @@ class CaseRun:
             "orders": m.orders,
             "impls": {n: vars(t) for n, t in m.impls.items()},
             "precision": m.precision,
+            "sequential": m.sequential,
             "clocks_source": m.clocks_source,
             "control": {"name": self.control, "per_side_loads": self.per_side_loads(cold_items)},
         }

@@ -30,9 +30,7 @@ def measure(
     clocks around every sample; `baseline` is what the precision rule's gaps divide by (the
     first name when not given); `control_term` gives the stopping rule the in-run A/A
     control's systematic term (runner.measurement.aa_control.running_term)."""
-    return MODES[settings.mode]().measure(
-        backend, names, settings, monitor, baseline, control_term
-    )
+    return MODES[settings.mode]().measure(backend, names, settings, monitor, baseline, control_term)
 
 
 __all__ = [

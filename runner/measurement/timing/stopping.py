@@ -1,0 +1,109 @@
+"""When sampling stops: the gaps' intervals as the result will show them, judged after each
+block of rounds. Two rules share them:
+
+- sequential (runner bench's default): the first `first_samples` rounds, then stop as soon as
+  every gap's 95% interval, the A/A control's included, has a relative half-width within
+  `sequential_target`, else SEQUENTIAL_STEP rounds more, up to `samples`. A case whose gaps
+  are already that precise stops early; a noisy one takes the rounds it always took.
+  tests/test_coverage_sequential.py checks A/A coverage under it.
+- precision (`--precision`): after `samples`, go on until the half-width is the target, up to
+  `max_samples` or `precision_max_s`.
+
+Both widen the intervals by the run-fixed term the document will use (run_systematic): the
+in-run A/A control's once it has samples on 3 loads, the documented default before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from runner.measurement import stats
+
+__all__ = [
+    "SEQUENTIAL_STEP",
+    "SEQUENTIAL_TARGET",
+    "ControlTerm",
+    "precision_reached",
+    "run_systematic",
+    "sequential_more",
+    "unreachable",
+]
+
+SEQUENTIAL_TARGET = 0.0025
+"""The sequential rule's half-width (0.25% of the gap): on the H200 hot gaps' intervals are
+about +-0.06% to +-0.15% with the control's term at 16 rounds, so a case of steady kernels
+stops there, while cold ones and any case with a noisy side take every round."""
+
+SEQUENTIAL_STEP = 4  # rounds added at a time: whole AB/BA pairs of the balanced order
+
+ControlTerm = Callable[[dict], "float | None"]
+
+
+def default_systematic(baseline, mode: str) -> float:
+    """The documented default run-fixed term of every gap against `baseline` (an ImplTiming;
+    stats.systematic)."""
+    return stats.systematic(mode, stats.median(baseline.samples_s))
+
+
+def run_systematic(
+    timings: dict, baseline: str, mode: str, control_term: ControlTerm | None
+) -> tuple[float, str]:
+    """The run-fixed term a rule widens gaps by, and its source: the in-run A/A control's
+    ("control"; `control_term`, runner.measurement.aa_control.running_term) once it has samples
+    enough, else the documented default ("default", stats.systematic)."""
+    term = control_term(timings) if control_term is not None else None
+    if term is None:
+        return default_systematic(timings[baseline], mode), "default"
+    return term, "control"
+
+
+def precision_reached(
+    timings: dict,
+    baseline: str,
+    target: float,
+    mode: str = "hot",
+    systematic: float | None = None,
+) -> tuple[bool, float]:
+    """Whether every other side's gap interval (an A/A control's included) has a half-width
+    <= target x its gap; and the largest relative half-width (with no other side: True, 0). A
+    bootstrap of 2,000 resamples is enough to decide. The interval is the result's: widened by
+    `systematic` (run_systematic: the control's term, or the documented default)."""
+    worst = 0.0
+    base = timings[baseline].samples_s
+    if systematic is None:
+        systematic = default_systematic(timings[baseline], mode)
+    for name, timing in timings.items():
+        if name == baseline:
+            continue
+        g = stats.gap(base, timing.samples_s, resamples=2000, systematic=systematic)
+        worst = max(worst, (g["ci_high"] - g["ci_low"]) / 2 / g["ratio_of_medians"])
+    return worst <= target, worst
+
+
+def unreachable(systematic: float, target: float) -> bool:
+    """Whether the run-fixed term alone (the control's, or a cold short kernel's placement)
+    makes every gap's interval wider than `target`."""
+    return stats.floor_half_width(systematic=systematic) >= target
+
+
+def sequential_more(
+    timings: dict, baseline: str, settings, control_term: ControlTerm | None
+) -> tuple[int, dict]:
+    """The sequential rule after a block of rounds: (rounds more to take, 0 to stop; its
+    outcome so far: first rounds, target, half-width, samples, what stopped it)."""
+    done = len(timings[baseline].samples_s)
+    systematic, source = run_systematic(timings, baseline, settings.mode, control_term)
+    reached, worst = precision_reached(
+        timings, baseline, settings.sequential_target, settings.mode, systematic
+    )
+    more = 0 if reached else min(SEQUENTIAL_STEP, settings.samples - done)
+    outcome = {
+        "first": settings.first_samples,
+        "target": settings.sequential_target,
+        "half_width": worst,
+        "samples": done,
+        "stopped_by": "target" if reached else "samples",
+        "systematic": systematic,
+        "systematic_source": source,
+    }
+    return more, outcome
