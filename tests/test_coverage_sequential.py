@@ -3,7 +3,8 @@ simulated on the CPU: the runs of tests/test_coverage_aa_control.py (every load 
 of its own, the hidden control on CONTROL_LOADS loads, the schedule's real order; independent
 noise, a drift and AR(0.8); 2 to 9 sides), judged as the rule judges them: after the first
 FIRST_SAMPLES rounds, then every SEQUENTIAL_STEP more, the run stops as soon as every gap's
-widened interval, the control's included, is within SEQUENTIAL_TARGET, else at ROUNDS. The
+widened interval, the control's included, is within SEQUENTIAL_TARGET, or the rounds' part of
+every interval is and the control's term alone is not (the floor), else at ROUNDS. The
 interval it stopped at must hold 1.0 in at least 93% of the runs: stopping on the width, not
 on the gap, must not cost coverage.
 """
@@ -40,8 +41,9 @@ def simulate(mode: str, sides: int, model: str, rng) -> np.ndarray:
 
 
 def judged(times: np.ndarray, n: int, per_side: int, rng) -> tuple[np.ndarray, np.ndarray]:
-    """After n rounds, per run: the widest relative half-width of every gap (the control's
-    included) and whether each candidate's interval holds 1.0."""
+    """After n rounds, per run: whether the rule stops there (stopping.sequential_more: the
+    widest relative half-width of every gap, the control's included, within the target, or at
+    the floor) and whether each candidate's interval holds 1.0."""
     runs, k = times.shape[0], times.shape[1] - 1
     baseline, others = times[:, 0, :n], times[:, 1:, :n]
     sd = aa_control.load_sd(baseline, times[:, -1, :n], aa_control.loads_of_samples(n))
@@ -51,9 +53,12 @@ def judged(times: np.ndarray, n: int, per_side: int, rng) -> tuple[np.ndarray, n
     rows = stats.bootstrap_rows(base, other, RESAMPLES, 0.95, rng)
     ratio = np.median(other, axis=1) / np.median(base, axis=1)
     lo, hi = stats.widen(ratio, rows["ci_low"], rows["ci_high"], np.repeat(term, k), 0.95)
-    half = ((hi - lo) / 2 / ratio).reshape(runs, k)
+    target = stopping.SEQUENTIAL_TARGET
+    widest = ((hi - lo) / 2 / ratio).reshape(runs, k).max(axis=1)
+    rounds = ((rows["ci_high"] - rows["ci_low"]) / 2 / ratio).reshape(runs, k).max(axis=1)
+    floor = (rounds <= target) & (stats.floor_half_width(systematic=term) >= target)
     held = ((lo <= 1.0) & (hi >= 1.0)).reshape(runs, k)[:, :-1]  # the candidates
-    return half.max(axis=1), held
+    return (widest <= target) | floor, held
 
 
 def coverage(mode: str, sides: int, model: str, seed: int) -> tuple[float, float]:
@@ -65,8 +70,8 @@ def coverage(mode: str, sides: int, model: str, seed: int) -> tuple[float, float
     held = np.zeros((runs, sides - 1), dtype=bool)
     rounds = np.zeros(runs)
     for n in stops():
-        widest, covers = judged(times, n, MODES[mode][2], rng)
-        now = ~done & ((widest <= stopping.SEQUENTIAL_TARGET) | (n == ROUNDS))
+        stop, covers = judged(times, n, MODES[mode][2], rng)
+        now = ~done & (stop | (n == ROUNDS))
         held[now], rounds[now] = covers[now], n
         done |= now
     return float(held.mean()), float(rounds.mean())

@@ -38,17 +38,18 @@ def test_noisy_gaps_take_every_round_in_the_balanced_order():
     assert m.orders == [base.round_order(["base", "cand"], r) for r in range(30)]
 
 
-def test_the_control_s_gap_counts_and_its_term_widens():
-    """Loads 1% apart: every candidate's gap is precise, but the control's term puts every
-    interval above +-0.25%, so the rule takes every round and says where its term came from."""
-    offsets = [0.0, 0.01, -0.01, 0.02, -0.02, 0.0, 0.01, -0.01]
+def test_a_control_term_above_the_target_stops_at_the_floor():
+    """Loads 0.2% apart: the rounds' part of every interval is precise, but the control's term
+    alone puts every interval above +-0.25%, which no round narrows: the rule stops after the
+    first rounds at the floor and says where its term came from."""
+    offsets = [0.0, 0.002, -0.002, 0.003, -0.003, 0.0, 0.001, -0.001]
     backend = PinningBackend({"a": 1e-5, "b": 1e-5, "a~aa": 1e-5}, "a~aa", offsets)
     settings = TimingSettings(samples=30, first_samples=16)
     term = aa_control.running_term("a", "a~aa", 1)
     m = measure(backend, ["a", "b", "a~aa"], settings, baseline="a", control_term=term)
     s = m.sequential
-    assert s["stopped_by"] == "samples" and s["systematic_source"] == "control", s
-    assert len(m.impls["a~aa"].loads) == 30
+    assert s["stopped_by"] == "floor" and s["systematic_source"] == "control", s
+    assert len(m.impls["a~aa"].loads) == s["samples"] == 16 and s["half_width"] > 0.0025
 
 
 @pytest.mark.parametrize(

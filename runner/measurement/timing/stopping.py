@@ -3,8 +3,9 @@ block of rounds. Two rules share them:
 
 - sequential (runner bench's default): the first `first_samples` rounds, then stop as soon as
   every gap's 95% interval, the A/A control's included, has a relative half-width within
-  `sequential_target`, else SEQUENTIAL_STEP rounds more, up to `samples`. A case whose gaps
-  are already that precise stops early; a noisy one takes the rounds it always took.
+  `sequential_target` (or only the run-fixed term keeps it wider: the floor), else
+  SEQUENTIAL_STEP rounds more, up to `samples`. A case whose gaps are already that precise
+  stops early; a noisy one takes the rounds it always took.
   tests/test_coverage_sequential.py checks A/A coverage under it.
 - precision (`--precision`): after `samples`, go on until the half-width is the target, up to
   `max_samples` or `precision_max_s`.
@@ -23,6 +24,7 @@ __all__ = [
     "SEQUENTIAL_STEP",
     "SEQUENTIAL_TARGET",
     "ControlTerm",
+    "half_widths",
     "precision_reached",
     "run_systematic",
     "sequential_more",
@@ -57,6 +59,23 @@ def run_systematic(
     return term, "control"
 
 
+def half_widths(timings: dict, baseline: str, systematic: float) -> tuple[float, float]:
+    """The widest relative half-width of every other side's gap interval (an A/A control's
+    included): (as the result shows it, widened by `systematic`; the rounds' bootstrap alone).
+    A bootstrap of 2,000 resamples is enough to decide. (0, 0) with no other side."""
+    widened = rounds = 0.0
+    base = timings[baseline].samples_s
+    for name, timing in timings.items():
+        if name == baseline:
+            continue
+        g = stats.gap(base, timing.samples_s, resamples=2000, systematic=0.0)
+        ratio = g["ratio_of_medians"]
+        lo, hi = stats.widen(ratio, g["ci_low"], g["ci_high"], systematic)
+        widened = max(widened, float((hi - lo) / 2 / ratio))
+        rounds = max(rounds, float((g["ci_high"] - g["ci_low"]) / 2 / ratio))
+    return widened, rounds
+
+
 def precision_reached(
     timings: dict,
     baseline: str,
@@ -64,19 +83,13 @@ def precision_reached(
     mode: str = "hot",
     systematic: float | None = None,
 ) -> tuple[bool, float]:
-    """Whether every other side's gap interval (an A/A control's included) has a half-width
-    <= target x its gap; and the largest relative half-width (with no other side: True, 0). A
-    bootstrap of 2,000 resamples is enough to decide. The interval is the result's: widened by
-    `systematic` (run_systematic: the control's term, or the documented default)."""
-    worst = 0.0
-    base = timings[baseline].samples_s
+    """Whether every other side's gap interval (half_widths) has a half-width <= target x its
+    gap; and the largest relative half-width (with no other side: True, 0). The interval is
+    the result's: widened by `systematic` (run_systematic: the control's term, or the
+    documented default)."""
     if systematic is None:
         systematic = default_systematic(timings[baseline], mode)
-    for name, timing in timings.items():
-        if name == baseline:
-            continue
-        g = stats.gap(base, timing.samples_s, resamples=2000, systematic=systematic)
-        worst = max(worst, (g["ci_high"] - g["ci_low"]) / 2 / g["ratio_of_medians"])
+    worst = half_widths(timings, baseline, systematic)[0]
     return worst <= target, worst
 
 
@@ -90,20 +103,27 @@ def sequential_more(
     timings: dict, baseline: str, settings, control_term: ControlTerm | None
 ) -> tuple[int, dict]:
     """The sequential rule after a block of rounds: (rounds more to take, 0 to stop; its
-    outcome so far: first rounds, target, half-width, samples, what stopped it)."""
+    outcome so far: first rounds, target, half-width, samples, what stopped it). It stops at
+    the target; or at the floor, where the rounds' own part of every interval is within the
+    target and the run-fixed term alone keeps it wider (no round narrows that: the A/A
+    control's spread between loads); or at `samples`."""
     done = len(timings[baseline].samples_s)
     systematic, source = run_systematic(timings, baseline, settings.mode, control_term)
-    reached, worst = precision_reached(
-        timings, baseline, settings.sequential_target, settings.mode, systematic
-    )
-    more = 0 if reached else min(SEQUENTIAL_STEP, settings.samples - done)
+    target = settings.sequential_target
+    widened, rounds = half_widths(timings, baseline, systematic)
+    stopped_by = "target" if widened <= target else None
+    if stopped_by is None and rounds <= target and unreachable(systematic, target):
+        stopped_by = "floor"
+    more = min(SEQUENTIAL_STEP, settings.samples - done)
+    if stopped_by is None and more <= 0:
+        stopped_by = "samples"
     outcome = {
         "first": settings.first_samples,
-        "target": settings.sequential_target,
-        "half_width": worst,
+        "target": target,
+        "half_width": widened,
         "samples": done,
-        "stopped_by": "target" if reached else "samples",
+        "stopped_by": stopped_by,
         "systematic": systematic,
         "systematic_source": source,
     }
-    return more, outcome
+    return (0 if stopped_by else more), outcome
