@@ -58,3 +58,25 @@ def test_an_old_document_falls_back_on_timing_wall_and_shows_missing_phases(tmp_
     out = capsys.readouterr().out
     assert "| axpy_f64 | - | - | - | 2.00 | - | 12.60 |" in out
     assert "| xcheck | 12.60 | 0.40 |" in out and "| run | 30.00 | 30.00 |" in out
+
+
+def test_the_session_30_table_is_the_built_in_before(tmp_path, capsys):
+    """--before session30: RESULTS.md's hot table (issue 37's before) first, its totals as
+    recorded there, then the new document's, side by side."""
+    after = tmp_path / "after.json"
+    after.write_text(
+        json.dumps(
+            {
+                "options": {"mode": "hot"},
+                "schema_version": "1.9.0",
+                "cases": [case({"timing_s": 4.0, "integrity_s": 0.4}, worker_wall_s=5.0)],
+                "started_utc": "2026-12-03T10:00:00Z",
+                "finished_utc": "2026-12-03T10:00:55Z",
+            }
+        )
+    )
+    suite_phases.print_tables([after], before="session30")
+    out = capsys.readouterr().out
+    assert out.index("session30: hot mode") < out.index("after: hot mode")
+    assert "| **total** |" in out and "65.06" in out and "84.78" in out
+    assert "| run | 108.00 | 55.00 |" in out
