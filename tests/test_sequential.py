@@ -9,9 +9,8 @@ from fake_device import FakeBackend
 
 from runner.definition import manifest
 from runner.execution.case_job import FIRST_SAMPLES, BenchOptions, timing_settings
-from runner.measurement import aa_control
 from runner.measurement.timing import TimingSettings, base, measure, stopping
-from tests.test_timing import PinningBackend
+from tests.test_timing import measured_with_control
 
 CASES = "benchmarks/cases.toml"
 
@@ -43,10 +42,7 @@ def test_a_control_term_above_the_target_stops_at_the_floor():
     alone puts every interval above +-0.25%, which no round narrows: the rule stops after the
     first rounds at the floor and says where its term came from."""
     offsets = [0.0, 0.002, -0.002, 0.003, -0.003, 0.0, 0.001, -0.001]
-    backend = PinningBackend({"a": 1e-5, "b": 1e-5, "a~aa": 1e-5}, "a~aa", offsets)
-    settings = TimingSettings(samples=30, first_samples=16)
-    term = aa_control.running_term("a", "a~aa", 1)
-    m = measure(backend, ["a", "b", "a~aa"], settings, baseline="a", control_term=term)
+    m = measured_with_control(TimingSettings(samples=30, first_samples=16), offsets)
     s = m.sequential
     assert s["stopped_by"] == "floor" and s["systematic_source"] == "control", s
     assert len(m.impls["a~aa"].loads) == s["samples"] == 16 and s["half_width"] > 0.0025

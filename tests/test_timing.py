@@ -321,6 +321,15 @@ class PinningBackend(FakeBackend):
         return seconds * (1 + self.offsets[self.pin]) if name == self.pinned else seconds
 
 
+def measured_with_control(settings: TimingSettings, offsets: list[float]):
+    """a, b and the control a~aa (its loads at `offsets`) measured with the control's term."""
+    from runner.measurement import aa_control
+
+    backend = PinningBackend({"a": 1e-5, "b": 1e-5, "a~aa": 1e-5}, "a~aa", offsets)
+    term = aa_control.running_term("a", "a~aa", 1)
+    return measure(backend, ["a", "b", "a~aa"], settings, baseline="a", control_term=term)
+
+
 @pytest.mark.parametrize("mode", ["hot", "cold"])
 def test_the_control_s_samples_take_its_loads_in_turn_and_say_which(mode):
     offsets = [0.0, 0.01, -0.01, 0.02]
@@ -341,10 +350,7 @@ def test_the_stopping_rule_widens_by_the_control_s_term_once_it_has_loads():
     from runner.measurement import aa_control
 
     offsets = [0.0, 0.01, -0.01, 0.02, -0.02, 0.0, 0.01, -0.01]
-    backend = PinningBackend({"a": 1e-5, "b": 1e-5, "a~aa": 1e-5}, "a~aa", offsets)
-    settings = TimingSettings(samples=32, precision=0.005)
-    term = aa_control.running_term("a", "a~aa", 1)
-    m = measure(backend, ["a", "b", "a~aa"], settings, baseline="a", control_term=term)
+    m = measured_with_control(TimingSettings(samples=32, precision=0.005), offsets)
     p = m.precision
     assert p["systematic_source"] == "control" and p["stopped_by"] == "floor", p
     a, ctl = m.impls["a"], m.impls["a~aa"]

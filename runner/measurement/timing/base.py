@@ -15,10 +15,8 @@ from typing import Protocol
 from runner.measurement.timing.stopping import (
     SEQUENTIAL_TARGET,
     ControlTerm,
-    precision_reached,
-    run_systematic,
+    precision_more,
     sequential_more,
-    unreachable,
 )
 
 
@@ -288,36 +286,6 @@ def _run_plan(plan, backend_sample, monitor, timings, orders: list) -> None:
                 _sampled(backend_sample, n, monitor, timings[n])
 
 
-def _precision_more(timings, base: str, settings, control_term, spent: float) -> tuple[int, dict]:
-    """The precision rule after a block of rounds: (rounds more, 0 to stop; its outcome)."""
-    done = len(timings[base].samples_s)
-    systematic, source = run_systematic(timings, base, settings.mode, control_term)
-    converged, worst = precision_reached(
-        timings, base, settings.precision, settings.mode, systematic
-    )
-    more = min(settings.max_samples, math.ceil(done * 1.5)) - done
-    stopped_by = "precision" if converged else "max_samples" if more < 2 else None
-    if stopped_by is None and unreachable(systematic, settings.precision):
-        stopped_by = "floor"  # no sample can narrow the run-fixed term: stop now
-    left_s = settings.precision_max_s - spent
-    if stopped_by is None:  # no more than the time left allows
-        more = min(more, int(left_s * done / spent)) if left_s > 0 else 0
-    more -= more % 2  # whole AB/BA pairs (and whole passes)
-    if stopped_by is None and more <= 0:
-        stopped_by = "precision_max_s"
-    outcome = {
-        "target": settings.precision,
-        "half_width": worst,
-        "converged": converged,
-        "samples": done,
-        "stopped_by": stopped_by,
-        "spent_s": spent,
-        "systematic": systematic,
-        "systematic_source": source,
-    }
-    return (0 if stopped_by else more), outcome
-
-
 def take_samples(
     backend_sample,
     names: list[str],
@@ -351,7 +319,7 @@ def take_samples(
             return orders, None, None
         else:
             spent = time.perf_counter() - t0
-            more, outcome = _precision_more(timings, base, settings, control_term, spent)
+            more, outcome = precision_more(timings, base, settings, control_term, spent)
             if not more:
                 return orders, outcome, None
         plan = sample_plan(names, settings, more, first_round=len(orders))

@@ -16,6 +16,7 @@ in-run A/A control's once it has samples on 3 loads, the documented default befo
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from runner.measurement import stats
@@ -25,6 +26,7 @@ __all__ = [
     "SEQUENTIAL_TARGET",
     "ControlTerm",
     "half_widths",
+    "precision_more",
     "precision_reached",
     "run_systematic",
     "sequential_more",
@@ -99,31 +101,63 @@ def unreachable(systematic: float, target: float) -> bool:
     return stats.floor_half_width(systematic=systematic) >= target
 
 
+def _judged(timings: dict, baseline: str, settings, control_term, target: float) -> dict:
+    """What both rules decide on: the run-fixed term and its source, the widest interval as
+    the result shows it, and whether only that term keeps the intervals above `target` (the
+    rounds' own part within it: no round narrows the rest)."""
+    systematic, source = run_systematic(timings, baseline, settings.mode, control_term)
+    widened, rounds = half_widths(timings, baseline, systematic)
+    return {
+        "target": target,
+        "half_width": widened,
+        "samples": len(timings[baseline].samples_s),
+        "systematic": systematic,
+        "systematic_source": source,
+        "floor": rounds <= target and unreachable(systematic, target),
+    }
+
+
 def sequential_more(
     timings: dict, baseline: str, settings, control_term: ControlTerm | None
 ) -> tuple[int, dict]:
     """The sequential rule after a block of rounds: (rounds more to take, 0 to stop; its
     outcome so far: first rounds, target, half-width, samples, what stopped it). It stops at
-    the target; or at the floor, where the rounds' own part of every interval is within the
+    the target; or at the floor, where the rounds' part of every interval is within the
     target and the run-fixed term alone keeps it wider (no round narrows that: the A/A
     control's spread between loads); or at `samples`."""
-    done = len(timings[baseline].samples_s)
-    systematic, source = run_systematic(timings, baseline, settings.mode, control_term)
-    target = settings.sequential_target
-    widened, rounds = half_widths(timings, baseline, systematic)
-    stopped_by = "target" if widened <= target else None
-    if stopped_by is None and rounds <= target and unreachable(systematic, target):
-        stopped_by = "floor"
-    more = min(SEQUENTIAL_STEP, settings.samples - done)
-    if stopped_by is None and more <= 0:
-        stopped_by = "samples"
-    outcome = {
+    judged = _judged(timings, baseline, settings, control_term, settings.sequential_target)
+    floor = judged.pop("floor")
+    more = min(SEQUENTIAL_STEP, settings.samples - judged["samples"])
+    if judged["half_width"] <= judged["target"]:
+        stopped_by = "target"
+    else:
+        stopped_by = "floor" if floor else "samples" if more <= 0 else None
+    return (0 if stopped_by else more), {
         "first": settings.first_samples,
-        "target": target,
-        "half_width": widened,
-        "samples": done,
+        **judged,
         "stopped_by": stopped_by,
-        "systematic": systematic,
-        "systematic_source": source,
     }
+
+
+def precision_more(
+    timings: dict, baseline: str, settings, control_term: ControlTerm | None, spent_s: float
+) -> tuple[int, dict]:
+    """The precision rule after a block of rounds: (rounds more, 0 to stop; its outcome). It
+    stops converged, at `max_samples`, at the floor (the run-fixed term alone above the
+    target) or when `precision_max_s` leaves no time; more rounds grow the count by half."""
+    judged = _judged(timings, baseline, settings, control_term, settings.precision)
+    judged.pop("floor")
+    done = judged["samples"]
+    converged = judged["half_width"] <= settings.precision
+    more = min(settings.max_samples, math.ceil(done * 1.5)) - done
+    stopped_by = "precision" if converged else "max_samples" if more < 2 else None
+    if stopped_by is None and unreachable(judged["systematic"], settings.precision):
+        stopped_by = "floor"  # no sample can narrow the run-fixed term: stop now
+    left_s = settings.precision_max_s - spent_s
+    if stopped_by is None:  # no more than the time left allows
+        more = min(more, int(left_s * done / spent_s)) if left_s > 0 else 0
+    more -= more % 2  # whole AB/BA pairs (and whole passes)
+    if stopped_by is None and more <= 0:
+        stopped_by = "precision_max_s"
+    outcome = {**judged, "converged": converged, "stopped_by": stopped_by, "spent_s": spent_s}
     return (0 if stopped_by else more), outcome
