@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
-import pytest
+from perf_script import load
 
-ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "tools" / "perf" / "suite_phases.py"
-if not SCRIPT.exists():  # harness run ships the package and its tests to a GPU box, not tools/
-    pytest.skip(f"{SCRIPT} is not in this tree", allow_module_level=True)
-spec = importlib.util.spec_from_file_location("suite_phases", SCRIPT)
-suite_phases = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(suite_phases)
+suite_phases = load("suite_phases")
 
 
 def case(phases: dict, worker_wall_s: float, calibration_s: float = 0.0, **extra) -> dict:

@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
-import pytest
 from harness_docs import make_document, samples
+from perf_script import load
 
 from harness.history import cards
 from runner.measurement import aa_control
 
-ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "tools" / "perf" / "two_boxes.py"
-if not SCRIPT.exists():  # harness run ships the package and its tests to a GPU box, not tools/
-    pytest.skip(f"{SCRIPT} is not in this tree", allow_module_level=True)
-spec = importlib.util.spec_from_file_location("two_boxes", SCRIPT)
-two_boxes = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(two_boxes)
+two_boxes = load("two_boxes")
 
 
 def card(uuid: str, forth_s: float, seed: int) -> dict:
