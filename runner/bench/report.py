@@ -200,7 +200,9 @@ def _control(doc: dict, runner, measurement, info: dict) -> dict | None:
     timing = measurement.impls.get(name)
     if timing is None or not timing.loads:
         return None
-    instances = info.get(runner.name, {}).get("graph_instances", 1)
+    # instances only where both sides took them (a control whose batch was not shared with
+    # the op's may have replayed one graph): else its labels are places
+    instances = min(info.get(n, {}).get("graph_instances", 1) for n in (runner.name, name))
     what, unit = ("graph instance", "instance") if instances > 1 else ("place group", "group")
     block = aa_control.document_block(
         measurement.impls[runner.name].samples_s,
