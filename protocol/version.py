@@ -18,7 +18,8 @@ from __future__ import annotations
 # 1.9.0: timing.timer_reason (why the timer: cold by events only as an explicit choice) and
 # environment.persisting_l2 (the persisting-L2 limit, set to 0 and read back)
 # 1.10.0: aa_control.loads_per_group (cold: a sample of the control takes a group of loads in
-# turn) and aa_control.apart (its interval excludes 1: the term is at least its offset)
+# turn) and aa_control.apart (its interval excludes 1: the term is at least its offset); a
+# case's `sequential` (runner bench's stopping rule), aa_control.clusters (runner.bench)
 RESULT_SCHEMA_VERSION = "1.10.0"
 RUN_PROTOCOL_VERSION = "1.1.0"  # 1.1.0: `id`, data_base64 arrays, base64 outputs
 

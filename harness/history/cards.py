@@ -72,9 +72,13 @@ def same_card(base_doc: dict, head_doc: dict, base_case=None, head_case=None) ->
     return a is not None and a == b
 
 
-def estimate(points: list[tuple[str, str | None, dict]]) -> BetweenCards:
+def estimate(
+    points: list[tuple[str, str | None, dict]], min_cards: int = MIN_CARDS
+) -> BetweenCards:
     """The between-card SD from (series id, card UUID, gap block) points; points without a
-    UUID or a gap are left out (see the module docstring for the estimator)."""
+    UUID or a gap are left out (see the module docstring for the estimator). Under
+    `min_cards` distinct cards, the default (a lower `min_cards` shows the raw figure of
+    fewer cards: tools/perf/two_boxes.py)."""
     by_series: dict[str, dict[str, list[tuple[float, float]]]] = defaultdict(
         lambda: defaultdict(list)
     )
@@ -101,7 +105,7 @@ def estimate(points: list[tuple[str, str | None, dict]]) -> BetweenCards:
         grand = math.fsum(means) / len(means)
         between += math.fsum((m - grand) ** 2 for m in means)
         dof += len(means) - 1
-    if len(cards) < MIN_CARDS or dof == 0:
+    if len(cards) < min_cards or dof == 0:
         return BetweenCards(DEFAULT_BETWEEN_CARD_SD, "default", len(cards), used)
     variance = max(0.0, between / dof - math.fsum(within) / len(within))
     return BetweenCards(math.sqrt(variance), "history", len(cards), used)

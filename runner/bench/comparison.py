@@ -26,7 +26,7 @@ from runner.bench.rows import Comparison, ReportRow
 from runner.bench.shared_batch import SharedBatchHot
 from runner.bench.verification import DeclarationError
 from runner.bench.workload import Case, ReferenceUnavailable
-from runner.measurement import timing
+from runner.measurement import aa_control, timing
 from runner.measurement.timing import cold as cold_timing
 from runner.measurement.timing import timer_choice
 
@@ -337,6 +337,8 @@ class Runner:
         """Prepare the device's backend, then measure with runner.measurement.timing's engine, watched."""
         t1 = time.perf_counter()
         verify = [n for n, s in statuses.items() if s.check["status"] == "passed"]
+        # the in-run A/A control: the op once more, as a hidden side (report.py's aa_control)
+        impls = {**impls, aa_control.control_name(self.name): impls[self.name]}
         backend = integrity.WatchedBackend(self.device, impls, self.case, self.options, verify)
         try:
             phases["prepare"] = time.perf_counter() - t1
@@ -368,7 +370,7 @@ class Runner:
             )
             t2 = time.perf_counter()
             mode = SharedBatchHot() if settings.mode == "hot" else timing.MODES[settings.mode]()
-            measurement = mode.measure(backend, names, settings)
+            measurement = mode.measure(backend, names, settings, baseline=self.name)
             for n, spent in probed_s.items():
                 measurement.impls[n].calibration_s += spent
             backend.finish()

@@ -53,8 +53,8 @@ from runner.bench.captured_work import graph_problems
 from runner.bench.graph_capture import CapturedGraph, Kept
 from runner.bench.reset_probe import poison
 from runner.gpu import driver, l2_persistence
-from runner.measurement import environment
-from runner.measurement.timing.base import CopyTurns
+from runner.measurement import aa_control, environment
+from runner.measurement.timing.base import CopyTurns, copy_turn
 from runner.measurement.timing.cuda import InternalKernels, timed_behind_blocker
 
 __all__ = ["CallableBackend", "CudaDevice"]
@@ -203,6 +203,7 @@ class CallableBackend:
         self.count_copies = case.count_copies
         self._graphs: dict[tuple[str, int, int], CapturedGraph] = {}
         self._turns = CopyTurns()  # the graph instance a timed replay takes
+        self._pinned: dict[str, int] = {}  # the A/A control's sample: the instance it takes
         self._copies: dict[str, int] = {}  # memcpy nodes per captured call
         self._pool = None  # one memory pool for every graph of the comparison (see above)
         self._calls: dict[str, functools.partial] = {}
@@ -431,13 +432,32 @@ class CallableBackend:
 
     def timed_cold(self, name: str) -> float:
         self._timed_graph[name] = None
+        self.info[name]["graph_instances"] = 1
         if self._cold_graph(name):
-            instance = self._turns.next(name, INSTANCES)
+            instance = self._instance(name, INSTANCES)
             graph = self._timed_graph[name] = self._graph(name, 1, instance)
             return self._watched(name, lambda: self._behind_blocker(graph.replay))
         if self._synchronizes.get(name):
             return self._watched(name, lambda: self._between_events(self._run(name)))
         return self._watched(name, lambda: self._behind_blocker(self._run(name)))
+
+    def pin_copy(self, name: str, sample: int) -> int | None:
+        """The A/A control's (runner.measurement.aa_control) sample `sample` takes graph
+        instance copy_turn(sample, INSTANCES), its label in the document; None for the other
+        rows. Where its samples take no instances (info's `graph_instances` 1) the label is
+        only a place in the run."""
+        if not name.endswith(aa_control.CONTROL_SUFFIX):
+            return None
+        self._pinned[name] = copy_turn(sample, INSTANCES)
+        return self._pinned[name]
+
+    def _instance(self, name: str, instances: int) -> int:
+        """The instance a timed sample of `name` takes (pinned, or the next in turn), and
+        how many its samples take, kept in info (report.py's A/A control reads it)."""
+        self.info[name]["graph_instances"] = instances
+        if name in self._pinned:
+            return self._pinned[name] % instances
+        return self._turns.next(name, instances)
 
     def prepare_batch(self, name: str, batch: int) -> None:
         """Capture the graphs of a batch before, outside any window, and replay each new one
@@ -466,6 +486,7 @@ class CallableBackend:
         self.prepare_batch(name, batch)
         run = self._run(name)
         self._timed_graph[name] = None
+        self.info[name]["graph_instances"] = 1
         if name in self._capture_error:
 
             def loop():
@@ -476,7 +497,7 @@ class CallableBackend:
         per_graph = min(batch, self.graph_calls)
         if batch % per_graph:
             raise ValueError(f"batch {batch} is not a whole number of {per_graph}-call graphs")
-        instance = self._turns.next(name, self._instances(batch))
+        instance = self._instance(name, self._instances(batch))
         graph = self._timed_graph[name] = self._graph(name, per_graph, instance)
 
         def replays():

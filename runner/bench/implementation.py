@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.bench.verification import DeclarationError
+from runner.measurement.aa_control import control_name
 from runner.measurement.environment import package_version
 
 __all__ = ["Implementation", "callable_identity", "normalize"]
@@ -113,6 +114,11 @@ def normalize(op_name: str, implementations) -> dict[str, Implementation]:
         if name == op_name:
             raise DeclarationError(
                 f"implementation name {name!r} is reserved for the op under test; report it under another name"
+            )
+        if name == control_name(op_name):
+            raise DeclarationError(
+                f"implementation name {name!r} is reserved for the op's hidden A/A control; "
+                "report it under another name"
             )
         if not isinstance(impl, Implementation):
             if not callable(impl):

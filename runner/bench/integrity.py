@@ -23,7 +23,9 @@ from runner.bench.recheck import Recheck
 from runner.bench.verification import DeclarationError
 from runner.bench.workload import ReferenceUnavailable
 from runner.document.rates import impossible, rate_bound
+from runner.measurement import aa_control
 from runner.measurement.timing import cold
+from runner.measurement.timing.base import copy_turn
 from runner.measurement.timing.cuda import TimingError
 
 
@@ -349,6 +351,16 @@ class WatchedBackend:
         one, many = wall(1), wall(BATCH_PROBE)
         per_launch = max((many - one) / (BATCH_PROBE - 1), 0.0)
         return per_launch + max(one - per_launch, 0.0) / cold.launches_for(launch_s)
+
+    def pin_copy(self, name: str, sample: int) -> int | None:
+        """The device backend's pin of the A/A control's samples (CallableBackend.pin_copy), or
+        the place label copy_turn(sample, CONTROL_LOADS) where it pins none."""
+        pin = getattr(self.inner, "pin_copy", None)
+        if pin is not None:
+            return pin(name, sample)
+        if name.endswith(aa_control.CONTROL_SUFFIX):
+            return copy_turn(sample, aa_control.CONTROL_LOADS)
+        return None
 
     def finish(self) -> None:
         """After the last sample: the last records placed, every row's findings in `info`."""

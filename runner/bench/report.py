@@ -16,7 +16,7 @@ from runner.bench.rows import ReportRow
 from runner.document import gaps
 from runner.document.rates import throughput
 from runner.document.timing import timing_block
-from runner.measurement import stats
+from runner.measurement import aa_control, stats
 
 __all__ = ["case_document", "markdown", "rows"]
 
@@ -142,6 +142,8 @@ def _time_rows(doc: dict, runner, measurement, settings, info: dict, peaks: dict
     """Each row's timing block (with how the callable was launched), copies and rates."""
     case = runner.case
     for name, t in measurement.impls.items():
+        if name not in doc["implementations"]:  # the hidden A/A control: its block is apart
+            continue
         entry = doc["implementations"][name]
         block = timing_block(
             {
@@ -170,21 +172,62 @@ def _time_rows(doc: dict, runner, measurement, settings, info: dict, peaks: dict
 
 def _ratios(doc: dict, runner, measurement, info: dict) -> None:
     """Each row's time over the op's, where both stand for the same thing and are verified
-    (_no_ratio); the systematic term counts the graphs the two rows were launched from (no
-    in-run A/A control here yet: the documented constants)."""
+    (_no_ratio), with the systematic term of the case's A/A control (_control)."""
     op_name = runner.name
     op_entry = doc["implementations"][op_name]
     copies_apply = runner.case.count_copies or runner.options.timer != "events"
+    control = _control(doc, runner, measurement, info)
     gaps.candidate_gaps(
         doc,
         lambda name, entry: _no_ratio(name, entry, op_name, op_entry, copies_apply),
-        lambda name: (
-            gaps.systematic_of(
-                op_entry["timing"], _graph_node_s(measurement.mode, info, op_name, name)
-            ),
-            "default",
-        ),
+        lambda name: _systematic(control, op_entry, measurement.mode, info, op_name, name),
     )
+
+
+CONTROL_METHOD = (
+    "the op timed again as a hidden side in the same rounds, from graphs of its own; sample k "
+    "on {what} copy_turn(k, {{loads}}); systematic = sqrt(2 / {{per_side}}) x sd of the "
+    "per-{unit} medians of log(control / op) x t({{df}}) / z (runner.measurement.aa_control)"
+)
+
+
+def _control(doc: dict, runner, measurement, info: dict) -> dict | None:
+    """The case's `aa_control` (runner.measurement.aa_control.document_block): the op's samples
+    against its hidden twin's, clustered by the graph instance each took where the op's
+    samples take instances (then a side averages `graph_instances` of them), else by place in
+    the run (the control then sees the schedule, not a capture's fixed offset)."""
+    name = aa_control.control_name(runner.name)
+    timing = measurement.impls.get(name)
+    if timing is None or not timing.loads:
+        return None
+    # instances only where both sides took them (a control whose batch was not shared with
+    # the op's may have replayed one graph): else its labels are places
+    instances = min(info.get(n, {}).get("graph_instances", 1) for n in (runner.name, name))
+    what, unit = ("graph instance", "instance") if instances > 1 else ("place group", "group")
+    block = aa_control.document_block(
+        measurement.impls[runner.name].samples_s,
+        timing.samples_s,
+        timing.loads,
+        instances,
+        method=CONTROL_METHOD.format(what=what, unit=unit),
+    )
+    if block is not None:
+        block["clusters"] = "graph_instances" if instances > 1 else "places"
+        doc["aa_control"] = block
+    return block
+
+
+def _systematic(control, op_entry: dict, mode: str, info: dict, *names: str) -> tuple:
+    """(term, source) of a gap: the control's where it clusters by graph instance (it sees
+    what a capture fixes); by place only, the control's but never below the documented default
+    (stats.systematic: a cold launch's placement, which one callable against itself cannot
+    show); without a control, the default."""
+    default = gaps.systematic_of(op_entry["timing"], _graph_node_s(mode, info, *names))
+    if control is None:
+        return default, "default"
+    if control["clusters"] == "graph_instances" or control["systematic"] >= default:
+        return control["systematic"], "control"
+    return default, "default"
 
 
 def _no_ratio(name: str, entry: dict, op_name: str, op_entry: dict, copies_apply: bool):

@@ -332,7 +332,11 @@ class CaseRun:
         try:
             timed = [*self.names, self.control]  # the control: one more side, hidden
             with self.clock("timing_s"):  # calibration, samples and audits
-                m = measure(backend, timed, self.settings, monitor, self.case.baseline.name)
+                baseline = self.case.baseline.name
+                term = aa_control.running_term(
+                    baseline, self.control, self.per_side_loads(cold_items), self.control_group
+                )
+                m = measure(backend, timed, self.settings, monitor, baseline, term)
             m.clocks_source = source
             for n, t in m.impls.items():
                 if n != self.control and len(cold_items[n]) > 1 and m.mode == "cold":
@@ -362,15 +366,18 @@ class CaseRun:
             "orders": m.orders,
             "impls": {n: vars(t) for n, t in m.impls.items()},
             "precision": m.precision,
+            "sequential": m.sequential,
             "clocks_source": m.clocks_source,
             "control": {
                 "name": self.control,
-                "per_side_loads": (
-                    len(cold_items[self.case.baseline.name]) if m.mode == "cold" else 1
-                ),
+                "per_side_loads": self.per_side_loads(cold_items),
                 "loads_per_group": self.control_group,
             },
         }
+
+    def per_side_loads(self, cold_items: dict) -> int:
+        """Loads every side's launches take in turn: cold, the cold loads; hot, one."""
+        return len(cold_items[self.case.baseline.name]) if self.settings.mode == "cold" else 1
 
     def hot_input_sets(self, audit, buffers, geometry, launchables, reference, extra_sets):
         """Fill `audit` for hot mode: up to HOT_INPUT_SETS input sets (the case's, then others

@@ -50,10 +50,18 @@ class BenchOptions:
     precision: float | None = None  # the stopping rule's target half-width (0.005 is 0.5%)
     precision_max_s: float | None = None  # its time cap per case
     max_samples: int | None = None  # its sample cap per implementation
+    # the sequential rule's first rounds (None: FIRST_SAMPLES; equal to samples: off)
+    min_samples: int | None = None
     gpus: str | None = (
         None  # "all" or "0,1": cases dealt over those GPUs (runner.execution.sharding)
     )
     previous: Path | None = None  # an earlier result document: its case times order the dealing
+
+
+FIRST_SAMPLES = 16
+"""The sequential rule's first rounds in `runner bench` (runner.measurement.timing.stopping):
+two per load of the A/A control; tests/test_coverage_sequential.py checks A/A coverage from
+there for 2 to 9 sides."""
 
 
 def case_mode(case: manifest.CaseSpec, options: BenchOptions) -> str:
@@ -77,6 +85,9 @@ def timing_settings(
         "target_sample_s": (options.target_sample_ms or s.target_sample_ms) / 1000.0,
         "timer": timer,
     }
+    first = min(options.min_samples or FIRST_SAMPLES, samples)
+    if options.precision is None and first < samples:
+        settings["first_samples"] = first
     if options.precision is not None:
         settings["precision"] = options.precision
         settings["max_samples"] = max(samples, options.max_samples or 1000)

@@ -63,6 +63,8 @@ def finish_case(
         case_doc["timing_wall_s"] = measurement["wall_s"]
         case_doc["round_orders"] = measurement["orders"][:2]
         _precision(case_doc, measurement.get("precision"))
+        if measurement.get("sequential"):
+            case_doc["sequential"] = measurement["sequential"]
         apply_clocks(case_doc, run_max_clock([case_doc]), measurement.get("clocks_source"))
     case_doc.setdefault("phases_s", {}).update(record.get("phases_s", {}))
     return case_doc

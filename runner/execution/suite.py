@@ -267,6 +267,7 @@ def _options_block(cases, options: BenchOptions, arch: str, devices: dict) -> di
         "static": options.static,
         "timer": options.timer,
         "precision": options.precision,
+        "min_samples": options.min_samples,
         **({"gpus": list(devices)} if options.gpus else {}),
     }
 

@@ -31,6 +31,7 @@ __all__ = [
     "gap_term",
     "load_sd",
     "loads_of_samples",
+    "running_term",
 ]
 
 CONTROL_LOADS = 8
@@ -116,28 +117,62 @@ APART = (
 )
 
 
+def term_of(
+    baseline_s: list[float],
+    control_s: list[float],
+    sample_loads: list[int],
+    per_side_loads: int,
+    group: int = 1,
+) -> tuple[float, float, int] | None:
+    """(systematic term, per-load sd, loads) the control's samples give, or None when they span
+    fewer than 3 loads or the two sides differ in samples. `group`: loads in each of the
+    control's groups (cold: as many as a side's cold loads; a sample's label names a group)."""
+    loads = np.asarray(sample_loads, dtype=np.int64)
+    count = int(np.unique(loads).size)
+    if count < 3 or len(control_s) != len(baseline_s) or len(loads) != len(control_s):
+        return None
+    sd = float(load_sd(np.asarray(baseline_s), np.asarray(control_s), loads)[0])
+    return gap_term(sd, count, per_side_loads, group=group), sd, count
+
+
+def running_term(baseline: str, control: str, per_side_loads: int, group: int = 1):
+    """For the stopping rule (timing.base.take_samples' `control_term`): a function of the
+    timings so far giving the control's term (term_of), or None while the control has samples
+    on fewer than 3 loads (the rule then takes the documented default, stats.systematic)."""
+
+    def term(timings: dict) -> float | None:
+        base, ctl = timings.get(baseline), timings.get(control)
+        if base is None or ctl is None or not ctl.loads:
+            return None
+        n = min(len(base.samples_s), len(ctl.samples_s), len(ctl.loads))
+        found = term_of(base.samples_s[:n], ctl.samples_s[:n], ctl.loads[:n], per_side_loads, group)
+        return None if found is None else found[0]
+
+    return term
+
+
 def document_block(
     baseline_s: list[float],
     control_s: list[float],
     sample_loads: list[int],
     per_side_loads: int,
     group: int = 1,
+    method: str | None = None,
 ) -> dict | None:
     """The result document's `aa_control` of a case: the control's samples and loads, its own
     gap against the baseline (a gap block's keys, with the term it sets), the per-load sd and
     the term every gap of the case takes (systematic, systematic_source "control"). None when
     the control's samples span fewer than 3 loads (too few samples). `group`: loads in each of
-    the control's groups (cold: as many as a side's cold loads; a sample label names a group)."""
-    loads = np.asarray(sample_loads, dtype=np.int64)
-    if np.unique(loads).size < 3 or len(control_s) != len(baseline_s):
+    the control's groups (term_of). `method` says what a load is (by default a PTX load, alone
+    or in groups; runner.bench: a graph instance or a place in the run)."""
+    found = term_of(baseline_s, control_s, sample_loads, per_side_loads, group)
+    if found is None:
         return None
-    count = int(np.unique(loads).size)
-    sd = float(load_sd(np.asarray(baseline_s), np.asarray(control_s), loads)[0])
-    term = gap_term(sd, count, per_side_loads, group=group)
+    term, sd, count = found
     g = stats.gap(baseline_s, control_s, systematic=term)
     ratio, low, high = g["ratio_of_medians"], g["ci_low"], g["ci_high"]
     apart = not low <= 1.0 <= high
-    text = METHOD_GROUPS if group > 1 else METHOD
+    text = method or (METHOD_GROUPS if group > 1 else METHOD)
     return {
         **{k: g[k] for k in ("ratio_of_medians", "ci_low", "ci_high", "confidence")},
         "loads": count,
@@ -151,5 +186,5 @@ def document_block(
         "method": text.format(loads=count, group=group, per_side=per_side_loads, df=count - 1)
         + (APART if apart else ""),
         "samples_s": list(control_s),
-        "sample_loads": [int(v) for v in loads],
+        "sample_loads": [int(v) for v in sample_loads],
     }

@@ -31,7 +31,6 @@ __all__ = [
     "percentile",
     "summarize",
     "systematic",
-    "unreachable_precision",
     "widen",
 ]
 
@@ -99,17 +98,6 @@ def floor_half_width(confidence: float = 0.95, systematic: float = INSTANCE_SD) 
     """The narrowest relative half-width a gap's interval can have: its systematic term alone
     (INSTANCE_SD, the least any gap has)."""
     return _z(confidence) * systematic
-
-
-def unreachable_precision(precision: float) -> str | None:
-    """Why a stopping-rule target (a relative half-width) can never be met, or None."""
-    floor = floor_half_width()
-    if precision > floor:
-        return None
-    return (
-        f"{precision:.4%} cannot be reached: a gap's 95% interval is never narrower than "
-        f"+-{floor:.4%} (INSTANCE_SD, what stays fixed within a run; README, What the numbers mean)"
-    )
 
 
 Samples = Sequence[float] | np.ndarray

@@ -224,6 +224,31 @@ def test_honest_a_a_of_torch_add_is_at_parity(session, defaults):
         record(f"none (honest A/A torch.add, {mode})", "callable", "ok", f"x{row.ratio:.4f}")
 
 
+def test_the_in_run_a_a_control_of_a_callable_sets_the_term(session, defaults):
+    """runner.bench's hidden A/A control (the op timed again, issue 37): hot, its samples take
+    the graph instances in turn and its gap is near 1.0; every gap's term is the control's."""
+    torch = torch_module()
+    from runner import bench
+
+    def mul(y):
+        return torch.mul(y, ALPHA)
+
+    defaults(mode="hot", budget_s=1.0)
+    c = bench.Runner(mul, scale_case(), name="mul").compare({"mul again": mul})
+    aa = c.document_case["aa_control"]
+    gap = c.document_case["implementations"]["mul again"]["gap"]
+    text = (
+        f"control x{aa['ratio_of_medians']:.4f} [{aa['ci_low']:.4f}, {aa['ci_high']:.4f}], "
+        f"term {aa['systematic']:.3%} over {aa['loads']} {aa['clusters']}; "
+        f"gap x{gap['ratio_of_medians']:.4f}"
+    )
+    record("none (runner.bench A/A control, hot)", "callable", "ok", text)
+    assert aa["clusters"] == "graph_instances" and aa["per_side_loads"] == 16, text
+    assert abs(aa["ratio_of_medians"] - 1.0) < 0.01, text
+    assert gap["systematic_source"] == "control" and gap["systematic"] == aa["systematic"]
+    assert "mul~aa" not in c.document_case["implementations"]
+
+
 def test_honest_composite_and_slow_rows_keep_their_true_gap(session, defaults):
     torch = torch_module()
     from runner import bench

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from runner.bench.captured_work import graph_problems
+from runner.measurement.aa_control import CONTROL_SUFFIX
 from tests.support.fake_device import FakeBackend
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "result-1.0.0-h200-axpy.json"
@@ -28,9 +29,11 @@ class FakeCallableBackend(FakeBackend):
 
     def __init__(self, device, impls, case, options):
         counted = case.count_copies
+        # the hidden A/A control (`op~aa`) is the op called again: the op's programmed time
+        twin = {n: n.removesuffix(CONTROL_SUFFIX) for n in impls}
         times = {
-            n: device.per_call_s.get(n, device.default_s)
-            + (device.copy_s.get(n, 0.0) if counted else 0.0)
+            n: device.per_call_s.get(twin[n], device.default_s)
+            + (device.copy_s.get(twin[n], 0.0) if counted else 0.0)
             for n in impls
         }
         super().__init__(

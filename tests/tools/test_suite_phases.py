@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
-import pytest
+from tests.support.perf_script import load
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "tools" / "perf" / "suite_phases.py"
-if not SCRIPT.exists():  # harness run ships the package and its tests to a GPU box, not tools/
-    pytest.skip(f"{SCRIPT} is not in this tree", allow_module_level=True)
-spec = importlib.util.spec_from_file_location("suite_phases", SCRIPT)
-suite_phases = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(suite_phases)
+suite_phases = load("suite_phases")
 
 
 def case(phases: dict, worker_wall_s: float, calibration_s: float = 0.0, **extra) -> dict:
@@ -58,3 +50,25 @@ def test_an_old_document_falls_back_on_timing_wall_and_shows_missing_phases(tmp_
     out = capsys.readouterr().out
     assert "| axpy_f64 | - | - | - | 2.00 | - | 12.60 |" in out
     assert "| xcheck | 12.60 | 0.40 |" in out and "| run | 30.00 | 30.00 |" in out
+
+
+def test_the_session_30_table_is_the_built_in_before(tmp_path, capsys):
+    """--before session30: RESULTS.md's hot table (issue 37's before) first, its totals as
+    recorded there, then the new document's, side by side."""
+    after = tmp_path / "after.json"
+    after.write_text(
+        json.dumps(
+            {
+                "options": {"mode": "hot"},
+                "schema_version": "1.9.0",
+                "cases": [case({"timing_s": 4.0, "integrity_s": 0.4}, worker_wall_s=5.0)],
+                "started_utc": "2026-12-03T10:00:00Z",
+                "finished_utc": "2026-12-03T10:00:55Z",
+            }
+        )
+    )
+    suite_phases.print_tables([after], before="session30")
+    out = capsys.readouterr().out
+    assert out.index("session30: hot mode") < out.index("after: hot mode")
+    assert "| **total** |" in out and "65.06" in out and "84.78" in out
+    assert "| run | 108.00 | 55.00 |" in out

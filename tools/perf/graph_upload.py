@@ -6,8 +6,11 @@ each of the 16 instances of a hot graph uploads inside a timed sample; the cost 
 graph's nodes. On the GPU box this times a 100-call torch composite (100 small kernels a call,
 so a 100-call graph holds 10,000 nodes) against itself, hot, by events, with
 CallableBackend.upload_graphs off ("before") and on ("after"), and prints per setting and
-repeat: the median per call, the A/A ratio with its interval, and for each side the mean of its
-first INSTANCES samples over the median of the others (where the uploads land).
+repeat: the median per call, the A/A ratio with its interval, the in-run A/A control's ratio
+(the op timed again as a hidden side, with graphs of its own), and for each side the mean of its
+first INSTANCES samples over the median of the others (where the uploads land); then the
+before/after summary (medians over the repeats) and the wall time, which must stay under 2
+minutes on the H200 (three sides of 16 instances of a 10,000-node graph each comparison).
 
     python tools/perf/graph_upload.py [--upload both|on|off] [--repeats 3] [--log2n 14]
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import time
 
 CALLS = 100  # torch calls in one call of the composite
 
@@ -74,7 +78,9 @@ def run(device, upload: bool, log2n: int, budget_s: float) -> dict:
     )
     doc = c.document_case["implementations"]
     first = cuda_device.INSTANCES
+    control = c.document_case.get("aa_control") or {}
     return {
+        "control": control.get("ratio_of_medians", float("nan")),
         "median_us": doc["composite"]["timing"]["stats"]["median_s"] * 1e6,
         "gap": doc["again"]["gap"],
         "first_a": first_over_rest(doc["composite"]["timing"]["samples_s"], first),
@@ -100,22 +106,40 @@ def main() -> int:
         f"first = mean of the first {INSTANCES} samples / median of the rest"
     )
     print(
-        "| upload | repeat | samples | median (us/call) | A/A | 95% interval | first/rest A | first/rest B |"
+        "| upload | repeat | samples | median (us/call) | A/A | 95% interval | control "
+        "| first/rest A | first/rest B |"
     )
-    print("| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
+    print("| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |")
+    t0 = time.monotonic()
+    found: dict[bool, list[dict]] = {u: [] for u in settings}
     for repeat in range(args.repeats):
         for upload in settings:  # alternated, so a drift over the run hits both settings
             r = run(device, upload, args.log2n, args.budget)
+            found[upload].append(r)
             g = r["gap"] or {}
             print(
                 f"| {'on' if upload else 'off (before)'} | {repeat} | {r['samples']} | "
                 f"{r['median_us']:.2f} | x{g.get('ratio_of_medians', float('nan')):.4f} | "
                 f"[{g.get('ci_low', float('nan')):.4f}, {g.get('ci_high', float('nan')):.4f}] | "
-                f"{r['first_a']:.4f} | {r['first_b']:.4f} |",
+                f"x{r['control']:.4f} | {r['first_a']:.4f} | {r['first_b']:.4f} |",
                 flush=True,
             )
     device.close()
+    print_summary(found)
+    print(f"wall: {time.monotonic() - t0:.1f} s (target: under 120 s)")
     return 0
+
+
+def print_summary(found: dict[bool, list[dict]]) -> None:
+    """Before (upload off) and after (on): medians over the repeats of |A/A - 1| and of the
+    first samples' excess over the rest, both sides pooled."""
+    print("\n| setting | A/A off 1 (median) | first/rest - 1 (median) |")
+    print("| --- | ---: | ---: |")
+    for upload, runs in found.items():
+        off = [abs((r["gap"] or {}).get("ratio_of_medians", float("nan")) - 1) for r in runs]
+        first = [v - 1 for r in runs for v in (r["first_a"], r["first_b"])]
+        label = "after (uploaded)" if upload else "before (not uploaded)"
+        print(f"| {label} | {statistics.median(off):.4%} | {statistics.median(first):+.4%} |")
 
 
 if __name__ == "__main__":

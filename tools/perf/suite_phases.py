@@ -3,6 +3,7 @@
     python tools/perf/suite_phases.py run --bundle .bundle [--rev REV] [--modes hot,cold]
                                                [--out DIR] [-- extra runner bench options]
     python tools/perf/suite_phases.py table BEFORE.json [AFTER.json ...]
+    (either with --before session30: the session 30 hot table of RESULTS.md as the first column)
 
 run: `python -m runner bench benchmarks/cases.toml --bundle B --mode M -o DIR/LABEL-M.json` for
 each mode (hot, then cold), in this checkout or, with --rev, in a detached `git worktree` of that
@@ -45,6 +46,49 @@ WORKER_PHASES = [
 ]
 HOST_PHASES = [("build", "build_s"), ("static", "static_s")]
 
+# The 8-case hot suite on the H200 in session 30 (benchmarks/perf/RESULTS.md, "Session 30"):
+# the "before" of issue 37's 60 s target, 108 s of run wall. Per case: setup, load, check,
+# xcheck, refsample, calib, timing, integrity and the case's total, in seconds.
+SESSION_30_RUN_S = 108.0
+SESSION_30_COLUMNS = ("setup", "load", "check", "xcheck", "refsample", "calib", "timing")
+SESSION_30 = {
+    "scale_i64": (0.16, 0.06, 0.03, 0.01, 0.01, 0.31, 8.49, 1.77, 11.11),
+    "axpy_f64": (0.15, 0.05, 0.48, 0.01, 0.01, 0.42, 8.65, 3.63, 13.64),
+    "reduce_sum_f64": (0.16, 0.05, 0.17, 0.00, 0.01, 0.30, 8.36, 0.91, 10.24),
+    "matmul_f64_naive": (0.16, 0.05, 0.09, 0.00, 0.00, 0.35, 9.11, 0.84, 10.90),
+    "matmul_f64_tiled": (0.17, 0.06, 0.10, 0.01, 0.00, 0.33, 8.91, 0.96, 10.82),
+    "attention_f32_naive": (0.17, 0.21, 0.12, 0.00, 0.01, 0.31, 8.38, 0.92, 10.48),
+    "polynomial_f64": (0.16, 0.01, 0.63, 0.01, 0.05, 0.16, 4.76, 0.58, 6.64),
+    "transpose_f32": (0.17, 0.08, 0.09, 0.00, 0.00, 0.31, 8.40, 1.59, 10.95),
+}
+
+
+def session_30_document() -> dict:
+    """The session 30 table as a document suite_phases can tabulate: its recorded phases, the
+    rest of each case (start, inputs, audit sets, teardown, exit) in "other"."""
+    keys = dict(WORKER_PHASES)
+    cases = []
+    for case_id, row in SESSION_30.items():
+        *phases, integrity, total = row
+        named = {keys[c]: v for c, v in zip(SESSION_30_COLUMNS, phases, strict=True)}
+        named.pop("calibration")
+        named["timing_s"] += row[5]  # timing_s holds calibration (case_phases takes it out)
+        named["integrity_s"] = integrity
+        cases.append(
+            {
+                "id": case_id,
+                "phases_s": named,
+                "worker_wall_s": total,
+                "implementations": {"all": {"timing": {"calibration_s": row[5]}}},
+            }
+        )
+    return {
+        "options": {"mode": "hot"},
+        "schema_version": "1.9.0 (session 30, RESULTS.md)",
+        "cases": cases,
+        "run_wall_s": SESSION_30_RUN_S,
+    }
+
 
 def case_phases(case: dict) -> dict[str, float | None]:
     """{column: seconds or None (not recorded)} of one case document, with "other" and "case"
@@ -69,7 +113,9 @@ def case_phases(case: dict) -> dict[str, float | None]:
 
 
 def run_wall_s(doc: dict) -> float | None:
-    """finished_utc - started_utc of a complete document."""
+    """finished_utc - started_utc of a complete document (a table's own: run_wall_s)."""
+    if "run_wall_s" in doc:
+        return doc["run_wall_s"]
     try:
         start = datetime.fromisoformat(doc["started_utc"].replace("Z", "+00:00"))
         end = datetime.fromisoformat(doc["finished_utc"].replace("Z", "+00:00"))
@@ -114,13 +160,15 @@ def side_by_side(labelled: list[tuple[str, dict[str, float]]]) -> str:
     return "\n".join(lines)
 
 
-def print_tables(paths: list[Path]) -> None:
+def print_tables(paths: list[Path], before: str | None = None) -> None:
     labelled = []
-    for path in paths:
-        doc = json.loads(path.read_text())
-        text, totals = table(doc, path.name)
+    documents = [(path.stem, json.loads(path.read_text())) for path in paths]
+    if before == "session30":
+        documents.insert(0, ("session30", session_30_document()))
+    for label, doc in documents:
+        text, totals = table(doc, label)
         print(text + "\n")
-        labelled.append((path.stem, totals))
+        labelled.append((label, totals))
     if len(labelled) > 1:
         print(side_by_side(labelled))
 
@@ -172,7 +220,7 @@ def run(args: argparse.Namespace) -> None:
         finally:
             if args.rev is not None:
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)])
-    print_tables(written)
+    print_tables(written, args.before)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -186,12 +234,18 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--label", help="file name prefix (default: worktree or rev-REV)")
     r.add_argument("extra", nargs="*", help="after --: more runner bench options")
     t = sub.add_parser("table", help="tabulate documents written before")
-    t.add_argument("documents", type=Path, nargs="+")
+    t.add_argument("documents", type=Path, nargs="*")
+    for p in (r, t):
+        p.add_argument(
+            "--before",
+            choices=("session30",),
+            help="put the session 30 hot table (RESULTS.md, issue 37's before) first",
+        )
     args = parser.parse_args(argv)
     if args.command == "run":
         run(args)
     else:
-        print_tables(args.documents)
+        print_tables(args.documents, args.before)
 
 
 if __name__ == "__main__":

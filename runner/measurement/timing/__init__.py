@@ -24,11 +24,13 @@ def measure(
     settings: TimingSettings,
     monitor: Monitor | None = None,
     baseline: str | None = None,
+    control_term=None,
 ) -> Measurement:
     """Time `names` on `backend` with the strategy `settings.mode` names; `monitor` reads the
     clocks around every sample; `baseline` is what the precision rule's gaps divide by (the
-    first name when not given)."""
-    return MODES[settings.mode]().measure(backend, names, settings, monitor, baseline)
+    first name when not given); `control_term` gives the stopping rule the in-run A/A
+    control's systematic term (runner.measurement.aa_control.running_term)."""
+    return MODES[settings.mode]().measure(backend, names, settings, monitor, baseline, control_term)
 
 
 __all__ = [

@@ -12,7 +12,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from runner.measurement import stats
+from runner.measurement.timing.stopping import (
+    SEQUENTIAL_TARGET,
+    ControlTerm,
+    precision_more,
+    sequential_more,
+)
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,12 @@ class TimingSettings:
     precision: float | None = None
     max_samples: int = 1000
     precision_max_s: float = 60.0
+    # Sequential rule (None: off; runner bench's default; ignored with `precision`): the first
+    # `first_samples` rounds, then stop as soon as every gap's interval (the A/A control's
+    # included) has a half-width within `sequential_target`, else more rounds up to `samples`
+    # (runner.measurement.timing.stopping).
+    first_samples: int | None = None
+    sequential_target: float = SEQUENTIAL_TARGET
     # cold: launches averaged into one sample (None: chosen from probe launches, cold.py)
     cold_launches: int | None = None
 
@@ -66,8 +77,18 @@ class TimingSettings:
                 f"TimingSettings.precision must be a fraction in (0, 1), e.g. 0.005 for 0.5% "
                 f"(got {self.precision!r})"
             )
-        if self.precision is not None and (why := stats.unreachable_precision(self.precision)):
-            raise ValueError(f"TimingSettings.precision {why}")
+        if self.first_samples is not None and not (
+            2 <= self.first_samples <= self.samples and self.schedule == "rounds"
+        ):
+            raise ValueError(
+                f"TimingSettings.first_samples must be in 2..samples ({self.samples}) with "
+                f"schedule 'rounds' (got {self.first_samples!r}, {self.schedule!r})"
+            )
+        if not 0 < self.sequential_target < 1:
+            raise ValueError(
+                "TimingSettings.sequential_target must be a fraction in (0, 1) "
+                f"(got {self.sequential_target!r})"
+            )
         if self.max_samples < self.samples:
             raise ValueError(
                 f"TimingSettings.max_samples ({self.max_samples}) must be >= samples ({self.samples})"
@@ -83,6 +104,11 @@ class TimingSettings:
             raise ValueError(
                 f"TimingSettings.target_sample_s must be > 0 (got {self.target_sample_s})"
             )
+
+    @property
+    def sequential(self) -> bool:
+        """Whether the sequential rule decides when sampling stops."""
+        return self.precision is None and self.first_samples is not None
 
 
 class Backend(Protocol):
@@ -129,6 +155,8 @@ class Measurement:
     # the precision stopping rule's outcome (None when it was not asked for)
     precision: dict | None = None
     clocks_source: str | None = None  # where `clocks` came from, or why there are none
+    # the sequential rule's outcome (None when it was off)
+    sequential: dict | None = None
 
 
 SCHEDULES = ("rounds", "passes")
@@ -250,35 +278,12 @@ def _sampled(sample, name: str, monitor: Monitor | None, timing: ImplTiming) -> 
     timing.clocks.append(clock)
 
 
-def precision_reached(
-    timings: dict[str, ImplTiming], baseline: str, target: float, mode: str = "hot"
-) -> tuple[bool, float]:
-    """Whether every candidate's gap interval has a half-width <= target x its gap; and the
-    largest relative half-width (with no candidate: True, 0). A bootstrap of 2,000 resamples
-    is enough to decide. The interval is the result's (stats.systematic included: INSTANCE_SD,
-    and a cold short kernel's placement), so a target below about 0.06% is never reached and
-    the case says it did not converge."""
-    worst = 0.0
-    base = timings[baseline].samples_s
-    systematic = _systematic(timings[baseline], mode)
-    for name, timing in timings.items():
-        if name == baseline:
-            continue
-        g = stats.gap(base, timing.samples_s, resamples=2000, systematic=systematic)
-        worst = max(worst, (g["ci_high"] - g["ci_low"]) / 2 / g["ratio_of_medians"])
-    return worst <= target, worst
-
-
-def _systematic(baseline: ImplTiming, mode: str) -> float:
-    """The run-fixed term of every gap against `baseline` (stats.systematic)."""
-    return stats.systematic(mode, stats.median(baseline.samples_s))
-
-
-def unreachable(baseline: ImplTiming, settings: TimingSettings) -> bool:
-    """Whether the run-fixed term alone (stats.systematic: a cold short kernel's placement)
-    makes every gap's interval wider than the precision target."""
-    floor = stats.floor_half_width(systematic=_systematic(baseline, settings.mode))
-    return floor >= settings.precision
+def _run_plan(plan, backend_sample, monitor, timings, orders: list) -> None:
+    for block in plan:
+        orders.append([n for n, _ in block])
+        for n, count in block:
+            for _ in range(count):
+                _sampled(backend_sample, n, monitor, timings[n])
 
 
 def take_samples(
@@ -288,48 +293,35 @@ def take_samples(
     timings: dict[str, ImplTiming],
     monitor: Monitor | None = None,
     baseline: str | None = None,
-) -> tuple[list[list[str]], dict | None]:
-    """Run the sample plan, calling `backend_sample(name)` -> seconds per launch, and, with
-    `settings.precision`, continue it until every gap is that precise (see TimingSettings).
-    Returns the orders the blocks ran in and the stopping rule's outcome (or None)."""
+    control_term: ControlTerm | None = None,
+) -> tuple[list[list[str]], dict | None, dict | None]:
+    """Run the sample plan, calling `backend_sample(name)` -> seconds per launch, under the
+    stopping rule settings ask for (runner.measurement.timing.stopping): with
+    `settings.precision`, on until every gap is that precise; with `first_samples`, the
+    sequential rule; else exactly `samples`. Intervals are widened by run_systematic
+    (`control_term`: the A/A control's, where one is timed). Returns the orders the blocks ran
+    in and the precision and sequential rules' outcomes (None where not asked for)."""
     t0 = time.perf_counter()
     if monitor is not None:
         for t in timings.values():
             t.clocks = []
     orders: list[list[str]] = []
-    plan = sample_plan(names, settings)
+    base = baseline or names[0]
+    sequential = settings.sequential
+    plan = sample_plan(names, settings, settings.first_samples if sequential else None)
     while True:
-        for block in plan:
-            orders.append([n for n, _ in block])
-            for n, count in block:
-                for _ in range(count):
-                    _sampled(backend_sample, n, monitor, timings[n])
-        if settings.precision is None:
-            return orders, None
-        done = len(timings[names[0]].samples_s)
-        converged, worst = precision_reached(
-            timings, baseline or names[0], settings.precision, settings.mode
-        )
-        spent = time.perf_counter() - t0
-        more = min(settings.max_samples, math.ceil(done * 1.5)) - done
-        stopped_by = "precision" if converged else "max_samples" if more < 2 else None
-        if stopped_by is None and unreachable(timings[baseline or names[0]], settings):
-            stopped_by = "floor"  # no sample can narrow the run-fixed term: stop now
-        left_s = settings.precision_max_s - spent
-        if stopped_by is None:  # no more than the time left allows
-            more = min(more, int(left_s * done / spent)) if left_s > 0 else 0
-        more -= more % 2  # whole AB/BA pairs (and whole passes)
-        if stopped_by is None and more <= 0:
-            stopped_by = "precision_max_s"
-        if stopped_by:
-            return orders, {
-                "target": settings.precision,
-                "half_width": worst,
-                "converged": converged,
-                "samples": done,
-                "stopped_by": stopped_by,
-                "spent_s": spent,
-            }
+        _run_plan(plan, backend_sample, monitor, timings, orders)
+        if sequential:
+            more, outcome = sequential_more(timings, base, settings, control_term)
+            if not more:
+                return orders, None, outcome
+        elif settings.precision is None:
+            return orders, None, None
+        else:
+            spent = time.perf_counter() - t0
+            more, outcome = precision_more(timings, base, settings, control_term, spent)
+            if not more:
+                return orders, outcome, None
         plan = sample_plan(names, settings, more, first_round=len(orders))
 
 
@@ -369,6 +361,7 @@ class Strategy:
         settings: TimingSettings,
         monitor: Monitor | None = None,
         baseline: str | None = None,
+        control_term: ControlTerm | None = None,
     ) -> Measurement:
         t0 = time.perf_counter()
         timings = {n: ImplTiming(n, method=self.method, timer=settings.timer) for n in names}
@@ -378,7 +371,11 @@ class Strategy:
         sample = self.sampler(backend, settings, timings)
         if getattr(backend, "pin_copy", None) is not None:
             sample = pinned(sample, backend.pin_copy, timings)
-        orders, precision = take_samples(sample, names, settings, timings, monitor, baseline)
+        orders, precision, sequential = take_samples(
+            sample, names, settings, timings, monitor, baseline, control_term
+        )
         source = getattr(monitor, "source", None)
         wall_s = time.perf_counter() - t0
-        return Measurement(self.name, timings, orders, settings.warmup, wall_s, precision, source)
+        return Measurement(
+            self.name, timings, orders, settings.warmup, wall_s, precision, source, sequential
+        )

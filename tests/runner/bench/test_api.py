@@ -150,9 +150,10 @@ def test_cold_timing_runs_paired_rounds_in_the_ptx_engines_round_order(make_sess
     # needs, for every implementation alike
     batches = {e["timing"]["batch"] for e in comparison.document_case["implementations"].values()}
     assert batches == {cold_timing.launches_for(1e-5)} == {8}
-    orders = [round_order(["matmul", "B", "C"], r) for r in range(30)]
+    sides = ["matmul", "B", "C", "matmul~aa"]  # the op's hidden A/A control: one more side
+    orders = [round_order(sides, r) for r in range(30)]
     sampled = [n for order in orders for n in order]
-    probes = [n for n in ("matmul", "B", "C") for _ in range(integrity.COLD_PROBES)]
+    probes = [n for n in sides for _ in range(integrity.COLD_PROBES)]
     assert timed == probes + [n for n in sampled for _ in range(8)]
     assert comparison.document_case["round_orders"] == orders
     assert comparison.document_case["settings"]["schedule"] == "rounds"
@@ -168,23 +169,25 @@ def test_hot_timing_replays_batches_in_paired_rounds_after_calibration(make_sess
     n = comparison.rows["matmul"].samples
     assert n == 30 and comparison.rows["B"].samples == n and comparison.rows["C"].samples == n
     batches = [c for c in device.backends[-1].calls if c[0] == "timed_batch"]
-    sampled, calibration = batches[-3 * n :], batches[: -3 * n]
-    orders = [round_order(["matmul", "B", "C"], r) for r in range(n)]
+    sides = ["matmul", "B", "C", "matmul~aa"]  # the op's hidden A/A control: one more side
+    sampled, calibration = batches[-4 * n :], batches[: -4 * n]
+    orders = [round_order(sides, r) for r in range(n)]
     assert [c[1] for c in sampled] == [name for order in orders for name in order]
     # Calibration (and the untimed warm replay) runs per implementation before any sample; then
     # the rows within a factor of 2 share the smallest batch (runner.bench.shared_batch), whose
     # graphs matmul and C warm untimed
     calibrated = [c[1] for c in calibration]
-    assert calibrated[-2:] == ["matmul", "C"] and all(c[2] == 500 for c in calibration[-2:])
-    calibrated = calibrated[:-2]
-    assert calibrated == sorted(calibrated, key=["matmul", "B", "C"].index)
-    assert set(calibrated) == {"matmul", "B", "C"}
+    warmed = ["matmul", "C", "matmul~aa"]
+    assert calibrated[-3:] == warmed and all(c[2] == 500 for c in calibration[-3:])
+    calibrated = calibrated[:-3]
+    assert calibrated == sorted(calibrated, key=sides.index)
+    assert set(calibrated) == set(sides)
     doc_batches = {
         name: entry["timing"]["batch"]
         for name, entry in comparison.document_case["implementations"].items()
     }
     assert doc_batches == {"matmul": 500, "B": 500, "C": 500}
-    assert all(c[2] == doc_batches[c[1]] for c in sampled)
+    assert all(c[2] == doc_batches[c[1].removesuffix("~aa")] for c in sampled)
     assert comparison.document_case["round_orders"] == orders
     # hot gaps of torch graphs add what the graph instances leave (1.2 ns a call over 10 us)
     gap = comparison.document_case["implementations"]["B"]["gap"]
@@ -194,11 +197,11 @@ def test_hot_timing_replays_batches_in_paired_rounds_after_calibration(make_sess
 @pytest.mark.parametrize(
     ("budget_s", "sample_wall_s", "min_samples", "max_samples", "expected"),
     [
-        (0.2, 1e-3, 30, 1000, 100),  # budget / (2 implementations x 1 ms)
+        (0.2, 1e-3, 30, 1000, 66),  # budget / (2 implementations and the A/A control x 1 ms)
         (0.01, 1e-3, 30, 1000, 30),  # raised to min_samples
         (10.0, 1e-3, 30, 60, 60),  # capped at max_samples
-        (0.25, 1e-3, 30, 1000, 124),  # 125 rounded down to an even count (whole AB/BA pairs)
-        (0.2, 4e-3, 10, 1000, 24),  # 25, even
+        (0.25, 1e-3, 30, 1000, 82),  # 83 rounded down to an even count (whole AB/BA pairs)
+        (0.2, 4e-3, 10, 1000, 16),  # 16.7, even
     ],
 )
 def test_cold_sample_count_follows_the_budget_within_the_limits(
@@ -213,7 +216,7 @@ def test_cold_sample_count_follows_the_budget_within_the_limits(
     assert comparison.rows["matmul"].samples == expected
     assert comparison.rows["B"].samples == expected
     timed = timed_names(device.backends[-1].calls, "timed_cold")
-    assert len(timed) == 2 * integrity.COLD_PROBES + 2 * expected
+    assert len(timed) == 3 * integrity.COLD_PROBES + 3 * expected  # with the A/A control
 
 
 def test_cold_gaps_of_rows_launched_from_graphs_add_the_graph_node_term(make_session):
@@ -231,15 +234,15 @@ def test_cold_gaps_of_rows_launched_from_graphs_add_the_graph_node_term(make_ses
 
 def test_the_cold_budget_counts_every_launch_of_a_sample(make_session):
     """Calls of 2 us are averaged 16 to a sample (20 us in whole periods of 8 launches):
-    3.2 s / (2 implementations x 16 x 1 ms)."""
+    3.2 s / (2 implementations and the A/A control x 16 x 1 ms), 66."""
     options = bench.TimingOptions(budget_s=3.2, timer="events")
     _, device = make_session(options=options, sample_wall_s=1e-3, default_s=2e-6)
     comparison = bench.Runner(np.matmul, only_case(Matmul())).compare({"B": np.dot})
-    assert {r.samples for r in comparison.rows.values()} == {100}
+    assert {r.samples for r in comparison.rows.values()} == {66}
     timed = timed_names(device.backends[-1].calls, "timed_cold")
-    assert len(timed) == 2 * integrity.COLD_PROBES + 2 * 100 * 16
+    assert len(timed) == 3 * integrity.COLD_PROBES + 3 * 66 * 16
     timing = comparison.document_case["implementations"]["B"]["timing"]
-    assert timing["batch"] == 16 and timing["samples_s"] == pytest.approx([2e-6] * 100)
+    assert timing["batch"] == 16 and timing["samples_s"] == pytest.approx([2e-6] * 66)
     assert timing["calibration_s"] > 0  # the probes that chose the batch
 
 
@@ -307,7 +310,8 @@ def test_a_private_copy_restored_by_reset_passes_and_reset_precedes_every_flush(
     calls = device.backends[-1].calls
     flushes = [i for i, c in enumerate(calls) if c == ("flush",)]
     batch = doc_batch(comparison, "in place")
-    assert len(flushes) == 2 * integrity.COLD_PROBES + 2 * 30 * batch  # probes, then samples
+    # probes, then samples, of both rows and the A/A control
+    assert len(flushes) == 3 * integrity.COLD_PROBES + 3 * 30 * batch
     for i in flushes:
         assert calls[i + 1][0] == "timed_cold"
         assert calls[i - 1] == ("reset", calls[i + 1][1])
@@ -1144,3 +1148,27 @@ def test_agrees_is_compares_verdict_and_stops_at_the_first_failing_chunk():
     finally:
         arrays.compare = real
     assert calls == [1000]
+
+
+def test_the_op_s_hidden_a_a_control_is_reported_and_sets_the_gaps_term(make_session):
+    """runner.bench's in-run A/A control: the op timed again as a hidden side, never a row;
+    on the fake (no graph instances) its samples are clustered by place in the run, and a
+    noisy one sets every gap's term above the documented default (systematic_source)."""
+    options = bench.TimingOptions(mode="hot", budget_s=0.05)
+    _, _ = make_session(options=options, noise=0.02, per_call_s={"matmul": 1e-5, "B": 1e-5})
+    comparison = bench.Runner(np.matmul, only_case(Matmul())).compare({"B": np.dot})
+    doc = comparison.document_case
+    assert set(doc["implementations"]) == {"matmul", "B"} and "matmul~aa" not in comparison.rows
+    aa = doc["aa_control"]
+    assert aa["clusters"] == "places" and aa["per_side_loads"] == 1 and aa["loads"] == 8
+    assert len(aa["samples_s"]) == comparison.rows["matmul"].samples == len(aa["sample_loads"])
+    assert aa["ci_low"] <= 1.0 <= aa["ci_high"]
+    gap = doc["implementations"]["B"]["gap"]
+    assert gap["systematic_source"] == "control" and gap["systematic"] == aa["systematic"]
+    assert aa["systematic"] > stats.systematic("hot", 1e-5, stats.TORCH_GRAPH_NODE_S)
+
+
+def test_a_name_reserved_for_the_a_a_control_is_refused(make_session):
+    make_session()
+    with pytest.raises(bench.DeclarationError, match="reserved for the op's hidden A/A control"):
+        bench.Runner(np.matmul, only_case(Matmul())).compare({"matmul~aa": np.dot})

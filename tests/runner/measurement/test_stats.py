@@ -274,7 +274,7 @@ def test_systematic_adds_the_per_call_term_of_graph_launched_rows():
 
 def test_cold_gaps_of_a_short_kernel_get_the_placement_term_in_documents_and_the_stopping_rule():
     from runner.document import gaps as document_gaps
-    from runner.measurement.timing import base
+    from runner.measurement.timing import base, stopping
 
     samples = [1.3e-6, 1.31e-6, 1.29e-6, 1.3e-6] * 10
     for mode in ("hot", "cold"):
@@ -282,7 +282,7 @@ def test_cold_gaps_of_a_short_kernel_get_the_placement_term_in_documents_and_the
         block = document_gaps.gap_block(samples, samples, True, document_gaps.systematic_of(timing))
         assert block["systematic"] == stats.systematic(mode, 1.3e-6)
         timings = {n: base.ImplTiming(n, samples_s=list(samples)) for n in ("A", "B")}
-        reached, worst = base.precision_reached(timings, "A", 0.002, mode)
+        reached, worst = stopping.precision_reached(timings, "A", 0.002, mode)
         assert worst == pytest.approx(1.959963984540054 * block["systematic"], rel=1e-6)
         assert reached == (mode == "hot")  # cold: +-0.77% can never be +-0.2% here
 

@@ -321,6 +321,15 @@ class PinningBackend(FakeBackend):
         return seconds * (1 + self.offsets[self.pin]) if name == self.pinned else seconds
 
 
+def measured_with_control(settings: TimingSettings, offsets: list[float]):
+    """a, b and the control a~aa (its loads at `offsets`) measured with the control's term."""
+    from runner.measurement import aa_control
+
+    backend = PinningBackend({"a": 1e-5, "b": 1e-5, "a~aa": 1e-5}, "a~aa", offsets)
+    term = aa_control.running_term("a", "a~aa", 1)
+    return measure(backend, ["a", "b", "a~aa"], settings, baseline="a", control_term=term)
+
+
 @pytest.mark.parametrize("mode", ["hot", "cold"])
 def test_the_control_s_samples_take_its_loads_in_turn_and_say_which(mode):
     offsets = [0.0, 0.01, -0.01, 0.02]
@@ -332,3 +341,46 @@ def test_the_control_s_samples_take_its_loads_in_turn_and_say_which(mode):
         ratios = np.array(m.impls["a~aa"].samples_s) / np.array(m.impls["a"].samples_s)
         got = ratios - 1 - np.array(offsets)[m.impls["a~aa"].loads]
         assert np.allclose(got, 0.0, atol=1e-3)
+
+
+def test_the_stopping_rule_widens_by_the_control_s_term_once_it_has_loads():
+    """runner bench's --precision: the term is the A/A control's (aa_control.running_term), the
+    same the document then gives every gap; loads 1% apart put the floor above a 0.5% target,
+    so the rule stops after the first samples, saying where its term came from."""
+    from runner.measurement import aa_control
+
+    offsets = [0.0, 0.01, -0.01, 0.02, -0.02, 0.0, 0.01, -0.01]
+    m = measured_with_control(TimingSettings(samples=32, precision=0.005), offsets)
+    p = m.precision
+    assert p["systematic_source"] == "control" and p["stopped_by"] == "floor", p
+    a, ctl = m.impls["a"], m.impls["a~aa"]
+    expected = aa_control.term_of(a.samples_s, ctl.samples_s, ctl.loads, 1)[0]
+    assert p["systematic"] == pytest.approx(expected) and expected > 0.005 / 1.96
+
+
+@pytest.mark.parametrize(
+    ("batch", "graph", "expected"),
+    [(25_000, 1000, 5000), (3000, 1000, 600), (5400, 1000, 1000), (100, 1000, 64), (8, 1000, 8)],
+)
+def test_poisoned_replays_take_a_fifth_of_a_sample_in_whole_graphs(batch, graph, expected):
+    from runner.measurement.timing import output_dependence
+
+    assert output_dependence.check_batch(batch, graph) == expected
+
+
+def test_the_output_dependence_check_replays_its_shorter_batch():
+    from runner.measurement.timing import output_dependence
+
+    seen = []
+
+    class Recording(PoisonBackend):
+        graph_launches = 1000
+
+        def timed_poisoned(self, name, batch, with_kernel):
+            seen.append(batch)
+            return super().timed_poisoned(name, batch, with_kernel)
+
+    backend = Recording(2e-6, 2e-6, 5e-6)
+    found = output_dependence.check(backend, ["k"], measured(2e-6, batch=25_000))
+    assert set(seen) == {5000} and found["k"]["ratio"] == pytest.approx(1.0)
+    assert "5000 launches" in found["k"]["method"]
