@@ -60,7 +60,7 @@ class BenchOptions:
 
 FIRST_SAMPLES = 16
 """The sequential rule's first rounds in `runner bench` (runner.measurement.timing.stopping):
-two per load of the A/A control; tests/test_coverage_sequential.py checks A/A coverage from
+two per load of the A/A control; tests/coverage/test_sequential.py checks A/A coverage from
 there for 2 to 9 sides."""
 
 

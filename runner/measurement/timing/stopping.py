@@ -6,7 +6,7 @@ block of rounds. Two rules share them:
   `sequential_target` (or only the run-fixed term keeps it wider: the floor), else
   SEQUENTIAL_STEP rounds more, up to `samples`. A case whose gaps are already that precise
   stops early; a noisy one takes the rounds it always took.
-  tests/test_coverage_sequential.py checks A/A coverage under it.
+  tests/coverage/test_sequential.py checks A/A coverage under it.
 - precision (`--precision`): after `samples`, go on until the half-width is the target, up to
   `max_samples` or `precision_max_s`.
 
