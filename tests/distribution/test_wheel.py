@@ -62,7 +62,8 @@ def installed(tmp_path_factory):
     (Path(purelib) / "kernelgap-test-deps.pth").write_text("\n".join(sorted(here)) + "\n")
     done = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
-         "--no-index", str(wheel)],
+         "--no-index", "--ignore-installed", str(wheel)],  # even where the test's own
+        # interpreter has kernelgap (an editable install): pip would take that as installed
         capture_output=True,
         text=True,
         timeout=300,
