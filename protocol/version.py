@@ -17,7 +17,8 @@ from __future__ import annotations
 # 1.9.0: a case's aa_control (the in-run A/A control) and gap.systematic_source
 # 1.9.0: timing.timer_reason (why the timer: cold by events only as an explicit choice) and
 # environment.persisting_l2 (the persisting-L2 limit, set to 0 and read back)
-RESULT_SCHEMA_VERSION = "1.9.0"
+# 1.10.0: sweeps: a swept case's point, axes, points and curve; summary.points
+RESULT_SCHEMA_VERSION = "1.10.0"
 RUN_PROTOCOL_VERSION = "1.1.0"  # 1.1.0: `id`, data_base64 arrays, base64 outputs
 
 

@@ -146,7 +146,7 @@ def test_lock_takes_new_points_without_a_version_and_refuses_a_changed_one(tmp_p
     # a new point: recorded under the same version, no bump
     path = swept(tmp_path, 'axes = { n = ["2^4", "2^12", "2^20"] }')
     problems = lock.verify(manifest.load(path))
-    assert len(problems) == 1 and "point n=2^4 not recorded (no new version needed)" in problems[0]
+    assert len(problems) == 1 and "points n=2^4 are not recorded (no new version needed)" in problems[0]
     assert lock.record(manifest.load(path)) == [("scale", 1)]
     assert lock.verify(manifest.load(path)) == []
     # the same point id gated elsewhere: its meaning changed, a bump is needed

@@ -198,11 +198,16 @@ def verify(suite: Suite) -> list[str]:
                 f"({'; '.join(changed)}): bump its version, then run `python -m runner lock {suite.path}`"
             )
         added = [i.name for i in case.impls if i.name not in known.impls]
-        added += [f"point {p}" for p in point_hashes(case) if p not in known.points]
         if added:
             problems.append(
-                f"{path}: case {case.id!r} version {case.version}: {', '.join(added)} not "
-                f"recorded (no new version needed); run `python -m runner lock {suite.path}`"
+                f"{path}: case {case.id!r} version {case.version}: implementations {added} are not "
+                f"recorded; run `python -m runner lock {suite.path}`"
+            )
+        points = [p for p in point_hashes(case) if p not in known.points]
+        if points:
+            problems.append(
+                f"{path}: case {case.id!r} version {case.version}: points {', '.join(points)} are "
+                f"not recorded (no new version needed); run `python -m runner lock {suite.path}`"
             )
     return problems
 

@@ -5,7 +5,8 @@ point's size, so a case that gains a sweep keeps what its one number meant. A po
 its axis values in declared order, powers of two as 2^k (`n=2^20`, `rows=2^5,cols=2^5`): the id
 is what the history keys on, so it must not change when other points are added. A point no
 larger than the case's correctness size (or than SMALL_POINT_BYTES) is gated at its own size;
-a larger one at check_dims, then cross-checked at its own size, as a case is.
+a larger one, and the headline (the case as it always was), at check_dims, then cross-checked
+at its own size, as a case is.
 """
 
 from __future__ import annotations
@@ -170,6 +171,11 @@ def parse_sweep(raw: dict, case: CaseSpec) -> Sweep | None:
         seen.add(point.id)
         points.append(point)
     headline = _headline(raw.get("headline"), points, case)
+    # the headline is the case as it has always been measured, its gate at check_dims included
+    points = [
+        dataclasses.replace(p, check_dims=dict(case.check_dims)) if p.id == headline else p
+        for p in points
+    ]
     return Sweep(axes, tuple(points), headline)
 
 
