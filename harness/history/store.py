@@ -47,6 +47,7 @@ from harness.history.store_schema import (
     microseconds,
     samples_list,
 )
+from protocol.points import as_rows
 from protocol.validation import validate
 from protocol.version import RESULT_SCHEMA_VERSION, check_version
 
@@ -111,6 +112,7 @@ class Store(HistoryFile):
         if check:
             check_version(document.get("schema_version"), RESULT_SCHEMA_VERSION, what)
             validate(document, "result", what)
+        document = as_rows(document)  # a sweep's points: series of their own
         report = self._plan(document, trusted, what, bundle)
         if not trusted or report.already_stored:
             return report
@@ -161,6 +163,7 @@ class Store(HistoryFile):
             self._rollback()
             why = cause(exc, self.path) or str(exc)
             raise StoreError(f"{self.path}: cannot write the history: {why}") from None
+        documents = [(as_rows(document), what) for document, what in documents]
         reports = [self._plan(document, True, what, bundle) for document, what in documents]
         self._write([(d, r) for (d, _), r in zip(documents, reports, strict=True)])
         return reports
