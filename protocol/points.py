@@ -12,7 +12,7 @@ only references ({point, dims, status}) in the case's `points`.
 
 from __future__ import annotations
 
-__all__ = ["as_rows", "is_point_row", "point_case_id", "point_rows", "split_id"]
+__all__ = ["as_rows", "is_point_row", "point_case_id", "point_rows", "split_id", "swept_cases"]
 
 _FROM_CASE = ("version", "description", "baseline", "device", "frontend")
 
@@ -68,3 +68,23 @@ def as_rows(document: dict) -> dict:
         cases.append({**case, "points": [_reference(p) for p in case["points"]]})
         cases.extend(rows)
     return {**document, "cases": cases}
+
+
+def swept_cases(document: dict) -> list[tuple[dict, list[tuple[str, dict | None]]]]:
+    """(case block, [(point id, its block: the case itself for the headline, its row for
+    another, None where the document lacks it)]) of every swept case, points in declared order."""
+    document = as_rows(document)
+    by_id = {c["id"]: c for c in document["cases"]}
+    found = []
+    for case in document["cases"]:
+        if not case.get("points") or "point_of" in case:
+            continue
+        blocks = [
+            (
+                p["point"],
+                case if p.get("headline") else by_id.get(point_case_id(case["id"], p["point"])),
+            )
+            for p in case["points"]
+        ]
+        found.append((case, blocks))
+    return found

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from harness.dashboard import sweep_charts
 from harness.dashboard.explain_pages import file_stem
 
 __all__ = ["FOLDER", "write"]
@@ -55,7 +56,7 @@ def write(out: Path, data: dict, reports: dict[str, str], explain: dict[str, str
             version=html.escape(str(case["version"])),
             baseline=html.escape(case["baseline"]),
             explain=f' · <a href="../{html.escape(link)}">explain page</a>' if link else "",
-            modes="\n".join(_mode(case, data, mode) for mode in data["modes"]),
+            modes=_sweep(case, data) + "\n".join(_mode(case, data, mode) for mode in data["modes"]),
             counters=_counters(case),
             report=reports.get(case["id"], "<p>Not in the newest run: no explanation.</p>"),
         )
@@ -66,6 +67,15 @@ def write(out: Path, data: dict, reports: dict[str, str], explain: dict[str, str
         if stale.stem not in kept:
             stale.unlink()
     return len(kept)
+
+
+def _sweep(case: dict, data: dict) -> str:
+    """A swept case's gap-versus-size chart and times by size (sweep_charts), or nothing."""
+    found = data.get("sweeps", {}).get(case["id"])
+    if not found:
+        return ""
+    chart = sweep_charts.svg(found["latest"], found["earlier"], data["colors"], found["earlier_run"])
+    return f'<h2>Gap by size <span class="tag">{html.escape(data["mode"])}</span></h2>{chart}\n'
 
 
 def _counters(case: dict) -> str:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from harness.reporting.primary import lead_first, primary_candidate
 from harness.reporting.table import Column, Markup, format_table, format_time
-from protocol.points import as_rows, point_case_id
+from protocol.points import swept_cases
 
 __all__ = ["SweepTable", "curve_sentence", "render", "sweep_tables"]
 
@@ -41,17 +41,9 @@ def _baseline_cell(block: dict) -> str:
 
 def sweep_tables(document: dict) -> list[SweepTable]:
     """A table per swept case of `document` (nested or as rows), in the suite's order."""
-    document = as_rows(document)
-    by_id = {c["id"]: c for c in document["cases"]}
     primary = primary_candidate(document)
     tables = []
-    for case in document["cases"]:
-        if not case.get("points") or "point_of" in case:
-            continue
-        blocks = [
-            (p["point"], case if p.get("headline") else by_id.get(point_case_id(case["id"], p["point"])))
-            for p in case["points"]
-        ]
+    for case, blocks in swept_cases(document):
         names = sorted(
             {
                 n
