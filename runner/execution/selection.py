@@ -23,6 +23,13 @@ def _matches(pattern: str, name: str) -> bool:
     return re.fullmatch(regex, name) is not None
 
 
+def _hits(pattern: str, case: CaseSpec) -> bool:
+    """Whether `pattern` selects the case or one of its points."""
+    return _matches(pattern, case.id) or any(
+        _matches(pattern, f"{case.id}[{p}]") for p in _point_ids(case)
+    )
+
+
 def _point_ids(case: CaseSpec) -> list[str]:
     return [p.id for p in case.sweep.points] if case.sweep else []
 
@@ -72,7 +79,8 @@ def _by_point_pattern(suite: Suite, patterns: tuple[str, ...]) -> dict[str, set[
 def select(
     suite: Suite, case_patterns: tuple[str, ...], point_patterns: tuple[str, ...] = ()
 ) -> tuple[list[CaseSpec], dict[str, tuple[str, ...]]]:
-    """(the cases to run in the suite's order, {case id: the points to run, in declared order}
+    """(the cases to run, in the order of the --case patterns that name them, else the suite's;
+    {case id: the points to run, in declared order}
     for each swept case run at fewer than all its points)."""
     by_case = _by_case_pattern(suite, case_patterns) if case_patterns else None
     by_point = _by_point_pattern(suite, point_patterns) if point_patterns else None
@@ -90,6 +98,8 @@ def select(
         cases.append(case)
         if wanted is not None:
             points[case.id] = tuple(p for p in _point_ids(case) if p in wanted)
+    if by_case is not None:  # in the order asked for, as the ids were run before patterns
+        cases.sort(key=lambda c: next(i for i, p in enumerate(case_patterns) if _hits(p, c)))
     if not cases:
         raise ManifestError(
             f"{suite.path}: --case {' '.join(case_patterns)} with --point "
