@@ -435,13 +435,16 @@ class SuiteRun:
 
 
 def apply_run_clocks(case_docs: list[dict]) -> None:
-    """Flag every case's samples against the highest SM clock read on the same GPU in this run
-    (cards of one host clock apart: one card's maximum says nothing of another's samples)."""
+    """Flag every case's (and sweep point's) samples against the highest SM clock read on the
+    same GPU in this run (cards of one host clock apart: one card's maximum says nothing of
+    another's samples)."""
     by_device: dict = {}
     for case_doc in case_docs:
         where = case_doc.get("device") or {}
         by_device.setdefault(where.get("uuid") or where.get("index"), []).append(case_doc)
     for group in by_device.values():
-        run_max = clocks.run_max_clock(group)
-        for case_doc in group:
-            clocks.apply_clocks(case_doc, run_max)
+        points = [p for c in group for p in c.get("points", ()) if "implementations" in p]
+        blocks = [*group, *points]  # a swept case's other points were measured too
+        run_max = clocks.run_max_clock(blocks)
+        for block in blocks:
+            clocks.apply_clocks(block, run_max)
