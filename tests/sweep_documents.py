@@ -37,7 +37,9 @@ def swept_document(gaps_at, run_id: str = "") -> dict:
     doc = copy.deepcopy(RECORDED)
     doc["schema_version"] = "1.10.0"
     if run_id:
-        doc["started_utc"] = doc["started_utc"][:17] + f"{int(run_id):02d}" + doc["started_utc"][19:]
+        doc["started_utc"] = (
+            doc["started_utc"][:17] + f"{int(run_id):02d}" + doc["started_utc"][19:]
+        )
     index = next(i for i, c in enumerate(doc["cases"]) if c["id"] == "axpy_f64")
     block = doc["cases"][index]
     sweep = AXPY.sweep

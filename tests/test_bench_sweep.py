@@ -42,8 +42,11 @@ def test_rows_of_a_swept_workload_are_points_of_one_case():
     assert "sweep" not in case and "sweep" not in tiny
     assert case["curve"]["B"]["points"] == 3
     ids = [c["id"] for c in as_rows(doc)["cases"]]
-    assert ids == ["mm_swept/float64/matmul", "mm_swept/float64/matmul[row=tiny]",
-                   "mm_swept/float64/matmul[row=mid]"]
+    assert ids == [
+        "mm_swept/float64/matmul",
+        "mm_swept/float64/matmul[row=tiny]",
+        "mm_swept/float64/matmul[row=mid]",
+    ]
     assert doc["summary"]["geomean_gap"]["B"]["of"] == 1  # the headline row only
 
 

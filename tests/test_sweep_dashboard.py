@@ -52,7 +52,9 @@ def case_page(site):
 def test_the_case_page_draws_gap_and_time_by_size(site):
     text = case_page(site).read_text()
     assert "<h2>Gap by size" in text
-    gap_chart, time_chart = re.findall(r'<svg [^>]*aria-label="(gap by size|median time by size)"', text)
+    gap_chart, time_chart = re.findall(
+        r'<svg [^>]*aria-label="(gap by size|median time by size)"', text
+    )
     assert (gap_chart, time_chart) == ("gap by size", "median time by size")
     charts = text.split('aria-label="gap by size"')[1].split("</svg>")[0]
     assert charts.count("<polyline") == 6  # 3 candidates, newest and oldest

@@ -44,9 +44,9 @@ def test_range_axis_expands_in_order_and_the_largest_is_the_headline(tmp_path):
 
 def test_ids_are_stable_when_points_are_added(tmp_path):
     few = manifest.load(swept(tmp_path, 'axes = { n = ["2^12", "2^20"] }')).case("scale")
-    more = manifest.load(
-        swept(tmp_path, 'axes = { n = ["2^10", "2^12", 5000, "2^20"] }')
-    ).case("scale")
+    more = manifest.load(swept(tmp_path, 'axes = { n = ["2^10", "2^12", 5000, "2^20"] }')).case(
+        "scale"
+    )
     assert [p.id for p in few.sweep.points] == ["n=2^12", "n=2^20"]
     assert [p.id for p in more.sweep.points] == ["n=2^10", "n=2^12", "n=5000", "n=2^20"]
     assert lock.point_hashes(few)["n=2^12"] == lock.point_hashes(more)["n=2^12"]
@@ -55,7 +55,7 @@ def test_ids_are_stable_when_points_are_added(tmp_path):
 def test_several_axes_give_their_product_first_axis_outermost(tmp_path):
     path = write_suite(
         tmp_path,
-        'dims = { n = 1000 }\ncheck_dims = { n = 17 }',
+        "dims = { n = 1000 }\ncheck_dims = { n = 17 }",
         'dims = { n = 1024, m = 8 }\ncheck_dims = { n = 17, m = 1 }\naxes = { n = [256, 1024], m = ["2^2", "2^3"] }',
     )
     case = manifest.load(path).case("scale")
@@ -101,10 +101,10 @@ def test_headline_must_be_the_cases_dims(tmp_path):
 @pytest.mark.parametrize(
     ("axes", "expected"),
     [
-        ('axes = { k = [1, 2] }', "axes.k: not a dimension of the case (dims: n)"),
-        ('axes = { n = [0, 1024] }', "axes.n[0]"),
+        ("axes = { k = [1, 2] }", "axes.k: not a dimension of the case (dims: n)"),
+        ("axes = { n = [0, 1024] }", "axes.n[0]"),
         ('axes = { n = ["two", 1024] }', "axes.n[0]"),
-        ('axes = { n = [1024, 1024] }', "point n=2^10 is given twice"),
+        ("axes = { n = [1024, 1024] }", "point n=2^10 is given twice"),
         (
             'axes = { n = { from = "2^10", to = "2^19", step = "x4" } }',
             "axes.n: from 2^10 in steps of x4 does not land on to = 2^19",
@@ -112,8 +112,8 @@ def test_headline_must_be_the_cases_dims(tmp_path):
         ('axes = { n = { from = 1, to = 8, step = "x1" } }', "axes.n.step: 'x1' is not a step"),
         ('axes = { n = ["2^50"] }\nheadline = "n=2^50"', "at point scale[n=2^50]"),
         ('axes = { n = [1024] }\nheadline = "n=7"', "headline: 'n=7' is not one of the points"),
-        ('points = [ { n = 1 } ]\naxes = { n = [1] }', "give either axes"),
-        ('points = [ { n = 1 }, { m = 2 } ]', "points[1]: names m"),
+        ("points = [ { n = 1 } ]\naxes = { n = [1] }", "give either axes"),
+        ("points = [ { n = 1 }, { m = 2 } ]", "points[1]: names m"),
     ],
 )
 def test_bad_axes_are_refused_naming_case_axis_and_value(tmp_path, axes, expected):
@@ -146,7 +146,10 @@ def test_lock_takes_new_points_without_a_version_and_refuses_a_changed_one(tmp_p
     # a new point: recorded under the same version, no bump
     path = swept(tmp_path, 'axes = { n = ["2^4", "2^12", "2^20"] }')
     problems = lock.verify(manifest.load(path))
-    assert len(problems) == 1 and "points n=2^4 are not recorded (no new version needed)" in problems[0]
+    assert (
+        len(problems) == 1
+        and "points n=2^4 are not recorded (no new version needed)" in problems[0]
+    )
     assert lock.record(manifest.load(path)) == [("scale", 1)]
     assert lock.verify(manifest.load(path)) == []
     # the same point id gated elsewhere: its meaning changed, a bump is needed
@@ -154,7 +157,9 @@ def test_lock_takes_new_points_without_a_version_and_refuses_a_changed_one(tmp_p
     case = suite.case("scale")
     point = case.sweep.points[1]
     moved = sweep.Point(point.id, point.values, point.dims, {"n": 99})
-    changed = sweep.Sweep(case.sweep.axes, (case.sweep.points[0], moved, case.sweep.points[2]), "n=2^20")
+    changed = sweep.Sweep(
+        case.sweep.axes, (case.sweep.points[0], moved, case.sweep.points[2]), "n=2^20"
+    )
     edited = dataclasses.replace(suite, cases=(dataclasses.replace(case, sweep=changed),))
     problems = lock.verify(edited)
     assert len(problems) == 1 and "point n=2^12 (its dims or where its gate runs)" in problems[0]

@@ -8,18 +8,11 @@ Run on the GPU box with `pytest -m gpu`; skipped (with the reason) where no GPU 
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
-
-import orjson
 import pytest
 
 from protocol.validation import validate
 from runner.execution import point_timing
-from tests.conftest import ROOT
+from tests.gpu_bench import run_bench
 
 pytestmark = pytest.mark.gpu
 POINTS = (
@@ -33,20 +26,8 @@ POINTS = (
 
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
-    out = tmp_path_factory.mktemp("sweep") / "result.json"
-    args = [arg for point in POINTS for arg in ("--case", point)]
-    done = subprocess.run(
-        [sys.executable, "-m", "runner", "bench", "benchmarks/cases.toml", "-o", str(out), *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=540,
-    )
-    assert out.exists(), f"no document written; stderr:\n{done.stderr}"
-    keep = os.environ.get("KERNELGAP_TEST_ARTIFACTS")
-    if keep:
-        shutil.copy(out, Path(keep) / "sweep-points.json")
-    return orjson.loads(out.read_bytes()), done
+    out = tmp_path_factory.mktemp("sweep") / "sweep-points.json"
+    return run_bench("benchmarks/cases.toml", out, *(a for p in POINTS for a in ("--case", p)))
 
 
 def _points(case: dict) -> dict[str, dict]:

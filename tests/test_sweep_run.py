@@ -51,8 +51,14 @@ def jobs(monkeypatch) -> dict:
         time.sleep(seen.get("sleep_s", 0.0))
         record = {"status": "failed", "error": {"phase": "timing", "message": "stand-in"}}
         return SimpleNamespace(
-            record=record, timed_out=False, wall_s=0.01, start_s=None, exit_s=None,
-            last_phase="timing", returncode=0, stderr_tail=[],
+            record=record,
+            timed_out=False,
+            wall_s=0.01,
+            start_s=None,
+            exit_s=None,
+            last_phase="timing",
+            returncode=0,
+            stderr_tail=[],
         )
 
     monkeypatch.setattr(case_job, "build_case", build)
@@ -103,15 +109,22 @@ def test_the_budget_covers_the_sweep_and_skips_the_points_past_it(jobs):
         "case's 9 point(s)",
     }
     assert axpy["status"] == "skipped" and all(p.get("status") != "failed" for p in axpy["points"])
-    assert doc["summary"]["points"] == {"cases": 2, "points": 18, "ok": 0, "failed": 3, "skipped": 15}
+    assert doc["summary"]["points"] == {
+        "cases": 2,
+        "points": 18,
+        "ok": 0,
+        "failed": 3,
+        "skipped": 15,
+    }
 
 
 def test_point_and_case_patterns_select(jobs):
     doc, _ = run(point_ids=("axpy_f64[n=2^1*]",))
     assert [j["point"] for j in jobs["jobs"]] == ["n=2^11", "n=2^13", "n=2^15", "n=2^17", "n=2^19"]
     (case,) = doc["cases"]
-    assert case["status"] == "skipped" and "headline point n=2^27 was not selected" in (
-        case["error"]["message"]
+    assert (
+        case["status"] == "skipped"
+        and "headline point n=2^27 was not selected" in (case["error"]["message"])
     )
     suite = manifest.load(SUITE)
     cases, points = selection.select(suite, ("matmul*",), ("n=2^6",))
@@ -134,14 +147,21 @@ def test_point_and_case_patterns_select(jobs):
     ],
 )
 def test_a_selection_of_nothing_is_bad_input(cases, points, expected):
-    with pytest.raises(ManifestError, match=expected.replace("*", r"\*").replace("^", r"\^")
-                       .replace("(", r"\(").replace("[", r"\[")):
+    with pytest.raises(
+        ManifestError,
+        match=expected.replace("*", r"\*")
+        .replace("^", r"\^")
+        .replace("(", r"\(")
+        .replace("[", r"\["),
+    ):
         selection.select(manifest.load(SUITE), cases, points)
 
 
 def block(gaps: dict[str, float], status: str = "ok") -> dict:
     impls = {"cuda": {"role": "baseline"}}
-    impls.update({n: {"role": "candidate", "gap": {"ratio_of_medians": g}} for n, g in gaps.items()})
+    impls.update(
+        {n: {"role": "candidate", "gap": {"ratio_of_medians": g}} for n, g in gaps.items()}
+    )
     return {"status": status, "implementations": impls}
 
 

@@ -74,7 +74,9 @@ def _sweep(case: dict, data: dict) -> str:
     found = data.get("sweeps", {}).get(case["id"])
     if not found:
         return ""
-    chart = sweep_charts.svg(found["latest"], found["earlier"], data["colors"], found["earlier_run"])
+    chart = sweep_charts.svg(
+        found["latest"], found["earlier"], data["colors"], found["earlier_run"]
+    )
     return f'<h2>Gap by size <span class="tag">{html.escape(data["mode"])}</span></h2>{chart}\n'
 
 

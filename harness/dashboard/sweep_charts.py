@@ -137,8 +137,10 @@ def svg(latest: dict, earlier: dict | None, colors: dict, earlier_label: str) ->
         f"{html.escape(n)}"
         for n in latest["times"]
     )
-    note = f"solid: the newest run; dashed: {html.escape(earlier_label)}" if earlier else (
-        "the newest run (no earlier run has this sweep)"
+    note = (
+        f"solid: the newest run; dashed: {html.escape(earlier_label)}"
+        if earlier
+        else ("the newest run (no earlier run has this sweep)")
     )
     return (
         f"<div>{_chart(gap_lines, xs, labels, 'gap by size', False)}"

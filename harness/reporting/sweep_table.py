@@ -58,9 +58,7 @@ def sweep_tables(document: dict) -> list[SweepTable]:
         for pid, block in blocks:
             block = {**(block or {"status": "-"}), "baseline": case["baseline"]}
             label = f"{pid} (headline)" if pid == case["point"] else pid
-            rows.append(
-                (label, _baseline_cell(block), *(_gap_cell(block, n) for n in candidates))
-            )
+            rows.append((label, _baseline_cell(block), *(_gap_cell(block, n) for n in candidates)))
         tables.append(
             SweepTable(
                 case["id"],
@@ -90,6 +88,8 @@ def render(table: SweepTable, markup: Markup) -> str:
     columns = [Column("Point"), Column(f"{table.baseline} time", True)]
     columns += [Column(f"{n} gap", True) for n in table.candidates]
     lines = [curve_sentence(n, table.curve[n]) for n in table.candidates if n in table.curve]
-    return format_table(markup, columns, table.rows) + "".join(f"\n- {line}" for line in lines) + (
-        "\n" if lines else ""
+    return (
+        format_table(markup, columns, table.rows)
+        + "".join(f"\n- {line}" for line in lines)
+        + ("\n" if lines else "")
     )

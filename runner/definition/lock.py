@@ -11,9 +11,9 @@ recorded can never be re-recorded with other content.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import tomllib
-import dataclasses
 from dataclasses import asdict, dataclass
 from pathlib import Path
 

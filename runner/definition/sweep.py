@@ -72,7 +72,7 @@ def point_id(values: dict) -> str:
 def _value(raw, where: str) -> int:
     """An axis value: a positive integer, or text such as "2^20" or "3 * 2^10"."""
     if isinstance(raw, bool) or not isinstance(raw, int | str):
-        raise ManifestError(f"{where}: expected an integer or text such as \"2^20\", got {raw!r}")
+        raise ManifestError(f'{where}: expected an integer or text such as "2^20", got {raw!r}')
     text = raw.replace("^", "**") if isinstance(raw, str) else raw
     try:
         return expr.evaluate_int(text, {}, where=where, minimum=1)
@@ -89,7 +89,7 @@ def _axis_values(raw, where: str) -> list[int]:
     found = _STEP.match(str(raw["step"]))
     if not found or (found[1] == "x" and int(found[2]) < 2):
         raise ManifestError(
-            f"{where}.step: {raw['step']!r} is not a step; write \"x4\" (times 4) or \"+64\" (plus 64)"
+            f'{where}.step: {raw["step"]!r} is not a step; write "x4" (times 4) or "+64" (plus 64)'
         )
     values, factor = [low], int(found[2])
     while values[-1] < high and len(values) <= MAX_POINTS:
@@ -202,7 +202,7 @@ def _headline(declared: str | None, points: list[Point], case: CaseSpec) -> str:
             f"{w}: dims: the headline point {chosen.id} "
             f"({'declared' if declared else 'the largest, by default'}) must be the case's dims "
             f"({axes}): dims is the size the case's single number has always meant; declare "
-            "headline = \"<point id>\" for the point at dims"
+            'headline = "<point id>" for the point at dims'
         )
     return chosen.id
 

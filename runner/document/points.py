@@ -66,4 +66,10 @@ def sweep_block(
         else:
             blocks.append(point_block(pid, doc))
             drawn.append((pid, doc))
-    return {**headline_doc, "point": headline, "axes": axes, "points": blocks, "curve": curve(drawn)}
+    return {
+        **headline_doc,
+        "point": headline,
+        "axes": axes,
+        "points": blocks,
+        "curve": curve(drawn),
+    }

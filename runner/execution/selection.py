@@ -106,4 +106,3 @@ def select(
             f"{' '.join(point_patterns)}: no point is selected by both"
         )
     return cases, points
-
