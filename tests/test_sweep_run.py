@@ -141,7 +141,7 @@ def test_point_and_case_patterns_select(jobs):
 @pytest.mark.parametrize(
     ("cases", "points", "expected"),
     [
-        (("nope*",), (), "--case nope*: no case or point matches"),
+        (("nope*",), (), "--case: no case with id 'nope*', and no point or glob matches it"),
         ((), ("n=3",), "--point n=3: no point matches (points look like scale_i64[n=2^11]"),
         (("axpy_f64",), ("seq=2^6",), "no point is selected by both"),
     ],

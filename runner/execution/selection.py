@@ -50,7 +50,7 @@ def _by_case_pattern(suite: Suite, patterns: tuple[str, ...]) -> dict[str, set[s
                     chosen[case.id] = chosen.get(case.id, set()) | points
         if not hit:
             raise ManifestError(
-                f"{suite.path}: --case {pattern}: no case or point matches "
+                f"{suite.path}: --case: no case with id {pattern!r}, and no point or glob matches it "
                 f"(cases: {', '.join(c.id for c in suite.cases)})"
             )
     return chosen
