@@ -96,4 +96,3 @@ def main():
       python -m harness run benchmarks/cases.toml --target ssh://me@gpu-box
       python -m harness compare results/base.json results/head.json
     """
-

@@ -3,7 +3,8 @@
 The set is every case of the document in which the candidate is an implementation, whatever
 happened to it: a case whose gap is unstable stays in (and is listed as unstable), a case that
 has no gap (failed, skipped, not checked) is listed as missing and the headline says "over k of
-n cases". So a candidate's trend cannot jump because power throttling made one case noisy in
+n cases". A swept case counts at its headline point only (its other points' rows, which
+protocol.points makes, are left out). So a candidate's trend cannot jump because power throttling made one case noisy in
 one run. The interval comes from the cases' own intervals, in log space: each case's standard
 error is its interval's log half-width over z, the cases are independent (each has its own
 module, buffers and rounds), so var(mean ln gap) = sum of se^2 / k^2.
@@ -44,6 +45,8 @@ def candidate_headlines(cases: list[dict], confidence: float = HEADLINE_CONFIDEN
     candidate with no gap in any case has no headline."""
     found: dict[str, dict] = {}
     for case in cases:
+        if "point_of" in case:  # a sweep's other points: the headline is one size per case
+            continue
         for name, impl in case.get("implementations", {}).items():
             if impl.get("role") == "baseline":
                 continue

@@ -20,6 +20,7 @@ from __future__ import annotations
 # 1.10.0: aa_control.loads_per_group (cold: a sample of the control takes a group of loads in
 # turn) and aa_control.apart (its interval excludes 1: the term is at least its offset); a
 # case's `sequential` (runner bench's stopping rule), aa_control.clusters (runner.bench)
+# 1.10.0: sweeps: a swept case's point, axes, points and curve; summary.points
 RESULT_SCHEMA_VERSION = "1.10.0"
 RUN_PROTOCOL_VERSION = "1.1.0"  # 1.1.0: `id`, data_base64 arrays, base64 outputs
 

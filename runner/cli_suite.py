@@ -37,7 +37,20 @@ class Percent(click.ParamType):
 
 @click.command()
 @click.argument("cases", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--case", "case_ids", multiple=True, help="Run only this case id (repeatable).")
+@click.option(
+    "--case",
+    "case_ids",
+    multiple=True,
+    help="Run only this case (repeatable): a case id, a point id such as 'axpy_f64[n=2^20]', "
+    "or a glob of * and ? over either.",
+)
+@click.option(
+    "--point",
+    "point_ids",
+    multiple=True,
+    help="Run only this point of swept cases (repeatable): 'axpy_f64[n=2^20]', 'n=2^20' (every "
+    "case that has it) or a glob such as 'axpy_f64[*]'.",
+)
 @click.option(
     "--mode",
     type=click.Choice(["hot", "cold"]),
@@ -163,7 +176,7 @@ class Percent(click.ParamType):
     help="An earlier result document of the suite: with --gpus, cases are dealt longest first "
     "by the time each took there.",
 )
-def bench(cases, case_ids, **settings):
+def bench(cases, case_ids, point_ids, **settings):
     """Build, check and time every case of the suite CASES (a cases.toml).
 
     The result document (JSON) goes to stdout, or to -o FILE (rewritten after every case);
@@ -175,6 +188,7 @@ def bench(cases, case_ids, **settings):
       mkdir -p results && python -m runner bench benchmarks/cases.toml > results/result.json
       python -m runner bench benchmarks/cases.toml --case axpy_f64 --mode cold -o results/a.json
       python -m runner bench benchmarks/cases.toml --bundle bundle/ --budget-s 1500
+      python -m runner bench benchmarks/cases.toml --point 'axpy_f64[n=2^21]' -o results/p.json
     """
     from protocol.codec import encode
     from protocol.validation import DocumentError
@@ -206,7 +220,13 @@ def bench(cases, case_ids, **settings):
         bundle, revisions = parse_bundle_options(settings.pop("bundles"))
     except BundleError as exc:
         _die(str(exc))
-    options = BenchOptions(case_ids=tuple(case_ids), bundle=bundle, revisions=revisions, **settings)
+    options = BenchOptions(
+        case_ids=tuple(case_ids),
+        point_ids=tuple(point_ids),
+        bundle=bundle,
+        revisions=revisions,
+        **settings,
+    )
     try:
         doc, status = run_suite(cases, options)
     except (manifest.ManifestError, BundleError, TimerUnavailable) as exc:

@@ -27,6 +27,7 @@ from harness.analysis.verdict import (
 from harness.escaping import first_line
 from harness.history import cards
 from harness.history.series import series_key
+from protocol.points import as_rows
 
 __all__ = [
     "FAIL_ON",
@@ -187,13 +188,15 @@ def compare(
 ) -> Comparison:
     """Compare every case and implementation present in both (validated) documents.
 
-    Matched by case id and implementation name. Cases or implementations in one side only,
+    Matched by case id and implementation name; a swept case's points as rows `case[point]`
+    (protocol.points). Cases or implementations in one side only,
     failed or skipped cases, implementations without timing, and series whose key differs
     (GPU model, timing mode, suite or case version, source hashes) land in `not_compared`.
     A gap measured on two different cards (harness.history.cards.same_card) has its interval widened
     by `between_cards` (the between-card SD of ln gap: harness.history.cards.from_store, or the
     default) and is called "same" while that interval holds 1.0.
     """
+    base_doc, head_doc = as_rows(base_doc), as_rows(head_doc)  # a sweep's points: rows
     base_cases = _cases_by_id(base_doc, "base")
     head_cases = _cases_by_id(head_doc, "head")
     times, gaps, skipped = [], [], []

@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from harness.dashboard import sweep_charts
 from harness.dashboard.explain_pages import file_stem
 
 __all__ = ["FOLDER", "write"]
@@ -56,7 +57,7 @@ def write(out: Path, data: dict, reports: dict[str, str], explain: dict[str, str
             version=html.escape(str(case["version"])),
             baseline=html.escape(case["baseline"]),
             explain=f' · <a href="../{html.escape(link)}">explain page</a>' if link else "",
-            modes="\n".join(_mode(case, data, mode) for mode in data["modes"]),
+            modes=_sweep(case, data) + "\n".join(_mode(case, data, mode) for mode in data["modes"]),
             counters=_counters(case, data["runs"]),
             report=reports.get(case["id"], "<p>Not in the newest run: no explanation.</p>"),
         )
@@ -105,6 +106,17 @@ def _counters(case: dict, runs: dict) -> str:
 
 def _commit(runs: dict, run: int) -> str:
     return html.escape((runs["commit"][run] or "-")[:12])
+
+
+def _sweep(case: dict, data: dict) -> str:
+    """A swept case's gap-versus-size chart and times by size (sweep_charts), or nothing."""
+    found = data.get("sweeps", {}).get(case["id"])
+    if not found:
+        return ""
+    chart = sweep_charts.svg(
+        found["latest"], found["earlier"], data["colors"], found["earlier_run"]
+    )
+    return f'<h2>Gap by size <span class="tag">{html.escape(data["mode"])}</span></h2>{chart}\n'
 
 
 def _mode(case: dict, data: dict, mode: str) -> str:

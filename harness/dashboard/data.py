@@ -26,11 +26,13 @@ from harness.dashboard.case_charts import (
 from harness.dashboard.counter_panels import counter_panels, link_marks
 from harness.dashboard.display import MAX_POINTS
 from harness.dashboard.geomeans import suite_geomeans
+from harness.dashboard.sweep_charts import curves
 from harness.dashboard.together import moved_together
 from harness.history.series import run_mode
 from harness.history.store import Store
 from harness.reporting.primary import primary_candidate
 from harness.reporting.summary import signature
+from protocol.points import is_point_row, split_id
 
 __all__ = ["DATA_FORMAT_VERSION", "DashboardError", "collect"]
 
@@ -79,10 +81,11 @@ def collect(
     primary = primary_candidate(latest_doc)
     compilers: dict[str, int] = {}  # description -> its index in data["compilers"]
     colors = line_colors(all_series)
-    cases = _cases(latest_doc, all_series, colors, used, compilers, max_points, marks)
-    _add_counters(cases, counter_panels(store, all_series, runs, colors, primary, used), marks)
+    headline_series = [s for s in all_series if not split_id(s.info["case_id"])[1]]
+    cases = _cases(latest_doc, headline_series, colors, used, compilers, max_points, marks)
+    _add_counters(cases, counter_panels(store, headline_series, runs, colors, primary, used), marks)
     suite, headline = suite_geomeans(
-        all_series, runs, colors, used, primary, max_points, latest_of=latest_of
+        headline_series, runs, colors, used, primary, max_points, latest_of=latest_of
     )
     anchor_of = {c["id"]: c["anchor"] for c in cases}
     compact = {g: i for i, g in enumerate(sorted(used))}
@@ -120,6 +123,25 @@ def collect(
         "table": views[default]["table"],
         "cases": cases,
         "suite": suite,
+        "sweeps": _sweeps(store, runs, latest_doc, mode_of, default),
+    }
+
+
+def _sweeps(store: Store, runs: list[dict], latest_doc: dict, mode_of: dict, mode: str) -> dict:
+    """{case id: {latest, earlier, earlier_run}} of every swept case of the newest run shown
+    (harness.dashboard.sweep_charts.curves), the earlier one its mode's oldest run in the
+    history (None where that run lacks the sweep)."""
+    latest = curves(latest_doc)
+    if not latest:
+        return {}
+    first = min((g for g, m in mode_of.items() if m == mode), default=None)
+    earlier = curves(store.raw_document(runs[first]["run_id"])) if first is not None else {}
+    label = f"the oldest {mode} run, {runs[first]['started_utc'][:10]}" if earlier else ""
+    if earlier is latest or first == max(mode_of, default=None):
+        earlier, label = {}, ""
+    return {
+        cid: {"latest": c, "earlier": earlier.get(cid), "earlier_run": label}
+        for cid, c in latest.items()
     }
 
 
@@ -244,6 +266,8 @@ def _table(document: dict, anchor_of: dict[str, str]) -> list[dict]:
     """Rows of the newest run: one per candidate of each case (one per case that failed)."""
     rows = []
     for case in document["cases"]:
+        if is_point_row(case):  # a sweep's other points: on its case's page
+            continue
         base = {
             "case": case["id"],
             "version": case["version"],

@@ -51,6 +51,7 @@ from harness.history.store_schema import (
     microseconds,
     samples_list,
 )
+from protocol.points import as_rows
 from protocol.validation import validate
 from protocol.version import RESULT_SCHEMA_VERSION, check_version
 
@@ -154,6 +155,7 @@ class Store(HistoryFile):
         if check:
             check_version(document.get("schema_version"), RESULT_SCHEMA_VERSION, what)
             validate(document, "result", what)
+        document = as_rows(document)  # a sweep's points: series of their own
         report = plan(document, path=self.path, trusted=trusted, what=what, bundle=bundle)
         self._mark(report)
         if not trusted or report.already_stored:
@@ -264,7 +266,9 @@ class Store(HistoryFile):
         """One run's rows (run, new series, points, counters); inside a transaction. `rowids`
         (series_id -> rowid) gains the series it starts, `counts` its points."""
         db = self._db
-        run = db.execute("INSERT INTO runs VALUES (NULL,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", row).lastrowid
+        run = db.execute(
+            "INSERT INTO runs VALUES (NULL,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", row
+        ).lastrowid
         rowids.update(self._insert_series(report.points, rowids))
         started_us = microseconds(report.started_utc)
         series = [rowids[p.series_id] for p in report.points]

@@ -36,6 +36,7 @@ from harness.history.store_schema import (
     point_uuid,
     samples_blob,
 )
+from protocol.points import as_rows
 
 __all__ = [
     "VALUE_COLUMNS",
@@ -239,7 +240,9 @@ def prepared(
     document: dict, *, path: Path, what: str, bundle: dict | None = None
 ) -> tuple[IngestReport, tuple]:
     """A trusted ingest's plan of `document` and its `runs` row: all the store needs to write
-    the run (Store.ingest_planned), so the document itself can go."""
+    the run (Store.ingest_planned), so the document itself can go. A sweep's points are rows
+    of their own (protocol.points.as_rows), as Store.ingest stores them."""
+    document = as_rows(document)
     report = plan(document, path=path, trusted=True, what=what, bundle=bundle)
     return report, run_row(document, report)
 

@@ -2,7 +2,8 @@
 
 Sections: the primary candidate's geometric-mean gap (harness.reporting.primary) as the headline, the
 geometric-mean gap per candidate over the suite's fixed set of cases (its interval, the
-unstable cases in it, the missing ones), every gap with its interval, unstable and failed
+unstable cases in it, the missing ones), every gap with its interval, a gap-by-size table per
+swept case (harness.reporting.sweep_table), unstable and failed
 results, and the hardware and toolchain signature of the run, with each implementation's
 compiler identity (toolchain, what its --version prints, the sha256 of its program).
 """
@@ -13,8 +14,10 @@ from harness.escaping import first_line
 from harness.escaping import markdown as md
 from harness.history.series import compiler_identity, describe_compiler
 from harness.reporting.primary import lead_first, primary_candidate
+from harness.reporting.sweep_table import render, sweep_tables
 from harness.reporting.table import MARKDOWN, Column, format_table, format_time
 from protocol.headline import candidate_headlines
+from protocol.points import is_point_row
 
 __all__ = [
     "compiler_identities",
@@ -138,8 +141,12 @@ def signature(document: dict) -> list[tuple[str, str]]:
 
 
 def _gap_rows(document: dict) -> list[tuple]:
+    """A row per gap of each case (a swept case's headline point; its other points are in the
+    gap-by-size tables)."""
     rows = []
     for case in document["cases"]:
+        if is_point_row(case):
+            continue
         impls = case["implementations"]
         base = impls.get(case["baseline"], {}).get("timing")
         for name, impl in impls.items():
@@ -250,6 +257,14 @@ def markdown(document: dict) -> str:
             Column("Status"),
         ]
         parts.append("### Gaps per case\n\n" + format_table(MARKDOWN, columns, gap_rows))
+    sweeps = sweep_tables(document)
+    if sweeps:
+        parts.append(
+            "### Gap by size (swept cases; the headline point is the case's row above)\n\n"
+            + "\n".join(
+                f"**{md(t.case_id)} v{t.version}**\n\n{render(t, MARKDOWN)}" for t in sweeps
+            )
+        )
     unstable = _unstable_lines(document)
     if unstable:
         parts.append(

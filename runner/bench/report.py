@@ -135,6 +135,27 @@ def _skeleton(runner, impls: dict, phases: dict) -> dict:
         },
         "phases_s": dict(phases),
         "implementations": {},
+        **_sweep_of(runner, op_name),
+    }
+
+
+def _sweep_of(runner, op_name: str) -> dict:
+    """For a workload with `sweep = True`: {"sweep": the case its row is a point of, the point,
+    the headline point and the row's place} (runner.bench.sweeps groups them); else {}."""
+    case, workload = runner.case, runner.case.workload
+    if not getattr(workload, "sweep", False):
+        return {}
+    labels = [r.label for r in workload.rows]
+    headline = workload.headline or labels[-1]
+    whole = case_id(case, op_name, runner.options.timer).split("/")
+    whole[1] = case.dtype  # <workload>/<dtype>/<op>[/copies-counted][/timer]
+    return {
+        "sweep": {
+            "case": "/".join(whole),
+            "point": f"row={case.row.label}",
+            "headline": f"row={headline}",
+            "order": labels.index(case.row.label),
+        }
     }
 
 

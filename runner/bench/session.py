@@ -14,6 +14,7 @@ from pathlib import Path
 
 from protocol.codec import encode
 from protocol.validation import validate
+from runner.bench import sweeps
 from runner.bench.options import TimingOptions
 from runner.definition import provenance
 from runner.document import run
@@ -102,7 +103,8 @@ class Session:
             **provenance.git_commit(self.root),
         }
         options = {**dataclasses.asdict(self.options), "frontend": "python"}
-        doc = run.document(suite, env, options, self.cases, self.started, provenance.utc_now())
+        cases = sweeps.group_rows(self.cases)  # a swept workload's rows: points of one case
+        doc = run.document(suite, env, options, cases, self.started, provenance.utc_now())
         validate(doc, "result", "result document (runner.bench)")
         return doc
 

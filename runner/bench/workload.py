@@ -60,6 +60,10 @@ class Workload:
     - `flops(self, params, dtype)` and `bytes(self, params, dtype)`: per call, for the roofline;
       None when they do not apply.
     - `version` (int): bump it when the meaning of a case changes; it keys the history series.
+    - `sweep = True`: the rows are the points of one case per op and dtype
+      (`<workload>/<dtype>/<op>`, point ids `row=<label>`), as a suite's swept case is written;
+      `headline` names the row whose numbers are the case's own (default: the last row).
+      Off by default: each row is a case of its own (`<workload>/<row>-<dtype>/<op>`).
     """
 
     name: str = ""
@@ -68,6 +72,8 @@ class Workload:
     dtypes: tuple[str, ...] | list[str] = ("float32",)
     seed: int = 0
     verification: Verification | Callable = Exact()
+    sweep: bool = False
+    headline: str | None = None
 
     def gen_inputs(self, params: dict, dtype: str, seed: int) -> tuple:
         raise NotImplementedError(f"{type(self).__name__} must define gen_inputs()")

@@ -11,6 +11,7 @@ recorded can never be re-recorded with other content.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import tomllib
 from dataclasses import asdict, dataclass
@@ -100,6 +101,16 @@ def content_sha256(suite: Suite, case: CaseSpec) -> str:
     return _sha(case_content(suite, case))
 
 
+def point_sha256(point) -> str:
+    """What a sweep's point means beyond its case's content: its dims and where its gate runs."""
+    return _sha({"dims": point.dims, "check_dims": point.check_dims})
+
+
+def point_hashes(case: CaseSpec) -> dict[str, str]:
+    """{point id: point_sha256} of the case's sweep ({} without one)."""
+    return {p.id: point_sha256(p) for p in case.sweep.points} if case.sweep else {}
+
+
 def impl_sha256(impl) -> str:
     """An implementation's toolchain, entry, flags and source bytes."""
     return _sha(
@@ -118,6 +129,10 @@ def impl_sha256(impl) -> str:
 class Recorded:
     sha256: str
     impls: dict
+    points: dict = dataclasses.field(default_factory=dict)  # {point id: point_sha256}
+
+
+_ENTRY_KEYS = {"case", "version", "sha256", "impls", "points"}
 
 
 def read_lock(path: Path) -> dict[tuple[str, int], Recorded]:
@@ -131,14 +146,17 @@ def read_lock(path: Path) -> dict[tuple[str, int], Recorded]:
         raise LockError(f"{path}: malformed TOML: {exc!s}") from None
     recorded: dict[tuple[str, int], Recorded] = {}
     for i, entry in enumerate(doc.get("version", [])):
-        if set(entry) != {"case", "version", "sha256", "impls"}:
+        if not {"case", "version", "sha256", "impls"} <= set(entry) <= _ENTRY_KEYS:
             raise LockError(
-                f"{path}: version[{i}]: expected exactly case, version, sha256 and impls"
+                f"{path}: version[{i}]: expected case, version, sha256, impls (and points, for "
+                f"a sweep), got {', '.join(sorted(entry))}"
             )
         key = (entry["case"], entry["version"])
         if key in recorded:
             raise LockError(f"{path}: case {key[0]!r} version {key[1]} is recorded twice")
-        recorded[key] = Recorded(entry["sha256"], dict(entry["impls"]))
+        recorded[key] = Recorded(
+            entry["sha256"], dict(entry["impls"]), dict(entry.get("points", {}))
+        )
     return recorded
 
 
@@ -154,6 +172,9 @@ def _changes(suite: Suite, case: CaseSpec, known: Recorded) -> list[str]:
             changed.append(
                 f"implementation {impl.name!r} (source {impl.source_rel}, toolchain, entry or flags)"
             )
+    for pid, sha in point_hashes(case).items():
+        if pid in known.points and known.points[pid] != sha:
+            changed.append(f"point {pid} (its dims or where its gate runs)")
     return changed
 
 
@@ -182,12 +203,27 @@ def verify(suite: Suite) -> list[str]:
                 f"{path}: case {case.id!r} version {case.version}: implementations {added} are not "
                 f"recorded; run `python -m runner lock {suite.path}`"
             )
+        points = [p for p in point_hashes(case) if p not in known.points]
+        if points:
+            problems.append(
+                f"{path}: case {case.id!r} version {case.version}: points {', '.join(points)} are "
+                f"not recorded (no new version needed); run `python -m runner lock {suite.path}`"
+            )
     return problems
 
 
-def _entry(case_id: str, version: int, sha: str, impls: dict) -> str:
-    pairs = ", ".join(f'"{name}" = "{digest}"' for name, digest in sorted(impls.items()))
-    return f'[[version]]\ncase = "{case_id}"\nversion = {version}\nsha256 = "{sha}"\nimpls = {{ {pairs} }}\n'
+def _inline(table: dict, order=sorted) -> str:
+    return ", ".join(f'"{name}" = "{digest}"' for name, digest in order(table.items()))
+
+
+def _entry(case_id: str, version: int, r: Recorded) -> str:
+    text = (
+        f'[[version]]\ncase = "{case_id}"\nversion = {version}\nsha256 = "{r.sha256}"\n'
+        f"impls = {{ {_inline(r.impls)} }}\n"
+    )
+    if r.points:  # in the order they were recorded (the sweep's order)
+        text += f"points = {{ {_inline(r.points, list)} }}\n"
+    return text
 
 
 def record(suite: Suite) -> list[tuple[str, int]]:
@@ -206,14 +242,16 @@ def record(suite: Suite) -> list[tuple[str, int]]:
                     f"{'; '.join(changed)} changed since: bump the case's version"
                 )
         impls = dict(known.impls) if known else {}
+        points = dict(known.points) if known else {}
         new = {i.name: impl_sha256(i) for i in case.impls if i.name not in impls}
-        if known is None or new:
+        new_points = {p: sha for p, sha in point_hashes(case).items() if p not in points}
+        if known is None or new or new_points:
             impls.update(new)
-            recorded[key] = Recorded(known.sha256 if known else content_sha256(suite, case), impls)
+            points.update(new_points)
+            sha = known.sha256 if known else content_sha256(suite, case)
+            recorded[key] = Recorded(sha, impls, points)
             touched.append(key)
     if touched:
-        entries = "".join(
-            f"\n{_entry(cid, ver, r.sha256, r.impls)}" for (cid, ver), r in recorded.items()
-        )
+        entries = "".join(f"\n{_entry(cid, ver, r)}" for (cid, ver), r in recorded.items())
         path.write_text(HEADER + entries)
     return touched

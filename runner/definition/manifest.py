@@ -8,6 +8,7 @@ names the file, the case id and the field, and says what was expected.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import tomllib
 from pathlib import Path
@@ -27,6 +28,7 @@ from runner.definition.spec import (
     inside_suite,
     resolve,
 )
+from runner.definition.sweep import parse_sweep
 
 
 def _schema_location(doc: dict, error) -> str:
@@ -203,7 +205,7 @@ def _case(raw: dict, defaults: dict, root: Path, path: Path) -> CaseSpec:
         )
     resolve(case, case.dims)  # every expression must evaluate at both sizes
     resolve(case, case.check_dims)
-    return case
+    return dataclasses.replace(case, sweep=parse_sweep(raw, case))
 
 
 def _buffers(raw: list[dict], settings: Settings, w: str) -> list[BufferSpec]:

@@ -130,6 +130,8 @@ class CaseSpec:
     settings: Settings
     impls: tuple[ImplSpec, ...]
     where: str = field(repr=False, default="")
+    # the points it is measured at (runner.definition.sweep.Sweep); None: at dims alone
+    sweep: object = None
 
     @property
     def baseline(self) -> ImplSpec:

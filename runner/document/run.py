@@ -5,7 +5,7 @@ from __future__ import annotations
 from protocol.headline import candidate_headlines
 from protocol.version import RESULT_SCHEMA_VERSION
 
-__all__ = ["document", "summary"]
+__all__ = ["document", "point_counts", "summary"]
 
 
 def summary(cases: list[dict]) -> dict:
@@ -23,6 +23,23 @@ def summary(cases: list[dict]) -> dict:
             for c in ok
         ),
         "geomean_gap": candidate_headlines(cases),
+        **({"points": counts} if (counts := point_counts(cases)) else {}),
+    }
+
+
+def point_counts(cases: list[dict]) -> dict | None:
+    """With swept cases: how many, their points and how each ended (the headline, a reference
+    in `points`, with its case's status); None without."""
+    swept = [c for c in cases if c.get("points")]
+    if not swept:
+        return None
+    statuses = [
+        c["status"] if p.get("headline") else p["status"] for c in swept for p in c["points"]
+    ]
+    return {
+        "cases": len(swept),
+        "points": len(statuses),
+        **{s: statuses.count(s) for s in ("ok", "failed", "skipped")},
     }
 
 

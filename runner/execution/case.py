@@ -11,7 +11,7 @@ import contextlib
 import os
 import time
 
-from runner.definition import manifest, spec
+from runner.definition import manifest, spec, sweep
 from runner.definition.reference import load_reference
 from runner.execution.timed_outputs import TimedOutputs
 from runner.gpu import driver, ptx
@@ -93,7 +93,7 @@ class CaseRun:
     def __init__(self, job: dict, emit):
         self.job, self.emit = job, emit
         self.suite = manifest.load(job["manifest"])
-        self.case = self.suite.case(job["case"])
+        self.case = sweep.at_point(self.suite.case(job["case"]), job.get("point"))
         self.settings = TimingSettings(**job["timing"])
         # revisions of a candidate (runner.definition.revisions: X@base, X@head) stand in X's place
         self.variant_of = job.get("variants", {})

@@ -7,14 +7,15 @@ CUDA context: the worker (runner.execution.isolation, runner.execution.case) doe
 
 from __future__ import annotations
 
+import copy
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.definition import manifest, spec, toolchains
+from runner.definition import manifest, spec, sweep, toolchains
 from runner.definition.bundle import Bundle, BundleError
 from runner.definition.revisions import variants
-from runner.execution import result
+from runner.execution import point_timing, result
 from runner.execution.isolation import run_worker
 from runner.explain import profiling
 from runner.explain.static import record_static
@@ -24,7 +25,8 @@ from runner.measurement.timing import timer_choice
 
 @dataclass(frozen=True)
 class BenchOptions:
-    case_ids: tuple[str, ...] = ()
+    case_ids: tuple[str, ...] = ()  # case ids, point ids or globs (runner.execution.selection)
+    point_ids: tuple[str, ...] = ()  # --point: point ids or globs
     mode: str | None = None
     samples: int | None = None
     warmup: int | None = None
@@ -219,6 +221,42 @@ def _replace(docs: dict, name: str, revisions: list[tuple[str, str]]) -> dict:
     return out
 
 
+@dataclass
+class Built:
+    """A case's build, kept for its other points (a sweep builds once): the implementations'
+    document blocks after build and static analysis, the PTX by name and the host's seconds."""
+
+    implementations: dict | None = None
+    ptx: dict | None = None
+    failed: dict | None = None  # the case document of a build that failed
+    phases_s: dict = field(default_factory=dict)
+
+
+def _build_once(case, arch, options, case_doc, say, bundle, revisions, device, built: Built):
+    """Build (and analyse) the case into `built` unless it holds a build already; then the
+    build's blocks into `case_doc`. Returns the PTX by name ({} when the build failed)."""
+    if built.ptx is None and built.failed is None:
+        say(f"[{case.id}] build (arch {arch})")
+        t0 = time.monotonic()
+        ptx_by_name = build_case(case, arch, case_doc, say, bundle, revisions)
+        built.phases_s = {"build_s": time.monotonic() - t0}
+        if case_doc["status"] == "failed":
+            built.failed = copy.deepcopy(case_doc)
+            return {}
+        if options.static:
+            t0 = time.monotonic()
+            record_static(case, case_doc, ptx_by_name, arch, device, bundle)
+            built.phases_s["static_s"] = time.monotonic() - t0
+        built.implementations, built.ptx = copy.deepcopy(case_doc["implementations"]), ptx_by_name
+        return ptx_by_name
+    if built.failed is not None:
+        case_doc.update(status="failed", error=dict(built.failed["error"]))
+        case_doc["implementations"] = copy.deepcopy(built.failed["implementations"])
+        return {}
+    case_doc["implementations"] = copy.deepcopy(built.implementations)
+    return built.ptx
+
+
 def run_one(
     suite: manifest.Suite,
     case: manifest.CaseSpec,
@@ -231,13 +269,19 @@ def run_one(
     revisions: dict[str, Bundle] | None = None,
     environment_device: dict | None = None,
     cupti_reason: str | None = "not probed",
+    point: str | None = None,
+    built: Built | None = None,
 ) -> dict:
-    """One case in its worker; with `budget_left_s` (what is left of the suite's --budget-s)
-    the case's own timeout is cut to it, so one oversized case cannot spend the whole job.
-    `cupti_reason`: why CUPTI cannot be used, None where it can (timer_choice)."""
+    """One case (at sweep point `point`, None: at dims) in its worker; with `budget_left_s`
+    (what is left of the suite's --budget-s) the case's own timeout is cut to it, so one
+    oversized case cannot spend the whole job. `cupti_reason`: why CUPTI cannot be used, None
+    where it can (timer_choice). `built`: the case's build, made here when it holds none."""
     deadline = None if budget_left_s is None else time.monotonic() + budget_left_s
-    case_doc = case_skeleton(case)
+    measured = sweep.at_point(case, point)
+    case_doc = case_skeleton(measured)
     settings, timer_reason = timing_settings(case, options, cupti_reason)
+    if point is not None and point != case.sweep.headline:
+        settings = point_timing.settings_for_point(settings, options)
     case_timeout_s = options.timeout_s or case.settings.timeout_s
     by_budget = budget_left_s is not None and budget_left_s < case_timeout_s
     case_doc["settings"] = {
@@ -245,23 +289,23 @@ def run_one(
         "timer_reason": timer_reason,
         "timeout_s": budget_left_s if by_budget else case_timeout_s,
     }
-    say(f"[{case.id}] build (arch {arch})")
-    t0 = time.monotonic()
-    built = build_case(case, arch, case_doc, say, bundle, revisions)
-    host_phases = {"build_s": time.monotonic() - t0}
+    fresh = built is None or (built.ptx is None and built.failed is None)
+    built = built or Built()
+    ptx_by_name = _build_once(
+        case, arch, options, case_doc, say, bundle, revisions, environment_device, built
+    )
+    host_phases = dict(built.phases_s) if fresh else {}
+    label = f"{case.id}[{point}]" if point else case.id
     if case_doc["status"] == "failed":
-        say(f"[{case.id}] FAILED in {case_doc['error']['phase']}: {case_doc['error']['message']}")
+        say(f"[{label}] FAILED in {case_doc['error']['phase']}: {case_doc['error']['message']}")
         return case_doc
-    if options.static:
-        t0 = time.monotonic()
-        record_static(case, case_doc, built, arch, environment_device, bundle)
-        host_phases["static_s"] = time.monotonic() - t0
-    job = _worker_job(suite, case, built, settings, options, environment_device, case_doc)
+    job = _worker_job(suite, case, ptx_by_name, settings, options, environment_device, case_doc)
+    job["point"] = point
 
     def on_event(event):
         if event.get("event") == "phase":
             extra = f" ({event['mode']})" if "mode" in event else ""
-            say(f"[{case.id}] {event['phase']}{extra}")
+            say(f"[{label}] {event['phase']}{extra}")
 
     timeout_s = case_doc["settings"]["timeout_s"]
     outcome = run_worker(job, timeout_s=timeout_s, on_event=on_event, echo_stderr=not options.quiet)
@@ -269,7 +313,7 @@ def run_one(
     if options.skip_check:
         for impl in case_doc["implementations"].values():
             impl.setdefault("check", {"status": "not_checked"})
-    _finish(case_doc, case, outcome.record, peaks)
+    _finish(case_doc, measured, outcome.record, peaks)
     case_doc["worker_wall_s"] = outcome.wall_s
     case_doc.setdefault("phases_s", {}).update(host_phases)
     for key, value in (("worker_start_s", outcome.start_s), ("worker_exit_s", outcome.exit_s)):
@@ -279,10 +323,12 @@ def run_one(
         entries = {
             name: case.impl(doc.get("variant_of", name)).entry  # X@base: X's entry
             for name, doc in case_doc["implementations"].items()
-            if name in built
+            if name in ptx_by_name
         }
-        profiling.profile_case(suite.path, case_doc, entries, built, say, options.device, deadline)
-    say(f"[{case.id}] {_outcome_line(case_doc)}")
+        profiling.profile_case(
+            suite.path, case_doc, entries, ptx_by_name, say, options.device, deadline
+        )
+    say(f"[{label}] {_outcome_line(case_doc)}")
     return case_doc
 
 

@@ -17,11 +17,11 @@ from protocol.codec import encode
 from protocol.progress import PARTIAL_DOCUMENT_PREFIX
 from protocol.terminal_text import visible
 from protocol.validation import DocumentError, validate
-from runner.definition import manifest, provenance
+from runner.definition import manifest, provenance, sweep
 from runner.definition.bundle import Bundle, BundleError
 from runner.document import clocks, run
 from runner.document.writing import write_atomic
-from runner.execution import remeasure, sharding
+from runner.execution import remeasure, selection, sharding, sweep_run
 from runner.execution.case_job import (
     BenchOptions,
     case_mode,
@@ -147,7 +147,9 @@ def run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, i
 
 def _run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, int]:
     say = Progress(options.quiet)
-    suite, cases, bundle, revisions, options, expected_s = _load_inputs(manifest_path, options)
+    suite, (cases, points_of), bundle, revisions, options, expected_s = _load_inputs(
+        manifest_path, options
+    )
     cupti_reason = cupti.unavailable_reason()
     check_timers(cases, options, cupti_reason, Progress(False))  # a warning even with -q
     started = provenance.utc_now()
@@ -186,6 +188,7 @@ def _run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, 
         started=started,
         suite_block=_suite_block(suite, options),
         options_block=_options_block(cases, options, arch, devices),
+        points_of=points_of,
     )
     sharding.run_sharded(
         sharding.deal_order(cases, expected_s),
@@ -203,7 +206,7 @@ def _load_inputs(manifest_path: str | Path, options: BenchOptions):
     run, the --bundle, {label: bundle} of the revisions, the options with --gpus's first GPU as
     the run's device, the --previous document's seconds per case)."""
     suite = manifest.load(manifest_path)
-    cases = [suite.case(cid) for cid in options.case_ids] if options.case_ids else list(suite.cases)
+    cases, points_of = selection.select(suite, options.case_ids, options.point_ids)
     bundle = Bundle.load(options.bundle) if options.bundle else None
     revisions = {label: Bundle.load(path) for label, path in options.revisions}
     if options.gpus and options.gpus.strip() != "all":
@@ -218,7 +221,7 @@ def _load_inputs(manifest_path: str | Path, options: BenchOptions):
         raise manifest.ManifestError(
             f"--previous {options.previous}: not a result document to deal cases by ({exc})"
         ) from None
-    return suite, cases, bundle, revisions, options, expected_s
+    return suite, (cases, points_of), bundle, revisions, options, expected_s
 
 
 def _check_bundle_arch(bundles: list[tuple], arch: str, device: dict) -> None:
@@ -260,6 +263,7 @@ def _options_block(cases, options: BenchOptions, arch: str, devices: dict) -> di
         "arch": arch,
         "skip_check": options.skip_check,
         "cases": list(options.case_ids),
+        **({"points": list(options.point_ids)} if options.point_ids else {}),
         "bundle": str(options.bundle) if options.bundle else None,
         **({"revisions": {k: str(p) for k, p in options.revisions}} if options.revisions else {}),
         "budget_s": options.budget_s,
@@ -290,6 +294,7 @@ class SuiteRun:
     started: str
     suite_block: dict
     options_block: dict
+    points_of: dict = dataclasses.field(default_factory=dict)  # {case id: --point's points}
     case_docs: list[dict] = dataclasses.field(default_factory=list)
     t0: float = dataclasses.field(default_factory=time.monotonic)
 
@@ -304,32 +309,57 @@ class SuiteRun:
         return None if self.deadline is None else self.deadline - time.monotonic()
 
     def case_on(self, case, d: int) -> dict:
-        """The case's document, measured on GPU `d`: not run past the budget; measured a second
-        time after a cool-down where remeasure asks for it and the budget allows."""
+        """The case's document, measured on GPU `d` (at each of its points, for a sweep): not
+        run past the budget; measured a second time after a cool-down where remeasure asks
+        for it and the budget allows."""
         done, total = len(self.case_docs), len(self.cases)
         self.say(f"kernelgap: {position(done, total, time.monotonic() - self.t0)}: {case.id}")
         left_s = self._left_s()
-        if left_s is not None and left_s <= 0:
+        if left_s is not None and left_s <= 0 and case.sweep is None:  # a sweep skips each point
             case_doc = over_budget(case, self.options.budget_s, done)
             self.say(f"[{case.id}] not run: {case_doc['error']['message']}")
             return case_doc
-        case_doc = self.measure(case, dataclasses.replace(self.options, device=d), left_s)
+        if case.sweep is None:
+            case_doc = self.measured(case, d)
+        else:
+            case_doc = sweep_run.run_points(
+                case,
+                self.points_of.get(case.id),
+                lambda point, built: self.measured(case, d, point, built),
+                self._left_s,
+                self.options.budget_s,
+                self.say,
+            )
+        case_doc["device"] = device_block(d, self.devices[d])
+        return case_doc
+
+    def measured(self, case, d: int, point: str | None = None, built=None) -> dict:
+        """One measurement of the case (at `point`), again after a cool-down where remeasure
+        asks for it (never for a point other than the headline: the sweep's budget)."""
+        options = dataclasses.replace(self.options, device=d)
+        case_doc = self.measure(case, options, self._left_s(), point, built)
         reason = remeasure.needs_remeasure(case_doc)
+        if point is not None and point != case.sweep.headline:
+            reason = None
         left_s = self._left_s()
         spent_s = case_doc.get("worker_wall_s") or 0.0
         if reason and (left_s is None or left_s > remeasure.COOLDOWN_S + 2 * spent_s):
             again = remeasure.remeasure_options(self.options, case.settings.target_sample_ms)
             self.say(f"[{case.id}] {reason}: measuring it again after {remeasure.COOLDOWN_S:.0f} s")
             remeasure.cool_down()
-            second = self.measure(case, dataclasses.replace(again, device=d), self._left_s())
+            second = self.measure(
+                case, dataclasses.replace(again, device=d), self._left_s(), point, built
+            )
             case_doc = remeasure.settle(
                 case_doc, second, reason, remeasure.COOLDOWN_S, again.target_sample_ms
             )
-        case_doc["device"] = device_block(d, self.devices[d])
         return case_doc
 
-    def measure(self, case, case_options: BenchOptions, left_s: float | None) -> dict:
+    def measure(
+        self, case, case_options: BenchOptions, left_s: float | None, point=None, built=None
+    ) -> dict:
         """One measurement of the case (run_one); a failure of any kind costs the case only."""
+        extra = {} if point is None else {"point": point, "built": built}
         try:
             return run_one(
                 self.suite,
@@ -343,9 +373,10 @@ class SuiteRun:
                 revisions=self.revisions,
                 environment_device=self.devices[case_options.device],
                 cupti_reason=self.cupti_reason,
+                **extra,
             )
         except Exception as exc:  # a bug or an unforeseen failure costs this case, not the run
-            case_doc = case_skeleton(case)
+            case_doc = case_skeleton(sweep.at_point(case, point))
             record_failure(case_doc, "unknown", f"case {case.id}: {type(exc).__name__}: {exc}")
             self.say(f"[{case.id}] FAILED: {type(exc).__name__}: {exc}")
             return case_doc
@@ -405,13 +436,16 @@ class SuiteRun:
 
 
 def apply_run_clocks(case_docs: list[dict]) -> None:
-    """Flag every case's samples against the highest SM clock read on the same GPU in this run
-    (cards of one host clock apart: one card's maximum says nothing of another's samples)."""
+    """Flag every case's (and sweep point's) samples against the highest SM clock read on the
+    same GPU in this run (cards of one host clock apart: one card's maximum says nothing of
+    another's samples)."""
     by_device: dict = {}
     for case_doc in case_docs:
         where = case_doc.get("device") or {}
         by_device.setdefault(where.get("uuid") or where.get("index"), []).append(case_doc)
     for group in by_device.values():
-        run_max = clocks.run_max_clock(group)
-        for case_doc in group:
-            clocks.apply_clocks(case_doc, run_max)
+        points = [p for c in group for p in c.get("points", ()) if "implementations" in p]
+        blocks = [*group, *points]  # a swept case's other points were measured too
+        run_max = clocks.run_max_clock(blocks)
+        for block in blocks:
+            clocks.apply_clocks(block, run_max)

@@ -75,7 +75,7 @@ def test_an_edit_without_a_version_bump_fails_and_a_bump_passes(suite_copy):
         ),
         (
             "dims = { n = 134217728, blocks = 4224 }        # 2^27",
-            "dims = { n = 134217729, blocks = 4224 }        # 2^27",
+            "dims = { n = 134217728, blocks = 4225 }        # 2^27",
             "dimensions",
         ),
         (

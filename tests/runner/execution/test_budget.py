@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 
 from protocol.validation import validate
+from runner.definition import manifest
 from runner.execution import suite as suite_module
 from runner.execution.case_job import case_skeleton, record_failure
 from runner.execution.suite import BenchOptions, run_suite
@@ -43,9 +44,20 @@ def stand_ins(monkeypatch) -> list[float | None]:
     return limits
 
 
+def headlines(*ids: str) -> tuple[str, ...]:
+    """The --case patterns of the headline points of `ids` (every case without ids): each case
+    at one point, its size before sweeps."""
+    suite = manifest.load(ROOT / "benchmarks/cases.toml")
+    cases = [suite.case(i) for i in ids] if ids else suite.cases
+    return tuple(f"{c.id}[{c.sweep.headline}]" if c.sweep else c.id for c in cases)
+
+
 def test_cases_past_the_budget_are_skipped_with_the_reason(monkeypatch):
     limits = stand_ins(monkeypatch)
-    doc, status = run_suite(ROOT / "benchmarks/cases.toml", BenchOptions(budget_s=0.6, quiet=True))
+    doc, status = run_suite(
+        ROOT / "benchmarks/cases.toml",
+        BenchOptions(case_ids=headlines(), budget_s=0.6, quiet=True),
+    )
     validate(doc, "result", "budget run")
     ran = [c for c in doc["cases"] if c["status"] != "skipped"]
     skipped = [c for c in doc["cases"] if c["status"] == "skipped"]
@@ -58,7 +70,8 @@ def test_cases_past_the_budget_are_skipped_with_the_reason(monkeypatch):
     assert len(skipped) == len(doc["cases"]) - 3 and doc["summary"]["skipped"] == len(skipped)
     assert skipped[0]["error"] == {
         "phase": "timeout",
-        "message": "not run: the suite's time budget (--budget-s 0.6) was spent after 3 case(s)",
+        "message": "not run: the suite's time budget (--budget-s 0.6) was spent after 0 of the "
+        "case's 1 point(s)",
     }
     assert doc["options"]["budget_s"] == 0.6 and status == 1
 
@@ -66,6 +79,7 @@ def test_cases_past_the_budget_are_skipped_with_the_reason(monkeypatch):
 def test_without_a_budget_every_case_runs_with_its_own_limit(monkeypatch):
     limits = stand_ins(monkeypatch)
     doc, _ = run_suite(
-        ROOT / "benchmarks/cases.toml", BenchOptions(case_ids=("axpy_f64", "scale_i64"), quiet=True)
+        ROOT / "benchmarks/cases.toml",
+        BenchOptions(case_ids=headlines("axpy_f64", "scale_i64"), quiet=True),
     )
     assert limits == [None, None] and [c["status"] for c in doc["cases"]] == ["failed", "failed"]

@@ -14,7 +14,7 @@ from harness.dashboard.build import gab_key
 from harness.history.series import run_mode
 from protocol.validation import validate
 from runner.execution.suite import BenchOptions, run_suite
-from tests.runner.execution.test_budget import ROOT, stand_ins
+from tests.runner.execution.test_budget import ROOT, headlines, stand_ins
 
 OLD = orjson.loads((ROOT / "tests/fixtures/result-1.2.0-h200-warpforth.json").read_bytes())
 
@@ -68,7 +68,8 @@ def test_bench_progress_says_where_it_is_and_how_long_is_left(monkeypatch, capsy
     assert position(2, 8, 90.0) == "[3/8] 1m30s so far, about 4m30s left"
     assert position(7, 8, 3 * 3600.0) == "[8/8] 3h00m so far, about 25m43s left"
     stand_ins(monkeypatch)
-    run_suite(ROOT / "benchmarks/cases.toml", BenchOptions(case_ids=("axpy_f64", "scale_i64")))
+    cases = headlines("axpy_f64", "scale_i64")  # each case at one point, as before sweeps
+    run_suite(ROOT / "benchmarks/cases.toml", BenchOptions(case_ids=cases))
     err = capsys.readouterr().err
     assert "kernelgap: [1/2]: axpy_f64" in err
     assert "kernelgap: [2/2] 0s so far, about 0s left: scale_i64" in err

@@ -10,17 +10,10 @@ candidate's gap must take the control's term (systematic_source "control"). Run 
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
-
-import orjson
 import pytest
 
 from protocol.validation import validate
-from tests.conftest import ROOT
+from tests.support.gpu_bench import run_bench
 
 pytestmark = pytest.mark.gpu
 
@@ -28,21 +21,8 @@ pytestmark = pytest.mark.gpu
 @pytest.mark.parametrize("mode", ["hot", "cold"])
 def test_every_case_carries_its_aa_control_and_its_gaps_take_the_term(mode, tmp_path):
     document = tmp_path / f"aa-{mode}.json"
-    bench = subprocess.run(
-        [
-            *(sys.executable, "-m", "runner", "bench", "tests/gpu_suite/cases.toml"),
-            *("--case", "scale_aa", "--mode", mode, "-o", str(document)),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=540,
-    )
-    assert document.exists(), f"no document written; stderr:\n{bench.stderr}"
-    keep = os.environ.get("KERNELGAP_TEST_ARTIFACTS")
-    if keep:
-        shutil.copy(document, Path(keep) / document.name)
-    doc = orjson.loads(document.read_bytes())
+    suite = "tests/gpu_suite/cases.toml"
+    doc, bench = run_bench(suite, document, "--case", "scale_aa", "--mode", mode)
     validate(doc, "result")
     (case,) = doc["cases"]
     assert case["status"] == "ok", case.get("error")

@@ -1,0 +1,149 @@
+"""The dashboard's gap-versus-size charts: per swept case, each candidate's gap over its points
+(x: log2 of the point's size, the product of its axis values) for the newest run, solid, and an
+earlier run, dashed; beside it the absolute median time of the baseline and every candidate
+(log2 of the time). Data from result documents (`curves`), drawn as inline SVG (`svg`) on the
+case's page, which opens from disk with no script.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+from harness.dashboard.case_charts import BASELINE_COLOR
+from harness.reporting.table import format_time
+from protocol.points import swept_cases
+
+__all__ = ["curves", "svg"]
+
+WIDTH, HEIGHT, MARGIN = 540, 240, (72, 16, 14, 34)  # px; margin: left, right, top, bottom
+
+
+def _size(values: str) -> float:
+    """log2 of the product of a point id's axis values ("rows=2^5,cols=2^5" -> 10.0)."""
+    total = 0.0
+    for pair in values.split(","):
+        value = pair.split("=", 1)[1]
+        total += float(value[2:]) if value.startswith("2^") else math.log2(float(value))
+    return total
+
+
+def curves(document: dict) -> dict[str, dict]:
+    """{case id: {"points": [{id, x}], "baseline", "gaps": {candidate: [gap|None]}, "times":
+    {implementation: [median_s|None]}}} for every swept case of `document`."""
+    out = {}
+    for case, blocks in swept_cases(document):
+        gaps: dict[str, list] = {}
+        times: dict[str, list] = {}
+        for i, (_, block) in enumerate(blocks):
+            ok = block is not None and block.get("status") == "ok"
+            for name, impl in (block or {}).get("implementations", {}).items():
+                gap, timing = impl.get("gap"), impl.get("timing")
+                if impl.get("role") == "candidate":
+                    gaps.setdefault(name, [None] * len(blocks))[i] = (
+                        gap["ratio_of_medians"] if ok and gap else None
+                    )
+                times.setdefault(name, [None] * len(blocks))[i] = (
+                    timing["stats"]["median_s"] if ok and timing else None
+                )
+        out[case["id"]] = {
+            "points": [{"id": pid, "x": _size(pid)} for pid, _ in blocks],
+            "baseline": case["baseline"],
+            "gaps": gaps,
+            "times": times,
+        }
+    return out
+
+
+def _polyline(xs, ys, xpx, ypx, color: str, dash: str, title: str) -> str:
+    path = " ".join(f"{xpx(x):.1f},{ypx(y):.1f}" for x, y in zip(xs, ys, strict=True) if y)
+    dots = "".join(
+        f'<circle cx="{xpx(x):.1f}" cy="{ypx(y):.1f}" r="2.5" fill="{color}"/>'
+        for x, y in zip(xs, ys, strict=True)
+        if y
+    )
+    return (
+        f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="1.8" '
+        f'stroke-dasharray="{dash}"><title>{html.escape(title)}</title></polyline>{dots}'
+    )
+
+
+def _chart(lines: list[tuple], xs: list[float], labels: list[str], what: str, log_y: bool) -> str:
+    """One SVG: `lines` of (ys, color, dash, title) over the points at log2 sizes `xs`."""
+    values = [y for ys, *_ in lines for y in ys if y]
+    if not values:
+        return ""
+    ty = (lambda y: math.log2(y)) if log_y else (lambda y: y)
+    y0, y1 = ty(min(values)), ty(max(values))
+    if not log_y:
+        y0, y1 = min(y0, 1.0), max(y1, 1.0)  # parity always in view
+    y0, y1 = (y0 - 0.5, y1 + 0.5) if y1 - y0 < 1e-9 else (y0, y1)
+    left, right, top, bottom = MARGIN
+    w, h = WIDTH - left - right, HEIGHT - top - bottom
+    x0, x1 = min(xs), max(max(xs), min(xs) + 1)
+
+    def xpx(x):
+        return left + w * (x - x0) / (x1 - x0)
+
+    def ypx(y):
+        return top + h * (y1 - ty(y)) / (y1 - y0)
+
+    out = [f'<svg width="{WIDTH}" height="{HEIGHT}" role="img" aria-label="{what}">']
+    for k in range(5):
+        v = y0 + (y1 - y0) * k / 4
+        label = format_time(2**v) if log_y else f"{v:.3g}x"
+        y = top + h * (1 - k / 4)
+        out.append(
+            f'<line x1="{left}" x2="{left + w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eceff2"/>'
+            f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{label}</text>'
+        )
+    for x, label in zip(xs, labels, strict=True):
+        out.append(
+            f'<text x="{xpx(x):.1f}" y="{top + h + 14}" text-anchor="middle">2^{x:g}</text>'
+            f"<title>{html.escape(label)}</title>"
+        )
+    if not log_y:
+        out.append(
+            f'<line x1="{left}" x2="{left + w}" y1="{ypx(1.0):.1f}" y2="{ypx(1.0):.1f}" '
+            'stroke="#5b6470" stroke-dasharray="2 2"/>'
+        )
+    out += [_polyline(xs, ys, xpx, ypx, c, d, t) for ys, c, d, t in lines]
+    out.append(
+        f'<text x="{left + w / 2:.1f}" y="{HEIGHT - 4}" text-anchor="middle">size (elements or '
+        "threads, log2)</text></svg>"
+    )
+    return "".join(out)
+
+
+def svg(latest: dict, earlier: dict | None, colors: dict, earlier_label: str) -> str:
+    """The case's two charts from `curves()` entries: gap by size (the newest run solid, the
+    earlier dashed) and median time by size of every implementation in the newest run."""
+    xs = [p["x"] for p in latest["points"]]
+    labels = [p["id"] for p in latest["points"]]
+    gap_lines = [
+        (ys, colors.get(n, "#333"), "", f"{n}, newest run") for n, ys in latest["gaps"].items()
+    ]
+    if earlier is not None:
+        at = {p["id"]: i for i, p in enumerate(earlier["points"])}
+        for name, ys in earlier["gaps"].items():
+            aligned = [ys[at[pid]] if pid in at else None for pid in labels]
+            gap_lines.append((aligned, colors.get(name, "#333"), "5 3", f"{name}, {earlier_label}"))
+    time_lines = [
+        (ys, BASELINE_COLOR if n == latest["baseline"] else colors.get(n, "#333"), "", n)
+        for n, ys in latest["times"].items()
+    ]
+    legend = " ".join(
+        f'<span style="color:{html.escape(colors.get(n, BASELINE_COLOR))}">&#9632;</span> '
+        f"{html.escape(n)}"
+        for n in latest["times"]
+    )
+    note = (
+        f"solid: the newest run; dashed: {html.escape(earlier_label)}"
+        if earlier
+        else ("the newest run (no earlier run has this sweep)")
+    )
+    return (
+        f"<div>{_chart(gap_lines, xs, labels, 'gap by size', False)}"
+        f"{_chart(time_lines, xs, labels, 'median time by size', True)}</div>"
+        f"<p class='muted'>{legend}. Gap: {note}. Time: median per launch, newest run.</p>"
+    )

@@ -1,0 +1,95 @@
+"""Gap by size: one compact table per swept case (a row per point, a column per candidate) and
+the curve's summary in a sentence. `harness summary` writes them in markdown; the lab script
+tools/perf/sweep_table.py prints them as plain text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.reporting.primary import lead_first, primary_candidate
+from harness.reporting.table import Column, Markup, format_table, format_time
+from protocol.points import swept_cases
+
+__all__ = ["SweepTable", "curve_sentence", "render", "sweep_tables"]
+
+
+@dataclass(frozen=True)
+class SweepTable:
+    case_id: str
+    version: int
+    baseline: str
+    headline: str
+    candidates: list[str]
+    rows: list[tuple[str, ...]]  # point (headline marked), baseline time, a gap per candidate
+    curve: dict
+
+
+def _gap_cell(block: dict, name: str) -> str:
+    if block.get("status") != "ok":
+        return block.get("status", "-")
+    gap = (block["implementations"].get(name) or {}).get("gap")
+    if not gap:
+        return "-"
+    return f"{gap['ratio_of_medians']:.3f}x" + ("" if gap.get("stable", True) else " (unstable)")
+
+
+def _baseline_cell(block: dict) -> str:
+    timing = (block.get("implementations", {}).get(block.get("baseline")) or {}).get("timing")
+    return format_time(timing["stats"]["median_s"]) if timing else "-"
+
+
+def sweep_tables(document: dict) -> list[SweepTable]:
+    """A table per swept case of `document` (nested or as rows), in the suite's order."""
+    primary = primary_candidate(document)
+    tables = []
+    for case, blocks in swept_cases(document):
+        names = sorted(
+            {
+                n
+                for _, b in blocks
+                if b
+                for n, i in b.get("implementations", {}).items()
+                if i.get("role") == "candidate"
+            }
+        )
+        candidates = lead_first(names, primary)
+        rows = []
+        for pid, block in blocks:
+            block = {**(block or {"status": "-"}), "baseline": case["baseline"]}
+            label = f"{pid} (headline)" if pid == case["point"] else pid
+            rows.append((label, _baseline_cell(block), *(_gap_cell(block, n) for n in candidates)))
+        tables.append(
+            SweepTable(
+                case["id"],
+                case["version"],
+                case["baseline"],
+                case["point"],
+                candidates,
+                rows,
+                case.get("curve") or {},
+            )
+        )
+    return tables
+
+
+def curve_sentence(name: str, curve: dict) -> str:
+    """'warpforth: 1.02x (n=2^21) to 2.10x (n=2^11); within 1.1x from n=2^19 on'."""
+    near = curve["near_parity_from"]
+    where = f"within 1.1x from {near} on" if near else "not within 1.1x at the largest sizes"
+    return (
+        f"{name}: {curve['min_gap']:.3f}x ({curve['min_at']}) to {curve['max_gap']:.3f}x "
+        f"({curve['max_at']}); {where}"
+    )
+
+
+def render(table: SweepTable, markup: Markup) -> str:
+    """The table in `markup`, then a line per candidate's curve."""
+    columns = [Column("Point"), Column(f"{table.baseline} time", True)]
+    columns += [Column(f"{n} gap", True) for n in table.candidates]
+    lines = [curve_sentence(n, table.curve[n]) for n in table.candidates if n in table.curve]
+    return (
+        format_table(markup, columns, table.rows)
+        + "".join(f"\n- {line}" for line in lines)
+        + ("\n" if lines else "")
+    )
