@@ -29,6 +29,7 @@ def settings_for_point(settings: dict, options) -> dict:
         cap = settings["samples"]
         out["samples"] = cap if options.samples is not None else min(POINT_ROUNDS, cap)
         out["precision"] = POINT_PRECISION
+        out["first_samples"] = None  # the precision rule decides, not the sequential one
         out["max_samples"] = cap
         out["precision_max_s"] = 60.0
     return out

@@ -200,9 +200,12 @@ def bench(tree: Path, bundle: Path, mode: str, out: Path, extra: list[str]) -> f
 
 
 def _env(tree: Path) -> dict:
+    """The tree first, then what this interpreter was given (a GPU box's wheels: orjson, ...):
+    the tree alone left `runner bench` without orjson on the box, which then wrote nothing."""
     import os
 
-    return {**os.environ, "PYTHONPATH": str(tree)}
+    paths = [str(tree), os.environ.get("PYTHONPATH", "")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
 
 
 def run(args: argparse.Namespace) -> None:

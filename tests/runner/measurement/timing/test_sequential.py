@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from runner.definition import manifest
+from runner.execution import point_timing
 from runner.execution.case_job import FIRST_SAMPLES, BenchOptions, timing_settings
 from runner.measurement.timing import TimingSettings, base, measure, stopping
 from tests.runner.measurement.timing.test_strategies import measured_with_control
@@ -68,3 +69,17 @@ def test_sequential_settings_are_checked(kwargs):
         TimingSettings(samples=30, **kwargs)
     with pytest.raises(ValueError, match="schedule 'rounds'"):
         TimingSettings(samples=30, first_samples=16, schedule="passes")
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"min_samples": 20}, {"samples": 12}])
+def test_a_sweep_points_settings_take_the_precision_rule_not_the_sequential_one(kwargs):
+    """A non-headline point takes POINT_ROUNDS rounds and the precision rule
+    (runner.execution.point_timing); the sequential rule's first rounds (16 by default) must
+    not outlive it: on the H200 every point failed constructing its TimingSettings."""
+    case = manifest.load(CASES).cases[0]
+    options = BenchOptions(**kwargs)
+    settings, _ = timing_settings(case, options, None)
+    point = point_timing.settings_for_point(settings, options)
+    made = TimingSettings(**point)
+    assert made.precision == point_timing.POINT_PRECISION and made.first_samples is None
+    assert made.samples <= settings["samples"]
