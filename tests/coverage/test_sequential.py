@@ -30,24 +30,28 @@ def stops() -> list[int]:
 
 def simulate(mode: str, sides: int, model: str, rng) -> np.ndarray:
     """(runs, sides + 1, ROUNDS) sample times: baseline, candidates, then the control."""
-    noise, load, per_side = MODES[mode]
+    noise, load, per_side, group = MODES[mode]
     runs = -(-GAPS // (sides - 1))
     logs = log_times(model, runs, sides + 1, sample_places(sides + 1, "rounds"), rng)
     logs *= noise / SIGMA
     logs[:, :sides] += rng.normal(0.0, load, (runs, sides, per_side)).mean(axis=-1)[..., None]
-    offsets = rng.normal(0.0, load, (runs, aa_control.CONTROL_LOADS))
+    offsets = rng.normal(0.0, load, (runs, aa_control.CONTROL_LOADS, group)).mean(axis=-1)
     logs[:, sides] += offsets[:, aa_control.loads_of_samples(ROUNDS)]
     return np.exp(logs) * 1e-6
 
 
-def judged(times: np.ndarray, n: int, per_side: int, rng) -> tuple[np.ndarray, np.ndarray]:
+def judged(
+    times: np.ndarray, n: int, per_side: int, group: int, rng
+) -> tuple[np.ndarray, np.ndarray]:
     """After n rounds, per run: whether the rule stops there (stopping.sequential_more: the
     widest relative half-width of every gap, the control's included, within the target, or at
     the floor) and whether each candidate's interval holds 1.0."""
     runs, k = times.shape[0], times.shape[1] - 1
     baseline, others = times[:, 0, :n], times[:, 1:, :n]
     sd = aa_control.load_sd(baseline, times[:, -1, :n], aa_control.loads_of_samples(n))
-    term = np.array([aa_control.gap_term(float(s), per_side_loads=per_side) for s in sd])
+    term = np.array(
+        [aa_control.gap_term(float(s), per_side_loads=per_side, group=group) for s in sd]
+    )
     base = np.repeat(baseline[:, None], k, axis=1).reshape(-1, n)
     other = others.reshape(-1, n)
     rows = stats.bootstrap_rows(base, other, RESAMPLES, 0.95, rng)
@@ -70,7 +74,7 @@ def coverage(mode: str, sides: int, model: str, seed: int) -> tuple[float, float
     held = np.zeros((runs, sides - 1), dtype=bool)
     rounds = np.zeros(runs)
     for n in stops():
-        stop, covers = judged(times, n, MODES[mode][2], rng)
+        stop, covers = judged(times, n, *MODES[mode][2:], rng)
         now = ~done & (stop | (n == ROUNDS))
         held[now], rounds[now] = covers[now], n
         done |= now
