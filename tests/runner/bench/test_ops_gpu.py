@@ -84,6 +84,9 @@ def test_bmm_against_matmul_and_triton(session, dtype):
     assert ("copies disabled" in timing["method"]) == (copies["per_call"] > 0), timing["method"]
 
 
+LAUNCH_GAP_S = 5e-6  # the most a host leaves between two kernels it launches back to back
+
+
 def test_a_a_parity_and_twice_the_work(session):
     """The same callable under two names times alike; two calls' work times twice as long.
 
@@ -110,7 +113,14 @@ def test_a_a_parity_and_twice_the_work(session):
         finally:
             session.configure(mode="cold")
         assert c["same"].ratio == pytest.approx(1.0, abs=0.03), mode
-        assert c["twice"].ratio == pytest.approx(2.0, rel=0.08), mode
+        if mode == "hot":  # one graph replay: the two kernels back to back on the device
+            assert c["twice"].ratio == pytest.approx(2.0, rel=0.08), mode
+        else:  # a call launched as itself, timed by CUPTI's span (cupti.SPAN): the two
+            # kernels and the gap between their launches, which a back-to-back pair keeps
+            # within a few microseconds (on the H200: x2.165 at the smoke size)
+            extra_s = c["twice"].median_s - 2 * c["same"].median_s
+            assert c["twice"].ratio >= 2.0 * (1 - 0.08), (mode, c["twice"].ratio)
+            assert extra_s <= LAUNCH_GAP_S, (mode, c["twice"].ratio, extra_s)
         if mode == "hot":
             assert "CUDA graph" in c["mul"].method
     (case,) = _smoke(BatchedMatmul(), "float16")
