@@ -124,11 +124,13 @@ def honest(backend, name):
 
 
 def test_honest_kernels_pass_cold_audits_and_the_document_says_what_was_checked():
-    m = cold_run(honest)
+    # 30 x 8 launches: none audited at 1 in 10 has a chance of 0.9^240 (6 x 8 left 0.6%,
+    # which a CI run met)
+    m = cold_run(honest, samples=30)
     for name in ("base", "cand"):
         audit = m.impls[name].audit
         assert m.impls[name].problems == []
-        assert audit["launches"] == 6 * 8 and len(audit["audited"]) > 0
+        assert audit["launches"] == 30 * 8 and len(audit["audited"]) > 0
         assert audit["compared_with"] == "baseline base, its launch at the same (k, j)"
         assert audit["module_state"] == {"globals": {"counter": 4}, "restored": True}
         assert audit["inputs"].startswith("generated from a seed drawn per (k, j)")
