@@ -14,13 +14,11 @@ import click
 
 from harness.analysis import fail_on as failing
 from harness.bad_input import BadInput
+from harness.commands.document_files import RESULT, load_result, write_stdout
 from harness.escaping import terminal
-from protocol import documents
-from protocol.codec import decode, encode
-from protocol.input_files import MAX_DOCUMENT_BYTES, InputFileError, read_bounded
-from protocol.validation import validate
+from protocol.codec import encode
 
-__all__ = ["EXPORT_FORMATS", "compare", "export", "load_result", "summary"]
+__all__ = ["EXPORT_FORMATS", "compare", "export", "summary"]
 
 # --format name -> module under harness.reporting.export with render(document) -> bytes
 EXPORT_FORMATS = {
@@ -29,48 +27,6 @@ EXPORT_FORMATS = {
     "nvbench-markdown": "nvbench_markdown",
     "csv": "csv",
 }
-
-
-def load_result(path: Path) -> dict:
-    """Read, version-check and validate a result document ('-' reads stdin); BadInput if not."""
-    what = "stdin" if str(path) == "-" else str(path)
-    try:
-        data = (
-            sys.stdin.buffer.read()
-            if what == "stdin"
-            else read_bounded(path, MAX_DOCUMENT_BYTES, "result document")
-        )
-    except OSError as exc:
-        raise BadInput(f"{what}: cannot read the result document: {exc.strerror}") from None
-    except InputFileError as exc:  # a FIFO, a device, past the size limit
-        raise BadInput(str(exc)) from None
-    try:
-        return documents.load_result(data, what)
-    except ValueError as exc:  # malformed JSON, DocumentError, VersionError
-        raise BadInput(str(exc)) from None
-
-
-def load_bundle(path: Path) -> dict:
-    """A bundle's manifest (runner build; its folder or its bundle.json), read within the size
-    limit and validated; BadInput naming the file if not."""
-    file = path / "bundle.json" if path.is_dir() else path
-    try:
-        doc = decode(read_bounded(file, MAX_DOCUMENT_BYTES, "bundle manifest"), str(file))
-        validate(doc, "bundle", str(file))
-    except OSError as exc:
-        raise BadInput(f"{file}: cannot read the bundle manifest: {exc.strerror}") from None
-    except (ValueError, InputFileError) as exc:  # malformed JSON, DocumentError, a FIFO, too big
-        raise BadInput(str(exc)) from None
-    return doc
-
-
-def _write_stdout(data: bytes) -> None:
-    sys.stdout.flush()
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
-
-
-RESULT = click.Path(dir_okay=False, allow_dash=True, path_type=Path)
 
 
 @click.command()
@@ -142,7 +98,7 @@ def compare(base, head, output_format, fail_on, min_effect, alpha, seed, history
     except ValueError as exc:
         raise BadInput(str(exc)) from None
     if output_format == "json":
-        _write_stdout(encode(result.to_json(), pretty=True))
+        write_stdout(encode(result.to_json(), pretty=True))
     else:
         click.echo(markdown(result), nl=False)
     tripped = comparing.gate(result, fail_on)
@@ -183,4 +139,4 @@ def export(output_format, result):
       python -m harness export results/result.json --format github-action-benchmark > gab.json
     """
     module = importlib.import_module(f"harness.reporting.export.{EXPORT_FORMATS[output_format]}")
-    _write_stdout(module.render(load_result(result)))
+    write_stdout(module.render(load_result(result)))

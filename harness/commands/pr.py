@@ -13,7 +13,7 @@ import click
 
 from harness.analysis import fail_on as failing
 from harness.bad_input import BadInput
-from harness.commands.compare import RESULT, _write_stdout, load_bundle, load_result
+from harness.commands.document_files import RESULT, load_bundle, load_result, write_stdout
 from protocol.codec import encode
 
 __all__ = ["pr"]
@@ -78,7 +78,7 @@ def pr(result, bundles, output_format: str, fail_on: failing.FailOn, min_effect:
             raise BadInput(f"{result}: {exc}") from None
     if output_format == "json":
         data = {"min_effect": min_effect, "rows": [r.to_dict() for r in found]}
-        _write_stdout(encode(data, pretty=True))
+        write_stdout(encode(data, pretty=True))
     else:
         click.echo(pull_request.markdown(document, found, min_effect), nl=False)
     tripped = pull_request.gate(found, fail_on)

@@ -11,7 +11,7 @@ import sys
 import click
 
 from harness.bad_input import BadInput
-from harness.commands.compare import RESULT, _write_stdout, load_result
+from harness.commands.document_files import RESULT, load_result, write_stdout
 from harness.escaping import markdown as md
 from protocol.codec import encode
 
@@ -45,7 +45,7 @@ def robust(results, output_format):
         raise BadInput("robust: give two result documents or more (one per method)")
     found = robust_gaps([load_result(path) for path in results])
     if output_format == "json":
-        _write_stdout(encode([r.to_dict() for r in found], pretty=True))
+        write_stdout(encode([r.to_dict() for r in found], pretty=True))
     else:
         click.echo(_markdown(found), nl=False)
     if not found:

@@ -1,0 +1,59 @@
+"""The files the history commands read and the bytes they write: a result document (or stdin),
+a bundle manifest, each within the size limit and validated, BadInput naming the file if not.
+A module of its own so that `harness ingest` imports no comparison to get them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from harness.bad_input import BadInput
+from protocol import documents
+from protocol.codec import decode
+from protocol.input_files import MAX_DOCUMENT_BYTES, InputFileError, read_bounded
+from protocol.validation import validate
+
+__all__ = ["RESULT", "load_bundle", "load_result", "write_stdout"]
+
+RESULT = click.Path(dir_okay=False, allow_dash=True, path_type=Path)
+
+
+def load_result(path: Path) -> dict:
+    """Read, version-check and validate a result document ('-' reads stdin); BadInput if not."""
+    what = "stdin" if str(path) == "-" else str(path)
+    try:
+        data = (
+            sys.stdin.buffer.read()
+            if what == "stdin"
+            else read_bounded(path, MAX_DOCUMENT_BYTES, "result document")
+        )
+    except OSError as exc:
+        raise BadInput(f"{what}: cannot read the result document: {exc.strerror}") from None
+    except InputFileError as exc:  # a FIFO, a device, past the size limit
+        raise BadInput(str(exc)) from None
+    try:
+        return documents.load_result(data, what)
+    except ValueError as exc:  # malformed JSON, DocumentError, VersionError
+        raise BadInput(str(exc)) from None
+
+
+def load_bundle(path: Path) -> dict:
+    """A bundle's manifest (runner build; its folder or its bundle.json), read within the size
+    limit and validated; BadInput naming the file if not."""
+    file = path / "bundle.json" if path.is_dir() else path
+    try:
+        doc = decode(read_bounded(file, MAX_DOCUMENT_BYTES, "bundle manifest"), str(file))
+        validate(doc, "bundle", str(file))
+    except OSError as exc:
+        raise BadInput(f"{file}: cannot read the bundle manifest: {exc.strerror}") from None
+    except (ValueError, InputFileError) as exc:  # malformed JSON, DocumentError, a FIFO, too big
+        raise BadInput(str(exc)) from None
+    return doc
+
+
+def write_stdout(data: bytes) -> None:
+    sys.stdout.flush()
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
