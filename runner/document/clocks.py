@@ -8,10 +8,13 @@ from runner.measurement.timing import clocks
 __all__ = ["apply_clocks", "run_max_clock"]
 
 
-def apply_clocks(case_doc: dict, run_max: int | None, source: str | None = None) -> None:
+def apply_clocks(
+    case_doc: dict, run_max: int | None, source: str | None = None, baseline: str | None = None
+) -> None:
     """Flag the case's samples against the run's highest SM clock (runner.measurement.timing.clocks) and,
     when they are mostly flagged, make its gaps and pairs unstable, saying why. Idempotent: run
-    again with the final maximum once the whole run is known."""
+    again with the final maximum once the whole run is known. A sweep point's block names no
+    baseline of its own: its case's comes as `baseline`."""
     timings = {
         n: i["timing"]
         for n, i in case_doc["implementations"].items()
@@ -28,7 +31,7 @@ def apply_clocks(case_doc: dict, run_max: int | None, source: str | None = None)
         "source": source or case_doc.get("clocks", {}).get("source", "nvml"),
         **report,
     }
-    _restate_stability(case_doc, report["unstable"])
+    _restate_stability(case_doc, baseline or case_doc["baseline"], report["unstable"])
     notes = [n for n in case_doc.get("notes", []) if not n.startswith("clocks: ")]
     if report["unstable"]:
         notes.append("clocks: " + report["note"])
@@ -38,10 +41,10 @@ def apply_clocks(case_doc: dict, run_max: int | None, source: str | None = None)
         case_doc.pop("notes", None)
 
 
-def _restate_stability(case_doc: dict, unstable: bool) -> None:
+def _restate_stability(case_doc: dict, baseline: str, unstable: bool) -> None:
     """Gaps and pairs are stable when both sides' statistics are and the clocks held."""
     impls = case_doc["implementations"]
-    base = impls[case_doc["baseline"]].get("timing")
+    base = impls.get(baseline, {}).get("timing")
     for impl in impls.values():
         if impl.get("gap") and base:
             impl["gap"]["stable"] = (

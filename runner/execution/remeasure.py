@@ -15,6 +15,7 @@ import dataclasses
 import time
 
 from runner.measurement import stats
+from runner.measurement.timing import clocks
 
 __all__ = [
     "COOLDOWN_S",
@@ -27,8 +28,18 @@ __all__ = [
 ]
 
 COOLDOWN_S = 10.0
-"""Seconds of idle GPU before the second measurement: a board at its power cap cools in a few
-seconds once idle."""
+"""The longest idle pause before the second measurement (and the pause where NVML cannot say
+when the board has settled)."""
+
+MIN_COOLDOWN_S = 2.0
+"""The shortest pause: a power limit is enforced over a moving average of the draw, which an
+idle board clears within this."""
+
+SETTLED_POWER = 0.3
+"""The board has settled when it draws less than this fraction of its enforced power limit and
+no power or thermal slowdown reason is set (an idle H200 draws about a sixth of its limit)."""
+
+POLL_S = 0.25
 
 SHORTER = 0.5
 """The second measurement's hot sample target, as a fraction of the first's (a shorter sample
@@ -46,7 +57,11 @@ def needs_remeasure(case_doc: dict) -> str | None:
     ]
     if not noisy:
         return None
-    return f"unstable gap of {', '.join(noisy)} (noise above {stats.UNSTABLE_NOISE:.0%})"
+    if case_doc.get("clocks", {}).get("unstable"):
+        why = "clocks held down in most samples"
+    else:
+        why = f"noise above {stats.UNSTABLE_NOISE:.0%}"
+    return f"unstable gap of {', '.join(noisy)} ({why})"
 
 
 def remeasure_options(options, case_target_sample_ms: float):
@@ -79,6 +94,30 @@ def settle(first: dict, second: dict, reason: str, cooldown_s: float, target_ms:
     return kept
 
 
-def cool_down(seconds: float = COOLDOWN_S) -> None:
-    """Leave the GPU idle for `seconds` (nothing of this process runs on it between cases)."""
-    time.sleep(seconds)
+def cool_down(index: int = 0, uuid: str | None = None, longest_s: float = COOLDOWN_S) -> float:
+    """Leave the GPU idle (nothing of this process runs on it between cases) until NVML says it
+    has settled (`settled`), at least MIN_COOLDOWN_S and at most `longest_s`; `longest_s` where
+    NVML cannot be read. Returns the seconds waited."""
+    monitor, _ = clocks.open_monitor(index, uuid)
+    start = time.monotonic()
+    if monitor is None:
+        time.sleep(longest_s)
+        return longest_s
+    time.sleep(MIN_COOLDOWN_S)
+    while (waited := time.monotonic() - start) < longest_s:
+        if settled(monitor):
+            return round(waited, 3)
+        time.sleep(POLL_S)
+    return round(time.monotonic() - start, 3)
+
+
+def settled(monitor) -> bool:
+    """Whether the board draws under SETTLED_POWER of its limit with no slowdown reason set;
+    False where the power cannot be read."""
+    try:
+        drawn, limit = monitor.power_mw()
+        _, reasons = monitor.read()
+    except Exception:  # a board or driver without the power queries: wait the longest pause
+        return False
+    slowed = any(reasons & bit for bit in clocks.SLOWDOWN_BITS)
+    return limit > 0 and drawn < SETTLED_POWER * limit and not slowed

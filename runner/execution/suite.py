@@ -345,14 +345,12 @@ class SuiteRun:
         spent_s = case_doc.get("worker_wall_s") or 0.0
         if reason and (left_s is None or left_s > remeasure.COOLDOWN_S + 2 * spent_s):
             again = remeasure.remeasure_options(self.options, case.settings.target_sample_ms)
-            self.say(f"[{case.id}] {reason}: measuring it again after {remeasure.COOLDOWN_S:.0f} s")
-            remeasure.cool_down()
+            self.say(f"[{case.id}] {reason}: measuring it again after a cool-down")
+            waited_s = remeasure.cool_down(d, self.devices[d].get("uuid"))
             second = self.measure(
                 case, dataclasses.replace(again, device=d), self._left_s(), point, built
             )
-            case_doc = remeasure.settle(
-                case_doc, second, reason, remeasure.COOLDOWN_S, again.target_sample_ms
-            )
+            case_doc = remeasure.settle(case_doc, second, reason, waited_s, again.target_sample_ms)
         return case_doc
 
     def measure(
@@ -444,8 +442,10 @@ def apply_run_clocks(case_docs: list[dict]) -> None:
         where = case_doc.get("device") or {}
         by_device.setdefault(where.get("uuid") or where.get("index"), []).append(case_doc)
     for group in by_device.values():
-        points = [p for c in group for p in c.get("points", ()) if "implementations" in p]
-        blocks = [*group, *points]  # a swept case's other points were measured too
-        run_max = clocks.run_max_clock(blocks)
-        for block in blocks:
-            clocks.apply_clocks(block, run_max)
+        points = [
+            (p, c["baseline"]) for c in group for p in c.get("points", ()) if "implementations" in p
+        ]
+        blocks = [(c, c["baseline"]) for c in group] + points  # a swept case's other points too
+        run_max = clocks.run_max_clock([block for block, _ in blocks])
+        for block, baseline in blocks:
+            clocks.apply_clocks(block, run_max, baseline=baseline)

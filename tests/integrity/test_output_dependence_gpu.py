@@ -87,4 +87,7 @@ def test_a_kernel_that_skips_settled_outputs_is_caught_and_an_honest_copy_is_not
     for honest in ("cuda", "cuda_again"):
         assert impls[honest]["integrity"]["output_dependent"] is False
         assert 0.9 < impls[honest]["integrity"]["ratio"] < 1.1, impls[honest]["integrity"]
-    assert impls["cheat"]["gap"] is None and impls["cuda_again"]["gap"] is None
+    # the untrusted row loses its gap, naming why; the honest copy keeps its own (at parity)
+    assert impls["cheat"]["gap"] is None
+    assert "cannot be trusted" in impls["cheat"]["gap_note"]
+    assert 0.98 < impls["cuda_again"]["gap"]["ratio_of_medians"] < 1.02, impls["cuda_again"]["gap"]

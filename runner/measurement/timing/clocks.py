@@ -51,6 +51,11 @@ class NvmlMonitor:
         mhz = int(self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM))
         return mhz, int(self._reasons(self.handle))
 
+    def power_mw(self) -> tuple[int, int]:
+        """(the board's power draw, its enforced power limit), in milliwatts."""
+        draw = int(self.nvml.nvmlDeviceGetPowerUsage(self.handle))
+        return draw, int(self.nvml.nvmlDeviceGetEnforcedPowerLimit(self.handle))
+
     def violation_ns(self) -> int | None:
         """The sum of NVML's accumulated violation times (VIOLATION_POLICIES) in ns, or None
         where this GPU or driver does not keep them."""

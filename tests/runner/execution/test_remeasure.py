@@ -36,7 +36,9 @@ def stand_ins(monkeypatch, second_of) -> dict:
     env["sensors"] = env.pop("sensors_start")
     monkeypatch.setattr(suite_module, "probe_environment", lambda options: copy.deepcopy(env))
     monkeypatch.setattr(suite_module.environment, "nvml_sensors", lambda *a, **k: None)
-    monkeypatch.setattr(remeasure, "cool_down", lambda: seen["cooldowns"].append(1))
+    monkeypatch.setattr(
+        remeasure, "cool_down", lambda *a, **k: seen["cooldowns"].append(a) or 3.25
+    )
 
     def one_case(suite, case, arch, options, peaks, say, bundle=None, budget_left_s=None, **kw):
         seen["calls"].append((case.id, options.target_sample_ms))
@@ -62,11 +64,12 @@ def run(monkeypatch, second_of):
 def test_an_unstable_case_is_measured_again_after_a_cool_down_with_shorter_samples(monkeypatch):
     doc, seen = run(monkeypatch, lambda doc: doc)
     assert [c for c, _ in seen["calls"]].count("polynomial_f64") == 2
-    assert seen["cooldowns"] == [1]
+    assert seen["cooldowns"] == [(0, RECORDED["environment"]["device"].get("uuid"))]
     second = [t for c, t in seen["calls"] if c == "polynomial_f64"][1]
     assert second == pytest.approx(50.0 * remeasure.SHORTER)  # the case's 50 ms, halved
     case = next(c for c in doc["cases"] if c["id"] == "polynomial_f64")
     assert case["remeasured"]["improved"] is True
+    assert case["remeasured"]["cooldown_s"] == 3.25  # what the cool-down waited
     assert case["remeasured"]["first_noise"]["warpforth"] == 0.05
     assert "warpforth" in case["remeasured"]["reason"]
     assert case["implementations"]["warpforth"]["gap"]["stable"] is True
@@ -109,3 +112,44 @@ def test_needs_remeasure_only_for_a_completed_case_with_an_unstable_gap():
     noisy.pop("remeasured")
     noisy["status"] = "failed"
     assert remeasure.needs_remeasure(noisy) is None
+
+
+class Board:
+    """NVML as the cool-down reads it (what cannot exist here: a GPU's power sensor): a draw
+    in mW per poll and the clock-event reasons."""
+
+    def __init__(self, draws, reasons=0):
+        self.draws, self.reasons = list(draws), reasons
+
+    def power_mw(self):
+        return (self.draws.pop(0) if len(self.draws) > 1 else self.draws[0]), 700_000
+
+    def read(self):
+        return 1980, self.reasons
+
+
+def test_the_cool_down_ends_when_the_board_settles_and_waits_the_longest_where_it_never_does(
+    monkeypatch,
+):
+    now = [0.0]
+    monkeypatch.setattr(remeasure.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(remeasure.time, "sleep", lambda s: now.__setitem__(0, now[0] + s))
+    settling = Board([690_000, 400_000, 150_000])  # at the cap, then falling to idle
+    monkeypatch.setattr(remeasure.clocks, "open_monitor", lambda *a: (settling, "nvml"))
+    waited = remeasure.cool_down(0, "GPU-x")
+    assert remeasure.MIN_COOLDOWN_S <= waited < remeasure.COOLDOWN_S
+    assert waited == pytest.approx(remeasure.MIN_COOLDOWN_S + 2 * remeasure.POLL_S)
+    capped = Board([650_000], reasons=0x4)  # drawing little but still held at the power cap
+    monkeypatch.setattr(remeasure.clocks, "open_monitor", lambda *a: (capped, "nvml"))
+    assert remeasure.cool_down(0, None) >= remeasure.COOLDOWN_S
+    monkeypatch.setattr(remeasure.clocks, "open_monitor", lambda *a: (None, "unavailable"))
+    assert remeasure.cool_down(0, None, longest_s=4.0) == 4.0
+    assert remeasure.settled(Board([100_000])) and not remeasure.settled(Board([100_000], 0x20))
+
+
+def test_the_reason_names_the_clocks_when_they_made_the_gap_unstable():
+    doc = unstable(CASES["polynomial_f64"], "warpforth")
+    assert "noise above 3%" in remeasure.needs_remeasure(doc)
+    doc["implementations"]["warpforth"]["timing"]["stats"]["noise"] = 0.004
+    doc["clocks"] = {"source": "nvml", "unstable": True}
+    assert "clocks held down in most samples" in remeasure.needs_remeasure(doc)

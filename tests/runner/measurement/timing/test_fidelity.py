@@ -215,6 +215,24 @@ def test_the_run_maximum_is_per_gpu_not_pooled_across_cards():
     assert fast_case["clocks"]["run_max_sm_mhz"] == 1980
 
 
+def test_a_sweep_points_clocks_are_judged_with_its_cases_baseline():
+    """A point's block names no baseline of its own (its case does): the run's clock pass must
+    read the case's, and a mostly throttled point's gap becomes unstable as a case's would."""
+    full = [[1980, 1980, 0]] * 30
+    throttled = [[1980, 1980, 0x4]] * 30
+    case = timed_case({"cuda": full, "forth": full})["cases"][0]
+    point_case = timed_case({"cuda": throttled, "forth": throttled})["cases"][0]
+    point = {"point": "n=2^11", "implementations": point_case["implementations"]}
+    case["points"] = [{"point": "n=2^27", "headline": True}, point]
+    from runner.execution.suite import apply_run_clocks
+
+    apply_run_clocks([case])
+    assert case["clocks"]["unstable"] is False
+    assert point["clocks"]["unstable"] is True
+    assert point["implementations"]["forth"]["gap"]["stable"] is False
+    assert case["implementations"]["forth"]["gap"]["stable"] is True
+
+
 def timed_case(clocks_per_impl: dict) -> dict:
     doc = make_document({"axpy": {"cuda": samples(1e-3), "forth": samples(1.2e-3, seed=1)}})
     case = doc["cases"][0]
