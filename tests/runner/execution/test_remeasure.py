@@ -36,9 +36,7 @@ def stand_ins(monkeypatch, second_of) -> dict:
     env["sensors"] = env.pop("sensors_start")
     monkeypatch.setattr(suite_module, "probe_environment", lambda options: copy.deepcopy(env))
     monkeypatch.setattr(suite_module.environment, "nvml_sensors", lambda *a, **k: None)
-    monkeypatch.setattr(
-        remeasure, "cool_down", lambda *a, **k: seen["cooldowns"].append(a) or 3.25
-    )
+    monkeypatch.setattr(remeasure, "cool_down", lambda *a, **k: seen["cooldowns"].append(a) or 3.25)
 
     def one_case(suite, case, arch, options, peaks, say, bundle=None, budget_left_s=None, **kw):
         seen["calls"].append((case.id, options.target_sample_ms))
