@@ -114,9 +114,10 @@ def check(result, call: str):
 
 def init() -> None:
     """cuInit(0), turning a missing driver or device into NoGpuError with what to do instead.
-    A start begun early (runner.gpu.driver_start) is waited for: its failure is met here."""
-    driver_start.wait()
+    A start begun early (runner.gpu.driver_start) is waited for once cuda.bindings is imported
+    (which it overlaps too): its failure is met here."""
     d = cu()
+    driver_start.wait()
     try:
         result = d.cuInit(0)
     except Exception as exc:  # the driver library itself could not be loaded

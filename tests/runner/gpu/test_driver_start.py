@@ -92,7 +92,7 @@ def test_the_switch_turns_it_off(fresh):
     driver_start.wait()  # nothing to wait for
 
 
-def test_the_driver_waits_for_it_before_its_first_call(fresh):
+def test_the_driver_waits_for_it_before_its_own_cuinit(fresh):
     order = []
     library = FakeLibcuda()
     real_init = library.cuInit
@@ -102,18 +102,18 @@ def test_the_driver_waits_for_it_before_its_first_call(fresh):
         order.append("early cuInit")
         return real_init(flags)
 
+    class Bindings:  # cuda.bindings.driver where there is no driver
+        def cuInit(self, flags):
+            order.append("driver cuInit")
+            raise OSError("no libcuda")
+
     library.cuInit = slow_init
     fresh.setattr(ctypes, "CDLL", lambda name: library)
-    fresh.setattr(driver, "cu", lambda: order.append("driver.cu") or _NoDriver())
+    fresh.setattr(driver, "cu", Bindings)
     driver_start.start()
-    with pytest.raises(driver.NoGpuError):
+    with pytest.raises(driver.NoGpuError, match="no NVIDIA driver found"):
         driver.init()
-    assert order[:2] == ["early cuInit", "driver.cu"]
-
-
-class _NoDriver:
-    def cuInit(self, flags):
-        raise OSError("no libcuda")
+    assert order == ["early cuInit", "driver cuInit"]
 
 
 def test_a_no_service_launch_begins_it_before_its_heavy_imports(tmp_path):
