@@ -49,8 +49,9 @@ LAUNCH_MODULES = (
     "runner.launch.launch_command, runner.launch.cli_compat, runner.launch.quick_request, "
     "runner.launch.fresh_context, runner.launch.private_stdout, runner.gpu.driver, runner.gpu.ptx"
 )
-IMPORTS = {
-    "interpreter only (`-c pass`, wall)": None,
+IMPORTS = {  # a tuple: the interpreter's arguments, timed whole; a string: timed inside
+    "interpreter only (`-c pass`, wall)": ("-c", "pass"),
+    "interpreter without site-packages' start-up (`-S -c pass`, wall)": ("-S", "-c", "pass"),
     "launch path's own modules": f"import {LAUNCH_MODULES}",
     "cuda.bindings.driver": "from cuda.bindings import driver",
     "before: runner.launch.oneshot (numpy, jsonschema)": "import runner.launch.oneshot",
@@ -132,8 +133,8 @@ def measure_imports(repeats: int, env: dict) -> float:
     """Print the import rows; return the launch path's imports (its modules + cuda.bindings)."""
     medians = {}
     for name, body in IMPORTS.items():
-        if body is None:
-            runs = [_wall([sys.executable, "-c", "pass"], env)[0] for _ in range(repeats)]
+        if isinstance(body, tuple):
+            runs = [_wall([sys.executable, *body], env)[0] for _ in range(repeats)]
         else:
             runs = []
             for _ in range(repeats):
