@@ -2,7 +2,8 @@
 to their modules: the service's worker (the CUDA context) starts before click and the other
 commands' modules are imported, and a launch imports only what it needs (through the per-user
 service, runner.launch.local_service, only the standard library), which is most of what a test
-suite calling a runner per test pays for."""
+suite calling a runner per test pays for. `launch --no-service` begins the driver's start
+(runner.gpu.driver_start) before anything else, so its imports and checks overlap it."""
 
 import atexit
 import os
