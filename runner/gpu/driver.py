@@ -11,10 +11,11 @@ launch whose host data is bytes (`runner launch --no-service`) never imports it.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import time
 from dataclasses import dataclass
+
+from runner.gpu import driver_start
 
 __all__ = [
     "STICKY_ERRORS",
@@ -29,7 +30,6 @@ __all__ = [
     "Stream",
     "check",
     "cu",
-    "warm_up",
 ]
 
 # Errors after which the context is unusable: the process that owns it must be replaced.
@@ -113,8 +113,11 @@ def check(result, call: str):
 
 
 def init() -> None:
-    """cuInit(0), turning a missing driver or device into NoGpuError with what to do instead."""
+    """cuInit(0), turning a missing driver or device into NoGpuError with what to do instead.
+    A start begun early (runner.gpu.driver_start) is waited for once cuda.bindings is imported
+    (which it overlaps too): its failure is met here."""
     d = cu()
+    driver_start.wait()
     try:
         result = d.cuInit(0)
     except Exception as exc:  # the driver library itself could not be loaded
@@ -125,15 +128,6 @@ def init() -> None:
         raise NoGpuError(f"cuInit: {name}: {text}; {NO_GPU_HINT}")
     if check(d.cuDeviceGetCount(), "cuDeviceGetCount") == 0:
         raise NoGpuError(f"the NVIDIA driver reports no CUDA device; {NO_GPU_HINT}")
-
-
-def warm_up(ordinal: int = 0) -> None:
-    """Bring the driver and the device's primary context up, kept for this process: run in a
-    thread while the caller imports and parses the rest (cuInit and the context take most of a
-    short process's life, with the GIL released). A failure is left for the caller's own
-    Context() to meet and report."""
-    with contextlib.suppress(Exception):
-        Context(ordinal)
 
 
 class Context:

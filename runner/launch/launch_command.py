@@ -7,8 +7,8 @@ sees the same output, the same `Error: ...` lines and the same exit status 1 whi
 calls. kernelgap's own options: `--timeout-s S` (a hung kernel is ended after S seconds) and
 `--no-service` (launch in this process, with a context of its own, instead of through the
 per-user launch service, runner.launch.local_service). Standard library only: what a launch
-through the service costs is this module, a socket and one answer; `--no-service` brings the
-driver up in a thread while it imports and checks the rest (runner.launch.cli_compat.run).
+through the service costs is this module, a socket and one answer; a launch here has the driver
+brought up in a thread while it imports and checks the rest (runner.gpu.driver_start).
 """
 
 from __future__ import annotations
@@ -160,11 +160,8 @@ def main(argv: list[str]) -> int:
             print(f"kernelgap: launch service unavailable ({exc}); launching here", file=sys.stderr)
         else:
             return cli_compat.report(answer, sys.stdout)
-    import threading
-
-    from runner.gpu import driver
+    from runner.gpu import driver_start
     from runner.launch.private_stdout import private_stdout
 
-    threading.Thread(target=driver.warm_up, daemon=True).start()  # while the rest imports
-
+    driver_start.start()  # begun by runner.__main__ for --no-service; here for a service refused
     return cli_compat.run(document, io.TextIOWrapper(private_stdout(), encoding="utf-8"))

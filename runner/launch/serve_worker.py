@@ -21,19 +21,19 @@ import sys
 import threading
 from collections import OrderedDict
 
-from runner.gpu import driver
+from runner.gpu import driver_start
 
 # Started as the service's worker: the driver loads and the context comes up in a thread while
-# numpy and jsonschema import below (a third of the start-up to the first answer).
-_EARLY_THREAD = threading.Thread(target=driver.warm_up, daemon=True)
+# cuda.bindings, numpy and jsonschema import below (a third of the start-up to the first answer).
 if __name__ == "__main__":
-    _EARLY_THREAD.start()
+    driver_start.start()
 
-from protocol import RUN_PROTOCOL_VERSION, decode, encode  # noqa: E402
-from runner.launch import oneshot  # noqa: E402
-from runner.launch.launch_plan import Request, signature  # noqa: E402
-from runner.launch.oneshot import RequestError  # noqa: E402
-from runner.launch.responses import (  # noqa: E402
+from protocol import RUN_PROTOCOL_VERSION, decode, encode
+from runner.gpu import driver
+from runner.launch import oneshot
+from runner.launch.launch_plan import Request, signature
+from runner.launch.oneshot import RequestError
+from runner.launch.responses import (
     LAUNCH_ELSEWHERE,
     cuda_failure,
     error_document,
@@ -91,8 +91,6 @@ class Service:
     def __init__(self, answers: Answers):
         from runner.gpu import ptx
 
-        if _EARLY_THREAD.ident is not None:  # started (as the service's worker)
-            _EARLY_THREAD.join()
         self.driver, self.ptx, self.answers = driver, ptx, answers
         self.context = driver.Context()
         self.stream = driver.Stream()

@@ -2,11 +2,16 @@
 
     python tools/perf/launch_startup.py [--repeats 9] [--cpp /tmp/warpforth-runner]
 
-Every figure comes from fresh interpreters. Without a GPU only the import phases and the wall
-time of a launch that ends at the environment error are measured; with one, the driver phases
-(cuInit, the primary context, loading the PTX, one launch and its read-back, the release) and
-the wall time of whole launches: `--no-service`, through the launch service (after a first call
-started it), and the C++ runner given with --cpp (WarpForth's warpforth-runner, same arguments).
+Every figure comes from fresh interpreters. Without a GPU only the import phases, the overlap
+marks and the wall time of a launch that ends at the environment error are measured; with one,
+the driver phases (cuInit, the primary context, loading the PTX, one launch and its read-back,
+the release), what ending the process costs with the context released first or still held, and
+the wall time of whole launches: `--no-service` with the early driver start
+(runner.gpu.driver_start) and without it (KERNELGAP_EARLY_DRIVER=0, the before), through the
+launch service (after a first call started it), and the C++ runner given with --cpp (WarpForth's
+warpforth-runner, same arguments). The overlap marks: when, after the process was spawned, the
+early start began and the main thread reached the driver (its imports, cuda.bindings included,
+arguments, PTX and checks done), all of which the driver's start now hides.
 Targets (issue 32): imports <= 60 ms, a `--no-service` launch no slower than the C++ runner.
 """
 
@@ -44,8 +49,9 @@ LAUNCH_MODULES = (
     "runner.launch.launch_command, runner.launch.cli_compat, runner.launch.quick_request, "
     "runner.launch.fresh_context, runner.launch.private_stdout, runner.gpu.driver, runner.gpu.ptx"
 )
-IMPORTS = {
-    "interpreter only (`-c pass`, wall)": None,
+IMPORTS = {  # a tuple: the interpreter's arguments, timed whole; a string: timed inside
+    "interpreter only (`-c pass`, wall)": ("-c", "pass"),
+    "interpreter without site-packages' start-up (`-S -c pass`, wall)": ("-S", "-c", "pass"),
     "launch path's own modules": f"import {LAUNCH_MODULES}",
     "cuda.bindings.driver": "from cuda.bindings import driver",
     "before: runner.launch.oneshot (numpy, jsonschema)": "import runner.launch.oneshot",
@@ -68,6 +74,36 @@ mark("upload, launch, read back")
 buf.free(); stream.destroy(); module.unload(); ctx.close(); mark("release")
 print(";".join(f"{{n}}={{t - marks[i][1]}}" for i, (n, t) in enumerate(marks[1:])))
 """
+# `python -m runner launch ...` with two marks (seconds since the epoch) written to KG_MARKS:
+# when the early driver start begins and when the main thread reaches the driver (waits for it)
+MARKED = """import os, runpy, sys, time
+from runner.gpu import driver_start
+def _marked(name, call, only_if_started=False):
+    def marked(*args, **kwargs):
+        stamp = time.time()
+        result = call(*args, **kwargs)
+        if result is not None or not only_if_started:
+            with open(os.environ["KG_MARKS"], "a") as marks:
+                marks.write(f"{name}={stamp}\\n")
+        return result
+    return marked
+driver_start.start = _marked("early driver start begun", driver_start.start, True)
+driver_start.wait = _marked("main thread at the driver", driver_start.wait)
+sys.argv = ["runner", *sys.argv[1:]]
+runpy.run_module("runner", run_name="__main__", alter_sys=True)
+"""
+# what ending the process costs after a launch: the context released first (to zero, as the C++
+# runner's cuCtxDestroy) or still held (the driver frees it with the process)
+EXIT = """import os, sys, time
+from runner.gpu import driver
+context = driver.Context(0)
+context.synchronize()
+sys.stdout.write(repr(time.time())); sys.stdout.flush()
+if {release}:
+    context.close()
+os._exit(0)
+"""
+SWITCH_OFF = {"KERNELGAP_EARLY_DRIVER": "0"}  # runner.gpu.driver_start.SWITCH
 
 
 def _python(code: str, env=None) -> subprocess.CompletedProcess:
@@ -97,8 +133,8 @@ def measure_imports(repeats: int, env: dict) -> float:
     """Print the import rows; return the launch path's imports (its modules + cuda.bindings)."""
     medians = {}
     for name, body in IMPORTS.items():
-        if body is None:
-            runs = [_wall([sys.executable, "-c", "pass"], env)[0] for _ in range(repeats)]
+        if isinstance(body, tuple):
+            runs = [_wall([sys.executable, *body], env)[0] for _ in range(repeats)]
         else:
             runs = []
             for _ in range(repeats):
@@ -127,17 +163,53 @@ def measure_phases(repeats: int, env: dict, ptx: Path) -> None:
         _row(f"phase: {name}", values)
 
 
+def measure_overlap(repeats: int, env: dict, ptx: Path) -> None:
+    """The marks of a `--no-service` launch, as seconds after its spawn, and its wall time."""
+    runs: dict[str, list[float]] = {}
+    argv = [sys.executable, "-c", MARKED, "launch", str(ptx), *ARGS, "--no-service"]
+    for _ in range(repeats):
+        marks = Path(env["XDG_RUNTIME_DIR"]).parent / "marks.txt"
+        marks.unlink(missing_ok=True)
+        spawned = time.time()
+        seconds, _ = _wall(argv, {**env, "KG_MARKS": str(marks)})
+        for line in marks.read_text().splitlines() if marks.exists() else []:
+            name, stamp = line.split("=")
+            runs.setdefault(f"spawn to {name}", []).append(float(stamp) - spawned)
+        runs.setdefault("spawn to exit (wall, marked)", []).append(seconds)
+    for name, values in runs.items():
+        _row(name, values)
+
+
+def measure_exit(repeats: int, env: dict) -> None:
+    """From a launch's end to the process's: release the context first, or exit holding it."""
+    for release, name in ((True, "release the context, then exit"), (False, "exit holding it")):
+        runs = []
+        for _ in range(repeats):
+            done = _python(EXIT.format(release=release), env)
+            ended = time.time()
+            if done.returncode != 0:
+                print(f"| {name} | - | - | failed: {done.stderr.strip()[-120:]} |")
+                return
+            runs.append(ended - float(done.stdout))
+        _row(f"end: {name}", runs, "to the parent's wait returning")
+
+
 def measure_launches(repeats: int, env: dict, ptx: Path, cpp: str | None) -> None:
     base = [sys.executable, "-m", "runner", "launch", str(ptx), *ARGS]
-    commands = {"`runner launch --no-service` (wall)": [*base, "--no-service"]}
-    commands["`runner launch` via the service (wall, warm)"] = base
+    commands = {
+        "`runner launch --no-service` (wall)": ([*base, "--no-service"], env),
+        "`--no-service`, no early driver start (wall; the before)": (
+            [*base, "--no-service"], {**env, **SWITCH_OFF}
+        ),
+        "`runner launch` via the service (wall, warm)": (base, env),
+    }  # fmt: skip
     if cpp:
-        commands["C++ runner (wall)"] = [cpp, str(ptx), *ARGS]
+        commands["C++ runner (wall)"] = ([cpp, str(ptx), *ARGS], env)
     _wall(base, env)  # starts the service (ignored when there is no GPU)
-    for name, argv in commands.items():
+    for name, (argv, argv_env) in commands.items():
         runs, last = [], None
         for _ in range(repeats):
-            seconds, last = _wall(argv, env)
+            seconds, last = _wall(argv, argv_env)
             runs.append(seconds)
         outcome = last.stdout.strip() or last.stderr.strip().splitlines()[0][:60]
         _row(name, runs, f"rc {last.returncode}: {outcome}")
@@ -160,6 +232,8 @@ def main() -> None:
         gpu = _python("from runner.gpu import driver; driver.init()", env).returncode == 0
         if gpu:
             measure_phases(args.repeats, env, ptx)
+            measure_exit(args.repeats, env)
+        measure_overlap(args.repeats, env, ptx)
         measure_launches(args.repeats, env, ptx, args.cpp)
         verdict = "met" if imports_s <= IMPORT_TARGET_S else "MISSED"
         print(f"\nlaunch path's imports (its modules + cuda.bindings): {imports_s * 1e3:.0f} ms "

@@ -7,6 +7,8 @@ runner launch` (the launch service) and `python -m runner launch --no-service`.
     # connection to a private sshd there (tools/perf/launch_over_ssh.py)
     python3 tools/perf/warpforth_dropin.py measure --tree .dev/warpforth --out dropin.json [--ssh]
 
+`--modes` picks runners (default cpp,service,no-service; `no-service-late` is `--no-service`
+without the early driver start, the driver coming up when first used: a before/after on one box).
 `prepare` unpacks gpu_test/ and the C++ runner's source from WarpForth's source tarball, puts a
 stand-in `build/bin/warpforthc` in the tree that replays the PTX the real compiler made here
 (the GPU box has no MLIR), and fills that cache by running the tests once in `record` mode.
@@ -131,7 +133,8 @@ def measure(tree: Path, modes: list[str], out: Path | None, ssh: list[str] | Non
     print("| runner | per launch (median) | p95 | first launch | 37 tests (wall) | pytest |")
     print("| --- | ---: | ---: | ---: | ---: | --- |")
     names = {"cpp": "C++ warpforth-runner", "service": "`runner launch` (service)",
-             "no-service": "`runner launch --no-service`"}  # fmt: skip
+             "no-service": "`runner launch --no-service`",
+             "no-service-late": "`--no-service`, no early driver start"}  # fmt: skip
     for r in rows:
         if r["median_ms"] is None:
             print(f"| {names[r['mode']]} | - | - | - | {r['wall_s']:.1f} s | {r['pytest']} |")

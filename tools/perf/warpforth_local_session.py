@@ -10,6 +10,8 @@ locally, with `/tmp/warpforth-runner` being what `KG_DROPIN_MODE` names:
   argument: the one change);
 - `service`: `python -m runner launch` (through the per-user launch service);
 - `no-service`: `python -m runner launch --no-service` (a process and a context per launch);
+- `no-service-late`: the same without the early driver start (KERNELGAP_EARLY_DRIVER=0: the
+  driver comes up when first used), for a before/after;
 - `record`: no GPU; every call answers "0", so each test compiles its kernel (to fill the PTX
   cache warpforth_dropin.py keeps) and then fails.
 
@@ -28,6 +30,7 @@ import time
 from pathlib import Path
 
 RUNNER = Path("/tmp/warpforth-runner")
+SWITCH = "KERNELGAP_EARLY_DRIVER"  # runner.gpu.driver_start.SWITCH
 
 
 class LocalSession:
@@ -49,11 +52,13 @@ class LocalSession:
             subprocess.run(
                 ["nvcc", "-o", str(RUNNER), str(source), "-lcuda", "-std=c++17"], check=True
             )
-        elif self.mode in ("service", "no-service"):
+        elif self.mode in ("service", "no-service", "no-service-late"):
             from launch_over_ssh import runner_command
 
             runtime = Path(os.environ["KG_DROPIN_RUNTIME"])
-            command = runner_command(self.mode == "no-service", runtime)
+            command = runner_command(self.mode != "service", runtime)
+            if self.mode == "no-service-late":
+                command = f"{SWITCH}=0 {command}"
             RUNNER.write_text(f"#!/bin/sh\nexec env {command}\n")
             RUNNER.chmod(0o755)
         return self

@@ -35,9 +35,9 @@ ENTRIES = {
 }
 
 
-def modules_of_launch(tmp_path, *argv, entry="module") -> tuple[subprocess.CompletedProcess, set]:
+def modules_of_launch(tmp_path, *argv, entry="module") -> tuple[subprocess.CompletedProcess, list]:
     """Run `python -m runner launch ARGV` (or the installed script) and return it with the
-    modules it had imported."""
+    modules it had imported, in the order it imported them."""
     record = tmp_path / "modules.txt"
     env = {**os.environ, "KG_MODULES": str(record), "XDG_RUNTIME_DIR": str(tmp_path)}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))
@@ -45,7 +45,7 @@ def modules_of_launch(tmp_path, *argv, entry="module") -> tuple[subprocess.Compl
         [sys.executable, "-c", RECORD + ENTRIES[entry], "launch", *map(str, argv)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
-    return done, set(record.read_text().split())
+    return done, record.read_text().split()
 
 
 @pytest.mark.parametrize("entry", list(ENTRIES))

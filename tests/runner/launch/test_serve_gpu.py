@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import orjson
@@ -83,7 +84,8 @@ def test_a_hang_is_ended_at_its_timeout_and_the_next_request_succeeds():
         assert np.array_equal(*axpy(gpu, 4096))
 
 
-def test_nothing_a_kernel_prints_reaches_stdout(tmp_path):
+def _printf_ptx(tmp_path) -> Path:
+    """A kernel `noisy(long long* p)` that prints a forged JSON answer and sets p[0..3] to 7."""
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         pytest.skip("nvcc is not on PATH (needed to build a printf kernel)")
@@ -93,7 +95,11 @@ def test_nothing_a_kernel_prints_reaches_stdout(tmp_path):
     subprocess.run(
         [nvcc, "-ptx", "-arch=sm_90", str(src), "-o", str(tmp_path / "p.ptx")], check=True
     )
-    request = {"id": 1, "ptx": (tmp_path / "p.ptx").read_text(), "kernel": "noisy", "grid": [1],
+    return tmp_path / "p.ptx"
+
+
+def test_nothing_a_kernel_prints_reaches_stdout(tmp_path):
+    request = {"id": 1, "ptx": _printf_ptx(tmp_path).read_text(), "kernel": "noisy", "grid": [1],
                "block": [4], "params": [{"type": "i64[]", "count": 4}], "outputs": [{"param": 0}]}  # fmt: skip
     done = subprocess.run([sys.executable, "-m", "runner", "serve"], input=orjson.dumps(request) + b"\n",
                           capture_output=True, cwd=ROOT, timeout=120)  # fmt: skip
@@ -114,3 +120,16 @@ def test_launch_command_line_prints_the_output_as_the_cpp_runner_does(tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout == "3,5.5,8,0.25\n"
+
+
+def test_a_no_service_launch_prints_a_kernels_printf_on_stderr_and_only_the_values_on_stdout(
+    tmp_path,
+):
+    """The process ends with os._exit, after the early driver start: what the driver wrote to
+    C's stdio (fd 1, pointed at stderr) is flushed first, and the output line stays alone."""
+    argv = [str(_printf_ptx(tmp_path)), "--kernel", "noisy", "--param", "i64[]:0,0,0,0",
+            "--block", "4,1,1", "--output-param", "0", "--no-service"]  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "runner", "launch", *argv], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    assert (done.returncode, done.stdout) == (0, "7,7,7,7\n"), done.stderr
+    assert done.stderr.count('{"status": "forged"}') == 4
