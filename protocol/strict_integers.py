@@ -37,6 +37,12 @@ def _has_non_integer(values) -> bool:
     return any(issubclass(kind, _NOT_INTEGERS) for kind in set(map(type, values)))
 
 
+def _holds_non_integer(members) -> bool:
+    """_has_non_integer of `members` (a dict view, a list or a tuple: read twice) where their
+    types are not all plain."""
+    return not _PLAIN.issuperset(map(type, members)) and _has_non_integer(members)
+
+
 class StrictInteger:
     """STRICT_INTEGER: a root schema's instance is no float or Decimal."""
 
@@ -60,27 +66,46 @@ class StrictMembers:
 
 
 def _finder(walk: dict):
-    """A function of an instance: whether `walk` (a _Walk's JSON) finds a non-integer in it."""
+    """A function of an instance: whether `walk` (a _Walk's JSON) finds a non-integer in it.
+    A walk that only looks at members (most of them) gets a function of one expression."""
     names = tuple(walk.get("names", ()))
     values, items = walk.get("values", False), walk.get("items", False)
     below = tuple((name, _finder(sub)) for name, sub in walk.get("properties", {}).items())
     each_value = _finder(walk["each_value"]) if "each_value" in walk else None
     each_item = _finder(walk["each_item"]) if "each_item" in walk else None
+    if set(walk) == {"names"}:
+        return lambda x: (
+            isinstance(x, dict)
+            and not _PLAIN.issuperset(map(type, map(x.get, names)))
+            and _has_non_integer(map(x.get, names))
+        )
+    if set(walk) == {"values"}:
+        return lambda x: (
+            isinstance(x, dict)
+            and not _PLAIN.issuperset(map(type, x.values()))
+            and _has_non_integer(x.values())
+        )
+    if set(walk) == {"items"}:
+        return lambda x: (
+            isinstance(x, list | tuple)
+            and not _PLAIN.issuperset(map(type, x))
+            and _has_non_integer(x)
+        )
 
     def found(instance) -> bool:
         if isinstance(instance, dict):
-            if values and not _PLAIN.issuperset(map(type, instance.values())):
-                return _has_non_integer(instance.values())
-            if names and not _PLAIN.issuperset(map(type, map(instance.get, names))):
-                return _has_non_integer(map(instance.get, names))
+            if (values and _holds_non_integer(instance.values())) or (
+                names and _holds_non_integer(tuple(map(instance.get, names)))
+            ):
+                return True
             for name, sub in below:
                 member = instance.get(name)
                 if member is not None and sub(member):
                     return True
             return each_value is not None and any(map(each_value, instance.values()))
         if isinstance(instance, list | tuple):
-            if items and not _PLAIN.issuperset(map(type, instance)):
-                return _has_non_integer(instance)
+            if items and _holds_non_integer(instance):
+                return True
             return each_item is not None and any(map(each_item, instance))
         return False  # another type: other rules judge it
 

@@ -11,12 +11,18 @@ entry, a reference of another form) gets the same verdict from both validators.
 from __future__ import annotations
 
 import copy
+import decimal
 
 import orjson
 import pytest
 
 from protocol import decode
-from protocol.strict_integers import STRICT_INTEGER, STRICT_MEMBERS, strict_integers
+from protocol.strict_integers import (
+    STRICT_INTEGER,
+    STRICT_MEMBERS,
+    StrictMembers,
+    strict_integers,
+)
 from protocol.validation import (
     DocumentError,
     errors,
@@ -196,3 +202,23 @@ def test_a_walk_takes_an_integer_map_in_one_call_and_leaves_defs_unmarked():
     assert STRICT_INTEGER not in marked["$defs"]["count"]
     assert STRICT_MEMBERS not in marked["$defs"]["counts"]
     assert marked["$defs"]["count"] == schema["$defs"]["count"]  # the input is left as it was
+
+
+class Count(int):
+    """An int of another type: not plain, not a float, so the walk looks closer."""
+
+
+@pytest.mark.parametrize(
+    "instance",
+    [
+        {"a": Count(1), "b": [1.0]},
+        {"a": 1, "b": [Count(2), 2.0]},
+        {"m": {"x": Count(1), "y": 1.0}},
+        {"a": decimal.Decimal("1")},
+    ],
+)
+def test_a_member_of_another_type_does_not_hide_a_float_after_it(instance):
+    walk = {"names": ["a"], "properties": {"b": {"items": True}, "m": {"values": True}}}
+    with pytest.raises(ValueError, match="written as a float"):
+        StrictMembers(None, walk, []).validate(instance)
+    StrictMembers(None, walk, []).validate({"a": Count(1), "b": [Count(2)], "m": {"x": 3}})
