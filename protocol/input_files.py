@@ -42,12 +42,18 @@ def read_bounded(path: str | Path, max_bytes: int, what: str) -> bytes:
     except OSError as exc:
         raise InputFileError(f"{path}: cannot read the {what}: {exc.strerror}") from None
     try:
-        mode = os.fstat(fd).st_mode
+        status = os.fstat(fd)
+        mode = status.st_mode
         if not stat.S_ISREG(mode):
             kind = next((name for test, name in _KINDS.items() if test(mode)), "not a file")
             raise InputFileError(f"{path}: the {what} must be a regular file, not {kind}")
+        # Sized from the file, not the limit: read(limit + 1) allocates the whole limit (1 GiB
+        # for a document) first. One byte more than the size shows a file that grew since.
+        expected = min(status.st_size, max_bytes)
         with os.fdopen(fd, "rb", closefd=False) as file:
-            data = file.read(max_bytes + 1)
+            data = file.read(expected + 1)
+            if len(data) > expected:
+                data += file.read(max_bytes + 1 - len(data))
     except OSError as exc:
         raise InputFileError(f"{path}: cannot read the {what}: {exc.strerror}") from None
     finally:

@@ -19,13 +19,20 @@ source tree's `schemas/` instead.
 from __future__ import annotations
 
 import datetime
-import decimal
 import functools
 import re
 from importlib import resources
 from pathlib import Path
 
 import orjson
+
+from protocol.strict_integers import (
+    STRICT_INTEGER,
+    STRICT_MEMBERS,
+    StrictInteger,
+    StrictMembers,
+    strict_integers,
+)
 
 try:
     import jsonschema_rs
@@ -69,11 +76,6 @@ def is_date_time(value) -> bool:
 
 
 MESSAGE_CHARS = 300
-STRICT_INTEGER = "x-kernelgap-strict-integer"  # the same rule for jsonschema-rs
-NOT_SCHEMAS = frozenset({"enum", "const", "examples", "default"})  # values there are data
-SCHEMA_MAPS = frozenset(
-    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
-)
 
 
 class DocumentError(ValueError):
@@ -88,7 +90,12 @@ def _schema(schema_name: str) -> dict:
 
 @functools.cache
 def validator(schema_name: str):
-    """jsonschema's Draft202012Validator for the schema, with strict integers and date-times.
+    """jsonschema's Draft202012Validator for the named schema (jsonschema_validator)."""
+    return jsonschema_validator(_schema(schema_name))
+
+
+def jsonschema_validator(schema: dict):
+    """jsonschema's Draft202012Validator for `schema`, with strict integers and date-times.
     jsonschema is imported here, not with this module: a valid document never needs it."""
     from jsonschema import Draft202012Validator, FormatChecker, validators
 
@@ -101,46 +108,22 @@ def validator(schema_name: str):
     )
     formats = FormatChecker(formats=())
     formats.checks("date-time")(is_date_time)
-    schema = _schema(schema_name)
     Draft202012Validator.check_schema(schema)
     return strict(schema, format_checker=formats)
 
 
-class _StrictInteger:
-    """jsonschema-rs counts 30.0 as an integer, as JSON Schema does; validator() does not."""
-
-    def __init__(self, parent_schema, value, schema_path):
-        pass
-
-    def validate(self, instance) -> None:
-        if isinstance(instance, float | decimal.Decimal):
-            raise ValueError(f"{instance!r} is not an int")
-
-
-def _strict_integers(schema):
-    """A copy of `schema` with STRICT_INTEGER beside every type that admits integers, not numbers."""
-    if isinstance(schema, list):
-        return [_strict_integers(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    copy = {}
-    for key, value in schema.items():
-        if key in SCHEMA_MAPS and isinstance(value, dict):  # names to schemas, whatever the names
-            copy[key] = {name: _strict_integers(sub) for name, sub in value.items()}
-        else:
-            copy[key] = value if key in NOT_SCHEMAS else _strict_integers(value)
-    kinds = schema.get("type")
-    kinds = [kinds] if isinstance(kinds, str) else kinds
-    if isinstance(kinds, list) and "integer" in kinds and "number" not in kinds:
-        copy[STRICT_INTEGER] = True
-    return copy
-
-
 @functools.cache
 def fast_validator(schema_name: str):
+    """jsonschema-rs's validator for the named schema (rs_validator)."""
+    return rs_validator(_schema(schema_name))
+
+
+def rs_validator(schema: dict):
+    """jsonschema-rs's validator for `schema`, with the same strict integers and date-times
+    (protocol.strict_integers)."""
     return jsonschema_rs.validator_for(
-        _strict_integers(_schema(schema_name)),
-        keywords={STRICT_INTEGER: _StrictInteger},
+        strict_integers(schema),
+        keywords={STRICT_INTEGER: StrictInteger, STRICT_MEMBERS: StrictMembers},
         formats={"date-time": is_date_time},
         validate_formats=True,
     )

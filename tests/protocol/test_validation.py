@@ -153,14 +153,3 @@ def test_an_integral_decimal_is_not_an_integer_to_either():
     request["shared_bytes"] = decimal.Decimal("3")
     with pytest.raises(DocumentError, match="shared_bytes"):
         validate(request, "run-request", "line 1")
-
-
-def test_a_property_named_like_a_data_keyword_still_gets_the_integer_rule():
-    from protocol.validation import STRICT_INTEGER, _strict_integers
-
-    schema = {
-        "properties": {"default": {"type": "integer"}, "enum": {"enum": [{"type": "integer"}]}}
-    }
-    strict = _strict_integers(schema)
-    assert strict["properties"]["default"][STRICT_INTEGER] is True
-    assert strict["properties"]["enum"]["enum"] == [{"type": "integer"}]  # data stays data
