@@ -12,7 +12,7 @@ import pytest
 
 from protocol.validation import validate
 from runner.execution import point_timing
-from tests.support.gpu_bench import run_bench
+from tests.support.gpu_bench import bundle_args, run_bench
 
 pytestmark = pytest.mark.gpu
 POINTS = (
@@ -27,7 +27,8 @@ POINTS = (
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
     out = tmp_path_factory.mktemp("sweep") / "sweep-points.json"
-    return run_bench("benchmarks/cases.toml", out, *(a for p in POINTS for a in ("--case", p)))
+    cases = (a for p in POINTS for a in ("--case", p))
+    return run_bench("benchmarks/cases.toml", out, *bundle_args("clang"), *cases)
 
 
 def _points(case: dict) -> dict[str, dict]:
