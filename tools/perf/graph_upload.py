@@ -114,7 +114,12 @@ def main() -> int:
     found: dict[bool, list[dict]] = {u: [] for u in settings}
     for repeat in range(args.repeats):
         for upload in settings:  # alternated, so a drift over the run hits both settings
-            r = run(device, upload, args.log2n, args.budget)
+            try:
+                r = run(device, upload, args.log2n, args.budget)
+            except Exception as exc:  # e.g. the host stalled behind the blocker: say so, go on
+                reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
+                print(f"| {'on' if upload else 'off (before)'} | {repeat} | failed: {reason} |")
+                continue
             found[upload].append(r)
             g = r["gap"] or {}
             print(
@@ -136,9 +141,12 @@ def print_summary(found: dict[bool, list[dict]]) -> None:
     print("\n| setting | A/A off 1 (median) | first/rest - 1 (median) |")
     print("| --- | ---: | ---: |")
     for upload, runs in found.items():
+        label = "after (uploaded)" if upload else "before (not uploaded)"
+        if not runs:
+            print(f"| {label} | every comparison failed | - |")
+            continue
         off = [abs((r["gap"] or {}).get("ratio_of_medians", float("nan")) - 1) for r in runs]
         first = [v - 1 for r in runs for v in (r["first_a"], r["first_b"])]
-        label = "after (uploaded)" if upload else "before (not uploaded)"
         print(f"| {label} | {statistics.median(off):.4%} | {statistics.median(first):+.4%} |")
 
 
