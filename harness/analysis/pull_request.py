@@ -140,12 +140,12 @@ def rows(
             pair = pairs.get(candidate)
             if pair is None:
                 why = (case.get("error") or {}).get("message") or "no pair: a side was not timed"
-                if case["status"] == "skipped":
-                    why = f"skipped: {why}"
+                # a case the run never reached (its budget, --case) is not a failure of head
+                said = "not run" if case["status"] == "skipped" else "failed"
                 empty = dict.fromkeys(("base", "head", "base_gap", "head_gap", "ratio"))
                 empty.update(ci_low=None, ci_high=None, confidence=None)
                 out.append(
-                    PairRow(case["id"], candidate, **empty, verdict="failed", note=first_line(why))
+                    PairRow(case["id"], candidate, **empty, verdict=said, note=first_line(why))
                 )
                 continue
             out.append(
@@ -201,7 +201,8 @@ def gate(found: list[PairRow], fail_on: str | failing.FailOn) -> list[tuple[Pair
     out = []
     for r in found:
         timed = r.verdict != "untimed"
-        time_verdict = "unstable" if r.verdict == "failed" else r.verdict
+        # no head/base to judge: --fail-on unstable (the strictest timed word) trips on it
+        time_verdict = "unstable" if r.verdict in ("failed", "not run") else r.verdict
         if timed and failing.trips(spec.word, "gap", time_verdict):
             out.append((r, r.verdict))
             continue
@@ -244,7 +245,7 @@ def counter_cell(r: PairRow, limit: int = SHOWN_COUNTERS) -> str:
 
 
 def _verdict_cell(r: PairRow) -> str:
-    mark = f"**{r.verdict}**" if r.verdict in ("slower", "failed") else r.verdict
+    mark = f"**{r.verdict}**" if r.verdict in ("slower", "failed", "not run") else r.verdict
     if r.verdict == "same" and r.code_changed:
         mark += " (the code changed: see counters)"
     if r.note:
@@ -266,6 +267,7 @@ def _headline(document: dict | None, found: list[PairRow], min_effect: float) ->
     suite = document["suite"]
     counts = {v: sum(r.verdict == v for r in found) for v in ("slower", "faster", "unstable")}
     failed = sum(r.verdict == "failed" for r in found)
+    not_run = sum(r.verdict == "not run" for r in found)
     per_candidate = {}
     for r in found:
         if r.ratio is not None and r.verdict != "unstable":
@@ -278,7 +280,8 @@ def _headline(document: dict | None, found: list[PairRow], min_effect: float) ->
         "## Benchmark: head against base, paired on one GPU",
         "",
         f"{counts['slower']} slower, {counts['faster']} faster, {counts['unstable']} unstable, "
-        f"{failed} failed of {len(found)}, {changed} with changed code · head/base geometric "
+        f"{failed} failed{f', {not_run} not run' if not_run else ''} of {len(found)}, "
+        f"{changed} with changed code · head/base geometric "
         f"mean: {means or '-'}",
         "",
         f"{md(device)} · suite {md(suite['name'])} v{suite['version']} · commit "

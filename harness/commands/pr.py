@@ -47,15 +47,16 @@ __all__ = ["pr"]
 )
 def pr(result, bundles, output_format: str, fail_on: failing.FailOn, min_effect: float):
     """Per case of a base/head run RESULT: base gap, head gap, head/base with its paired
-    interval and a verdict (faster / slower / same / unstable / failed), and beside it the
-    counters of base and head that differ, most telling first (spills, registers, instructions
+    interval and a verdict (faster / slower / same / unstable / failed / not run), and beside
+    it the counters of base and head that differ, most telling first (spills, registers, instructions
     in loops, ...); a "same" time whose code changed says so.
 
     RESULT comes from `harness run --base-bundle DIR --head-bundle DIR` (or `runner bench
     --bundle base=DIR --bundle head=DIR`): both revisions of the compiler timed in one context,
     in the same rounds, on one GPU, so head/base needs no second machine and no history.
-    --fail-on slower: exit 1 when some head is slower; unstable: also when one is unstable or
-    failed. Counter words gate on the code itself: --fail-on slower,spills,registers:8.
+    --fail-on slower: exit 1 when some head is slower; unstable: also when one is unstable,
+    failed or not run (a case the run skipped: its budget, --case). Counter words gate on the
+    code itself: --fail-on slower,spills,registers:8.
 
     \b
     Examples:

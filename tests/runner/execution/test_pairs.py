@@ -229,6 +229,32 @@ def test_harness_pr_writes_the_comment_and_gates(tmp_path):
     assert out.exit_code == 1 and "**failed**: twice@head: wrong |" in out.stdout
 
 
+def test_a_case_the_run_skipped_is_not_run_not_failed(tmp_path):
+    """A case its budget never reached has no head/base: the comment says "not run" with the
+    reason, counts it apart from failures, and only --fail-on unstable trips on it."""
+    path = tmp_path / "result.json"
+    skipped = pair_document()
+    skipped["cases"][1] = {**skipped["cases"][1], "status": "skipped", "pairs": []}
+    skipped["cases"][1]["error"] = {
+        "phase": "timeout",
+        "message": "not run: the suite's time budget (--budget-s 170) was spent",
+    }
+    path.write_bytes(orjson.dumps(skipped))
+    out = CliRunner().invoke(main, ["pr", str(path), "--fail-on", "slower"])
+    assert out.exit_code == 1  # the other case is slower
+    assert "0 unstable, 0 failed, 1 not run of 2" in out.stdout
+    assert (
+        "**not run**: not run: the suite's time budget (--budget-s 170) was spent |" in out.stdout
+    )
+    data = orjson.loads(CliRunner().invoke(main, ["pr", str(path), "--format", "json"]).stdout)
+    assert [r["verdict"] for r in data["rows"]] == ["slower", "not run"]
+    skipped["cases"][0]["pairs"][0]["ratio_of_medians"] = 1.0  # base and head alike
+    skipped["cases"][0]["pairs"][0].update(ci_low=0.99, ci_high=1.01)
+    path.write_bytes(orjson.dumps(skipped))
+    assert CliRunner().invoke(main, ["pr", str(path), "--fail-on", "slower"]).exit_code == 0
+    assert CliRunner().invoke(main, ["pr", str(path), "--fail-on", "unstable"]).exit_code == 1
+
+
 def test_harness_pr_refuses_a_document_without_revisions(tmp_path):
     path = tmp_path / "result.json"
     path.write_bytes(orjson.dumps(FIXTURE))
