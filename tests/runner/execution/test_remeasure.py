@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from protocol.validation import validate
+from runner.definition import manifest
 from runner.execution import remeasure
 from runner.execution import suite as suite_module
 from runner.execution.case_job import case_skeleton, record_failure
@@ -64,7 +65,9 @@ def test_an_unstable_case_is_measured_again_after_a_cool_down_with_shorter_sampl
     assert [c for c, _ in seen["calls"]].count("polynomial_f64") == 2
     assert seen["cooldowns"] == [(0, RECORDED["environment"]["device"].get("uuid"))]
     second = [t for c, t in seen["calls"] if c == "polynomial_f64"][1]
-    assert second == pytest.approx(50.0 * remeasure.SHORTER)  # the case's 50 ms, halved
+    suite = manifest.load(ROOT / "benchmarks/cases.toml")
+    case_ms = next(c for c in suite.cases if c.id == "polynomial_f64").settings.target_sample_ms
+    assert second == pytest.approx(case_ms * remeasure.SHORTER)  # the case's own, halved
     case = next(c for c in doc["cases"] if c["id"] == "polynomial_f64")
     assert case["remeasured"]["improved"] is True
     assert case["remeasured"]["cooldown_s"] == 3.25  # what the cool-down waited
