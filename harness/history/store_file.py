@@ -148,6 +148,15 @@ class HistoryFile:
             self._db.close()
             self._db = None
 
+    def _remove(self) -> None:
+        """Close the file and delete it (with any -wal, -shm or -journal beside it): the store
+        is again one whose file does not exist yet."""
+        self.close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        self._empty, self._writes_ready = True, False
+        self._version = STORE_SCHEMA_VERSION
+
     def _rollback(self) -> None:
         """Undo the open transaction, if any; a failing ROLLBACK (a full disk, an I/O error)
         leaves it to SQLite, which rolls back at close or at the next open."""
