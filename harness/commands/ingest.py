@@ -69,9 +69,9 @@ def ingest(
     """Store the result documents RESULT... in the history (only with --trusted).
 
     The same run ingested twice is stored once. Every document is read, validated and checked
-    before any is stored (from 16 files on, in worker processes, one per CPU); then all are
-    stored in one transaction (a backfill of thousands of runs in one call), or none if one
-    cannot be. The GPU pin comes from the repository, never
+    (from 16 files on, in worker processes, one per CPU) and stored as it comes, all in one
+    transaction (a backfill of thousands of runs in one call), or none if one cannot be: a
+    history file the call created is then removed. The GPU pin comes from the repository, never
     from the document: a trusted ingest reads the suite manifest (--cases) and refuses a run of
     another suite, version or manifest, or on another GPU model than it pins. A result whose
     series key changed (source, case version, ...) starts a new series. Each implementation's

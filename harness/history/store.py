@@ -231,6 +231,8 @@ class Store(HistoryFile):
             except BaseException:
                 if created:
                     self._remove_if_unused()
+                if hasattr(planned, "close"):  # a generator: stop its producers (worker processes)
+                    planned.close()
                 raise
         return reports
 

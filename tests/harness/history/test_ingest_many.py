@@ -206,3 +206,21 @@ def test_a_file_that_needs_a_migration_is_not_touched_when_a_later_file_is_bad(t
     with Store(db) as store, pytest.raises(StoreError, match="refused"):
         store.ingest_planned(failing_after(plans, 2))
     assert db.read_bytes() == before
+
+
+def test_a_run_the_store_refuses_stops_the_plans_still_coming(tmp_path):
+    good, bad = small_run(0), small_run(1)
+    bad["cases"].append(bad["cases"][0])  # a case id listed twice
+    plans = [prepared(d, path=tmp_path / "h.sqlite", what=w) for d, w in ((good, "a"), (bad, "b"))]
+    stopped = []
+
+    def producer():
+        try:
+            yield from plans
+            yield from plans  # never reached
+        finally:
+            stopped.append(True)
+
+    with Store(tmp_path / "h.sqlite") as store, pytest.raises(StoreError, match="b: cannot store"):
+        store.ingest_planned(producer())
+    assert stopped == [True] and not (tmp_path / "h.sqlite").exists()
