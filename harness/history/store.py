@@ -14,10 +14,11 @@ themselves (`raw_document`, exactly as ingested). Its pieces, one concern each:
 An older file migrates forward (harness.history.store_schema) at its first trusted ingest, in that
 ingest's transaction; until then it is read as it is, with None for what it lacks.
 
-Writes happen only in a trusted ingest, one transaction per document, in WAL mode; the last
-writer to close puts the file back in rollback-journal mode, so at rest it is one file and a
-read-only open creates nothing beside it (harness.history.store_file). An untrusted ingest validates and
-plans but never opens the file for writing (nor creates it). Readers see a file that does not
+Writes happen only in a trusted ingest, one transaction per batch, in WAL mode (a file the
+ingest creates keeps its rollback journal); the last writer to close puts the file back in
+rollback-journal mode, so at rest it is one file and a read-only open creates nothing beside it
+(harness.history.store_file). An untrusted ingest validates and plans but never opens the file
+for writing (nor creates it). Readers see a file that does not
 exist yet as an empty history, except with readonly=True (an error).
 """
 

@@ -224,3 +224,22 @@ def test_a_run_the_store_refuses_stops_the_plans_still_coming(tmp_path):
     with Store(tmp_path / "h.sqlite") as store, pytest.raises(StoreError, match="b: cannot store"):
         store.ingest_planned(producer())
     assert stopped == [True] and not (tmp_path / "h.sqlite").exists()
+
+
+def test_a_new_file_is_written_with_its_rollback_journal_and_an_existing_one_in_wal(tmp_path):
+    db = tmp_path / "h.sqlite"
+    plans = [prepared(d, path=db, what=f"run {k}") for k, d in enumerate(mixed_runs(4))]
+    modes = []
+
+    def watched(batch):
+        for plan in batch:
+            if store._db is not None:
+                modes.append(store._db.execute("PRAGMA journal_mode").fetchone()[0])
+            yield plan
+
+    for batch in (plans[:2], plans[2:]):
+        with Store(db) as store:
+            assert all(r.stored for r in store.ingest_planned(watched(batch)))
+    # batch 1 writing, batch 2 before its first write (the file at rest), then writing
+    assert modes == ["delete", "delete", "wal"]
+    assert sorted(p.name for p in tmp_path.glob("h.sqlite*")) == ["h.sqlite"]
