@@ -118,9 +118,12 @@ def _checked(result: Path, cases: Path | None, gpu_pin: str | None, trusted: boo
 
 
 def _planned(result: Path, check, db: Path, bundle: dict | None):
-    """One file's plan and `runs` row (store_ingest.prepared), its document checked first."""
+    """One file's plan and `runs` row (store_ingest.prepared), its document checked first and
+    its report's point lines rendered (in a worker process, not in the writer's tail)."""
     document, what = check(result)
-    return prepared(document, path=db, what=what, bundle=bundle)
+    report, row = prepared(document, path=db, what=what, bundle=bundle)
+    report.prerender()
+    return report, row
 
 
 def _in_order(plan, results: tuple[Path, ...]):

@@ -243,3 +243,18 @@ def test_a_new_file_is_written_with_its_rollback_journal_and_an_existing_one_in_
     # batch 1 writing, batch 2 before its first write (the file at rest), then writing
     assert modes == ["delete", "delete", "wal"]
     assert sorted(p.name for p in tmp_path.glob("h.sqlite*")) == ["h.sqlite"]
+
+
+def test_a_prerendered_report_reads_as_one_rendered_at_the_end(tmp_path):
+    docs = mixed_runs(10)
+    docs[9]["cases"][0]["error"]["message"] += " \x1b[31m\u202e"  # escapes from the data
+    plain = [prepared(d, path=tmp_path / "h", what=f"run {k}")[0] for k, d in enumerate(docs)]
+    early = [prepared(d, path=tmp_path / "h", what=f"run {k}")[0] for k, d in enumerate(docs)]
+    for report in early:
+        report.prerender()
+    for a, b in zip(plain, early, strict=True):
+        for p, q in zip(a.points, b.points, strict=True):
+            p.new_series = q.new_series = p.series_id.startswith(tuple("0123456"))
+        a.stored = b.stored = True
+        assert a.text() == b.text()
+    assert "\\x1b[31m\\u202e" in early[9].text()
