@@ -69,9 +69,9 @@ def ingest(
     """Store the result documents RESULT... in the history (only with --trusted).
 
     The same run ingested twice is stored once. Every document is read, validated and checked
-    before any is stored (from 16 files on, in worker processes, one per CPU); then all are
-    stored in one transaction (a backfill of thousands of runs in one call), or none if one
-    cannot be. The GPU pin comes from the repository, never
+    (from 16 files on, in worker processes, one per CPU) and stored as it comes, all in one
+    transaction (a backfill of thousands of runs in one call), or none if one cannot be: a
+    history file the call created is then removed. The GPU pin comes from the repository, never
     from the document: a trusted ingest reads the suite manifest (--cases) and refuses a run of
     another suite, version or manifest, or on another GPU model than it pins. A result whose
     series key changed (source, case version, ...) starts a new series. Each implementation's
@@ -118,9 +118,12 @@ def _checked(result: Path, cases: Path | None, gpu_pin: str | None, trusted: boo
 
 
 def _planned(result: Path, check, db: Path, bundle: dict | None):
-    """One file's plan and `runs` row (store_ingest.prepared), its document checked first."""
+    """One file's plan and `runs` row (store_ingest.prepared), its document checked first and
+    its report's point lines rendered (in a worker process, not in the writer's tail)."""
     document, what = check(result)
-    return prepared(document, path=db, what=what, bundle=bundle)
+    report, row = prepared(document, path=db, what=what, bundle=bundle)
+    report.prerender()
+    return report, row
 
 
 def _in_order(plan, results: tuple[Path, ...]):

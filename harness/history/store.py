@@ -14,10 +14,11 @@ themselves (`raw_document`, exactly as ingested). Its pieces, one concern each:
 An older file migrates forward (harness.history.store_schema) at its first trusted ingest, in that
 ingest's transaction; until then it is read as it is, with None for what it lacks.
 
-Writes happen only in a trusted ingest, one transaction per document, in WAL mode; the last
-writer to close puts the file back in rollback-journal mode, so at rest it is one file and a
-read-only open creates nothing beside it (harness.history.store_file). An untrusted ingest validates and
-plans but never opens the file for writing (nor creates it). Readers see a file that does not
+Writes happen only in a trusted ingest, one transaction per batch, in WAL mode (a file the
+ingest creates keeps its rollback journal); the last writer to close puts the file back in
+rollback-journal mode, so at rest it is one file and a read-only open creates nothing beside it
+(harness.history.store_file). An untrusted ingest validates and plans but never opens the file
+for writing (nor creates it). Readers see a file that does not
 exist yet as an empty history, except with readonly=True (an error).
 """
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import sqlite3
 import zlib
 from collections.abc import Iterable
@@ -206,28 +208,69 @@ class Store(HistoryFile):
 
     def ingest_planned(self, planned: Iterable[tuple[IngestReport, tuple]]) -> list[IngestReport]:
         """Store many planned runs (store_ingest.prepared: a report and its `runs` row) in one
-        transaction: a backfill of thousands of runs pays one commit, not one per run. Every
-        run is planned before the file is touched. A run already stored (or given twice) is
-        reported as such; any error stores none of them."""
+        transaction: a backfill of thousands of runs pays one commit, not one per run. Each
+        run is written as it arrives, so the writes overlap the planning of the next (in the
+        worker processes of `harness ingest`). A run already stored (or given twice) is
+        reported as such; any error, a plan's own included, stores none of them: the
+        transaction rolls back, and a file this call created is removed (a bad file leaves
+        no history behind). A file that needs a migration (which commits on its own) sees
+        every run planned before it is touched. `new_series` is against the store before the
+        batch."""
         if self.readonly:
             raise StoreError(f"{self.path}: opened read-only; a trusted ingest writes")
-        with _collection_paused():
-            batch = list(planned)
-        self._ready_to_write()
-        for report, _ in batch:
-            self._mark(report)
-        self._write(batch)
-        return [report for report, _ in batch]
+        reports: list[IngestReport] = []
+        with _collection_paused():  # documents and plans hold no cycles; the batch grows
+            planned = iter(planned)
+            first = list(itertools.islice(planned, 1))  # a bad first file touches nothing
+            if self._migration_due():
+                first.extend(planned)
+            created = not self.path.exists()
+            try:
+                self._ready_to_write()
+                known = self._series_rowids()
+                self._write(self._marked(itertools.chain(first, planned), known, reports))
+            except BaseException:
+                if created:
+                    self._remove_if_unused()
+                if hasattr(planned, "close"):  # a generator: stop its producers (worker processes)
+                    planned.close()
+                raise
+        return reports
 
-    def _write(self, batch: list[tuple[IngestReport, tuple]]) -> None:
+    def _migration_due(self) -> bool:
+        """Whether an existing file is older than this schema (its first write migrates it)."""
+        return self._db is not None and not self._empty and self._version < STORE_SCHEMA_VERSION
+
+    @staticmethod
+    def _marked(planned, known: dict[str, int], reports: list[IngestReport]):
+        """Each (report, row) of `planned`, its points' new_series set against `known` (the
+        series stored before the batch) and its report added to `reports`."""
+        for report, row in planned:
+            for p in report.points:
+                p.new_series = p.series_id not in known
+            reports.append(report)
+            yield report, row
+
+    def _remove_if_unused(self) -> None:
+        """After a failed ingest into a file it created: the file removed, unless another
+        writer stored a run in it meanwhile."""
+        try:
+            if self._query("SELECT 1 FROM runs LIMIT 1"):
+                return
+        except StoreError:
+            pass  # unreadable: ours, and never held a run of anyone's
+        self._series_cache, self._counter_sets = {}, {}
+        self._remove()
+
+    def _write(self, batch: Iterable[tuple[IngestReport, tuple]]) -> None:
         """Insert each planned run of `batch` (its report and `runs` row) not stored yet, all
-        in one transaction."""
+        in one transaction; an error, one raised by the iterable included, rolls it back."""
         db = self._db
         rowids = dict(self._series_rowids())
         done: list[IngestReport] = []
         batch_ids: set[str] = set()
         counts = SeriesCounts()
-        report = batch[0][0] if batch else None
+        report = None
         try:
             db.execute("BEGIN IMMEDIATE")
             for report, row in batch:
@@ -247,7 +290,7 @@ class Store(HistoryFile):
         except sqlite3.IntegrityError as exc:
             self._counter_sets = {}
             db.execute("ROLLBACK")
-            raise StoreError(
+            raise StoreError(  # only an INSERT of the loop's run raises it
                 f"{report.what}: cannot store run {report.run_id[:12]}: {exc} "
                 "(a case id or implementation listed twice?)"
             ) from None
@@ -256,6 +299,10 @@ class Store(HistoryFile):
             self._rollback()
             why = cause(exc, self.path) or str(exc)
             raise StoreError(f"{self.path}: writing the history failed: {why}") from None
+        except BaseException:  # a bad file, a refused run, an interrupt: none of the batch
+            self._counter_sets = {}
+            self._rollback()
+            raise
         self._series_cache = rowids  # only after COMMIT: a rolled-back rowid must not linger
         for r in done:
             r.stored = True

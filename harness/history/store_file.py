@@ -3,9 +3,10 @@ ready for writes, and the one gate every read goes through.
 
 A file is opened read-only (readonly=True: an error if it is missing) or for reading until the
 first trusted ingest makes it writable (`_prepare_writes`): then it is created if need be, with
-its schema (harness.history.store_schema.lay), or migrated if it is older, in WAL mode. A foreign file,
-one newer than this kernelgap or one without a migration is refused whatever the mode; a
-damaged one is refused before the first write (harness.history.store_integrity). The last writer to
+its schema (harness.history.store_schema.lay), or migrated if it is older, in WAL mode (a file
+it creates keeps its rollback journal: no reader waits on a history that does not exist yet).
+A foreign file, one newer than this kernelgap or one without a migration is refused whatever
+the mode; a damaged one is refused before the first write (harness.history.store_integrity). The last writer to
 close puts the file back in rollback-journal mode, so at rest it is one file and a read-only
 open creates nothing beside it. Readers see a file that does not exist yet as an empty history.
 """
@@ -115,7 +116,9 @@ class HistoryFile:
             return False
         if not self._empty and (damage := corruption(db, self.path)):
             raise StoreError(damage)  # before any write, the WAL switch and a migration included
-        db.execute("PRAGMA journal_mode=WAL")
+        # A new file keeps its rollback journal: nobody reads a history that is not there yet,
+        # and a WAL would write a bulk ingest's every page twice (once more at its checkpoint).
+        db.execute(f"PRAGMA journal_mode={'DELETE' if self._empty else 'WAL'}")
         # In WAL mode NORMAL may lose the last commits on power loss, never integrity.
         db.execute("PRAGMA synchronous=NORMAL")
         # Checkpoint every 64 MiB of WAL rather than 4 MiB: a bulk ingest commits ~40% faster.
@@ -147,6 +150,15 @@ class HistoryFile:
                 self._leave_wal()
             self._db.close()
             self._db = None
+
+    def _remove(self) -> None:
+        """Close the file and delete it (with any -wal, -shm or -journal beside it): the store
+        is again one whose file does not exist yet."""
+        self.close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        self._empty, self._writes_ready = True, False
+        self._version = STORE_SCHEMA_VERSION
 
     def _rollback(self) -> None:
         """Undo the open transaction, if any; a failing ROLLBACK (a full disk, an I/O error)

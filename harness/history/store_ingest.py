@@ -126,6 +126,7 @@ class IngestReport:
     already_stored: bool = False
     stored: bool = False
     skipped_cases: int = 0
+    shown: list[str] | None = None  # prerender(): each point's line after its tag
 
     @property
     def new_series(self) -> list[PlannedPoint]:
@@ -141,6 +142,12 @@ class IngestReport:
             f"({failed} failed), {len(self.new_series)} new series"
         )
 
+    def prerender(self) -> None:
+        """Render each point's line now, but for its tag (new series or not: the store's to
+        say): a bulk ingest does it in its worker processes, so the writer's reports at the
+        end are joins (harness.commands.ingest)."""
+        self.shown = [_point_text(p) for p in self.points]
+
     def text(self) -> str:
         """The headline, the run's identity and one line per point, each line safe to print
         on a terminal (harness.escaping.terminal: names from the document may hold escapes)."""
@@ -151,19 +158,26 @@ class IngestReport:
         ]
         if self.skipped_cases:
             lines.append(f"  {self.skipped_cases} skipped case(s) not stored")
-        for p in self.points:  # the row's values by position: a dict per point cost 1 ms a run
-            status, phase, message, check, median_s, stable, gap, low, high = _SHOWN(p.row)
-            if status != "ok":
-                what = f"{status}: {phase}: {message}"
-            elif median_s is None:
-                what = f"no timing (check {check})"
-            else:
-                what = f"median {median_s * 1e6:.3f} us" + ("" if stable else " unstable")
-                if gap is not None:
-                    what += f", gap {gap:.4f}x [{low:.4f}, {high:.4f}]"
-            tag = "new series" if p.new_series else "series"
-            lines.append(f"  {tag} {p.series_id}  {series_label(p.key)}: {what}")
-        return "\n".join(terminal(line) for line in lines)
+        lines = [terminal(line) for line in lines]
+        shown = self.shown if self.shown is not None else map(_point_text, self.points)
+        for p, line in zip(self.points, shown, strict=True):
+            lines.append(f"  {'new series' if p.new_series else 'series'} {line}")
+        return "\n".join(lines)
+
+
+def _point_text(p: PlannedPoint) -> str:
+    """A point's report line after its tag, safe to print (the row's values by position: a
+    dict per point cost 1 ms a run)."""
+    status, phase, message, check, median_s, stable, gap, low, high = _SHOWN(p.row)
+    if status != "ok":
+        what = f"{status}: {phase}: {message}"
+    elif median_s is None:
+        what = f"no timing (check {check})"
+    else:
+        what = f"median {median_s * 1e6:.3f} us" + ("" if stable else " unstable")
+        if gap is not None:
+            what += f", gap {gap:.4f}x [{low:.4f}, {high:.4f}]"
+    return terminal(f"{p.series_id}  {series_label(p.key)}: {what}")
 
 
 def bundle_statics(bundle: dict | None) -> dict[tuple[str, str, str], dict]:

@@ -153,3 +153,108 @@ def test_ingest_planned_takes_plans_made_elsewhere(tmp_path):
         # new against the store before the batch: run 6's new forth source, not its baseline
         assert [p.new_series for p in reports[6].points] == [False, True]
         assert store.raw_document(reports[8].run_id) == docs[8]
+
+
+def test_a_bad_file_among_the_workers_leaves_no_history_file(tmp_path):
+    docs = mixed_runs(PARALLEL_FROM + 4)
+    cases, paths = written(tmp_path, docs)
+    paths[13].write_text("{")
+    db = tmp_path / "h.sqlite"
+    done = invoke("ingest", *paths, "--db", db, "--trusted", "--cases", cases)
+    assert done.exit_code == 2 and str(paths[13]) in done.stderr
+    assert sorted(p.name for p in tmp_path.glob("h.sqlite*")) == []
+
+
+def failing_after(plans: list, k: int):
+    """The plans, then an error after the k-th, as a worker's bad file raises it."""
+    yield from plans[:k]
+    raise StoreError("run-k.json: refused")
+
+
+def test_each_run_is_written_as_it_arrives_and_a_late_error_undoes_the_batch(tmp_path):
+    db = tmp_path / "h.sqlite"
+    docs = mixed_runs(4)
+    with Store(db) as store:
+        plans = [prepared(d, path=db, what=f"run {k}") for k, d in enumerate(docs)]
+        seen = []
+
+        def watched():
+            for plan in plans:
+                if store._db is not None:  # the file exists once the first run arrived
+                    seen.append(store._db.execute("SELECT count(*) FROM runs").fetchone()[0])
+                yield plan
+
+        assert [r.stored for r in store.ingest_planned(watched())] == [True] * 4
+        assert seen == [1, 2, 3]
+    db.unlink()
+    with Store(db) as store:
+        with pytest.raises(StoreError, match="refused"):
+            store.ingest_planned(failing_after(plans, 3))
+        assert not db.exists() and store.runs() == []
+        assert [r.stored for r in store.ingest_planned(iter(plans[:2]))] == [True, True]
+    with Store(db) as store:
+        with pytest.raises(StoreError, match="refused"):
+            store.ingest_planned(failing_after(plans[2:], 1))
+        assert len(store.runs()) == 2  # an existing file keeps what it held, and only that
+
+
+def test_a_file_that_needs_a_migration_is_not_touched_when_a_later_file_is_bad(tmp_path):
+    db = tmp_path / "h.sqlite"
+    db.write_bytes((ROOT / "tests" / "fixtures" / "history-store-v1.sqlite").read_bytes())
+    before = db.read_bytes()
+    plans = [prepared(d, path=db, what=f"run {k}") for k, d in enumerate(mixed_runs(3))]
+    with Store(db) as store, pytest.raises(StoreError, match="refused"):
+        store.ingest_planned(failing_after(plans, 2))
+    assert db.read_bytes() == before
+
+
+def test_a_run_the_store_refuses_stops_the_plans_still_coming(tmp_path):
+    good, bad = small_run(0), small_run(1)
+    bad["cases"].append(bad["cases"][0])  # a case id listed twice
+    plans = [prepared(d, path=tmp_path / "h.sqlite", what=w) for d, w in ((good, "a"), (bad, "b"))]
+    stopped = []
+
+    def producer():
+        try:
+            yield from plans
+            yield from plans  # never reached
+        finally:
+            stopped.append(True)
+
+    with Store(tmp_path / "h.sqlite") as store, pytest.raises(StoreError, match="b: cannot store"):
+        store.ingest_planned(producer())
+    assert stopped == [True] and not (tmp_path / "h.sqlite").exists()
+
+
+def test_a_new_file_is_written_with_its_rollback_journal_and_an_existing_one_in_wal(tmp_path):
+    db = tmp_path / "h.sqlite"
+    plans = [prepared(d, path=db, what=f"run {k}") for k, d in enumerate(mixed_runs(4))]
+    modes = []
+
+    def watched(batch):
+        for plan in batch:
+            if store._db is not None:
+                modes.append(store._db.execute("PRAGMA journal_mode").fetchone()[0])
+            yield plan
+
+    for batch in (plans[:2], plans[2:]):
+        with Store(db) as store:
+            assert all(r.stored for r in store.ingest_planned(watched(batch)))
+    # batch 1 writing, batch 2 before its first write (the file at rest), then writing
+    assert modes == ["delete", "delete", "wal"]
+    assert sorted(p.name for p in tmp_path.glob("h.sqlite*")) == ["h.sqlite"]
+
+
+def test_a_prerendered_report_reads_as_one_rendered_at_the_end(tmp_path):
+    docs = mixed_runs(10)
+    docs[9]["cases"][0]["error"]["message"] += " \x1b[31m\u202e"  # escapes from the data
+    plain = [prepared(d, path=tmp_path / "h", what=f"run {k}")[0] for k, d in enumerate(docs)]
+    early = [prepared(d, path=tmp_path / "h", what=f"run {k}")[0] for k, d in enumerate(docs)]
+    for report in early:
+        report.prerender()
+    for a, b in zip(plain, early, strict=True):
+        for p, q in zip(a.points, b.points, strict=True):
+            p.new_series = q.new_series = p.series_id.startswith(tuple("0123456"))
+        a.stored = b.stored = True
+        assert a.text() == b.text()
+    assert "\\x1b[31m\\u202e" in early[9].text()
