@@ -12,7 +12,14 @@ first INSTANCES samples over the median of the others (where the uploads land); 
 before/after summary (medians over the repeats) and the wall time, which must stay under 2
 minutes on the H200 (three sides of 16 instances of a 10,000-node graph each comparison).
 
-    python tools/perf/graph_upload.py [--upload both|on|off] [--repeats 3] [--log2n 14]
+Before the fix, a hot comparison of this composite cannot complete: the host waits for an
+instance's upload inside cuGraphLaunch while the runner's blocking kernel holds the stream
+(the blocker's 10 s stall guard ends it). So the first launches are also timed directly, with
+no blocker: INSTANCES fresh instances made as runner.bench makes them (graph_capture.
+CapturedGraph), uploaded or not, each launched twice; per launch the host's time in the launch
+call and the device time between events, the first launch against the second.
+
+    python tools/perf/graph_upload.py [--upload both|on|off] [--repeats 3] [--log2n 14] [--first-only]
 """
 
 from __future__ import annotations
@@ -60,6 +67,72 @@ def composite_workload(log2n: int):
     return case, composite, composite_again
 
 
+def first_launches(device, upload: bool, log2n: int) -> dict:
+    """Medians over INSTANCES fresh instances of the composite's CALLS-call graph: the host's
+    time in the first and second launch call, and the device time of each (events around it)."""
+    from runner.bench.cuda_device import INSTANCES
+    from runner.bench.graph_capture import CapturedGraph
+
+    torch = device.torch
+    _, composite, _ = composite_workload(log2n)
+    with torch.cuda.stream(device.torch_stream):
+        x = torch.rand(1 << log2n, device="cuda")
+    device.stream.synchronize()
+    pool = torch.cuda.graph_pool_handle()
+    rows = []
+    for _ in range(INSTANCES):
+        graph = CapturedGraph(device, lambda: composite(x), CALLS, False, pool, upload=upload)
+        row = []
+        with torch.cuda.stream(device.torch_stream):
+            for _launch in range(2):
+                start, end = (
+                    torch.cuda.Event(enable_timing=True),
+                    torch.cuda.Event(enable_timing=True),
+                )
+                start.record()
+                t0 = time.perf_counter()
+                graph.replay()
+                host_ms = (time.perf_counter() - t0) * 1e3
+                end.record()
+                end.synchronize()
+                row.append((host_ms, start.elapsed_time(end)))
+        rows.append(row)
+        graph.close()
+
+    def for_all(launch: int, what: int) -> float:
+        return statistics.median(r[launch][what] for r in rows)
+
+    return {
+        "host_first_ms": for_all(0, 0),
+        "host_second_ms": for_all(1, 0),
+        "device_first_ms": for_all(0, 1),
+        "device_second_ms": for_all(1, 1),
+    }
+
+
+def print_first_launches(device, settings, log2n: int) -> None:
+    from runner.bench.cuda_device import INSTANCES
+
+    print(
+        f"\nfirst launches, no blocker: medians over {INSTANCES} fresh instances of the "
+        f"{CALLS}-call graph ({CALLS * CALLS} nodes)"
+    )
+    print(
+        "| upload | host in 1st launch (ms) | host in 2nd (ms) | device 1st (ms) "
+        "| device 2nd (ms) | device 1st / 2nd |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for upload in settings:
+        r = first_launches(device, upload, log2n)
+        label = "on (after)" if upload else "off (before)"
+        print(
+            f"| {label} | {r['host_first_ms']:.3f} | {r['host_second_ms']:.3f} | "
+            f"{r['device_first_ms']:.3f} | {r['device_second_ms']:.3f} | "
+            f"{r['device_first_ms'] / r['device_second_ms']:.3f} |",
+            flush=True,
+        )
+
+
 def first_over_rest(samples: list[float], first: int) -> float:
     return statistics.fmean(samples[:first]) / statistics.median(samples[first:])
 
@@ -96,6 +169,9 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--log2n", type=int, default=14)
     parser.add_argument("--budget", type=float, default=1.0, help="seconds per comparison")
+    parser.add_argument(
+        "--first-only", action="store_true", help="only the first launches (no comparisons)"
+    )
     args = parser.parse_args()
     from runner.bench.cuda_device import INSTANCES, CudaDevice
 
@@ -112,7 +188,7 @@ def main() -> int:
     print("| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |")
     t0 = time.monotonic()
     found: dict[bool, list[dict]] = {u: [] for u in settings}
-    for repeat in range(args.repeats):
+    for repeat in range(0 if args.first_only else args.repeats):
         for upload in settings:  # alternated, so a drift over the run hits both settings
             try:
                 r = run(device, upload, args.log2n, args.budget)
@@ -129,8 +205,10 @@ def main() -> int:
                 f"x{r['control']:.4f} | {r['first_a']:.4f} | {r['first_b']:.4f} |",
                 flush=True,
             )
+    print_first_launches(device, settings, args.log2n)
     device.close()
-    print_summary(found)
+    if not args.first_only:
+        print_summary(found)
     print(f"wall: {time.monotonic() - t0:.1f} s (target: under 120 s)")
     return 0
 

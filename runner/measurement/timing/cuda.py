@@ -418,9 +418,11 @@ class CudaBackend:
                 if with_kernel:
                     item.enqueue(stream)
 
-        graph = self._graph(("poisoned", name, per_graph, with_kernel), enqueue)
-        graph.launch(self.stream)  # untimed: the first replay warms it (uploaded when made)
-        self.stream.synchronize()
+        key = ("poisoned", name, per_graph, with_kernel)
+        if key not in self._graphs:  # untimed, once: the first replay warms it (uploaded when
+            self._graph(key, enqueue).launch(self.stream)  # made); the check's later repeats
+            self.stream.synchronize()  # alternate with the other graph, both already warm
+        graph = self._graphs[key]
 
         def work():
             for _ in range(batch // per_graph):
