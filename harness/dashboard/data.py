@@ -69,11 +69,7 @@ def collect(
         )
     all_series = read_series(store, runs) if series is None else series
     mode_of = run_modes(all_series)
-    latest_of = {m: g for g, m in sorted(mode_of.items())}  # mode -> its newest run
-    newest_mode = mode_of.get(len(runs) - 1) or "unknown"  # a run with no point has none
-    latest_of.setdefault(newest_mode, len(runs) - 1)
-    # Shown at open: hot (the steady state, the suite's default) where the history has it.
-    default = "hot" if "hot" in latest_of else newest_mode
+    latest_of, default = _latest_runs(mode_of, len(runs))
     docs = {m: store.raw_document(runs[g]["run_id"]) for m, g in latest_of.items()}
     latest_doc = docs[default]
     alerts, marks = marked or ([], {})
@@ -125,6 +121,16 @@ def collect(
         "suite": suite,
         "sweeps": _sweeps(store, runs, latest_doc, mode_of, default),
     }
+
+
+def _latest_runs(mode_of: dict[int, str], n_runs: int) -> tuple[dict[str, int], str]:
+    """({mode: index of its newest run}, the mode shown at open): hot (the steady state, the
+    suite's default) where the history has it, else the newest run's mode (a run with no point
+    has none: "unknown")."""
+    latest_of = {m: g for g, m in sorted(mode_of.items())}
+    newest_mode = mode_of.get(n_runs - 1) or "unknown"
+    latest_of.setdefault(newest_mode, n_runs - 1)
+    return latest_of, "hot" if "hot" in latest_of else newest_mode
 
 
 def _sweeps(store: Store, runs: list[dict], latest_doc: dict, mode_of: dict, mode: str) -> dict:

@@ -20,17 +20,21 @@ from runner.measurement import stats
 REPEATS = 3  # samples of each replay: a check, not a measurement
 CHECK_SHARE = 0.2  # a replay's launches: about a fifth of a sample's (10 ms of a 50 ms sample)
 CHECK_MIN_LAUNCHES = 64  # and never fewer (or the sample's own, if fewer): a pattern repeats
+# and never more: every poisoned launch queues its memset and copy nodes behind the blocking
+# kernel, which a kernel-only graph does not; 1000 of them stalled the host past the blocker's
+# guard on 1-2 us kernels (benchmarks/perf/RESULTS.md, session 33: the swept suite)
+CHECK_MAX_LAUNCHES = 256
 TOLERANCE = 0.10  # poisoned / plain may exceed 1 by this much, or 5 x the sample noise if larger
 POISON_BYTE = 0xFF  # all-ones: NaN for floats, -1 for integers
 
 
 def check_batch(batch: int, graph_launches: int | None) -> int:
     """Launches of one poisoned replay: CHECK_SHARE of a sample's `batch`, at least
-    CHECK_MIN_LAUNCHES (at most `batch`), and above one graph's `graph_launches` a whole number
-    of graphs, as timed_poisoned replays them. The replays are a check with a 10% tolerance,
+    CHECK_MIN_LAUNCHES and at most CHECK_MAX_LAUNCHES (and `batch`), and above one graph's
+    `graph_launches` a whole number of graphs, as timed_poisoned replays them. The replays are a check with a 10% tolerance,
     not a measurement: a fifth of a sample keeps the events' latency far below it, and the
     session 30 suite spent 11 s of its 108 s on full-length replays."""
-    want = min(batch, max(round(batch * CHECK_SHARE), CHECK_MIN_LAUNCHES))
+    want = min(batch, CHECK_MAX_LAUNCHES, max(round(batch * CHECK_SHARE), CHECK_MIN_LAUNCHES))
     if graph_launches and want > graph_launches:
         want -= want % graph_launches
     return max(want, 1)
