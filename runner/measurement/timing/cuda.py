@@ -430,6 +430,42 @@ class CudaBackend:
 
         return self._timed(work)
 
+    def timed_disturbed(self, name: str, batch: int) -> float:
+        """Like timed_poisoned with the kernel, the memsets and copies aimed at scratch buffers
+        of the same sizes: the same bytes through the memory system before every launch, the
+        outputs left holding the answer (output_dependence.check's control for a kernel whose
+        working set the poison pushes out of the L2)."""
+        from runner.measurement.timing.output_dependence import POISON_BYTE
+
+        if not hasattr(self, "_disturb"):
+            self._disturb = (
+                [driver.Buffer(b.nbytes) for b in self.outputs],
+                [(driver.Buffer(d.nbytes), pristine) for d, pristine in self.resets],
+            )
+        fills, copies = self._disturb
+        per_graph = min(batch, self.graph_launches)
+        item = self.launchables[name]
+
+        def enqueue(stream):
+            for _ in range(per_graph):
+                for scratch in fills:
+                    scratch.fill_bytes(POISON_BYTE, stream)
+                for scratch, pristine in copies:
+                    scratch.copy_from(pristine, stream)
+                item.enqueue(stream)
+
+        key = ("disturbed", name, per_graph)
+        if key not in self._graphs:  # warmed once, as timed_poisoned's
+            self._graph(key, enqueue).launch(self.stream)
+            self.stream.synchronize()
+        graph = self._graphs[key]
+
+        def work():
+            for _ in range(batch // per_graph):
+                graph.launch(self.stream)
+
+        return self._timed(work)
+
     def flush_l2(self) -> None:
         self.internal.flush_l2(self.stream)
 
@@ -463,6 +499,9 @@ class CudaBackend:
 
     def close(self) -> None:
         for scratch in getattr(self, "_scratch", {}).values():
+            scratch.free()
+        fills, copies = getattr(self, "_disturb", ([], []))
+        for scratch in [*fills, *(c for c, _ in copies)]:
             scratch.free()
         for graph in self._graphs.values():
             graph.destroy()
