@@ -418,14 +418,19 @@ class CudaBackend:
                 if with_kernel:
                     item.enqueue(stream)
 
-        key = ("poisoned", name, per_graph, with_kernel)
-        if key not in self._graphs:  # untimed, once: the first replay warms it (uploaded when
-            self._graph(key, enqueue).launch(self.stream)  # made); the check's later repeats
-            self.stream.synchronize()  # alternate with the other graph, both already warm
+        return self._timed_check(("poisoned", name, per_graph, with_kernel), enqueue, batch)
+
+    def _timed_check(self, key: tuple, enqueue, batch: int) -> float:
+        """Seconds of `batch` launches replayed from the graph of `key` (key[2] launches a
+        graph), behind the blocker; the graph is warmed untimed once, when made (it is uploaded
+        then too): the check's repeats alternate between graphs that are all warm by then."""
+        if key not in self._graphs:
+            self._graph(key, enqueue).launch(self.stream)
+            self.stream.synchronize()
         graph = self._graphs[key]
 
         def work():
-            for _ in range(batch // per_graph):
+            for _ in range(batch // key[2]):
                 graph.launch(self.stream)
 
         return self._timed(work)
@@ -454,17 +459,7 @@ class CudaBackend:
                     scratch.copy_from(pristine, stream)
                 item.enqueue(stream)
 
-        key = ("disturbed", name, per_graph)
-        if key not in self._graphs:  # warmed once, as timed_poisoned's
-            self._graph(key, enqueue).launch(self.stream)
-            self.stream.synchronize()
-        graph = self._graphs[key]
-
-        def work():
-            for _ in range(batch // per_graph):
-                graph.launch(self.stream)
-
-        return self._timed(work)
+        return self._timed_check(("disturbed", name, per_graph), enqueue, batch)
 
     def flush_l2(self) -> None:
         self.internal.flush_l2(self.stream)
