@@ -424,10 +424,11 @@ class CudaBackend:
         """Seconds of `batch` launches replayed from the graph of `key` (key[2] launches a
         graph), behind the blocker; the graph is warmed untimed once, when made (it is uploaded
         then too): the check's repeats alternate between graphs that are all warm by then."""
-        if key not in self._graphs:
-            self._graph(key, enqueue).launch(self.stream)
+        made = key not in self._graphs
+        graph = self._graph(key, enqueue)
+        if made:
+            graph.launch(self.stream)
             self.stream.synchronize()
-        graph = self._graphs[key]
 
         def work():
             for _ in range(batch // key[2]):
