@@ -24,11 +24,17 @@ def dependence(integrity: dict) -> str:
     after = integrity.get("outputs_after_replay")
     if after and not after.startswith("match"):
         return after
-    return (
+    said = (
         f"{integrity['poisoned_s'] * 1e6:.2f} us a launch when its outputs are poisoned first, "
         f"{integrity['plain_s'] * 1e6:.2f} us in plain hot replay (x{integrity['ratio']:.2f}, "
         f"limit x{integrity['limit']:.2f})"
     )
+    if "disturbed_s" in integrity:
+        said += (
+            f", {integrity['disturbed_s'] * 1e6:.2f} us after the same traffic with the answer "
+            f"left in place (x{integrity['ratio_disturbed']:.2f})"
+        )
+    return said
 
 
 def finish_case(

@@ -418,18 +418,49 @@ class CudaBackend:
                 if with_kernel:
                     item.enqueue(stream)
 
-        key = ("poisoned", name, per_graph, with_kernel)
+        return self._timed_check(("poisoned", name, per_graph, with_kernel), enqueue, batch)
+
+    def _timed_check(self, key: tuple, enqueue, batch: int) -> float:
+        """Seconds of `batch` launches replayed from the graph of `key` (key[2] launches a
+        graph), behind the blocker; the graph is warmed untimed once, when made (it is uploaded
+        then too): the check's repeats alternate between graphs that are all warm by then."""
         made = key not in self._graphs
         graph = self._graph(key, enqueue)
-        if made:  # untimed, once (uploaded when made): the check's later repeats alternate
-            graph.launch(self.stream)  # between this graph and the other, both warm by then
+        if made:
+            graph.launch(self.stream)
             self.stream.synchronize()
 
         def work():
-            for _ in range(batch // per_graph):
+            for _ in range(batch // key[2]):
                 graph.launch(self.stream)
 
         return self._timed(work)
+
+    def timed_disturbed(self, name: str, batch: int) -> float:
+        """Like timed_poisoned with the kernel, the memsets and copies aimed at scratch buffers
+        of the same sizes: the same bytes through the memory system before every launch, the
+        outputs left holding the answer (output_dependence.check's control for a kernel whose
+        working set the poison pushes out of the L2)."""
+        from runner.measurement.timing.output_dependence import POISON_BYTE
+
+        if not hasattr(self, "_disturb"):
+            self._disturb = (
+                [driver.Buffer(b.nbytes) for b in self.outputs],
+                [(driver.Buffer(d.nbytes), pristine) for d, pristine in self.resets],
+            )
+        fills, copies = self._disturb
+        per_graph = min(batch, self.graph_launches)
+        item = self.launchables[name]
+
+        def enqueue(stream):
+            for _ in range(per_graph):
+                for scratch in fills:
+                    scratch.fill_bytes(POISON_BYTE, stream)
+                for scratch, pristine in copies:
+                    scratch.copy_from(pristine, stream)
+                item.enqueue(stream)
+
+        return self._timed_check(("disturbed", name, per_graph), enqueue, batch)
 
     def flush_l2(self) -> None:
         self.internal.flush_l2(self.stream)
@@ -464,6 +495,9 @@ class CudaBackend:
 
     def close(self) -> None:
         for scratch in getattr(self, "_scratch", {}).values():
+            scratch.free()
+        fills, copies = getattr(self, "_disturb", ([], []))
+        for scratch in [*fills, *(c for c, _ in copies)]:
             scratch.free()
         for graph in self._graphs.values():
             graph.destroy()
