@@ -84,12 +84,15 @@ PASSTHROUGH_OR_NONE = (0, 1)  # NVML_GPU_VIRTUALIZATION_MODE_NONE, _PASSTHROUGH
 
 def verdict(readings: list[dict]) -> dict:
     """What the readings, each taken when no worker of this run held a context, say: `shared`
-    is True when another process held a context, MPS or MIG was on, or the GPU is a vGPU."""
+    is True when another process held a context, MPS or MIG was on, or the GPU is a vGPU. The
+    reading process's own context (a caller that made one before the run) is not another's."""
     usable = [r for r in readings if r.get("source") == "nvml"]
     if not usable:
         why = "; ".join(r.get("reason", "no reading") for r in readings) or "no reading"
         return {"checked": False, "shared": None, "why": f"NVML could not be read: {why}"}
-    others = sorted({p["pid"] for r in usable for p in r.get("compute_processes", [])})
+    others = sorted(
+        {p["pid"] for r in usable for p in r.get("compute_processes", []) if p["pid"] != r["pid"]}
+    )
     reasons = []
     if others:
         reasons.append(f"{len(others)} other process(es) held a compute context: pids {others}")

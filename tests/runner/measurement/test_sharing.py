@@ -4,6 +4,7 @@ ingest (runner.measurement.sharing, harness.running.trust)."""
 
 from __future__ import annotations
 
+import os
 import sys
 import types
 from pathlib import Path
@@ -39,6 +40,16 @@ def test_a_gpu_of_its_own_is_not_shared(monkeypatch):
     fake_nvml(monkeypatch)
     found = sharing.verdict([sharing.observe("GPU-x"), sharing.observe("GPU-x")])
     assert found["checked"] and found["shared"] is False and found["other_pids"] == []
+
+
+def test_the_reading_processs_own_context_is_not_another_process(monkeypatch):
+    """A process that made a context before the run (pytest after other GPU tests, a Python API
+    caller) lists itself: it is not sharing the GPU with itself; a second pid still is."""
+    fake_nvml(monkeypatch, pids=(os.getpid(),))
+    assert sharing.verdict([sharing.observe()])["shared"] is False
+    fake_nvml(monkeypatch, pids=(os.getpid(), os.getpid() + 1))
+    found = sharing.verdict([sharing.observe()])
+    assert found["shared"] is True and found["other_pids"] == [os.getpid() + 1]
 
 
 @pytest.mark.parametrize(
