@@ -109,14 +109,23 @@ def _commit(runs: dict, run: int) -> str:
 
 
 def _sweep(case: dict, data: dict) -> str:
-    """A swept case's gap-versus-size chart and times by size (sweep_charts), or nothing."""
-    found = data.get("sweeps", {}).get(case["id"])
-    if not found:
-        return ""
-    chart = sweep_charts.svg(
-        found["latest"], found["earlier"], data["colors"], found["earlier_run"]
-    )
-    return f'<h2>Gap by size <span class="tag">{html.escape(data["mode"])}</span></h2>{chart}\n'
+    """A swept case's gap-versus-size chart and times by size (sweep_charts), one per mode
+    (the mode shown at open first), or nothing."""
+    sweeps = data.get("sweeps", {})
+    out = []
+    for mode in sorted(sweeps, key=lambda m: (m != data["mode"], m)):
+        found = sweeps[mode].get(case["id"])
+        if not found:
+            continue
+        chart = sweep_charts.svg(
+            found["latest"],
+            found["earlier"],
+            data["colors"],
+            found["earlier_run"],
+            found["latest_run"],
+        )
+        out.append(f'<h2>Gap by size <span class="tag">{html.escape(mode)}</span></h2>{chart}\n')
+    return "".join(out)
 
 
 def _mode(case: dict, data: dict, mode: str) -> str:

@@ -26,7 +26,7 @@ from harness.dashboard.case_charts import (
 from harness.dashboard.counter_panels import counter_panels, link_marks
 from harness.dashboard.display import MAX_POINTS
 from harness.dashboard.geomeans import suite_geomeans
-from harness.dashboard.sweep_charts import curves
+from harness.dashboard.sweep_charts import curves, measured_points
 from harness.dashboard.together import moved_together
 from harness.history.series import run_mode
 from harness.history.store import Store
@@ -119,7 +119,7 @@ def collect(
         "table": views[default]["table"],
         "cases": cases,
         "suite": suite,
-        "sweeps": _sweeps(store, runs, latest_doc, mode_of, default),
+        "sweeps": _sweeps(store, runs, mode_of),
     }
 
 
@@ -133,22 +133,58 @@ def _latest_runs(mode_of: dict[int, str], n_runs: int) -> tuple[dict[str, int], 
     return latest_of, "hot" if "hot" in latest_of else newest_mode
 
 
-def _sweeps(store: Store, runs: list[dict], latest_doc: dict, mode_of: dict, mode: str) -> dict:
-    """{case id: {latest, earlier, earlier_run}} of every swept case of the newest run shown
-    (harness.dashboard.sweep_charts.curves), the earlier one its mode's oldest run in the
-    history (None where that run lacks the sweep)."""
-    latest = curves(latest_doc)
-    if not latest:
-        return {}
-    first = min((g for g, m in mode_of.items() if m == mode), default=None)
-    earlier = curves(store.raw_document(runs[first]["run_id"])) if first is not None else {}
-    label = f"the oldest {mode} run, {runs[first]['started_utc'][:10]}" if earlier else ""
-    if earlier is latest or first == max(mode_of, default=None):
-        earlier, label = {}, ""
-    return {
-        cid: {"latest": c, "earlier": earlier.get(cid), "earlier_run": label}
-        for cid, c in latest.items()
-    }
+def _sweeps(store: Store, runs: list[dict], mode_of: dict) -> dict:
+    """{mode: {case id: {latest, latest_run, earlier, earlier_run}}}: per mode, each swept
+    case's curve (harness.dashboard.sweep_charts.curves) from the newest run that measured two
+    or more of its points, and the oldest such run's for comparison (None where there is one
+    run). A run of single points (`--point`, a headline check) draws no curve, so it never
+    blanks the case's chart."""
+    out = {}
+    for mode in sorted({m for m in mode_of.values() if m}):
+        order = sorted(g for g, m in mode_of.items() if m == mode)
+        newest = _swept_runs(store, runs, order[::-1], None)
+        oldest = _swept_runs(store, runs, order, set(newest)) if newest else {}
+        found = {}
+        for cid, (g, curve) in newest.items():
+            first = oldest.get(cid)
+            earlier = first if first is not None and first[0] < g else None
+            found[cid] = {
+                "latest": curve,
+                "latest_run": _swept_label("newest", mode, runs[g]),
+                "earlier": earlier[1] if earlier else None,
+                "earlier_run": _swept_label("oldest", mode, runs[earlier[0]]) if earlier else "",
+            }
+        if found:
+            out[mode] = found
+    return out
+
+
+SWEEP_SCAN = 20
+"""The most runs of a mode read (raw documents, newest first and oldest first) looking for each
+swept case's curve: a history of single-point runs does not make the build read them all."""
+
+
+def _swept_runs(
+    store: Store, runs: list[dict], indices: list[int], wanted: set[str] | None
+) -> dict[str, tuple]:
+    """{case id: (run index, curve)} of the first run in `indices` that measured two or more
+    of the case's points, for the cases `wanted` (None: those the first run reads as swept;
+    none there, none at all), reading at most SWEEP_SCAN runs."""
+    found: dict[str, tuple] = {}
+    for g in indices[:SWEEP_SCAN]:
+        swept = curves(store.raw_document(runs[g]["run_id"]))
+        wanted = set(swept) if wanted is None else wanted
+        for cid, curve in swept.items():
+            if cid in wanted and cid not in found and measured_points(curve) >= 2:
+                found[cid] = (g, curve)
+        if found.keys() >= wanted:
+            break
+    return found
+
+
+def _swept_label(which: str, mode: str, run: dict) -> str:
+    when = run["started_utc"][:16].replace("T", " ")
+    return f"the {which} {mode} run that swept it, {when}"
 
 
 def _cases(latest_doc, all_series, colors, used, compilers, max_points, marks) -> list[dict]:

@@ -14,7 +14,7 @@ from harness.dashboard.case_charts import BASELINE_COLOR
 from harness.reporting.table import format_time
 from protocol.points import swept_cases
 
-__all__ = ["curves", "svg"]
+__all__ = ["curves", "measured_points", "svg"]
 
 WIDTH, HEIGHT, MARGIN = 540, 240, (72, 16, 14, 34)  # px; margin: left, right, top, bottom
 
@@ -55,17 +55,51 @@ def curves(document: dict) -> dict[str, dict]:
     return out
 
 
+def measured_points(curve: dict) -> int:
+    """How many of a `curves()` entry's points have a gap or a time (a run of single points
+    measures one)."""
+    series = [*curve["gaps"].values(), *curve["times"].values()]
+    return sum(any(ys[i] is not None for ys in series) for i in range(len(curve["points"])))
+
+
+def _nice_step(rough: float) -> float:
+    """The round step (1, 2, 2.5 or 5 times a power of ten) nearest above `rough`."""
+    if rough <= 0:
+        return 1.0
+    power = 10 ** math.floor(math.log10(rough))
+    return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= rough * (1 - 1e-9))
+
+
+def _gap_label(v: float, step: float) -> str:
+    """A gap tick, with as many decimals as the ticks' spacing needs (0.998x, 0.999x; not 1x
+    three times)."""
+    decimals = min(4, max(1, math.ceil(-math.log10(step) - 1e-9))) if step > 0 else 3
+    if decimals < 4 and abs(round(step, decimals) - step) > 1e-12:
+        decimals += 1  # a step of 0.025 needs 3 decimals
+    return f"{v:.{decimals}f}x"
+
+
 def _polyline(xs, ys, xpx, ypx, color: str, dash: str, title: str) -> str:
-    path = " ".join(f"{xpx(x):.1f},{ypx(y):.1f}" for x, y in zip(xs, ys, strict=True) if y)
+    """A line through the measured points, broken where a point has none (failed, skipped or
+    not run: a line across it would draw a gap nobody measured), with a dot at each."""
+    runs: list[list[str]] = [[]]
+    for x, y in zip(xs, ys, strict=True):
+        if y:
+            runs[-1].append(f"{xpx(x):.1f},{ypx(y):.1f}")
+        elif runs[-1]:
+            runs.append([])
+    lines = "".join(
+        f'<polyline points="{" ".join(run)}" fill="none" stroke="{color}" stroke-width="1.8" '
+        f'stroke-dasharray="{dash}"><title>{html.escape(title)}</title></polyline>'
+        for run in runs
+        if run
+    )
     dots = "".join(
         f'<circle cx="{xpx(x):.1f}" cy="{ypx(y):.1f}" r="2.5" fill="{color}"/>'
         for x, y in zip(xs, ys, strict=True)
         if y
     )
-    return (
-        f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="1.8" '
-        f'stroke-dasharray="{dash}"><title>{html.escape(title)}</title></polyline>{dots}'
-    )
+    return lines + dots
 
 
 def _chart(lines: list[tuple], xs: list[float], labels: list[str], what: str, log_y: bool) -> str:
@@ -78,6 +112,9 @@ def _chart(lines: list[tuple], xs: list[float], labels: list[str], what: str, lo
     if not log_y:
         y0, y1 = min(y0, 1.0), max(y1, 1.0)  # parity always in view
     y0, y1 = (y0 - 0.5, y1 + 0.5) if y1 - y0 < 1e-9 else (y0, y1)
+    step = None if log_y else _nice_step((y1 - y0) / 4)
+    if step:  # gaps: the range widened to round values, so that a tick labelled 1.0x is parity
+        y0, y1 = math.floor(y0 / step + 1e-9) * step, math.ceil(y1 / step - 1e-9) * step
     left, right, top, bottom = MARGIN
     w, h = WIDTH - left - right, HEIGHT - top - bottom
     x0, x1 = min(xs), max(max(xs), min(xs) + 1)
@@ -89,10 +126,13 @@ def _chart(lines: list[tuple], xs: list[float], labels: list[str], what: str, lo
         return top + h * (y1 - ty(y)) / (y1 - y0)
 
     out = [f'<svg width="{WIDTH}" height="{HEIGHT}" role="img" aria-label="{what}">']
-    for k in range(5):
-        v = y0 + (y1 - y0) * k / 4
-        label = format_time(2**v) if log_y else f"{v:.3g}x"
-        y = top + h * (1 - k / 4)
+    if step is None:  # times: five ticks spread evenly, each labelled with its exact value
+        ticks = [(y0 + (y1 - y0) * k / 4, None) for k in range(5)]
+    else:
+        ticks = [(i * step, step) for i in range(round(y0 / step), round(y1 / step) + 1)]
+    for v, step in ticks:
+        label = format_time(2**v) if step is None else _gap_label(v, step)
+        y = top + h * (y1 - v) / (y1 - y0)
         out.append(
             f'<line x1="{left}" x2="{left + w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eceff2"/>'
             f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{label}</text>'
@@ -115,7 +155,13 @@ def _chart(lines: list[tuple], xs: list[float], labels: list[str], what: str, lo
     return "".join(out)
 
 
-def svg(latest: dict, earlier: dict | None, colors: dict, earlier_label: str) -> str:
+def svg(
+    latest: dict,
+    earlier: dict | None,
+    colors: dict,
+    earlier_label: str,
+    latest_label: str = "the newest run",
+) -> str:
     """The case's two charts from `curves()` entries: gap by size (the newest run solid, the
     earlier dashed) and median time by size of every implementation in the newest run."""
     xs = [p["x"] for p in latest["points"]]
@@ -137,13 +183,15 @@ def svg(latest: dict, earlier: dict | None, colors: dict, earlier_label: str) ->
         f"{html.escape(n)}"
         for n in latest["times"]
     )
+    newest = html.escape(latest_label)
     note = (
-        f"solid: the newest run; dashed: {html.escape(earlier_label)}"
+        f"solid: {newest}; dashed: {html.escape(earlier_label)}"
         if earlier
-        else ("the newest run (no earlier run has this sweep)")
+        else f"{newest} (no earlier run has this sweep)"
     )
     return (
         f"<div>{_chart(gap_lines, xs, labels, 'gap by size', False)}"
         f"{_chart(time_lines, xs, labels, 'median time by size', True)}</div>"
-        f"<p class='muted'>{legend}. Gap: {note}. Time: median per launch, newest run.</p>"
+        f"<p class='muted'>{legend}. Gap: {note}. Time: median per launch, the solid line's run."
+        "</p>"
     )

@@ -50,6 +50,19 @@ def swept_document(gaps_at, run_id: str = "") -> dict:
     return doc
 
 
+def headline_only_document(gaps_at, run_id: str = "") -> dict:
+    """swept_document as a run of axpy_f64's headline point alone (`--point`, `--case
+    'axpy_f64[n=2^27]'`) writes it: the case block lists that one point."""
+    doc = swept_document(gaps_at, run_id)
+    index = next(i for i, c in enumerate(doc["cases"]) if c["id"] == "axpy_f64")
+    block = doc["cases"][index]
+    headline = AXPY.sweep.headline
+    only = next(p for p in block["points"] if p["point"] == headline)
+    doc["cases"][index] = {**block, "points": [only]}
+    doc["summary"] = summary(doc["cases"])
+    return doc
+
+
 def falling(pid: str) -> dict[str, float]:
     """Gaps that fall toward parity as n grows: warpforth 2.0x at 2^11 to 1.0x at 2^27."""
     k = int(pid.split("^")[1])

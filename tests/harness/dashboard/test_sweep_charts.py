@@ -12,7 +12,7 @@ from harness.dashboard import build_site
 from harness.history.store import Store
 from tests.support.browser import Browser, chromium_path
 from tests.support.dashboard_page import read_js_json
-from tests.support.sweep_documents import falling, swept_document
+from tests.support.sweep_documents import falling, headline_only_document, swept_document
 
 
 def earlier(pid: str) -> dict[str, float]:
@@ -36,11 +36,12 @@ def test_the_overview_keeps_headline_points_and_the_data_holds_the_curves(site):
     ids = [c["id"] for c in data["cases"]]
     assert "axpy_f64" in ids and not any("[" in i for i in ids)
     assert not any("[" in row["case"] for row in data["table"])
-    sweep = data["sweeps"]["axpy_f64"]
+    sweep = data["sweeps"]["hot"]["axpy_f64"]
     assert [p["x"] for p in sweep["latest"]["points"]] == list(range(11, 28, 2))
     assert sweep["latest"]["gaps"]["warpforth"][0] == 2.0
     assert sweep["earlier"]["gaps"]["warpforth"][0] == pytest.approx(2.6)
-    assert sweep["earlier_run"].startswith("the oldest hot run")
+    assert sweep["earlier_run"].startswith("the oldest hot run that swept it")
+    assert sweep["latest_run"].startswith("the newest hot run that swept it")
     assert sweep["latest"]["times"]["cuda"][0] > 0
 
 
@@ -85,3 +86,67 @@ def test_the_sweep_chart_in_headless_chromium(site, tmp_path):
     assert box[0] > 400 and box[1] > 200
     assert lines == [9] * 6  # every point of every line drawn
     assert shot.stat().st_size > 10_000
+
+
+def test_a_newer_run_of_the_headline_point_alone_keeps_the_curve(tmp_path):
+    """A `--point` run after the sweeps measures one point: the chart keeps the newest run
+    that swept the case (it drew a single dot before), the tick labels tell 0.998x from
+    1.000x, and the case's headline series takes the new point as usual."""
+    db = tmp_path / "h.sqlite"
+    with Store(db) as store:
+        store.ingest(swept_document(earlier, run_id="3"), trusted=True)
+        store.ingest(swept_document(falling, run_id="9"), trusted=True)
+        store.ingest(headline_only_document(falling, run_id="12"), trusted=True)
+    out = tmp_path / "site"
+    build_site(db, out)
+    data = read_js_json(out / "data.js", "window.KERNELGAP_DATA = ")
+    sweep = data["sweeps"]["hot"]["axpy_f64"]
+    assert sweep["latest"]["gaps"]["warpforth"][0] == 2.0  # run 9's curve, all 9 points
+    assert all(g is not None for g in sweep["latest"]["gaps"]["warpforth"])
+    assert sweep["earlier"]["gaps"]["warpforth"][0] == pytest.approx(2.6)
+    case = next(c for c in data["cases"] if c["id"] == "axpy_f64")
+    assert {len(s["run"]) for s in case["series"]} == {3}  # the headline series: 3 runs
+    text = case_page(out).read_text()
+    charts = text.split('aria-label="gap by size"')[1].split("</svg>")[0]
+    assert charts.count("<polyline") == 6
+    ticks = re.findall(r'text-anchor="end">([0-9.]+x)</text>', charts)
+    assert 3 <= len(ticks) <= 9 and len(set(ticks)) == len(ticks), ticks
+
+
+def test_gap_ticks_are_round_values_with_the_decimals_their_spacing_needs():
+    """A tick labelled 1.0x sits on parity: ticks at multiples of a round step (they were
+    spread evenly over the range and rounded for the label, so "1.0x" sat at 1.022)."""
+    from harness.dashboard.sweep_charts import _gap_label, _nice_step, svg
+
+    assert [_nice_step(r) for r in (0.123, 0.03, 0.0011, 0.4, 0.0)] == [0.2, 0.05, 0.002, 0.5, 1]
+    assert [_gap_label(0.998 + k * 0.001, 0.001) for k in range(5)] == [
+        "0.998x", "0.999x", "1.000x", "1.001x", "1.002x",
+    ]  # fmt: skip
+    assert _gap_label(1.25, 0.25) == "1.25x" and _gap_label(1.5, 0.5) == "1.5x"
+    latest = {
+        "points": [{"id": f"n=2^{k}", "x": float(k)} for k in (10, 12)],
+        "baseline": "cuda",
+        "gaps": {"warpforth": [1.39, 1.2], "llvm": [0.899, 0.995]},
+        "times": {"cuda": [1e-6, 2e-6]},
+    }
+    gap = svg(latest, None, {}, "").split('aria-label="gap by size"')[1].split("</svg>")[0]
+    ticks = re.findall(r'y2="([0-9.]+)" stroke="#eceff2"/><text [^>]*>([0-9.]+)x</text>', gap)
+    assert [t for _, t in ticks] == ["0.8", "1.0", "1.2", "1.4"], ticks  # the range covered
+    parity = re.search(r'y1="([0-9.]+)" y2="\1" stroke="#5b6470"', gap).group(1)
+    assert parity in {y for y, t in ticks if float(t) == 1.0}, (parity, ticks)
+
+
+def test_a_line_breaks_where_a_point_was_not_measured():
+    from harness.dashboard.sweep_charts import svg
+
+    latest = {
+        "points": [{"id": f"n=2^{k}", "x": float(k)} for k in (11, 13, 15, 17)],
+        "baseline": "cuda",
+        "gaps": {"warpforth": [1.2, None, 1.1, 1.0]},  # 2^13 failed
+        "times": {"cuda": [1e-6, 2e-6, 4e-6, 8e-6], "warpforth": [1.2e-6, None, 4.4e-6, 8e-6]},
+    }
+    text = svg(latest, None, {"warpforth": "#009e73"}, "")
+    gap = text.split('aria-label="gap by size"')[1].split("</svg>")[0]
+    lines = re.findall(r'<polyline points="([^"]*)"', gap)
+    assert [len(p.split()) for p in lines] == [1, 2]  # 2^11 alone, then 2^15-2^17
+    assert gap.count("<circle") == 3
