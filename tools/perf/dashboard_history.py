@@ -9,6 +9,9 @@ and 'triton'), alternately hot and cold, with planted changes:
   - from 98% on, every implementation of every case is 2% slower in hot mode (a driver shift:
     every time moves, no gap does);
   - about 1 point in 100 unstable, case_07 fails in every 997th run (as history_ingest.py);
+  - with --points N (N > 1), every case swept over N sizes (n = 2^(27-2(N-1)) to 2^27, the
+    largest its headline): each smaller point's times halve per step and its candidates' gaps
+    grow 3% per step (the dashboard's gap-by-size charts, issue 34's 8 points per case);
   - counters: every implementation carries a static analysis (tests/fixtures/
     static-axpy-forth.json's WarpForth axpy), with steps of the primary's code planted: case_04
     'forth' gets one more DMUL in its loop at the middle run (history_ingest.py's step, where
@@ -16,7 +19,7 @@ and 'triton'), alternately hot and cold, with planted changes:
     case_11 'forth' a register-capped build that spills at 95% with no time step of its own (the
     code changed, the time did not): the dashboard's counter panels and the marks they explain.
 
-    python tools/perf/dashboard_history.py --db history.sqlite [--documents 1000]
+    python tools/perf/dashboard_history.py --db history.sqlite [--documents 1000] [--points 8]
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -36,6 +40,7 @@ from history_ingest import ROOT, Variants
 sys.path.insert(0, str(ROOT))
 
 from harness.history.store import Store
+from runner.document.points import sweep_block
 
 __all__ = ["PlantedHistory", "make_history"]
 
@@ -47,9 +52,12 @@ class PlantedHistory(Variants):
     """Variants with the dashboard's planted changes (module doc); document k runs in
     MODES[k % 2], and its place in the history is k / documents."""
 
-    def __init__(self, documents: int, cases: int = 25, samples: int = 30, seed: int = 0):
+    def __init__(
+        self, documents: int, cases: int = 25, samples: int = 30, seed: int = 0, points: int = 1
+    ):
         if cases < 12:
             raise ValueError(f"cases: {cases}; the planted steps need at least 12")
+        self.points = points
         super().__init__(cases, samples, documents, seed, impls=IMPLS, modes=MODES, static=True)
         base = self.static["base"]
         self.static["spills"] = {
@@ -85,12 +93,44 @@ class PlantedHistory(Variants):
             impls["case_11"]["forth"]["static"] = self.static["spills"]
         # Commit hashes like git's (the variants number them, so all would start 0000000).
         doc["suite"]["commit"] = hashlib.sha1(f"commit {k // 2}".encode()).hexdigest()
+        if self.points > 1:
+            doc["cases"] = [swept(case, self.points) for case in doc["cases"]]
         return doc
 
 
-def make_history(db: Path, documents: int, cases: int = 25) -> float:
+def swept(case: dict, points: int) -> dict:
+    """`case` (measured at n = 2^27) as the headline of a sweep of `points` sizes, two powers of
+    two apart: a smaller point's times are halved per step down, its candidates' gaps 3% higher
+    per step."""
+    ids = [f"n=2^{27 - 2 * (points - 1 - j)}" for j in range(points)]
+    made = []
+    for j, pid in enumerate(ids[:-1]):
+        down = points - 1 - j
+        block = orjson.loads(orjson.dumps(case))
+        block["dims"] = {"n": 2 ** (27 - 2 * down)}
+        for impl in block["implementations"].values():
+            g = 1 + 0.03 * down if impl.get("role") == "candidate" else 1.0
+            _scale_timing(impl.get("timing"), 0.5**down * g)
+            for key in ("ratio_of_medians", "median_of_round_ratios", "ci_low", "ci_high"):
+                if impl.get("gap") and key in impl["gap"]:
+                    impl["gap"][key] *= g
+        made.append((pid, block["dims"], block))
+    made.append((ids[-1], case["dims"], case))
+    return sweep_block(ids[-1], case, ["n"], made)
+
+
+def _scale_timing(timing: dict | None, factor: float) -> None:
+    if not timing:
+        return
+    timing["samples_s"] = [v * factor for v in timing["samples_s"]]
+    stats = timing["stats"]
+    for key in [k for k in stats if k.endswith("_s")]:
+        stats[key] *= factor
+
+
+def make_history(db: Path, documents: int, cases: int = 25, points: int = 1) -> float:
     """Store the planted history in a new database at `db` (one transaction); seconds taken."""
-    history = PlantedHistory(documents, cases)
+    history = PlantedHistory(documents, cases, points=points)
     batch = [(history.document(k), f"synthetic {k}") for k in range(documents)]
     t0 = time.perf_counter()
     with Store(db) as store:
@@ -103,10 +143,11 @@ def main() -> int:
     parser.add_argument("--db", type=Path, required=True, help="a new file")
     parser.add_argument("--documents", type=int, default=1000)
     parser.add_argument("--cases", type=int, default=25)
+    parser.add_argument("--points", type=int, default=1, help="sizes per case (1: no sweep)")
     args = parser.parse_args()
     if args.db.exists():
         parser.error(f"--db {args.db}: exists; give a new file")
-    seconds = make_history(args.db, args.documents, args.cases)
+    seconds = make_history(args.db, args.documents, args.cases, args.points)
     print(f"{args.documents} runs stored in {args.db} in {seconds:.1f} s", file=sys.stderr)
     return 0
 

@@ -21,7 +21,7 @@ Timed:
 --shots DIR writes first-window.png, case-page.png and trend.png (the suite chart, every run).
 
     python tools/perf/dashboard_targets.py [--documents 1000] [--ingest-runs 10000]
-        [--repeat 3] [--shots docs/images] [--ingest-only]
+        [--repeat 3] [--shots docs/images] [--ingest-only] [--points 8]
 """
 
 from __future__ import annotations
@@ -168,11 +168,14 @@ def main() -> int:
         "--ingest-only", action="store_true", help="time the ingest only (no history, no site)"
     )
     parser.add_argument("--shots", type=Path, help="a folder for the screenshots")
+    parser.add_argument(
+        "--points", type=int, default=1, help="every case swept over this many sizes"
+    )
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="kernelgap-targets-"))
     db, site = tmp / "history.sqlite", tmp / "site"
     if not args.ingest_only:
-        made_s = make_history(db, args.documents)
+        made_s = make_history(db, args.documents, points=args.points)
         print(f"history: {args.documents} runs in {made_s:.1f} s", file=sys.stderr)
         site = build_site(db, site).out
         print(f"counter panels: {counter_steps(site)}", file=sys.stderr)
@@ -190,7 +193,10 @@ def main() -> int:
         )
         rows.setdefault("load average at the ingest", []).append(load)
         print(f"repeat {k + 1} of {args.repeat} done", file=sys.stderr)
-    print(f"dashboard_targets: {args.documents}-run planted history, median of {args.repeat}")
+    swept = f", every case swept over {args.points} sizes" if args.points > 1 else ""
+    print(
+        f"dashboard_targets: {args.documents}-run planted history{swept}, median of {args.repeat}"
+    )
     print("| figure | median | runs | target | |\n|---|---|---|---|---|")
     for name, values in rows.items():
         target = TARGETS.get(name)
