@@ -119,7 +119,7 @@ def collect(
         "table": views[default]["table"],
         "cases": cases,
         "suite": suite,
-        "sweeps": _sweeps(store, runs, mode_of),
+        "sweeps": _sweeps(store, runs, all_series),
     }
 
 
@@ -133,53 +133,45 @@ def _latest_runs(mode_of: dict[int, str], n_runs: int) -> tuple[dict[str, int], 
     return latest_of, "hot" if "hot" in latest_of else newest_mode
 
 
-def _sweeps(store: Store, runs: list[dict], mode_of: dict) -> dict:
+def _sweeps(store: Store, runs: list[dict], all_series: list) -> dict:
     """{mode: {case id: {latest, latest_run, earlier, earlier_run}}}: per mode, each swept
-    case's curve (harness.dashboard.sweep_charts.curves) from the newest run that measured two
-    or more of its points, and the oldest such run's for comparison (None where there is one
-    run). A run of single points (`--point`, a headline check) draws no curve, so it never
-    blanks the case's chart."""
-    out = {}
-    for mode in sorted({m for m in mode_of.values() if m}):
-        order = sorted(g for g, m in mode_of.items() if m == mode)
-        newest = _swept_runs(store, runs, order[::-1], None)
-        oldest = _swept_runs(store, runs, order, set(newest)) if newest else {}
-        found = {}
-        for cid, (g, curve) in newest.items():
-            first = oldest.get(cid)
-            earlier = first if first is not None and first[0] < g else None
-            found[cid] = {
-                "latest": curve,
-                "latest_run": _swept_label("newest", mode, runs[g]),
-                "earlier": earlier[1] if earlier else None,
-                "earlier_run": _swept_label("oldest", mode, runs[earlier[0]]) if earlier else "",
-            }
-        if found:
-            out[mode] = found
+    case's curve (harness.dashboard.sweep_charts.curves) from the newest run that measured at
+    least half of the most points any run measured of it (and two or more), against the oldest
+    such run (None where there is one). Which runs those are comes from the point series
+    already read, so only the chosen runs' documents are read: a run of single points
+    (`--point`, a headline check), of another case, or a sweep cut short by its budget never
+    replaces a case's curve."""
+    measured: dict[tuple[str, str], dict[int, set]] = defaultdict(lambda: defaultdict(set))
+    swept = {split_id(s.info["case_id"])[0] for s in all_series if split_id(s.info["case_id"])[1]}
+    for s in all_series:
+        case_id, point = split_id(s.info["case_id"])
+        if case_id in swept:
+            for run in s.run.tolist():
+                measured[(s.info["mode"], case_id)][run].add(point)
+    curves_of: dict[int, dict] = {}  # run -> its document's curves, each read once
+
+    def curve(run: int, case_id: str) -> dict | None:
+        if run not in curves_of:
+            curves_of[run] = curves(store.raw_document(runs[run]["run_id"]))
+        return curves_of[run].get(case_id)
+
+    out: dict[str, dict] = {}
+    for (mode, case_id), per_run in sorted(measured.items()):
+        most = max(len(points) for points in per_run.values())
+        full = sorted(r for r, points in per_run.items() if len(points) >= max(2, -(-most // 2)))
+        if not full:
+            continue
+        latest = curve(full[-1], case_id)
+        if latest is None or measured_points(latest) < 2:
+            continue
+        earlier = curve(full[0], case_id) if full[0] < full[-1] else None
+        out.setdefault(mode, {})[case_id] = {
+            "latest": latest,
+            "latest_run": _swept_label("newest", mode, runs[full[-1]]),
+            "earlier": earlier,
+            "earlier_run": _swept_label("oldest", mode, runs[full[0]]) if earlier else "",
+        }
     return out
-
-
-SWEEP_SCAN = 20
-"""The most runs of a mode read (raw documents, newest first and oldest first) looking for each
-swept case's curve: a history of single-point runs does not make the build read them all."""
-
-
-def _swept_runs(
-    store: Store, runs: list[dict], indices: list[int], wanted: set[str] | None
-) -> dict[str, tuple]:
-    """{case id: (run index, curve)} of the first run in `indices` that measured two or more
-    of the case's points, for the cases `wanted` (None: those the first run reads as swept;
-    none there, none at all), reading at most SWEEP_SCAN runs."""
-    found: dict[str, tuple] = {}
-    for g in indices[:SWEEP_SCAN]:
-        swept = curves(store.raw_document(runs[g]["run_id"]))
-        wanted = set(swept) if wanted is None else wanted
-        for cid, curve in swept.items():
-            if cid in wanted and cid not in found and measured_points(curve) >= 2:
-                found[cid] = (g, curve)
-        if found.keys() >= wanted:
-            break
-    return found
 
 
 def _swept_label(which: str, mode: str, run: dict) -> str:

@@ -63,9 +63,11 @@ def measured_points(curve: dict) -> int:
 
 
 def _nice_step(rough: float) -> float:
-    """The round step (1, 2, 2.5 or 5 times a power of ten) nearest above `rough`."""
+    """The round step (1, 2, 2.5 or 5 times a power of ten) nearest above `rough`, at least
+    0.0001 (labels carry four decimals at most: finer ticks would repeat a label)."""
     if rough <= 0:
         return 1.0
+    rough = max(rough, 1e-4)
     power = 10 ** math.floor(math.log10(rough))
     return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= rough * (1 - 1e-9))
 
@@ -167,7 +169,7 @@ def svg(
     xs = [p["x"] for p in latest["points"]]
     labels = [p["id"] for p in latest["points"]]
     gap_lines = [
-        (ys, colors.get(n, "#333"), "", f"{n}, newest run") for n, ys in latest["gaps"].items()
+        (ys, colors.get(n, "#333"), "", f"{n}, {latest_label}") for n, ys in latest["gaps"].items()
     ]
     if earlier is not None:
         at = {p["id"]: i for i, p in enumerate(earlier["points"])}

@@ -347,7 +347,9 @@ class CaseRun:
             if m.mode == "hot":
                 self.enter("timing", mode="hot, outputs poisoned")
                 with self.clock("integrity_s"):
-                    found = output_dependence.check(backend, self.names, m, verify)
+                    found = output_dependence.check(
+                        backend, self.names, m, verify, self.case.baseline.name
+                    )
                 for name, integrity in found.items():
                     self.record["impls"][name]["integrity"] = integrity
         finally:

@@ -34,6 +34,11 @@ def dependence(integrity: dict) -> str:
             f", {integrity['disturbed_s'] * 1e6:.2f} us after the same traffic with the answer "
             f"left in place (x{integrity['ratio_disturbed']:.2f})"
         )
+    if "disturbed_vs_baseline" in integrity:
+        said += (
+            f"; that traffic slowed it x{integrity['disturbed_vs_baseline']:.2f} as much as it "
+            "slowed the baseline"
+        )
     return said
 
 

@@ -3,9 +3,9 @@ MIG, a compute mode or virtualisation that time-slices it.
 
 A timing taken while another context runs kernels on the same GPU measures the other work too,
 and nothing in the samples says so. NVML lists the processes that hold a compute context on a
-device; the runner reads that list from its own process (which holds no context) at the start of
-the run, before any worker, and at the end, after the last: any process listed then is someone
-else's. Work that comes and goes between the two readings is not seen (the samples' noise and
+device; the runner reads that list from its own process at the start of the run, before any
+worker, and at the end, after the last: any process listed then, other than the reader itself
+(which holds no context in `runner bench`, but may where a caller made one), is someone else's. Work that comes and goes between the two readings is not seen (the samples' noise and
 the clocks per sample are what remain for it). Never raises: without NVML the verdict says the
 check was not made.
 """

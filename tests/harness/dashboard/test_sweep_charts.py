@@ -123,6 +123,7 @@ def test_gap_ticks_are_round_values_with_the_decimals_their_spacing_needs():
         "0.998x", "0.999x", "1.000x", "1.001x", "1.002x",
     ]  # fmt: skip
     assert _gap_label(1.25, 0.25) == "1.25x" and _gap_label(1.5, 0.5) == "1.5x"
+    assert _nice_step(0.00005) == 0.0001  # gaps within 0.0002 of each other: no repeated label
     latest = {
         "points": [{"id": f"n=2^{k}", "x": float(k)} for k in (10, 12)],
         "baseline": "cuda",
@@ -150,3 +151,29 @@ def test_a_line_breaks_where_a_point_was_not_measured():
     lines = re.findall(r'<polyline points="([^"]*)"', gap)
     assert [len(p.split()) for p in lines] == [1, 2]  # 2^11 alone, then 2^15-2^17
     assert gap.count("<circle") == 3
+
+
+def test_runs_of_another_case_or_of_two_points_never_replace_the_curve(tmp_path):
+    """After two full sweeps: a run without axpy_f64 and a run of two of its nine points
+    (a sweep cut short) leave the chart on run 9's full curve, against run 3's."""
+    from runner.document.run import summary
+
+    other = swept_document(falling, run_id="12")
+    other["cases"] = [c for c in other["cases"] if c["id"] != "axpy_f64"]
+    other["summary"] = summary(other["cases"])
+    partial = swept_document(lambda pid: {"warpforth": 3.0, "llvm": 1.0, "handptx": 1.0}, "15")
+    block = next(c for c in partial["cases"] if c["id"] == "axpy_f64")
+    block["points"] = [p for p in block["points"] if p.get("headline")] + block["points"][:1]
+    partial["summary"] = summary(partial["cases"])
+    db = tmp_path / "h.sqlite"
+    with Store(db) as store:
+        for doc in (swept_document(earlier, run_id="3"), swept_document(falling, run_id="9")):
+            store.ingest(doc, trusted=True)
+        store.ingest(other, trusted=True)
+        store.ingest(partial, trusted=True)
+    out = tmp_path / "site"
+    build_site(db, out)
+    sweep = read_js_json(out / "data.js", "window.KERNELGAP_DATA = ")["sweeps"]["hot"]["axpy_f64"]
+    assert sweep["latest"]["gaps"]["warpforth"][0] == 2.0
+    assert None not in sweep["latest"]["gaps"]["warpforth"]
+    assert sweep["earlier"]["gaps"]["warpforth"][0] == pytest.approx(2.6)

@@ -344,6 +344,69 @@ def test_the_control_runs_only_for_a_slow_poisoned_launch():
     assert found["output_dependent"] is False
 
 
+class KernelsBackend:
+    """Per kernel (plain, computing, disturbed) seconds a launch, and `poison` a launch."""
+
+    def __init__(self, kernels: dict[str, tuple[float, float, float]], poison: float = 3e-6):
+        self.kernels, self.poison, self.controls = kernels, poison, []
+
+    def reset(self, name):
+        pass
+
+    def timed_poisoned(self, name, batch, with_kernel):
+        return batch * (self.poison + (self.kernels[name][1] if with_kernel else 0.0))
+
+    def timed_disturbed(self, name, batch):
+        self.controls.append(name)
+        return batch * (self.poison + self.kernels[name][2])
+
+
+def measured_kernels(kernels: dict[str, tuple[float, float, float]]):
+    from runner.measurement.timing.base import ImplTiming, Measurement
+
+    timings = {
+        n: ImplTiming(n, samples_s=[k[0] * (1 + 0.001 * (i % 3 - 1)) for i in range(30)], batch=100)
+        for n, k in kernels.items()
+    }
+    return Measurement("hot", timings, [list(kernels)], 10, 1.0)
+
+
+def test_the_l2_excuse_holds_where_the_baseline_is_slowed_alike():
+    """axpy_f64 at 2^21 (session 33): every row x1.85 after any traffic; the baseline's own
+    control is measured, and the candidate's slowdown is the baseline's."""
+    from runner.execution.result import dependence
+    from runner.measurement.timing import output_dependence
+
+    kernels = {"cuda": (7.4e-6, 13.6e-6, 13.4e-6), "forth": (7.5e-6, 13.7e-6, 13.6e-6)}
+    backend = KernelsBackend(kernels)
+    found = output_dependence.check(backend, list(kernels), measured_kernels(kernels), None, "cuda")
+    assert not found["cuda"]["output_dependent"] and not found["forth"]["output_dependent"]
+    assert found["forth"]["disturbed_vs_baseline"] == pytest.approx(1.0, abs=0.02)
+    assert "as much as it slowed the baseline" in dependence(found["forth"])
+
+
+def test_a_kernel_that_skips_while_its_inputs_stay_in_the_l2_is_flagged_against_the_baseline():
+    """Fast only in plain replay (answer in place, inputs in the L2): as slow disturbed as
+    poisoned, so its own control excuses it; the baseline, unslowed by the same traffic, does
+    not."""
+    from runner.measurement.timing import output_dependence
+
+    kernels = {"cuda": (10e-6, 10.3e-6, 10.1e-6), "sly": (2e-6, 10.2e-6, 10.1e-6)}
+    backend = KernelsBackend(kernels)
+    found = output_dependence.check(backend, list(kernels), measured_kernels(kernels), None, "cuda")
+    assert found["sly"]["ratio_disturbed"] < found["sly"]["limit"]  # its own control: excused
+    assert found["sly"]["disturbed_vs_baseline"] > 4 and found["sly"]["output_dependent"]
+    assert "cuda" in backend.controls and found["cuda"]["output_dependent"] is False
+
+
+def test_a_control_read_faster_than_plain_replay_is_floored_at_plain():
+    from runner.measurement.timing import output_dependence
+
+    kernels = {"k": (2e-6, 40e-6, 0.0)}
+    found = output_dependence.check(KernelsBackend(kernels), ["k"], measured_kernels(kernels))["k"]
+    assert found["ratio_disturbed"] == pytest.approx(20.0, rel=1e-3) and found["output_dependent"]
+
+
 class PinningBackend(FakeBackend):
     """A FakeBackend that pins the A/A control's samples to one of its loads each, as
     CudaBackend does, each load running at an offset of its own."""
