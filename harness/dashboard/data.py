@@ -7,6 +7,8 @@ counters under its chart: None where the history has none) and .geomeans (the su
 the headline cards). data["views"] holds, per timing mode, its newest run's headline cards
 (with their trends), signature and table (a row per candidate of each case); data["mode"] is the
 one shown at open (hot where the history has it), data["latest"] and data["table"] its view's.
+data["sweeps"] holds, per mode, each swept case's gap and time curves (sweep_charts.curves) of
+two runs chosen by _sweeps, for the case pages.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from protocol.points import is_point_row, split_id
 
 __all__ = ["DATA_FORMAT_VERSION", "DashboardError", "collect"]
 
-DATA_FORMAT_VERSION = 2
+DATA_FORMAT_VERSION = 3  # 3: data["sweeps"] per mode ({mode: {case id: curves}})
 
 
 class DashboardError(ValueError):

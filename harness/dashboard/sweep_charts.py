@@ -115,8 +115,9 @@ def _chart(lines: list[tuple], xs: list[float], labels: list[str], what: str, lo
         y0, y1 = min(y0, 1.0), max(y1, 1.0)  # parity always in view
     y0, y1 = (y0 - 0.5, y1 + 0.5) if y1 - y0 < 1e-9 else (y0, y1)
     step = None if log_y else _nice_step((y1 - y0) / 4)
-    if step:  # gaps: the range widened to round values, so that a tick labelled 1.0x is parity
-        y0, y1 = math.floor(y0 / step + 1e-9) * step, math.ceil(y1 / step - 1e-9) * step
+    if step:  # gaps: the range widened to ticks that parity (1.0x) is one of, a step apart
+        y0 = 1.0 + math.floor((y0 - 1.0) / step + 1e-9) * step
+        y1 = 1.0 + math.ceil((y1 - 1.0) / step - 1e-9) * step
     left, right, top, bottom = MARGIN
     w, h = WIDTH - left - right, HEIGHT - top - bottom
     x0, x1 = min(xs), max(max(xs), min(xs) + 1)
@@ -131,7 +132,8 @@ def _chart(lines: list[tuple], xs: list[float], labels: list[str], what: str, lo
     if step is None:  # times: five ticks spread evenly, each labelled with its exact value
         ticks = [(y0 + (y1 - y0) * k / 4, None) for k in range(5)]
     else:
-        ticks = [(i * step, step) for i in range(round(y0 / step), round(y1 / step) + 1)]
+        first, last = round((y0 - 1.0) / step), round((y1 - 1.0) / step)
+        ticks = [(1.0 + i * step, step) for i in range(first, last + 1)]
     for v, step in ticks:
         label = format_time(2**v) if step is None else _gap_label(v, step)
         y = top + h * (y1 - v) / (y1 - y0)

@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness.history.store import Store
 from runner.document.points import sweep_block
+from runner.document.run import summary
 
 __all__ = ["PlantedHistory", "make_history"]
 
@@ -57,6 +58,8 @@ class PlantedHistory(Variants):
     ):
         if cases < 12:
             raise ValueError(f"cases: {cases}; the planted steps need at least 12")
+        if not 1 <= points <= 14:
+            raise ValueError(f"points: {points}; expected 1 to 14 (2^27 down by 2^2 a step)")
         self.points = points
         super().__init__(cases, samples, documents, seed, impls=IMPLS, modes=MODES, static=True)
         base = self.static["base"]
@@ -95,6 +98,7 @@ class PlantedHistory(Variants):
         doc["suite"]["commit"] = hashlib.sha1(f"commit {k // 2}".encode()).hexdigest()
         if self.points > 1:
             doc["cases"] = [swept(case, self.points) for case in doc["cases"]]
+            doc["summary"] = summary(doc["cases"])
         return doc
 
 

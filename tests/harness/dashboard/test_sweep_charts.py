@@ -135,6 +135,10 @@ def test_gap_ticks_are_round_values_with_the_decimals_their_spacing_needs():
     assert [t for _, t in ticks] == ["0.8", "1.0", "1.2", "1.4"], ticks  # the range covered
     parity = re.search(r'y1="([0-9.]+)" y2="\1" stroke="#5b6470"', gap).group(1)
     assert parity in {y for y, t in ticks if float(t) == 1.0}, (parity, ticks)
+    wide = {**latest, "gaps": {"warpforth": [3.0, 10.0]}}  # a step above 1: parity still a tick
+    gap = svg(wide, None, {}, "").split('aria-label="gap by size"')[1].split("</svg>")[0]
+    labels = re.findall(r'stroke="#eceff2"/><text [^>]*>([0-9.]+)x</text>', gap)
+    assert "1.0x" in [f"{float(t):.1f}x" for t in labels] and len(labels) <= 7, labels
 
 
 def test_a_line_breaks_where_a_point_was_not_measured():
