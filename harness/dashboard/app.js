@@ -42,7 +42,7 @@
   for (const part of ["KernelgapCharts", "KernelgapLazy", "KernelgapHeadline"]) {
     if (!window[part]) { fail(part + " is missing (charts.js, lazy.js, headline.js beside index.html): rebuild with `python -m harness dashboard`"); return; }
   }
-  if (D.format !== 2) { fail("data.js has layout " + D.format + "; this page reads layout 2: rebuild with `python -m harness dashboard`"); return; }
+  if (D.format !== 3) { fail("data.js has layout " + D.format + "; this page reads layout 3: rebuild with `python -m harness dashboard`"); return; }
   const R = D.runs;
   state.mode = D.mode;
 
