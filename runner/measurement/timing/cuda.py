@@ -405,25 +405,43 @@ class CudaBackend:
     def timed_poisoned(self, name: str, batch: int, with_kernel: bool) -> float:
         """Like timed_batch, with every launch preceded by a poison of what the kernels write
         (runner.measurement.timing.output_dependence); without the kernel, the poison alone."""
+        item = self.launchables[name] if with_kernel else None
+        key = ("poisoned", name, with_kernel)
+        return self._timed_traffic(key, self.outputs, self.resets, item, batch)
+
+    def timed_disturbed(self, name: str, batch: int) -> float:
+        """Like timed_poisoned with the kernel, the memsets and copies aimed at scratch buffers
+        of the same sizes: the same bytes through the memory system before every launch, the
+        outputs left holding the answer (output_dependence.check's control for a kernel whose
+        working set the poison pushes out of the L2)."""
+        if not hasattr(self, "_disturb"):
+            self._disturb = (
+                [driver.Buffer(b.nbytes) for b in self.outputs],
+                [(driver.Buffer(d.nbytes), pristine) for d, pristine in self.resets],
+            )
+        fills, copies = self._disturb
+        key = ("disturbed", name)
+        return self._timed_traffic(key, fills, copies, self.launchables[name], batch)
+
+    def _timed_traffic(self, key: tuple, fills, copies, item, batch: int) -> float:
+        """Seconds of `batch` launches, each a fill of `fills` with the poison byte, the copies
+        (destination, source) and `item` (None: the traffic alone), replayed from one graph
+        behind the blocker. The graph is warmed untimed once, when made (it is uploaded then
+        too): the check's repeats alternate between graphs that are all warm by then."""
         from runner.measurement.timing.output_dependence import POISON_BYTE
 
         per_graph = min(batch, self.graph_launches)
-        item = self.launchables[name]
 
         def enqueue(stream):
             for _ in range(per_graph):
-                self.poison_outputs(POISON_BYTE, stream)
-                for destination, pristine in self.resets:
-                    destination.copy_from(pristine, stream)
-                if with_kernel:
+                for buffer in fills:
+                    buffer.fill_bytes(POISON_BYTE, stream)
+                for destination, source in copies:
+                    destination.copy_from(source, stream)
+                if item is not None:
                     item.enqueue(stream)
 
-        return self._timed_check(("poisoned", name, per_graph, with_kernel), enqueue, batch)
-
-    def _timed_check(self, key: tuple, enqueue, batch: int) -> float:
-        """Seconds of `batch` launches replayed from the graph of `key` (key[2] launches a
-        graph), behind the blocker; the graph is warmed untimed once, when made (it is uploaded
-        then too): the check's repeats alternate between graphs that are all warm by then."""
+        key = (*key, per_graph)
         made = key not in self._graphs
         graph = self._graph(key, enqueue)
         if made:
@@ -431,36 +449,10 @@ class CudaBackend:
             self.stream.synchronize()
 
         def work():
-            for _ in range(batch // key[2]):
+            for _ in range(batch // per_graph):
                 graph.launch(self.stream)
 
         return self._timed(work)
-
-    def timed_disturbed(self, name: str, batch: int) -> float:
-        """Like timed_poisoned with the kernel, the memsets and copies aimed at scratch buffers
-        of the same sizes: the same bytes through the memory system before every launch, the
-        outputs left holding the answer (output_dependence.check's control for a kernel whose
-        working set the poison pushes out of the L2)."""
-        from runner.measurement.timing.output_dependence import POISON_BYTE
-
-        if not hasattr(self, "_disturb"):
-            self._disturb = (
-                [driver.Buffer(b.nbytes) for b in self.outputs],
-                [(driver.Buffer(d.nbytes), pristine) for d, pristine in self.resets],
-            )
-        fills, copies = self._disturb
-        per_graph = min(batch, self.graph_launches)
-        item = self.launchables[name]
-
-        def enqueue(stream):
-            for _ in range(per_graph):
-                for scratch in fills:
-                    scratch.fill_bytes(POISON_BYTE, stream)
-                for scratch, pristine in copies:
-                    scratch.copy_from(pristine, stream)
-                item.enqueue(stream)
-
-        return self._timed_check(("disturbed", name, per_graph), enqueue, batch)
 
     def flush_l2(self) -> None:
         self.internal.flush_l2(self.stream)
