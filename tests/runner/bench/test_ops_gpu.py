@@ -84,7 +84,19 @@ def test_bmm_against_matmul_and_triton(session, dtype):
     assert ("copies disabled" in timing["method"]) == (copies["per_call"] > 0), timing["method"]
 
 
-COLD_TWICE_MAX = 2.5  # see below: the second of two cold kernels pays for the first's writes
+COLD_GAP_MAX_S = 25e-6  # the host's time between two calls' launches, CUPTI's activity on
+
+
+def _assert_cold_twice(c, op):
+    """Cold, a call is launched as itself and timed by CUPTI's span (cupti.SPAN): two calls' work
+    is both kernels plus the launch gap between them. At least twice one call (less would be work
+    left uncounted), at most twice plus one launch gap (more would be time that is not the work).
+    Seen on the H200: scale x2.16 (the second kernel pays for the first one's dirty lines), fp16
+    bmm x2.06 on one card and x2.46 on another (26 us kernels: a 12 us gap between launches)."""
+    once, twice = c[op].median_s, c["twice"].median_s
+    gap = twice - 2.0 * once
+    assert c["twice"].ratio >= 2.0 * (1 - 0.08), c["twice"].ratio
+    assert twice <= 2.0 * (1 + 0.08) * once + COLD_GAP_MAX_S, (c["twice"].ratio, gap)
 
 
 def test_a_a_parity_and_twice_the_work(session):
@@ -115,10 +127,8 @@ def test_a_a_parity_and_twice_the_work(session):
         assert c["same"].ratio == pytest.approx(1.0, abs=0.03), mode
         if mode == "hot":  # one graph replay: the two kernels back to back on the device
             assert c["twice"].ratio == pytest.approx(2.0, rel=0.08), mode
-        else:  # cold: a call launched as itself, timed by CUPTI's span (cupti.SPAN). The
-            # first kernel starts on a flushed L2, the second on the first one's 64 MB of dirty
-            # lines and after a launch gap: more than twice, never less (x2.165 on the H200)
-            assert 2.0 * (1 - 0.08) <= c["twice"].ratio <= COLD_TWICE_MAX, c["twice"].ratio
+        else:
+            _assert_cold_twice(c, "mul")
         if mode == "hot":
             assert "CUDA graph" in c["mul"].method
     (case,) = _smoke(BatchedMatmul(), "float16")
@@ -126,7 +136,7 @@ def test_a_a_parity_and_twice_the_work(session):
         {"same": torch.bmm, "twice": lambda a, b: twice_bmm(a, b)}
     )
     assert c["same"].ratio == pytest.approx(1.0, abs=0.03)
-    assert c["twice"].ratio == pytest.approx(2.0, rel=0.08)
+    _assert_cold_twice(c, "bmm")  # cold: the session's mode (hot fp16 bmm throttles, above)
 
 
 def twice_bmm(a, b):
