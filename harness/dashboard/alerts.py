@@ -57,21 +57,22 @@ def _alert(case_id, impl, mode, metric, kind, relative, run, text) -> dict:
 def between_cards(all_series: list[Series]) -> dict[str, float]:
     """{GPU model: its between-card SD} (harness.history.cards.by_model) from the series the
     dashboard has read, without reading every point again."""
-    points: dict[str, list] = {}
-    for s in all_series:
+    by_gpu: dict[str, list[tuple]] = {}
+    for k, s in enumerate(all_series):
         if s.info["role"] != "candidate":
             continue
-        has_gap = ~np.isnan(s.gap)
-        for uuid, gap, lo, hi in zip(
-            s.gpu_uuid[has_gap].tolist(),
-            s.gap[has_gap].tolist(),
-            s.ci_low[has_gap].tolist(),
-            s.ci_high[has_gap].tolist(),
-            strict=True,
-        ):
-            gap_block = {"ratio_of_medians": gap, "ci_low": lo, "ci_high": hi}
-            points.setdefault(s.info["gpu"], []).append((s.info["series_id"], uuid, gap_block))
-    return {gpu: cards.estimate(found).sd for gpu, found in sorted(points.items())}
+        kept = (s.gap > 0) & np.array([bool(u) for u in s.gpu_uuid.tolist()], dtype=bool)
+        if kept.any():
+            parts = (np.full(int(kept.sum()), k), s.gpu_uuid[kept], s.gap[kept])
+            by_gpu.setdefault(s.info["gpu"], []).append((*parts, s.ci_low[kept], s.ci_high[kept]))
+    out = {}
+    for gpu, parts in sorted(by_gpu.items()):
+        series, uuid, gap, low, high = (
+            np.concatenate(column) for column in zip(*parts, strict=True)
+        )
+        log_se = cards.log_standard_errors(low, high)
+        out[gpu] = cards.estimate_arrays(series, uuid, np.log(gap), log_se).sd
+    return out
 
 
 def findings(

@@ -24,6 +24,7 @@ import numpy as np
 
 from harness.dashboard.case_charts import Series
 from harness.dashboard.display import MAX_POINTS, display_indices, key_change, rounded
+from harness.history import cards
 
 __all__ = ["gaps_by_run", "suite_geomeans"]
 
@@ -118,7 +119,7 @@ def gaps_by_run(all_series: list[Series]) -> tuple[dict, dict, dict]:
         per_run = logs[key]
         has_gap = ~np.isnan(s.gap)
         ln_gap = np.log(np.where(has_gap, s.gap, 1.0))
-        se = _log_se(s.ci_low, s.ci_high)
+        se = cards.log_standard_errors(s.ci_low, s.ci_high)
         for run, ln, err, stable, present in zip(
             s.run.tolist(),
             ln_gap.tolist(),
@@ -136,14 +137,6 @@ def gaps_by_run(all_series: list[Series]) -> tuple[dict, dict, dict]:
         if len(s.run):
             baselines[key].add((int(s.run[-1]), s.info["baseline"]))
     return logs, missing, baselines
-
-
-def _log_se(ci_low: np.ndarray, ci_high: np.ndarray) -> np.ndarray:
-    """The standard error of ln gap each point's 95% interval implies (0 where there is none),
-    as protocol.headline.log_standard_error."""
-    ok = (ci_low > 0) & (ci_high >= ci_low)
-    lo, hi = np.where(ok, ci_low, 1.0), np.where(ok, ci_high, 1.0)
-    return np.where(ok, (np.log(hi) - np.log(lo)) / (2 * Z95), 0.0)
 
 
 def _geomean(cases) -> tuple[float, float, float]:

@@ -444,6 +444,22 @@ class Store(HistoryFile):
         )
         return {**dict.fromkeys(runs), **dict(self._query(sql, (rowid, *wanted)))}
 
+    def card_gaps(self, gpu: str | None = None) -> list[tuple]:
+        """(series rowid, card UUID, gap, gap_ci_low, gap_ci_high, gap_confidence) of every
+        candidate point that has a gap and a recorded card, of series on GPU model `gpu` (a
+        series key's spelling) or of every model: what harness.history.cards estimates the
+        between-card term from, in one query (none in a file older than version 4)."""
+        if self._version < 4:
+            return []
+        sql = (
+            "SELECT p.series, p.gpu_uuid, p.gap, p.gap_ci_low, p.gap_ci_high, p.gap_confidence "
+            "FROM points p JOIN series s ON s.series = p.series WHERE s.role = 'candidate' "
+            "AND p.gap > 0 AND p.gpu_uuid IS NOT NULL"
+        )
+        if gpu is None:
+            return self._query(sql, ())
+        return self._query(f"{sql} AND s.gpu = ?", (gpu,))
+
     def runs(self) -> list[dict]:
         """Every run, oldest first: run_id, started_utc, finished_utc, commit_sha, dirty, gpu,
         suite_name, suite_version, suite_sha256, suite_gpu, schema_version, ingested_utc."""
