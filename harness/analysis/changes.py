@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ChangePolicy", "Step", "candidates", "robust_sigma", "steps"]
+__all__ = ["ChangePolicy", "Step", "candidates", "robust_sigma", "steps", "u_test_asymptotic"]
 
 # sigma of log values below this is taken as this (a series of identical values still gets a
 # finite penalty): 1e-6 is far below any timing noise
@@ -154,16 +154,41 @@ def candidates(y: np.ndarray, policy: ChangePolicy = ChangePolicy()) -> list[int
 
 
 def _test(values: np.ndarray, start: int, index: int, stop: int, reach: int) -> Step:
-    from scipy.stats import mannwhitneyu
-
     left = values[max(start, index - reach) : index]
     right = values[index : min(stop, index + reach)]
     before, after = float(np.median(left)), float(np.median(right))
     # scipy's exact distribution costs O(n1 n2 min(n1, n2)): the normal approximation (with
     # its tie and continuity corrections) is as good beyond a few dozen points a side
-    method = "auto" if left.size * right.size <= EXACT_U_PRODUCT else "asymptotic"
-    p = float(mannwhitneyu(left, right, alternative="two-sided", method=method).pvalue)
+    if left.size * right.size <= EXACT_U_PRODUCT:
+        from scipy.stats import mannwhitneyu
+
+        p = float(mannwhitneyu(left, right, alternative="two-sided", method="auto").pvalue)
+    else:
+        p = u_test_asymptotic(left, right)
     return Step(index, before, after, after / before - 1, p, int(left.size), int(right.size))
+
+
+def u_test_asymptotic(left: np.ndarray, right: np.ndarray) -> float:
+    """The two-sided p-value of scipy.stats.mannwhitneyu(left, right, method="asymptotic")
+    (average ranks, tie and continuity corrections; the same formula, equal to 1e-12 in the
+    tests), without its per-call array-API and signature handling, which cost ~2 ms a call: a
+    dashboard build tests thousands of proposed steps (benchmarks/perf/RESULTS.md)."""
+    from scipy.special import ndtr
+
+    n1, n2 = left.size, right.size
+    n = n1 + n2
+    _, inverse, counts = np.unique(
+        np.concatenate((left, right)), return_inverse=True, return_counts=True
+    )
+    average_rank = np.cumsum(counts) - (counts - 1) / 2.0  # 1-based, ties share the mean
+    u1 = float(np.sum(average_rank[inverse.ravel()[:n1]])) - n1 * (n1 + 1) / 2
+    u = max(u1, n1 * n2 - u1)
+    tie_term = float(np.sum(counts.astype(np.float64) ** 3 - counts))
+    s = math.sqrt(n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1))))
+    if s == 0:
+        return 1.0  # every value the same: no evidence of a shift
+    z = (u - n1 * n2 / 2 - 0.5) / s
+    return float(min(1.0, max(0.0, 2 * ndtr(-z))))
 
 
 def _merge(values: np.ndarray, proposed: list[int], policy: ChangePolicy) -> list[Step]:

@@ -19,6 +19,12 @@ import numpy as np
 
 __all__ = ["Drift", "DriftPolicy", "drift"]
 
+SCREEN = 0.999
+"""drift() skips its tests when the Theil-Sen total is below min_total x this: the figure the
+full path computes again (theilslopes: the median of the pairwise slopes), with a margin for
+its rounding, so the screen never drops a drift the tests would report. Most series have no
+trend: the screen costs ~30 us where Kendall's and Theil-Sen's calls cost ~2 ms."""
+
 
 @dataclass(frozen=True)
 class DriftPolicy:
@@ -68,6 +74,8 @@ def drift(values, policy: DriftPolicy = DriftPolicy()) -> Drift | None:
     x = np.arange(y.size, dtype=np.float64)
     if np.all(y == y[0]):
         return None  # Kendall's tau is undefined for a constant series: no trend
+    if abs(_theil_sen_slope(x, y) * (y.size - 1) / np.median(y)) < policy.min_total * SCREEN:
+        return None  # far too small a trend to report, whatever its p-value: no scipy calls
     p = float(kendalltau(x, y).pvalue)
     if not p < policy.alpha:  # NaN (ties everywhere) is no evidence either
         return None
@@ -87,3 +95,10 @@ def drift(values, policy: DriftPolicy = DriftPolicy()) -> Drift | None:
         last=float(first + fit.slope * (y.size - 1)),
         p_value=p,
     )
+
+
+def _theil_sen_slope(x: np.ndarray, y: np.ndarray) -> float:
+    """The median of the pairwise slopes (scipy.stats.theilslopes' slope, computed the same way)."""
+    dx = x[:, np.newaxis] - x
+    dy = y[:, np.newaxis] - y
+    return float(np.median(dy[dx > 0] / dx[dx > 0]))

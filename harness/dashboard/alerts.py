@@ -61,7 +61,7 @@ def between_cards(all_series: list[Series]) -> dict[str, float]:
     for k, s in enumerate(all_series):
         if s.info["role"] != "candidate":
             continue
-        kept = (s.gap > 0) & np.array([bool(u) for u in s.gpu_uuid.tolist()], dtype=bool)
+        kept = (s.gap > 0) & s.gpu_uuid.astype(bool)
         if kept.any():
             parts = (np.full(int(kept.sum()), k), s.gpu_uuid[kept], s.gap[kept])
             by_gpu.setdefault(s.info["gpu"], []).append((*parts, s.ci_low[kept], s.ci_high[kept]))

@@ -18,7 +18,13 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from harness.analysis.changes import ChangePolicy, candidates, robust_sigma, steps
+from harness.analysis.changes import (
+    ChangePolicy,
+    candidates,
+    robust_sigma,
+    steps,
+    u_test_asymptotic,
+)
 from harness.analysis.drift import DriftPolicy, drift
 from harness.cli import main
 from harness.history.store import Store
@@ -146,6 +152,45 @@ def test_no_drift_on_flat_noise_short_or_constant_series():
     assert drift([1.0] * 30) is None
     speedup = drift(1 / drifting(0))
     assert speedup is not None and speedup.total < 0
+
+
+def test_the_u_test_matches_scipys_asymptotic_test():
+    """u_test_asymptotic (the change review's fast path) against scipy's own call: ties,
+    rounded values, unequal sizes, a shift, every value the same."""
+    from scipy.stats import mannwhitneyu
+
+    rng = np.random.default_rng(7)
+    for k in range(400):
+        n1, n2 = (int(n) for n in rng.integers(21, 220, 2))
+        decimals = int(rng.integers(0, 4))
+        left = np.round(rng.normal(0, 1, n1), decimals)
+        right = np.round(rng.normal([0, 0.2, 2][k % 3], 1, n2), decimals)
+        want = mannwhitneyu(left, right, alternative="two-sided", method="asymptotic").pvalue
+        assert u_test_asymptotic(left, right) == pytest.approx(float(want), rel=1e-12, abs=0)
+    same = np.ones(30)
+    assert u_test_asymptotic(same, same) == 1.0
+
+
+def test_the_drift_screen_drops_only_what_the_tests_would_drop(monkeypatch):
+    """drift() skips its scipy tests below min_total; with the screen off, every answer is the
+    same (trends, flat noise, rounded values with ties)."""
+    from harness.analysis import drift as drift_module
+
+    rng = np.random.default_rng(11)
+    series = [
+        np.maximum(
+            np.round(
+                np.exp(rng.normal(0, [0.001, 0.01, 0.05][k % 3], 20) + np.arange(20) * slope),
+                int(rng.integers(2, 8)),
+            ),
+            1e-3,
+        )
+        for k, slope in enumerate(rng.choice([0.0, 0.002, 0.003, -0.004], 600))
+    ]
+    screened = [drift(y) for y in series]
+    monkeypatch.setattr(drift_module, "SCREEN", 0.0)
+    assert screened == [drift(y) for y in series]
+    assert sum(d is not None for d in screened) >= 50  # trends are there to be found
 
 
 def test_drift_policy_rejects_bad_settings():
