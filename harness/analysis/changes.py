@@ -8,8 +8,9 @@ Detection to Hunt for Performance Regressions", ICPE 2023, the method of Apache 
   of `ChangePolicy.window` points, so its cost grows linearly with the history's length, with a
   liberal penalty: it proposes, it does not decide;
 - significance (`_test`): a two-sided Mann-Whitney U test between the points on either side of a
-  candidate, up to its neighbours and at most `window` points each way (scipy.stats.mannwhitneyu),
-  and the relative change of their medians;
+  candidate, up to its neighbours and at most `window` points each way (scipy.stats.mannwhitneyu;
+  for large levels its asymptotic form, `u_test_asymptotic`), and the relative change of their
+  medians;
 - policy (`ChangePolicy`, `steps`): Hunter's merge step: the weakest candidate (largest p, else
   the smallest change) is dropped and its neighbours re-tested, until every one left has
   p < alpha and |change| >= min_effect. A level that lasts fewer than `min_level` points between
