@@ -110,9 +110,8 @@ def estimate_arrays(
     (the dashboard estimates it on every build)."""
     if len(series) == 0:
         return BetweenCards(DEFAULT_BETWEEN_CARD_SD, "default", 0, 0)
-    _, s_code = np.unique(series, return_inverse=True)
-    card_names, c_code = np.unique(uuid, return_inverse=True)
-    s_code, c_code = s_code.ravel(), c_code.ravel()
+    s_code, c_code = _codes(series), _codes(uuid)
+    card_names = np.arange(int(c_code.max()) + 1)
     # one group per (series, card)
     pairs, group, count = np.unique(
         s_code * len(card_names) + c_code, return_inverse=True, return_counts=True
@@ -137,6 +136,15 @@ def estimate_arrays(
         return BetweenCards(DEFAULT_BETWEEN_CARD_SD, "default", cards, series_used)
     variance = max(0.0, between / dof - float(np.mean(within[used])))
     return BetweenCards(math.sqrt(variance), "history", cards, series_used)
+
+
+def _codes(labels: np.ndarray) -> np.ndarray:
+    """0..k-1 for the k distinct labels: numpy's own for numbers, a dict for strings (sorting
+    an object array of 400,000 UUIDs costs a second; hashing them, a few tens of ms)."""
+    if labels.dtype != object:
+        return np.unique(labels, return_inverse=True)[1].ravel()
+    index: dict = {}
+    return np.array([index.setdefault(v, len(index)) for v in labels.tolist()], dtype=np.int64)
 
 
 def from_store(store, gpu: str | None = None) -> BetweenCards:

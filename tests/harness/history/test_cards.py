@@ -71,6 +71,73 @@ def test_one_point_a_card_uses_its_interval_as_its_own_noise():
     assert found.source == "history" and found.sd == pytest.approx(0.01, rel=0.4)
 
 
+def reference_estimate(points, min_cards=cards.MIN_CARDS):
+    """The module docstring's estimator written out loop by loop (cards.estimate groups with
+    numpy): per series, each card's mean ln gap and own variance, pooled."""
+    import statistics
+    from collections import defaultdict
+
+    from protocol.headline import log_standard_error
+
+    by_series = defaultdict(lambda: defaultdict(list))
+    for sid, uuid, gap in points:
+        if uuid and gap and gap["ratio_of_medians"] > 0:
+            by_series[sid][uuid].append(
+                (math.log(gap["ratio_of_medians"]), log_standard_error(gap))
+            )
+    between, dof, within, seen, used = 0.0, 0, [], set(), 0
+    for per_card in by_series.values():
+        if len(per_card) < 2:
+            continue
+        used += 1
+        seen.update(per_card)
+        means = []
+        for values in per_card.values():
+            logs = [v for v, _ in values]
+            means.append(math.fsum(logs) / len(logs))
+            own = statistics.variance(logs) / len(logs) if len(logs) > 1 else values[0][1] ** 2
+            within.append(own)
+        grand = math.fsum(means) / len(means)
+        between += math.fsum((m - grand) ** 2 for m in means)
+        dof += len(means) - 1
+    if len(seen) < min_cards or dof == 0:
+        return cards.DEFAULT_BETWEEN_CARD_SD, "default", len(seen), used
+    return (
+        math.sqrt(max(0.0, between / dof - math.fsum(within) / len(within))),
+        "history",
+        len(seen),
+        used,
+    )
+
+
+def test_the_grouped_estimate_is_the_documented_estimator():
+    """Random pools: one to four runs a card, cards with one point (their interval is their
+    noise), degenerate intervals, points without a UUID, series seen on one card only."""
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        points = []
+        for s in range(int(rng.integers(0, 6))):
+            for c in range(int(rng.integers(1, 5))):
+                for _ in range(int(rng.integers(1, 4))):
+                    ratio = 1.2 * math.exp(rng.normal(0, 0.01))
+                    uuid = (
+                        [f"GPU-{c}", None, ""][int(rng.integers(0, 3))]
+                        if rng.random() < 0.2
+                        else f"GPU-{c}"
+                    )
+                    points.append(
+                        (
+                            f"s{s}",
+                            uuid,
+                            gap_block(ratio, [0.002, 0.0, 0.01][int(rng.integers(0, 3))]),
+                        )
+                    )
+        found = cards.estimate(points)
+        sd, source, n_cards, n_series = reference_estimate(points)
+        assert (found.source, found.cards, found.series) == (source, n_cards, n_series)
+        assert found.sd == pytest.approx(sd, rel=1e-9, abs=1e-12)
+
+
 def test_every_point_records_its_card_outside_the_series_key(tmp_path):
     first = on_card(small_run(0), "GPU-aaaa")
     second = on_card(small_run(1), "GPU-bbbb")
