@@ -27,6 +27,7 @@ __all__ = ["ingest"]
 
 PARALLEL_FROM = 16  # files; below, starting worker processes costs more than it saves
 CHUNK = 8  # files a worker takes at a time
+EVERY_POINT_UP_TO = 16  # files; a larger ingest reports a line a run, and its news (--verbose: all)
 
 
 @click.command()
@@ -58,6 +59,13 @@ CHUNK = 8  # files a worker takes at a time
     help="A bundle (runner build) whose static analysis gives the static counters of "
     "implementations the document lacks one for, where the PTX is the same (same sha256).",
 )
+@click.option(
+    "--verbose",
+    is_flag=True,
+    help=f"Report every point of every run. By default only an ingest of up to "
+    f"{EVERY_POINT_UP_TO} files does; a larger one reports a line a run and the points that "
+    "start a series or did not run ok (a 10,000-run backfill would print 900,000 lines).",
+)
 def ingest(
     results: tuple[Path, ...],
     db: Path,
@@ -65,6 +73,7 @@ def ingest(
     cases: Path | None,
     gpu_pin: str | None,
     bundle: Path | None,
+    verbose: bool,
 ):
     """Store the result documents RESULT... in the history (only with --trusted).
 
@@ -77,7 +86,8 @@ def ingest(
     series key changed (source, case version, ...) starts a new series. Each implementation's
     counters (its `static` block, or --bundle's for the same PTX, and with --profile its ncu
     metrics) are kept beside its timing series.
-    What was (or would be) stored is reported on stderr.
+    What was (or would be) stored is reported on stderr: every point for up to 16 files (or
+    with --verbose), else a line a run and the points that start a series or did not run ok.
 
     \b
     Example:
@@ -86,18 +96,21 @@ def ingest(
     """
     manifest = load_bundle(bundle) if bundle is not None else None
     check = functools.partial(_checked, cases=cases, gpu_pin=gpu_pin, trusted=trusted)
+    every_point = verbose or len(results) <= EVERY_POINT_UP_TO
     # Untrusted: an existing file is opened read-only; a missing one is never created.
     with opened(db, readonly=not trusted and db.exists()) as store:
         if trusted:
-            plan = functools.partial(_planned, check=check, db=db, bundle=manifest)
+            plan = functools.partial(
+                _planned, check=check, db=db, bundle=manifest, render=every_point
+            )
             reports = store.ingest_planned(_in_order(plan, results))
         else:
             reports = [
                 store.ingest(d, trusted=False, what=w, check=False, bundle=manifest)
                 for d, w in map(check, results)
             ]
-    for report in reports:
-        click.echo(report.text(), err=True)  # what was (or would be) stored, not a document
+    for report in reports:  # what was (or would be) stored, not a document
+        click.echo(report.text(every_point), err=True)
     if len(reports) > 1:
         stored = sum(r.stored for r in reports)
         click.echo(f"{stored} of {len(reports)} runs stored", err=True)
@@ -117,12 +130,14 @@ def _checked(result: Path, cases: Path | None, gpu_pin: str | None, trusted: boo
     return document, what
 
 
-def _planned(result: Path, check, db: Path, bundle: dict | None):
-    """One file's plan and `runs` row (store_ingest.prepared), its document checked first and
-    its report's point lines rendered (in a worker process, not in the writer's tail)."""
+def _planned(result: Path, check, db: Path, bundle: dict | None, render: bool = True):
+    """One file's plan and `runs` row (store_ingest.prepared), its document checked first and,
+    with `render`, its report's point lines rendered (in a worker process, not in the
+    writer's tail)."""
     document, what = check(result)
     report, row = prepared(document, path=db, what=what, bundle=bundle)
-    report.prerender()
+    if render:
+        report.prerender()
     return report, row
 
 

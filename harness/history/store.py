@@ -214,8 +214,8 @@ class Store(HistoryFile):
         reported as such; any error, a plan's own included, stores none of them: the
         transaction rolls back, and a file this call created is removed (a bad file leaves
         no history behind). A file that needs a migration (which commits on its own) sees
-        every run planned before it is touched. `new_series` is against the store before the
-        batch."""
+        every run planned before it is touched. A point is `new_series` in the run that starts its
+        series (the batch's first, where the store had none)."""
         if self.readonly:
             raise StoreError(f"{self.path}: opened read-only; a trusted ingest writes")
         reports: list[IngestReport] = []
@@ -243,11 +243,14 @@ class Store(HistoryFile):
 
     @staticmethod
     def _marked(planned, known: dict[str, int], reports: list[IngestReport]):
-        """Each (report, row) of `planned`, its points' new_series set against `known` (the
-        series stored before the batch) and its report added to `reports`."""
+        """Each (report, row) of `planned`, its points' new_series set where the run starts the
+        series: neither in `known` (the series stored before the batch) nor in a run before it
+        in the batch; its report added to `reports`."""
+        started: set[str] = set()
         for report, row in planned:
             for p in report.points:
-                p.new_series = p.series_id not in known
+                p.new_series = p.series_id not in known and p.series_id not in started
+            started.update(p.series_id for p in report.points)
             reports.append(report)
             yield report, row
 

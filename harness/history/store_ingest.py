@@ -148,9 +148,16 @@ class IngestReport:
         end are joins (harness.commands.ingest)."""
         self.shown = [_point_text(p) for p in self.points]
 
-    def text(self) -> str:
+    def text(self, every_point: bool = True) -> str:
         """The headline, the run's identity and one line per point, each line safe to print
-        on a terminal (harness.escaping.terminal: names from the document may hold escapes)."""
+        on a terminal (harness.escaping.terminal: names from the document may hold escapes).
+        Without every_point, the headline alone and the lines of the points that start a
+        series or did not run ok: the news of a run in a bulk ingest (harness ingest)."""
+        if not every_point:
+            news = [p for p in self.points if p.new_series or p.row[_STATUS_AT] != "ok"]
+            return "\n".join(
+                [terminal(self.headline()), *(_tagged(p, _point_text(p)) for p in news)]
+            )
         lines = [
             self.headline(),
             f"  run {self.run_id}  commit {self.commit or '-'}  started {self.started_utc}",
@@ -160,9 +167,12 @@ class IngestReport:
             lines.append(f"  {self.skipped_cases} skipped case(s) not stored")
         lines = [terminal(line) for line in lines]
         shown = self.shown if self.shown is not None else map(_point_text, self.points)
-        for p, line in zip(self.points, shown, strict=True):
-            lines.append(f"  {'new series' if p.new_series else 'series'} {line}")
+        lines.extend(_tagged(p, line) for p, line in zip(self.points, shown, strict=True))
         return "\n".join(lines)
+
+
+def _tagged(p: PlannedPoint, line: str) -> str:
+    return f"  {'new series' if p.new_series else 'series'} {line}"
 
 
 def _point_text(p: PlannedPoint) -> str:

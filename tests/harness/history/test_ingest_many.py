@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.commands.ingest import PARALLEL_FROM
+from harness.commands.ingest import EVERY_POINT_UP_TO, PARALLEL_FROM
 from harness.history.store import Store, StoreError
 from harness.history.store_ingest import prepared
 from tests.conftest import ROOT
@@ -120,6 +120,43 @@ def test_the_bulk_path_stores_exactly_what_one_ingest_per_run_stores(tmp_path):
     found, expected = contents(bulk), contents(one)
     assert found["counters"] and found["counter_sets"] and len(found["series"]) == 3
     assert found == expected
+
+
+def test_a_bulk_ingest_reports_a_line_a_run_and_its_news_and_every_point_when_asked(tmp_path):
+    """More than EVERY_POINT_UP_TO files: each run's headline, and the lines of the points that
+    start a series or did not run ok (mixed_runs: the first run's series, the new source from
+    run 6, the failed case of run 9); --verbose: every point of every run."""
+    docs = mixed_runs(EVERY_POINT_UP_TO + 2)
+    cases, paths = written(tmp_path, docs)
+    done = invoke("ingest", *paths, "--db", tmp_path / "a.sqlite", "--trusted", "--cases", cases)
+    assert done.exit_code == 0, done.output
+    lines = done.stderr.splitlines()
+    headlines = [line for line in lines if ": stored run " in line]
+    assert len(headlines) == len(docs)
+    point_lines = [line for line in lines if line.startswith("  ")]
+    started = [line for line in point_lines if line.startswith("  new series ")]
+    failed = [line for line in point_lines if line.endswith(": failed: timing: launch")]
+    # run 0 starts the baseline's and forth's series, run 6 forth's new source; run 9 failed
+    assert len(started) == 3 and len(failed) == 2 and len(point_lines) == 5, point_lines
+    verbose = invoke(
+        "ingest", *paths, "--db", tmp_path / "b.sqlite", "--trusted", "--cases", cases, "--verbose"
+    )
+    assert verbose.exit_code == 0, verbose.output
+    every = [
+        line for line in verbose.stderr.splitlines() if "series " in line and line.startswith("  ")
+    ]
+    assert len(every) == sum(len(r) for r in (_points(d) for d in docs))
+
+
+def _points(document: dict) -> list:
+    """The (case, implementation) pairs a document's run stores (not skipped)."""
+    return [
+        (c["id"], name)
+        for c in document["cases"]
+        if c["status"] != "skipped"
+        for name, impl in c["implementations"].items()
+        if impl.get("status") != "skipped"
+    ]
 
 
 def test_a_refused_document_in_the_middle_of_a_bulk_ingest_stores_none_and_keeps_the_rest(
