@@ -53,11 +53,23 @@ class PairRow:
     note: str = ""
     base_counters: dict = field(default_factory=dict, repr=False)  # {name: [value, unit]}
     head_counters: dict = field(default_factory=dict, repr=False)
+    same_ptx: bool = False  # base and head loaded byte-identical PTX (the same sha256)
 
     @property
     def counters(self) -> list[CounterChange]:
-        """The counters that differ from base to head, most telling first."""
-        return differences(self.base_counters, self.head_counters)
+        """The counters that differ from base to head, most telling first. Between builds of
+        the same PTX, ncu's profiled counters can only differ by their own run-to-run
+        variation, so they are not listed as changes (`profile_noise` has them)."""
+        found = differences(self.base_counters, self.head_counters)
+        return [c for c in found if not c.profiled] if self.same_ptx else found
+
+    @property
+    def profile_noise(self) -> list[CounterChange]:
+        """For the same PTX on both sides: the profiled counters that still differ (ncu's
+        sampling, the stalls and hit rates of one launch each); none otherwise."""
+        if not self.same_ptx:
+            return []
+        return [c for c in differences(self.base_counters, self.head_counters) if c.profiled]
 
     @property
     def code_changed(self) -> bool:
@@ -67,6 +79,7 @@ class PairRow:
         out = asdict(self)
         del out["base_counters"], out["head_counters"]
         out["counters"] = [c.to_dict() for c in self.counters]
+        out["profile_noise"] = [c.to_dict() for c in self.profile_noise]
         out["code_changed"] = self.code_changed
         return out
 
@@ -95,6 +108,11 @@ def _revision_names(document: dict) -> set[str]:
         for impl in case["implementations"].values()
         if impl.get("variant_of")
     }
+
+
+def _ptx_sha256(case: dict, name: str | None) -> str | None:
+    impl = case["implementations"].get(name) if name else None
+    return ((impl or {}).get("build") or {}).get("ptx_sha256")
 
 
 def _counters(case: dict, name: str | None, statics: dict) -> dict:
@@ -163,6 +181,8 @@ def rows(
                     verdict=verdict(pair, min_effect),
                     base_counters=_counters(case, pair["base"], statics),
                     head_counters=_counters(case, pair["head"], statics),
+                    same_ptx=_ptx_sha256(case, pair["base"]) is not None
+                    and _ptx_sha256(case, pair["base"]) == _ptx_sha256(case, pair["head"]),
                 )
             )
     return out
@@ -237,6 +257,8 @@ def counter_cell(r: PairRow, limit: int = SHOWN_COUNTERS) -> str:
     """The counters that changed, in words, most telling first ('-' for none)."""
     found = r.counters
     if not found:
+        if r.same_ptx:
+            return "the same PTX"
         return "-" if r.base_counters or r.head_counters else "no counters recorded"
     words = [sentence(c) for c in found[:limit]]
     if found[limit:]:
@@ -290,8 +312,28 @@ def _headline(document: dict | None, found: list[PairRow], min_effect: float) ->
         "baseline; head/base = median(head) / median(base) with a paired bootstrap interval. "
         f"A verdict needs the interval to exclude 1 and a change of at least {min_effect:.0%}; "
         "lower is better. Counters: static (ptxas, SASS) and, when profiled, ncu's; most "
-        "telling first.",
+        "telling first." + _noise_sentence(found),
     ]
+
+
+def _noise_sentence(found: list[PairRow]) -> str:
+    """' Between builds of the same PTX ... up to N% (metric) ...' when the run has such
+    pairs with profiled differences: the scale of ncu's own variation in this run, against
+    which a profiled change of a changed build can be read; '' otherwise."""
+    moved = [
+        (abs(c.after / c.before - 1), c.name)
+        for r in found
+        for c in r.profile_noise
+        if c.before and c.after is not None
+    ]
+    if not moved:
+        return ""
+    size, name = max(moved)
+    return (
+        f" Between base and head builds of the same PTX, ncu's profiled counters moved by up to "
+        f"{size:.0%} in this run ({md(name[4:])}): run-to-run variation, not listed as changes; "
+        "a profiled change of that size in a changed build may be the same."
+    )
 
 
 def markdown(document: dict | None, found: list[PairRow], min_effect: float) -> str:

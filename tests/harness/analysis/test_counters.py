@@ -3,10 +3,13 @@ said, the counter words of --fail-on, and profiled counters kept in the history.
 
 from __future__ import annotations
 
+import orjson
 import pytest
+from click.testing import CliRunner
 
 from harness.analysis import fail_on
 from harness.analysis.counter_diff import differences, sentence
+from harness.cli import main
 from harness.history.counter_series import counter_series
 from harness.history.counters import from_impl, profile_counters, static_counters, value
 from harness.history.store import Store
@@ -103,3 +106,44 @@ def test_profiled_counters_are_kept_in_the_history_without_steps(tmp_path):
     executed = panel["ncu/smsp__inst_executed.sum"]
     assert executed["profiled"] and executed["values"] == [1e6, 1.01e6, 2e6]
     assert executed["steps"] == [] and executed["unit"] == "inst"
+
+
+def built(impl: dict, ptx_sha256: str) -> None:
+    impl["build"] = {"toolchain": "nvcc", "version": "13.0", "command": ["nvcc"], "flags": [],
+                     "source_sha256": "5" * 64, "build_s": 0.1, "ptx_sha256": ptx_sha256}  # fmt: skip
+
+
+def test_pr_leaves_ncu_variation_between_identical_ptx_out_of_the_changes(tmp_path):
+    """scale_double_work's base and head load the same PTX: the 12% its stall ratio moved is
+    ncu's own variation, not a change (its cell says so; the headline gives the scale). scale_aa
+    loads other PTX on each side: its profiled changes are listed."""
+    from tests.runner.execution.test_pairs import pair_document
+
+    doc = pair_document()
+    sides = {"scale_aa": ("a" * 64, "b" * 64), "scale_double_work": ("c" * 64, "c" * 64)}
+    for case in doc["cases"]:
+        candidate = next(n for n in case["implementations"] if n.endswith("@base"))[:-5]
+        for side, sha, stall in zip(("base", "head"), sides[case["id"]], (0.50, 0.56), strict=True):
+            impl = case["implementations"][f"{candidate}@{side}"]
+            built(impl, sha)
+            impl["profile"] = profile(
+                1e6 if case["id"] != "scale_aa" or side == "base" else 2e6, stall
+            )
+    path = tmp_path / "paired.json"
+    path.write_bytes(orjson.dumps(doc))
+    data = orjson.loads(CliRunner().invoke(main, ["pr", str(path), "--format", "json"]).stdout)
+    rows = {r["case_id"]: r for r in data["rows"]}
+    same, other = rows["scale_double_work"], rows["scale_aa"]
+    assert same["counters"] == [] and not same["code_changed"]
+    assert [c["name"] for c in same["profile_noise"]] == [
+        "ncu/smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"
+    ]
+    assert {c["name"] for c in other["counters"]} == {
+        "ncu/smsp__inst_executed.sum",
+        "ncu/smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+    }
+    assert other["profile_noise"] == []
+    text = CliRunner().invoke(main, ["pr", str(path)]).stdout
+    row = next(line for line in text.splitlines() if line.startswith("| scale_double_work"))
+    assert row.endswith("| the same PTX |")
+    assert "ncu's profiled counters moved by up to 12% in this run" in text
