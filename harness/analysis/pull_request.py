@@ -20,6 +20,7 @@ where the document has no static analysis (same PTX, same sha256). Two bundles a
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass, field
 
@@ -55,21 +56,25 @@ class PairRow:
     head_counters: dict = field(default_factory=dict, repr=False)
     same_ptx: bool = False  # base and head loaded byte-identical PTX (the same sha256)
 
+    @functools.cached_property
+    def _differences(self) -> list[CounterChange]:
+        """Every counter that differs, most telling first (the cell, the verdict, the JSON and
+        the headline each ask; a row's counters never change)."""
+        return differences(self.base_counters, self.head_counters)
+
     @property
     def counters(self) -> list[CounterChange]:
         """The counters that differ from base to head, most telling first. Between builds of
         the same PTX, ncu's profiled counters can only differ by their own run-to-run
         variation, so they are not listed as changes (`profile_noise` has them)."""
-        found = differences(self.base_counters, self.head_counters)
+        found = self._differences
         return [c for c in found if not c.profiled] if self.same_ptx else found
 
     @property
     def profile_noise(self) -> list[CounterChange]:
         """For the same PTX on both sides: the profiled counters that still differ (ncu's
         sampling, the stalls and hit rates of one launch each); none otherwise."""
-        if not self.same_ptx:
-            return []
-        return [c for c in differences(self.base_counters, self.head_counters) if c.profiled]
+        return [c for c in self._differences if c.profiled] if self.same_ptx else []
 
     @property
     def code_changed(self) -> bool:
@@ -123,7 +128,7 @@ def _counters(case: dict, name: str | None, statics: dict) -> dict:
         return {}
     found = counting.from_impl(impl)
     if not counting.static_counters(impl.get("static")):
-        sha = (impl.get("build") or {}).get("ptx_sha256")
+        sha = _ptx_sha256(case, name)
         found.update(
             counting.static_counters(statics.get((case["id"], impl.get("variant_of", name), sha)))
         )
@@ -166,6 +171,7 @@ def rows(
                     PairRow(case["id"], candidate, **empty, verdict=said, note=first_line(why))
                 )
                 continue
+            base_ptx = _ptx_sha256(case, pair["base"])
             out.append(
                 PairRow(
                     case_id=case["id"],
@@ -181,8 +187,7 @@ def rows(
                     verdict=verdict(pair, min_effect),
                     base_counters=_counters(case, pair["base"], statics),
                     head_counters=_counters(case, pair["head"], statics),
-                    same_ptx=_ptx_sha256(case, pair["base"]) is not None
-                    and _ptx_sha256(case, pair["base"]) == _ptx_sha256(case, pair["head"]),
+                    same_ptx=base_ptx is not None and base_ptx == _ptx_sha256(case, pair["head"]),
                 )
             )
     return out

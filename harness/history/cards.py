@@ -111,17 +111,17 @@ def estimate_arrays(
     if len(series) == 0:
         return BetweenCards(DEFAULT_BETWEEN_CARD_SD, "default", 0, 0)
     s_code, c_code = _codes(series), _codes(uuid)
-    card_names = np.arange(int(c_code.max()) + 1)
+    n_cards = int(c_code.max()) + 1
     # one group per (series, card)
     pairs, group, count = np.unique(
-        s_code * len(card_names) + c_code, return_inverse=True, return_counts=True
+        s_code * n_cards + c_code, return_inverse=True, return_counts=True
     )
     group = group.ravel()
     mean = np.bincount(group, weights=log_gap) / count
     spread = np.bincount(group, weights=(log_gap - mean[group]) ** 2)
     own_se2 = np.bincount(group, weights=log_se**2)  # a one-point group: its interval's SE^2
     within = np.where(count > 1, spread / np.maximum(count - 1, 1) / count, own_se2)
-    pair_series, pair_card = pairs // len(card_names), pairs % len(card_names)
+    pair_series, pair_card = pairs // n_cards, pairs % n_cards
     cards_per_series = np.bincount(pair_series)
     used = cards_per_series[pair_series] >= 2  # the groups of series seen on two cards or more
     if not used.any():
@@ -129,9 +129,9 @@ def estimate_arrays(
     grand = np.bincount(pair_series[used], weights=mean[used], minlength=len(cards_per_series))
     grand /= np.maximum(cards_per_series, 1)
     between = float(np.sum((mean[used] - grand[pair_series[used]]) ** 2))
-    dof = int(used.sum() - np.count_nonzero(cards_per_series >= 2))
-    cards = len(np.unique(pair_card[used]))
     series_used = int(np.count_nonzero(cards_per_series >= 2))
+    dof = int(used.sum()) - series_used
+    cards = len(np.unique(pair_card[used]))
     if cards < min_cards or dof == 0:
         return BetweenCards(DEFAULT_BETWEEN_CARD_SD, "default", cards, series_used)
     variance = max(0.0, between / dof - float(np.mean(within[used])))
