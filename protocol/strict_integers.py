@@ -37,12 +37,6 @@ def _has_non_integer(values) -> bool:
     return any(issubclass(kind, _NOT_INTEGERS) for kind in set(map(type, values)))
 
 
-def _holds_non_integer(members) -> bool:
-    """_has_non_integer of `members` (a dict view, a list or a tuple: read twice) where their
-    types are not all plain."""
-    return not _PLAIN.issuperset(map(type, members)) and _has_non_integer(members)
-
-
 class StrictInteger:
     """STRICT_INTEGER: a root schema's instance is no float or Decimal."""
 
@@ -67,49 +61,66 @@ class StrictMembers:
 
 def _finder(walk: dict):
     """A function of an instance: whether `walk` (a _Walk's JSON) finds a non-integer in it.
-    A walk that only looks at members (most of them) gets a function of one expression."""
-    names = tuple(walk.get("names", ()))
-    values, items = walk.get("values", False), walk.get("items", False)
-    below = tuple((name, _finder(sub)) for name, sub in walk.get("properties", {}).items())
-    each_value = _finder(walk["each_value"]) if "each_value" in walk else None
-    each_item = _finder(walk["each_item"]) if "each_item" in walk else None
-    if set(walk) == {"names"}:
-        return lambda x: (
-            isinstance(x, dict)
-            and not _PLAIN.issuperset(map(type, map(x.get, names)))
-            and _has_non_integer(map(x.get, names))
-        )
-    if set(walk) == {"values"}:
-        return lambda x: (
-            isinstance(x, dict)
-            and not _PLAIN.issuperset(map(type, x.values()))
-            and _has_non_integer(x.values())
-        )
-    if set(walk) == {"items"}:
-        return lambda x: (
-            isinstance(x, list | tuple)
-            and not _PLAIN.issuperset(map(type, x))
-            and _has_non_integer(x)
-        )
+    The walk is compiled to Python source once per root (as fastjsonschema compiles schemas)
+    that gathers every member it reaches into one list, whose types are then read in C: walked
+    node by node, asking at each, it cost about 3.5 ms of a 30-case document's 7 ms validation."""
+    functions: list[str] = []
+    gather = _compiled(walk, functions)
+    functions.append(
+        f"def found(x0):\n    c = []\n    {gather}(x0, c)\n"
+        "    return not _PLAIN.issuperset(map(type, c)) and _has_non_integer(c)"
+    )
+    namespace = {"_PLAIN": _PLAIN, "_has_non_integer": _has_non_integer}
+    exec(compile("\n\n".join(functions), "<strict-integer walk>", "exec"), namespace)
+    return namespace["found"]
 
-    def found(instance) -> bool:
-        if isinstance(instance, dict):
-            if (values and _holds_non_integer(instance.values())) or (
-                names and _holds_non_integer(tuple(map(instance.get, names)))
-            ):
-                return True
-            for name, sub in below:
-                member = instance.get(name)
-                if member is not None and sub(member):
-                    return True
-            return each_value is not None and any(map(each_value, instance.values()))
-        if isinstance(instance, list | tuple):
-            if items and _holds_non_integer(instance):
-                return True
-            return each_item is not None and any(map(each_item, instance))
-        return False  # another type: other rules judge it
 
-    return found
+_INLINE_DEPTH = 24  # deeper members get a function of their own (Python caps indentation at 100)
+
+
+def _compiled(walk: dict, functions: list[str]) -> str:
+    """The name of a function (its source appended to `functions`) of an instance `x0` and a
+    list `c`, to which it adds the instance's members the walk reaches."""
+    lines = _block(walk, "x0", functions, iter(range(1, 1 << 30)), 0)
+    name = f"_gather{len(functions)}"
+    body = "\n".join("    " + line for line in lines or ["pass"])
+    functions.append(f"def {name}(x0, c):\n{body}")
+    return name
+
+
+def _block(walk: dict, var: str, functions: list[str], numbers, depth: int) -> list[str]:
+    """Lines that add to `c` the members of `var` that `walk` reaches; a value of another type
+    than the walk's adds nothing (other rules judge it)."""
+    in_dict, in_list = [], []
+    names = walk.get("names", ())
+    if names:
+        in_dict.append(f"c += ({''.join(f'{var}.get({name!r}), ' for name in names)})")
+    if walk.get("values"):
+        in_dict.append(f"c += {var}.values()")
+    for member, sub in walk.get("properties", {}).items():
+        if depth >= _INLINE_DEPTH:
+            in_dict.append(f"{_compiled(sub, functions)}({var}.get({member!r}), c)")
+            continue
+        inner = f"x{next(numbers)}"
+        in_dict += [f"{inner} = {var}.get({member!r})"]
+        in_dict += _block(sub, inner, functions, numbers, depth + 1)
+    if "each_value" in walk:
+        each = _compiled(walk["each_value"], functions)
+        in_dict.append(f"for y in {var}.values(): {each}(y, c)")
+    if walk.get("items"):
+        in_list.append(f"c += {var}")
+    if "each_item" in walk:
+        each = _compiled(walk["each_item"], functions)
+        in_list.append(f"for y in {var}: {each}(y, c)")
+    lines = []
+    for test, body in (
+        (f"isinstance({var}, dict)", in_dict),
+        (f"isinstance({var}, list | tuple)", in_list),
+    ):
+        if body:
+            lines.append(f"{'elif' if lines else 'if'} {test}:")
+            lines += ["    " + line for line in body]
+    return lines
 
 
 @dataclass

@@ -222,3 +222,89 @@ def test_a_member_of_another_type_does_not_hide_a_float_after_it(instance):
     with pytest.raises(ValueError, match="written as a float"):
         StrictMembers(None, walk, []).validate(instance)
     StrictMembers(None, walk, []).validate({"a": Count(1), "b": [Count(2)], "m": {"x": 3}})
+
+
+def reference_found(walk: dict, instance) -> bool:
+    """The walk's meaning, read node by node: what the compiled finder must answer."""
+    floats = (float, decimal.Decimal)
+    if isinstance(instance, dict):
+        members = [instance.get(name) for name in walk.get("names", ())]
+        if walk.get("values"):
+            members += instance.values()
+        return (
+            any(isinstance(m, floats) for m in members)
+            or any(
+                reference_found(sub, instance.get(name))
+                for name, sub in walk.get("properties", {}).items()
+            )
+            or (
+                "each_value" in walk
+                and any(reference_found(walk["each_value"], v) for v in instance.values())
+            )
+        )
+    if isinstance(instance, list | tuple):
+        return (walk.get("items") and any(isinstance(m, floats) for m in instance)) or (
+            "each_item" in walk and any(reference_found(walk["each_item"], m) for m in instance)
+        )
+    return False
+
+
+ODD_NAMES = ["a", "b", "it's", 'say "x"', "back\\slash", "new\nline", "{}", "x0", "v"]
+
+
+def random_walk(rng, depth: int) -> dict:
+    walk = {}
+    if rng.random() < 0.5:
+        walk["names"] = rng.sample(ODD_NAMES, rng.randint(1, 3))
+    for flag in ("values", "items"):
+        if rng.random() < 0.3:
+            walk[flag] = True
+    if depth > 0:
+        for name in rng.sample(ODD_NAMES, rng.randint(0, 2)):
+            walk.setdefault("properties", {})[name] = random_walk(rng, depth - 1)
+        for each in ("each_value", "each_item"):
+            if rng.random() < 0.3:
+                walk[each] = random_walk(rng, depth - 1)
+    return walk
+
+
+def random_instance(rng, depth: int):
+    leaves = [1, 2.0, "s", None, True, Count(3), decimal.Decimal("4"), 0.5]
+    if depth == 0 or rng.random() < 0.25:
+        return rng.choice(leaves)
+    if rng.random() < 0.6:
+        names = rng.sample(ODD_NAMES, rng.randint(0, 5))
+        return {name: random_instance(rng, depth - 1) for name in names}
+    items = [random_instance(rng, depth - 1) for _ in range(rng.randint(0, 4))]
+    return tuple(items) if rng.random() < 0.2 else items
+
+
+def test_the_compiled_walk_answers_as_the_walk_read_node_by_node():
+    """Random walks (property names that need quoting included) on random instances, and one
+    deeper than the compiler inlines, whose members get functions of their own."""
+    import random
+
+    rng = random.Random(37)
+    answers = set()
+    for _ in range(300):
+        walk = random_walk(rng, 4)
+        finder = StrictMembers(None, walk, [])
+        for _ in range(20):
+            instance = random_instance(rng, 5)
+            expected = reference_found(walk, instance)
+            answers.add(expected)
+            try:
+                finder.validate(instance)
+                found = False
+            except ValueError:
+                found = True
+            assert found == expected, (walk, instance)
+    assert answers == {True, False}
+    deep, instance = {"names": ["n"]}, {"n": 1.5}
+    for _ in range(150):  # past Python's 100 levels of indentation, were it inlined
+        deep, instance = {"properties": {"in": deep}}, {"in": instance}
+    with pytest.raises(ValueError, match="written as a float"):
+        StrictMembers(None, deep, []).validate(instance)
+    StrictMembers(None, deep, []).validate(
+        orjson.loads(orjson.dumps(instance).replace(b"1.5", b"1"))
+    )
