@@ -2,16 +2,22 @@
 each said in words ("head spills 16 bytes per thread where base spilled none").
 
 Static counters carry no noise, so every difference is reported; a profiled counter
-(`ncu/...`) is reported when it moved by at least PROFILE_MIN_CHANGE, since ncu's sampled
-figures (stalls, hit rates) wander a little from run to run. The order is a judgement of what
-most plausibly moves a time: spills and local memory first, then occupancy and registers,
-instructions inside loops, barriers, the profiled counts of work done, the whole function's
-instruction mix, and the rest.
+(`ncu/...`) is reported when it moved by at least PROFILE_MIN_CHANGE of itself, since ncu's
+sampled figures (stalls, hit rates) wander a little from run to run. A counter that is one share
+of a whole (a stall reason of the stall total, as ncu's warp-state chart stacks them; DRAM bytes
+read or written of the traffic) counts by its move as a fraction of the whole, from
+SHARE_MIN_CHANGE: a stall reason near zero that doubles (0.02 -> 0.04 cycles an issue beside a
+total of 20) moved by nothing that matters, and the whole is steadier than its small parts.
+
+The order is a judgement of what most plausibly moves a time: spills and local memory first,
+then occupancy and registers, instructions inside loops, barriers, the profiled counts of work
+done, the whole function's instruction mix, and the rest.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import re
+from dataclasses import asdict, dataclass, replace
 
 from harness.history.counters import CLASS_LABELS, profiled, unit, value
 
@@ -19,12 +25,21 @@ __all__ = [
     "PROFILE_MIN_CHANGE",
     "CounterChange",
     "differences",
+    "is_share",
     "label",
     "sentence",
     "static_changed",
 ]
 
 PROFILE_MIN_CHANGE = 0.05  # relative; the static ones count at any size
+# Profiled counters that are shares of one whole: their moves are judged against its sum, and
+# count from SHARE_MIN_CHANGE of it (between builds of the same PTX, the stall reasons of 16
+# profiled pairs moved by at most 0.9% of their total on an H200: benchmarks/perf/RESULTS.md).
+SHARE_MIN_CHANGE = 0.02
+WHOLES = (
+    re.compile(r"ncu/smsp__average_warps_issue_stalled_\w+_per_issue_active\.ratio"),
+    re.compile(r"ncu/dram__bytes_(read|write)\.sum"),
+)
 WEIGHTS = (  # (name prefix, weight): the first prefix that matches
     ("static/spill_", 10.0),
     ("static/in_loops/local_", 9.0),
@@ -54,12 +69,20 @@ class CounterChange:
     after: float | None
     unit: str
     profiled: bool
+    scale: float | None = None  # what a profiled move is a fraction of (its whole, or itself)
 
     @property
     def delta(self) -> float | None:
         if self.before is None or self.after is None:
             return None
         return self.after - self.before
+
+    @property
+    def moved(self) -> float | None:
+        """A profiled counter's move as a fraction of its scale (None for a static one)."""
+        if self.delta is None or not self.scale:
+            return None
+        return abs(self.delta) / self.scale
 
     def to_dict(self) -> dict:
         return {**asdict(self), "words": sentence(self)}
@@ -76,25 +99,37 @@ def _weight(c: CounterChange) -> float:
     return weight
 
 
-def _differs(name: str, before, after) -> bool:
-    if before == after:
-        return False
-    if before is None or after is None or not profiled(name):
-        return True
-    base = max(abs(before), abs(after))
-    return abs(after - before) / base >= PROFILE_MIN_CHANGE
+def is_share(name: str) -> bool:
+    """Whether the counter is one share of a whole (WHOLES)."""
+    return any(whole.fullmatch(name) for whole in WHOLES)
+
+
+def _scales(before: dict[str, list], after: dict[str, list]) -> dict[str, float]:
+    """{name: the sum of its whole on the larger side} for the counters that are shares."""
+    scales = {}
+    for whole in WHOLES:
+        names = [n for n in set(before) | set(after) if whole.fullmatch(n)]
+        sums = [sum(abs(value(side, n) or 0) for n in names) for side in (before, after)]
+        scales.update(dict.fromkeys(names, max(sums)))
+    return scales
 
 
 def differences(before: dict[str, list], after: dict[str, list]) -> list[CounterChange]:
     """The counters of two {name: [value, unit]} maps that differ, most telling first (a
     counter recorded on one side only is listed too: a profile on one side, a new class)."""
     found = []
+    scales = _scales(before, after)
     for name in sorted(set(before) | set(after)):
         b, a = value(before, name), value(after, name)
-        if _differs(name, b, a):
-            found.append(
-                CounterChange(name, b, a, unit(name, after) or unit(name, before), profiled(name))
-            )
+        if b == a:
+            continue
+        change = CounterChange(name, b, a, unit(name, after) or unit(name, before), profiled(name))
+        if change.profiled and change.delta is not None:
+            share = scales.get(name)
+            change = replace(change, scale=share or max(abs(b), abs(a)))
+            if change.moved < (SHARE_MIN_CHANGE if share else PROFILE_MIN_CHANGE):
+                continue
+        found.append(change)
 
     def rank(c: CounterChange) -> tuple:
         size = abs(c.delta) / max(abs(c.before or 0), 1) if c.delta is not None else 1.0

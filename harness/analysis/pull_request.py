@@ -25,7 +25,13 @@ import math
 from dataclasses import asdict, dataclass, field
 
 from harness.analysis import fail_on as failing
-from harness.analysis.counter_diff import CounterChange, differences, sentence, static_changed
+from harness.analysis.counter_diff import (
+    CounterChange,
+    differences,
+    is_share,
+    sentence,
+    static_changed,
+)
 from harness.escaping import first_line
 from harness.escaping import markdown as md
 from harness.history import counters as counting
@@ -321,23 +327,33 @@ def _headline(document: dict | None, found: list[PairRow], min_effect: float) ->
     ]
 
 
-def _noise_sentence(found: list[PairRow]) -> str:
-    """' Between builds of the same PTX ... up to N% (metric) ...' when the run has such
-    pairs with profiled differences: the scale of ncu's own variation in this run, against
-    which a profiled change of a changed build can be read; '' otherwise."""
-    moved = [
-        (abs(c.after / c.before - 1), c.name)
-        for r in found
-        for c in r.profile_noise
-        if c.before and c.after is not None
-    ]
-    if not moved:
+def _noise_sentence(found: list[PairRow], shown: int = 3) -> str:
+    """What ncu's counters did between base and head builds of the same PTX: the scale of its
+    own variation in this run, against which a profiled change of a changed build can be read
+    ('' where no such pair was profiled). A share of a whole moved by its fraction of the whole
+    (counter_diff.WHOLES), any other counter by its fraction of itself."""
+    pairs = [r for r in found if r.same_ptx and any(map(counting.profiled, r.base_counters))]
+    if not pairs:
         return ""
-    size, name = max(moved)
+    moved = sorted(
+        ((c, r) for r in pairs for c in r.profile_noise if c.moved is not None),
+        key=lambda cr: -cr[0].moved,
+    )
+    start = (
+        f" Between base and head builds of the same PTX ({len(pairs)} profiled), ncu's own "
+        "run-to-run variation"
+    )
+    if not moved:
+        return f"{start} moved no counter by its threshold."
+    listed = "; ".join(
+        f"{md(c.name[4:])} by {c.moved:.1%}{' of its whole' if is_share(c.name) else ''} "
+        f"({md(r.case_id)} / {md(r.candidate)})"
+        for c, r in moved[:shown]
+    )
+    more = f" and {len(moved) - shown} more" if len(moved) > shown else ""
     return (
-        f" Between base and head builds of the same PTX, ncu's profiled counters moved by up to "
-        f"{size:.0%} in this run ({md(name[4:])}): run-to-run variation, not listed as changes; "
-        "a profiled change of that size in a changed build may be the same."
+        f"{start} moved {listed}{more}: not listed as changes; a profiled change of that size in "
+        "a changed build may be the same."
     )
 
 

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.analysis import fail_on
-from harness.analysis.counter_diff import differences, sentence
+from harness.analysis.counter_diff import differences, is_share, sentence
 from harness.cli import main
 from harness.history.counter_series import counter_series
 from harness.history.counters import from_impl, profile_counters, static_counters, value
@@ -146,4 +146,40 @@ def test_pr_leaves_ncu_variation_between_identical_ptx_out_of_the_changes(tmp_pa
     text = CliRunner().invoke(main, ["pr", str(path)]).stdout
     row = next(line for line in text.splitlines() if line.startswith("| scale_double_work"))
     assert row.endswith("| the same PTX |")
-    assert "ncu's profiled counters moved by up to 12% in this run" in text
+    assert (
+        "Between base and head builds of the same PTX (1 profiled), ncu's own run-to-run "
+        "variation moved smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio "
+        "by 10.7% of its whole (scale_double_work / twice)"
+    ) in text
+
+
+STALL = "ncu/smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
+
+
+def test_a_share_of_a_whole_counts_by_its_fraction_of_the_whole():
+    """A stall reason near zero that doubles beside a total of 20 moved by nothing that matters;
+    one that moves by 2% of the total is listed, however small it was; DRAM reads and writes are
+    shares of the traffic. A counter of no whole keeps its own 5%."""
+    base = {
+        STALL.format("long_scoreboard"): [20.0, ""],
+        STALL.format("imc_miss"): [0.02, ""],
+        STALL.format("math_pipe_throttle"): [0.44, ""],
+        "ncu/dram__bytes_read.sum": [1e9, "byte"],
+        "ncu/dram__bytes_write.sum": [262144.0, "byte"],
+        "ncu/smsp__inst_executed.sum": [1e6, "inst"],
+    }
+    head = {**base, STALL.format("imc_miss"): [0.04, ""], STALL.format("math_pipe_throttle"): [0.99, ""],
+            "ncu/dram__bytes_write.sum": [0.0, "byte"], "ncu/smsp__inst_executed.sum": [1.04e6, "inst"]}  # fmt: skip
+    found = {c.name: c for c in differences(base, head)}
+    assert set(found) == {STALL.format("math_pipe_throttle")}
+    moved = found[STALL.format("math_pipe_throttle")]
+    assert moved.scale == pytest.approx(20.0 + 0.04 + 0.99) and moved.moved > 0.02
+    assert is_share(moved.name) and not is_share("ncu/smsp__inst_executed.sum")
+    small = {
+        "ncu/dram__bytes_read.sum": [1e6, "byte"],
+        "ncu/dram__bytes_write.sum": [262144.0, "byte"],
+    }
+    found = differences(small, {**small, "ncu/dram__bytes_write.sum": [0.0, "byte"]})
+    assert [(c.name, round(c.moved, 3)) for c in found] == [("ncu/dram__bytes_write.sum", 0.208)]
+    found = differences(base, {**base, "ncu/smsp__inst_executed.sum": [1.06e6, "inst"]})
+    assert [c.name for c in found] == ["ncu/smsp__inst_executed.sum"]
