@@ -16,6 +16,7 @@ done, the whole function's instruction mix, and the rest.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import asdict, dataclass, replace
 
@@ -109,9 +110,14 @@ def _scales(before: dict[str, list], after: dict[str, list]) -> dict[str, float]
     scales = {}
     for whole in WHOLES:
         names = [n for n in set(before) | set(after) if whole.fullmatch(n)]
-        sums = [sum(abs(value(side, n) or 0) for n in names) for side in (before, after)]
+        sums = [sum(_finite(value(side, n)) for n in names) for side in (before, after)]
         scales.update(dict.fromkeys(names, max(sums)))
     return scales
+
+
+def _finite(v: float | None) -> float:
+    """|v| where it is a number a whole can add up (a NaN or an infinity adds nothing)."""
+    return abs(v) if v is not None and math.isfinite(v) else 0.0
 
 
 def differences(before: dict[str, list], after: dict[str, list]) -> list[CounterChange]:
@@ -125,6 +131,8 @@ def differences(before: dict[str, list], after: dict[str, list]) -> list[Counter
             continue
         change = CounterChange(name, b, a, unit(name, after) or unit(name, before), profiled(name))
         if change.profiled and change.delta is not None:
+            if not math.isfinite(change.delta):
+                continue  # a NaN or an infinity: no size to judge a move by
             share = scales.get(name)
             change = replace(change, scale=share or max(abs(b), abs(a)))
             if change.moved < (SHARE_MIN_CHANGE if share else PROFILE_MIN_CHANGE):

@@ -332,7 +332,13 @@ def _noise_sentence(found: list[PairRow], shown: int = 3) -> str:
     own variation in this run, against which a profiled change of a changed build can be read
     ('' where no such pair was profiled). A share of a whole moved by its fraction of the whole
     (counter_diff.WHOLES), any other counter by its fraction of itself."""
-    pairs = [r for r in found if r.same_ptx and any(map(counting.profiled, r.base_counters))]
+    pairs = [
+        r
+        for r in found
+        if r.same_ptx
+        and any(map(counting.profiled, r.base_counters))
+        and any(map(counting.profiled, r.head_counters))
+    ]
     if not pairs:
         return ""
     moved = sorted(

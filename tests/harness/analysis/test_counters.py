@@ -183,3 +183,6 @@ def test_a_share_of_a_whole_counts_by_its_fraction_of_the_whole():
     assert [(c.name, round(c.moved, 3)) for c in found] == [("ncu/dram__bytes_write.sum", 0.208)]
     found = differences(base, {**base, "ncu/smsp__inst_executed.sum": [1.06e6, "inst"]})
     assert [c.name for c in found] == ["ncu/smsp__inst_executed.sum"]
+    nan = {**base, STALL.format("imc_miss"): [float("nan"), ""]}  # no size: not a move, no whole
+    assert differences(base, nan) == []
+    assert [c.name for c in differences(nan, head)] == [STALL.format("math_pipe_throttle")]
