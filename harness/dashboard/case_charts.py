@@ -142,12 +142,16 @@ def _unit(seconds: float | None) -> tuple[str, float]:
     return "µs", 1e6
 
 
-def _compiler_indices(s: Series, keep: list[int], compilers: dict) -> list[int]:
+def _compiler_indices(s: Series, keep: np.ndarray, compilers: dict) -> list[int]:
     """Indices into data["compilers"] (added there when new) of the kept points' compilers."""
+    known: dict[tuple, int] = {}  # a series' points mostly share one compiler: described once
     out = []
-    for k in keep:
-        words = describe_compiler(*(field[k] for field in s.compiler))
-        out.append(compilers.setdefault(words, len(compilers)) if words else -1)
+    for fields in zip(*(field[keep].tolist() for field in s.compiler), strict=True):
+        index = known.get(fields)
+        if index is None:
+            words = describe_compiler(*fields)
+            index = known[fields] = compilers.setdefault(words, len(compilers)) if words else -1
+        out.append(index)
     return out
 
 
@@ -199,7 +203,7 @@ def case_chart(
             "mad": rounded(s.mad_s[keep] * scale, 3),
             "noise": rounded(s.noise[keep], 3),
             "ok": s.stable[keep].astype(int).tolist(),
-            "compiler": _compiler_indices(s, keep.tolist(), compilers),
+            "compiler": _compiler_indices(s, keep, compilers),
         }
         segments[line] += 1
         if info["role"] == "candidate":

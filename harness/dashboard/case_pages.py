@@ -13,6 +13,8 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+import numpy as np
+
 from harness.dashboard import sweep_charts
 from harness.dashboard.explain_pages import file_stem
 
@@ -191,12 +193,13 @@ def _chart(lines: list[tuple[dict, list]], marks: list[dict], runs: dict, unit: 
             f'<line x1="{left}" x2="{left + w}" y1="{ypx(y):.1f}" y2="{ypx(y):.1f}" stroke="#eceff2"/>'
             f'<text x="{left - 6}" y="{ypx(y) + 4:.1f}" text-anchor="end">{y:.4g}</text>'
         )
+    n = np.asarray(runs["n"])
     for s, ys in lines:
-        path = " ".join(
-            f"{xpx(runs['n'][r]):.1f},{ypx(v):.1f}"
-            for r, v in zip(s["run"], ys, strict=True)
-            if v is not None
-        )
+        drawn = [(r, v) for r, v in zip(s["run"], ys, strict=True) if v is not None]
+        at = np.array([r for r, _ in drawn], dtype=np.int64)
+        y = np.array([v for _, v in drawn], dtype=np.float64)
+        # every point at once: numpy does xpx's and ypx's operations in the same order
+        path = " ".join(map("{:.1f},{:.1f}".format, xpx(n[at]).tolist(), ypx(y).tolist()))
         dash = DASHES[s.get("segment", 0) % len(DASHES)]
         out.append(
             f'<polyline points="{path}" fill="none" stroke="{html.escape(s["color"])}" '
