@@ -106,13 +106,16 @@ def is_share(name: str) -> bool:
     return any(whole.fullmatch(name) for whole, _ in WHOLES)
 
 
-def _scales(before: dict[str, list], after: dict[str, list]) -> dict[str, tuple[float, float]]:
-    """{name: (the sum of its whole on the larger side, its threshold)} for the shares."""
+def _scales(
+    before: dict[str, list], after: dict[str, list], names: set[str]
+) -> dict[str, tuple[float, float]]:
+    """{name: (the sum of its whole on the larger side, its threshold)} for the shares among
+    `names` (the counters of either side)."""
     scales = {}
     for whole, threshold in WHOLES:
-        names = [n for n in set(before) | set(after) if whole.fullmatch(n)]
-        sums = [sum(_finite(value(side, n)) for n in names) for side in (before, after)]
-        scales.update(dict.fromkeys(names, (max(sums), threshold)))
+        shares = [n for n in names if whole.fullmatch(n)]
+        sums = [sum(_finite(value(side, n)) for n in shares) for side in (before, after)]
+        scales.update(dict.fromkeys(shares, (max(sums), threshold)))
     return scales
 
 
@@ -125,8 +128,9 @@ def differences(before: dict[str, list], after: dict[str, list]) -> list[Counter
     """The counters of two {name: [value, unit]} maps that differ, most telling first (a
     counter recorded on one side only is listed too: a profile on one side, a new class)."""
     found = []
-    scales = _scales(before, after)
-    for name in sorted(set(before) | set(after)):
+    names = set(before) | set(after)
+    scales = _scales(before, after, names)
+    for name in sorted(names):
         b, a = value(before, name), value(after, name)
         if b == a:
             continue

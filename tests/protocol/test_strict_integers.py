@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import decimal
+import random
 
 import orjson
 import pytest
@@ -282,8 +283,6 @@ def random_instance(rng, depth: int):
 def test_the_compiled_walk_answers_as_the_walk_read_node_by_node():
     """Random walks (property names that need quoting included) on random instances, and one
     deeper than the compiler inlines, whose members get functions of their own."""
-    import random
-
     rng = random.Random(37)
     answers = set()
     for _ in range(300):
