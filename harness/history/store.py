@@ -307,6 +307,7 @@ class Store(HistoryFile):
             self._rollback()
             raise
         self._series_cache = rowids  # only after COMMIT: a rolled-back rowid must not linger
+        self._committed()
         for r in done:
             r.stored = True
 

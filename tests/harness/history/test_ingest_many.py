@@ -282,6 +282,18 @@ def test_a_new_file_is_written_with_its_rollback_journal_and_an_existing_one_in_
     assert sorted(p.name for p in tmp_path.glob("h.sqlite*")) == ["h.sqlite"]
 
 
+def test_a_file_this_store_created_is_in_wal_from_its_first_commit_on(tmp_path):
+    db = tmp_path / "h.sqlite"
+    plans = [prepared(d, path=db, what=f"run {k}") for k, d in enumerate(mixed_runs(4))]
+    with Store(db) as store:
+        for batch in (plans[:2], plans[2:]):
+            assert all(r.stored for r in store.ingest_planned(iter(batch)))
+            assert store._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    with Store(db, readonly=True) as reader:
+        assert len(reader._query("SELECT run_id FROM runs")) == 4
+    assert sorted(p.name for p in tmp_path.glob("h.sqlite*")) == ["h.sqlite"]
+
+
 def test_a_prerendered_report_reads_as_one_rendered_at_the_end(tmp_path):
     docs = mixed_runs(10)
     docs[9]["cases"][0]["error"]["message"] += " \x1b[31m\u202e"  # escapes from the data
