@@ -87,9 +87,10 @@ def site_rows(rows: dict[str, list[float]], db: Path, site: Path, out: Path) -> 
     rows.setdefault("jump, Plotly drawn (ms)", []).append(jump_plotly(site / "index.html"))
 
 
-def ingest_files(n: int, folder: Path) -> tuple[Path, list[str]]:
-    """(the suite manifest, n result files): history_ingest.py's documents, as a backfill has."""
-    variants = Variants(30, 30, n, static=True)  # each with its static counters
+def ingest_files(n: int, folder: Path, static: bool = True) -> tuple[Path, list[str]]:
+    """(the suite manifest, n result files): history_ingest.py's documents, as a backfill has,
+    each implementation with its static counters (`static`)."""
+    variants = Variants(30, 30, n, static=static)
     docs = [variants.document(k) for k in range(n)]
     manifest = suite_manifest(folder, *docs)  # the repository's word on the suite (--cases)
     files = []
