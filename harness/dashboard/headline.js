@@ -1,6 +1,8 @@
 // kernelgap dashboard: the headline of one timing mode (data.js: D.views[mode].cards), each card
 // saying its mode in words, the primary candidate's card first with its trend: a sparkline of
-// its suite geomean over the chosen span and "1.31x -> 1.21x since <date> (<commit>)"; and the
+// its suite geomean over the chosen span and "1.31x -> 1.21x since <date> (<commit>)", the span
+// the last N runs, every run, or since a chosen run (a commit or date typed or picked, or a
+// point of the sparkline clicked); and the
 // open alerts, each with its mode, the steps every series of a case took together folded into
 // one line per mode. Drawn as HTML and SVG at once (no plotly.js): all of it is in the first
 // window. app.js calls draw() and alerts() again when the mode or the span changes.
@@ -17,14 +19,29 @@ window.KernelgapHeadline = (function () {
       "cold: one launch after an L2 flush" : "hot: steady state, graph replay with a warm L2" }, mode || "mode ?");
   }
 
-  // The trend's points over the span: the last N of the card's key's runs, or all of them.
+  // The trend's points over the span: the last N of the card's key's runs, all of them, or
+  // ("run:<r>") those from run r of D.runs on (the card's last point if it has none since).
   function span(card, since) {
     const t = card.trend || { run: [], gap: [] };
-    const k = since === "all" ? 0 : Math.max(0, t.run.length - Number(since));
+    let k = since === "all" ? 0 : Math.max(0, t.run.length - Number(since));
+    if (since.startsWith("run:")) {
+      const at = t.run.findIndex((r) => r >= Number(since.slice(4)));
+      k = at < 0 ? Math.max(0, t.run.length - 1) : at;
+    }
     return { run: t.run.slice(k), gap: t.gap.slice(k) };
   }
 
-  function sparkline(points, color) {
+  // The run (an index of D.runs) of `runs` that `text` names: the first whose commit starts
+  // with it, or whose date (YYYY-MM-DD[ HH:MM...]) does; null if none.
+  function chosenRun(R, runs, text) {
+    const t = text.trim().toLowerCase();
+    if (!t) return null;
+    const r = runs.find((r) => (R.commit[r] || "").toLowerCase().startsWith(t)) ??
+      runs.find((r) => R.date[r].replace("T", " ").startsWith(t.replace("t", " ")));
+    return r === undefined ? null : r;
+  }
+
+  function sparkline(points, color, onPick) {
     const w = 500, h = 46, pad = 3;
     const svg = document.createElementNS(SVG, "svg");
     for (const [k, v] of Object.entries({ width: w, height: h, class: "spark", role: "img" })) svg.setAttribute(k, v);
@@ -37,8 +54,15 @@ window.KernelgapHeadline = (function () {
     const line = document.createElementNS(SVG, "path");
     for (const [k, v] of Object.entries({ d: path.replace(/^L/, "M"), fill: "none", stroke: color, "stroke-width": 2 })) line.setAttribute(k, v);
     const title = document.createElementNS(SVG, "title");
-    title.textContent = "suite geomean gap, " + n + " runs: " + gapText(ys[0]) + " to " + gapText(ys[ys.length - 1]);
+    title.textContent = "suite geomean gap, " + n + " runs: " + gapText(ys[0]) + " to " + gapText(ys[ys.length - 1]) +
+      " (click a point to start the trend there)";
     svg.append(title, line);
+    svg.style.cursor = "pointer";
+    svg.addEventListener("click", (e) => {
+      const box = svg.getBoundingClientRect();
+      const i = Math.round((e.clientX - box.left - pad * box.width / w) / (box.width * (w - 2 * pad) / w) * (n - 1));
+      onPick(points.run[Math.min(n - 1, Math.max(0, i))]);
+    });
     return svg;
   }
 
@@ -51,7 +75,7 @@ window.KernelgapHeadline = (function () {
     return gapText(first) + " → " + gapText(last) + " (" + pct(last / first - 1) + ") since " + R.date[r].slice(0, 10) + commit;
   }
 
-  function card(el, c, D, since) {
+  function card(el, c, D, since, onPick) {
     const points = span(c, since);
     let delta = el("div", { class: "delta note" }, "no earlier comparable run");
     if (c.change !== null) {
@@ -70,26 +94,46 @@ window.KernelgapHeadline = (function () {
       el("div", { class: "tag" }, c.primary ? "primary candidate · " : "", modeTag(el, c.mode)),
       el("div", { class: "who" }, c.candidate + " ", el("span", {}, "vs " + c.baseline + " · " + c.mode)),
       el("div", { class: "big" }, gapText(c.gap)),
-      el("div", { class: "trend" }, trendText(points, D.runs)), sparkline(points, color), delta,
+      el("div", { class: "trend" }, trendText(points, D.runs)), sparkline(points, color, onPick), delta,
       el("div", { class: "note" }, note));
   }
 
-  // The cards of `mode`; `since` (a SPANS key) sets the trends' span; onSince(value) is called
-  // when the reader picks another. What it drew, for the page's render state.
+  // The cards of `mode`; `since` (a SPANS key, or "run:<r>": since run r of D.runs) sets the
+  // trends' span; onSince(value) is called when the reader picks another: from the list, by a
+  // commit or date typed (or picked from the primary's runs), or by a point of a sparkline.
+  // What it drew, for the page's render state.
   function draw(D, mode, since, box, el, onSince) {
-    const view = D.views[mode];
+    const view = D.views[mode], R = D.runs;
     box.replaceChildren();
+    const lead = view.cards.find((c) => c.primary) || view.cards[0];
+    const runs = (lead && lead.trend) ? lead.trend.run : [];
     const select = el("select", { "aria-label": "Trend since", id: "trend-since" });
-    for (const [value, words] of SPANS) {
+    const chosen = since.startsWith("run:") ? Number(since.slice(4)) : null;
+    const spans = chosen === null ? SPANS : [...SPANS, [since, R.date[chosen].slice(0, 10) +
+      (R.commit[chosen] ? " (" + R.commit[chosen].slice(0, 7) + ")" : "")]];
+    for (const [value, words] of spans) {
       const option = el("option", { value }, "since " + words);
       if (value === since) option.selected = true;
       select.append(option);
     }
     select.addEventListener("change", () => onSince(select.value));
+    const from = el("input", { id: "trend-from", list: "trend-runs", size: 16, placeholder: "or a commit or date",
+                                "aria-label": "Trend since the run of a commit or date",
+                                value: chosen === null ? null : (R.commit[chosen] || R.date[chosen]).slice(0, 12) });
+    const list = el("datalist", { id: "trend-runs" });
+    for (const r of runs.slice().reverse()) list.append(el("option", { value: (R.commit[r] || R.date[r]).slice(0, 12) }, R.date[r].slice(0, 16)));
+    from.addEventListener("change", () => {
+      const r = chosenRun(R, runs, from.value);
+      if (r === null) {
+        from.setAttribute("aria-invalid", "true");
+        from.title = "no " + mode + " run of " + (lead ? lead.candidate : "the primary candidate") + " with that commit or date";
+      } else onSince("run:" + r);
+    });
+    const onPick = (r) => onSince("run:" + r);
     const drawn = [];
     for (const c of view.cards) {
-      const node = card(el, c, D, since);
-      if (c.primary || view.cards.length === 1) node.querySelector(".trend").after(el("label", {}, "trend ", select));
+      const node = card(el, c, D, since, onPick);
+      if (c === lead) node.querySelector(".trend").after(el("label", {}, "trend ", select), " ", from, list);
       box.append(node);
       drawn.push({ candidate: c.candidate, mode: c.mode, gap: c.gap, text: gapText(c.gap), primary: !!c.primary,
                    cases: c.cases, trend: node.querySelector(".trend").textContent });

@@ -99,6 +99,55 @@ def test_the_first_window_answers_how_far_and_whether_it_is_closing(site):
     assert lead[0] < FIRST_WINDOW[1] and not folded and hardware[0] > lead[0]
 
 
+def test_the_trend_starts_at_a_chosen_commit_a_typed_date_or_a_clicked_point(site):
+    out, data = site
+    runs, view = data["runs"], data["views"]["hot"]
+    trend = next(c for c in view["cards"] if c["primary"])["trend"]
+    at = len(trend["run"]) // 3  # after the first planted step
+    r = trend["run"][at]
+    moment = runs["date"][trend["run"][2 * len(trend["run"]) // 3]][:16]  # "YYYY-MM-DD HH:MM"
+    by_day = next(k for k, q in enumerate(trend["run"]) if runs["date"][q].startswith(moment))
+    change = "(() => { const i = document.getElementById('trend-from'); i.value = %r; "
+    change += "i.dispatchEvent(new Event('change')); })()"
+
+    def since(point: int) -> str:
+        q = trend["run"][point]
+        return f"since {runs['date'][q][:10]} ({runs['commit'][q][:7]})"
+
+    with Browser(*FIRST_WINDOW) as browser:
+        opened(browser, out)
+        browser.evaluate(change % runs["commit"][r][:9].upper())
+        by_commit = page_state(browser)
+        browser.evaluate(change % moment)
+        typed_day = page_state(browser)
+        browser.evaluate(change % "no-such-commit")
+        refused = browser.evaluate(
+            "[document.getElementById('trend-from').getAttribute('aria-invalid'), "
+            "document.getElementById('trend-since').value]"
+        )
+        browser.evaluate(
+            "(() => { const s = document.getElementById('trend-since'); s.value = 'all'; "
+            "s.dispatchEvent(new Event('change')); "
+            "const svg = document.querySelector('#headline .card.primary svg.spark'); "
+            "const b = svg.getBoundingClientRect(); svg.dispatchEvent(new MouseEvent('click', "
+            "{clientX: b.left + b.width / 2, clientY: b.top + b.height / 2, bubbles: true})); })()"
+        )
+        clicked = page_state(browser)
+        errors = browser.errors()
+    assert errors == [] and clicked["errors"] == []
+    middle = round((len(trend["run"]) - 1) / 2)
+    assert 0 < at < by_day != middle
+    for state, point in ((by_commit, at), (typed_day, by_day), (clicked, middle)):
+        primary = state["headline"][0]
+        assert state["since"] == f"run:{trend['run'][point]}"
+        assert primary["trend"].startswith(f"{trend['gap'][point]:.3f}x → ")
+        assert primary["trend"].endswith(since(point))
+    # the first planted step is behind the chosen commit: the trend starts below 1.31x
+    assert trend["gap"][at] < 1.29 < trend["gap"][0]
+    # a commit no run has is refused where it was typed, and the span stays as it was
+    assert refused == ["true", f"run:{trend['run'][by_day]}"]
+
+
 def test_the_mode_switch_changes_every_card_chart_and_header(site):
     out, _ = site
     with Browser(*FIRST_WINDOW) as browser:
