@@ -109,19 +109,21 @@ window.KernelgapHeadline = (function () {
     const runs = (lead && lead.trend) ? lead.trend.run : [];
     const select = el("select", { "aria-label": "Trend since", id: "trend-since" });
     const chosen = since.startsWith("run:") ? Number(since.slice(4)) : null;
-    const spans = chosen === null ? SPANS : [...SPANS, [since, R.date[chosen].slice(0, 10) +
-      (R.commit[chosen] ? " (" + R.commit[chosen].slice(0, 7) + ")" : "")]];
+    const spans = chosen === null ? SPANS : [...SPANS, [since, R.commit[chosen] ?
+      R.date[chosen].slice(0, 10) + " (" + R.commit[chosen].slice(0, 7) + ")" : R.date[chosen].slice(0, 16)]];
     for (const [value, words] of spans) {
       const option = el("option", { value }, "since " + words);
       if (value === since) option.selected = true;
       select.append(option);
     }
     select.addEventListener("change", () => onSince(select.value));
+    // A run as the reader would type it: its commit's first 12 digits, else its date to the second.
+    const named = (r) => R.commit[r] ? R.commit[r].slice(0, 12) : R.date[r].slice(0, 19);
     const from = el("input", { id: "trend-from", list: "trend-runs", size: 16, placeholder: "or a commit or date",
                                 "aria-label": "Trend since the run of a commit or date",
-                                value: chosen === null ? null : (R.commit[chosen] || R.date[chosen]).slice(0, 12) });
+                                value: chosen === null ? null : named(chosen) });
     const list = el("datalist", { id: "trend-runs" });
-    for (const r of runs.slice().reverse()) list.append(el("option", { value: (R.commit[r] || R.date[r]).slice(0, 12) }, R.date[r].slice(0, 16)));
+    for (const r of runs.slice().reverse()) list.append(el("option", { value: named(r) }, R.date[r].slice(0, 16)));
     from.addEventListener("change", () => {
       const r = chosenRun(R, runs, from.value);
       if (r === null) {
