@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.dashboard import sweep_charts
+from harness.dashboard import ticks as axis
 from harness.dashboard.explain_pages import file_stem
 
 __all__ = ["FOLDER", "write"]
@@ -87,8 +88,9 @@ def _counters(case: dict, runs: dict) -> str:
         out.append(
             f'<p id="{html.escape(step["id"])}"><span class="tag">{html.escape(step["mode"])}'
             f"</span> <b>{html.escape(step['impl'])}</b> step at commit "
-            f"{_commit(runs, step['run'])} (after {_commit(runs, step['from'])}, "
-            f"{runs['date'][step['run']][:16]} UTC): {html.escape(step['text'])}</p>"
+            f"{html.escape(_commit(runs, step['run']))} (after "
+            f"{html.escape(_commit(runs, step['from']))}, "
+            f"{html.escape(runs['date'][step['run']][:16])} UTC): {html.escape(step['text'])}</p>"
         )
     if not panel["steps"]:
         out.append("<p>No counter changed in the runs the dashboard draws.</p>")
@@ -106,8 +108,9 @@ def _counters(case: dict, runs: dict) -> str:
     return "\n".join(out)
 
 
-def _commit(runs: dict, run: int) -> str:
-    return html.escape((runs["commit"][run] or "-")[:12])
+def _commit(runs: dict, run: int, digits: int = 12) -> str:
+    """Run `run`'s commit, its first `digits` digits ("-" without one), not escaped."""
+    return (runs["commit"][run] or "-")[:digits]
 
 
 def _sweep(case: dict, data: dict) -> str:
@@ -163,16 +166,17 @@ def _mode(case: dict, data: dict, mode: str) -> str:
 
 
 def _chart(lines: list[tuple[dict, list]], marks: list[dict], runs: dict, unit: str) -> str:
-    """An SVG line chart: x the run's place among its mode's runs, one line per series; step
-    labels below it, a row further down where one would touch the one before."""
+    """An SVG line chart: x the run's place among its mode's runs, one line per series, y ticks
+    at round values (a gap's from parity, drawn dashed where it is in view); step labels below
+    it, a row further down where one would touch the one before, each saying on hover what
+    moved between which commits; then the date and commit of five runs across the x axis."""
     points = [(runs["n"][r], v) for s, ys in lines for r, v in zip(s["run"], ys, strict=True)]
     values = [v for _, v in points if v is not None]
     if not values:
         return '<p class="muted">nothing to draw</p>'
     x0, x1 = min(x for x, _ in points), max(x for x, _ in points)
-    y0, y1 = min(values), max(values)
-    pad = (y1 - y0) * 0.08 or abs(y1) * 0.01 or 1.0
-    y0, y1 = y0 - pad, y1 + pad
+    gap = unit == "gap"
+    y0, y1, step = axis.spaced(min(values), max(values), anchor=1.0 if gap else 0.0)
     left, right, top, bottom = MARGIN
     w, h = WIDTH - left - right, HEIGHT - top - bottom
 
@@ -182,20 +186,34 @@ def _chart(lines: list[tuple[dict, list]], marks: list[dict], runs: dict, unit: 
     def ypx(y: float) -> float:
         return top + h * (y1 - y) / (y1 - y0)
 
-    rows = max(1, len(marks))
+    rows: list[float] = []  # per label row, where its last label ends
+    placed = []
+    for m in sorted(marks, key=lambda m: runs["n"][m["run"]]):
+        x = xpx(runs["n"][m["run"]])
+        row = next((k for k, end in enumerate(rows) if x - 45 > end), len(rows))
+        rows[row : row + 1] = [x + 45]
+        placed.append((m, x, row))
+    axis_y = top + h + 14 * (len(rows) + 1) + 4  # the run labels, under the step labels
     out = [
-        f'<svg width="{WIDTH}" height="{HEIGHT + 14 * min(rows, 4)}" role="img" '
+        f'<svg width="{WIDTH}" height="{axis_y + 8}" role="img" '
         f'aria-label="{html.escape(unit)} over time">'
     ]
-    for k in range(5):
-        y = y0 + (y1 - y0) * k / 4
+    for y in axis.values(y0, y1, step, anchor=1.0 if gap else 0.0):
+        tick = axis.label(y, step, "x" if gap else "", least=1 if gap else 0)
         out.append(
             f'<line x1="{left}" x2="{left + w}" y1="{ypx(y):.1f}" y2="{ypx(y):.1f}" stroke="#eceff2"/>'
-            f'<text x="{left - 6}" y="{ypx(y) + 4:.1f}" text-anchor="end">{y:.4g}</text>'
+            f'<text x="{left - 6}" y="{ypx(y) + 4:.1f}" text-anchor="end">{tick}</text>'
+        )
+    if gap and y0 <= 1.0 <= y1:
+        out.append(
+            f'<line x1="{left}" x2="{left + w}" y1="{ypx(1.0):.1f}" y2="{ypx(1.0):.1f}" '
+            'stroke="#5b6470" stroke-dasharray="2 2"><title>parity (1.0x)</title></line>'
         )
     n = np.asarray(runs["n"])
+    drawn_runs: dict[float, int] = {}
     for s, ys in lines:
         drawn = [(r, v) for r, v in zip(s["run"], ys, strict=True) if v is not None]
+        drawn_runs.update((runs["n"][r], r) for r, _ in drawn)
         at = np.array([r for r, _ in drawn], dtype=np.int64)
         y = np.array([v for _, v in drawn], dtype=np.float64)
         # every point at once: numpy does xpx's and ypx's operations in the same order
@@ -206,11 +224,7 @@ def _chart(lines: list[tuple[dict, list]], marks: list[dict], runs: dict, unit: 
             f'stroke-width="1.8" stroke-dasharray="{dash}"><title>{html.escape(s["name"])}'
             "</title></polyline>"
         )
-    ends: list[float] = []  # per label row, where its last label ends
-    for m in sorted(marks, key=lambda m: runs["n"][m["run"]]):
-        x = xpx(runs["n"][m["run"]])
-        row = next((k for k, end in enumerate(ends) if x - 45 > end), len(ends))
-        ends[row : row + 1] = [x + 45]
+    for m, x, row in placed:
         color = "#b3261e" if m["relative"] > 0 else "#0a7a3d"
         sign = "&#9650;" if m["relative"] > 0 else "&#9660;"
         text = (
@@ -220,11 +234,36 @@ def _chart(lines: list[tuple[dict, list]], marks: list[dict], runs: dict, unit: 
         if m.get("step"):  # a counter step explains it: the label links to the explanation
             text = f'<a href="#{html.escape(m["step"])}">{text}</a>'
         out.append(
+            f"<g><title>{html.escape(_moved(m, runs))}</title>"
             f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{top + h}" stroke="{color}" '
-            f'stroke-dasharray="4 3"/>{text}'
+            f'stroke-dasharray="4 3"/>{text}</g>'
+        )
+    shown = sorted(drawn_runs)
+    at_x = sorted({min(shown, key=lambda x: abs(x - (x0 + (x1 - x0) * k / 4))) for k in range(5)})
+    for k, x in enumerate(at_x):
+        r = drawn_runs[x]
+        anchor = "start" if k == 0 else "end" if k == len(at_x) - 1 else "middle"
+        out.append(
+            f'<text x="{xpx(x):.1f}" y="{axis_y}" text-anchor="{anchor}" fill="#5b6470">'
+            f"{html.escape(runs['date'][r][:10] + ' ' + _commit(runs, r, 7))}</text>"
         )
     legend = " ".join(
         f'<span style="color:{html.escape(s["color"])}">&#9632;</span> {html.escape(s["name"])}'
         for s, _ in lines
     )
     return "\n".join(out) + f"</svg><p class='muted'>{legend}</p>"
+
+
+def _moved(mark: dict, runs: dict) -> str:
+    """What a step mark says on hover: "step +3.0%, forth gap 1.245 -> 1.282 (p 4e-05), after
+    commit 1011d8fa3d4b (2026-01-01) up to 3fb4d05ecb70 (2026-01-01)"."""
+    since = mark.get("from", -1)
+    after = (
+        f"after commit {_commit(runs, since)} ({runs['date'][since][:10]}) " if since >= 0 else ""
+    )
+    return (
+        f"{mark.get('kind', 'step')} {mark['relative'] * 100:+.1f}%, {mark['impl']} "
+        f"{mark.get('metric', '')} {mark.get('before', '?')} -> {mark.get('after', '?')} "
+        f"(p {mark.get('p', '?')}), {after}up to {_commit(runs, mark['run'])} "
+        f"({runs['date'][mark['run']][:10]})"
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import math
 
+from harness.dashboard import ticks as axis
 from harness.dashboard.case_charts import BASELINE_COLOR
 from harness.reporting.table import format_time
 from protocol.points import swept_cases
@@ -62,25 +63,6 @@ def measured_points(curve: dict) -> int:
     return sum(any(ys[i] is not None for ys in series) for i in range(len(curve["points"])))
 
 
-def _nice_step(rough: float) -> float:
-    """The round step (1, 2, 2.5 or 5 times a power of ten) nearest above `rough`, at least
-    0.0001 (labels carry four decimals at most: finer ticks would repeat a label)."""
-    if rough <= 0:
-        return 1.0
-    rough = max(rough, 1e-4)
-    power = 10 ** math.floor(math.log10(rough))
-    return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= rough * (1 - 1e-9))
-
-
-def _gap_label(v: float, step: float) -> str:
-    """A gap tick, with as many decimals as the ticks' spacing needs (0.998x, 0.999x; not 1x
-    three times)."""
-    decimals = min(4, max(1, math.ceil(-math.log10(step) - 1e-9))) if step > 0 else 3
-    if decimals < 4 and abs(round(step, decimals) - step) > 1e-12:
-        decimals += 1  # a step of 0.025 needs 3 decimals
-    return f"{v:.{decimals}f}x"
-
-
 def _polyline(xs, ys, xpx, ypx, color: str, dash: str, title: str) -> str:
     """A line through the measured points, broken where a point has none (failed, skipped or
     not run: a line across it would draw a gap nobody measured), with a dot at each."""
@@ -114,10 +96,9 @@ def _chart(lines: list[tuple], xs: list[float], labels: list[str], what: str, lo
     if not log_y:
         y0, y1 = min(y0, 1.0), max(y1, 1.0)  # parity always in view
     y0, y1 = (y0 - 0.5, y1 + 0.5) if y1 - y0 < 1e-9 else (y0, y1)
-    step = None if log_y else _nice_step((y1 - y0) / 4)
-    if step:  # gaps: the range widened to ticks that parity (1.0x) is one of, a step apart
-        y0 = 1.0 + math.floor((y0 - 1.0) / step + 1e-9) * step
-        y1 = 1.0 + math.ceil((y1 - 1.0) / step - 1e-9) * step
+    step = None
+    if not log_y:  # gaps: the range widened to ticks that parity (1.0x) is one of, a step apart
+        y0, y1, step = axis.spaced(y0, y1, anchor=1.0)
     left, right, top, bottom = MARGIN
     w, h = WIDTH - left - right, HEIGHT - top - bottom
     x0, x1 = min(xs), max(max(xs), min(xs) + 1)
@@ -132,10 +113,9 @@ def _chart(lines: list[tuple], xs: list[float], labels: list[str], what: str, lo
     if step is None:  # times: five ticks spread evenly, each labelled with its exact value
         ticks = [(y0 + (y1 - y0) * k / 4, None) for k in range(5)]
     else:
-        first, last = round((y0 - 1.0) / step), round((y1 - 1.0) / step)
-        ticks = [(1.0 + i * step, step) for i in range(first, last + 1)]
+        ticks = [(v, step) for v in axis.values(y0, y1, step, anchor=1.0)]
     for v, step in ticks:
-        label = format_time(2**v) if step is None else _gap_label(v, step)
+        label = format_time(2**v) if step is None else axis.label(v, step, "x")
         y = top + h * (y1 - v) / (y1 - y0)
         out.append(
             f'<line x1="{left}" x2="{left + w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eceff2"/>'

@@ -116,14 +116,16 @@ def test_a_newer_run_of_the_headline_point_alone_keeps_the_curve(tmp_path):
 def test_gap_ticks_are_round_values_with_the_decimals_their_spacing_needs():
     """A tick labelled 1.0x sits on parity: ticks at multiples of a round step (they were
     spread evenly over the range and rounded for the label, so "1.0x" sat at 1.022)."""
-    from harness.dashboard.sweep_charts import _gap_label, _nice_step, svg
+    from harness.dashboard.sweep_charts import svg
+    from harness.dashboard.ticks import label, nice_step
 
-    assert [_nice_step(r) for r in (0.123, 0.03, 0.0011, 0.4, 0.0)] == [0.2, 0.05, 0.002, 0.5, 1]
-    assert [_gap_label(0.998 + k * 0.001, 0.001) for k in range(5)] == [
+    assert [nice_step(r) for r in (0.123, 0.03, 0.0011, 0.4, 0.0)] == [0.2, 0.05, 0.002, 0.5, 1]
+    assert [label(0.998 + k * 0.001, 0.001, "x") for k in range(5)] == [
         "0.998x", "0.999x", "1.000x", "1.001x", "1.002x",
     ]  # fmt: skip
-    assert _gap_label(1.25, 0.25) == "1.25x" and _gap_label(1.5, 0.5) == "1.5x"
-    assert _nice_step(0.00005) == 0.0001  # gaps within 0.0002 of each other: no repeated label
+    assert label(1.25, 0.25, "x") == "1.25x" and label(1.5, 0.5, "x") == "1.5x"
+    assert label(80, 10, least=0) == "80" and label(82.5, 2.5, least=0) == "82.5"
+    assert nice_step(0.00005) == 0.0001  # gaps within 0.0002 of each other: no repeated label
     latest = {
         "points": [{"id": f"n=2^{k}", "x": float(k)} for k in (10, 12)],
         "baseline": "cuda",
