@@ -11,6 +11,7 @@ id that the dashboard's step marks and the change marks it explains link to.
 from __future__ import annotations
 
 import html
+import math
 from pathlib import Path
 
 import numpy as np
@@ -18,11 +19,14 @@ import numpy as np
 from harness.dashboard import sweep_charts
 from harness.dashboard import ticks as axis
 from harness.dashboard.explain_pages import file_stem
+from harness.reporting.table import format_time
 
 __all__ = ["FOLDER", "write"]
 
 FOLDER = "cases"
 WIDTH, HEIGHT, MARGIN = 1100, 230, (64, 80, 14, 30)  # px; margin: left, right, top, bottom
+LABEL_ROWS = 4  # rows of step labels at most; a mark past them keeps its line and hover text
+RUN_LABEL_PX = 130  # a run's label on the x axis ("2026-01-01 1a2b3c4") is about 115 px wide
 DASHES = ("", "6 3", "2 3", "6 3 2 3")
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -148,7 +152,7 @@ def _mode(case: dict, data: dict, mode: str) -> str:
     )
     notes = "".join(
         f'<p class="note">&#9888; {html.escape(t["text"])} (commit '
-        f"{html.escape((runs['commit'][t['run']] or '-')[:12])}, {runs['date'][t['run']][:10]})</p>"
+        f"{html.escape(_commit(runs, t['run']))}, {html.escape(runs['date'][t['run']][:10])})</p>"
         for t in case.get("together", [])
         if t["mode"] == mode
     )
@@ -170,6 +174,9 @@ def _chart(lines: list[tuple[dict, list]], marks: list[dict], runs: dict, unit: 
     at round values (a gap's from parity, drawn dashed where it is in view); step labels below
     it, a row further down where one would touch the one before, each saying on hover what
     moved between which commits; then the date and commit of five runs across the x axis."""
+    lines = [
+        (s, [v if v is not None and math.isfinite(v) else None for v in ys]) for s, ys in lines
+    ]
     points = [(runs["n"][r], v) for s, ys in lines for r, v in zip(s["run"], ys, strict=True)]
     values = [v for _, v in points if v is not None]
     if not values:
@@ -191,8 +198,9 @@ def _chart(lines: list[tuple[dict, list]], marks: list[dict], runs: dict, unit: 
     for m in sorted(marks, key=lambda m: runs["n"][m["run"]]):
         x = xpx(runs["n"][m["run"]])
         row = next((k for k, end in enumerate(rows) if x - 45 > end), len(rows))
-        rows[row : row + 1] = [x + 45]
-        placed.append((m, x, row))
+        if row < LABEL_ROWS:
+            rows[row : row + 1] = [x + 45]
+        placed.append((m, x, row))  # beyond LABEL_ROWS: its line and hover text, no label
     axis_y = top + h + 14 * (len(rows) + 1) + 4  # the run labels, under the step labels
     out = [
         f'<svg width="{WIDTH}" height="{axis_y + 8}" role="img" '
@@ -231,7 +239,9 @@ def _chart(lines: list[tuple[dict, list]], marks: list[dict], runs: dict, unit: 
             f'<text x="{x:.1f}" y="{top + h + 14 + 14 * row}" fill="{color}" '
             f'text-anchor="middle">{sign}{m["relative"] * 100:+.1f}% {html.escape(m["impl"])}</text>'
         )
-        if m.get("step"):  # a counter step explains it: the label links to the explanation
+        if row >= LABEL_ROWS:
+            text = ""
+        elif m.get("step"):  # a counter step explains it: the label links to the explanation
             text = f'<a href="#{html.escape(m["step"])}">{text}</a>'
         out.append(
             f"<g><title>{html.escape(_moved(m, runs))}</title>"
@@ -239,7 +249,14 @@ def _chart(lines: list[tuple[dict, list]], marks: list[dict], runs: dict, unit: 
             f'stroke-dasharray="4 3"/>{text}</g>'
         )
     shown = sorted(drawn_runs)
-    at_x = sorted({min(shown, key=lambda x: abs(x - (x0 + (x1 - x0) * k / 4))) for k in range(5)})
+    at_x: list[float] = []  # five runs across the axis, none closer than a label's width
+    nearest = {min(shown, key=lambda x: abs(x - (x0 + (x1 - x0) * k / 4))) for k in range(5)}
+    for x in sorted(nearest):
+        if at_x and xpx(x) - xpx(at_x[-1]) < RUN_LABEL_PX:
+            if len(at_x) == 1:
+                continue  # the first run keeps its label; the newest takes the one before's
+            at_x.pop()
+        at_x.append(x)
     for k, x in enumerate(at_x):
         r = drawn_runs[x]
         anchor = "start" if k == 0 else "end" if k == len(at_x) - 1 else "middle"
@@ -255,15 +272,21 @@ def _chart(lines: list[tuple[dict, list]], marks: list[dict], runs: dict, unit: 
 
 
 def _moved(mark: dict, runs: dict) -> str:
-    """What a step mark says on hover: "step +3.0%, forth gap 1.245 -> 1.282 (p 4e-05), after
-    commit 1011d8fa3d4b (2026-01-01) up to 3fb4d05ecb70 (2026-01-01)"."""
+    """What a step mark says on hover: "step +3.0%, forth gap 1.245x -> 1.282x (p 4e-05), after
+    commit 1011d8fa3d4b (2026-01-01) up to 3fb4d05ecb70 (2026-01-01)"; times in their unit."""
     since = mark.get("from", -1)
     after = (
         f"after commit {_commit(runs, since)} ({runs['date'][since][:10]}) " if since >= 0 else ""
     )
+    metric = mark.get("metric", "")
+
+    def value(v) -> str:
+        if not isinstance(v, int | float):
+            return "?"
+        return f"{v:.4g}x" if metric == "gap" else format_time(v)  # a time's are seconds
+
     return (
-        f"{mark.get('kind', 'step')} {mark['relative'] * 100:+.1f}%, {mark['impl']} "
-        f"{mark.get('metric', '')} {mark.get('before', '?')} -> {mark.get('after', '?')} "
-        f"(p {mark.get('p', '?')}), {after}up to {_commit(runs, mark['run'])} "
-        f"({runs['date'][mark['run']][:10]})"
+        f"{mark.get('kind', 'step')} {mark['relative'] * 100:+.1f}%, {mark['impl']} {metric} "
+        f"{value(mark.get('before'))} -> {value(mark.get('after'))} (p {mark.get('p', '?')}), "
+        f"{after}up to {_commit(runs, mark['run'])} ({runs['date'][mark['run']][:10]})"
     )

@@ -31,12 +31,20 @@ window.KernelgapHeadline = (function () {
     return { run: t.run.slice(k), gap: t.gap.slice(k) };
   }
 
-  // The run (an index of D.runs) of `runs` that `text` names: the first whose commit starts
-  // with it, or whose date (YYYY-MM-DD[ HH:MM...]) does; null if none.
+  // A run as the reader would type it or pick it from the list: its commit's first 12 digits
+  // and its date to the minute (runs of one commit told apart), or its date to the second.
+  function named(R, r) {
+    return R.commit[r] ? R.commit[r].slice(0, 12) + " " + R.date[r].slice(0, 16) : R.date[r].slice(0, 19);
+  }
+
+  // The run (an index of D.runs) of `runs` that `text` names: the one it names in full (a pick
+  // from the list), else the first whose commit starts with it, or whose date (YYYY-MM-DD[
+  // HH:MM...]) does; null if none.
   function chosenRun(R, runs, text) {
     const t = text.trim().toLowerCase();
     if (!t) return null;
-    const r = runs.find((r) => (R.commit[r] || "").toLowerCase().startsWith(t)) ??
+    const r = runs.find((r) => named(R, r).toLowerCase() === t) ??
+      runs.find((r) => (R.commit[r] || "").toLowerCase().startsWith(t)) ??
       runs.find((r) => R.date[r].replace("T", " ").startsWith(t.replace("t", " ")));
     return r === undefined ? null : r;
   }
@@ -60,17 +68,25 @@ window.KernelgapHeadline = (function () {
     svg.style.cursor = "pointer";
     svg.addEventListener("click", (e) => {
       const box = svg.getBoundingClientRect();
-      const i = Math.round((e.clientX - box.left - pad * box.width / w) / (box.width * (w - 2 * pad) / w) * (n - 1));
-      onPick(points.run[Math.min(n - 1, Math.max(0, i))]);
+      const at = Math.round((e.clientX - box.left - pad * box.width / w) / (box.width * (w - 2 * pad) / w) * (n - 1));
+      let best = -1;  // the nearest point with a gap
+      points.gap.forEach((g, i) => { if (g !== null && (best < 0 || Math.abs(i - at) < Math.abs(best - at))) best = i; });
+      if (best >= 0) onPick(points.run[best]);
     });
     return svg;
   }
 
-  // "1.310x → 1.214x (−7.3%) since 2026-01-01 (0ade7e2)", over the chosen span.
-  function trendText(points, R) {
-    const n = points.gap.length;
-    if (n < 2) return "one run so far";
-    const first = points.gap[0], last = points.gap[n - 1], r = points.run[0];
+  // "1.310x → 1.214x (−7.3%) since 2026-01-01 (0ade7e2)", over the chosen span's points with a
+  // gap; `runs` of the card in all (a span of one point after a chosen run says so).
+  function trendText(points, R, runs) {
+    const k = points.gap.findIndex((g) => g !== null);
+    const n = points.gap.length - 1 - points.gap.slice().reverse().findIndex((g) => g !== null);
+    if (k < 0 || n <= k) {
+      if (runs < 2) return "one run so far";
+      if (points.run.length !== 1) return "fewer than two runs with a gap in this span";
+      return "the newest run only (" + R.date[points.run[0]].slice(0, 10) + "): nothing after it to compare";
+    }
+    const first = points.gap[k], last = points.gap[n], r = points.run[k];
     const commit = R.commit[r] ? " (" + R.commit[r].slice(0, 7) + ")" : "";
     return gapText(first) + " → " + gapText(last) + " (" + pct(last / first - 1) + ") since " + R.date[r].slice(0, 10) + commit;
   }
@@ -94,7 +110,7 @@ window.KernelgapHeadline = (function () {
       el("div", { class: "tag" }, c.primary ? "primary candidate · " : "", modeTag(el, c.mode)),
       el("div", { class: "who" }, c.candidate + " ", el("span", {}, "vs " + c.baseline + " · " + c.mode)),
       el("div", { class: "big" }, gapText(c.gap)),
-      el("div", { class: "trend" }, trendText(points, D.runs)), sparkline(points, color, onPick), delta,
+      el("div", { class: "trend" }, trendText(points, D.runs, (c.trend || { run: [] }).run.length)), sparkline(points, color, onPick), delta,
       el("div", { class: "note" }, note));
   }
 
@@ -117,13 +133,11 @@ window.KernelgapHeadline = (function () {
       select.append(option);
     }
     select.addEventListener("change", () => onSince(select.value));
-    // A run as the reader would type it: its commit's first 12 digits, else its date to the second.
-    const named = (r) => R.commit[r] ? R.commit[r].slice(0, 12) : R.date[r].slice(0, 19);
     const from = el("input", { id: "trend-from", list: "trend-runs", size: 16, placeholder: "or a commit or date",
                                 "aria-label": "Trend since the run of a commit or date",
-                                value: chosen === null ? null : named(chosen) });
+                                value: chosen === null ? null : named(R, chosen) });
     const list = el("datalist", { id: "trend-runs" });
-    for (const r of runs.slice().reverse()) list.append(el("option", { value: named(r) }, R.date[r].slice(0, 16)));
+    for (const r of runs.slice().reverse()) list.append(el("option", { value: named(R, r) }));
     from.addEventListener("change", () => {
       const r = chosenRun(R, runs, from.value);
       if (r === null) {

@@ -88,6 +88,7 @@ def _polyline(xs, ys, xpx, ypx, color: str, dash: str, title: str) -> str:
 
 def _chart(lines: list[tuple], xs: list[float], labels: list[str], what: str, log_y: bool) -> str:
     """One SVG: `lines` of (ys, color, dash, title) over the points at log2 sizes `xs`."""
+    lines = [([y if y and math.isfinite(y) else None for y in ys], *rest) for ys, *rest in lines]
     values = [y for ys, *_ in lines for y in ys if y]
     if not values:
         return ""

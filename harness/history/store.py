@@ -307,9 +307,9 @@ class Store(HistoryFile):
             self._rollback()
             raise
         self._series_cache = rowids  # only after COMMIT: a rolled-back rowid must not linger
-        self._committed()
         for r in done:
             r.stored = True
+        self._committed()  # after: an interrupt while it waits for a reader loses no report
 
     def _insert_run(
         self, report: IngestReport, row: tuple, rowids: dict[str, int], counts: SeriesCounts

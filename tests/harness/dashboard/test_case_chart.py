@@ -4,6 +4,7 @@ hover what moved between which commits, the data escaped."""
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from harness.dashboard.case_pages import _chart
@@ -37,7 +38,7 @@ def test_ticks_are_round_parity_is_drawn_and_the_x_axis_names_runs():
     assert labels[-1] == "2026-02-10 -"
     title = re.search(r"<g><title>([^<]*)</title>", svg).group(1)
     assert title == (
-        "step -5.0%, forth gap 1.31 -&gt; 1.245 (p 4e-05), after commit 19ab&lt;&amp;&gt;00000"
+        "step -5.0%, forth gap 1.31x -&gt; 1.245x (p 4e-05), after commit 19ab&lt;&amp;&gt;00000"
         " (2026-02-05) up to 20ab&lt;&amp;&gt;00000 (2026-02-06)"
     )
     assert "<&>" not in svg
@@ -61,3 +62,32 @@ def test_a_gap_far_from_parity_keeps_its_own_range():
     ticks = [float(t) for t in re.findall(r'text-anchor="end">([0-9.]+)x</text>', svg)]
     assert ticks[0] <= 2.38 and ticks[-1] >= 2.40 and ticks[-1] - ticks[0] < 0.1
     assert "parity" not in svg
+
+
+def test_a_time_step_says_its_times_in_their_unit_and_marks_past_four_rows_keep_no_label():
+    runs = history()
+    cuda = series("cuda", [88.0] * 30 + [89.8] * 10)
+    marks = [
+        {"impl": f"impl{k}", "metric": "time", "kind": "step", "run": 30, "from": 29,
+         "relative": 0.02, "p": 1e-7, "before": 88e-6, "after": 89.8e-6}
+        for k in range(6)
+    ]  # fmt: skip
+    svg = _chart([cuda], marks, runs, "µs")
+    titles = re.findall(r"<g><title>([^<]*)</title>", svg)
+    assert len(titles) == 6 and "impl0 time 88.00 us -&gt; 89.80 us (p 1e-07)" in titles[0]
+    assert len(re.findall(r"&#9650;\+2.0% impl", svg)) == 4  # the other two: line and title only
+    height = int(re.search(r'<svg width="\d+" height="(\d+)"', svg).group(1))
+    assert height < 230 + 14 * 6
+
+
+def test_run_labels_never_overlap_and_a_value_that_is_not_finite_is_not_drawn():
+    runs = history(101)
+    values = [1.2, 1.21, float("inf")] + [None] * 97 + [1.25]
+    line = {"name": "forth", "color": "#0072b2", "run": [0, 1, 2, *range(3, 100), 100]}
+    svg = _chart([(line, values)], [], runs, "gap")
+    xs = [
+        float(x) for x in re.findall(r'<text x="([0-9.]+)" y="[0-9.]+" text-anchor="\w+" fill', svg)
+    ]
+    assert xs[0] == 64.0 and xs[-1] == 1020.0  # the first run and the newest
+    assert all(b - a >= 130 for a, b in itertools.pairwise(xs))
+    assert "inf" not in svg.lower() and "nan" not in svg.lower()

@@ -133,6 +133,12 @@ def test_the_trend_starts_at_a_chosen_commit_a_typed_date_or_a_clicked_point(sit
             "{clientX: b.left + b.width / 2, clientY: b.top + b.height / 2, bubbles: true})); })()"
         )
         clicked = page_state(browser)
+        browser.evaluate(
+            "(() => { const svg = document.querySelector('#headline .card.primary svg.spark'); "
+            "const b = svg.getBoundingClientRect(); svg.dispatchEvent(new MouseEvent('click', "
+            "{clientX: b.right - 1, clientY: b.top + 1, bubbles: true})); })()"
+        )
+        newest = page_state(browser)
         errors = browser.errors()
     assert errors == [] and clicked["errors"] == []
     middle = round((len(trend["run"]) - 1) / 2)
@@ -144,6 +150,9 @@ def test_the_trend_starts_at_a_chosen_commit_a_typed_date_or_a_clicked_point(sit
         assert primary["trend"].endswith(since(point))
     # the first planted step is behind the chosen commit: the trend starts below 1.31x
     assert trend["gap"][at] < 1.29 < trend["gap"][0]
+    # the newest point clicked (the span so far ends at the middle run): from it, the newest run
+    assert newest["since"] == f"run:{trend['run'][-1]}"
+    assert newest["headline"][0]["trend"].startswith("the newest run only (")
     # a commit no run has is refused where it was typed, and the span stays as it was
     assert refused == ["true", f"run:{trend['run'][by_day]}"]
 
