@@ -183,7 +183,8 @@ def _chart(lines: list[tuple[dict, list]], marks: list[dict], runs: dict, unit: 
         return '<p class="muted">nothing to draw</p>'
     x0, x1 = min(x for x, _ in points), max(x for x, _ in points)
     gap = unit == "gap"
-    y0, y1, step = axis.spaced(min(values), max(values), anchor=1.0 if gap else 0.0)
+    step, ticks = axis.spaced(min(values), max(values), anchor=1.0 if gap else 0.0)
+    y0, y1 = ticks[0], ticks[-1]
     left, right, top, bottom = MARGIN
     w, h = WIDTH - left - right, HEIGHT - top - bottom
 
@@ -206,7 +207,7 @@ def _chart(lines: list[tuple[dict, list]], marks: list[dict], runs: dict, unit: 
         f'<svg width="{WIDTH}" height="{axis_y + 8}" role="img" '
         f'aria-label="{html.escape(unit)} over time">'
     ]
-    for y in axis.values(y0, y1, step, anchor=1.0 if gap else 0.0):
+    for y in ticks:
         tick = axis.label(y, step, "x" if gap else "", least=1 if gap else 0)
         out.append(
             f'<line x1="{left}" x2="{left + w}" y1="{ypx(y):.1f}" y2="{ypx(y):.1f}" stroke="#eceff2"/>'
@@ -235,13 +236,13 @@ def _chart(lines: list[tuple[dict, list]], marks: list[dict], runs: dict, unit: 
     for m, x, row in placed:
         color = "#b3261e" if m["relative"] > 0 else "#0a7a3d"
         sign = "&#9650;" if m["relative"] > 0 else "&#9660;"
-        text = (
-            f'<text x="{x:.1f}" y="{top + h + 14 + 14 * row}" fill="{color}" '
-            f'text-anchor="middle">{sign}{m["relative"] * 100:+.1f}% {html.escape(m["impl"])}</text>'
-        )
-        if row >= LABEL_ROWS:
-            text = ""
-        elif m.get("step"):  # a counter step explains it: the label links to the explanation
+        text = ""
+        if row < LABEL_ROWS:
+            text = (
+                f'<text x="{x:.1f}" y="{top + h + 14 + 14 * row}" fill="{color}" text-anchor='
+                f'"middle">{sign}{m["relative"] * 100:+.1f}% {html.escape(m["impl"])}</text>'
+            )
+        if text and m.get("step"):  # a counter step explains it: the label links to it
             text = f'<a href="#{html.escape(m["step"])}">{text}</a>'
         out.append(
             f"<g><title>{html.escape(_moved(m, runs))}</title>"

@@ -23,12 +23,15 @@ window.KernelgapHeadline = (function () {
   // ("run:<r>") those from run r of D.runs on (the card's last point if it has none since).
   function span(card, since) {
     const t = card.trend || { run: [], gap: [] };
-    let k = since === "all" ? 0 : Math.max(0, t.run.length - Number(since));
-    if (since.startsWith("run:")) {
-      const at = t.run.findIndex((r) => r >= Number(since.slice(4)));
-      k = at < 0 ? Math.max(0, t.run.length - 1) : at;
-    }
-    return { run: t.run.slice(k), gap: t.gap.slice(k) };
+    const chosen = chosenOf(since), at = chosen === null ? -1 : t.run.findIndex((r) => r >= chosen);
+    const k = chosen !== null ? (at < 0 ? t.run.length - 1 : at) :
+      since === "all" ? 0 : t.run.length - Number(since);
+    return { run: t.run.slice(Math.max(0, k)), gap: t.gap.slice(Math.max(0, k)), of: t.run.length };
+  }
+
+  // The run of D.runs that a span "run:<r>" starts at; null for the other spans.
+  function chosenOf(since) {
+    return since.startsWith("run:") ? Number(since.slice(4)) : null;
   }
 
   // A run as the reader would type it or pick it from the list: its commit's first 12 digits
@@ -77,12 +80,12 @@ window.KernelgapHeadline = (function () {
   }
 
   // "1.310x → 1.214x (−7.3%) since 2026-01-01 (0ade7e2)", over the chosen span's points with a
-  // gap; `runs` of the card in all (a span of one point after a chosen run says so).
-  function trendText(points, R, runs) {
+  // gap (a span of one point after a chosen run says so).
+  function trendText(points, R) {
     const k = points.gap.findIndex((g) => g !== null);
-    const n = points.gap.length - 1 - points.gap.slice().reverse().findIndex((g) => g !== null);
+    const n = points.gap.findLastIndex((g) => g !== null);
     if (k < 0 || n <= k) {
-      if (runs < 2) return "one run so far";
+      if (points.of < 2) return "one run so far";
       if (points.run.length !== 1) return "fewer than two runs with a gap in this span";
       return "the newest run only (" + R.date[points.run[0]].slice(0, 10) + "): nothing after it to compare";
     }
@@ -110,7 +113,7 @@ window.KernelgapHeadline = (function () {
       el("div", { class: "tag" }, c.primary ? "primary candidate · " : "", modeTag(el, c.mode)),
       el("div", { class: "who" }, c.candidate + " ", el("span", {}, "vs " + c.baseline + " · " + c.mode)),
       el("div", { class: "big" }, gapText(c.gap)),
-      el("div", { class: "trend" }, trendText(points, D.runs, (c.trend || { run: [] }).run.length)), sparkline(points, color, onPick), delta,
+      el("div", { class: "trend" }, trendText(points, D.runs)), sparkline(points, color, onPick), delta,
       el("div", { class: "note" }, note));
   }
 
@@ -124,7 +127,7 @@ window.KernelgapHeadline = (function () {
     const lead = view.cards.find((c) => c.primary) || view.cards[0];
     const runs = (lead && lead.trend) ? lead.trend.run : [];
     const select = el("select", { "aria-label": "Trend since", id: "trend-since" });
-    const chosen = since.startsWith("run:") ? Number(since.slice(4)) : null;
+    const chosen = chosenOf(since);
     const spans = chosen === null ? SPANS : [...SPANS, [since, R.commit[chosen] ?
       R.date[chosen].slice(0, 10) + " (" + R.commit[chosen].slice(0, 7) + ")" : R.date[chosen].slice(0, 16)]];
     for (const [value, words] of spans) {

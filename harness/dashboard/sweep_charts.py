@@ -97,9 +97,11 @@ def _chart(lines: list[tuple], xs: list[float], labels: list[str], what: str, lo
     if not log_y:
         y0, y1 = min(y0, 1.0), max(y1, 1.0)  # parity always in view
     y0, y1 = (y0 - 0.5, y1 + 0.5) if y1 - y0 < 1e-9 else (y0, y1)
-    step = None
-    if not log_y:  # gaps: the range widened to ticks that parity (1.0x) is one of, a step apart
-        y0, y1, step = axis.spaced(y0, y1, anchor=1.0)
+    if log_y:  # times: five ticks spread evenly, each labelled with its exact value
+        ticks = [(y0 + (y1 - y0) * k / 4, None) for k in range(5)]
+    else:  # gaps: the range widened to ticks that parity (1.0x) is one of, a step apart
+        step, at = axis.spaced(y0, y1, anchor=1.0)
+        y0, y1, ticks = at[0], at[-1], [(v, step) for v in at]
     left, right, top, bottom = MARGIN
     w, h = WIDTH - left - right, HEIGHT - top - bottom
     x0, x1 = min(xs), max(max(xs), min(xs) + 1)
@@ -111,10 +113,6 @@ def _chart(lines: list[tuple], xs: list[float], labels: list[str], what: str, lo
         return top + h * (y1 - ty(y)) / (y1 - y0)
 
     out = [f'<svg width="{WIDTH}" height="{HEIGHT}" role="img" aria-label="{what}">']
-    if step is None:  # times: five ticks spread evenly, each labelled with its exact value
-        ticks = [(y0 + (y1 - y0) * k / 4, None) for k in range(5)]
-    else:
-        ticks = [(v, step) for v in axis.values(y0, y1, step, anchor=1.0)]
     for v, step in ticks:
         label = format_time(2**v) if step is None else axis.label(v, step, "x")
         y = top + h * (y1 - v) / (y1 - y0)

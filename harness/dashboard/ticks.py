@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["label", "nice_step", "spaced", "values"]
+__all__ = ["label", "nice_step", "spaced"]
 
 
 def nice_step(rough: float) -> float:
@@ -30,18 +30,12 @@ def label(v: float, step: float, suffix: str = "", least: int = 1) -> str:
     return f"{v:.{decimals}f}{suffix}"
 
 
-def spaced(y0: float, y1: float, anchor: float = 0.0, steps: int = 4) -> tuple[float, float, float]:
-    """(low, high, step): [y0, y1] widened to the multiples of a round step from `anchor` around
-    it, the step about a `steps`-th of the range."""
+def spaced(y0: float, y1: float, anchor: float = 0.0, steps: int = 4) -> tuple[float, list[float]]:
+    """(step, ticks): [y0, y1] widened to the multiples of a round step from `anchor` around it,
+    the step about a `steps`-th of the range; the first and last tick bound the axis."""
     if y1 - y0 < 1e-12:
         y0, y1 = y0 - max(abs(y0) * 0.01, 1e-4), y1 + max(abs(y1) * 0.01, 1e-4)
     step = nice_step((y1 - y0) / steps)
-    low = anchor + math.floor((y0 - anchor) / step + 1e-9) * step
-    high = anchor + math.ceil((y1 - anchor) / step - 1e-9) * step
-    return low, high, step
-
-
-def values(low: float, high: float, step: float, anchor: float = 0.0) -> list[float]:
-    """Every tick from `low` to `high`, a `step` apart from `anchor`."""
-    first, last = round((low - anchor) / step), round((high - anchor) / step)
-    return [anchor + i * step for i in range(first, last + 1)]
+    first = math.floor((y0 - anchor) / step + 1e-9)
+    last = math.ceil((y1 - anchor) / step - 1e-9)
+    return step, [anchor + i * step for i in range(first, last + 1)]
