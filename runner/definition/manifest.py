@@ -29,6 +29,7 @@ from runner.definition.spec import (
     resolve,
 )
 from runner.definition.sweep import parse_sweep
+from runner.definition.toolchains import BuildError, command
 
 
 def _schema_location(doc: dict, error) -> str:
@@ -271,6 +272,11 @@ def _impls(raw: list[dict], root: Path, w: str) -> list[ImplSpec]:
                 f"{w}: impl {m['name']!r}: command: give a command template (e.g. "
                 '"mycc --arch {arch} {source} -o {output}") exactly when toolchain = "command"'
             )
+        if "command" in m:
+            try:
+                command.check(m["command"])
+            except BuildError as exc:
+                raise ManifestError(f"{w}: impl {m['name']!r}: command: {exc}") from None
         impls.append(
             ImplSpec(
                 m["name"],

@@ -69,6 +69,14 @@ def substitute(word: str, values: dict[str, str], template: str) -> str:
     return word.format_map(values)
 
 
+def check(template: str | None) -> None:
+    """BuildError naming the problem when the template cannot be filled in (empty, unbalanced
+    quotes, an unknown placeholder, a format spec): what a manifest is refused for at load."""
+    values = dict.fromkeys(PLACEHOLDERS, "")
+    for word in words(template):
+        substitute(word, values, template)
+
+
 def placeholders(template_words: list[str]) -> set[str]:
     """The placeholder names the template's words use (literal `{{` `}}` excluded)."""
     return {

@@ -504,3 +504,20 @@ def test_load_reference_reports_an_import_failure(tmp_path):
     message = str(info.value)
     assert "case 'scale': reference: importing reference.py failed" in message
     assert "broken" in message
+
+
+@pytest.mark.parametrize(
+    ("template", "fragment"),
+    [
+        ("true {arch:>99} {source}", r"placeholder {arch} has a format spec"),
+        ("true {source!r}", r"placeholder {source} has a format spec or conversion"),
+        ("true {flavour} {source}", r"unknown placeholder {flavour}"),
+        ("true 'unbalanced {source}", "No closing quotation"),
+    ],
+)
+def test_a_command_template_that_cannot_be_filled_is_refused_at_load(tmp_path, template, fragment):
+    # issue 52: refused at load (what `harness run` does before a target is reached), not at build
+    line = 'toolchain = "nvcc"\nsource = "kernels/scale.cu"'
+    new = f'toolchain = "command"\ncommand = "{template}"\nsource = "kernels/scale.cu"'
+    message = rejection(write_suite(tmp_path, line, new.replace("'", "\\u0027")))
+    assert "case 'scale': impl 'cuda': command:" in message and fragment in message, message
