@@ -1,5 +1,7 @@
-"""Print how the house is arranged: harness/'s tree, the modules at its root, the import arrows
-between its parts that run back up (both ends reach each other), and functions over 80 lines.
+"""Print how the house is arranged: issue 48's figures for runner/, harness/ and protocol/
+(modules, modules defining exception classes, getattr probes of a backend, comment and docstring
+lines carrying measured figures, import circles), harness/'s tree, the import arrows between its
+parts that run back up, and functions over 80 lines.
 
     python tools/house_metrics.py [ROOT]        # ROOT: a checkout (default: this one)
 
@@ -11,7 +13,11 @@ import graph between parts has a cycle through it. Stdout only: a short plain-te
 from __future__ import annotations
 
 import ast
+import builtins
+import io
+import re
 import sys
+import tokenize
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -19,6 +25,20 @@ from tests.architecture.test_import_direction import imports
 
 LONG_LINES = 80
 CODE_DIRS = ("harness", "runner", "protocol", "tools", "benchmarks", "examples")
+HOUSE = ("runner", "harness", "protocol")
+# the objects a timing strategy or a wrapper drives: probing them by name is an undeclared interface
+BACKEND_NAMES = {"backend", "self.inner", "device", "self.device", "runner.device"}
+# a line carries a measured figure when it names a GPU model, a numbered session or a design file
+# that is not in the repository, or a decimal number with a unit or as a ratio (x1.0027, 0.54%,
+# 1.3 us, [0.949, 0.988]) or microseconds and nanoseconds (80 ns); whole numbers of coarser
+# units ("50 ms", "10 s") are mostly defaults and settings, and are not counted
+FIGURE = re.compile(
+    r"\b[HAB]1?[0-9]00\b|\bsession \d+|DESIGN\.md"
+    r"|\bx\d+\.\d{2,}"
+    r"|\d+\.\d+ ?(?:%|[unm]?s\b|us\b|µs|[KMG]i?B\b|[MG]Hz|GB/s|TB/s|TFLOP)"
+    r"|\b\d+ ?(?:us|ns|µs)\b"
+    r"|\[\d+\.\d+, \d+\.\d+\]"
+)
 
 
 def modules(root: Path, package: str) -> dict[str, Path]:
@@ -81,6 +101,167 @@ def long_functions(root: Path) -> list[tuple[int, str]]:
     return sorted(found, reverse=True)
 
 
+def house_files(root: Path) -> list[Path]:
+    return [p for folder in HOUSE for p in sorted((root / folder).rglob("*.py"))]
+
+
+def _parsed(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def exception_modules(root: Path) -> list[str]:
+    """Files defining a class that derives (through the house's own classes) from BaseException."""
+    classes = {}  # class name -> (file, base names)
+    for path in house_files(root):
+        for node in ast.walk(_parsed(path)):
+            if isinstance(node, ast.ClassDef):
+                bases = [ast.unparse(b).split(".")[-1] for b in node.bases]
+                classes.setdefault(node.name, []).append((path, bases))
+    known = {n for n in dir(builtins) if isinstance(getattr(builtins, n), type)}
+    raised = {n for n in known if issubclass(getattr(builtins, n), BaseException)}
+    raised |= {"CudaError", "ClickException", "UsageError", "BadParameter", "ValidationError"}
+    while True:
+        more = {
+            name
+            for name, defs in classes.items()
+            if name not in raised and any(set(bases) & raised for _, bases in defs)
+        }
+        if not more:
+            break
+        raised |= more
+    files = {
+        str(path.relative_to(root))
+        for name, defs in classes.items()
+        if name in raised
+        for path, bases in defs
+        if set(bases) & raised
+    }
+    return sorted(files)
+
+
+def backend_probes(root: Path) -> list[str]:
+    """getattr/hasattr calls on a backend, a wrapped backend or a device (BACKEND_NAMES), or on
+    `self` inside a class named *Backend: capabilities asked for by name, not declared."""
+    found = []
+    for path in house_files(root):
+        tree = _parsed(path)
+        for cls in [None, *(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef))]:
+            scope = tree if cls is None else cls
+            for node in ast.walk(scope):
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                    continue
+                if node.func.id not in ("getattr", "hasattr") or not node.args:
+                    continue
+                target = ast.unparse(node.args[0])
+                on_self = target == "self" and cls is not None and cls.name.endswith("Backend")
+                if (target in BACKEND_NAMES and cls is None) or on_self:
+                    found.append(f"{path.relative_to(root)}:{node.lineno}: {ast.unparse(node)}")
+    return sorted(set(found))
+
+
+def _paragraphs(path: Path) -> list[list[tuple[int, str]]]:
+    """Every comment block (consecutive comment lines) and docstring paragraph (lines between
+    blank ones) of a file, as (line number, text) pairs."""
+    source = path.read_text(encoding="utf-8")
+    blocks: list[list[tuple[int, str]]] = []
+    last = -2
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            if token.start[0] != last + 1:
+                blocks.append([])
+            blocks[-1].append((token.start[0], token.string))
+            last = token.start[0]
+    for node in ast.walk(ast.parse(source)):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            value = body[0].value
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                blocks.append([])
+                for i, text in enumerate(value.value.splitlines()):
+                    if not text.strip():
+                        blocks.append([])
+                    else:
+                        blocks[-1].append((value.lineno + i, text))
+    return [b for b in blocks if b]
+
+
+def figure_lines(root: Path) -> tuple[list[str], int]:
+    """Comment and docstring lines that carry a measured figure (FIGURE), and the lines of the
+    paragraphs holding them (the history told around the figures)."""
+    found, around = [], 0
+    for path in house_files(root):
+        for block in _paragraphs(path):
+            hits = [(n, t) for n, t in block if FIGURE.search(t)]
+            found += [f"{path.relative_to(root)}:{n}: {t.strip()}" for n, t in hits]
+            around += len(block) if hits else 0
+    return found, around
+
+
+def import_circles(root: Path) -> list[list[str]]:
+    """Strongly connected groups of more than one module in the house's import graph."""
+    mods = {name: path for pkg in HOUSE for name, path in modules(root, pkg).items()}
+    graph = {  # importing a submodule runs its packages first: not an arrow back up
+        name: {t for t in imports(path, root=root) if t in mods and not name.startswith(f"{t}.")}
+        for name, path in mods.items()
+    }
+    index, low, stack, on, groups = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:  # Tarjan's algorithm
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on.add(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                item = stack.pop()
+                on.discard(item)
+                group.append(item)
+                if item == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    sys.setrecursionlimit(10_000)
+    for name in sorted(graph):
+        if name not in index:
+            visit(name)
+    return sorted(groups)
+
+
+def house(root: Path) -> list[str]:
+    """Issue 48's figures, one line each, with what each counts."""
+    files = house_files(root)
+    excepts, probes = exception_modules(root), backend_probes(root)
+    (figures, around), circles = figure_lines(root), import_circles(root)
+    lines = [
+        f"modules in runner/harness/protocol: {len(files)}",
+        f"  under 60 lines: {sum(len(p.read_text().splitlines()) < 60 for p in files)}",
+        f"modules defining exception classes: {len(excepts)}",
+        f"getattr/hasattr probes of a backend or device: {len(probes)}",
+        *(f"  {p}" for p in probes),
+        f"comment/docstring lines carrying measured figures: {len(figures)}"
+        f" (in paragraphs of {around} lines)",
+        *(f"  {name}: {count}" for name, count in _per_file(figures)[:15]),
+        f"import circles: {len(circles)}",
+        *(f"  {' <-> '.join(group)}" for group in circles),
+    ]
+    return lines
+
+
+def _per_file(lines: list[str]) -> list[tuple[str, int]]:
+    counts: dict[str, int] = {}
+    for line in lines:
+        name = line.split(":", 1)[0]
+        counts[name] = counts.get(name, 0) + 1
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+
+
 def tree(root: Path) -> list[str]:
     lines = []
     for folder in sorted(p for p in (root / "harness").rglob("*") if p.is_dir()):
@@ -97,6 +278,7 @@ def main(argv: list[str]) -> int:
     arrows = back_arrows(part_edges(root))
     long = long_functions(root)
     print(f"house metrics of {root}")
+    print("\n".join(house(root)))
     print("harness tree:")
     print("\n".join(tree(root)))
     print(f"modules at harness/'s root: {len(at_root)}: {' '.join(at_root)}")
