@@ -75,30 +75,31 @@ RESOURCE_UNITS = {
 SCOPES = ("instructions", "in_loops")  # static/<scope>/<class>: the whole function, inside loops
 
 
-def essentials(static: dict | None) -> bytes | None:
+def essentials(static: dict | None) -> tuple | None:
     """What the history keeps of an ok `static` block, compactly (resources, occupancy, class
-    counts in total and in loops, loop count) as orjson bytes: a few hundred bytes, the same
-    bytes for the same analysis, so the store keeps each distinct one once. None for none."""
+    counts in total and in loops, loop count): a few hundred bytes once encoded by the store
+    (store_schema.stored_json), the same bytes for the same analysis, so the store keeps each
+    distinct one once. None for none."""
     if not static or static.get("status") != "ok":
         return None
     mix = static.get("instructions") or {}
     loops = mix.get("loops")
-    return orjson.dumps(
-        (
-            static.get("resources") or {},
-            (static.get("occupancy") or {}).get("occupancy"),
-            mix.get("classes") or {},
-            mix.get("in_loops") or {},
-            None if loops is None else len(loops),
-        )
+    return (
+        static.get("resources") or {},
+        (static.get("occupancy") or {}).get("occupancy"),
+        mix.get("classes") or {},
+        mix.get("in_loops") or {},
+        None if loops is None else len(loops),
     )
 
 
-def from_essentials(blob: bytes | None) -> dict[str, list]:
-    """{name: [value, unit]} of what `essentials()` kept ({} for None)."""
+def from_essentials(blob: bytes | tuple | None) -> dict[str, list]:
+    """{name: [value, unit]} of what `essentials()` kept, as stored or as made ({} for None)."""
     if not blob:
         return {}
-    resources, occupancy, classes, in_loops, loops = orjson.loads(blob)
+    resources, occupancy, classes, in_loops, loops = (
+        orjson.loads(blob) if isinstance(blob, bytes) else blob
+    )
     out: dict[str, list] = {}
     for name, what in RESOURCE_UNITS.items():
         if isinstance(resources.get(name), int | float):

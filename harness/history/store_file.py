@@ -23,6 +23,7 @@ from harness.history.store_schema import (
     APPLICATION_ID,
     MIGRATIONS,
     STORE_SCHEMA_VERSION,
+    StoreError,
     lay,
     migrate,
 )
@@ -30,10 +31,6 @@ from harness.history.store_schema import (
 __all__ = ["HistoryFile", "StoreError"]
 
 WAL_CHECKPOINT_PAGES = 16384
-
-
-class StoreError(RuntimeError):
-    """The history database cannot be used as asked; the message names the file and why."""
 
 
 class HistoryFile:

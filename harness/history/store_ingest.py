@@ -17,8 +17,6 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
-
 from harness.escaping import terminal
 from harness.history.series import (
     COMPILER_FIELDS,
@@ -28,13 +26,15 @@ from harness.history.series import (
     series_key,
     series_label,
 )
-from harness.history.store_file import StoreError
 from harness.history.store_schema import (
+    StoreError,
     counter_blobs,
     normalize_utc,
     now_utc,
     point_uuid,
     samples_blob,
+    stored_json,
+    unheld,
 )
 from protocol.points import as_rows
 
@@ -82,9 +82,9 @@ class GpuMismatchError(StoreError):
     """A run on another GPU model than the suite pins: refused for the canonical history."""
 
 
-def run_id(document: dict) -> str:
+def run_id(document: dict, what: str = "result") -> str:
     """sha256 (hex) of the document's canonical JSON: sorted keys, compact, orjson floats."""
-    return hashlib.sha256(orjson.dumps(document, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return hashlib.sha256(stored_json(document, what, sort_keys=True)).hexdigest()
 
 
 @dataclass
@@ -206,6 +206,8 @@ def plan(
     the file holds already (the run, the series) is the store's to fill in. A `bundle` manifest
     gives the static counters of implementations the document carries no `static` for, where
     its PTX is the very same (same sha256)."""
+    if why := unheld(document, what):  # before any of it is encoded or reaches a column
+        raise StoreError(f"{why}; refused for the history")
     statics = bundle_statics(bundle)
     suite, device = document["suite"], document["environment"]["device"]
     if not document["complete"] or document["finished_utc"] is None:
@@ -232,7 +234,7 @@ def plan(
     report = IngestReport(
         path=path,
         what=what,
-        run_id=run_id(document),
+        run_id=run_id(document, what),
         trusted=trusted,
         commit=suite.get("commit"),
         started_utc=normalize_utc(document["started_utc"]),
@@ -290,8 +292,8 @@ def run_row(document: dict, report: IngestReport) -> tuple:
         suite["sha256"],
         suite.get("gpu"),
         document["schema_version"],
-        orjson.dumps(document["environment"]),
-        zlib.compress(orjson.dumps(_stripped(document)), ZLIB_LEVEL),
+        stored_json(document["environment"], f"{report.what}: environment"),
+        zlib.compress(stored_json(_stripped(document), report.what), ZLIB_LEVEL),
         now_utc(),
     )
 

@@ -56,8 +56,11 @@ from harness.history.series import (
 
 __all__ = [
     "APPLICATION_ID",
+    "MAX_DEPTH",
+    "MAX_INTEGER",
     "MIGRATIONS",
     "STORE_SCHEMA_VERSION",
+    "StoreError",
     "counter_blobs",
     "counter_set",
     "lay",
@@ -68,11 +71,74 @@ __all__ = [
     "point_uuid",
     "samples_blob",
     "samples_list",
+    "stored_json",
+    "unheld",
 ]
 
 STORE_SCHEMA_VERSION = 5
 APPLICATION_ID = 0x4B474150  # "KGAP": tells a kernelgap history from any other SQLite file
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MAX_DEPTH = 254  # containers nested in one another, the root's included: what orjson writes
+MAX_INTEGER = 2**53 - 1  # SQLite keeps 64-bit integers; the dashboards' JavaScript 53-bit exactly
+_SCALAR_LISTS = {float, str, bool, type(None)}  # a list of these holds nothing to check
+
+
+class StoreError(RuntimeError):
+    """The history database cannot be used as asked; the message names the file and why."""
+
+
+def unheld(value, what: str) -> str | None:
+    """Why the store cannot keep `value` (a document, or part of one), naming the first field
+    nested deeper than MAX_DEPTH or holding an integer past +-MAX_INTEGER; None if it can. One
+    walk, lists of samples passed over whole."""
+    stack = [(value, 1, ())]
+    while stack:
+        node, depth, path = stack.pop()
+        if isinstance(node, dict):
+            items = node.items()
+        elif _SCALAR_LISTS.issuperset(map(type, node)):
+            continue
+        else:
+            items = enumerate(node)
+        for key, item in items:
+            kind = type(item)
+            if kind is int and not -MAX_INTEGER <= item <= MAX_INTEGER:
+                return (
+                    f"{what}: {_field(path, key)}: the integer {item} is past what the history "
+                    f"holds (+-{MAX_INTEGER}: what SQLite and the dashboards' JavaScript keep "
+                    "exactly)"
+                )
+            if kind is dict or kind is list:
+                if depth >= MAX_DEPTH:
+                    return (
+                        f"{what}: {_field(path, key)}: nested deeper than the {MAX_DEPTH} "
+                        "levels the history's JSON writer takes"
+                    )
+                stack.append((item, depth + 1, (*path, key)))
+    return None
+
+
+def _field(path: tuple, key) -> str:
+    """A field's path as `cases[0].implementations.cuda.timing`, its middle elided when long."""
+    parts = [*path, key]
+    if len(parts) > 12:
+        parts = [*parts[:6], f"...({len(parts) - 10} more)...", *parts[-4:]]
+    text = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts).lstrip(".")
+    return text or "the document"
+
+
+def stored_json(value, what: str, *, sort_keys: bool = False) -> bytes:
+    """`value` as the JSON the store keeps (compact; sort_keys for a canonical form): the one
+    encoder for everything written to the history, bounded by orjson's depth limit. StoreError
+    naming the field (unheld) where it cannot write it, never orjson's TypeError. A document
+    is checked whole once before it is planned (store_ingest.plan); this is the backstop."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else 0)
+    except orjson.JSONEncodeError as exc:  # too deep, past 64 bits, a key that is not text
+        raise StoreError(
+            unheld(value, what) or f"{what}: cannot be stored as JSON: {exc}"
+        ) from None
+
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -317,7 +383,10 @@ def counter_blobs(impl: dict, static: dict | None = None) -> tuple[bytes | None,
     (None where it has none); `static` stands in for a missing static block."""
     found = essentials(impl.get("static")) or essentials(static)
     profiled = profile_counters(impl.get("profile"))
-    return found, orjson.dumps(profiled) if profiled else None
+    return (
+        stored_json(found, "static counters") if found else None,
+        stored_json(profiled, "profile metrics") if profiled else None,
+    )
 
 
 def counter_set(db: sqlite3.Connection, blob: bytes, known: dict[bytes, int]) -> int:
