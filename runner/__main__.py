@@ -11,11 +11,12 @@ import sys
 
 
 def main(prog_name: str | None = None) -> None:
-    if sys.argv[1:2] == ["serve"]:  # its options are parsed by runner.launch.serve itself
+    helped = {"-h", "--help"} & set(sys.argv[2:])  # help is click's, as for every command
+    if sys.argv[1:2] == ["serve"] and not helped:  # options parsed by runner.launch.serve itself
         from runner.launch.serve import run
 
         sys.exit(run())
-    if sys.argv[1:2] == ["launch"] and not {"-h", "--help"} & set(sys.argv[2:]):
+    if sys.argv[1:2] == ["launch"] and not helped:
         if "--no-service" in sys.argv[2:]:
             # the driver's start (most of such a process's life) overlaps everything below
             from runner.gpu import driver_start

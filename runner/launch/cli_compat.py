@@ -133,7 +133,11 @@ def report(answer: dict, stdout) -> int:
     if answer.get("status") != "ok":
         _say_error(answer)
         return 1
-    stdout.write(format_values(answer["outputs"][0]["values"]) + "\n")
+    outputs = answer.get("outputs") or [{}]
+    if "values" not in outputs[0]:  # the one output a command line asks for, as values
+        _say_error({"phase": "launch", "error": "the answer holds no output values"})
+        return 1
+    stdout.write(format_values(outputs[0]["values"]) + "\n")
     stdout.flush()
     return 0
 

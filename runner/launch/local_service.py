@@ -21,11 +21,11 @@ import fcntl
 import hashlib
 import json
 import os
+import select
 import socket
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 IDLE_TIMEOUT_S = 600.0
@@ -82,8 +82,7 @@ def _connect(path: Path) -> socket.socket | None:
         return None
     except ConnectionRefusedError:  # a socket file left by a service that ended: stale
         sock.close()
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
+        _remove_stale(path)
         return None
     except OSError as exc:
         sock.close()
@@ -92,20 +91,61 @@ def _connect(path: Path) -> socket.socket | None:
         raise Unavailable(f"{path}: {exc.strerror}") from None
 
 
-def _start(path: Path) -> subprocess.Popen:
-    """Start a detached service listening on `path`; its log goes beside it."""
+def _remove_stale(path: Path) -> None:
+    """Remove a socket nobody answers; anything else there (a folder, a file) is Unavailable,
+    never removed: the launch then runs in its own process."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(info.st_mode):
+        what = "a folder" if stat.S_ISDIR(info.st_mode) else "not a socket"
+        raise Unavailable(f"{path} is {what}; remove it to use the launch service")
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+
+
+def _start(path: Path) -> tuple[subprocess.Popen, int]:
+    """Start a detached service listening on `path`, its log beside it; with the read end of
+    the pipe on which it says it listens (closed unwritten when it dies first)."""
     log = path.with_suffix(".log")
-    with open(log, "ab") as out:
-        os.chmod(log, 0o600)
-        return subprocess.Popen(
-            [sys.executable, "-m", "runner", "serve", "--socket", str(path),
-             "--idle-timeout-s", str(IDLE_TIMEOUT_S)],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=out,
-            start_new_session=True,  # outlives this launch, and no terminal signal reaches it
-            close_fds=True,
-        )  # fmt: skip
+    ready_read, ready_write = os.pipe()
+    try:
+        with open(log, "ab") as out:
+            os.chmod(log, 0o600)
+            service = subprocess.Popen(
+                [sys.executable, "-m", "runner", "serve", "--socket", str(path),
+                 "--idle-timeout-s", str(IDLE_TIMEOUT_S), "--ready-fd", str(ready_write)],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                start_new_session=True,  # outlives this launch, and no terminal signal reaches it
+                close_fds=True,
+                pass_fds=(ready_write,),
+            )  # fmt: skip
+    except BaseException:
+        os.close(ready_read)
+        raise
+    finally:
+        os.close(ready_write)
+    return service, ready_read
+
+
+def _wait_listening(service: subprocess.Popen, ready_read: int, path: Path) -> None:
+    """Wait for the service's ready signal on the pipe: a line once it listens, or the end of
+    the pipe when it exited first; Unavailable unless it listens within START_TIMEOUT_S."""
+    with os.fdopen(ready_read, "rb", buffering=0) as ready:
+        readable, _, _ = select.select([ready], [], [], START_TIMEOUT_S)
+        said = ready.read(64) if readable else None
+    if said:
+        return
+    if said is None:
+        raise Unavailable(f"the service did not listen on {path} within {START_TIMEOUT_S:g} s")
+    try:  # the pipe closed unwritten: the service ended before it listened
+        returncode = service.wait(timeout=START_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        returncode = "unknown"
+    raise Unavailable(_died(returncode, path.with_suffix(".log")))
 
 
 def connect() -> socket.socket:
@@ -120,19 +160,14 @@ def connect() -> socket.socket:
         sock = _connect(path)
         if sock is not None:
             return sock
-        service = _start(path)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            sock = _connect(path)
-            if sock is not None:
-                return sock
-            if service.poll() is not None:  # it died starting: say why now, not at the deadline
-                raise Unavailable(_died(service.returncode, path.with_suffix(".log")))
-            time.sleep(0.02)
-    raise Unavailable(f"the service did not listen on {path} within {START_TIMEOUT_S:g} s")
+        _wait_listening(*_start(path), path)
+        sock = _connect(path)
+    if sock is None:
+        raise Unavailable(f"the service said it listens on {path}, but it does not answer")
+    return sock
 
 
-def _died(returncode: int, log: Path) -> str:
+def _died(returncode, log: Path) -> str:
     """Why a service exited before it listened: its exit status and its log's last line."""
     try:
         lines = log.read_text(errors="replace").strip().splitlines()
@@ -144,11 +179,16 @@ def _died(returncode: int, log: Path) -> str:
 
 def ask(request: dict) -> dict:
     """Send one run request to the service and return its answer (a run-response document)."""
+    return ask_line(json.dumps(request, allow_nan=False).encode(), _deadline_s(request))
+
+
+def ask_line(line: bytes, timeout_s: float) -> dict:
+    """Send one request, already one line of JSON, and return the service's checked answer;
+    an answer that is not a run response becomes an error answer saying why."""
     sock = connect()
-    timeout_s = float(request.get("timeout_s") or 60.0)
     try:
         sock.settimeout(timeout_s + ANSWER_GRACE_S)
-        sock.sendall(json.dumps(request, allow_nan=False).encode() + b"\n")
+        sock.sendall(line + b"\n")
         sock.shutdown(socket.SHUT_WR)
         chunks, size = [], 0
         while True:
@@ -170,8 +210,81 @@ def ask(request: dict) -> dict:
         answer = json.loads(line)
     except ValueError:
         return _lost("the launch service's answer was not JSON")
-    return answer if isinstance(answer, dict) else _lost("the answer was not a JSON object")
+    problem = answer_problem(answer)
+    if problem is None:
+        return answer
+    return _lost(f"the launch service's answer is not a run response ({_worded(answer, problem)})")
+
+
+def _deadline_s(request: dict) -> float:
+    """The request's timeout_s where it is a positive number, else the default (the service
+    refuses a bad one, naming the field)."""
+    timeout_s = request.get("timeout_s", 60.0)
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or timeout_s <= 0:
+        return 60.0
+    return min(float(timeout_s), 86400.0)
+
+
+_OUTPUT_TYPES = {"i32[]", "u32[]", "i64[]", "u64[]", "f32[]", "f64[]"}
+_FLOAT_WORDS = {"nan", "inf", "-inf"}
+
+
+def answer_problem(answer) -> str | None:
+    """What makes `answer` something other than a run response (schemas/run-response.schema.json)
+    as far as a client reads one: its status, error and phase, its outputs' param, type and
+    values; None when it is one. Standard library only: a launch reads every answer with it."""
+    if not isinstance(answer, dict):
+        return f"expected a JSON object, got {type(answer).__name__}"
+    status = answer.get("status")
+    if status == "error":
+        if not isinstance(answer.get("error"), str) or not isinstance(answer.get("phase"), str):
+            return "an error answer without its `error` and `phase` texts"
+        return None
+    if status != "ok":
+        return f'status: expected "ok" or "error", got {status!r}'
+    outputs = answer.get("outputs")
+    if not isinstance(outputs, list):
+        return "an ok answer without its `outputs` list"
+    for index, out in enumerate(outputs):
+        if not isinstance(out, dict) or type(out.get("param")) is not int:
+            return f"outputs[{index}]: expected an object with an integer `param`"
+        if out.get("type") not in _OUTPUT_TYPES:
+            return (
+                f"outputs[{index}].type: {out.get('type')!r} is not one of {sorted(_OUTPUT_TYPES)}"
+            )
+        if isinstance(out.get("data_base64"), str) and "values" not in out:
+            continue
+        values = out.get("values")
+        if not isinstance(values, list):
+            return f"outputs[{index}]: expected its `values` list (or `data_base64`)"
+        if not _of_type(values, out["type"][0] == "f"):
+            return f"outputs[{index}].values: not all {out['type'][:-2]} values"
+    return None
+
+
+def _of_type(values: list, floating: bool) -> bool:
+    kinds = set(map(type, values))  # one C loop for the usual case
+    if kinds <= ({int, float} if floating else {int}):
+        return True
+    return floating and all(type(v) in (int, float) or v in _FLOAT_WORDS for v in values)
+
+
+def _worded(answer, problem: str) -> str:
+    """`problem` with the schema's own words for a bad answer where it has them (jsonschema
+    loads only here, on the way to an error)."""
+    try:
+        from protocol import validate
+
+        validate(answer, "run-response", "answer")
+    except ValueError as exc:
+        return f"{problem}; {exc}"
+    except Exception:  # the schema check itself is unavailable: the plain words will do
+        pass
+    return problem
 
 
 def _lost(message: str) -> dict:
-    return {"status": "error", "phase": "launch", "error": message}
+    from protocol.version import RUN_PROTOCOL_VERSION
+
+    return {"status": "error", "schema_version": RUN_PROTOCOL_VERSION, "phase": "launch",
+            "error": message}  # fmt: skip

@@ -19,6 +19,7 @@ import contextlib
 import os
 import queue
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -291,7 +292,7 @@ def answer_stream(
     turn: threading.Lock | None = None,
 ) -> None:
     """Answer every non-blank line of one stream, in order. `turn` is held while a request
-    runs when several streams share the supervisor (runner.launch.serve_socket)."""
+    runs when several streams share the supervisor (SocketService)."""
     for line, read in enumerate(bounded_lines(stdin, max_line_bytes), 1):
         if read.blank:
             continue
@@ -300,6 +301,105 @@ def answer_stream(
             supervisor.prewarm()
         stdout.write(encode(answer) + b"\n")
         stdout.flush()
+
+
+# ---- on a Unix socket ------------------------------------------------------------------------
+
+POLL_S = 1.0
+
+
+class SocketService:
+    """`runner serve --socket`: the service above on a Unix socket, for `runner launch` and
+    `runner run`. Each connection sends JSON lines and gets one answer line per request, in
+    order; connections may come at once and take the one context in turn. The socket is made
+    with mode 0600 in a folder only the user can enter (runner.launch.local_service) and removed
+    when the service ends: at SIGTERM, or after `idle_timeout_s` with no connection open."""
+
+    def __init__(self, path: Path, idle_timeout_s: float, max_line_bytes: int):
+        self.path = path
+        self.idle_timeout_s = idle_timeout_s
+        self.max_line_bytes = max_line_bytes
+        self.supervisor = Supervisor()
+        self.gpu = threading.Lock()  # one context: requests take it in turn
+        self.state = threading.Lock()
+        self.open_connections = 0
+        self.last_activity = time.monotonic()
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+
+    def bind(self) -> None:
+        old_mask = os.umask(0o177)  # the socket file is made 0600, never briefly wider
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()  # a stale file: the caller holds the start lock
+            self.listener.bind(str(self.path))
+        finally:
+            os.umask(old_mask)
+        self.listener.listen(64)
+        self.listener.settimeout(POLL_S)
+
+    def serve_connection(self, conn: socket.socket) -> None:
+        with self.state:
+            self.open_connections += 1
+        try:
+            with conn, conn.makefile("rb") as lines, conn.makefile("wb") as out:
+                answer_stream(self.supervisor, lines, out, self.max_line_bytes, self.gpu)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client went away; the next one is served as usual
+        finally:
+            with self.state:
+                self.open_connections -= 1
+                self.last_activity = time.monotonic()
+
+    def idle(self) -> bool:
+        with self.state:
+            quiet_s = time.monotonic() - self.last_activity
+            return self.open_connections == 0 and quiet_s >= self.idle_timeout_s
+
+    def run(self, ready_fd: int | None = None) -> int:
+        self.bind()
+        if ready_fd is not None:  # the starting launch waits on this, not on polls of the path
+            with contextlib.suppress(OSError):
+                os.write(ready_fd, b"listening\n")
+            with contextlib.suppress(OSError):
+                os.close(ready_fd)
+        with contextlib.suppress(RuntimeError, OSError):
+            self.supervisor.ensure_worker()  # the context is ready before the first request
+        print(f"kernelgap serve: listening on {self.path}", file=sys.stderr, flush=True)
+        try:
+            while not self.idle():
+                try:
+                    conn, _ = self.listener.accept()
+                except TimeoutError:
+                    continue
+                with self.state:
+                    self.last_activity = time.monotonic()
+                conn.settimeout(None)
+                threading.Thread(target=self.serve_connection, args=(conn,), daemon=True).start()
+            print(f"kernelgap serve: idle for {self.idle_timeout_s:g} s, ending", file=sys.stderr)
+        finally:
+            self.close()
+        return 0
+
+    def close(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        self.listener.close()
+        self.supervisor.close()
+
+
+def run_socket(
+    path: Path, idle_timeout_s: float, *, max_line_bytes: int = MAX_LINE_BYTES, ready_fd=None
+) -> int:
+    """`runner serve --socket PATH`: serve until SIGTERM, SIGHUP or idle."""
+    service = SocketService(path, idle_timeout_s, max_line_bytes)
+
+    def stop(signum, frame):
+        service.close()
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGHUP, stop)
+    return service.run(ready_fd)
 
 
 def _options(argv: list[str]) -> argparse.Namespace:
@@ -327,6 +427,7 @@ def _options(argv: list[str]) -> argparse.Namespace:
         default=600.0,
         help="with --socket: end after this long with no connection open (default 600)",
     )
+    parser.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)  # local_service's start
     options = parser.parse_args(argv)
     if not 0 < options.idle_timeout_s <= 1e7:
         parser.error(f"--idle-timeout-s: expected seconds above 0, got {options.idle_timeout_s}")
@@ -339,10 +440,11 @@ def run(argv: list[str] | None = None) -> int:
     """`python -m runner serve`: stdin's lines answered on the process's private stdout."""
     options = _options(sys.argv[2:] if argv is None else argv)
     if options.socket is not None:
-        from runner.launch import serve_socket
-
-        return serve_socket.run(
-            Path(options.socket), options.idle_timeout_s, max_line_bytes=options.max_line_bytes
+        return run_socket(
+            Path(options.socket),
+            options.idle_timeout_s,
+            max_line_bytes=options.max_line_bytes,
+            ready_fd=options.ready_fd,
         )
     return main(
         sys.stdin.buffer,

@@ -15,6 +15,7 @@ import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -115,15 +116,21 @@ def test_parallel_first_launches_start_one_service(runtime, tmp_path):
     assert len(services(str(runtime))) == 1
 
 
-@needs_no_gpu
-def test_a_stale_socket_is_replaced(runtime, tmp_path):
-    folder = runtime / "kernelgap"
-    folder.mkdir(mode=0o700)
+def socket_path_under(runtime: Path) -> str:
+    """Where a launch under this XDG_RUNTIME_DIR looks for its service (its folder made)."""
+    (runtime / "kernelgap").mkdir(mode=0o700, exist_ok=True)
     env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime)}
-    path = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", "from runner.launch import local_service as s; print(s.socket_path())"],
         cwd=ROOT, env=env, capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
+
+
+@needs_no_gpu
+def test_a_stale_socket_is_replaced(runtime, tmp_path):
+    # the launch waits on the service's ready signal (a pipe it writes once it listens), never
+    # on polls of the path against a clock (issue 53 item 4)
+    path = socket_path_under(runtime)
     dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     dead.bind(path)  # a service that ended without removing its socket
     dead.close()
@@ -180,3 +187,57 @@ def test_the_service_ends_when_idle_and_removes_its_socket(tmp_path):
     assert path.exists()
     assert service.wait(timeout=60) == 0
     assert not path.exists() and b"idle for 1 s, ending" in service.stderr.read()
+
+
+def test_a_folder_at_the_socket_path_is_left_and_the_launch_runs_here(runtime, tmp_path):
+    # issue 52: IsADirectoryError was a traceback; it is an unusable socket like the others
+    Path(socket_path_under(runtime)).mkdir()
+    ptx = tmp_path / "k.ptx"
+    ptx.write_text(PTX)
+    done = launch(runtime, ptx, "--kernel", "k", "--param", "i64[]:1")
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "launch service unavailable" in done.stderr and "is a folder" in done.stderr
+    assert done.returncode in (0, 1) and Path(socket_path_under(runtime)).is_dir()
+
+
+def answering(path: str, answer: bytes) -> threading.Thread:
+    """A stand-in service at `path` that answers one connection with `answer` (a real service
+    never sends a bad answer, so one cannot be had otherwise)."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+
+    def serve_one():
+        with listener, listener.accept()[0] as conn, conn.makefile("rb") as lines:
+            lines.readline()
+            conn.sendall(answer + b"\n")
+
+    thread = threading.Thread(target=serve_one, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize(
+    ("answer", "words"),
+    [
+        (b'{"status": "ok"}', "an ok answer without its `outputs` list"),
+        (b'{"status": "ok", "schema_version": "1.1.0", "outputs": [{"param": 0, "type": "q64[]", '
+         b'"values": [1]}], "elapsed_ms": 1, "load_ms": 1, "ptx": {"version": null, "target": null}}',
+         "'q64[]' is not one of"),
+        (b'{"status": "ok", "schema_version": "1.1.0", "outputs": [], "elapsed_ms": 1, '
+         b'"load_ms": 1, "ptx": {"version": null, "target": null}}', "holds no output values"),
+        (b'["ok"]', "expected a JSON object"),
+    ],
+)  # fmt: skip
+def test_an_answer_that_is_not_a_run_response_is_an_error_naming_what_is_wrong(
+    runtime, tmp_path, answer, words
+):
+    # issue 52: `{"status": "ok"}` was a KeyError traceback, an unknown type was printed, exit 0
+    service = answering(socket_path_under(runtime), answer)
+    ptx = tmp_path / "k.ptx"
+    ptx.write_text(PTX)
+    done = launch(runtime, ptx, "--kernel", "k", "--param", "i64[]:1")
+    service.join(timeout=60)
+    assert (done.returncode, done.stdout) == (1, ""), done.stderr
+    assert done.stderr.startswith("Error: launch: ") and words in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr

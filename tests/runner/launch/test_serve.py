@@ -243,3 +243,15 @@ def test_client_over_a_vast_rental_uses_its_ssh_connection(sshd):
     assert api.called("destroy_instance") == [(4242,)]
     local = KernelClient.over(LocalTransport(python=PY))
     assert local.argv == [PY, "-m", "runner", "serve", "--ready-token", local.ready_token]
+
+
+def test_serve_help_is_click_styled_like_every_command():
+    # issue 53 item 7: it was argparse's, from the fast path that skips click
+    done = subprocess.run(
+        [sys.executable, "-m", "runner", "serve", "--help"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0 and done.stdout.startswith(
+        "Usage: python -m runner serve [OPTIONS]"
+    )
+    assert "--idle-timeout-s FLOAT RANGE" in done.stdout and "-h, --help" in done.stdout
