@@ -11,6 +11,9 @@ import importlib.util
 
 import click
 
+from protocol.input_files import os_error_line
+from protocol.terminal_text import visible
+
 # (module under harness.commands, click command names it defines); written by area.
 COMMANDS = {
     "run": ("run",),
@@ -23,6 +26,9 @@ COMMANDS = {
     "explain": ("explain",),
     "robust": ("robust",),
 }
+
+# The packages an extra brings that a command imports when it runs, by the extra's name.
+EXTRA_OF_MODULE = {"scipy": "harness", "plotly": "harness", "ruptures": "harness", "vastai": "vast"}
 
 
 class LazyGroup(click.Group):
@@ -54,6 +60,27 @@ class LazyGroup(click.Group):
                 return None
             self._loaded[name] = getattr(module, name)
         return self._loaded.get(name)
+
+    def invoke(self, ctx):
+        """A missing extra or a file the command could not read or write: one line, exit 2."""
+        try:
+            return super().invoke(ctx)
+        except ModuleNotFoundError as exc:
+            extra = EXTRA_OF_MODULE.get((exc.name or "").partition(".")[0])
+            if extra is None:
+                raise
+            line = (
+                f"harness {ctx.invoked_subcommand} needs the [{extra}] extra ({exc.name} is not "
+                f"installed): pip install '.[{extra}]' in a checkout, "
+                f"'kernelgap-<version>-py3-none-any.whl[{extra}]' from a wheel, or "
+                f"'kernelgap[{extra}] @ git+<URL>@<tag>' from git"
+            )
+        except OSError as exc:
+            line = os_error_line(exc)
+            if line is None:
+                raise
+        click.echo(f"error: {visible(line)}", err=True)
+        ctx.exit(2)
 
     def get_command(self, ctx, cmd_name: str) -> click.Command | None:
         return self._load(cmd_name)

@@ -1,5 +1,7 @@
-"""Reading a file given as input (a suite manifest, a result document) with bounds: a regular file of at most
-a stated size, or an error naming the file.
+"""Files named on a command line. Reading one given as input (a suite manifest, a result
+document) with bounds: a regular file of at most a stated size, or an error naming the file.
+An output (`--out`, `-o`) is checked before any work (`output_problem`), so a run never measures
+for a path that cannot take its result.
 
 Opening a FIFO blocks until a writer comes, /dev/zero never ends and a 50 MB string is read
 whole: each is refused here before any byte is parsed. Both the runner and the harness read
@@ -12,7 +14,14 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["MAX_DOCUMENT_BYTES", "MAX_MANIFEST_BYTES", "InputFileError", "read_bounded"]
+__all__ = [
+    "MAX_DOCUMENT_BYTES",
+    "MAX_MANIFEST_BYTES",
+    "InputFileError",
+    "os_error_line",
+    "output_problem",
+    "read_bounded",
+]
 
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024  # benchmarks/cases.toml is 13 KB; hundreds of cases fit
 MAX_DOCUMENT_BYTES = 1024 * 1024 * 1024  # a result document or bundle.json: raw samples fit
@@ -64,3 +73,30 @@ def read_bounded(path: str | Path, max_bytes: int, what: str) -> bytes:
             "split it or check that this is the file you meant"
         )
     return data
+
+
+def output_problem(path: str | Path, *, folder: bool) -> str | None:
+    """Why `path` cannot be written as an output (a file, or a folder; either is made with its
+    missing parents), or None. The one line names the path and the reason."""
+    path = Path(path)
+    if path.exists():
+        if folder and not path.is_dir():
+            return f"{path}: exists and is not a folder"
+        if not folder and path.is_dir():
+            return f"{path}: is a folder; give a file name"
+        writable = path if path.is_dir() else path.parent
+        return None if os.access(writable, os.W_OK) else f"{path}: not writable (permission denied)"
+    above = next(p for p in path.absolute().parents if p.exists())
+    if not above.is_dir():
+        return f"{path}: cannot be made: {above} is a file, not a folder"
+    if not os.access(above, os.W_OK | os.X_OK):
+        return f"{path}: cannot be made: {above} is not writable (permission denied)"
+    return None
+
+
+def os_error_line(exc: OSError) -> str | None:
+    """A file error as one line naming the file and the reason (both CLIs' last word on a path
+    they could not read or write), or None for an error that names no file."""
+    if exc.filename is None:
+        return None
+    return f"{exc.filename}: {exc.strerror or exc}"

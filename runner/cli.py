@@ -7,8 +7,9 @@ from pathlib import Path
 
 import click
 
+from protocol.input_files import os_error_line
 from protocol.terminal_text import visible
-from runner.cli_suite import _die, bench
+from runner.cli_suite import _die, bench, output_path
 
 
 def _print_version(ctx, param, value) -> None:
@@ -23,7 +24,20 @@ def _print_version(ctx, param, value) -> None:
     ctx.exit()
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Commands(click.Group):
+    """Every command's last word on a file it could not read or write: one line, exit 2."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            line = os_error_line(exc)
+            if line is None:
+                raise
+            _die(line)
+
+
+@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--version",
     is_flag=True,
@@ -209,8 +223,9 @@ def info(device, no_bandwidth):
     "-o",
     "--out",
     "out",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     default=None,
+    callback=output_path(folder=False),
     help="With --sanitize: write the sanitize document (schemas/sanitize.schema.json) here "
     "('-' for stdout).",
 )
@@ -333,7 +348,9 @@ def _write_sanitize_document(document: dict, out: Path | None) -> None:
     if str(out) == "-":
         sys.stdout.buffer.write(data)
     else:
-        out.write_bytes(data)
+        from runner.document.writing import write_atomic
+
+        write_atomic(out, data)
         click.echo(f"{out}: sanitize document written", err=True)
 
 
@@ -342,7 +359,8 @@ def _write_sanitize_document(document: dict, out: Path | None) -> None:
 @click.option(
     "--out",
     required=True,
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
+    callback=output_path(folder=True),
     help="Bundle folder to write.",
 )
 @click.option("--arch", default="sm_90", show_default=True, help="Target to compile for.")

@@ -10,12 +10,30 @@ from pathlib import Path
 
 import click
 
+from protocol.input_files import output_problem
 from protocol.terminal_text import visible
 
 
 def _die(message: str, status: int = 2) -> None:
     click.echo(f"error: {visible(message, lines=True)}", err=True)
     sys.exit(status)
+
+
+def output_path(folder: bool):
+    """click callback of an output option (a file, or a folder): exit 2 with one line naming
+    the path and the reason when it cannot be written, before any work ('-' is stdout)."""
+
+    def check(ctx, param, value):
+        problem = (
+            None
+            if value in (None, "-") or str(value) == "-"
+            else output_problem(value, folder=folder)
+        )
+        if problem is not None:
+            _die(f"{param.opts[-1]} {problem}")
+        return value
+
+    return check
 
 
 class Percent(click.ParamType):
@@ -90,7 +108,8 @@ class Percent(click.ParamType):
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
+    callback=output_path(folder=False),
     help="Write the document here (rewritten after every case) instead of stdout.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")

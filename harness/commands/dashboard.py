@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from harness.bad_input import BadInput
+from harness.commands.document_files import out_folder
 from harness.dashboard.build import GAB_DATA, MAX_POINTS, RAW_RUNS, DashboardError, build_site
 from harness.history.store import StoreError
 
@@ -28,7 +29,8 @@ __all__ = ["dashboard"]
 @click.option(
     "--out",
     required=True,
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
+    callback=out_folder,
     help="The site's folder (created if missing); open OUT/index.html, also from disk.",
 )
 @click.option(

@@ -1,5 +1,6 @@
 """The files the history commands read and the bytes they write: a result document (or stdin),
-a bundle manifest, each within the size limit and validated, BadInput naming the file if not.
+a bundle manifest, each within the size limit and validated, BadInput naming the file if not;
+an --out folder checked before any work.
 A module of its own so that `harness ingest` imports no comparison to get them."""
 
 from __future__ import annotations
@@ -12,12 +13,25 @@ import click
 from harness.bad_input import BadInput
 from protocol import documents
 from protocol.codec import decode
-from protocol.input_files import MAX_DOCUMENT_BYTES, InputFileError, read_bounded
+from protocol.input_files import (
+    MAX_DOCUMENT_BYTES,
+    InputFileError,
+    output_problem,
+    read_bounded,
+)
 from protocol.validation import validate
 
-__all__ = ["RESULT", "load_bundle", "load_result", "write_stdout"]
+__all__ = ["RESULT", "load_bundle", "load_result", "out_folder", "write_stdout"]
 
 RESULT = click.Path(dir_okay=False, allow_dash=True, path_type=Path)
+
+
+def out_folder(ctx, param, value: Path | None) -> Path | None:
+    """click callback of an --out folder: BadInput (one line, exit 2) when it cannot be made."""
+    problem = None if value is None else output_problem(value, folder=True)
+    if problem is not None:
+        raise BadInput(f"{param.opts[-1]} {problem}")
+    return value
 
 
 def load_result(path: Path) -> dict:

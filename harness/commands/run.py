@@ -27,6 +27,7 @@ from pathlib import Path
 
 import click
 
+from harness.commands.document_files import out_folder
 from harness.running import manifest_check, revision_build, shipping
 from harness.running.session import INSTALL_TIMEOUT_S, RunFailed, Session
 from harness.running.transport.base import Transport, TransportError
@@ -217,9 +218,10 @@ class _RunCommand(click.Command):
 )
 @click.option(
     "--out",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     default=Path("results"),
     show_default=True,
+    callback=out_folder,
     help="Folder for result documents (named <UTC start>-<gpu>-<commit>.json).",
 )
 @click.option(
