@@ -54,8 +54,7 @@ from runner.bench.graph_capture import CapturedGraph, Kept
 from runner.bench.reset_probe import poison
 from runner.gpu import driver, l2_persistence
 from runner.measurement import aa_control, environment
-from runner.measurement.timing.base import CopyTurns, copy_turn
-from runner.measurement.timing.cuda import InternalKernels, timed_behind_blocker
+from runner.measurement.timing.cuda import CudaBase, InternalKernels
 
 __all__ = ["CallableBackend", "CudaDevice"]
 
@@ -187,8 +186,9 @@ def _runner_stream(ordinal: int) -> driver.Stream:
     return _STREAMS[ordinal]
 
 
-class CallableBackend:
-    """runner.measurement.timing.base.Backend for callables; `info[name]` says how each one was timed."""
+class CallableBackend(CudaBase):
+    """The callable adapter of timing.cuda.CudaBase: how a torch callable is launched (a call,
+    or a replay of its captured graph) and captured; `info[name]` says how each one was timed."""
 
     graph_calls = 100  # calls captured in one graph for hot mode; larger batches replay it
     # Graph instances are uploaded as they are made and replayed once untimed before any sample
@@ -196,21 +196,16 @@ class CallableBackend:
     upload_graphs = True
 
     def __init__(self, device: CudaDevice, impls: dict, case, options):
+        super().__init__(device.stream, device.internal)
         self.device, self.impls, self.case, self.options = device, impls, case, options
-        self.stream, self.internal = device.stream, device.internal
-        self.start, self.end = driver.Event(), driver.Event()
         self.inputs = case.inputs
         self.count_copies = case.count_copies
-        self._graphs: dict[tuple[str, int, int], CapturedGraph] = {}
-        self._turns = CopyTurns()  # the graph instance a timed replay takes
-        self._pinned: dict[str, int] = {}  # the A/A control's sample: the instance it takes
         self._copies: dict[str, int] = {}  # memcpy nodes per captured call
         self._pool = None  # one memory pool for every graph of the comparison (see above)
         self._calls: dict[str, functools.partial] = {}
         self._capture_error: dict[str, str] = {}
         self._synchronizes: dict[str, bool] = {}
         self._timed_graph: dict[str, CapturedGraph | None] = {}  # what the last sample ran
-        self.unblocked = False  # time_unblocked()
         self.refused: dict[str, list[str]] = {}  # per implementation: why its row is refused
         self._legacy_busy: dict[str, int] = {}  # windows after which the legacy stream was busy
         try:
@@ -335,9 +330,9 @@ class CallableBackend:
         return "host-latency" if self._synchronizes.get(name) else "device"
 
     def time_unblocked(self) -> None:
-        """From now on, time every sample between events without the blocking kernel (CUPTI is
-        recording: see UNBLOCKED); the rows' methods say so."""
-        self.unblocked = True
+        """Time every sample between events without the blocking kernel (CUPTI is recording:
+        see UNBLOCKED); the rows' methods say so."""
+        super().time_unblocked()
         for name, entry in self.info.items():
             entry["method"] = self._method(name)
 
@@ -370,26 +365,8 @@ class CallableBackend:
         with self.device.torch.cuda.stream(self.device.torch_stream):
             self.impls[name].do_reset()
 
-    def flush_l2(self) -> None:
-        self.internal.flush_l2(self.stream)
-
-    def _between_events(self, work) -> float:
-        self.start.record(self.stream)
-        with self.device.torch.cuda.stream(self.device.torch_stream):
-            work()
-        self.end.record(self.stream)
-        self.end.synchronize()
-        return self.end.elapsed_s(self.start)
-
-    def _behind_blocker(self, work) -> float:
-        if self.unblocked:
-            return self._between_events(work)
-
-        def queued():
-            with self.device.torch.cuda.stream(self.device.torch_stream):
-                work()
-
-        return timed_behind_blocker(self.internal, self.stream, self.start, self.end, queued)
+    def launching(self):
+        return self.device.torch.cuda.stream(self.device.torch_stream)
 
     def _watched(self, name: str, window) -> float:
         """`window()` -> seconds, with the legacy default stream idle before it and queried
@@ -436,28 +413,24 @@ class CallableBackend:
         if self._cold_graph(name):
             instance = self._instance(name, INSTANCES)
             graph = self._timed_graph[name] = self._graph(name, 1, instance)
-            return self._watched(name, lambda: self._behind_blocker(graph.replay))
+            return self._watched(name, lambda: self._timed(graph.replay))
         if self._synchronizes.get(name):
             return self._watched(name, lambda: self._between_events(self._run(name)))
-        return self._watched(name, lambda: self._behind_blocker(self._run(name)))
+        return self._watched(name, lambda: self._timed(self._run(name)))
 
-    def pin_copy(self, name: str, sample: int) -> int | None:
-        """The A/A control's (runner.measurement.aa_control) sample `sample` takes graph
-        instance copy_turn(sample, INSTANCES), its label in the document; None for the other
-        rows. Where its samples take no instances (info's `graph_instances` 1) the label is
-        only a place in the run."""
-        if not name.endswith(aa_control.CONTROL_SUFFIX):
-            return None
-        self._pinned[name] = copy_turn(sample, INSTANCES)
-        return self._pinned[name]
+    def pin_copies(self, name: str) -> int:
+        """The A/A control (runner.measurement.aa_control) is pinned to one of INSTANCES graph
+        instances a sample, its label in the document; where its samples take no instances
+        (info's `graph_instances` 1) the label is only a place in the run."""
+        return INSTANCES if name.endswith(aa_control.CONTROL_SUFFIX) else 0
 
     def _instance(self, name: str, instances: int) -> int:
         """The instance a timed sample of `name` takes (pinned, or the next in turn), and
         how many its samples take, kept in info (report.py's A/A control reads it)."""
         self.info[name]["graph_instances"] = instances
-        if name in self._pinned:
-            return self._pinned[name] % instances
-        return self._turns.next(name, instances)
+        if name in self._pin:
+            return self._pin[name] % instances
+        return self.turns.next(name, instances)
 
     def prepare_batch(self, name: str, batch: int) -> None:
         """Capture the graphs of a batch before, outside any window, and replay each new one
@@ -504,7 +477,7 @@ class CallableBackend:
             for _ in range(batch // per_graph):
                 graph.replay()
 
-        return self._watched(name, lambda: self._behind_blocker(replays))
+        return self._watched(name, lambda: self._timed(replays))
 
     # -- for runner.bench.integrity.WatchedBackend ------------------------------------------
 
@@ -518,10 +491,7 @@ class CallableBackend:
 
     def close(self) -> None:
         """Release everything, each step even if an earlier one failed."""
-        steps = [self.stream.synchronize]
-        steps += [graph.close for graph in self._graphs.values()]
-        steps += [self.start.destroy, self.end.destroy]
-        self._graphs.clear()
+        steps = [self.stream.synchronize, *self._close_base(CapturedGraph.close)]
         failure = None
         for step in steps:
             try:

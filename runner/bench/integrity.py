@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import time
+from typing import Protocol
 
 from runner.bench import arrays, cupti_timer
 from runner.bench.recheck import Recheck
@@ -25,7 +26,7 @@ from runner.bench.workload import ReferenceUnavailable
 from runner.document.rates import impossible, rate_bound
 from runner.measurement import aa_control
 from runner.measurement.timing import cold
-from runner.measurement.timing.base import copy_turn
+from runner.measurement.timing.base import Backend, Pinned, copy_turn, declares
 from runner.measurement.timing.cuda import TimingError
 
 
@@ -38,7 +39,70 @@ class NoKernelTimed(TimingError):
         self.name = name
 
 
+class CallableSides(Backend, Protocol):
+    """What the wrapper asks of a device's backend for callables (bench.cuda_device's
+    CallableBackend, or a stand-in): the timing Backend, each row's info, its implementations,
+    why a row is refused, a replay's outputs and the last sample's."""
+
+    info: dict[str, dict]
+    graph_calls: int
+    impls: dict
+
+    def findings(self, name: str) -> list[str]: ...
+
+    def replayed_outputs(self, name: str): ...
+
+    def last_outputs(self, name: str): ...
+
+    def close(self) -> None: ...
+
+
+# What a device's backend for callables may add, checked once when the wrapper is made.
+
+
+class Unblockable(Protocol):
+    def time_unblocked(self) -> None:
+        """Time every sample without the blocking kernel from now on (CUPTI records)."""
+
+
+class StreamSynchronized(Protocol):
+    def synchronize(self) -> None:
+        """Wait for the timing stream (reset and flush finish outside the window)."""
+
+
+class BatchPrepared(Protocol):
+    def prepare_batch(self, name: str, batch: int) -> None:
+        """Make what a batch replays before, outside any window."""
+
+
+class StatedWall(Protocol):
+    def sample_wall_s(self, name: str) -> float:
+        """The host wall time of a sample of `name`, as a stand-in states it."""
+
+
+# What a device may offer the wrapper: its rule for outputs, CUPTI's handles, the L2 limit.
+
+
+class OutputRule(Protocol):
+    output_rule: tuple  # (the tensor type outputs must be exactly, the device type or None)
+
+
+class Watchable(Protocol):
+    def cupti_handles(self) -> tuple[int, int]: ...
+
+    def synchronize_device(self) -> None: ...
+
+
+class PersistingL2(Protocol):
+    def persisting_l2_bytes(self) -> int: ...
+
+
+class L2Sized(Protocol):
+    l2_bytes: int  # a working set that fits is not judged against DRAM bandwidth
+
+
 __all__ = [
+    "CallableSides",
     "IntegrityFailed",
     "WatchedBackend",
     "check_outputs",
@@ -93,10 +157,9 @@ def output_problems(outputs, tensor_type: type, device_type: str | None) -> list
 
 def check_outputs(device, case_id: str, name: str, outputs) -> None:
     """Raise DeclarationError when the device has an output rule and `outputs` break it."""
-    rule = getattr(device, "output_rule", None)
-    if rule is None:
+    if not declares(device, OutputRule):
         return
-    tensor_type, device_type = rule
+    tensor_type, device_type = device.output_rule
     problems = output_problems(outputs, tensor_type, device_type)
     if problems:
         where = f" {device_type}" if device_type else ""
@@ -128,7 +191,7 @@ COLD_EVENTS = (
 
 def watch_reason(device, options) -> str | None:
     """None when the comparison's windows can be recorded by CUPTI, else why not."""
-    if getattr(device, "cupti_handles", None) is None:
+    if not declares(device, Watchable):
         return "the device is a stand-in without CUDA"
     why = cupti_timer.unavailable_reason()
     if why is None and options.timer == "events":
@@ -158,19 +221,22 @@ class WatchedBackend:
         self.not_watched = why
         try:
             make = lambda: device.backend(impls, case, options)  # noqa: E731
-            self.inner = make() if self.watch is None else self.watch.untimed("(prepare)", make)
+            self.inner: CallableSides = (
+                make() if self.watch is None else self.watch.untimed("(prepare)", make)
+            )
         except BaseException:
             if self.watch is not None:
                 self.watch.close()
             raise
         self.info, self.graph_calls = self.inner.info, self.inner.graph_calls
+        self.synchronizes = declares(self.inner, StreamSynchronized)
+        self.prepares = declares(self.inner, BatchPrepared)
         if self.watch is not None:
             self.watch.classifier.exempt = {
                 n for n, i in self.info.items() if copies_disabled(i) and not i["fallback"]
             }
-            unblock = getattr(self.inner, "time_unblocked", None)
-            if unblock is not None:
-                unblock()
+            if declares(self.inner, Unblockable):
+                self.inner.time_unblocked()
         try:
             self.replay_problems = self._check_replays(case, verify)
         except BaseException:
@@ -189,8 +255,9 @@ class WatchedBackend:
                 else None
             )
             # a row refused already (its graph, its replay) is not rechecked: its refusal says more
-            findings = getattr(self.inner, "findings", lambda name: [])
-            checked = [n for n in verify if not findings(n) and n not in self.replay_problems]
+            checked = [
+                n for n in verify if not self.inner.findings(n) and n not in self.replay_problems
+            ]
             self.recheck = Recheck(
                 case, checked, device.call, {n: h for n, h in hints.items() if h}, budget
             )
@@ -200,8 +267,8 @@ class WatchedBackend:
         reference on the case's own inputs: what hot samples replay must make the outputs.
         Rows whose copies are disabled in the graph are left out (their outputs may depend on
         a copy that does not run)."""
-        replay = getattr(self.inner, "replayed_outputs", None)
-        if replay is None or not case.verification.checks:
+        replay = self.inner.replayed_outputs
+        if not case.verification.checks:
             return {}
         expected = case.expected
         if isinstance(expected, ReferenceUnavailable):
@@ -232,7 +299,7 @@ class WatchedBackend:
 
     def _recheck_hint(self, name: str, info: dict) -> str | None:
         parts = []
-        impl = getattr(self.inner, "impls", {}).get(name)
+        impl = self.inner.impls.get(name)
         if impl is not None and impl.args is not None:
             parts.append(
                 "it takes private arguments (Implementation(args=...)): its reset must refill "
@@ -250,9 +317,8 @@ class WatchedBackend:
         return work() if self.watch is None else self.watch.untimed(name, work)
 
     def _timed(self, name: str, sample) -> float:
-        synchronize = getattr(self.inner, "synchronize", None)
-        if synchronize is not None:
-            synchronize()  # reset and flush finish outside the window
+        if self.synchronizes:
+            self.inner.synchronize()  # reset and flush finish outside the window
         if self.watch is None:
             seconds = sample()
         else:
@@ -312,9 +378,8 @@ class WatchedBackend:
         return self._timed(name, lambda: self.inner.timed_cold(name))
 
     def timed_batch(self, name: str, batch: int) -> float:
-        prepare = getattr(self.inner, "prepare_batch", None)
-        if prepare is not None:  # a graph captured here, outside every window
-            self._untimed(name, lambda: prepare(name, batch))
+        if self.prepares:  # a graph captured here, outside every window
+            self._untimed(name, lambda: self.inner.prepare_batch(name, batch))
         return self._timed(name, lambda: self.inner.timed_batch(name, batch))
 
     def cold_probe(self, name: str) -> tuple[float, float]:
@@ -327,9 +392,8 @@ class WatchedBackend:
             t0 = time.perf_counter()
             seconds.append(cold.cold_launch(self, name))  # no poison here
             walls.append(time.perf_counter() - t0)
-        stated = getattr(self.inner, "sample_wall_s", None)
-        if stated is not None:
-            return stated(name), min(seconds)
+        if declares(self.inner, StatedWall):
+            return self.inner.sample_wall_s(name), min(seconds)
         if self.busy is not None:  # its samples are read a sample at a time (cold_batch)
             return self._batched_wall(name, min(seconds)), min(seconds)
         return min(walls), min(seconds)
@@ -355,9 +419,8 @@ class WatchedBackend:
     def pin_copy(self, name: str, sample: int) -> int | None:
         """The device backend's pin of the A/A control's samples (CallableBackend.pin_copy), or
         the place label copy_turn(sample, CONTROL_LOADS) where it pins none."""
-        pin = getattr(self.inner, "pin_copy", None)
-        if pin is not None:
-            return pin(name, sample)
+        if declares(self.inner, Pinned):
+            return self.inner.pin_copy(name, sample)
         if name.endswith(aa_control.CONTROL_SUFFIX):
             return copy_turn(sample, aa_control.CONTROL_LOADS)
         return None
@@ -366,7 +429,6 @@ class WatchedBackend:
         """After the last sample: the last records placed, every row's findings in `info`."""
         if self.watch is not None:
             self.watch.finish()
-        findings = getattr(self.inner, "findings", lambda name: [])
         for name, entry in self.info.items():
             if self.watch is not None:
                 entry["window"] = self.watch.summary(name)
@@ -374,7 +436,7 @@ class WatchedBackend:
                 entry["window"] = {"checked": False, "reason": self.not_watched}
             if self.recheck is not None:
                 entry["recheck"] = self.recheck.summary(name)
-            entry["refused"] = findings(name)
+            entry["refused"] = self.inner.findings(name)
             if name in self.replay_problems:
                 entry["refused"].append(self.replay_problems[name])
         if raised := self._persisting_l2_raised():
@@ -385,8 +447,8 @@ class WatchedBackend:
         """Cold: why the samples are void when the persisting-L2 limit, 0 since the device's
         setup (runner.gpu.l2_persistence), is not 0 after them: a call raised it, so its lines
         could persist through the flush. None otherwise, and for a device that cannot say."""
-        limit = getattr(self.device, "persisting_l2_bytes", None)
-        kept = limit() if self.cold and limit is not None else 0
+        watched = self.cold and declares(self.device, PersistingL2)
+        kept = self.device.persisting_l2_bytes() if watched else 0
         if not kept:
             return None
         return (

@@ -17,6 +17,7 @@ from runner.document import gaps
 from runner.document.rates import throughput
 from runner.document.timing import timing_block
 from runner.measurement import aa_control, stats
+from runner.measurement.timing.base import declares
 
 __all__ = ["case_document", "markdown", "rows"]
 
@@ -98,9 +99,8 @@ def case_document(runner, impls: dict, statuses: dict, timed, phases: dict, erro
     _ratios(doc, runner, measurement, info)
     doc["timing_wall_s"] = measurement.wall_s
     doc["round_orders"] = measurement.orders
-    integrity.judge(
-        doc, info, {**peaks, "l2_bytes": getattr(runner.device, "l2_bytes", None)}, runner.case
-    )
+    l2_bytes = runner.device.l2_bytes if declares(runner.device, integrity.L2Sized) else None
+    integrity.judge(doc, info, {**peaks, "l2_bytes": l2_bytes}, runner.case)
     return doc
 
 

@@ -95,7 +95,7 @@ def spread(ptx: str, log2n: int, loads: int = 16, windows: int = 600) -> None:
     rng = random.Random(1)
     for w in range(windows):
         order = rng.sample(range(loads), loads)
-        b.cold_items, b.cold_turns = {"X": [axpy.items[i] for i in order]}, CopyTurns()
+        b.cold_items, b.turns = {"X": [axpy.items[i] for i in order]}, CopyTurns()
         seconds = b.cold_batch(
             "X", loads, lambda: [cold_launch(b, "X", zero_poison) for _ in range(loads)]
         )

@@ -7,6 +7,7 @@ touches the device, so a fake backend tests ordering and calibration on the CPU.
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
 from dataclasses import dataclass, field
@@ -128,6 +129,108 @@ class Backend(Protocol):
 
     def timed_cold(self, name: str) -> float:
         """Seconds between two events around one launch queued behind a blocking kernel."""
+
+
+# The optional capabilities. A backend has one when it has its members (a fake by duck typing,
+# a CUDA backend by its class); a strategy checks them once per measurement (Capabilities.of).
+
+
+def declares(thing: object, capability: type) -> bool:
+    """Whether `thing` has every member `capability` (a Protocol) declares, None counting as
+    absent. Checked on the object each time, unlike isinstance on a runtime Protocol, whose
+    answer is cached per class (a stand-in may drop a member for one test)."""
+    members = [n for n in vars(capability) if not n.startswith("_")]
+    members += list(getattr(capability, "__annotations__", {}))
+    return all(inspect.getattr_static(thing, m, None) is not None for m in members)
+
+
+class Pinned(Protocol):
+    def pin_copy(self, name: str, sample: int) -> int | None:
+        """Pin sample `sample` of `name` to one copy of it (the A/A control); the copy, or None."""
+
+
+class HotAudited(Protocol):
+    def audit_batch(self, name: str, batch: int, position: int) -> str | None:
+        """An untimed replay of a hot batch with launch `position`'s outputs read back: None, or
+        how they differ from the baseline's on the same input set."""
+
+    def input_sets(self, name: str) -> int:
+        """Input sets the hot launches of `name` rotate over."""
+
+
+class ModuleStates(Protocol):
+    def module_state(self, name: str) -> dict:
+        """For the document: whether `name`'s module keeps `.global` state and what is done."""
+
+
+class FreshInputs(Protocol):
+    def reseed_inputs(self, seed: int) -> None:
+        """Queue the inputs' generation from `seed` (cold audits: no cached answer)."""
+
+
+class PoisonedOutputs(Protocol):
+    def poison_outputs(self, byte: int) -> None:
+        """Fill what the kernels only write with `byte`, outside any timing."""
+
+
+class ReadBack(Protocol):
+    def read_outputs(self, name: str) -> dict:
+        """What the last launch of `name` left in the buffers it writes."""
+
+    def outputs_differ(self, got: dict, expected: dict) -> str | None:
+        """Where two read-backs differ, or None."""
+
+
+class VerifiedOutputs(Protocol):
+    def verify_outputs(self, name: str) -> str | None:
+        """None, or what is wrong with the outputs the last launch of `name` left."""
+
+
+class DeferredCold(Protocol):
+    def cold_batch(self, name: str, batch: int, launches) -> list[float]:
+        """Run `launches()` (a cold sample's launches) and return each one's seconds, read
+        once afterwards (a timer that reads a launch only once the device reported it)."""
+
+
+class GraphBatches(Protocol):
+    graph_launches: int  # launches captured in one graph; larger batches replay it
+
+
+class Disturbed(Protocol):
+    def timed_disturbed(self, name: str, batch: int) -> float:
+        """A poisoned replay's control: the same traffic aimed at scratch buffers."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """Which optional capabilities a backend has (each field the backend, or None)."""
+
+    pinned: Pinned | None = None
+    hot_audited: HotAudited | None = None
+    module_states: ModuleStates | None = None
+    fresh_inputs: FreshInputs | None = None
+    poisoned_outputs: PoisonedOutputs | None = None
+    read_back: ReadBack | None = None
+    verified_outputs: VerifiedOutputs | None = None
+    deferred_cold: DeferredCold | None = None
+    graph_batches: GraphBatches | None = None
+    disturbed: Disturbed | None = None
+
+    @classmethod
+    def of(cls, backend: Backend) -> Capabilities:
+        kinds = (
+            Pinned,
+            HotAudited,
+            ModuleStates,
+            FreshInputs,
+            PoisonedOutputs,
+            ReadBack,
+            VerifiedOutputs,
+            DeferredCold,
+            GraphBatches,
+            Disturbed,
+        )
+        return cls(*(backend if declares(backend, kind) else None for kind in kinds))
 
 
 @dataclass
@@ -348,6 +451,8 @@ class Strategy:
     name = ""
     method = ""
 
+    can = Capabilities()  # the backend's optional capabilities, set by measure()
+
     def prepare(self, backend: Backend, names: list[str], settings: TimingSettings, timings):
         """Untimed work after warm-up, before the samples."""
 
@@ -366,11 +471,12 @@ class Strategy:
         t0 = time.perf_counter()
         timings = {n: ImplTiming(n, method=self.method, timer=settings.timer) for n in names}
         self.baseline = baseline or names[0]
+        self.can = Capabilities.of(backend)
         warm_up(backend, names, settings)
         self.prepare(backend, names, settings, timings)
         sample = self.sampler(backend, settings, timings)
-        if getattr(backend, "pin_copy", None) is not None:
-            sample = pinned(sample, backend.pin_copy, timings)
+        if self.can.pinned is not None:
+            sample = pinned(sample, self.can.pinned.pin_copy, timings)
         orders, precision, sequential = take_samples(
             sample, names, settings, timings, monitor, baseline, control_term
         )

@@ -42,7 +42,7 @@ import math
 import statistics
 import time
 
-from runner.measurement.timing.base import Backend, Strategy, TimingSettings
+from runner.measurement.timing.base import Backend, Capabilities, Strategy, TimingSettings
 from runner.measurement.timing.launch_audit import LaunchDraws, LaunchPlan, SideBySide
 
 COLD_SAMPLE_KERNEL_S = 20e-6  # the kernel time a cold sample gathers (see above)
@@ -62,17 +62,20 @@ def launches_for(seconds: float) -> int:
     return min(MAX_COLD_LAUNCHES, whole)
 
 
-def cold_launch(backend: Backend, name: str, plan: LaunchPlan | None = None) -> float:
+def cold_launch(
+    backend: Backend, name: str, plan: LaunchPlan | None = None, can: Capabilities | None = None
+) -> float:
     """One cold launch of `name`: reset (inputs, and the module's `.global` state where the
     backend keeps it), fresh inputs from the plan's seed and a poison of the outputs with its
-    byte where the backend can (none without a plan), flush, then the timed launch; its seconds."""
+    byte where the backend can (`can`: its capabilities; none without a plan), flush, then the
+    timed launch; its seconds."""
     backend.reset(name)  # restores inputs first, so the flush evicts them too
-    reseed = getattr(backend, "reseed_inputs", None)
-    if reseed is not None and plan is not None:  # a content-keyed cache never has the answer
-        reseed(plan.inputs_seed)
-    poison = getattr(backend, "poison_outputs", None)
-    if poison is not None and plan is not None:  # a launch that skips cannot leave the answer
-        poison(plan.poison)
+    if plan is not None:
+        can = can or Capabilities.of(backend)
+        if can.fresh_inputs is not None:  # a content-keyed cache never has the answer
+            can.fresh_inputs.reseed_inputs(plan.inputs_seed)
+        if can.poisoned_outputs is not None:  # a launch that skips cannot leave the answer
+            can.poisoned_outputs.poison_outputs(plan.poison)
     backend.flush_l2()
     return backend.timed_cold(name)
 
@@ -89,17 +92,20 @@ class ColdMode(Strategy):
         self.probed += 1
         return self.draws.plan(-1, self.probed)
 
+    def _launch(self, backend: Backend, name: str, plan: LaunchPlan) -> float:
+        return cold_launch(backend, name, plan, self.can)
+
     def prepare(self, backend: Backend, names: list[str], settings: TimingSettings, timings):
         """Every implementation gets the same batch: the one its fastest launch needs
         (settings.cold_launches when given, else from PROBES launches of each)."""
         self.draws = LaunchDraws()
-        differ = getattr(backend, "outputs_differ", None)
-        self.sides = None if differ is None else SideBySide(names, self.baseline, differ)
+        read = self.can.read_back
+        self.sides = None if read is None else SideBySide(names, self.baseline, read.outputs_differ)
         c0 = time.perf_counter()
         launches = settings.cold_launches
         if launches is None:
             fastest = min(
-                statistics.median(cold_launch(backend, n, self._probe()) for _ in range(PROBES))
+                statistics.median(self._launch(backend, n, self._probe()) for _ in range(PROBES))
                 for n in names
             )
             launches = launches_for(fastest)
@@ -112,18 +118,17 @@ class ColdMode(Strategy):
         launch at the same key (SideBySide) where the backend reads outputs, else by the
         backend's own verify_outputs."""
         if self.sides is not None:  # the problem names the launch, the sample and the baseline
-            for name, problem in self.sides.add(key, n, backend.read_outputs(n)):
+            for name, problem in self.sides.add(key, n, self.can.read_back.read_outputs(n)):
                 timings[name].problems.append(problem)
             return
         where = f"cold sample {key[0]} (launch {key[1]})"
-        verify = getattr(backend, "verify_outputs", None)
-        if verify is not None:
+        if self.can.verified_outputs is not None:
             self.verified.setdefault(n, []).append(list(key))
-            if problem := verify(n):
+            if problem := self.can.verified_outputs.verify_outputs(n):
                 timings[n].problems.append(f"{where}: {problem}")
 
     def sampler(self, backend: Backend, settings: TimingSettings, timings):
-        deferred = getattr(backend, "cold_batch", None)
+        deferred = self.can.deferred_cold
         self.verified: dict[str, list[list[int]]] = {}  # without read-backs: verify_outputs
         for n, t in timings.items():
             t.audit = self.audit_record(backend, n)
@@ -135,13 +140,13 @@ class ColdMode(Strategy):
                 seconds = []
                 for j in range(batch):
                     plan = self.draws.plan(k, j)
-                    seconds.append(cold_launch(backend, n, plan))
+                    seconds.append(self._launch(backend, n, plan))
                     if plan.audited:
                         self._audited(backend, n, (k, j), timings)
                     timings[n].audit["launches"] += 1
                 return seconds
 
-            seconds = launches() if deferred is None else deferred(n, batch, launches)
+            seconds = launches() if deferred is None else deferred.cold_batch(n, batch, launches)
             return sum(seconds) / batch
 
         return sample
@@ -151,7 +156,6 @@ class ColdMode(Strategy):
         were read back (the list is shared with the sampler, filled as it goes)."""
         reads = self.sides is not None
         audited = (self.sides.audited if reads else self.verified).setdefault(name, [])
-        state = getattr(backend, "module_state", None)
         record = {
             "seed": self.draws.secret.hex(),
             "fraction": self.draws.fraction,
@@ -162,13 +166,13 @@ class ColdMode(Strategy):
             "compared_with": f"baseline {self.baseline}, its launch at the same (k, j)"
             if reads
             else "the backend's check of the outputs"
-            if getattr(backend, "verify_outputs", None) is not None
+            if self.can.verified_outputs is not None
             else "nothing: the backend reads no outputs back",
             "poison": "a byte drawn per (k, j) from the seed, 1..255",
             "inputs": "generated from a seed drawn per (k, j), the same for every implementation"
-            if getattr(backend, "reseed_inputs", None) is not None
+            if self.can.fresh_inputs is not None
             else "the same every launch",
         }
-        if state is not None:
-            record["module_state"] = state(name)
+        if self.can.module_states is not None:
+            record["module_state"] = self.can.module_states.module_state(name)
         return record

@@ -1,4 +1,5 @@
-"""The CUDA backend of the timing strategies: kernels on one explicit stream, timed with events.
+"""The CUDA backends of the timing strategies: one base (CudaBase) with the machinery, and the
+PTX kernel adapter (CudaBackend); the Python API's callable adapter is runner.bench.cuda_device.
 
 Host latency is kept outside every timed region: each sample is queued behind a
 blocking kernel that spins on a mapped host flag, and the flag is released only after
@@ -7,6 +8,7 @@ the start event, the work and the end event have all been queued.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
 
@@ -82,6 +84,7 @@ class InternalKernels:
         self.sm_count = ctx.attribute("MULTIPROCESSOR_COUNT")
         self.l2_bytes = ctx.attribute("L2_CACHE_SIZE")
         self._flush_buffer: driver.Buffer | None = None
+        self._flush_sink: driver.Buffer | None = None
         self._flag: driver.HostFlag | None = None
         self._status: driver.Buffer | None = None
 
@@ -156,7 +159,7 @@ class InternalKernels:
     def close(self) -> None:
         for thing in (
             self._flush_buffer,
-            getattr(self, "_flush_sink", None),
+            self._flush_sink,
             self._status,
             self._flag,
         ):
@@ -187,8 +190,93 @@ def timed_behind_blocker(
     return end.elapsed_s(start)
 
 
-class CudaBackend:
-    """Implements timing.base.Backend for kernels on one stream of one context."""
+class CudaBase:
+    """What both CUDA adapters share: one stream, two events, the runner's kernels, the blocker
+    around every timed window (or plain events once CUPTI records: time_unblocked), CUPTI window
+    matching, pinned copies and copy turns, and the graphs made once per key. An adapter says
+    how a side is launched and captured; `launching()` is the context its work is queued in."""
+
+    def __init__(self, stream: driver.Stream, internal: InternalKernels, window=None):
+        self.stream, self.internal, self.window = stream, internal, window
+        self.start, self.end = driver.Event(), driver.Event()
+        self._graphs: dict[tuple, object] = {}
+        self.turns = CopyTurns()  # which copy (load, graph instance) a timed launch takes
+        self._pin: dict[str, int] = {}  # the copy a pinned name's samples take now
+        self.unblocked = False  # time_unblocked()
+
+    def launching(self):
+        """The context the adapter's work is queued in (the callable adapter: torch's stream)."""
+        return contextlib.nullcontext()
+
+    def pin_copies(self, name: str) -> int:
+        """How many copies a pinned `name`'s samples choose from; 0: `name` is not pinned."""
+        return 0
+
+    def pin_copy(self, name: str, sample: int) -> int | None:
+        """Sample `sample` of a pinned `name` takes copy copy_turn(sample) of it; None if unpinned."""
+        copies = self.pin_copies(name)
+        if not copies:
+            return None
+        self._pin[name] = copy_turn(sample, copies)
+        return self._pin[name]
+
+    def time_unblocked(self) -> None:
+        """From now on, time every window between events without the blocking kernel: while
+        CUPTI traces, a graph launch waits for its stream, which the blocker holds."""
+        self.unblocked = True
+
+    def _between_events(self, work) -> float:
+        self.start.record(self.stream)
+        with self.launching():
+            work()
+        self.end.record(self.stream)
+        self.end.synchronize()
+        return self.end.elapsed_s(self.start)
+
+    def _timed(self, work) -> float:
+        """Seconds of `work()` between the events, queued behind the blocker unless unblocked."""
+        if self.unblocked:
+            return self._between_events(work)
+
+        def queued():
+            with self.launching():
+                work()
+
+        return timed_behind_blocker(self.internal, self.stream, self.start, self.end, queued)
+
+    def _recorded(self, name: str, work, launches: int) -> list[tuple[int, int]]:
+        """The CUPTI intervals of `launches` launches of `name` that `work` queues.
+
+        Not queued behind the blocking kernel: the timestamps are the kernels' own, so host
+        latency before the first launch cannot enter them, and in hot mode a graph keeps the GPU
+        fed while the host queues the next one. (Held behind the blocker, a graph launch under
+        CUPTI tracing can wait for the stream: a deadlock the blocker only breaks at its
+        timeout.)"""
+        self.stream.synchronize()  # reset and flush finish outside the window
+        self.window.begin()
+        work()
+        self.stream.synchronize()
+        intervals = self.window.end()
+        if len(intervals) != launches:
+            raise TimingError(
+                f"implementation {name!r}: CUPTI recorded {len(intervals)} kernel(s) on the timing "
+                f"stream for {launches} launch(es); the timestamps cannot be matched to the launches"
+            )
+        return intervals
+
+    def flush_l2(self) -> None:
+        self.internal.flush_l2(self.stream)
+
+    def _close_base(self, release_graph) -> list:
+        """The steps that release the graphs (each by `release_graph`) and the events."""
+        steps = [lambda g=g: release_graph(g) for g in self._graphs.values()]
+        steps += [self.start.destroy, self.end.destroy]
+        self._graphs = {}
+        return steps
+
+
+class CudaBackend(CudaBase):
+    """timing.base.Backend for PTX kernels on one stream of one context: how they launch."""
 
     def __init__(
         self,
@@ -213,34 +301,26 @@ class CudaBackend:
         `pinned[name]`: groups of launchables of loads of `name` (the A/A control), of which
         each sample takes one group whole (pin_copy), its launches taking the group's loads
         in turn (hot: groups of one); by default none is."""
-        self.stream = stream
-        self.internal = internal
+        super().__init__(stream, internal, window)
         self.launchables = launchables
         self.resets = resets  # (destination, pristine copy) of every buffer the kernels overwrite
         self.graph_launches = graph_launches
-        self.start, self.end = driver.Event(), driver.Event()
-        self._graphs: dict[tuple, Graph] = {}
         self.outputs = outputs or []  # buffers the kernels only write (poisoned, never restored)
-        self.window = window
         self.verify = verify
         self.cold_items = cold_items or {}
-        self.cold_turns = CopyTurns()  # which of cold_items[name] a cold launch takes
         self.audit = audit
-        if audit is not None:  # the optional Backend methods cold mode looks for
+        if audit is not None:  # the optional capabilities cold mode checks for (base.ReadBack)
             self.reseed_inputs, self.outputs_differ = audit.reseed, audit.differ
-        if audit is not None and audit.expected:
+        if audit is not None and audit.expected:  # base.HotAudited
             self.audit_batch = self._audit_batch
         self._deferred = False  # inside cold_batch: launches queue into its one window
         self.pinned = pinned or {}
-        self._pin: dict[str, int] = {}  # the group of pinned[name] its samples take now
+        self._scratch: dict[str, driver.Buffer] | None = None  # hot audits' copies out
+        self._disturb: tuple[list, list] | None = None  # timed_disturbed's scratch buffers
 
-    def pin_copy(self, name: str, sample: int) -> int | None:
-        """Sample `sample` of a pinned `name` takes group copy_turn(sample) of it; None if unpinned."""
-        groups = self.pinned.get(name)
-        if not groups:
-            return None
-        self._pin[name] = copy_turn(sample, len(groups))
-        return self._pin[name]
+    def pin_copies(self, name: str) -> int:
+        """A pinned name's samples take one group of its loads each."""
+        return len(self.pinned.get(name) or [])
 
     def _loads(self, name: str) -> tuple[list[Launchable], int]:
         """The loads `name`'s launches take in turn now (the pinned group, or cold_items, or
@@ -272,7 +352,7 @@ class CudaBackend:
         states = self.audit.states.get(name) if self.audit is not None else None
         if states:
             items, first = self._loads(name)
-            state = states[first + self.cold_turns.peek(name, len(items))]
+            state = states[first + self.turns.peek(name, len(items))]
             if state is not None:
                 state.restore(self.stream)
 
@@ -341,7 +421,7 @@ class CudaBackend:
         the same input set. The kernel cannot tell this replay from a timed one."""
         per_graph = min(batch, self.graph_launches)
         replay, at = divmod(position, per_graph)
-        if not hasattr(self, "_scratch"):
+        if self._scratch is None:
             self._scratch = {n: driver.Buffer(b.nbytes) for n, b in self.audit.written.items()}
         timed = self._launches(name, per_graph)
         audited = Graph(self.stream, self._enqueue_launches(name, per_graph, copy_after=at))
@@ -355,9 +435,6 @@ class CudaBackend:
         input_set = at % self.input_sets(name)
         found = self.audit.differ(got, self.audit.expected[input_set])
         return None if found is None else f"{found} (input set {input_set})"
-
-    def _timed(self, enqueue_work) -> float:
-        return timed_behind_blocker(self.internal, self.stream, self.start, self.end, enqueue_work)
 
     def timed_batch(self, name: str, batch: int) -> float:
         per_graph = min(batch, self.graph_launches)
@@ -373,26 +450,6 @@ class CudaBackend:
             return self._timed(work)
         intervals = self._recorded(name, work, batch)
         return span_s(intervals) * batch / len(intervals)  # timed_batch's seconds for `batch`
-
-    def _recorded(self, name: str, work, launches: int) -> list[tuple[int, int]]:
-        """The CUPTI intervals of `launches` launches of `name` that `work` queues.
-
-        Not queued behind the blocking kernel: the timestamps are the kernels' own, so host
-        latency before the first launch cannot enter them, and in hot mode a graph of up to
-        `graph_launches` launches keeps the GPU fed while the host queues the next one. (Held
-        behind the blocker, a graph launch under CUPTI tracing can wait for the stream: a
-        deadlock the blocker only breaks at its timeout.)"""
-        self.stream.synchronize()  # reset and flush finish outside the window
-        self.window.begin()
-        work()
-        self.stream.synchronize()
-        intervals = self.window.end()
-        if len(intervals) != launches:
-            raise TimingError(
-                f"implementation {name!r}: CUPTI recorded {len(intervals)} kernel(s) on the timing "
-                f"stream for {launches} launch(es); the timestamps cannot be matched to the launches"
-            )
-        return intervals
 
     def poison_outputs(self, byte: int, stream: driver.Stream | None = None) -> None:
         """Fill what the kernels only write with `byte` (cold samples: outside the events)."""
@@ -414,7 +471,7 @@ class CudaBackend:
         of the same sizes: the same bytes through the memory system before every launch, the
         outputs left holding the answer (output_dependence.check's control for a kernel whose
         working set the poison pushes out of the L2)."""
-        if not hasattr(self, "_disturb"):
+        if self._disturb is None:
             self._disturb = (
                 [driver.Buffer(b.nbytes) for b in self.outputs],
                 [(driver.Buffer(d.nbytes), pristine) for d, pristine in self.resets],
@@ -454,12 +511,9 @@ class CudaBackend:
 
         return self._timed(work)
 
-    def flush_l2(self) -> None:
-        self.internal.flush_l2(self.stream)
-
     def timed_cold(self, name: str) -> float:
         items, _ = self._loads(name)
-        item = items[self.cold_turns.next(name, len(items))]
+        item = items[self.turns.next(name, len(items))]
 
         def work():
             item.enqueue(self.stream)
@@ -486,13 +540,8 @@ class CudaBackend:
         return [union_s([interval]) for interval in sorted(intervals)]
 
     def close(self) -> None:
-        for scratch in getattr(self, "_scratch", {}).values():
+        fills, copies = self._disturb or ([], [])
+        for scratch in [*(self._scratch or {}).values(), *fills, *(c for c, _ in copies)]:
             scratch.free()
-        fills, copies = getattr(self, "_disturb", ([], []))
-        for scratch in [*fills, *(c for c, _ in copies)]:
-            scratch.free()
-        for graph in self._graphs.values():
-            graph.destroy()
-        self._graphs.clear()
-        self.start.destroy()
-        self.end.destroy()
+        for step in self._close_base(Graph.destroy):
+            step()

@@ -1,6 +1,6 @@
 """hot: steady-state time per launch from CUDA-graph replays of a calibrated batch.
 
-Audits (where the backend has `audit_batch`): before HOT_AUDITS samples of each implementation,
+Audits (where the backend is HotAudited): before HOT_AUDITS samples of each implementation,
 chosen at random from a per-run seed (os.urandom), the same batch is replayed untimed with the
 outputs of one launch, also chosen at random, copied out right after it and compared with the
 baseline's outputs on that launch's input set. The backend rotates the launches over several
@@ -65,7 +65,8 @@ class HotMode(Strategy):
     def choose_audits(self, backend: Backend, names: list[str], settings, timings) -> dict:
         """{name: {sample: launch}}: before which samples an audit replay runs and which launch
         of its batch it reads back; records how in each implementation's `audit`."""
-        if getattr(backend, "audit_batch", None) is None:
+        audited, states = self.can.hot_audited, self.can.module_states
+        if audited is None:
             return {}
         secret = os.urandom(16)
         rng = random.Random(secret)
@@ -82,11 +83,10 @@ class HotMode(Strategy):
                 "launches": 0,
                 "audited": [],
                 "compared_with": f"baseline {self.baseline}'s outputs on the same input set",
-                "input_sets": getattr(backend, "input_sets", lambda name: 1)(n),
+                "input_sets": audited.input_sets(n),
             }
-            state = getattr(backend, "module_state", None)
-            if state is not None:
-                timings[n].audit["module_state"] = state(n)
+            if states is not None:
+                timings[n].audit["module_state"] = states.module_state(n)
         return audits
 
     def sampler(self, backend: Backend, settings: TimingSettings, timings):
@@ -96,7 +96,7 @@ class HotMode(Strategy):
             if position is not None:  # untimed, before the sample: the samples stay as they were
                 backend.reset(n)
                 timings[n].audit["audited"].append([k, position])
-                if problem := backend.audit_batch(n, batch, position):
+                if problem := self.can.hot_audited.audit_batch(n, batch, position):
                     timings[n].problems.append(
                         f"implementation {n}, hot launch {position} of the batch replayed before "
                         f"sample {k} (audited at random): {problem}, against baseline "

@@ -22,6 +22,7 @@ from __future__ import annotations
 import statistics
 
 from runner.measurement import stats
+from runner.measurement.timing.base import Capabilities
 
 REPEATS = 3  # samples of each replay: a check, not a measurement
 CHECK_SHARE = 0.2  # a replay's launches: about a fifth of a sample's (10 ms of a 50 ms sample)
@@ -53,9 +54,11 @@ def check(
     `verify(name)` -> None or what is wrong with the outputs the last launch left. `baseline`
     (default names[0]) is the reference for the disturbed control's excuse (module doc)."""
     found, alone_of, batch_of = {}, {}, {}
+    can = Capabilities.of(backend)
+    graphs = can.graph_batches.graph_launches if can.graph_batches is not None else None
     for name in names:
         timing = measurement.impls[name]
-        batch = check_batch(timing.batch, getattr(backend, "graph_launches", None))
+        batch = check_batch(timing.batch, graphs)
         plain_s = statistics.median(timing.samples_s)
         both, poison, problem = [], [], None
         for repeat in range(REPEATS):
@@ -79,7 +82,7 @@ def check(
             "method": "hot replay with a poison of the outputs before every launch, minus the "
             f"poison replayed alone; time / {batch} launches (output_dependence.check_batch)",
         }
-        if ratio > limit and hasattr(backend, "timed_disturbed"):
+        if ratio > limit and can.disturbed is not None:
             found[name].update(disturbed(backend, name, batch, alone, found[name]))
             found[name]["output_dependent"] = (
                 found[name]["ratio_disturbed"] > limit or problem is not None

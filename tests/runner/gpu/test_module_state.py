@@ -171,7 +171,7 @@ def test_reset_restores_the_state_of_the_load_the_next_cold_launch_takes(monkeyp
     for _ in range(12):
         backend.reset("cand")
         backend.reset("base")  # a module without state: nothing to restore
-        taken.append(backend.cold_turns.next("cand", loads))
+        taken.append(backend.turns.next("cand", loads))
     assert log == taken == [copy_turn(t, loads) for t in range(12)]
     assert backend.module_state("cand")["globals"] == {"launches": 4}
     assert backend.module_state("base") == {"globals": {}, "restored": False}
