@@ -1,0 +1,699 @@
+"""`harness run --cluster`: whole cases dealt to the GPU workers of a Dask cluster.
+
+The harness connects to a scheduler (`tcp://host:8786`) or starts a local cluster of one worker
+per GPU of this host (`local`, `local:0,1`). A worker owns one GPU: it declares the worker
+resource `GPU=1` and sees that one card (CUDA_VISIBLE_DEVICES). Before anything runs, every
+worker's kernelgap version is checked (an older or newer one is refused, both named) and its GPU
+is probed with the shipped runner (`runner info`); the scheduler, the workers, their GPUs and
+models are listed. Then one task per case: the task unpacks the shipped tree on its worker
+(harness.running.shipping, the containment rules of an SSH target) and runs `runner bench` for
+that case alone, so a case's implementations (and a base and a head) always share one GPU. A
+worker lost mid-case gets its case run once more on another worker of the same model, else the
+case is recorded as failed with the reason. `--budget-s` is a deadline the tasks themselves
+read: a case starting after it is skipped, one started before it gets what is left. The case
+documents go to harness.running.model_documents as they arrive.
+
+dask and distributed are the `cluster` extra: imported only here, only when --cluster is given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+
+from harness.history.series import gpu_model
+from harness.running import model_documents, result_files, shipping, suite_toml
+from protocol.codec import encode
+
+__all__ = [
+    "GPU_RESOURCE",
+    "ClusterError",
+    "GpuWorker",
+    "Plan",
+    "connect",
+    "deal",
+    "gpu_workers",
+    "plan_cases",
+    "run",
+]
+
+GPU_RESOURCE = "GPU"  # the worker resource that says a worker owns one GPU
+TOPIC = "kernelgap"  # the event topic on which tasks say where each case started
+PROBE_TIMEOUT_S = 300.0
+CONNECT_TIMEOUT_S = 30.0
+# runner options the harness owns with --cluster (it deals the cases and keeps the documents)
+HARNESS_OWNED = ("--gpus", "--device", "--output", "-o", "--emit-partial")
+
+
+class ClusterError(ValueError):
+    """The cluster cannot run the suite (unreachable, no GPU worker, a refused worker): exit 2."""
+
+
+@dataclass(frozen=True)
+class GpuWorker:
+    """A worker that owns one GPU, as probed: its address and name, host, the GPU's ordinal on
+    that host (CUDA_VISIBLE_DEVICES), the runner's device block and the worker's versions."""
+
+    address: str
+    name: str
+    host: str
+    ordinal: str
+    environment: dict  # the runner's `info` on that worker: device, software, peaks, sensors
+    kernelgap: str
+    python: str
+
+    @property
+    def device(self) -> dict:
+        return self.environment["device"]
+
+    @property
+    def model(self) -> str:
+        return gpu_model(self.device.get("name") or "unknown")
+
+    def describe(self) -> str:
+        driver = self.device.get("driver_version_string") or self.device.get("driver_version")
+        return (
+            f"{self.name} ({self.address}) on {self.host}, GPU {self.ordinal}: "
+            f"{self.device.get('name')} {self.device.get('uuid')}, driver {driver}"
+        )
+
+    def record(self) -> dict:
+        """The worker as the document's environment records it."""
+        return {
+            "name": self.name,
+            "address": self.address,
+            "host": self.host,
+            "ordinal": self.ordinal,
+            "gpu": self.device.get("name"),
+            "uuid": self.device.get("uuid"),
+            "driver_version": self.device.get("driver_version"),
+            "kernelgap": self.kernelgap,
+            "python": self.python,
+        }
+
+
+@dataclass
+class Plan:
+    """What to deal: case ids in the order to submit (longest expected first), the runner's
+    `--case` selectors per case, its other arguments, and the run's budget."""
+
+    cases: list[str]
+    selectors: dict[str, list[str]]
+    runner_args: list[str]
+    budget_s: float | None
+    expected_s: dict[str, float] = field(default_factory=dict)
+
+
+def _option_values(args: list[str], name: str) -> tuple[list[str], list[str]]:
+    """(values of `name` in args, args without it), for `--name V` and `--name=V`."""
+    values, rest, skip = [], [], False
+    for index, arg in enumerate(args):
+        if skip:
+            skip = False
+        elif arg == name:
+            if index + 1 >= len(args):
+                raise ClusterError(f"runner option {name} needs a value")
+            values.append(args[index + 1])
+            skip = True
+        elif arg.startswith(name + "="):
+            values.append(arg.split("=", 1)[1])
+        else:
+            rest.append(arg)
+    return values, rest
+
+
+def plan_cases(case_ids: list[str], runner_args: list[str]) -> Plan:
+    """The tasks of a run: every case of the suite (`case_ids`, in suite order), or those the
+    runner's `--case` selectors name (an id, 'id[point]' or a glob); `--budget-s` becomes the
+    harness's; `--previous RESULT.json` (an earlier run) orders the cases longest first."""
+    for name in HARNESS_OWNED:
+        if any(a == name or a.startswith(name + "=") for a in runner_args):
+            raise ClusterError(
+                f"runner option {name}: with --cluster the harness deals the cases over the "
+                "workers' GPUs and keeps the documents; drop it"
+            )
+    selectors, rest = _option_values(runner_args, "--case")
+    budgets, rest = _option_values(rest, "--budget-s")
+    previous_paths, rest = _option_values(rest, "--previous")
+    previous = _previous(previous_paths[-1]) if previous_paths else None
+    try:
+        budget_s = float(budgets[-1]) if budgets else None
+    except ValueError:
+        raise ClusterError(f"--budget-s {budgets[-1]!r}: expected seconds") from None
+    chosen: dict[str, list[str]] = {}
+    for selector in selectors:
+        pattern = selector.split("[", 1)[0] if "[" in selector else selector
+        matched = [c for c in case_ids if fnmatch.fnmatchcase(c, pattern)]
+        if not matched:
+            raise ClusterError(
+                f"--case {selector!r}: no case of the suite matches (its cases: "
+                f"{', '.join(case_ids)})"
+            )
+        for case in matched:
+            chosen.setdefault(case, []).append(selector)
+    cases = [c for c in case_ids if c in chosen] if selectors else list(case_ids)
+    expected_s = {
+        c["id"]: float(c["worker_wall_s"])
+        for c in (previous or {}).get("cases", [])
+        if isinstance(c, dict) and isinstance(c.get("worker_wall_s"), int | float)
+    }
+    known = sorted((c for c in cases if c in expected_s), key=lambda c: -expected_s[c])
+    order = known + [c for c in cases if c not in expected_s]
+    return Plan(order, {c: chosen.get(c, [c]) for c in cases}, rest, budget_s, expected_s)
+
+
+def _previous(path: str) -> dict:
+    from protocol.codec import decode
+
+    try:
+        return decode(open(path, "rb").read(), path)
+    except (OSError, ValueError) as exc:
+        raise ClusterError(
+            f"--previous {path}: not a result document to deal cases by ({exc})"
+        ) from None
+
+
+# ---------------------------------------------------------------- the cluster and its workers
+
+
+def visible_gpus() -> list[str]:
+    """This host's GPU ordinals, from nvidia-smi (the harness never touches CUDA)."""
+    try:
+        done = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ClusterError(
+            f"--cluster local: cannot count this host's GPUs with nvidia-smi ({exc}); name "
+            "them: --cluster local:0,1"
+        ) from None
+    gpus = [line.strip() for line in done.stdout.splitlines() if line.strip().isdigit()]
+    if done.returncode != 0 or not gpus:
+        raise ClusterError(
+            f"--cluster local: nvidia-smi found no GPU (exit {done.returncode}: "
+            f"{done.stderr.strip()[-300:]}); name them: --cluster local:0,1"
+        )
+    return gpus
+
+
+def local_gpus(text: str) -> list[str]:
+    """The ordinals of `local` (all of nvidia-smi's) or `local:0,1`."""
+    if text == "local":
+        return visible_gpus()
+    gpus = [g.strip() for g in text.removeprefix("local:").split(",") if g.strip()]
+    if not gpus or not all(g.isdigit() for g in gpus) or len(set(gpus)) != len(gpus):
+        raise ClusterError(
+            f"--cluster {text!r}: expected local, local:0,1 (distinct GPU ordinals) or a "
+            "scheduler's address, tcp://host:8786"
+        )
+    return gpus
+
+
+def _local_cluster(gpus: list[str]):
+    """A scheduler on 127.0.0.1 and one worker process per GPU, each seeing only its card;
+    a worker lost mid-case is never re-run by the scheduler (allowed-failures 0): the harness
+    re-runs it once, on a worker of the same model."""
+    import dask
+    from distributed import Nanny, Scheduler, SpecCluster
+
+    workers = {
+        f"gpu{g}": {
+            "cls": Nanny,
+            "options": {
+                "nthreads": 1,
+                "resources": {GPU_RESOURCE: 1},
+                "env": {"CUDA_VISIBLE_DEVICES": g},
+                "host": "127.0.0.1",
+            },
+        }
+        for g in gpus
+    }
+    scheduler = {"cls": Scheduler, "options": {"host": "127.0.0.1", "dashboard_address": ":0"}}
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        return SpecCluster(workers=workers, scheduler=scheduler, silence_logs=40)
+
+
+@contextlib.contextmanager
+def connect(address: str, say):
+    """A client of the scheduler at `address`, or of a local cluster it starts (`local`,
+    `local:0,1`); both closed on leaving."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ClusterError(
+            "--cluster needs dask and distributed: pip install 'kernelgap[cluster]'"
+        ) from None
+    with contextlib.ExitStack() as stack:
+        if address == "local" or address.startswith("local:"):
+            gpus = local_gpus(address)
+            say(f"harness: starting a local cluster, one worker per GPU: {', '.join(gpus)}")
+            cluster = stack.enter_context(_local_cluster(gpus))
+            target = cluster
+        else:
+            target = address
+        try:
+            client = stack.enter_context(Client(target, timeout=CONNECT_TIMEOUT_S))
+        except OSError as exc:
+            raise ClusterError(f"--cluster {address}: cannot reach the scheduler: {exc}") from None
+        yield client
+
+
+def _worker_facts() -> dict:
+    """Runs on each worker: its kernelgap, Python, host and GPU ordinal."""
+    from protocol.version import package_version
+
+    return {
+        "kernelgap": package_version(),
+        "python": sys.executable,
+        "host": socket.gethostname(),
+        "ordinal": os.environ.get("CUDA_VISIBLE_DEVICES", ""),
+    }
+
+
+def _installed_version() -> str:
+    """Runs on a worker whose kernelgap lacks _worker_facts: what it has (stdlib only)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("kernelgap")
+    except metadata.PackageNotFoundError:
+        return "none"
+
+
+def _refuse_versions(client, facts: dict, ours: str) -> None:
+    """ClusterError naming every worker whose kernelgap is not this harness's."""
+    from protocol.version import version_tuple
+
+    wrong = []
+    for address, fact in facts.items():
+        if isinstance(fact, dict) and fact["kernelgap"] == ours:
+            continue
+        theirs = fact["kernelgap"] if isinstance(fact, dict) else None
+        if theirs is None:
+            got = client.run(_installed_version, workers=[address], on_error="return")
+            theirs = got.get(address) if isinstance(got.get(address), str) else "unknown"
+        try:
+            older = version_tuple(theirs) < version_tuple(ours)
+        except ValueError:
+            older = True
+        wrong.append(
+            f"{address} runs kernelgap {theirs}, {'older' if older else 'newer'} than this "
+            f"harness's {ours}"
+        )
+    if wrong:
+        raise ClusterError(
+            "workers refused: "
+            + "; ".join(wrong)
+            + f"; install kernelgap {ours} there (pip install 'kernelgap[cluster]=={ours}') "
+            "and restart them"
+        )
+
+
+def _probe_task(tree: bytes, timeout_s: float) -> dict:
+    """Runs on a GPU worker: the shipped runner's `info` for the worker's one GPU."""
+    done = subprocess.run(
+        shipping.in_shipped_tree(
+            sys.executable, [sys.executable, "-m", "runner", "info", "--no-bandwidth"]
+        ),
+        input=tree,
+        capture_output=True,
+        timeout=timeout_s,
+    )
+    return {
+        "returncode": done.returncode,
+        "stdout": done.stdout,
+        "stderr": done.stderr.decode(errors="replace")[-2000:],
+    }
+
+
+def _probed(address: str, info: dict, fact: dict, outcome: dict) -> GpuWorker:
+    """The worker from its `runner info`, or ClusterError with the runner's own refusal."""
+    from protocol.codec import decode
+
+    name = str(info.get("name") or address)
+    if outcome["returncode"] != 0:
+        lines = [line for line in outcome["stderr"].splitlines() if line.strip()]
+        why = lines[-1].removeprefix("error: ") if lines else f"exit {outcome['returncode']}"
+        raise ClusterError(
+            f"worker {name} ({address}) on {fact['host']}, GPU {fact['ordinal'] or '?'}: the "
+            f"runner cannot use its GPU: {why}"
+        )
+    env = decode(outcome["stdout"], f"runner info on worker {name}")
+    return GpuWorker(
+        address,
+        name,
+        fact["host"],
+        fact["ordinal"],
+        env,
+        fact["kernelgap"],
+        fact["python"],
+    )
+
+
+def gpu_workers(client, tree, ours: str, say) -> list[GpuWorker]:
+    """Every worker with a GPU resource, version-checked and probed; listed on stderr before
+    anything runs. ClusterError when there is none, a worker is refused, or two share a GPU."""
+    from distributed import wait
+
+    info = client.scheduler_info(n_workers=-1)["workers"]
+    gpu = {a: w for a, w in info.items() if (w.get("resources") or {}).get(GPU_RESOURCE, 0) >= 1}
+    say(
+        f"harness: scheduler {client.scheduler.address}: {len(info)} worker(s), {len(gpu)} with a GPU"
+    )
+    if not gpu:
+        raise ClusterError(
+            f"the scheduler at {client.scheduler.address} has no worker with the resource "
+            f"{GPU_RESOURCE}=1; start one per GPU: CUDA_VISIBLE_DEVICES=N dask worker "
+            f"{client.scheduler.address} --nthreads 1 --resources {GPU_RESOURCE}=1"
+        )
+    facts = client.run(_worker_facts, workers=list(gpu), on_error="return")
+    _refuse_versions(client, facts, ours)
+    futures = {
+        a: client.submit(
+            _probe_task,
+            tree,
+            PROBE_TIMEOUT_S,
+            workers=[a],
+            allow_other_workers=False,
+            resources={GPU_RESOURCE: 1},
+            pure=False,
+            key=f"kernelgap-probe-{a}",
+        )
+        for a in gpu
+    }
+    wait(list(futures.values()), timeout=PROBE_TIMEOUT_S + 60)
+    workers = [_probed(a, gpu[a], facts[a], futures[a].result()) for a in sorted(gpu)]
+    by_uuid: dict[str, GpuWorker] = {}
+    for worker in workers:
+        say(f"harness:   {worker.describe()}")
+        other = by_uuid.setdefault(str(worker.device.get("uuid")), worker)
+        if other is not worker:
+            raise ClusterError(
+                f"workers {other.name} and {worker.name} share the GPU {worker.device.get('uuid')}; "
+                "pin each worker to its own card with CUDA_VISIBLE_DEVICES"
+            )
+    models = sorted({w.model for w in workers})
+    say(f"harness: GPU models: {', '.join(models)} (one document per model)")
+    return workers
+
+
+# ------------------------------------------------------------------------------ the dealing
+
+
+def _case_task(tree: bytes, case_id: str, argv: list[str], deadline: float | None, timeout_s):
+    """Runs on a GPU worker: `runner bench` for one case in a fresh copy of the shipped tree.
+    Skipped when the run's deadline (wall clock) has passed; else given what is left of it."""
+    from distributed import get_worker
+
+    worker = get_worker()
+    host = socket.gethostname()
+    worker.log_event(TOPIC, {"case": case_id, "worker": worker.address, "name": worker.name})
+    base = {"worker": worker.address, "name": str(worker.name), "host": host}
+    if deadline is not None and time.time() >= deadline:
+        return {**base, "skipped": True}
+    left = [] if deadline is None else ["--budget-s", f"{max(deadline - time.time(), 0.001):.3f}"]
+    python = shutil.which(sys.executable) or sys.executable
+    command = [python, "-m", "runner", "bench", *argv, "--device", "0", *left]
+    started = time.monotonic()
+    try:
+        done = subprocess.run(
+            shipping.in_shipped_tree(python, command),
+            input=tree,
+            capture_output=True,
+            timeout=timeout_s,
+        )
+    except subprocess.TimeoutExpired as exc:
+        tail = (exc.stderr or b"").decode(errors="replace")[-4000:]
+        return {**base, "returncode": None, "stdout": b"", "stderr": tail, "timed_out": True}
+    return {
+        **base,
+        "returncode": done.returncode,
+        "stdout": done.stdout,
+        "stderr": done.stderr.decode(errors="replace")[-4000:],
+        "wall_s": time.monotonic() - started,
+    }
+
+
+def _duration(seconds: float) -> str:
+    seconds = round(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+class Progress:
+    """Cases done, running and queued, and the time left (the mean case time so far, times the
+    cases to go, over the workers), on stderr as each case starts or ends."""
+
+    def __init__(self, total: int, workers: int, say):
+        self.total, self.workers, self.say = total, workers, say
+        self.done = 0
+        self.running: dict[str, str] = {}  # case id -> worker name
+        self.t0 = time.monotonic()
+        self.lock = threading.Lock()
+
+    def line(self, what: str) -> None:
+        with self.lock:
+            queued = self.total - self.done - len(self.running)
+            elapsed = time.monotonic() - self.t0
+            left = ""
+            if self.done:
+                per_s = elapsed / self.done * min(self.workers, max(self.done, 1))
+                left = f", about {_duration(per_s * (self.total - self.done) / self.workers)} left"
+            self.say(
+                f"harness: [{self.done}/{self.total} done, {len(self.running)} running, "
+                f"{max(queued, 0)} queued, {_duration(elapsed)}{left}] {what}"
+            )
+
+    def started(self, event) -> None:
+        _, message = event
+        with self.lock:
+            self.running[message["case"]] = message["name"]
+        self.line(f"{message['case']} started on {message['name']}")
+
+    def ended(self, case: str, what: str) -> None:
+        with self.lock:
+            self.running.pop(case, None)
+            self.done += 1
+        self.line(f"{case} {what}")
+
+
+@dataclass
+class _Attempt:
+    case: str
+    number: int
+    lost_on: list[str] = field(default_factory=list)  # names of the workers it was lost on
+
+
+def _lost_where(exc, workers: dict[str, GpuWorker], progress: Progress, case: str) -> GpuWorker:
+    """The worker a KilledWorker names (its last worker), else the one the case started on."""
+    last = getattr(exc, "last_worker", None)
+    address = getattr(last, "address", None)
+    if address in workers:
+        return workers[address]
+    name = progress.running.get(case)
+    return next((w for w in workers.values() if w.name == name), None)
+
+
+def deal(client, workers: list[GpuWorker], tree: bytes, plan: Plan, settings: dict, sink, say):
+    """One task per case over the GPU workers; each outcome to `sink.arrived(case, outcome,
+    worker)`, a case that could not be run to `sink.failed(case, why, worker)`."""
+    from distributed import as_completed
+    from distributed.scheduler import KilledWorker
+
+    by_address = {w.address: w for w in workers}
+    deadline = time.time() + plan.budget_s if plan.budget_s else None
+    progress = Progress(len(plan.cases), len(workers), say)
+    client.subscribe_topic(TOPIC, progress.started)
+    shared = client.scatter(tree, broadcast=True, hash=False)
+    token = f"{os.getpid()}-{time.monotonic_ns()}"
+
+    def submit(case: str, number: int, only: list[str] | None = None):
+        argv = [settings["cases"], *[a for s in plan.selectors[case] for a in ("--case", s)]]
+        where = {"workers": only, "allow_other_workers": False} if only else {}
+        return client.submit(
+            _case_task,
+            shared,
+            case,
+            [*argv, *settings["bench_args"], *plan.runner_args],
+            deadline,
+            settings["job_timeout_s"],
+            key=f"kernelgap-{case}-{number}-{token}",
+            resources={GPU_RESOURCE: 1},
+            pure=False,
+            priority=int(plan.expected_s.get(case, 0)),
+            **where,
+        )
+
+    attempts, futures = {}, []
+    for case in plan.cases:
+        futures.append(submit(case, 1))
+        attempts[futures[-1].key] = _Attempt(case, 1)
+    pending = as_completed(futures)
+    for future in pending:
+        attempt = attempts.pop(future.key)
+        case = attempt.case
+        try:
+            outcome = future.result()
+        except KilledWorker as exc:
+            retry = _after_loss(client, exc, attempt, by_address, progress, sink, say)
+            if retry is not None:
+                new = submit(case, attempt.number + 1, retry)
+                attempts[new.key] = _Attempt(case, attempt.number + 1, attempt.lost_on)
+                pending.add(new)
+            continue
+        except Exception as exc:  # the task itself failed: the case, not the run
+            worker = by_address.get(progress.running.get(case, ""))
+            sink.failed(
+                case, f"its task failed on the cluster: {type(exc).__name__}: {exc}", worker
+            )
+            progress.ended(case, "failed (task error)")
+            continue
+        worker = by_address.get(outcome["worker"]) or next(
+            (w for w in workers if w.name == outcome["name"]), None
+        )
+        progress.ended(case, sink.arrived(case, outcome, worker, attempt.lost_on))
+    client.unsubscribe_topic(TOPIC)
+
+
+def _after_loss(client, exc, attempt: _Attempt, by_address, progress, sink, say):
+    """After a worker died mid-case: the addresses of the other live workers of its model for
+    the one re-run, or None once the case is recorded as failed."""
+    case = attempt.case
+    lost = _lost_where(exc, by_address, progress, case)
+    lost_name = lost.name if lost else "an unknown worker"
+    attempt.lost_on.append(lost_name)
+    alive = set(client.scheduler_info(n_workers=-1)["workers"])
+    others = [
+        w.address
+        for w in by_address.values()
+        if lost is not None
+        and w.model == lost.model
+        and w.name not in attempt.lost_on
+        and w.address in alive
+    ]
+    if attempt.number == 1 and others:
+        say(
+            f"harness: worker {lost_name} was lost during {case}; running it again on another {lost.model}"
+        )
+        with progress.lock:
+            progress.running.pop(case, None)
+        return others
+    if attempt.number > 1:
+        why = f"its workers were lost mid-case twice ({', '.join(attempt.lost_on)})"
+    elif lost is None:
+        why = "its worker was lost mid-case and the cluster did not say which"
+    else:
+        why = f"its worker {lost_name} was lost mid-case and no other {lost.model} worker is left to run it again"
+    sink.failed(case, why, lost)
+    progress.ended(case, f"failed: {why}")
+    return None
+
+
+# ---------------------------------------------------------------------------------- the run
+
+
+def bench_args(plan: shipping.Shipment, commit: str | None) -> list[str]:
+    """The runner's arguments that come from the harness: the commit and the shipped bundles."""
+    args = ["--commit", commit] if commit else []
+    if plan.bundle:
+        args += ["--bundle", plan.bundle]
+    for label, folder in plan.revisions:  # X@base and X@head in one case, on one GPU
+        args += ["--bundle", f"{label}={folder}"]
+    return args
+
+
+def skeletons(client, tree: bytes, settings: dict, say) -> dict[str, dict]:
+    """Every case as the runner records one that did not run (ids, sources, launch geometry),
+    from one `runner bench --budget-s` that starts past its budget on a GPU worker: what a
+    case lost with its workers is recorded as. {} when that run gives no document."""
+    from protocol.codec import decode
+
+    argv = [settings["cases"], *settings["bench_args"], "--budget-s", "0.000001"]
+    future = client.submit(
+        _case_task, tree, "", argv, None, PROBE_TIMEOUT_S,
+        resources={GPU_RESOURCE: 1}, pure=False, key=f"kernelgap-skeletons-{time.monotonic_ns()}",
+    )  # fmt: skip
+    try:
+        outcome = future.result(timeout=PROBE_TIMEOUT_S + 60)
+        return {c["id"]: c for c in decode(outcome["stdout"], "the runner's skeletons")["cases"]}
+    except Exception as exc:  # the cases then fall back to what the manifest says
+        say(f"harness: the runner's case skeletons could not be read ({exc})")
+        return {}
+
+
+def run(address: str, cases: Path, shipment: shipping.Shipment, runner_args: list[str], settings: dict, say) -> int:  # fmt: skip
+    """The whole run on the cluster: connect, check and list the workers, deal the cases, keep
+    each case's document as it arrives and one merged document per model under settings["out"]
+    (their paths on stdout). Returns 0 (every case ok) or 1; ClusterError for exit 2."""
+    from protocol.version import package_version
+
+    try:
+        raw, toml = suite_toml.read(cases)
+    except suite_toml.SuiteTomlError as exc:
+        raise ClusterError(str(exc)) from None
+    case_ids = [
+        c["id"]
+        for c in toml.get("case", [])
+        if isinstance(c, dict) and isinstance(c.get("id"), str)
+    ]
+    plan = plan_cases(case_ids, runner_args)
+    options = {
+        "cases": [s for c in plan.cases for s in plan.selectors[c]],
+        "budget_s": plan.budget_s,
+    }
+    sink = model_documents.CaseDocuments(
+        settings["out"],
+        toml,
+        model_documents.suite_block(raw, toml, shipment.cases, settings.get("commit")),
+        {**options, "cluster": address},
+        say,
+    )
+    tree = shipment.tar()
+    with connect(address, say) as client:
+        workers = gpu_workers(client, tree, package_version(), say)
+        say(f"harness: {len(plan.cases)} case(s) over {len(workers)} GPU worker(s)")
+        deal_settings = {
+            "cases": shipment.cases,
+            "bench_args": bench_args(shipment, settings.get("commit")),
+            "job_timeout_s": settings["job_timeout_s"],
+        }
+        sink.skeletons = skeletons(client, tree, deal_settings, say)
+        deal(client, workers, tree, plan, deal_settings, sink, say)
+    say(f"harness: each case's document is kept in {sink.folder}")
+    return _write(sink, workers)
+
+
+def _write(sink: model_documents.CaseDocuments, workers: list[GpuWorker]) -> int:
+    from protocol.validation import DocumentError
+
+    try:
+        written = sink.write(workers)
+    except DocumentError as exc:  # kept anyway: nothing measured is lost
+        kept = result_files.keep(sink.out, "merged.invalid.json", encode(exc.document, pretty=True))
+        raise ClusterError(f"{exc}; the merged document is kept in {kept.path}") from None
+    problems = [problem for _, problem in written if problem] + sink.problems
+    for path, _ in written:
+        if path is not None:
+            click.echo(str(path))
+    if problems:
+        raise ClusterError("; ".join(problems))
+    ok = all(case["status"] == "ok" for case, _, _ in sink.cases.values())
+    if not ok:
+        say = sink.say
+        say("harness: some case failed or was skipped; the documents record which and why")
+    return 0 if ok else 1

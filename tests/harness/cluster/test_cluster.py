@@ -1,0 +1,115 @@
+"""`harness run --cluster` end to end on a real scheduler and worker processes on 127.0.0.1,
+whose runner is the stand-in (conftest.py); the real runner's refusal on a CPU is at the end."""
+
+from __future__ import annotations
+
+import json
+
+from harness.running import cluster as engine
+from tests.harness.cluster.conftest import A100, CASES, H100
+
+SETTINGS = {"job_timeout_s": 120.0, "commit": "0123456789ab"}
+
+
+def _run(cluster, stand_in, tmp_path, runner_args=(), lines=None):
+    suite, shipment = stand_in
+    out = tmp_path / "results"
+    said = lines if lines is not None else []
+    status = engine.run(
+        cluster.address, suite, shipment, list(runner_args), {**SETTINGS, "out": out}, said.append
+    )
+    documents = {}
+    for path in sorted(out.glob("*.json")):
+        document = json.loads(path.read_text())
+        documents[document["environment"]["device"]["name"]] = document
+    return status, documents, said, out
+
+
+def test_every_case_is_dealt_once_whole_to_one_gpu_and_merged_into_one_valid_document(
+    cluster, stand_in, tmp_path
+):
+    cluster.set_control(sleep_s={"axpy_f64": 1.0, "matmul_f64_naive": 1.0})
+    status, documents, said, out = _run(cluster, stand_in, tmp_path)
+    assert status == 0
+    assert list(documents) == [H100]
+    document = documents[H100]
+    assert [c["id"] for c in document["cases"]] == list(CASES)  # the suite's order
+    workers = {w["name"] for w in document["environment"]["workers"]}
+    assert workers == {"gpu0", "gpu1", "gpu2"}
+    for case in document["cases"]:
+        assert case["device"]["worker"] in workers
+        assert case["device"]["uuid"].endswith(f"-{case['device']['index']}")
+        assert set(case["implementations"]) >= {"cuda", "llvm"}
+    assert document["summary"]["cases"] == len(CASES) and document["summary"]["ok"] == len(CASES)
+    # the workers and their GPUs were listed before anything ran
+    first_case = next(i for i, line in enumerate(said) if "started on" in line)
+    listed = [i for i, line in enumerate(said) if "GPU 0: NVIDIA H100" in line]
+    assert listed and listed[0] < first_case
+    assert any("queued" in line and "left" in line for line in said)
+    # each case's own document was kept as it arrived
+    kept = sorted(p.name for p in next(out.glob("*-cluster")).glob("*.json"))
+    assert kept == sorted(f"{c}.json" for c in CASES)
+
+
+def test_a_worker_killed_mid_case_has_its_case_run_again_on_another_worker_of_its_model(
+    cluster, stand_in, tmp_path
+):
+    cluster.set_control(kill_first=["axpy_f64"], sleep_s={"scale_i64": 0.5})
+    status, documents, said, _ = _run(cluster, stand_in, tmp_path)
+    assert status == 0, said
+    axpy = next(c for c in documents[H100]["cases"] if c["id"] == "axpy_f64")
+    killed_on = (cluster.marks / "killed-axpy_f64").read_text()
+    assert axpy["status"] == "ok"
+    assert axpy["device"]["index"] != int(killed_on)  # another worker, another GPU
+    assert any("was lost mid-case" in note for note in axpy["notes"])
+    assert any(f"worker gpu{killed_on} was lost during axpy_f64" in line for line in said)
+    cluster.wait_for(3)  # its nanny restarts the killed worker for the next tests
+
+
+def test_a_case_whose_workers_keep_dying_is_recorded_as_failed_with_the_reason(
+    cluster, stand_in, tmp_path
+):
+    cluster.set_control(kill_always=["reduce_sum_f64"])
+    status, documents, _said, out = _run(cluster, stand_in, tmp_path)
+    assert status == 1
+    cases = {c["id"]: c for c in documents[H100]["cases"]}
+    lost = cases["reduce_sum_f64"]
+    assert lost["status"] == "failed" and lost["error"]["phase"] == "worker"
+    assert "lost mid-case twice" in lost["error"]["message"]
+    assert all(cases[c]["status"] == "ok" for c in CASES if c != "reduce_sum_f64")
+    assert documents[H100]["summary"]["failed"] == 1
+    assert (next(out.glob("*-cluster")) / "reduce_sum_f64.failed.json").is_file()
+    cluster.wait_for(3)
+
+
+def test_a_budget_stop_skips_the_cases_not_started_and_stops_the_running_ones(
+    cluster, stand_in, tmp_path
+):
+    cluster.set_control(sleep_s=dict.fromkeys(CASES, 3.0))
+    status, documents, _said, _ = _run(cluster, stand_in, tmp_path, ["--budget-s", "1.5"])
+    assert status == 1
+    statuses = {c["id"]: (c["status"], c.get("error", {})) for c in documents[H100]["cases"]}
+    skipped = [c for c, (s, _) in statuses.items() if s == "skipped"]
+    stopped = [c for c, (s, e) in statuses.items() if s == "failed" and e["phase"] == "timeout"]
+    assert len(stopped) == 3 and len(skipped) == 2, statuses  # three GPUs, five cases
+    assert all("--budget-s 1.5 was spent" in statuses[c][1]["message"] for c in skipped)
+    assert documents[H100]["options"]["budget_s"] == 1.5
+
+
+def test_a_run_over_two_gpu_models_writes_one_document_per_model(cluster, stand_in, tmp_path):
+    extra = cluster.add("gpu3", "3", A100)
+    try:
+        cluster.wait_for(4)
+        cluster.set_control(sleep_s=dict.fromkeys(CASES, 0.5))
+        status, documents, said, _ = _run(cluster, stand_in, tmp_path)
+    finally:
+        cluster.stop(extra)
+    assert status == 0
+    assert set(documents) == {H100, A100}
+    assert any(f"GPU models: {A100}, {H100} (one document per model)" in line for line in said)
+    ids = [c["id"] for d in documents.values() for c in d["cases"]]
+    assert sorted(ids) == sorted(CASES)  # every case once, in one of the two
+    for model, document in documents.items():
+        assert {c["device"]["name"] for c in document["cases"]} == {model}
+        assert {w["gpu"] for w in document["environment"]["workers"]} == {model}
+    assert [w["name"] for w in documents[A100]["environment"]["workers"]] == ["gpu3"]
