@@ -9,9 +9,17 @@
   stable points and the drifts of current series. Unstable points take part in neither.
 Runs are given as indices into store.runs() (oldest first); harness.dashboard.build maps them
 onto the runs it draws.
+
+Alerts are shown as events (`events()`): the per-series alerts of one change (one GPU model and
+mode, one direction, overlapping commit ranges) are one event listing the series it covers, a
+change of times with no gap change ("the baseline moved, the gap did not") an event apart from a
+gap change. Grouping is separate from the per-series rule that raises each alert. The same
+shared shift on a case's chart is named once by `moved_together()`.
 """
 
 from __future__ import annotations
+
+import statistics
 
 import numpy as np
 
@@ -21,8 +29,11 @@ from harness.dashboard.case_charts import Series
 from harness.history import cards
 from harness.history.store import Store
 from harness.history.store_values import SeriesValues, run_info
+from protocol.points import split_id
 
-__all__ = ["between_cards", "findings"]
+__all__ = ["WINDOW_RUNS", "between_cards", "events", "findings", "moved_together"]
+
+WINDOW_RUNS = 3  # change points of one shift may land a run or two (of its mode) apart
 
 
 def _mark(f: ChangeFinding, run_index: dict[str, int], mode: str | None) -> dict:
@@ -40,16 +51,19 @@ def _mark(f: ChangeFinding, run_index: dict[str, int], mode: str | None) -> dict
     }
 
 
-def _alert(case_id, impl, mode, metric, kind, relative, run, text) -> dict:
+def _alert(case_id, info, metric, kind, relative, runs: tuple[int, int], text) -> dict:
+    """One series' alert; runs: (from, to), the change's commit range as run indices."""
     return {
         "case": case_id,
-        "impl": impl,
-        "mode": mode,
+        "impl": info.get("impl"),
+        "mode": info.get("mode"),
+        "gpu": info.get("gpu"),
         "metric": metric,
         "kind": kind,
         "relative": round(relative, 5),
         "direction": "slower" if relative > 0 else "faster",
-        "run": run,
+        "from": runs[0],
+        "run": runs[1],
         "text": text,
     }
 
@@ -105,34 +119,36 @@ def findings(
         marks.setdefault(f.case_id, []).append(_mark(f, run_index, mode_of.get(f.series_id)))
     current = current_series(series)
     current_ids = {s["series_id"] for s in current}
+    info_of = {s["series_id"]: s for s in series}
     points_of = {s["series_id"]: store.recent(s["series_id"], policy.window) for s in current}
-    alerts = [
-        _alert(
-            f.case_id,
-            f.impl,
-            mode_of.get(f.series_id),
-            f.metric,
-            "newest point",
-            f.relative,
-            run_index[f.run_id],
-            f"newest point {f.relative * 100:+.1f}% against the median of {f.history} "
-            f"(threshold ±{f.threshold * 100:.1f}%)" + (f"; {f.note}" if f.note else ""),
-        )
-        for f in review(current, points_of, policy, between)
-        if f.alert
-    ]
-    for f in changes:
-        if f.series_id in current_ids and f.age <= policy.window:
-            what = "step" if f.kind == "step" else f"drift over {f.points_after} points"
+    alerts = []
+    for f in review(current, points_of, policy, between):
+        if f.alert:
+            run = run_index[f.run_id]
             alerts.append(
                 _alert(
                     f.case_id,
-                    f.impl,
-                    mode_of.get(f.series_id),
+                    info_of[f.series_id],
+                    f.metric,
+                    "newest point",
+                    f.relative,
+                    (run - 1, run),
+                    f"newest point {f.relative * 100:+.1f}% against the median of {f.history} "
+                    f"(threshold ±{f.threshold * 100:.1f}%)" + (f"; {f.note}" if f.note else ""),
+                )
+            )
+    for f in changes:
+        if f.series_id in current_ids and f.age <= policy.window:
+            what = "step" if f.kind == "step" else f"drift over {f.points_after} points"
+            to = run_index[f.to_run_id]
+            alerts.append(
+                _alert(
+                    f.case_id,
+                    info_of[f.series_id],
                     f.metric,
                     f.kind,
                     f.relative,
-                    run_index[f.to_run_id],
+                    (run_index.get(f.from_run_id, to - 1) if f.from_run_id else to - 1, to),
                     f"{what} {f.relative * 100:+.1f}% (p {f.p_value:.1e}) after commit "
                     f"{(f.from_commit or '-')[:12]} up to {(f.to_commit or '-')[:12]}",
                 )
@@ -147,3 +163,147 @@ def findings(
         )
     )
     return alerts, marks
+
+
+def events(alerts: list[dict], place: dict[int, int] | None = None) -> list[dict]:
+    """The alerts as change events, in the order a compiler team acts on them: gap events
+    before "baseline moved" ones, then by size, then newest first.
+
+    Within one series a step stands for the newest point and the drifts it explains (folded
+    into it). Series of one GPU model, mode and direction whose changes' commit ranges
+    overlap (within WINDOW_RUNS runs of the mode: `place`, run index -> its place among its
+    mode's runs; the run index itself without it) are one change; its series of cases with a
+    gap alert make one event ("gap"), the others one apart ("baseline": times moved, the gaps
+    did not). An event: {kind, gpu, mode, direction, relative (the median of its lead metric's
+    changes), from, run, cases, points, metrics, series: [alert, ...], text}.
+    """
+    place = place if place is not None else {}
+
+    def at(run: int) -> int:
+        return place.get(run, run)
+
+    kept = _fold_within_series(alerts)
+    groups: dict[tuple, list[list[dict]]] = {}
+    for a in sorted(kept, key=lambda a: (at(a["from"]), at(a["run"]))):
+        clusters = groups.setdefault((a["gpu"], a["mode"], a["direction"]), [])
+        last = clusters[-1] if clusters else None
+        if last and at(a["from"]) <= max(at(b["run"]) for b in last) + WINDOW_RUNS:
+            last.append(a)
+        else:
+            clusters.append([a])
+    out = []
+    for clusters in groups.values():
+        for cluster in clusters:
+            moved = {split_id(a["case"])[0] for a in cluster if a["metric"] == "gap"}
+            gap = [a for a in cluster if split_id(a["case"])[0] in moved]
+            rest = [a for a in cluster if split_id(a["case"])[0] not in moved]
+            out.extend(
+                _event(kind, part) for kind, part in (("gap", gap), ("baseline", rest)) if part
+            )
+    return sorted(out, key=lambda e: (e["kind"] != "gap", -abs(e["relative"]), -e["run"]))
+
+
+def _fold_within_series(alerts: list[dict]) -> list[dict]:
+    """A series' alerts less those its step explains: its newest point, and a drift whose
+    window holds the step (the drift straddles it and overstates it). The step names them."""
+    steps: dict[tuple, list[dict]] = {}
+    for a in alerts:
+        if a["kind"] == "step":
+            steps.setdefault(_series_of(a), []).append(a)
+    out = []
+    for a in alerts:
+        own = [s for s in steps.get(_series_of(a), []) if s["direction"] == a["direction"]]
+        if a["kind"] == "newest point" and own:
+            own[-1].setdefault("folded", []).append("newest point")
+        elif a["kind"] == "drift" and any(a["from"] <= s["run"] <= a["run"] for s in own):
+            next(s for s in own if a["from"] <= s["run"] <= a["run"]).setdefault(
+                "folded", []
+            ).append(a["text"].split(" (p ")[0])
+        else:
+            out.append(a)
+    return out
+
+
+def _series_of(a: dict) -> tuple:
+    return (a["gpu"], a["mode"], a["case"], a["impl"], a["metric"])
+
+
+def _event(kind: str, part: list[dict]) -> dict:
+    lead = [a for a in part if a["metric"] == "gap"] if kind == "gap" else part
+    share = statistics.median(a["relative"] for a in lead)
+    cases = sorted({split_id(a["case"])[0] for a in part})
+    points = sorted({a["case"] for a in part if split_id(a["case"])[1]})
+    metrics = sorted({a["metric"] for a in part})
+    first, a0 = min(a["from"] for a in part), part[0]
+    size = f"{share * 100:+.1f}%"
+    what = (
+        f"gap {size} ({a0['direction']})"
+        if kind == "gap"
+        else f"times {size}: the baseline moved, the gap did not"
+    )
+    return {
+        "kind": kind,
+        "gpu": a0["gpu"],
+        "mode": a0["mode"],
+        "direction": a0["direction"],
+        "relative": round(share, 5),
+        "from": first,
+        "run": max(a["run"] for a in part),
+        "cases": cases,
+        "points": len(points),
+        "metrics": metrics,
+        "series": sorted(part, key=lambda a: (-abs(a["relative"]), a["case"], a["impl"])),
+        "text": f"{what}: {len(part)} series of {len(cases)} case"
+        + ("" if len(cases) == 1 else "s"),
+    }
+
+
+def moved_together(marks: list[dict], impls_of_mode: dict[str, set[str]]) -> list[dict]:
+    """A case's steps that every series of it took together: {mode, run, relative, impls,
+    text}, oldest first. A driver update or clock change makes every implementation of a case
+    slower by one share; each series then has its own step mark, and without a word a reader
+    sees a regression on every chart. A step of the times of every implementation of a case in
+    one mode, one way, within WINDOW_RUNS runs of one another, with no gap step near it, is
+    named once: "every series moved together (+2.0%): the baseline moved, the gap did not".
+
+    marks: the case's change marks (_mark: impl, mode, metric, kind, run, relative; runs as
+    indices into store.runs()); impls_of_mode: mode -> the implementations the case has in it
+    (at least two are needed for 'together' to mean anything).
+    """
+    notes = []
+    for mode, impls in impls_of_mode.items():
+        if len(impls) < 2:
+            continue
+        steps = sorted(
+            (m for m in marks if m["mode"] == mode and m["kind"] == "step"), key=lambda m: m["run"]
+        )
+        gap_runs = [m["run"] for m in steps if m["metric"] == "gap"]
+        for cluster in _clusters([m for m in steps if m["metric"] == "time"]):
+            shares = [m["relative"] for m in cluster]
+            one_way = all(r > 0 for r in shares) or all(r < 0 for r in shares)
+            first, last = cluster[0]["run"], cluster[-1]["run"]
+            near_gap = any(first - WINDOW_RUNS <= r <= last + WINDOW_RUNS for r in gap_runs)
+            if {m["impl"] for m in cluster} >= impls and one_way and not near_gap:
+                share = statistics.median(shares)
+                notes.append(
+                    {
+                        "mode": mode,
+                        "run": last,
+                        "relative": round(share, 5),
+                        "impls": sorted(impls),
+                        "text": f"every series moved together ({share * 100:+.1f}%): "
+                        "the baseline moved, the gap did not",
+                    }
+                )
+    return sorted(notes, key=lambda n: n["run"])
+
+
+def _clusters(steps: list[dict]) -> list[list[dict]]:
+    """Time steps (by run) split where two are more than WINDOW_RUNS runs apart."""
+    out: list[list[dict]] = []
+    for m in steps:
+        if out and m["run"] - out[-1][-1]["run"] <= WINDOW_RUNS:
+            out[-1].append(m)
+        else:
+            out.append([m])
+    return out

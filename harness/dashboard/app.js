@@ -114,9 +114,9 @@
     const box = document.getElementById("mode-switch");
     box.append(el("span", { class: "mode-note" }, "timing mode "));
     for (const m of D.modes) {
-      const b = el("button", { type: "button", "data-mode": m, "aria-pressed": String(m === state.mode),
-                               title: m === "cold" ? "one launch after an L2 flush" : "steady state: graph replay, warm L2" },
-                   (m === "cold" ? "◆ " : "▲ ") + m);
+      const info = KernelgapHeadline.modeInfo(m);
+      const b = el("button", { type: "button", "data-mode": m, "data-family": info.family,
+                               "aria-pressed": String(m === state.mode), title: info.title }, info.symbol + " " + m);
       b.addEventListener("click", () => setMode(m));
       box.append(b);
     }

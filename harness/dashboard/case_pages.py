@@ -20,6 +20,7 @@ from harness.dashboard import sweep_charts
 from harness.dashboard import ticks as axis
 from harness.dashboard.explain_pages import file_stem
 from harness.reporting.table import format_time
+from protocol.modes import describe
 
 __all__ = ["FOLDER", "write"]
 
@@ -30,8 +31,11 @@ RUN_LABEL_PX = 130  # a run's label on the x axis ("2026-01-01 1a2b3c4") is abou
 DASHES = ("", "6 3", "2 3", "6 3 2 3")
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title>
-<style>body{{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1160px;color:#1b1f24}}
+<style>body{{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1160px;color:#1b1f24;
+padding:0 12px}} svg.history,svg.sweep{{max-width:100%;height:auto}} .scroll{{overflow-x:auto}}
+pre{{overflow-x:auto}} @media (max-width:700px){{body{{margin:1em auto}} h1{{font-size:22px}}}}
 h2{{border-bottom:2px solid #d8dde3}} .muted{{color:#5b6470}} .note{{color:#8a5a00}}
 .tag{{border:1px solid currentColor;border-radius:4px;padding:0 6px;font-size:12px;font-weight:700}}
 table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #d8dde3;padding:3px 8px}}
@@ -159,21 +163,69 @@ def _mode(case: dict, data: dict, mode: str) -> str:
     marks = [m for m in case.get("changes", []) if m["mode"] == mode]
     gap = [(s, s["gap"]) for s in series if s["role"] == "candidate"]
     times = [(s, s["t"]) for s in series]
+    info = describe(mode)
+    tag = f'<span class="tag" title="{html.escape(info.title)}">{info.symbol} {html.escape(mode)}</span>'
+    where = f"{case['id']}, {mode}"
     return (
-        f'<h2><span class="tag">{html.escape(mode)}</span> mode</h2>'
+        f"<h2>{tag} mode</h2>"
         f"<p>now: {now or 'no gap in the newest run'}</p>{notes}"
         f"<h3>gap (x {html.escape(case['baseline'])}, lower is better)</h3>"
-        + _chart(gap, [m for m in marks if m["metric"] == "gap"], runs, "gap")
+        + _chart(
+            gap, [m for m in marks if m["metric"] == "gap"], runs, "gap", f"{where}: gap over time"
+        )
         + f"<h3>time per launch ({html.escape(case['unit'])})</h3>"
-        + _chart(times, [m for m in marks if m["metric"] != "gap"], runs, case["unit"])
+        + _chart(
+            times,
+            [m for m in marks if m["metric"] != "gap"],
+            runs,
+            case["unit"],
+            f"{where}: time per launch ({case['unit']}) over time",
+        )
+        + _history_table(series, runs, case["unit"], where)
     )
 
 
-def _chart(lines: list[tuple[dict, list]], marks: list[dict], runs: dict, unit: str) -> str:
-    """An SVG line chart: x the run's place among its mode's runs, one line per series, y ticks
-    at round values (a gap's from parity, drawn dashed where it is in view); step labels below
-    it, a row further down where one would touch the one before, each saying on hover what
-    moved between which commits; then the date and commit of five runs across the x axis."""
+HISTORY_ROWS = 10  # the newest runs in a case's history table (the charts' text equivalent)
+
+
+def _history_table(series: list[dict], runs: dict, unit: str, where: str) -> str:
+    """The charts' text equivalent: the newest HISTORY_ROWS drawn runs, one row each, with each
+    candidate's gap and each implementation's time ("-" where a series has no point)."""
+    newest = sorted({r for s in series for r in s["run"]}, key=lambda r: runs["n"][r])
+    newest = newest[-HISTORY_ROWS:][::-1]
+    columns = [(s, "gap", s["gap"]) for s in series if s["role"] == "candidate"]
+    columns += [(s, "t", s["t"]) for s in series]
+    head = "".join(
+        f"<th>{html.escape(s['name'])} {'gap' if what == 'gap' else html.escape(unit)}</th>"
+        for s, what, _ in columns
+    )
+    at = [dict(zip(s["run"], values, strict=True)) for s, _, values in columns]
+    body = []
+    for r in newest:
+        cells = []
+        for (_, what, _), values in zip(columns, at, strict=True):
+            v = values.get(r)
+            cells.append("-" if v is None else f"{v:.3f}x" if what == "gap" else f"{v:.4g}")
+        body.append(
+            f"<tr><td>{html.escape(runs['date'][r][:16])}</td>"
+            f"<td>{html.escape(_commit(runs, r, 7))}</td><td>{'</td><td>'.join(cells)}</td></tr>"
+        )
+    return (
+        f"<details class='history-table'><summary>{html.escape(where)}: the newest "
+        f"{len(newest)} runs as a table</summary><div class='scroll'><table><caption>"
+        f"{html.escape(where)}: recent history</caption><tr><th>date (UTC)</th><th>commit</th>"
+        f"{head}</tr>{''.join(body)}</table></div></details>"
+    )
+
+
+def _chart(
+    lines: list[tuple[dict, list]], marks: list[dict], runs: dict, unit: str, name=""
+) -> str:
+    """An SVG line chart named `name`: x the run's place among its mode's runs, one line per
+    series, y ticks at round values (a gap's from parity, drawn dashed where it is in view);
+    step labels below it, a row further down where one would touch the one before, each saying
+    on hover what moved between which commits; then the date and commit of five runs across the
+    x axis. It scales to the page's width (viewBox)."""
     lines = [
         (s, [v if v is not None and math.isfinite(v) else None for v in ys]) for s, ys in lines
     ]
@@ -181,43 +233,77 @@ def _chart(lines: list[tuple[dict, list]], marks: list[dict], runs: dict, unit: 
     values = [v for _, v in points if v is not None]
     if not values:
         return '<p class="muted">nothing to draw</p>'
-    x0, x1 = min(x for x, _ in points), max(x for x, _ in points)
-    gap = unit == "gap"
-    step, ticks = axis.spaced(min(values), max(values), anchor=1.0 if gap else 0.0)
-    y0, y1 = ticks[0], ticks[-1]
-    left, right, top, bottom = MARGIN
-    w, h = WIDTH - left - right, HEIGHT - top - bottom
+    name = name or f"{unit} over time"
+    frame = _Frame(points, values, unit == "gap")
+    placed, label_rows = _place_marks(marks, runs, frame)
+    axis_y = frame.top + frame.h + 14 * (label_rows + 1) + 4  # run labels, under the step labels
+    out = [
+        f'<svg viewBox="0 0 {WIDTH} {axis_y + 8}" width="{WIDTH}" role="img" class="history" '
+        f'aria-label="{html.escape(name)}"><title>{html.escape(name)}</title>',
+        *frame.grid(unit),
+    ]
+    drawn_runs = _polylines(lines, runs, frame, out)
+    out.extend(_step_marks(placed, runs, frame))
+    out.extend(_run_labels(drawn_runs, runs, frame, axis_y))
+    legend = " ".join(
+        f'<span style="color:{html.escape(s["color"])}">&#9632;</span> {html.escape(s["name"])}'
+        for s, _ in lines
+    )
+    return "\n".join(out) + f"</svg><p class='muted'>{legend}</p>"
 
-    def xpx(x: float) -> float:
-        return left + w * (x - x0) / max(x1 - x0, 1)
 
-    def ypx(y: float) -> float:
-        return top + h * (y1 - y) / (y1 - y0)
+class _Frame:
+    """A history chart's axes: pixels of a run's place (x) and of a value (y), and its grid."""
 
+    def __init__(self, points: list[tuple], values: list[float], gap: bool):
+        self.x0, self.x1 = min(x for x, _ in points), max(x for x, _ in points)
+        self.gap = gap
+        self.step, self.ticks = axis.spaced(min(values), max(values), anchor=1.0 if gap else 0.0)
+        self.y0, self.y1 = self.ticks[0], self.ticks[-1]
+        self.left, right, self.top, bottom = MARGIN
+        self.w, self.h = WIDTH - self.left - right, HEIGHT - self.top - bottom
+
+    def xpx(self, x):
+        return self.left + self.w * (x - self.x0) / max(self.x1 - self.x0, 1)
+
+    def ypx(self, y):
+        return self.top + self.h * (self.y1 - y) / (self.y1 - self.y0)
+
+    def grid(self, unit: str) -> list[str]:
+        """The y ticks with their grid lines, and parity dashed where it is in view."""
+        left, right = self.left, self.left + self.w
+        out = []
+        for y in self.ticks:
+            tick = axis.label(y, self.step, "x" if self.gap else "", least=1 if self.gap else 0)
+            out.append(
+                f'<line x1="{left}" x2="{right}" y1="{self.ypx(y):.1f}" y2="{self.ypx(y):.1f}" '
+                f'stroke="#eceff2"/><text x="{left - 6}" y="{self.ypx(y) + 4:.1f}" '
+                f'text-anchor="end">{tick}</text>'
+            )
+        if self.gap and self.y0 <= 1.0 <= self.y1:
+            out.append(
+                f'<line x1="{left}" x2="{right}" y1="{self.ypx(1.0):.1f}" y2="{self.ypx(1.0):.1f}" '
+                'stroke="#5b6470" stroke-dasharray="2 2"><title>parity (1.0x)</title></line>'
+            )
+        return out
+
+
+def _place_marks(marks: list[dict], runs: dict, frame: _Frame) -> tuple[list[tuple], int]:
+    """([(mark, x px, label row)], rows used): a label goes a row down where it would touch the
+    one before; past LABEL_ROWS a mark keeps its line and hover text, no label."""
     rows: list[float] = []  # per label row, where its last label ends
     placed = []
     for m in sorted(marks, key=lambda m: runs["n"][m["run"]]):
-        x = xpx(runs["n"][m["run"]])
+        x = frame.xpx(runs["n"][m["run"]])
         row = next((k for k, end in enumerate(rows) if x - 45 > end), len(rows))
         if row < LABEL_ROWS:
             rows[row : row + 1] = [x + 45]
-        placed.append((m, x, row))  # beyond LABEL_ROWS: its line and hover text, no label
-    axis_y = top + h + 14 * (len(rows) + 1) + 4  # the run labels, under the step labels
-    out = [
-        f'<svg width="{WIDTH}" height="{axis_y + 8}" role="img" '
-        f'aria-label="{html.escape(unit)} over time">'
-    ]
-    for y in ticks:
-        tick = axis.label(y, step, "x" if gap else "", least=1 if gap else 0)
-        out.append(
-            f'<line x1="{left}" x2="{left + w}" y1="{ypx(y):.1f}" y2="{ypx(y):.1f}" stroke="#eceff2"/>'
-            f'<text x="{left - 6}" y="{ypx(y) + 4:.1f}" text-anchor="end">{tick}</text>'
-        )
-    if gap and y0 <= 1.0 <= y1:
-        out.append(
-            f'<line x1="{left}" x2="{left + w}" y1="{ypx(1.0):.1f}" y2="{ypx(1.0):.1f}" '
-            'stroke="#5b6470" stroke-dasharray="2 2"><title>parity (1.0x)</title></line>'
-        )
+        placed.append((m, x, row))
+    return placed, len(rows)
+
+
+def _polylines(lines, runs: dict, frame: _Frame, out: list[str]) -> dict[float, int]:
+    """One polyline per series into `out`; {x: run} of every point drawn."""
     n = np.asarray(runs["n"])
     drawn_runs: dict[float, int] = {}
     for s, ys in lines:
@@ -226,13 +312,22 @@ def _chart(lines: list[tuple[dict, list]], marks: list[dict], runs: dict, unit: 
         at = np.array([r for r, _ in drawn], dtype=np.int64)
         y = np.array([v for _, v in drawn], dtype=np.float64)
         # every point at once: numpy does xpx's and ypx's operations in the same order
-        path = " ".join(map("{:.1f},{:.1f}".format, xpx(n[at]).tolist(), ypx(y).tolist()))
+        xs, ys_px = frame.xpx(n[at]).tolist(), frame.ypx(y).tolist()
+        path = " ".join(map("{:.1f},{:.1f}".format, xs, ys_px))
         dash = DASHES[s.get("segment", 0) % len(DASHES)]
         out.append(
             f'<polyline points="{path}" fill="none" stroke="{html.escape(s["color"])}" '
             f'stroke-width="1.8" stroke-dasharray="{dash}"><title>{html.escape(s["name"])}'
             "</title></polyline>"
         )
+    return drawn_runs
+
+
+def _step_marks(placed: list[tuple], runs: dict, frame: _Frame) -> list[str]:
+    """Each step's dashed rule, red slower and green faster, with its label where it has a row
+    (a link to the counter step that explains it) and what moved on hover."""
+    out = []
+    top, h = frame.top, frame.h
     for m, x, row in placed:
         color = "#b3261e" if m["relative"] > 0 else "#0a7a3d"
         sign = "&#9650;" if m["relative"] > 0 else "&#9660;"
@@ -249,27 +344,30 @@ def _chart(lines: list[tuple[dict, list]], marks: list[dict], runs: dict, unit: 
             f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{top + h}" stroke="{color}" '
             f'stroke-dasharray="4 3"/>{text}</g>'
         )
+    return out
+
+
+def _run_labels(drawn_runs: dict[float, int], runs: dict, frame: _Frame, axis_y: float) -> list:
+    """The date and commit of five runs across the x axis, none closer than a label's width."""
     shown = sorted(drawn_runs)
-    at_x: list[float] = []  # five runs across the axis, none closer than a label's width
+    x0, x1 = frame.x0, frame.x1
+    at_x: list[float] = []
     nearest = {min(shown, key=lambda x: abs(x - (x0 + (x1 - x0) * k / 4))) for k in range(5)}
     for x in sorted(nearest):
-        if at_x and xpx(x) - xpx(at_x[-1]) < RUN_LABEL_PX:
+        if at_x and frame.xpx(x) - frame.xpx(at_x[-1]) < RUN_LABEL_PX:
             if len(at_x) == 1:
                 continue  # the first run keeps its label; the newest takes the one before's
             at_x.pop()
         at_x.append(x)
+    out = []
     for k, x in enumerate(at_x):
         r = drawn_runs[x]
         anchor = "start" if k == 0 else "end" if k == len(at_x) - 1 else "middle"
         out.append(
-            f'<text x="{xpx(x):.1f}" y="{axis_y}" text-anchor="{anchor}" fill="#5b6470">'
+            f'<text x="{frame.xpx(x):.1f}" y="{axis_y}" text-anchor="{anchor}" fill="#5b6470">'
             f"{html.escape(runs['date'][r][:10] + ' ' + _commit(runs, r, 7))}</text>"
         )
-    legend = " ".join(
-        f'<span style="color:{html.escape(s["color"])}">&#9632;</span> {html.escape(s["name"])}'
-        for s, _ in lines
-    )
-    return "\n".join(out) + f"</svg><p class='muted'>{legend}</p>"
+    return out
 
 
 def _moved(mark: dict, runs: dict) -> str:

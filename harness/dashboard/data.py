@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import UTC, datetime
 
+from harness.dashboard.alerts import events, moved_together
 from harness.dashboard.case_charts import (
     Series,
     case_anchor,
@@ -29,11 +30,11 @@ from harness.dashboard.counter_panels import counter_panels, link_marks
 from harness.dashboard.display import MAX_POINTS
 from harness.dashboard.geomeans import suite_geomeans
 from harness.dashboard.sweep_charts import curves, measured_points
-from harness.dashboard.together import moved_together
 from harness.history.series import run_mode
 from harness.history.store import Store
 from harness.reporting.primary import primary_candidate
 from harness.reporting.summary import signature
+from protocol.modes import describe
 from protocol.points import is_point_row, split_id
 
 __all__ = ["DATA_FORMAT_VERSION", "DashboardError", "collect"]
@@ -75,6 +76,7 @@ def collect(
     docs = {m: store.raw_document(runs[g]["run_id"]) for m, g in latest_of.items()}
     latest_doc = docs[default]
     alerts, marks = marked or ([], {})
+    alerts = events(alerts, _places(mode_of))
     used = _marked_runs(len(runs) - 1, alerts, marks) | set(latest_of.values())
     primary = primary_candidate(latest_doc)
     compilers: dict[str, int] = {}  # description -> its index in data["compilers"]
@@ -87,7 +89,7 @@ def collect(
     )
     anchor_of = {c["id"]: c["anchor"] for c in cases}
     compact = {g: i for i, g in enumerate(sorted(used))}
-    alerts = [{**a, "run": compact[a["run"]], "anchor": anchor_of.get(a["case"])} for a in alerts]
+    alerts = [_renumbered_event(e, compact, anchor_of) for e in alerts]
     _renumber(compact, cases, marks, suite, headline, primary)
     views = {
         m: {
@@ -116,6 +118,10 @@ def collect(
         "mode": default,  # the mode shown at open: the newest run's
         "modes": sorted(views, key=lambda m: (m != default, m or "")),
         "views": views,
+        "mode_info": {
+            m: describe(m).as_dict()
+            for m in sorted({*views, *(s.info["mode"] for s in all_series)})
+        },
         "latest": views[default],
         "alerts": alerts,
         "table": views[default]["table"],
@@ -214,13 +220,42 @@ def _impls_by_mode(case: dict) -> dict[str, set[str]]:
 
 
 def _marked_runs(latest: int, alerts: list[dict], marks: dict[str, list]) -> set[int]:
-    """The runs (indices into store.runs()) the latest run, the change marks and the alerts
-    name: each is drawn whatever the thinning."""
+    """The runs (indices into store.runs()) the latest run, the change marks and the alert
+    events name: each is drawn whatever the thinning."""
     used = {latest}
     used.update(m["run"] for ms in marks.values() for m in ms)
     used.update(m["from"] for ms in marks.values() for m in ms if m["from"] >= 0)
-    used.update(a["run"] for a in alerts)
+    used.update(r for e in alerts for r in (e["run"], e["from"]) if r >= 0)
     return used
+
+
+def _places(mode_of: dict[int, str]) -> dict[int, int]:
+    """Run index -> its place among the runs of its mode (change ranges are compared in it)."""
+    count: dict[str, int] = defaultdict(int)
+    out = {}
+    for g, mode in sorted(mode_of.items()):
+        out[g] = count[mode]
+        count[mode] += 1
+    return out
+
+
+def _renumbered_event(event: dict, compact: dict[int, int], anchor_of: dict) -> dict:
+    """An alert event with its runs as indices into data["runs"] and each series' case anchor."""
+    series = [
+        {
+            **a,
+            "run": compact.get(a["run"], -1),
+            "from": compact.get(a["from"], -1),
+            "anchor": anchor_of.get(split_id(a["case"])[0]),
+        }
+        for a in event["series"]
+    ]
+    return {
+        **event,
+        "run": compact[event["run"]],
+        "from": compact.get(event["from"], -1),
+        "series": series,
+    }
 
 
 def _drawn_runs(runs: list[dict], used: list[int], mode_of: dict[int, str]) -> dict:

@@ -3,8 +3,7 @@
 // its suite geomean over the chosen span and "1.31x -> 1.21x since <date> (<commit>)", the span
 // the last N runs, every run, or since a chosen run (a commit or date typed or picked, or a
 // point of the sparkline clicked); and the
-// open alerts, each with its mode, the steps every series of a case took together folded into
-// one line per mode. Drawn as HTML and SVG at once (no plotly.js): all of it is in the first
+// open alerts, one per change event, each with its mode. Drawn as HTML and SVG at once (no plotly.js): all of it is in the first
 // window. app.js calls draw() and alerts() again when the mode or the span changes.
 "use strict";
 window.KernelgapHeadline = (function () {
@@ -14,9 +13,16 @@ window.KernelgapHeadline = (function () {
   const gapText = (g) => (g === null || g === undefined) ? "–" : g.toFixed(3) + "x";
   const pct = (f) => (f >= 0 ? "+" : "−") + Math.abs(f * 100).toFixed(1) + "%";
 
+  // A mode's family, symbol and tooltip, from data.js's table (protocol.modes): every mode name
+  // the history carries (hot, cold-mean, cold-mean/cupti, ...) is in it.
+  function modeInfo(mode) {
+    const table = (window.KERNELGAP_DATA || {}).mode_info || {};
+    return table[mode] || { name: mode || "?", family: "other", symbol: "●", title: "mode " + (mode || "?") };
+  }
   function modeTag(el, mode) {
-    return el("span", { class: "mode-tag " + (mode || ""), title: mode === "cold" ?
-      "cold: one launch after an L2 flush" : "hot: steady state, graph replay with a warm L2" }, mode || "mode ?");
+    const info = modeInfo(mode);
+    return el("span", { class: "mode-tag " + info.family, title: info.title, "data-family": info.family },
+      info.symbol + " " + (mode || "mode ?"));
   }
 
   // The trend's points over the span: the last N of the card's key's runs, all of them, or
@@ -161,48 +167,51 @@ window.KernelgapHeadline = (function () {
     return drawn;
   }
 
-  // The open alerts, those of `mode` first; the time steps that every series of a case took
-  // together (D.cases[].together) folded into one line per mode.
+  // The open alerts as events (data.js: D.alerts, harness/dashboard/alerts.py: one per change,
+  // gap events first, then by size, newest first), those of `mode` and of the shown GPU model
+  // first; each lists the series it covers on a click. One count: the heading's, the button's.
   function alerts(D, mode, box, el) {
-    const together = new Set();
-    for (const c of D.cases) for (const t of c.together || []) together.add(c.id + "|" + t.mode);
-    const shared = (a) => a.metric === "time" && a.kind !== "drift" && together.has(a.case + "|" + a.mode);
-    const list = (D.alerts || []).slice().sort((a, b) => (a.mode !== mode) - (b.mode !== mode));
-    const own = list.filter((a) => !shared(a)), folded = list.filter(shared);
+    const list = (D.alerts || []).map((e, k) => [e, k])
+      .sort(([a, i], [b, j]) => (a.mode !== mode) - (b.mode !== mode) || i - j).map(([e]) => e);
     box.replaceChildren(el("h2", {}, "Open alerts (" + list.length + ")"));
     if (!list.length) {
       box.append(el("p", { class: "explain" }, "None: no newest point beyond max(5%, 3 x MAD), no change point " +
         "among the newest runs and no drift (unstable points never alert)."));
-      return { shown: 0, total: 0, folded: 0 };
+      return { shown: 0, total: 0, series: 0 };
     }
-    const ul = el("ul", { class: "alerts" });
-    const byMode = {};
-    for (const a of folded) (byMode[a.mode] = byMode[a.mode] || new Set()).add(a.case);
-    for (const [m, cases] of Object.entries(byMode)) {
-      const n = folded.filter((a) => a.mode === m).length;
-      ul.append(el("li", { class: "shared", "data-mode": m }, modeTag(el, m), " every series of " + cases.size +
-        " case" + (cases.size === 1 ? "" : "s") + " moved together: the baseline moved, the gap did not (" + n +
-        " time alerts folded)"));
-    }
-    own.forEach((a, k) => {
-      const where = a.anchor ? el("a", { href: "#" + a.anchor }, a.case) : a.case;
-      const li = el("li", { class: a.direction === "slower" ? "worse" : "better", "data-mode": a.mode || "" },
-        modeTag(el, a.mode), " ", el("b", {}, pct(a.relative) + " " + a.direction), " ", where,
-        " / " + a.impl + " " + a.metric + " · " + a.kind + ": ", el("span", { class: "note" }, a.text));
+    const R = D.runs, ul = el("ul", { class: "alerts" });
+    list.forEach((e, k) => {
+      const slower = e.direction === "slower";
+      const cls = e.kind === "baseline" ? "shared" : (slower ? "worse" : "better");
+      const range = (e.from >= 0 && R.commit[e.from] ? R.commit[e.from].slice(0, 7) + ".." : "up to ") +
+        (R.commit[e.run] ? R.commit[e.run].slice(0, 7) : R.date[e.run].slice(0, 16));
+      const first = e.series[0];
+      const where = first.anchor ? el("a", { href: "#" + first.anchor }, e.cases[0]) : e.cases[0];
+      const more = e.cases.length > 1 ? " and " + (e.cases.length - 1) + " more case" + (e.cases.length > 2 ? "s" : "") : "";
+      const details = el("details", { class: "covers" }, el("summary", {}, e.series.length + " series" +
+        (e.points ? ", " + e.points + " sweep points" : "") + " (" + e.metrics.join(", ") + ")"),
+        el("ul", {}, ...e.series.map((a) => el("li", {}, a.case + " / " + a.impl + " " + a.metric + " · " + a.kind +
+          (a.folded ? " (with " + a.folded.join(", ") + ")" : "") + ": " + a.text))));
+      const li = el("li", { class: cls, "data-mode": e.mode || "", "data-kind": e.kind, "data-gpu": e.gpu || "",
+                            "data-cases": e.cases.join(" ") },
+        modeTag(el, e.mode), " ", el("b", {}, (e.kind === "gap" ? "gap " : "times ") + pct(e.relative) + " " + e.direction),
+        " ", where, more, e.kind === "baseline" ? el("span", { class: "note" }, " · the baseline moved, the gap did not") : "",
+        el("span", { class: "note" }, " · commits " + range + (D.gpus && D.gpus.length > 1 ? " · " + e.gpu : "")), details);
       if (k >= SHOWN_ALERTS) li.hidden = true;
       ul.append(li);
     });
     box.append(ul);
-    if (own.length > SHOWN_ALERTS) {
-      const more = el("button", { type: "button", class: "more", "aria-expanded": "false" }, "show all " + own.length);
+    if (list.length > SHOWN_ALERTS) {
+      const more = el("button", { type: "button", class: "more", "aria-expanded": "false" }, "show all " + list.length);
       more.addEventListener("click", () => {
-        for (const li of ul.querySelectorAll("li[hidden]")) li.hidden = false;
+        for (const li of ul.querySelectorAll(":scope > li[hidden]")) li.hidden = false;
         more.remove();
       });
       box.append(more);
     }
-    return { shown: Math.min(own.length, SHOWN_ALERTS) + Object.keys(byMode).length, total: list.length, folded: folded.length };
+    return { shown: Math.min(list.length, SHOWN_ALERTS), total: list.length,
+             series: list.reduce((n, e) => n + e.series.length, 0) };
   }
 
-  return { draw, alerts, modeTag, gapText };
+  return { draw, alerts, modeTag, modeInfo, gapText };
 })();

@@ -112,7 +112,10 @@ def _chart(lines: list[tuple], xs: list[float], labels: list[str], what: str, lo
     def ypx(y):
         return top + h * (y1 - ty(y)) / (y1 - y0)
 
-    out = [f'<svg width="{WIDTH}" height="{HEIGHT}" role="img" aria-label="{what}">']
+    out = [
+        f'<svg viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" class="sweep" role="img" '
+        f'aria-label="{what}"><title>{what}</title>'
+    ]
     for v, step in ticks:
         label = format_time(2**v) if step is None else axis.label(v, step, "x")
         y = top + h * (y1 - v) / (y1 - y0)

@@ -22,6 +22,7 @@ import hashlib
 
 import orjson
 
+from protocol.modes import series_mode
 from protocol.version import version_tuple
 
 __all__ = [
@@ -96,13 +97,10 @@ def _mode(document: dict, case: dict, impl: dict) -> str | None:
     ".../cupti-span" (`_bench_span`)."""
     for block in (impl.get("timing"), case.get("settings"), document.get("options")):
         if isinstance(block, dict) and block.get("mode"):
-            mode = block["mode"]
-            if mode == "cold" and _cold_mean(document):
-                mode = "cold-mean"
             timer = block.get("timer") or "events"
             if timer == "cupti" and _bench_span(document, block):
                 timer = "cupti-span"  # runner.bench's CUPTI figure was a union of kernels before
-            return mode if timer in ("events", "auto") else f"{mode}/{timer}"
+            return series_mode(block["mode"], _cold_mean(document), timer)
     return None
 
 

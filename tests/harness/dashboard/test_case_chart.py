@@ -76,7 +76,7 @@ def test_a_time_step_says_its_times_in_their_unit_and_marks_past_four_rows_keep_
     titles = re.findall(r"<g><title>([^<]*)</title>", svg)
     assert len(titles) == 6 and "impl0 time 88.00 us -&gt; 89.80 us (p 1e-07)" in titles[0]
     assert len(re.findall(r"&#9650;\+2.0% impl", svg)) == 4  # the other two: line and title only
-    height = int(re.search(r'<svg width="\d+" height="(\d+)"', svg).group(1))
+    height = int(re.search(r'<svg viewBox="0 0 \d+ (\d+)"', svg).group(1))
     assert height < 230 + 14 * 6
 
 
@@ -91,3 +91,9 @@ def test_run_labels_never_overlap_and_a_value_that_is_not_finite_is_not_drawn():
     assert xs[0] == 64.0 and xs[-1] == 1020.0  # the first run and the newest
     assert all(b - a >= 130 for a, b in itertools.pairwise(xs))
     assert "inf" not in svg.lower() and "nan" not in svg.lower()
+
+
+def test_a_chart_is_named_and_scales_to_the_width():
+    svg = _chart([series("forth", [1.2, 1.3])], [], history(2), "gap", "axpy, cold-mean: gap")
+    assert re.search(r'<svg viewBox="0 0 1100 \d+" width="1100" role="img" class="history" '
+                     r'aria-label="axpy, cold-mean: gap"><title>axpy, cold-mean: gap</title>', svg)

@@ -68,9 +68,10 @@ def test_the_first_window_answers_how_far_and_whether_it_is_closing(site):
             "c.dataset.mode, c.textContent, !!c.querySelector('svg.spark path')])"
         )
         alerts = browser.evaluate(
-            "[...document.querySelectorAll('#alerts li')].map(li => "
-            "[li.dataset.mode, li.textContent, li.hidden])"
+            "[...document.querySelectorAll('#alerts ul.alerts > li')].map(li => "
+            "[li.dataset.mode, li.textContent, li.hidden, li.dataset.kind, li.dataset.cases])"
         )
+        heading = browser.evaluate("document.querySelector('#alerts h2').textContent")
         lead, hardware = (
             top_bottom(browser, "#chart-overview svg"),
             top_bottom(browser, "#hardware"),
@@ -92,10 +93,16 @@ def test_the_first_window_answers_how_far_and_whether_it_is_closing(site):
     # the trend: 1.31x at the first run, about 1.21x now (three planted 2.5% steps)
     assert primary["trend"].startswith("1.310x → 1.2") and "since 2026-01-01" in primary["trend"]
     # alerts with their mode, the chosen mode's first; the driver shift folded into one line
-    assert alerts and alerts[0][0] == "hot" and all(a[0] in ("hot", "cold") for a in alerts)
-    assert 0 < sum(not a[2] for a in alerts) <= 7  # the rest one click away
-    assert any("moved together" in a[1] for a in alerts)
-    assert any(a[0] == "cold" and "case_03" in a[1] for a in alerts)
+    # One alert per planted event, the planted code regression first (gap before time), the
+    # driver shift one event apart, and one count: the heading's is the number of events.
+    assert heading == f"Open alerts ({len(alerts)})" == f"Open alerts ({len(data['alerts'])})"
+    assert alerts[0][0] == "hot" and alerts[0][3] == "gap" and alerts[0][4] == "case_03"
+    assert alerts[0][1].startswith("▲ hot gap +3.0% slower case_03")
+    shifts = [a for a in alerts if a[3] == "baseline"]
+    assert len(shifts) == 1 and "the baseline moved, the gap did not" in shifts[0][1]
+    assert any(a[0] == "cold" and a[3] == "gap" and a[4] == "case_03" for a in alerts)
+    assert all(a[0] in ("hot", "cold") for a in alerts) and len(alerts) <= 6
+    assert 0 < sum(not a[2] for a in alerts) <= 6  # more would be one click away
     assert lead[0] < FIRST_WINDOW[1] and not folded and hardware[0] > lead[0]
 
 
@@ -236,7 +243,7 @@ def test_a_case_page_has_its_history_its_explanation_and_links_back(site):
     # per mode: 3 candidates' gaps and 4 implementations' times (case_03 has one key each)
     assert charts == 2 * (3 + 4)
     # the planted history's counters step on case_03 (dashboard_history.py): explained here
-    assert headings[:3] == ["hot mode", "cold mode", "Counters: what changed in the code"]
+    assert headings[:3] == ["▲ hot mode", "◆ cold mode", "Counters: what changed in the code"]
     assert "harness explain" in headings[3]
     assert back == f"../index.html#{case['anchor']}"
     assert "kernelgap explain" in page.read_text()
