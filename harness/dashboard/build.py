@@ -37,9 +37,8 @@ import orjson
 
 from harness.dashboard import case_pages, explain_pages
 from harness.dashboard.alerts import between_cards, findings
-from harness.dashboard.case_charts import read_series
+from harness.dashboard.case_charts import MAX_POINTS, TAIL_POINTS, display_indices, read_series
 from harness.dashboard.data import DATA_FORMAT_VERSION, DashboardError, collect
-from harness.dashboard.display import MAX_POINTS, TAIL_POINTS, display_indices
 from harness.dashboard.gab import GAB_DATA, gab_key, github_action_benchmark_data
 from harness.history.store import Store
 

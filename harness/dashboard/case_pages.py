@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from harness.dashboard import sweep_charts
-from harness.dashboard import ticks as axis
 from harness.dashboard.explain_pages import file_stem
+from harness.dashboard.sweep_charts import spaced, tick_label
 from harness.reporting.table import format_time
 from protocol.modes import describe
 
@@ -258,7 +258,7 @@ class _Frame:
     def __init__(self, points: list[tuple], values: list[float], gap: bool):
         self.x0, self.x1 = min(x for x, _ in points), max(x for x, _ in points)
         self.gap = gap
-        self.step, self.ticks = axis.spaced(min(values), max(values), anchor=1.0 if gap else 0.0)
+        self.step, self.ticks = spaced(min(values), max(values), anchor=1.0 if gap else 0.0)
         self.y0, self.y1 = self.ticks[0], self.ticks[-1]
         self.left, right, self.top, bottom = MARGIN
         self.w, self.h = WIDTH - self.left - right, HEIGHT - self.top - bottom
@@ -274,7 +274,7 @@ class _Frame:
         left, right = self.left, self.left + self.w
         out = []
         for y in self.ticks:
-            tick = axis.label(y, self.step, "x" if self.gap else "", least=1 if self.gap else 0)
+            tick = tick_label(y, self.step, "x" if self.gap else "", least=1 if self.gap else 0)
             out.append(
                 f'<line x1="{left}" x2="{right}" y1="{self.ypx(y):.1f}" y2="{self.ypx(y):.1f}" '
                 f'stroke="#eceff2"/><text x="{left - 6}" y="{self.ypx(y) + 4:.1f}" '

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 
 from harness.dashboard.alerts import events, moved_together
 from harness.dashboard.case_charts import (
+    MAX_POINTS,
     Series,
     case_anchor,
     case_chart,
@@ -27,7 +28,6 @@ from harness.dashboard.case_charts import (
     run_modes,
 )
 from harness.dashboard.counter_panels import counter_panels, link_marks
-from harness.dashboard.display import MAX_POINTS
 from harness.dashboard.geomeans import suite_geomeans
 from harness.dashboard.sweep_charts import curves, measured_points
 from harness.history.series import run_mode

@@ -26,8 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.dashboard.case_charts import Series, read_series, run_modes
-from harness.dashboard.display import rounded
+from harness.dashboard.case_charts import Series, read_series, rounded, run_modes
 from harness.dashboard.geomeans import gaps_by_run
 from harness.history.series import run_mode
 from harness.history.store import Store

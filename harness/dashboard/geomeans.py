@@ -22,8 +22,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from harness.dashboard.case_charts import Series
-from harness.dashboard.display import MAX_POINTS, display_indices, key_change, rounded
+from harness.dashboard.case_charts import MAX_POINTS, Series, display_indices, key_change, rounded
 from harness.history import cards
 
 __all__ = ["gaps_by_run", "suite_geomeans"]

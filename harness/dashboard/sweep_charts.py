@@ -3,6 +3,11 @@
 earlier run, dashed; beside it the absolute median time of the baseline and every candidate
 (log2 of the time). Data from result documents (`curves`), drawn as inline SVG (`svg`) on the
 case's page, which opens from disk with no script.
+
+Axis ticks of the dashboard's SVG charts (these and the case pages' histories): multiples of a
+round step (1, 2, 2.5 or 5 times a power of ten) from an anchor (parity, 1.0x, for gaps), each
+labelled with as many decimals as the spacing needs, so that no two ticks read alike and a tick
+labelled 1.0x sits on parity.
 """
 
 from __future__ import annotations
@@ -10,14 +15,43 @@ from __future__ import annotations
 import html
 import math
 
-from harness.dashboard import ticks as axis
 from harness.dashboard.case_charts import BASELINE_COLOR
 from harness.reporting.table import format_time
 from protocol.points import swept_cases
 
-__all__ = ["curves", "measured_points", "svg"]
+__all__ = ["curves", "measured_points", "nice_step", "spaced", "svg", "tick_label"]
 
 WIDTH, HEIGHT, MARGIN = 540, 240, (72, 16, 14, 34)  # px; margin: left, right, top, bottom
+
+
+def nice_step(rough: float) -> float:
+    """The round step nearest above `rough`, at least 0.0001 (labels carry four decimals at
+    most: finer ticks would repeat a label)."""
+    if rough <= 0:
+        return 1.0
+    rough = max(rough, 1e-4)
+    power = 10 ** math.floor(math.log10(rough))
+    return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= rough * (1 - 1e-9))
+
+
+def tick_label(v: float, step: float, suffix: str = "", least: int = 1) -> str:
+    """A tick's label, with the decimals the spacing needs and at least `least` (0.998x, 0.999x;
+    not 1x three times; 80, 90 for times)."""
+    decimals = min(4, max(least, math.ceil(-math.log10(step) - 1e-9))) if step > 0 else 3
+    if decimals < 4 and abs(round(step, decimals) - step) > 1e-12:
+        decimals += 1  # a step of 0.025 needs 3 decimals
+    return f"{v:.{decimals}f}{suffix}"
+
+
+def spaced(y0: float, y1: float, anchor: float = 0.0, steps: int = 4) -> tuple[float, list[float]]:
+    """(step, ticks): [y0, y1] widened to the multiples of a round step from `anchor` around it,
+    the step about a `steps`-th of the range; the first and last tick bound the axis."""
+    if y1 - y0 < 1e-12:
+        y0, y1 = y0 - max(abs(y0) * 0.01, 1e-4), y1 + max(abs(y1) * 0.01, 1e-4)
+    step = nice_step((y1 - y0) / steps)
+    first = math.floor((y0 - anchor) / step + 1e-9)
+    last = math.ceil((y1 - anchor) / step - 1e-9)
+    return step, [anchor + i * step for i in range(first, last + 1)]
 
 
 def _size(values: str) -> float:
@@ -100,7 +134,7 @@ def _chart(lines: list[tuple], xs: list[float], labels: list[str], what: str, lo
     if log_y:  # times: five ticks spread evenly, each labelled with its exact value
         ticks = [(y0 + (y1 - y0) * k / 4, None) for k in range(5)]
     else:  # gaps: the range widened to ticks that parity (1.0x) is one of, a step apart
-        step, at = axis.spaced(y0, y1, anchor=1.0)
+        step, at = spaced(y0, y1, anchor=1.0)
         y0, y1, ticks = at[0], at[-1], [(v, step) for v in at]
     left, right, top, bottom = MARGIN
     w, h = WIDTH - left - right, HEIGHT - top - bottom
@@ -117,7 +151,7 @@ def _chart(lines: list[tuple], xs: list[float], labels: list[str], what: str, lo
         f'aria-label="{what}"><title>{what}</title>'
     ]
     for v, step in ticks:
-        label = format_time(2**v) if step is None else axis.label(v, step, "x")
+        label = format_time(2**v) if step is None else tick_label(v, step, "x")
         y = top + h * (y1 - v) / (y1 - y0)
         out.append(
             f'<line x1="{left}" x2="{left + w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eceff2"/>'

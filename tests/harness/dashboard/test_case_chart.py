@@ -95,5 +95,8 @@ def test_run_labels_never_overlap_and_a_value_that_is_not_finite_is_not_drawn():
 
 def test_a_chart_is_named_and_scales_to_the_width():
     svg = _chart([series("forth", [1.2, 1.3])], [], history(2), "gap", "axpy, cold-mean: gap")
-    assert re.search(r'<svg viewBox="0 0 1100 \d+" width="1100" role="img" class="history" '
-                     r'aria-label="axpy, cold-mean: gap"><title>axpy, cold-mean: gap</title>', svg)
+    assert re.search(
+        r'<svg viewBox="0 0 1100 \d+" width="1100" role="img" class="history" '
+        r'aria-label="axpy, cold-mean: gap"><title>axpy, cold-mean: gap</title>',
+        svg,
+    )

@@ -1,4 +1,4 @@
-"""Pieces of the dashboard without a browser: the explain report as HTML (report_html), the
+"""Pieces of the dashboard without a browser: the explain report as HTML (explain_pages.to_html), the
 steps every series of a case took together and the alerts as events (alerts), and the mode
 table (protocol.modes) on documents of the current runner."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from harness.dashboard.alerts import events, moved_together
-from harness.dashboard.report_html import to_html
+from harness.dashboard.explain_pages import to_html
 from harness.escaping import markdown as md
 from harness.history.series import series_key
 from protocol.modes import describe

@@ -116,8 +116,8 @@ def test_a_newer_run_of_the_headline_point_alone_keeps_the_curve(tmp_path):
 def test_gap_ticks_are_round_values_with_the_decimals_their_spacing_needs():
     """A tick labelled 1.0x sits on parity: ticks at multiples of a round step (they were
     spread evenly over the range and rounded for the label, so "1.0x" sat at 1.022)."""
-    from harness.dashboard.sweep_charts import svg
-    from harness.dashboard.ticks import label, nice_step
+    from harness.dashboard.sweep_charts import nice_step, svg
+    from harness.dashboard.sweep_charts import tick_label as label
 
     assert [nice_step(r) for r in (0.123, 0.03, 0.0011, 0.4, 0.0)] == [0.2, 0.05, 0.002, 0.5, 1]
     assert [label(0.998 + k * 0.001, 0.001, "x") for k in range(5)] == [
