@@ -159,14 +159,19 @@ def test_nvcc_and_ptxas_are_found_on_path_first_then_in_nvidias_wheels(monkeypat
 
 def test_the_readmes_first_command_writes_under_an_ignored_folder():
     first, second = (ROOT / "README.md").read_text().splitlines()[:2]
-    assert first.strip().startswith("python3 -m pip install -e . && mkdir -p results && ")
+    # a virtual environment first: Debian's python3 refuses a pip install (PEP 668), and
+    # elsewhere it would go into the global site-packages
+    venv = "python3 -m venv .venv && . .venv/bin/activate && python -m pip install -e "
+    assert first.strip().startswith(venv + ". && mkdir -p results && python -m runner bench ")
     # -o, not a shell redirect: a failed run must not leave an empty results/result.json
     assert first.strip().endswith(" -o results/result.json") and ">" not in first
-    assert second.strip() == "python3 -m pip install -e '.[test]' && python3 -m pytest"
+    assert second.strip() == venv + "'.[test]' && python -m pytest"
     ignored = subprocess.run(
         ["git", "check-ignore", "-q", "results/result.json"], cwd=ROOT, capture_output=True
     )
     assert ignored.returncode == 0, "results/ must be git-ignored: a run leaves the checkout clean"
+    ignored = subprocess.run(["git", "check-ignore", "-q", ".venv/"], cwd=ROOT, capture_output=True)
+    assert ignored.returncode == 0, ".venv/ must be git-ignored: the README's lines make it"
 
 
 def test_a_cuda_python_without_bindings_is_told_to_upgrade_not_to_install(monkeypatch):
