@@ -28,6 +28,7 @@ from pathlib import Path
 import click
 
 from harness.commands.document_files import out_folder
+from harness.running import cluster as cluster_run
 from harness.running import manifest_check, revision_build, shipping
 from harness.running.session import INSTALL_TIMEOUT_S, RunFailed, Session
 from harness.running.transport.base import Transport, TransportError
@@ -164,8 +165,14 @@ class _RunCommand(click.Command):
 @click.command("run", cls=_RunCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--target",
-    required=True,
     help="Where to run: local, ssh://user@host[:port] or vast:<GPU model> (e.g. vast:H200).",
+)
+@click.option(
+    "--cluster",
+    metavar="ADDRESS",
+    help="Instead of --target: deal whole cases to the GPU workers of a Dask cluster, its "
+    "scheduler at tcp://host:8786, or `local` / `local:0,1` (one worker per GPU of this host); "
+    "one document per GPU model (docs/scale-out.md; needs kernelgap[cluster]).",
 )
 @click.option(
     "--identity",
@@ -281,7 +288,7 @@ class _RunCommand(click.Command):
     "suite", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path)
 )
 @click.pass_context
-def run(ctx, target, identity, known_hosts, suite, cases_option, bundle, base_bundle, head_bundle, **settings):  # fmt: skip
+def run(ctx, target, cluster, identity, known_hosts, suite, cases_option, bundle, base_bundle, head_bundle, **settings):  # fmt: skip
     """Ship SUITE (a cases.toml, default benchmarks/cases.toml; its folder goes with it) to
     --target, run `python -m runner bench` there and save its document under --out.
 
@@ -300,8 +307,13 @@ def run(ctx, target, identity, known_hosts, suite, cases_option, bundle, base_bu
       python -m harness run bench/cases.toml --target ssh://me@gpu-box:2222 --identity ~/.ssh/id
       python -m harness run benchmarks/cases.toml --target vast:"NVIDIA H200" --max-price 4.00 \\
           --bundle bundle/ --pytest-gpu -- --budget-s 1500
+      python -m harness run benchmarks/cases.toml --cluster tcp://scheduler:8786 -- --budget-s 1500
     """
     runner_args = ctx.meta.get("runner_args", [])
+    if (target is None) == (cluster is None):
+        raise RunFailed("give one of --target (one GPU box) and --cluster (a Dask cluster's GPUs)")
+    if cluster is not None:
+        _refuse_with_cluster(identity, known_hosts, settings)
     if suite is not None and cases_option is not None and suite != cases_option:
         raise RunFailed(f"give the suite once: SUITE {suite} and --cases {cases_option} differ")
     cases = suite or cases_option or Path("benchmarks/cases.toml")
@@ -317,6 +329,8 @@ def run(ctx, target, identity, known_hosts, suite, cases_option, bundle, base_bu
     build = (settings.pop("build_bundle"), settings.pop("compiler_repo"))
     try:  # --base REF --head REF: both bundles built here first (harness.running.revision_build)
         with revision_build.revision_bundles(refs, *build, bool(revisions or bundle), err) as built:
+            if cluster is not None:
+                _cluster(cluster, cases, bundle, built or revisions, runner_args, settings)
             _run(target, identity, known_hosts, cases, bundle, built or revisions, runner_args, settings)  # fmt: skip
     except revision_build.RevisionBuildError as exc:
         raise RunFailed(str(exc)) from None
@@ -369,6 +383,45 @@ def _run(target, identity, known_hosts, cases, bundle, revisions, runner_args, s
         earlier = exc.__context__  # a step's failure that a failing destroy would hide
         also = f"\n(before that: {earlier.message})" if isinstance(earlier, RunFailed) else ""
         raise RunFailed(f"{exc}{also}") from None
+    sys.exit(status)
+
+
+def _refuse_with_cluster(identity, known_hosts, settings) -> None:
+    """The options of one SSH or vast target mean nothing to a cluster's workers."""
+    given = [
+        name
+        for name, value in (
+            ("--identity", identity),
+            ("--known-hosts", known_hosts),
+            ("--python", settings["python"]),
+            ("--install", settings["install"]),
+            ("--venv", settings["venv"]),
+            ("--max-price", settings["max_price"]),
+            ("--pytest-gpu", settings["pytest_gpu"]),
+            ("--check-only", settings["check_only"]),
+        )
+        if value
+    ]
+    if given:
+        raise RunFailed(
+            f"{', '.join(given)}: not with --cluster (its workers bring their own Python with "
+            "kernelgap[cluster] installed; docs/scale-out.md)"
+        )
+
+
+def _cluster(address, cases, bundle, revisions, runner_args, settings) -> None:
+    """`--cluster`: the suite dealt over a Dask cluster's GPU workers (harness.running.cluster)."""
+    try:
+        plan = shipping.plan(cases, bundle=bundle, revisions=revisions)
+        manifest_check.check_manifest(cases)
+        run_settings = {**settings, "commit": local_commit(Path(cases).resolve().parent)}
+        with signals_interrupt():  # a local cluster is shut down on the way out
+            status = cluster_run.run(address, cases, plan, list(runner_args), run_settings, err)
+    except Terminated as exc:
+        click.echo(f"harness: {exc}; the cluster run was stopped", err=True)
+        sys.exit(128 + exc.signum)
+    except ValueError as exc:  # ShippingError, ManifestRefused, ClusterError
+        raise RunFailed(str(exc)) from None
     sys.exit(status)
 
 

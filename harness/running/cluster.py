@@ -237,6 +237,7 @@ def _local_cluster(gpus: list[str]):
                 "nthreads": 1,
                 "resources": {GPU_RESOURCE: 1},
                 "env": {"CUDA_VISIBLE_DEVICES": g},
+                "silence_logs": 40,  # logging.ERROR: INFO lines would drown the run's progress
                 "host": "127.0.0.1",
             },
         }

@@ -80,17 +80,17 @@ class Cluster:
         log = open(self.folder / f"{name}.log", "wb")  # noqa: SIM115 (open while it runs)
         process = subprocess.Popen(
             [sys.executable, "-m", "dask", *args],
-            env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.folder,
             start_new_session=True,
         )  # fmt: skip
         self.processes.append(process)
         return process
 
-    def add(self, name: str, ordinal: str, model: str, resources: str = "GPU=1"):
+    def add(self, name: str, ordinal: str, model: str, **env_extra: str):
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": ordinal, "STAND_IN_GPU": model,
-               "STAND_IN_CONTROL": str(self.control)}  # fmt: skip
+               "STAND_IN_CONTROL": str(self.control), **env_extra}  # fmt: skip
         return self._start(["worker", "--scheduler-file", str(self.scheduler_file),
-                            "--nthreads", "1", "--resources", resources, "--name", name,
+                            "--nthreads", "1", "--resources", "GPU=1", "--name", name,
                             "--no-dashboard"], env, name)  # fmt: skip
 
     def wait_for(self, count: int) -> None:

@@ -4,9 +4,15 @@ whose runner is the stand-in (conftest.py); the real runner's refusal on a CPU i
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
+
+import pytest
 
 from harness.running import cluster as engine
-from tests.harness.cluster.conftest import A100, CASES, H100
+from tests.conftest import gpu_unavailable_reason
+from tests.harness.cluster.conftest import A100, CASES, H100, ROOT
 
 SETTINGS = {"job_timeout_s": 120.0, "commit": "0123456789ab"}
 
@@ -113,3 +119,57 @@ def test_a_run_over_two_gpu_models_writes_one_document_per_model(cluster, stand_
         assert {c["device"]["name"] for c in document["cases"]} == {model}
         assert {w["gpu"] for w in document["environment"]["workers"]} == {model}
     assert [w["name"] for w in documents[A100]["environment"]["workers"]] == ["gpu3"]
+
+
+def test_a_worker_with_an_older_kernelgap_is_refused_naming_both_versions(
+    cluster, stand_in, tmp_path
+):
+    old = tmp_path / "old-kernelgap"
+    shutil.copytree(ROOT / "protocol", old / "protocol")  # package_version reads ../pyproject
+    (old / "harness").symlink_to(ROOT / "harness")
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    (old / "pyproject.toml").write_text(pyproject.replace('version = "0.1.0"', 'version = "0.0.9"'))
+    extra = cluster.add("old", "7", H100, PYTHONPATH=str(old))
+    try:
+        cluster.wait_for(4)
+        with pytest.raises(engine.ClusterError) as refused:
+            _run(cluster, stand_in, tmp_path)
+    finally:
+        cluster.stop(extra)
+    assert "runs kernelgap 0.0.9, older than this harness's 0.1.0" in str(refused.value)
+    assert not (tmp_path / "results").exists()  # refused before anything ran
+
+
+def test_the_real_runner_on_a_cpu_worker_is_refused_before_any_case_runs(tmp_path):
+    """`--cluster local:0` starts a real local cluster; the real runner's `info` finds no GPU."""
+    if gpu_unavailable_reason() is None:
+        pytest.skip("this machine has a GPU: the refusal path needs a CPU-only worker")
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "run", "benchmarks/cases.toml",
+         "--cluster", "local:0", "--out", str(tmp_path / "out")],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "harness: scheduler tcp://127.0.0.1:" in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: worker gpu0 (tcp://127.0.0.1:") and "GPU 0: the runner" in last
+    assert done.stdout == "" and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--cluster", "local:0", "--target", "local"], "give one of --target"),
+        (["--cluster", "local:0", "--pytest-gpu"], "--pytest-gpu: not with --cluster"),
+        (["--cluster", "local:x"], "expected local, local:0,1"),
+        (["--cluster", "local:0", "--", "--gpus", "all"], "runner option --gpus: with --cluster"),
+    ],
+)
+def test_cluster_options_that_cannot_work_are_refused_before_anything_starts(args, expected):
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    result = CliRunner().invoke(main, ["run", str(ROOT / "benchmarks/cases.toml"), *args])
+    assert result.exit_code == 2
+    assert expected in result.stderr
