@@ -11,6 +11,9 @@ MAX_TIMEOUT_S = 86400.0
 # One array's host copy is bounded: a device array is allocated whole, so `count` alone can
 # ask for any size.
 MAX_ARRAY_BYTES = 1 << 36
+# The JSON text of one request a JSON runner reads (stdin or a request file), so its cost stays
+# predictable.
+MAX_REQUEST_BYTES = 1 << 30
 # A run request nests 4 levels (request, params, a param, its values).
 MAX_DEPTH = 16
 

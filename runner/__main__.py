@@ -1,4 +1,4 @@
-"""`python -m runner ...` and the installed `kernelgap-runner`. `serve` and `launch` go straight
+"""`python -m runner ...` and the installed `kernelgap-runner`. `serve`, `launch` and `run` go straight
 to their modules: the service's worker (the CUDA context) starts before click and the other
 commands' modules are imported, and a launch imports only what it needs (through the per-user
 service, runner.launch.local_service, only the standard library), which is most of what a test
@@ -16,15 +16,16 @@ def main(prog_name: str | None = None) -> None:
         from runner.launch.serve import run
 
         sys.exit(run())
-    if sys.argv[1:2] == ["launch"] and not helped:
+    if sys.argv[1:2] in (["launch"], ["run"]) and not helped:
         if "--no-service" in sys.argv[2:]:
             # the driver's start (most of such a process's life) overlaps everything below
             from runner.gpu import driver_start
 
             driver_start.start()
-        from runner.launch.launch_command import main as launch
+        from runner.launch import launch_command
 
-        status = launch(sys.argv[2:])
+        command = launch_command.main if sys.argv[1] == "launch" else launch_command.run_main
+        status = command(sys.argv[2:])
         # a launch has said all it has to say: run the exit hooks, then skip the interpreter's
         # teardown of its modules (cuda.bindings' cost a process per launch about 20 ms); the
         # driver frees what is left when the process ends, as it does for any process

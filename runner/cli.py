@@ -80,26 +80,38 @@ def profile_case(job):
     click.echo(encode(launched).decode(), err=True)
 
 
-@main.command()
-def run():
-    """Launch one kernel from a JSON request on stdin; one JSON response on stdout.
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.option(
+    "--no-service", is_flag=True, help="Launch in this process, with a context of its own."
+)
+@click.argument(
+    "files", nargs=-1, type=click.UNPROCESSED, metavar="[PTX_FILE REQUEST.json RESULT.json]"
+)
+def run(no_service: bool, files):
+    """Launch one kernel from a JSON run request: on stdin, answered on stdout (exit 0 whenever
+    an answer was written: its `status` says ok or error), or with PTX_FILE REQUEST.json
+    RESULT.json, the PTX from a file (trailing NUL bytes removed), the answer in RESULT.json
+    (exit 0 ok, 1 error). A request file may leave out `grid` and `block` ([1, 1, 1]),
+    `params` and `outputs` ([]). The launch goes to this user's launch service (as `launch`'s
+    does) unless --no-service.
 
     The request (schemas/run-request.schema.json): `ptx` (PTX text) or `ptx_base64`, `kernel`
     (the .entry name), `grid` and `block` ([x, y, z]), `shared_bytes`, `params` in kernel order
     ({"type": "f64[]", "values": [...]} for a device array, optionally with "count";
     {"type": "i64", "value": 3} for a scalar; types i32 u32 i64 u64 f32 f64) and `outputs`
     ([{"param": 0}], the arrays to read back). Floats round-trip exactly; NaN and infinities are
-    "nan", "inf", "-inf". The response: {"status": "ok", "outputs": [...], "elapsed_ms": ...} or
-    {"status": "error", "phase": ..., "error": ...}; exit 0 ok, 2 error.
+    "nan", "inf", "-inf". The answer: {"status": "ok", "outputs": [{"param", "type", "values"}],
+    "elapsed_ms": ...} or {"status": "error", "phase": ..., "error": ...}.
 
     \b
     Examples:
       python -m runner run < request.json
       ssh gpu-host python3 -m runner run < request.json
+      python -m runner run kernel.ptx request.json result.json
     """
-    from runner.launch import oneshot
+    from runner.launch import launch_command
 
-    sys.exit(oneshot.main(sys.stdin.buffer, oneshot.private_stdout()))
+    sys.exit(launch_command.run_main([*(["--no-service"] if no_service else []), *files]))
 
 
 @main.command()

@@ -22,16 +22,15 @@ from runner.launch.responses import (
     timeout_document,
     unexpected,
 )
+from runner.measurement.gate import PhaseError
 
 __all__ = ["execute"]
 
 
-class _Phase(Exception):
-    """Carries a finished error document out of the execution steps."""
-
-    def __init__(self, document: dict):
-        super().__init__(document["error"])
-        self.document = document
+def _phase(document: dict) -> PhaseError:
+    """A PhaseError carrying a finished error document out of the execution steps."""
+    phase, message = document["phase"], document["error"]
+    return PhaseError(phase, message, document.get("cuda_error"), document)
 
 
 def execute(request: Request, on_timeout: Callable[[dict], None] | None) -> dict:
@@ -58,7 +57,7 @@ def _execute(request: Request, on_timeout: Callable[[dict], None] | None) -> dic
         return cuda_failure("environment", exc)
     try:
         return _run_in_context(request, driver, ptx, on_timeout)
-    except _Phase as failure:
+    except PhaseError as failure:
         return failure.document
     finally:
         context.close()
@@ -68,7 +67,7 @@ def _run_in_context(request: Request, driver, ptx, on_timeout) -> dict:
     try:
         module = driver.Module(request.ptx, label="request")
     except driver.CudaError as exc:
-        raise _Phase(cuda_failure("load", exc)) from None
+        raise _phase(cuda_failure("load", exc)) from None
     cleanup = [module.unload]
     try:
         try:
@@ -78,13 +77,13 @@ def _run_in_context(request: Request, driver, ptx, on_timeout) -> dict:
                 request.kernel, request.grid, request.block, request.shared_bytes
             )
         except (ptx.PtxError, ptx.SignatureError) as exc:
-            raise _Phase(error_document("signature", str(exc))) from None
+            raise _phase(error_document("signature", str(exc))) from None
         except driver.CudaError as exc:
-            raise _Phase(cuda_failure("signature", exc)) from None
+            raise _phase(cuda_failure("signature", exc)) from None
         try:
             elapsed_ms, outputs = _launch(request, kernel, driver, cleanup, on_timeout)
         except driver.CudaError as exc:
-            raise _Phase(cuda_failure("launch", exc)) from None
+            raise _phase(cuda_failure("launch", exc)) from None
         return {
             "status": "ok",
             "schema_version": RUN_PROTOCOL_VERSION,

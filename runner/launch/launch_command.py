@@ -1,4 +1,12 @@
-"""`runner launch ARGS`: the C++ runner's command line, read as that runner reads it.
+"""The command lines of the runners a compiler's test suite already calls, so it switches to
+kernelgap by changing the program it names: `runner launch ARGS` (a C++ runner's command line),
+`runner run` (a JSON request on stdin, one JSON answer on stdout, exit 0 either way) and
+`runner run PTX_FILE REQUEST.json RESULT.json` (the PTX from a file, the answer written to a
+file, exit 1 on error). All three hand the launch to the per-user launch service
+(runner.launch.local_service) unless `--no-service`, and launch in this process where no service
+can be had.
+
+`runner launch ARGS`: the C++ runner's command line, read as that runner reads it.
 
 The arguments are taken in the C++ runner's order and with its words (an unknown option, a
 missing value, a bad parameter stop the scan where they stand; then the PTX file, `--kernel`, at
@@ -165,3 +173,159 @@ def main(argv: list[str]) -> int:
 
     driver_start.start()  # begun by runner.__main__ for --no-service; here for a service refused
     return cli_compat.run(document, io.TextIOWrapper(private_stdout(), encoding="utf-8"))
+
+
+# ---- `runner run`: the JSON runners -----------------------------------------------------------
+
+RUN_USAGE = "Usage: python -m runner run [--no-service] [PTX_FILE REQUEST.json RESULT.json]"
+# What a request file may leave out (the request-file runner's defaults); its PTX is the file's.
+FILE_DEFAULTS = {"grid": [1, 1, 1], "block": [1, 1, 1], "params": [], "outputs": []}
+
+
+def run_main(argv: list[str]) -> int:
+    """`runner run [--no-service]`: a request on stdin, its answer on stdout, exit 0 whenever an
+    answer was written; with PTX_FILE REQUEST.json RESULT.json: the answer in RESULT.json, exit 0
+    ok and 1 on any error. Exit 2: the command line itself is wrong."""
+    service = "--no-service" not in argv
+    files = [a for a in argv if a != "--no-service"]
+    if len(files) not in (0, 3) or any(a.startswith("-") for a in files):
+        print(f"{RUN_USAGE}\nError: expected no arguments or three files, got: {' '.join(argv)}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    if files:
+        return _run_files(*files, service=service)
+    return _run_stdin(service)
+
+
+def _through_service(request: dict) -> dict | None:
+    """The service's answer to `request`, or None where there is no service (launch here)."""
+    import orjson
+
+    from runner.launch import local_service
+
+    try:
+        answer = local_service.ask_line(orjson.dumps(request), local_service.deadline_s(request))
+    except local_service.Unavailable as exc:
+        print(f"kernelgap: launch service unavailable ({exc}); launching here", file=sys.stderr)
+        return None
+    except (TypeError, ValueError):  # not encodable again: the full check here words why
+        return None
+    if "id" not in request:
+        answer.pop("id", None)  # the service echoes an id; this answer is a one-shot's
+    return answer
+
+
+def _run_stdin(service: bool) -> int:
+    from protocol.run_limits import MAX_REQUEST_BYTES
+    from runner.launch.private_stdout import private_stdout
+
+    stdout = private_stdout()
+    raw = sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1)
+    answer = None
+    if service and len(raw) <= MAX_REQUEST_BYTES:
+        import orjson
+
+        try:
+            request = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            request = None  # the full check here answers it, naming line and column
+        if isinstance(request, dict):
+            answer = _through_service(request)
+    if answer is not None:
+        import orjson
+
+        stdout.write(orjson.dumps(answer) + b"\n")
+        stdout.flush()
+        return 0
+    from runner.launch import oneshot
+
+    return oneshot.main(io.BytesIO(raw), stdout, status=lambda response: 0)
+
+
+class _FileRefused(Exception):
+    """A request file or PTX file that cannot make a request; `str()` names the file."""
+
+
+def file_request(ptx_file: str, request_file: str) -> dict:
+    """The run request of the request-file form: the request file's fields over FILE_DEFAULTS,
+    with the PTX file's text (its trailing NUL bytes, as warpforthc writes them, removed)."""
+    import orjson
+
+    from protocol.run_limits import MAX_REQUEST_BYTES
+
+    try:
+        ptx = _read_file(ptx_file, "the PTX", MAX_REQUEST_BYTES).rstrip(b"\0").decode("utf-8")
+    except UnicodeDecodeError:
+        raise _FileRefused(f"{ptx_file}: not UTF-8 text (PTX is text)") from None
+    if not ptx.strip():
+        raise _FileRefused(f"{ptx_file}: empty (expected PTX text)")
+    raw = _read_file(request_file, "the request", MAX_REQUEST_BYTES)
+    try:
+        request = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise _FileRefused(f"{request_file}: not a JSON run request ({exc})") from None
+    if not isinstance(request, dict):
+        raise _FileRefused(
+            f"{request_file}: expected a JSON object (a run request), got {type(request).__name__}"
+        )
+    for key in ("ptx", "ptx_base64"):
+        if key in request:
+            raise _FileRefused(
+                f"{request_file}: {key}: the PTX comes from {ptx_file}; leave `ptx` and "
+                "`ptx_base64` out of the request file"
+            )
+    return {**FILE_DEFAULTS, **request, "ptx": ptx}
+
+
+def _read_file(path: str, what: str, limit: int) -> bytes:
+    try:
+        with open(path, "rb") as file:
+            data = file.read(limit + 1)
+    except OSError as exc:
+        raise _FileRefused(f"{path}: cannot read {what}: {exc.strerror}") from None
+    if len(data) > limit:
+        raise _FileRefused(f"{path}: {what} is larger than {limit} bytes")
+    return data
+
+
+def _run_files(ptx_file: str, request_file: str, result_file: str, *, service: bool) -> int:
+    from runner.launch import responses
+
+    class ResultFile:
+        """The answer's one write, whole, to RESULT.json (stdout stays free)."""
+
+        written = False
+
+        def write(self, data: bytes) -> None:
+            try:
+                with open(result_file, "wb") as out:
+                    out.write(data)
+                self.written = True
+            except OSError as exc:
+                print(f"Error: cannot write {result_file}: {exc.strerror}", file=sys.stderr)
+
+        def flush(self) -> None:
+            pass
+
+    result = ResultFile()
+
+    def status(answer: dict) -> int:
+        if answer.get("status") != "ok":
+            print(visible(f"Error: {answer.get('phase')}: {answer.get('error')}", lines=True),
+                  file=sys.stderr, flush=True)  # fmt: skip
+        return 0 if answer.get("status") == "ok" and result.written else 1
+
+    try:
+        request = file_request(ptx_file, request_file)
+    except _FileRefused as exc:
+        answer = responses.error_document("input", str(exc))
+    else:
+        answer = _through_service(request) if service else None
+        if answer is None:
+            from runner.launch import oneshot
+
+            return oneshot.respond(lambda: request, result, status)
+    import orjson
+
+    result.write(orjson.dumps(answer) + b"\n")
+    return status(answer)

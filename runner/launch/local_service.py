@@ -28,6 +28,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from protocol.run_limits import MAX_TIMEOUT_S
+
 IDLE_TIMEOUT_S = 600.0
 START_TIMEOUT_S = 120.0  # interpreter, imports, the CUDA context of the service's worker
 ANSWER_GRACE_S = 60.0  # past the request's own timeout_s: the service's deadline plus a margin
@@ -179,7 +181,7 @@ def _died(returncode, log: Path) -> str:
 
 def ask(request: dict) -> dict:
     """Send one run request to the service and return its answer (a run-response document)."""
-    return ask_line(json.dumps(request, allow_nan=False).encode(), _deadline_s(request))
+    return ask_line(json.dumps(request, allow_nan=False).encode(), deadline_s(request))
 
 
 def ask_line(line: bytes, timeout_s: float) -> dict:
@@ -216,13 +218,13 @@ def ask_line(line: bytes, timeout_s: float) -> dict:
     return _lost(f"the launch service's answer is not a run response ({_worded(answer, problem)})")
 
 
-def _deadline_s(request: dict) -> float:
+def deadline_s(request: dict) -> float:
     """The request's timeout_s where it is a positive number, else the default (the service
     refuses a bad one, naming the field)."""
     timeout_s = request.get("timeout_s", 60.0)
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or timeout_s <= 0:
         return 60.0
-    return min(float(timeout_s), 86400.0)
+    return min(float(timeout_s), MAX_TIMEOUT_S)
 
 
 _OUTPUT_TYPES = {"i32[]", "u32[]", "i64[]", "u64[]", "f32[]", "f64[]"}

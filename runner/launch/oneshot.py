@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import BinaryIO
 
 from protocol import encode, validate
+from protocol.run_limits import MAX_REQUEST_BYTES
 from runner.launch.fresh_context import execute
 from runner.launch.launch_plan import Output
 from runner.launch.private_stdout import private_stdout  # noqa: F401  (runner run)
@@ -58,11 +59,10 @@ __all__ = [
     "main",
     "output_document",
     "parse_request",
+    "respond",
 ]
 
 RESPONSE_SCHEMA = "run-response"
-# Bounds the JSON text read from stdin, so a request's cost stays predictable.
-MAX_REQUEST_BYTES = 1 << 30
 
 
 # ---- one request -----------------------------------------------------------------------------
@@ -97,10 +97,12 @@ def _checked(response: dict) -> dict:
 
 
 class _SingleAnswer:
-    """Writes at most one document to `stdout`, whichever thread (main or watchdog) comes first."""
+    """Writes at most one document, whichever thread (main or watchdog) comes first; `status`
+    is the exit status an answer means (the timeout path ends the process with it)."""
 
-    def __init__(self, stdout: BinaryIO):
-        self._stdout = stdout
+    def __init__(self, out: BinaryIO, status: Callable[[dict], int] = exit_status):
+        self._out = out
+        self._status = status
         self._lock = threading.Lock()
         self._written = False
 
@@ -109,14 +111,15 @@ class _SingleAnswer:
             if self._written:
                 return False
             self._written = True
-            self._stdout.write(encode(document) + b"\n")
-            self._stdout.flush()
+            self._out.write(encode(document) + b"\n")
+            self._out.flush()
             return True
 
     def timeout_and_exit(self, document: dict) -> None:
         """Watchdog: answer with the timeout document and end the process (tears the context down)."""
-        if self.write(_checked(document)):
-            os._exit(1)
+        document = _checked(document)
+        if self.write(document):
+            os._exit(self._status(document))
 
 
 def _read_bounded(stdin: BinaryIO) -> bytes:
@@ -130,15 +133,23 @@ def _read_bounded(stdin: BinaryIO) -> bytes:
     return raw
 
 
-def main(stdin: BinaryIO, stdout: BinaryIO) -> int:
-    """Read one request from `stdin`, write one response to `stdout`, return the exit status."""
-    answer = _SingleAnswer(stdout)
+def respond(
+    read: Callable[[], dict], out: BinaryIO, status: Callable[[dict], int] = exit_status
+) -> int:
+    """Run the request `read()` returns in this process and write its one answer to `out` (the
+    watchdog's, for a hung kernel); the exit status is what `status` gives that answer."""
+    answer = _SingleAnswer(out, status)
     try:
-        response = handle(decode_json(_read_bounded(stdin)), on_timeout=answer.timeout_and_exit)
+        response = handle(read(), on_timeout=answer.timeout_and_exit)
     except RequestError as exc:
         response = error_document(exc.phase, exc.message)
     except Exception as exc:
         response = unexpected("input", exc)
     response = _checked(response)
     answer.write(response)
-    return exit_status(response)
+    return status(response)
+
+
+def main(stdin: BinaryIO, stdout: BinaryIO, status: Callable[[dict], int] = exit_status) -> int:
+    """Read one request from `stdin`, write one response to `stdout`, return the exit status."""
+    return respond(lambda: decode_json(_read_bounded(stdin)), stdout, status)

@@ -119,7 +119,7 @@ def test_help_works_without_a_gpu():
 
 def test_run_answers_json_on_garbage():
     done = runner("run", stdin=b"{not json")
-    assert done.returncode == 2
+    assert done.returncode == 0  # as a JSON runner answers: the status is in the answer (issue 54)
     assert done.stdout.startswith(b"{") and b'"status":"error"' in done.stdout.replace(b" ", b"")
 
 
