@@ -118,3 +118,17 @@ def test_every_command_the_docs_show_exists_with_its_options(page, program, name
 def test_the_readme_is_one_page():
     lines = (ROOT / "README.md").read_text().splitlines()
     assert len(lines) <= 200, f"README.md has {len(lines)} lines: move detail to docs/"
+
+
+def test_the_readmes_worked_example_declares_what_the_bundled_suite_does():
+    """The README's case is the bundled suite's axpy_f64 in small: same buffers (with their
+    `valid` ranges, without which `runner check` prints a note), params and tolerance."""
+    import tomllib
+
+    readme = (ROOT / "README.md").read_text()
+    (example,) = [body for lang, body in FENCE.findall(readme) if lang == "toml"]
+    (shown,) = tomllib.loads(example)["case"]
+    bundled = tomllib.loads((ROOT / "benchmarks" / "cases.toml").read_text())["case"]
+    (axpy,) = [case for case in bundled if case["id"] == shown["id"]]
+    for key in ("buffers", "params", "tolerance", "grid", "block", "dims", "check_dims"):
+        assert shown[key] == axpy[key], f"README.md's {shown['id']}: {key} differs from the suite's"
