@@ -11,11 +11,21 @@ reference before it is timed and lands in the result document.
 from __future__ import annotations
 
 import pytest
-import torch
-from triton_bmm import triton_bmm
-from workloads import BatchedMatmul, Scale
 
-from runner import bench
+# Without torch or triton nothing here can be collected (skipped, with the reason); without a
+# GPU and its driver every test is skipped with the reason: such a machine is no failure of an op.
+torch = pytest.importorskip("torch", reason="the ops examples time torch: pip install '.[ops]'")
+pytest.importorskip("triton", reason="the Triton implementation needs triton (torch's CUDA wheels bring it)")  # fmt: skip
+
+from triton_bmm import triton_bmm  # noqa: E402 (after the skips: they import torch and triton)
+from workloads import BatchedMatmul, Scale  # noqa: E402
+
+from runner import bench  # noqa: E402
+
+pytestmark = pytest.mark.skipif(
+    not torch.cuda.is_available(),
+    reason="no CUDA GPU and driver visible to torch: run the ops examples on a GPU box",
+)
 
 
 @pytest.mark.parametrize("case", bench.params(BatchedMatmul()))
