@@ -1,6 +1,7 @@
 """Print pip constraints that pin every declared floor: `name==X` for each `name>=X` among the
-project's dependencies and its harness extra (what users install). CI installs the test extra
-under these constraints in a second venv and runs the CPU tests there, so the floors hold."""
+project's dependencies and its harness and cluster extras (what users install; the test extra
+brings both). CI installs the test extra under these constraints in a second venv and runs the
+CPU tests there, so the floors hold."""
 
 import re
 import sys
@@ -10,7 +11,8 @@ from pathlib import Path
 project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())[
     "project"
 ]
-requirements = project["dependencies"] + project["optional-dependencies"]["harness"]
+extras = project["optional-dependencies"]
+requirements = project["dependencies"] + extras["harness"] + extras["cluster"]
 for requirement in requirements:
     found = re.match(r"^\s*([A-Za-z0-9._-]+)\s*>=\s*([0-9][0-9A-Za-z.]*)", requirement)
     if found is None:

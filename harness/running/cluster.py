@@ -365,12 +365,21 @@ def _probed(address: str, info: dict, fact: dict, outcome: dict) -> GpuWorker:
     )
 
 
+def _workers_info(client) -> dict:
+    """{address: the scheduler's record} of every worker (distributed 2025.4 to 2026.6 list five
+    unless asked for all; older ones have no n_workers and list all)."""
+    try:
+        return client.scheduler_info(n_workers=-1)["workers"]
+    except TypeError:
+        return client.scheduler_info()["workers"]
+
+
 def gpu_workers(client, tree, ours: str, say) -> list[GpuWorker]:
     """Every worker with a GPU resource, version-checked and probed; listed on stderr before
     anything runs. ClusterError when there is none, a worker is refused, or two share a GPU."""
     from distributed import wait
 
-    info = client.scheduler_info(n_workers=-1)["workers"]
+    info = _workers_info(client)
     gpu = {a: w for a, w in info.items() if (w.get("resources") or {}).get(GPU_RESOURCE, 0) >= 1}
     say(
         f"harness: scheduler {client.scheduler.address}: {len(info)} worker(s), {len(gpu)} with a GPU"
@@ -578,7 +587,7 @@ def _after_loss(client, exc, attempt: _Attempt, by_address, progress, sink, say)
     lost = _lost_where(exc, by_address, progress, case)
     lost_name = lost.name if lost else "an unknown worker"
     attempt.lost_on.append(lost_name)
-    alive = set(client.scheduler_info(n_workers=-1)["workers"])
+    alive = set(_workers_info(client))
     others = [
         w.address
         for w in by_address.values()
