@@ -7,6 +7,12 @@ runner launch` (the launch service) and `python -m runner launch --no-service`.
     # connection to a private sshd there (tools/perf/launch_over_ssh.py)
     python3 tools/perf/warpforth_dropin.py measure --tree .dev/warpforth --out dropin.json [--ssh]
 
+`requests` records the same tests as run requests with what each expects (no GPU; the file
+tests/runner/launch/warpforth/ replays through each runner switch):
+
+    python tools/perf/warpforth_dropin.py requests --tree .dev/warpforth \
+        --out tests/fixtures/warpforth-83c30d0-requests.json
+
 `--modes` picks runners (default cpp,service,no-service; `no-service-late` is `--no-service`
 without the early driver start, the driver coming up when first used: a before/after on one box).
 `prepare` unpacks gpu_test/ and the C++ runner's source from WarpForth's source tarball, puts a
@@ -102,6 +108,23 @@ def prepare(tarball: Path, out: Path) -> None:
     print(f"{out}: {kept} kernels' PTX recorded from {real}", file=sys.stderr)
 
 
+def requests(tree: Path, out: Path) -> None:
+    """WarpForth's tests recorded as run requests with their expectations (no GPU needed)."""
+    real = shutil.which("warpforthc")
+    if real is None:
+        sys.exit("warpforthc is not on PATH: recording the requests needs the real compiler")
+    env = {**_env(tree, "record", tree / "requests.jsonl"), "KG_DROPIN_RECORD": real,
+           "KG_REQUESTS_OUT": str(out.resolve()), "KG_REQUESTS_FROM": tree.name}  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "warpforth_requests", "-p", "no:cacheprovider",
+         "-q", "gpu_test/test_kernels.py"],
+        cwd=tree, env=env, capture_output=True, text=True, timeout=1800,
+    )  # fmt: skip
+    recorded = json.loads(out.read_text())["requests"] if out.exists() else []
+    print(f"{out}: {len(recorded)} requests recorded ({done.stdout.strip().splitlines()[-1:]})",
+          file=sys.stderr)  # fmt: skip
+
+
 def measure(tree: Path, modes: list[str], out: Path | None, ssh: list[str] | None = None) -> None:
     from launch_startup import stop_services
 
@@ -151,6 +174,9 @@ def main() -> None:
     p = sub.add_parser("prepare")
     p.add_argument("--tarball", type=Path, required=True)
     p.add_argument("--out", type=Path, required=True)
+    r = sub.add_parser("requests")
+    r.add_argument("--tree", type=Path, required=True)
+    r.add_argument("--out", type=Path, required=True)
     m = sub.add_parser("measure")
     m.add_argument("--tree", type=Path, required=True)
     m.add_argument("--modes", default="cpp,service,no-service")
@@ -160,6 +186,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.command == "prepare":
         prepare(args.tarball.resolve(), args.out.resolve())
+    elif args.command == "requests":
+        requests(args.tree.resolve(), args.out)
     elif args.ssh:
         import tempfile
 
