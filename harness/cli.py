@@ -119,7 +119,8 @@ def main():
     `kernelgap-harness`.
 
     \b
-    Examples:
-      python -m harness run benchmarks/cases.toml --target ssh://me@gpu-box
-      python -m harness compare results/base.json results/head.json
+    Examples (cases.toml: a suite of yours; results/: where `run` saves documents):
+      python -m harness run cases.toml --target ssh://me@gpu-box
+      python -m harness summary results/RUN.json
+      python -m harness compare results/BASE.json results/HEAD.json
     """

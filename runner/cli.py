@@ -53,9 +53,10 @@ def main():
     Also installed as `kernelgap-runner`.
 
     \b
-    Examples:
-      python -m runner check benchmarks/cases.toml
-      python -m runner bench benchmarks/cases.toml -o results/result.json
+    Examples (cases.toml: a suite of yours; a clone has benchmarks/cases.toml):
+      python -m runner check cases.toml
+      python -m runner bench cases.toml -o result.json
+      python -m runner info --no-bandwidth
     """
 
 

@@ -49,6 +49,12 @@ def _select(store: Store, case_id: str | None, wanted: str | None) -> list[dict]
     """Series of `case_id` (or all) matching `wanted`: a series id, a unique id prefix, or
     'case/impl' (every series of that implementation, across key changes)."""
     series = store.list_series(case_id)
+    if case_id is not None and not series:
+        known = sorted({terminal(s["case_id"]) for s in store.list_series(None)})
+        raise BadInput(
+            f"--case {case_id}: no series of that case in {store.path} "
+            f"(cases: {', '.join(known[:10]) or 'none'}{', ...' if len(known) > 10 else ''})"
+        )
     if wanted is None:
         return series
     exact = [s for s in series if s["series_id"] == wanted]
@@ -173,7 +179,7 @@ def history(db: Path, case_id: str | None, wanted: str | None, last: int, output
         _echo_json({"db": str(db), "series": series})  # "points" is the count, "shown" the points
         return
     if not series:
-        click.echo(f"{db}: no series" + (f" for case {case_id!r}" if case_id else ""))
+        click.echo(f"{db}: no series")
         return
     if not with_points:
         click.echo("\n".join(_series_table(series)))

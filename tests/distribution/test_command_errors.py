@@ -152,3 +152,12 @@ def test_a_file_error_that_passed_the_checks_is_still_one_line():
     done = click.testing.CliRunner().invoke(group, ["write"])
     assert done.exit_code == 2 and done.stderr == "error: /some/where: Is a directory\n"
     assert os_error_line(BrokenPipeError(32, "Broken pipe")) is None  # names no file: raised
+
+
+def test_history_of_a_case_with_no_series_says_so_on_stderr(work):
+    done = cli("harness", "history", "--db", work["db"], "--case", "nosuch", cwd=work["base"])
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("error: --case nosuch: no series of that case in ")
+    assert "axpy_f64" in done.stderr and done.stderr.count("\n") == 1  # the cases it has
+    known = cli("harness", "history", "--db", work["db"], "--case", "axpy_f64", cwd=work["base"])
+    assert known.returncode == 0 and "axpy_f64" in known.stdout, known.stderr
