@@ -103,15 +103,16 @@ def _wait_listening(server: subprocess.Popen, port: int, log: Path) -> None:
         time.sleep(0.05)
 
 
-def runner_command(no_service: bool, runtime: Path) -> str:
-    """`runner launch` as a remote shell runs it: this interpreter and checkout, by path, with
-    its service under `runtime` (a login over SSH may have no XDG_RUNTIME_DIR)."""
+def runner_command(no_service: bool, runtime: Path, command: str = "launch") -> str:
+    """`runner launch` (or `runner run`) as a remote shell runs it: this interpreter and
+    checkout, by path, with its service under `runtime` (a login over SSH may have no
+    XDG_RUNTIME_DIR)."""
     flag = " --no-service" if no_service else ""
     # this checkout first, then what this interpreter was given (a box's wheels, e.g. orjson for
     # the service): a remote shell starts with none of it
     path = os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))
     return (f"XDG_RUNTIME_DIR={shlex.quote(str(runtime))} PYTHONPATH={shlex.quote(path)} "
-            f"{shlex.quote(sys.executable)} -m runner launch \"$@\"{flag}")  # fmt: skip
+            f"{shlex.quote(sys.executable)} -m runner {command}{flag} \"$@\"")  # fmt: skip
 
 
 def _timed(argv: list[str], repeats: int) -> tuple[list[float], subprocess.CompletedProcess]:

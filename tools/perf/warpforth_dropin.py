@@ -1,5 +1,7 @@
-"""WarpForth's own 37 GPU tests through three runners: its C++ `warpforth-runner`, `python -m
-runner launch` (the launch service) and `python -m runner launch --no-service`.
+"""WarpForth's own 37 GPU tests through its C++ `warpforth-runner` and kernelgap's three runner
+switches: `python -m runner launch` (its command line), `python -m runner run` (a JSON request
+on stdin) and `python -m runner run PTX REQUEST RESULT` (the request-file runner), each through
+the launch service or `--no-service`.
 
     # here, where warpforthc is: WarpForth's test tree and the PTX of each of its test kernels
     python tools/perf/warpforth_dropin.py prepare --tarball warpforth-SHA.tar.gz --out .dev/warpforth
@@ -13,7 +15,8 @@ tests/runner/launch/warpforth/ replays through each runner switch):
     python tools/perf/warpforth_dropin.py requests --tree .dev/warpforth \
         --out tests/fixtures/warpforth-83c30d0-requests.json
 
-`--modes` picks runners (default cpp,service,no-service; `no-service-late` is `--no-service`
+`--modes` picks runners (default cpp,service,no-service,run,files; also run-no-service,
+files-no-service; `no-service-late` is `--no-service`
 without the early driver start, the driver coming up when first used: a before/after on one box).
 `prepare` unpacks gpu_test/ and the C++ runner's source from WarpForth's source tarball, puts a
 stand-in `build/bin/warpforthc` in the tree that replays the PTX the real compiler made here
@@ -157,7 +160,11 @@ def measure(tree: Path, modes: list[str], out: Path | None, ssh: list[str] | Non
     print("| --- | ---: | ---: | ---: | ---: | --- |")
     names = {"cpp": "C++ warpforth-runner", "service": "`runner launch` (service)",
              "no-service": "`runner launch --no-service`",
-             "no-service-late": "`--no-service`, no early driver start"}  # fmt: skip
+             "no-service-late": "`--no-service`, no early driver start",
+             "run": "`runner run` (stdin JSON, service)",
+             "run-no-service": "`runner run --no-service` (stdin JSON)",
+             "files": "`runner run PTX REQUEST RESULT` (service)",
+             "files-no-service": "`runner run --no-service PTX REQUEST RESULT`"}  # fmt: skip
     for r in rows:
         if r["median_ms"] is None:
             print(f"| {names[r['mode']]} | - | - | - | {r['wall_s']:.1f} s | {r['pytest']} |")
@@ -179,7 +186,7 @@ def main() -> None:
     r.add_argument("--out", type=Path, required=True)
     m = sub.add_parser("measure")
     m.add_argument("--tree", type=Path, required=True)
-    m.add_argument("--modes", default="cpp,service,no-service")
+    m.add_argument("--modes", default="cpp,service,no-service,run,files")
     m.add_argument("--out", type=Path)
     m.add_argument("--ssh", action="store_true",
                    help="each launch over one reused SSH connection to a private sshd here")  # fmt: skip
