@@ -11,7 +11,6 @@ implementations of the same operation, case by case, on the runner's timing engi
 See README.md ("Comparing Python callables") and examples/ops/bench_matmul.py, a file to copy.
 """
 
-from runner.bench.checking import check
 from runner.bench.comparison import CheckFailed, InputsModified, Runner
 from runner.bench.implementation import Implementation
 from runner.bench.integrity import IntegrityFailed
@@ -31,6 +30,7 @@ from runner.bench.verification import (
     ReferenceInfeasible,
     Unestablished,
     Verification,
+    check,
     zeroed_input,
 )
 from runner.bench.workload import Case, ReferenceUnavailable, Row, Workload, cases, params

@@ -16,7 +16,7 @@ import dataclasses
 import time
 from dataclasses import dataclass
 
-from runner.bench import arrays, cupti_timer, integrity, null_models, report, reset_probe
+from runner.bench import cupti_timer, integrity, report, reset_probe
 from runner.bench import session as session_module
 from runner.bench.implementation import Implementation, normalize
 from runner.bench.options import SCHEDULE, TimingOptions
@@ -24,9 +24,10 @@ from runner.bench.recheck import RecheckFailed
 from runner.bench.reset_probe import ResetRefused
 from runner.bench.rows import Comparison, ReportRow
 from runner.bench.shared_batch import SharedBatchHot
-from runner.bench.verification import DeclarationError
+from runner.bench.verification import DeclarationError, reject_controls
 from runner.bench.workload import Case, ReferenceUnavailable
 from runner.measurement import aa_control, timing
+from runner.measurement.gate import PhaseError, arrays
 from runner.measurement.timing import cold as cold_timing
 from runner.measurement.timing import timer_choice
 
@@ -51,21 +52,13 @@ class InputsModified(DeclarationError):
 @contextlib.contextmanager
 def _named(what: str, phase: str = "check"):
     """Re-raise an exception from user code (an implementation, its reset, the reference, a
-    control, gen_inputs) as PhaseFailed naming `what`; the original stays as its cause."""
+    control, gen_inputs) as PhaseError naming `what`; the original stays as its cause."""
     try:
         yield
-    except (PhaseFailed, DeclarationError, ResetRefused):
+    except (PhaseError, DeclarationError, ResetRefused):
         raise
     except Exception as exc:
-        raise PhaseFailed(phase, f"{what} raised {type(exc).__name__}: {exc}") from exc
-
-
-class PhaseFailed(RuntimeError):
-    """An implementation raised during a phase; `phase` names it for the document."""
-
-    def __init__(self, phase: str, message: str):
-        super().__init__(message)
-        self.phase = phase
+        raise PhaseError(phase, f"{what} raised {type(exc).__name__}: {exc}") from exc
 
 
 def _short_name(op) -> str:
@@ -258,9 +251,7 @@ class Runner:
         if expected is not None and not isinstance(expected, ReferenceUnavailable):
             expected = arrays.as_outputs(expected, f"the reference of case {self.case.id}")
             self.case.verification.fit(len(expected))
-            null_models.reject_controls(
-                self.case, self.case.verification, expected, self.device.call, _named
-            )
+            reject_controls(self.case, self.case.verification, expected, self.device.call, _named)
         for name, impl in impls.items():
             statuses[name] = self._check_one(name, impl, expected, statuses.get(self.name))
         return statuses
@@ -294,15 +285,15 @@ class Runner:
                 phase = "timing"
                 timed = self._time(impls, phases, statuses)
         except Exception as exc:
-            where = exc.phase if isinstance(exc, PhaseFailed) else phase
+            where = exc.phase if isinstance(exc, PhaseError) else phase
             text = "; ".join(line.strip() for line in str(exc).splitlines())
-            ours = PhaseFailed | CheckFailed | DeclarationError | RecheckFailed | ResetRefused
+            ours = PhaseError | CheckFailed | DeclarationError | RecheckFailed | ResetRefused
             if not isinstance(exc, ours):
                 text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
             message = text[:2000] or type(exc).__name__
             doc = report.case_document(self, impls, statuses, None, phases, error=(where, message))
             self.session.record(doc)
-            if isinstance(exc, PhaseFailed):
+            if isinstance(exc, PhaseError):
                 raise CheckFailed(f"case {self.case.id}: {exc}") from exc.__cause__
             raise
         doc = report.case_document(self, impls, statuses, timed, phases)

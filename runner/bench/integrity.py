@@ -19,12 +19,13 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
-from runner.bench import arrays, cupti_timer
+from runner.bench import cupti_timer
 from runner.bench.recheck import Recheck
 from runner.bench.verification import DeclarationError
 from runner.bench.workload import ReferenceUnavailable
 from runner.document.rates import impossible, rate_bound
 from runner.measurement import aa_control
+from runner.measurement.gate import arrays
 from runner.measurement.timing import cold
 from runner.measurement.timing.base import Backend, Pinned, copy_turn, declares
 from runner.measurement.timing.cuda import TimingError

@@ -26,8 +26,8 @@ import time
 
 import numpy as np
 
-from runner.bench import arrays
 from runner.bench.verification import DeclarationError
+from runner.measurement.gate import arrays
 
 __all__ = ["Recheck", "RecheckFailed", "sample_seed", "write_inputs"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import platform
 
-from runner.bench import arrays, integrity
+from runner.bench import integrity
 from runner.bench.implementation import callable_identity
 from runner.bench.options import SCHEDULE
 from runner.bench.rows import ReportRow
@@ -17,6 +17,7 @@ from runner.document import gaps
 from runner.document.rates import throughput
 from runner.document.timing import timing_block
 from runner.measurement import aa_control, stats
+from runner.measurement.gate import arrays
 from runner.measurement.timing.base import declares
 
 __all__ = ["case_document", "markdown", "rows"]

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from runner.bench import arrays
 from runner.bench.recheck import RecheckFailed, sample_seed, write_inputs
 from runner.bench.verification import DeclarationError
+from runner.measurement.gate import arrays
 
 __all__ = ["ResetRefused", "probe_reset"]
 

@@ -3,7 +3,10 @@
 Checked kinds (Exact, Partial, Custom) compare outputs and give a ratio against the op; the
 unchecked kinds (Unestablished, ReferenceInfeasible, Noncomparable) time without a check and
 give no ratio. Each kind says in `describe()` what the report prints, and `verified` says
-whether a passing row earns a ratio. Negative controls make sure a declaration can fail.
+whether a passing row earns a ratio. A declaration's check must be able to fail: its negative
+controls, or else the null models (runner.measurement.gate.null_models), must not pass it
+(reject_controls). `check()` is the correctness test a benchmark's workload also serves:
+`bench.check(my_op, *workload.gen_inputs(params, dtype, seed), reference=workload.reference)`.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from runner.bench import arrays
+from runner.measurement.gate import arrays, null_models
 
 __all__ = [
     "DEFAULT_TOLERANCES",
@@ -24,6 +27,8 @@ __all__ = [
     "ReferenceInfeasible",
     "Unestablished",
     "Verification",
+    "check",
+    "reject_controls",
     "tolerance_for",
     "zeroed_input",
 ]
@@ -346,3 +351,57 @@ class Noncomparable(Verification):
 
     def describe(self, dtypes: tuple[str, ...] = ()) -> str:
         return f"unverified: noncomparable: {self.reason}"
+
+
+def reject_controls(case, verification: Verification, expected: tuple, call, named) -> None:
+    """Raise DeclarationError when a declared control, or (with none declared) a null model,
+    passes the check of `case` against the reference's `expected` outputs. `named(what)` is a
+    context that names `what` in the failure of user code (runner.bench.comparison._named)."""
+    described = verification.describe(arrays.dtype_names(expected))
+    for control in verification.controls:
+        with named(f"negative control {control.name!r} of case {case.id}"):
+            changed = control.transform(case.inputs)
+            out = arrays.as_outputs(
+                call(lambda changed=changed: case.reference(*changed)),
+                f"the reference under control {control.name!r}",
+            )
+        if verification.passes(out, expected):
+            raise DeclarationError(
+                f"case {case.id}: negative control {control.name!r} passed the check "
+                f"({described}): the declaration cannot tell a wrong result from a right one; "
+                "tighten the tolerances or choose another control"
+            )
+    if verification.controls:
+        return
+    with named(f"the null models of case {case.id}"):
+        models = null_models.null_models(case.inputs, expected, case.reference, call)
+    passing = [what for what, outputs in models.items() if verification.passes(outputs, expected)]
+    if passing:
+        raise DeclarationError(
+            f"case {case.id}: null model(s) {', '.join(repr(p) for p in passing)} pass the check "
+            f"({described}): outputs that did not do the work would be verified; tighten the "
+            "tolerances, make the data less degenerate, or declare negative controls "
+            "(bench.Control) that the check must reject"
+        )
+
+
+def check(op, *inputs, reference, verification: Verification | None = None):
+    """Run `op(*inputs)` and `reference(*inputs)`; raise AssertionError naming every mismatch.
+
+    Returns the op's outputs. `verification` defaults to Exact() (per-dtype tolerances); an
+    unchecked declaration (Unestablished, ...) cannot be used here and raises ValueError.
+    """
+    verification = verification or Exact()
+    if not verification.checks:
+        raise ValueError(f"check() needs a checked declaration; {verification.describe()}")
+    outputs = op(*inputs)
+    got = arrays.as_outputs(outputs, f"{getattr(op, '__name__', 'the op')}")
+    expected = arrays.as_outputs(reference(*inputs), "the reference")
+    outcome = verification.check(got, expected)
+    if not outcome.passed:
+        described = verification.describe(arrays.dtype_names(expected))
+        raise AssertionError(
+            f"{getattr(op, '__name__', 'the op')} does not match the reference "
+            f"({described}):\n  " + "\n  ".join(outcome.problems)
+        )
+    return outputs

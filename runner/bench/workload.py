@@ -92,7 +92,7 @@ class Workload:
 
     def check(self, op, *inputs, verification: Verification | None = None):
         """`bench.check` against this workload's reference."""
-        from runner.bench.checking import check
+        from runner.bench.verification import check
 
         return check(op, *inputs, reference=self.reference, verification=verification)
 

@@ -13,18 +13,14 @@ import time
 
 from runner.definition import manifest, spec, sweep
 from runner.definition.reference import load_reference
-from runner.execution.timed_outputs import TimedOutputs
 from runner.gpu import driver, ptx
 from runner.gpu.module_state import ModuleState
-from runner.measurement import aa_control, gate, reference_sample
-from runner.measurement.timing import (
-    TimingSettings,
-    clocks,
-    cupti,
-    load_order,
-    measure,
-    output_dependence,
-)
+from runner.measurement import aa_control
+from runner.measurement.gate import PhaseError, output_dependence
+from runner.measurement.gate import correctness as gate
+from runner.measurement.gate import timed_size as reference_sample
+from runner.measurement.gate.timed_size import TimedOutputs
+from runner.measurement.timing import TimingSettings, clocks, cupti, load_order, measure
 from runner.measurement.timing.cuda import (
     CudaBackend,
     InternalKernels,
@@ -56,12 +52,6 @@ COLD_LOADS = 32
 # launch that skips its work leaves another set's answer for the audits (timing.hot) to find
 HOT_INPUT_SETS = 3
 CHECK_GUARD_BYTES = 64 * 1024  # canary bands around every buffer at the correctness size
-
-
-class PhaseError(RuntimeError):
-    def __init__(self, phase: str, message: str, cuda_error: str | None = None):
-        super().__init__(message)
-        self.phase, self.cuda_error = phase, cuda_error
 
 
 def error_record(phase: str, exc: BaseException) -> dict:
@@ -493,7 +483,7 @@ class CaseRun:
 
     def sample_reference(self, outputs: dict) -> None:
         """The baseline's outputs at the timed size (`outputs`, snapshots) against the reference
-        on sampled windows (runner.measurement.reference_sample), or its check saying why the
+        on sampled windows (runner.measurement.gate.timed_size), or its check saying why the
         reference cannot be sampled; raises PhaseError where they differ."""
         case, baseline = self.case, self.case.baseline.name
         check = self.record["impls"][baseline].setdefault(

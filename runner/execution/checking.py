@@ -17,7 +17,7 @@ from runner import cuda_programs
 from runner.definition import manifest
 from runner.definition.launch_limits import LaunchLimitError, check_launch
 from runner.execution.case_job import build_case, case_skeleton
-from runner.execution.null_models import edges_problems, passing_null_models
+from runner.measurement.gate.correctness import edges_problems, passing_null_models
 
 
 def _say(text: str) -> None:

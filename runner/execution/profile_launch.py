@@ -22,7 +22,7 @@ def launch_once(job: dict) -> dict:
     from runner.definition import manifest
     from runner.execution.case import fits_device, resolve_kernel
     from runner.gpu import driver
-    from runner.measurement import gate
+    from runner.measurement.gate import correctness as gate
     from runner.measurement.timing.cuda import InternalKernels
 
     suite = manifest.load(job["manifest"])

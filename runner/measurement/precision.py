@@ -2,7 +2,7 @@
 
 A kernel can pass off arithmetic in a lower precision (f16 or bf16 inside an f32 case, f32
 inside an f64 one) as the real thing when its tolerance is loose enough. The null models of
-both front ends (runner.execution.null_models for suite cases, runner.bench.null_models for
+both front ends (runner.measurement.gate.correctness for suite cases, gate.null_models.null_models for
 Python cases) try every precision below each output's: the reference on inputs rounded to it,
 and the arithmetic rounded to it. Rounding is round-to-nearest-even on the significand with
 the target's exponent range (gradual underflow, overflow to infinity), done in float64

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from runner.definition import manifest
-from runner.execution.null_models import passing_null_models
+from runner.measurement.gate.correctness import passing_null_models
 from tests.conftest import ROOT
 
 SUITE = ROOT / "tests" / "cheats" / "cases.toml"

@@ -10,7 +10,7 @@ import pytest
 
 from runner.definition import manifest
 from runner.definition.reference import load_reference
-from runner.execution.null_models import edges_problems, passing_null_models
+from runner.measurement.gate.correctness import edges_problems, passing_null_models
 from runner.measurement.precision import round_to
 from tests.conftest import ROOT
 from tests.support.fake_gate_device import run_gate

@@ -1,5 +1,5 @@
 """A CPU stand-in for the device memory the correctness gate uses, so the whole gate
-(runner.measurement.gate.check_impl: guard bands, poisons, input sets, rounding models) runs on
+(runner.measurement.gate.correctness.check_impl: guard bands, poisons, input sets, rounding models) runs on
 the CPU with "kernels" written in numpy.
 
 FakeBuffer replaces runner.gpu.driver.Buffer (patch it into gate.driver), FakeInternal the
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from runner.gpu import generator
-from runner.measurement import gate
+from runner.measurement.gate import correctness as gate
 
 CODES = {code: name for name, code in generator.DTYPE_CODES.items()}
 

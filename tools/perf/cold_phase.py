@@ -40,10 +40,10 @@ def percent(values: list[float], mean: float) -> str:
 
 
 def positions(ptx: str, log2n: int, windows: int = 400, width: int = 16) -> None:
+    from runner.measurement.gate.launch_audit import LaunchPlan
     from runner.measurement.timing import cupti
     from runner.measurement.timing.cold import cold_launch
     from runner.measurement.timing.cuda import CudaBackend
-    from runner.measurement.timing.launch_audit import LaunchPlan
 
     zero_poison = LaunchPlan(poison=0, inputs_seed=0, audited=False)  # 0x00 bytes, as before
 
@@ -77,11 +77,11 @@ def spread(ptx: str, log2n: int, loads: int = 16, windows: int = 600) -> None:
     loads' means spread, against their standard errors."""
     import random
 
+    from runner.measurement.gate.launch_audit import LaunchPlan
     from runner.measurement.timing import cupti
     from runner.measurement.timing.base import CopyTurns
     from runner.measurement.timing.cold import cold_launch
     from runner.measurement.timing.cuda import CudaBackend
-    from runner.measurement.timing.launch_audit import LaunchPlan
 
     zero_poison = LaunchPlan(poison=0, inputs_seed=0, audited=False)  # 0x00 bytes, as before
 

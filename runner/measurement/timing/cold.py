@@ -5,7 +5,7 @@ Each launch is timed on its own: reset (inputs, and the module's `.global` state
 backend keeps it), fresh inputs, a poison of its outputs, a read-only L2 flush, then the launch
 (between events behind the blocking kernel, or by CUPTI's timestamps). The inputs' seed, the
 poison byte and whether the outputs are read back afterwards are drawn per (sample, launch)
-from a per-run secret (timing.launch_audit), the same for every implementation, so a kernel
+from a per-run secret (gate.launch_audit), the same for every implementation, so a kernel
 cannot line its skipped launches up with the read-backs. A
 sample is the mean of `batch` such launches, as a hot sample is the mean over its batch. One
 cold launch of a small kernel is a coarse figure: on the H200 a 1.3 us launch spreads by about
@@ -42,8 +42,8 @@ import math
 import statistics
 import time
 
+from runner.measurement.gate.launch_audit import LaunchDraws, LaunchPlan, SideBySide
 from runner.measurement.timing.base import Backend, Capabilities, Strategy, TimingSettings
-from runner.measurement.timing.launch_audit import LaunchDraws, LaunchPlan, SideBySide
 
 COLD_SAMPLE_KERNEL_S = 20e-6  # the kernel time a cold sample gathers (see above)
 MAX_COLD_LAUNCHES = 32

@@ -36,7 +36,7 @@ class Launchable:
 
 @dataclass
 class LaunchAuditHooks:
-    """What the CUDA backend needs for cold mode's audits (runner.measurement.timing.launch_audit):
+    """What the CUDA backend needs for cold mode's audits (runner.measurement.gate.launch_audit):
     `reseed(seed)` queues the inputs' generation from `seed`; `read()` returns the written
     buffers as arrays; `differ(got, expected)` says where two read-backs differ, or None;
     `states[name]`: per load of `name` (the order of cold_items), its ModuleState or None."""
@@ -461,7 +461,7 @@ class CudaBackend(CudaBase):
 
     def timed_poisoned(self, name: str, batch: int, with_kernel: bool) -> float:
         """Like timed_batch, with every launch preceded by a poison of what the kernels write
-        (runner.measurement.timing.output_dependence); without the kernel, the poison alone."""
+        (runner.measurement.gate.output_dependence); without the kernel, the poison alone."""
         item = self.launchables[name] if with_kernel else None
         key = ("poisoned", name, with_kernel)
         return self._timed_traffic(key, self.outputs, self.resets, item, batch)
@@ -485,7 +485,7 @@ class CudaBackend(CudaBase):
         (destination, source) and `item` (None: the traffic alone), replayed from one graph
         behind the blocker. The graph is warmed untimed once, when made (it is uploaded then
         too): the check's repeats alternate between graphs that are all warm by then."""
-        from runner.measurement.timing.output_dependence import POISON_BYTE
+        from runner.measurement.gate.output_dependence import POISON_BYTE
 
         per_graph = min(batch, self.graph_launches)
 

@@ -952,7 +952,7 @@ def test_partial_cannot_check_more_outputs_than_there_are(session):
 
 
 def test_integer_outputs_compare_exactly_beyond_float64_precision():
-    from runner.bench import arrays
+    from runner.measurement.gate import arrays
 
     big = np.array([2**53], dtype=np.int64)
     off_by_one = np.array([2**53 + 1], dtype=np.int64)
@@ -1005,7 +1005,7 @@ def test_repeated_comparisons_get_ids_that_say_what_differs(session):
 
 
 def test_an_integer_output_for_a_float_and_complex_outputs_are_compared_in_full():
-    from runner.bench import arrays
+    from runner.measurement.gate import arrays
 
     assert arrays.compare(np.array([0]), np.array([0.9]), 1e-5, 1e-5)["mismatches"] == 1
     imag = arrays.compare(np.array([1 + 5j]), np.array([1 + 0j]), 1e-5, 1e-5)
@@ -1117,7 +1117,7 @@ def test_agrees_is_compares_verdict_and_stops_at_the_first_failing_chunk():
     """The null models' and controls' pass/fail (arrays.agrees) gives compare's verdict on every
     kind of array, chunk by chunk: a mismatch in the last chunk still fails, and a null model
     that is wrong everywhere is refused after one chunk (2^27 elements took minutes before)."""
-    from runner.bench import arrays
+    from runner.measurement.gate import arrays
 
     rng = np.random.default_rng(7)
     x = rng.standard_normal(10_000).astype(np.float32)

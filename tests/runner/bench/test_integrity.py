@@ -17,10 +17,11 @@ import pytest
 
 from protocol.validation import validate
 from runner import bench
-from runner.bench import integrity, null_models, watch
+from runner.bench import integrity, watch
 from runner.bench.cupti_timer import KernelSpanTimer
 from runner.bench.report import markdown
 from runner.bench.watch import Bracket, Classifier
+from runner.measurement.gate import null_models
 from runner.measurement.timing import cupti
 from tests.runner.bench import test_api as test_bench_api
 from tests.support.fake_callable_device import FakeCallableBackend, FakeCallableDevice

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from runner.definition import manifest
-from runner.execution.null_models import passing_null_models
+from runner.measurement.gate.correctness import passing_null_models
 
 ROOT = Path(__file__).resolve().parents[3]
 SUITE = manifest.load(ROOT / "benchmarks" / "cases.toml")
@@ -94,7 +94,7 @@ def test_runner_check_fails_the_case_and_names_the_null_model(tmp_path):
 
 
 def test_a_reference_that_overflows_on_the_edges_asks_for_valid_ranges(tmp_path):
-    from runner.execution.null_models import edges_problems
+    from runner.measurement.gate.correctness import edges_problems
 
     assert all(edges_problems(SUITE, case) == [] for case in SUITE.cases)
     suite = edited(tmp_path, ", valid = { min = -1.0, max = 1.0 } },", " },")  # axpy's x

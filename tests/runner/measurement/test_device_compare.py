@@ -1,4 +1,4 @@
-"""runner.measurement.device_compare: kg_compare's element test (kernels.cu, built here as host
+"""runner.measurement.gate.timed_size: kg_compare's element test (kernels.cu, built here as host
 code) against gate.compare on the values that matter (NaN, infinities, signed zeros, integer
 extremes), its PTX through ptxas, and its record read back from the accumulator words. The
 kernel's own reduction runs in tests/runner/measurement/test_device_compare_gpu.py."""
@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from runner.gpu import device, generator, ptx
-from runner.measurement import device_compare, gate
+from runner.measurement.gate import correctness as gate
+from runner.measurement.gate import timed_size as device_compare
 
 HOST_FOLD = r"""
 #include "kernels.cu"

@@ -1,4 +1,4 @@
-"""kg_compare on the GPU (runner.measurement.device_compare): an exact copy passes, a planted
+"""kg_compare on the GPU (runner.measurement.gate.timed_size): an exact copy passes, a planted
 mismatch and a planted NaN are found where they are, and its records are gate.compare's."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from runner.gpu import driver, generator
-from runner.measurement import gate
+from runner.measurement.gate import correctness as gate
 
 pytestmark = pytest.mark.gpu
 
@@ -17,7 +17,7 @@ LOOSE = gate.Tolerance(2e-15, 2e-15, False)
 
 @pytest.fixture(scope="module")
 def on_device():
-    from runner.measurement.device_compare import DeviceCompare
+    from runner.measurement.gate.timed_size import DeviceCompare
     from runner.measurement.timing.cuda import InternalKernels
 
     with driver.Context(0) as ctx:

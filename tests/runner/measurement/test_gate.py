@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 
 from runner.gpu import generator
-from runner.measurement.gate import POISON_BYTES, Tolerance, compare, poison_pattern, unwritten
+from runner.measurement.gate.correctness import (
+    POISON_BYTES,
+    Tolerance,
+    compare,
+    poison_pattern,
+    unwritten,
+)
 
 CLOSE = Tolerance(rtol=1e-6, atol=1e-9, exact=False)
 EXACT = Tolerance(rtol=0.0, atol=0.0, exact=True)

@@ -10,7 +10,7 @@ import pytest
 
 from runner.definition import manifest
 from runner.definition.reference import load_reference
-from runner.measurement import gate
+from runner.measurement.gate import correctness as gate
 from runner.measurement.precision import round_to
 from tests.conftest import ROOT
 from tests.support.fake_gate_device import FakeBuffer, run_gate

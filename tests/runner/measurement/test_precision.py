@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from runner.measurement import precision, rounding_models
+from runner.measurement import precision
+from runner.measurement.gate import null_models as rounding_models
 from runner.measurement.precision import round_to
 
 

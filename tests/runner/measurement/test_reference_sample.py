@@ -1,4 +1,4 @@
-"""runner.measurement.reference_sample: which references the timed size can sample, and the
+"""runner.measurement.gate.timed_size: which references the timed size can sample, and the
 sample itself against a stand-in for the baseline's outputs (the reference's own windows)."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import pytest
 
 from runner.definition import manifest
 from runner.definition.reference import load_reference
-from runner.measurement import gate, reference_sample
+from runner.measurement.gate import correctness as gate
+from runner.measurement.gate import timed_size as reference_sample
 from tests.conftest import ROOT
 
 SUITE = manifest.load(ROOT / "benchmarks" / "cases.toml")

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from runner.measurement.gate.launch_audit import AUDIT_FRACTION, LaunchDraws, SideBySide
 from runner.measurement.timing import TimingSettings, cold, hot, measure
-from runner.measurement.timing.launch_audit import AUDIT_FRACTION, LaunchDraws, SideBySide
 from tests.support.fake_device import FakeBackend
 
 # --- the draws -------------------------------------------------------------------------------

@@ -287,7 +287,7 @@ def measured(plain_s: float, batch: int = 100):
 
 
 def test_an_honest_kernel_is_not_output_dependent():
-    from runner.measurement.timing import output_dependence
+    from runner.measurement.gate import output_dependence
 
     found = output_dependence.check(PoisonBackend(10e-6, 10.3e-6, 50e-6), ["k"], measured(10e-6))
     assert found["k"]["output_dependent"] is False
@@ -295,7 +295,7 @@ def test_an_honest_kernel_is_not_output_dependent():
 
 
 def test_a_kernel_that_skips_work_on_settled_outputs_is_flagged():
-    from runner.measurement.timing import output_dependence
+    from runner.measurement.gate import output_dependence
 
     found = output_dependence.check(PoisonBackend(2e-6, 40e-6, 5e-6), ["k"], measured(2e-6))
     assert found["k"]["output_dependent"] is True
@@ -318,7 +318,7 @@ class DisturbingBackend(PoisonBackend):
 def test_a_kernel_slowed_by_any_traffic_alike_is_not_output_dependent():
     """The L2 case: poisoned x1.85 of plain, as slow after the same traffic elsewhere."""
     from runner.execution.result import dependence
-    from runner.measurement.timing import output_dependence
+    from runner.measurement.gate import output_dependence
 
     backend = DisturbingBackend(7.4e-6, 13.6e-6, 3e-6, 13.4e-6)
     found = output_dependence.check(backend, ["k"], measured(7.4e-6))["k"]
@@ -328,7 +328,7 @@ def test_a_kernel_slowed_by_any_traffic_alike_is_not_output_dependent():
 
 
 def test_a_kernel_faster_only_with_its_answer_in_place_is_still_flagged():
-    from runner.measurement.timing import output_dependence
+    from runner.measurement.gate import output_dependence
 
     backend = DisturbingBackend(2e-6, 40e-6, 5e-6, 2.1e-6)
     found = output_dependence.check(backend, ["k"], measured(2e-6))["k"]
@@ -336,7 +336,7 @@ def test_a_kernel_faster_only_with_its_answer_in_place_is_still_flagged():
 
 
 def test_the_control_runs_only_for_a_slow_poisoned_launch():
-    from runner.measurement.timing import output_dependence
+    from runner.measurement.gate import output_dependence
 
     backend = DisturbingBackend(10e-6, 10.3e-6, 50e-6, 10e-6)
     found = output_dependence.check(backend, ["k"], measured(10e-6))["k"]
@@ -375,7 +375,7 @@ def test_the_l2_excuse_holds_where_the_baseline_is_slowed_alike():
     """axpy_f64 at 2^21 (session 33): every row x1.85 after any traffic; the baseline's own
     control is measured, and the candidate's slowdown is the baseline's."""
     from runner.execution.result import dependence
-    from runner.measurement.timing import output_dependence
+    from runner.measurement.gate import output_dependence
 
     kernels = {"cuda": (7.4e-6, 13.6e-6, 13.4e-6), "forth": (7.5e-6, 13.7e-6, 13.6e-6)}
     backend = KernelsBackend(kernels)
@@ -389,7 +389,7 @@ def test_a_kernel_that_skips_while_its_inputs_stay_in_the_l2_is_flagged_against_
     """Fast only in plain replay (answer in place, inputs in the L2): as slow disturbed as
     poisoned, so its own control excuses it; the baseline, unslowed by the same traffic, does
     not."""
-    from runner.measurement.timing import output_dependence
+    from runner.measurement.gate import output_dependence
 
     kernels = {"cuda": (10e-6, 10.3e-6, 10.1e-6), "sly": (2e-6, 10.2e-6, 10.1e-6)}
     backend = KernelsBackend(kernels)
@@ -400,7 +400,7 @@ def test_a_kernel_that_skips_while_its_inputs_stay_in_the_l2_is_flagged_against_
 
 
 def test_a_control_read_faster_than_plain_replay_is_floored_at_plain():
-    from runner.measurement.timing import output_dependence
+    from runner.measurement.gate import output_dependence
 
     kernels = {"k": (2e-6, 40e-6, 0.0)}
     found = output_dependence.check(KernelsBackend(kernels), ["k"], measured_kernels(kernels))["k"]
@@ -476,13 +476,13 @@ def test_the_stopping_rule_widens_by_the_control_s_term_once_it_has_loads():
     ],
 )
 def test_poisoned_replays_take_a_fifth_of_a_sample_capped_in_whole_graphs(batch, graph, expected):
-    from runner.measurement.timing import output_dependence
+    from runner.measurement.gate import output_dependence
 
     assert output_dependence.check_batch(batch, graph) == expected
 
 
 def test_the_output_dependence_check_replays_its_shorter_batch():
-    from runner.measurement.timing import output_dependence
+    from runner.measurement.gate import output_dependence
 
     seen = []
 

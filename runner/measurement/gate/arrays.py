@@ -210,13 +210,13 @@ def agrees(actual, expected, rtol: float, atol: float, chunk: int = AGREE_CHUNK)
 
 
 def compare(actual, expected, rtol: float, atol: float) -> dict:
-    """runner.measurement.gate's element-wise comparison (integers and bools exact, at any width; NaN only
+    """runner.measurement.gate.correctness's element-wise comparison (integers and bools exact, at any width; NaN only
     where NaN is expected) of two arrays of any shape.
 
     Returns elements, mismatches, max_abs_err, max_rel_err and, on a mismatch, `problem`
     naming the first offending index with both values; a shape mismatch counts every element.
     """
-    from runner.measurement import gate
+    from runner.measurement.gate import correctness as gate
 
     a, e = np.ascontiguousarray(to_numpy(actual)), np.ascontiguousarray(to_numpy(expected))
     if a.shape != e.shape:

@@ -7,7 +7,7 @@ at least one of the two runs, whatever its expected value. It then runs once mor
 second input set, the edges of each input's valid range (zeros, signed zeros, both ends,
 every magnitude; spec.INPUT_SETS), so a shortcut exact only for the declared range fails.
 Outputs are compared with the case's numpy reference and with the baseline's outputs, and
-with the null models of rounding (rounding_models): an output that resembles a lower
+with the null models of rounding (null_models): an output that resembles a lower
 precision's is refused whatever the tolerance. Inputs are compared bit for bit with what the
 generator wrote, so a kernel that writes to a buffer declared `input` is caught; guard bands of
 NaN canaries around every buffer catch writes past either end and poison reads past them.
@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from runner.definition import manifest
-from runner.definition.reference import call_reference
+from runner.definition.reference import call_reference, load_reference
 from runner.definition.spec import INPUT_SETS, CaseSpec, Geometry
 from runner.gpu import driver, generator
-from runner.measurement import rounding_models
+from runner.measurement.gate import null_models
 
 POISON_BYTES = (0xFF, 0x5A)
 
@@ -306,7 +306,7 @@ class InputSet:
     name: str  # one of spec.INPUT_SETS
     inputs: dict[str, np.ndarray]
     expected: dict[str, np.ndarray]
-    # {description: rounding_models.Model}: what lower-precision shortcuts would output
+    # {description: null_models.Model}: what lower-precision shortcuts would output
     shortcuts: dict = field(default_factory=dict)
     # the shortcuts that the case's tolerance accepts (reported: the tolerance is too loose)
     admitted: list[str] = field(default_factory=list)
@@ -323,7 +323,7 @@ def input_sets(case: CaseSpec, geometry: Geometry, reference, tol: Tolerance) ->
     for name in INPUT_SETS:
         inputs = host_inputs(case, geometry, name)
         expected = expected_outputs(case, geometry, reference, inputs)
-        shortcuts = rounding_models.models(
+        shortcuts = null_models.models(
             inputs,
             expected,
             lambda x: expected_outputs(case, geometry, reference, x),
@@ -377,7 +377,7 @@ def _compare_outputs(
                 f"expected {found['first_mismatch']['expected']})"
             )
         for what, model in inputs.shortcuts.items() if shortcuts else ():
-            seen = rounding_models.resemblance(
+            seen = null_models.resemblance(
                 run[b.name], inputs.expected[b.name], model.outputs[b.name], model.precision
             )
             if seen is None:
@@ -486,3 +486,83 @@ def cross_check(
                 record["problems"].append(
                     f"{b.name}: {found['mismatches']} elements differ from baseline {baseline_name}"
                 )
+
+
+# -- runner check: the null models and the edges of the inputs ---------------------------------
+
+
+def _matching_input(array: np.ndarray, length: int, dtype: np.dtype) -> np.ndarray:
+    return np.resize(array, length).astype(dtype)
+
+
+def suite_null_models(
+    case: manifest.CaseSpec, geometry: Geometry, reference, inputs: dict, expected: dict
+) -> dict[str, dict[str, np.ndarray]]:
+    """{description: {written buffer: array}} for every null model that applies to the case."""
+    models: dict[str, dict[str, np.ndarray]] = {
+        null_models.ZEROS: {name: np.zeros_like(e) for name, e in expected.items()},
+    }
+    constant = {}
+    for name, e in expected.items():
+        finite = e[np.isfinite(e)] if e.dtype.kind == "f" else e
+        value = finite.mean() if finite.size else 0
+        constant[name] = np.full_like(e, value if e.dtype.kind == "f" else int(np.round(value)))
+    models["a constant (the mean of the expected output)"] = constant
+    for b in case.buffers:
+        if b.name not in inputs:
+            continue
+        copy = {
+            name: _matching_input(inputs[b.name], e.size, e.dtype)
+            for name, e in expected.items()
+            if inputs[b.name].dtype == e.dtype
+        }
+        if copy and len(copy) == len(expected):
+            what = (
+                f"{b.name} untouched (a kernel that did nothing)"
+                if b.written
+                else f"a copy of input {b.name}"
+            )
+            models[what] = copy
+    for what, model in null_models.models(
+        inputs,
+        expected,
+        lambda x: expected_outputs(case, geometry, reference, x),
+        output_dtypes(case),
+    ).items():
+        models[what] = model.outputs
+    return models
+
+
+def passing_null_models(suite: manifest.Suite, case: manifest.CaseSpec) -> list[str]:
+    """The null models that the case's tolerance accepts at its check size (empty is good)."""
+    geometry = case.geometry(case.check_dims)
+    reference = load_reference(suite, case)
+    inputs = host_inputs(case, geometry)
+    expected = expected_outputs(case, geometry, reference, inputs)
+    tol = Tolerance.of(case)
+    return null_models.passing(
+        suite_null_models(case, geometry, reference, inputs, expected),
+        lambda outputs: all(
+            compare(outputs[n], expected[n], tol)["mismatches"] == 0 for n in expected
+        ),
+    )
+
+
+def edges_problems(suite: manifest.Suite, case: manifest.CaseSpec) -> list[str]:
+    """Where the reference, on the edges of the inputs' valid ranges at the check size, gives
+    non-finite outputs: the case must declare the ranges its arithmetic holds for."""
+    geometry = case.geometry(case.check_dims)
+    reference = load_reference(suite, case)
+    with np.errstate(all="ignore"):
+        expected = expected_outputs(case, geometry, reference, host_inputs(case, geometry, "edges"))
+    problems = []
+    for name, e in expected.items():
+        bad = np.flatnonzero(~np.isfinite(e)) if e.dtype.kind == "f" else np.array([], int)
+        if bad.size:
+            problems.append(
+                f"{name}: the reference gives {bad.size} non-finite values of {e.size} on the "
+                f"edges of the inputs' valid ranges (first at index {int(bad[0])}); declare "
+                "each input's valid = { min = ..., max = ... } for the values the case's "
+                "arithmetic and tolerance hold for"
+            )
+    return problems

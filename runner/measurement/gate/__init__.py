@@ -1,0 +1,29 @@
+"""The gate: what must hold before and while a time counts, in one folder to audit.
+
+correctness (every implementation checked before anything is timed; `runner check`'s null
+models and input edges), null_models (one set for both front ends), arrays (the Python API's
+array comparisons), timed_size (outputs compared at the timed size, the reference sampled
+there), launch_audit (which cold launches are read back) and output_dependence (hot replays on
+poisoned outputs). PhaseError, here so that importing it costs nothing, is how any step says
+that a case (or one launch) failed in a phase.
+"""
+
+from __future__ import annotations
+
+__all__ = ["PhaseError"]
+
+
+class PhaseError(RuntimeError):
+    """A case (or one launch) failed in `phase` (inputs, check, load, timing, ...): the
+    document's error record, with the CUDA error's name where there is one, or a finished
+    error `document` to answer with."""
+
+    def __init__(
+        self,
+        phase: str,
+        message: str,
+        cuda_error: str | None = None,
+        document: dict | None = None,
+    ):
+        super().__init__(message)
+        self.phase, self.cuda_error, self.document = phase, cuda_error, document
