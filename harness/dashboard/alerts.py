@@ -36,10 +36,11 @@ __all__ = ["WINDOW_RUNS", "between_cards", "events", "findings", "moved_together
 WINDOW_RUNS = 3  # change points of one shift may land a run or two (of its mode) apart
 
 
-def _mark(f: ChangeFinding, run_index: dict[str, int], mode: str | None) -> dict:
+def _mark(f: ChangeFinding, run_index: dict[str, int], info: dict) -> dict:
     return {
         "impl": f.impl,
-        "mode": mode,
+        "mode": info.get("mode"),
+        "gpu": info.get("gpu"),
         "metric": f.metric,
         "kind": f.kind,
         "run": run_index[f.to_run_id],
@@ -102,7 +103,7 @@ def findings(
     policy = policy or Policy()
     run_index = {r["run_id"]: i for i, r in enumerate(store.runs())}
     series = store.list_series()
-    mode_of = {s["series_id"]: s["mode"] for s in series}  # each alert and mark names its mode
+    info_of = {s["series_id"]: s for s in series}  # each alert and mark names its mode and GPU
     between = cards.by_model(store) if between is None else between
     if values_of is None:
         changes = find_changes(store, series)
@@ -116,10 +117,9 @@ def findings(
         )
     marks: dict[str, list] = {}
     for f in changes:
-        marks.setdefault(f.case_id, []).append(_mark(f, run_index, mode_of.get(f.series_id)))
+        marks.setdefault(f.case_id, []).append(_mark(f, run_index, info_of.get(f.series_id, {})))
     current = current_series(series)
     current_ids = {s["series_id"] for s in current}
-    info_of = {s["series_id"]: s for s in series}
     points_of = {s["series_id"]: store.recent(s["series_id"], policy.window) for s in current}
     alerts = []
     for f in review(current, points_of, policy, between):

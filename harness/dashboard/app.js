@@ -12,7 +12,7 @@
   // painted: drawn_at_open of `charts`), plotly (plotly.min.js loaded), first_chart (the first
   // Plotly chart drawn) and rendered (every chart drawn: after all were scrolled into view).
   const state = { errors: [], headline: [], table: 0, cases: {}, suite: null, xmode: "commit",
-                  mode: null, range: "50", since: "all", alerts: 0, counters: {}, first_sketch_ms: null, sketched_ms: null,
+                  mode: null, gpu: null, range: "50", since: "all", alerts: 0, counters: {}, first_sketch_ms: null, sketched_ms: null,
                   charts: 0, drawn: 0, drawn_at_open: null, chart_ms: {}, script_ms: performance.now(),
                   first_view_ms: null, in_view_ms: null, plotly_ms: null, first_chart_ms: null,
                   rendered_ms: null };
@@ -45,6 +45,7 @@
   if (D.format !== 3) { fail("data.js has layout " + D.format + "; this page reads layout 3: rebuild with `python -m harness dashboard`"); return; }
   const R = D.runs;
   state.mode = D.mode;
+  state.gpu = D.gpu || null;
 
   // -- small helpers ----------------------------------------------------------------------
   function el(tag, attrs, ...children) {
@@ -98,7 +99,8 @@
     sub.replaceChildren(L.gpu + " · " + L.suite + " · newest " + state.mode + " run " + R.date[L.run] + " UTC, commit ", commitNode);
     if (R.raw[L.run]) sub.append(" (", el("a", { href: "runs/" + R.id[L.run] + ".json" }, "raw document"), ")");
     sub.append(" · " + D.counts.runs + " runs in the history" + (L.complete ? "" : " · newest run incomplete"));
-    for (const node of document.querySelectorAll("[data-mode-text]")) node.textContent = "· " + state.mode + " mode";
+    if (R.clock && R.clock[L.run]) sub.append(" · ", el("span", { class: "throttled" }, "⚠ newest run throttled: " + R.clock[L.run]));
+    for (const node of document.querySelectorAll("[data-mode-text]")) node.textContent = "· " + state.mode + " mode" + gpuText();
     const dl = document.getElementById("signature");
     dl.replaceChildren();
     for (const [what, value] of L.signature) dl.append(el("dt", {}, what), el("dd", {}, value));
@@ -145,7 +147,10 @@
     const names = gd.data.filter((t) => t.meta && !t.meta.unstable && !t.meta.band).map((t) => t.name);
     const unstable = gd.data.filter((t) => t.meta && t.meta.unstable).reduce((n, t) => n + t.y.length, 0);
     const labels = (gd.layout.annotations || []).filter((a) => a.meta && a.meta.mark);
-    state.cases[c.id] = { panel: panels[c.id], mode: state.mode, traces: names, unstable,
+    const gpus = [...new Set(gd.data.filter((t) => t.meta && t.meta.gpu).map((t) => t.meta.gpu))];
+    const throttled = (gd.layout.annotations || []).filter((a) => a.meta && a.meta.clock !== undefined)
+      .map((a) => [R.commit[a.meta.clock], a.text, a.hovertext]);
+    state.cases[c.id] = { panel: panels[c.id], mode: state.mode, gpu: state.gpu, gpus, traces: names, unstable, throttled,
       marks: labels.length, range: gd.layout.xaxis.range.slice() };
   }
 
@@ -251,6 +256,9 @@
     lazy.add(document.getElementById("chart-suite"), (node) => drawChart(node, charts.suiteFigure, (gd) => {
       const lines = gd.data.filter((t) => !t.meta.changed);
       state.suite = { traces: lines.map((t) => t.name), points: lines.reduce((n, t) => n + t.y.length, 0),
+                      gpus: [...new Set(lines.map((t) => t.meta.gpu))],
+                      throttled: (gd.layout.annotations || []).filter((a) => a.meta && a.meta.clock !== undefined)
+                        .map((a) => [R.commit[a.meta.clock], a.text, a.hovertext]),
                       changed: gd.data.filter((t) => t.meta.changed).reduce((n, t) => n + t.y.length, 0),
                       mode: state.mode, range: gd.layout.xaxis.range.slice() };
     }), { library: true, sketch: (node) => sketch(node, charts.suiteFigure) });
@@ -258,12 +266,33 @@
   }
 
   function redrawHistory(which) {
-    charts.setView({ x: state.xmode, mode: state.mode, range: state.range });
+    charts.setView({ x: state.xmode, mode: state.mode, gpu: state.gpu, range: state.range });
     for (const b of document.querySelectorAll(".toolbar button[data-x]")) b.setAttribute("aria-pressed", String(b.dataset.x === state.xmode));
     for (const b of document.querySelectorAll(".toolbar button[data-range]")) b.setAttribute("aria-pressed", String(b.dataset.range === state.range));
     document.body.dataset.rendered = "view";
     lazy.redraw(which || ((node) => node.id !== "chart-overview"));
   }
+  // The charts of one GPU model: each model's runs apart, never a point of one on another's line.
+  function drawGpuSwitch() {
+    const box = document.getElementById("gpu-switch");
+    if (!box || !D.gpus || D.gpus.length < 2) return;
+    box.append(el("span", { class: "mode-note" }, "charts of "));
+    for (const g of D.gpus) {
+      const b = el("button", { type: "button", "data-gpu": g, "aria-pressed": String(g === state.gpu),
+                               title: "history charts of the runs on " + g }, g);
+      b.addEventListener("click", () => setGpu(g));
+      box.append(b);
+    }
+  }
+  function setGpu(gpu) {
+    state.gpu = gpu;
+    for (const b of document.querySelectorAll("#gpu-switch button")) b.setAttribute("aria-pressed", String(b.dataset.gpu === gpu));
+    for (const node of document.querySelectorAll("[data-gpu-text]")) node.textContent = gpuText();
+    state.cases = {};
+    redrawHistory();
+    writeState();
+  }
+  const gpuText = () => (D.gpus && D.gpus.length > 1 ? " · " + state.gpu : "");
   function setX(mode) { state.xmode = mode; redrawHistory(); }
   function setRange(range) { state.range = range; redrawHistory(); }
   function setPanel(c, panel) {
@@ -290,6 +319,7 @@
 
   try {
     drawModeSwitch();
+    drawGpuSwitch();
     drawHeader();
     drawTable();
     redrawOverview = drawOverview() || redrawOverview;
@@ -301,7 +331,7 @@
       D.counts.points_stored + " points drawn (trimmed for display only: the history keeps every point).";
     for (const b of document.querySelectorAll(".toolbar button[data-x]")) b.addEventListener("click", () => setX(b.dataset.x));
     for (const b of document.querySelectorAll(".toolbar button[data-range]")) b.addEventListener("click", () => setRange(b.dataset.range));
-    Object.assign(window, { kernelgapSetX: setX, kernelgapSetMode: setMode, kernelgapSetRange: setRange,
+    Object.assign(window, { kernelgapSetX: setX, kernelgapSetMode: setMode, kernelgapSetRange: setRange, kernelgapSetGpu: setGpu,
                             kernelgapIdle: lazy.idle });
     window.kernelgapSetPanel = (id, panel) => setPanel(D.cases.find((c) => c.id === id), panel);
     writeState();

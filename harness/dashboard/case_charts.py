@@ -264,6 +264,7 @@ def case_chart(
             "impl": info["impl"],
             "role": info["role"],
             "mode": info["mode"],
+            "gpu": info["gpu"],
             "name": f"{name} · {change}" if change else name,
             "change": change,
             "segment": segments[line],

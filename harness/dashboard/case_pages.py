@@ -244,6 +244,7 @@ def _chart(
     ]
     drawn_runs = _polylines(lines, runs, frame, out)
     out.extend(_step_marks(placed, runs, frame))
+    out.extend(_clock_marks(drawn_runs, runs, frame))
     out.extend(_run_labels(drawn_runs, runs, frame, axis_y))
     legend = " ".join(
         f'<span style="color:{html.escape(s["color"])}">&#9632;</span> {html.escape(s["name"])}'
@@ -344,6 +345,24 @@ def _step_marks(placed: list[tuple], runs: dict, frame: _Frame) -> list[str]:
             f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{top + h}" stroke="{color}" '
             f'stroke-dasharray="4 3"/>{text}</g>'
         )
+    return out
+
+
+def _clock_marks(drawn_runs: dict[float, int], runs: dict, frame: _Frame) -> list[str]:
+    """A run measured with its clocks below their usual ones (data["runs"]["clock"]): an amber
+    dotted rule and "throttled" at the top, the reason from its document on hover."""
+    notes = runs.get("clock") or []
+    out = []
+    for x, r in sorted(drawn_runs.items()):
+        if r < len(notes) and notes[r]:
+            px = frame.xpx(x)
+            out.append(
+                f'<g class="throttled"><title>{html.escape(_commit(runs, r))}: '
+                f'{html.escape(notes[r])}</title><line x1="{px:.1f}" x2="{px:.1f}" '
+                f'y1="{frame.top}" y2="{frame.top + frame.h}" stroke="#b26b00" '
+                f'stroke-dasharray="1 2"/><text x="{px + 3:.1f}" y="{frame.top + 10}" '
+                f'fill="#b26b00">&#9888; throttled</text></g>'
+            )
     return out
 
 

@@ -14,6 +14,8 @@ window.KernelgapCharts = function (D, page) {
   const MARKERS_UP_TO = 60;  // points on a line up to which each point also gets a marker
   let xmode = "commit";  // or "date": the x axis of every history chart
   let mode = D.mode;  // the timing mode shown: each chart draws only its series
+  let gpu = D.gpu;  // and the GPU model: a point of another model is never on this one's line
+  const ours = (o) => o.mode === mode && (!o.gpu || !gpu || o.gpu === gpu);
   let range = "50";  // "50": the mode's last 50 runs; "all": every run
   const RANGE_RUNS = 50;
   // Commit mode: x is the run's place among the runs of its mode (R.n), ticks show commits.
@@ -22,7 +24,9 @@ window.KernelgapCharts = function (D, page) {
   const xOf = (runs) => (xmode === "date" ? runs.map((i) => R.date[i]) : runs.map((i) => R.n[i]));
   const at = (runs) => (xmode === "date" ? runs.map((i) => utcMs(R.date[i])) : runs.map((i) => R.n[i]));
   let modeRuns = [];  // the drawn runs of the mode, oldest first
-  function setModeRuns() { modeRuns = R.id.map((_, r) => r).filter((r) => R.mode[r] === mode); }
+  function setModeRuns() {
+    modeRuns = R.id.map((_, r) => r).filter((r) => ours({ mode: R.mode[r], gpu: R.gpu && R.gpu[r] }));
+  }
   setModeRuns();
 
   // The visible span in x units: the mode's last RANGE_RUNS runs, or all of them.
@@ -125,13 +129,32 @@ window.KernelgapCharts = function (D, page) {
       legendgroup: s.name, showlegend: panel === "times", x, y: pick(values, ok), ...axes,
       line: { color: s.color, width: 2, dash: DASHES[s.segment % DASHES.length] }, marker: { color: s.color, size: 5 },
       customdata: hoverData(pick(s.run, ok), pick(extra, ok)).map((row, i) => row.concat([compilerLine(s, ok[i])])),
-      hovertemplate: hover, meta: { panel } });
+      hovertemplate: hover, meta: { panel, gpu: s.gpu } });
     for (const k of bad) {
       unstable.runs.push(s.run[k]);
       unstable.y.push(values[k]);
       unstable.cd.push(hoverData([s.run[k]], [extra[k]])[0].concat([compilerLine(s, k), esc(s.name)]));
     }
     return traces;
+  }
+
+  // Each run in view whose clocks were below their usual ones (data.js: R.clock, the reason from
+  // its document): an amber dotted rule and "⚠ throttled" on the chart, the reason on hover.
+  const THROTTLED = "#b26b00";
+  function clockMarks(shapes, annotations, axes) {
+    if (!R.clock) return;
+    const [lo, hi] = span();
+    for (const r of modeRuns) {
+      if (!R.clock[r] || at([r])[0] < lo || at([r])[0] > hi) continue;
+      const x = xOf([r])[0];
+      for (const [xa, ya] of axes) {
+        shapes.push({ type: "line", xref: xa, yref: ya + " domain", x0: x, x1: x, y0: 0, y1: 1,
+                      line: { color: THROTTLED, width: 1.5, dash: "dot" } });
+        annotations.push({ xref: xa, yref: ya + " domain", x, y: 0.98, xanchor: "left", yanchor: "top", xshift: 2,
+          text: "⚠ throttled", showarrow: false, font: { size: 11, color: THROTTLED }, bgcolor: "rgba(255,255,255,0.85)",
+          hovertext: esc("commit " + commitOf(r) + ", " + R.date[r] + " UTC: " + R.clock[r]), meta: { clock: r } });
+      }
+    }
   }
 
   function caseFigure(c) {
@@ -141,7 +164,7 @@ window.KernelgapCharts = function (D, page) {
       "%{customdata[7]}<br>run %{customdata[2]}<br>%{customdata[6]}<extra></extra>";
     const gapHover = "<b>%{fullData.name}</b><br>gap %{y:.4f}x, 95% interval %{customdata[4]}" + tail;
     const timeHover = "<b>%{fullData.name}</b><br>%{y:.4~f} " + esc(c.unit) + " ± %{customdata[4]} (MAD)" + tail;
-    for (const s of c.series.filter((s) => s.mode === mode).map(visible)) {
+    for (const s of c.series.filter(ours).map(visible)) {
       const tExtra = s.run.map((_, k) => [noiseText(s.noise[k]), has(s.mad[k]) ? s.mad[k] + " " + esc(c.unit) : "–"]);
       const tLow = s.t.map((t, k) => (has(t) && has(s.mad[k]) ? t - s.mad[k] : null));
       const tHigh = s.t.map((t, k) => (has(t) && has(s.mad[k]) ? t + s.mad[k] : null));
@@ -169,7 +192,7 @@ window.KernelgapCharts = function (D, page) {
       }
     }
     c.failed.run.forEach((r, k) => {
-      if (R.mode[r] !== mode) return;
+      if (!ours({ mode: R.mode[r], gpu: R.gpu && R.gpu[r] })) return;
       // A run where the case failed: a red cross at the foot of both panels.
       for (const [xa, ya] of [["x", "y"], ["x2", "y2"]]) {
         annotations.push({ xref: xa, yref: ya + " domain", x: xOf([r])[0], y: 0, yanchor: "bottom", text: "✕",
@@ -187,8 +210,9 @@ window.KernelgapCharts = function (D, page) {
     if (unstable.gap.runs.length) traces.push(unstableTrace("gap", { xaxis: "x", yaxis: "y" }, gapHover));
     shapes.push({ type: "line", xref: "x domain", yref: "y", x0: 0, x1: 1, y0: 1, y1: 1,
                   line: { color: "#7a828c", width: 1, dash: "dash" } });  // parity
+    clockMarks(shapes, annotations, [["x", "y"], ["x2", "y2"]]);
     const [lo, hi] = span();
-    if (window.KernelgapMarks) KernelgapMarks.chart(c, xOf, shapes, annotations, { mode, lo, hi, at });  // marks.js
+    if (window.KernelgapMarks) KernelgapMarks.chart(c, xOf, shapes, annotations, { mode, gpu, lo, hi, at });  // marks.js
     annotations.push(
       { xref: "x domain", yref: "paper", x: 0, y: 1.08, xanchor: "left", showarrow: false,
         text: "<b>gap</b> (x " + esc(c.baseline) + ", lower is better; band: 95% interval)", font: { size: 13 } },
@@ -212,7 +236,7 @@ window.KernelgapCharts = function (D, page) {
     // A point whose cases differ from the previous point's: its step is partly the
     // change of cases, so it gets a hollow diamond and says what changed.
     const changed = { x: [], y: [], cd: [] };
-    const traces = D.suite.filter((t) => t.mode === mode).map(visible).map((t) => {
+    const traces = D.suite.filter(ours).map(visible).map((t) => {
       const cd = hoverData(t.run, t.cases.map((n) => [n, esc(t.suite)]))
         .map((row, k) => row.concat([t.cases_note[k] ? "<br><b>" + esc(t.cases_note[k]) + "</b>" : "", esc(t.name)]));
       t.cases_note.forEach((note, k) => {
@@ -226,7 +250,7 @@ window.KernelgapCharts = function (D, page) {
         // the 95% interval of each point's geomean (harness.dashboard.geomeans), where known
         error_y: t.lo ? { type: "data", symmetric: false, array: t.hi.map((h, k) => h - t.gap[k]),
                           arrayminus: t.lo.map((l, k) => t.gap[k] - l), color: t.color, thickness: 1, width: 0 } : undefined,
-        customdata: cd, hovertemplate: hover("%{fullData.name}"), meta: { panel: "suite" } };
+        customdata: cd, hovertemplate: hover("%{fullData.name}"), meta: { panel: "suite", gpu: t.gpu } };
     });
     if (changed.x.length) {
       traces.push({ type: "scatter", mode: "markers", name: "cases changed (hover)", x: xOf(changed.x),
@@ -234,13 +258,15 @@ window.KernelgapCharts = function (D, page) {
         marker: { symbol: "diamond-open", size: 10, color: "#1b1f24", line: { width: 1.5 } },
         meta: { panel: "suite", changed: true } });
     }
+    const shapes = [{ type: "line", xref: "x domain", yref: "y", x0: 0, x1: 1, y0: 1, y1: 1,
+                      line: { color: "#7a828c", width: 1, dash: "dash" } }], annotations = [];
+    clockMarks(shapes, annotations, [["x", "y"]]);
     const layout = {
       margin: { l: 72, r: 16, t: 20, b: 46 }, hovermode: "closest",
       legend: { orientation: "h", x: 0, y: -0.2 },
       xaxis: xAxis([0, 1], "y"),
       yaxis: axis({ title: { text: "geomean gap (lower is better)" }, tickformat: ".3f" }),
-      shapes: [{ type: "line", xref: "x domain", yref: "y", x0: 0, x1: 1, y0: 1, y1: 1,
-                 line: { color: "#7a828c", width: 1, dash: "dash" } }],
+      shapes, annotations,
       font: { family: "system-ui, sans-serif", size: 12, color: "#1b1f24" },
     };
     return { traces, layout };
@@ -294,10 +320,12 @@ window.KernelgapCharts = function (D, page) {
 
   function setView(view) {
     if (view.x) xmode = view.x;
-    if (view.mode) { mode = view.mode; setModeRuns(); }
+    if (view.mode) mode = view.mode;
+    if (view.gpu) gpu = view.gpu;
+    setModeRuns();
     if (view.range) range = view.range;
   }
 
   return { caseFigure, panelFigure, suiteFigure, draw, setView, at, mode: () => xmode,
-           view: () => ({ x: xmode, mode, range, span: span() }) };
+           view: () => ({ x: xmode, mode, gpu, range, span: span() }) };
 };

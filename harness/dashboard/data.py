@@ -30,7 +30,7 @@ from harness.dashboard.case_charts import (
 from harness.dashboard.counter_panels import counter_panels, link_marks
 from harness.dashboard.geomeans import suite_geomeans
 from harness.dashboard.sweep_charts import curves, measured_points
-from harness.history.series import run_mode
+from harness.history.series import gpu_model, run_mode
 from harness.history.store import Store
 from harness.reporting.primary import primary_candidate
 from harness.reporting.summary import signature
@@ -72,6 +72,7 @@ def collect(
         )
     all_series = read_series(store, runs) if series is None else series
     mode_of = run_modes(all_series)
+    gpu_of = {r: s.info["gpu"] for s in all_series for r in [*s.run.tolist(), *s.failed]}
     latest_of, default = _latest_runs(mode_of, len(runs))
     docs = {m: store.raw_document(runs[g]["run_id"]) for m, g in latest_of.items()}
     latest_doc = docs[default]
@@ -114,7 +115,14 @@ def collect(
             "points_stored": sum(s.info["points"] for s in all_series),
             "points_drawn": sum(len(s["run"]) for c in cases for s in c["series"]),
         },
-        "runs": _drawn_runs(runs, sorted(used), mode_of),
+        "runs": {
+            **_drawn_runs(runs, sorted(used), mode_of, gpu_of),
+            "clock": _clock_notes(store, runs, headline_series, sorted(used)),
+        },
+        "gpu": gpu_model(views[default]["gpu"]),  # the GPU model the charts show at open
+        "gpus": sorted(
+            set(gpu_of.values()), key=lambda g: (g != gpu_model(views[default]["gpu"]), g)
+        ),
         "mode": default,  # the mode shown at open: the newest run's
         "modes": sorted(views, key=lambda m: (m != default, m or "")),
         "views": views,
@@ -229,6 +237,47 @@ def _marked_runs(latest: int, alerts: list[dict], marks: dict[str, list]) -> set
     return used
 
 
+CLOCK_SHARE = 0.25  # a run with more of its gaps unstable than this is read for its clocks
+CLOCK_READS = 50  # such runs read at most (the newest): each is one raw document
+
+
+def _clock_notes(store: Store, runs: list[dict], headline: list, used: list[int]) -> list:
+    """Per drawn run: why its clocks were below their usual ones, from its document's cases'
+    clocks blocks (runner.document.clocks), or None. A throttled run leaves its gaps unstable
+    while its times may stay stable: only runs where more than CLOCK_SHARE of the candidates'
+    gaps are unstable are read, the newest CLOCK_READS of them."""
+    unstable: dict[int, int] = defaultdict(int)
+    total: dict[int, int] = defaultdict(int)
+    for s in headline:
+        if s.info["role"] == "candidate":
+            for r, ok in zip(s.run.tolist(), s.gap_stable.tolist(), strict=True):
+                total[r] += 1
+                unstable[r] += not ok
+    drawn = set(used)
+    suspect = [r for r in sorted(total) if r in drawn and unstable[r] > CLOCK_SHARE * total[r]]
+    notes = {r: _clock_note(store.raw_document(runs[r]["run_id"])) for r in suspect[-CLOCK_READS:]}
+    return [notes.get(r) for r in used]
+
+
+def _clock_note(document: dict) -> str | None:
+    """'clocks below usual in 25 of 25 cases: HW thermal slowdown, ... (e.g. case: note)'."""
+    cases = [c for c in document.get("cases", []) if not is_point_row(c)]  # a sweep's: its case's
+    flagged = [c for c in cases if (c.get("clocks") or {}).get("flagged")]
+    if not flagged:
+        return None
+    reasons: dict[str, int] = defaultdict(int)
+    for case in flagged:
+        for reason, count in case["clocks"].get("reasons", {}).items():
+            reasons[reason] += count
+    top = ", ".join(sorted(reasons, key=lambda k: -reasons[k])[:3])
+    worst = max(flagged, key=lambda c: c["clocks"]["flagged"] / max(1, c["clocks"]["samples"]))
+    example = worst["clocks"].get("note") or f"{worst['clocks']['flagged']} samples flagged"
+    return (
+        f"clocks below the run's usual in {len(flagged)} of {len(cases)} cases: "
+        f"{top} (e.g. {worst['id']}: {example})"
+    )
+
+
 def _places(mode_of: dict[int, str]) -> dict[int, int]:
     """Run index -> its place among the runs of its mode (change ranges are compared in it)."""
     count: dict[str, int] = defaultdict(int)
@@ -258,10 +307,10 @@ def _renumbered_event(event: dict, compact: dict[int, int], anchor_of: dict) -> 
     }
 
 
-def _drawn_runs(runs: list[dict], used: list[int], mode_of: dict[int, str]) -> dict:
-    """data["runs"]: the drawn runs' ids, commits, dates, labels, modes and ordinals (the
-    run's place among the runs of its mode: "the last 50 runs" are counted by it), column
-    by column."""
+def _drawn_runs(runs: list[dict], used: list[int], mode_of: dict, gpu_of: dict) -> dict:
+    """data["runs"]: the drawn runs' ids, commits, dates, labels, modes, GPU models and
+    ordinals (the run's place among the runs of its mode: "the last 50 runs" are counted by
+    it), column by column."""
     labels = _run_labels(runs, mode_of)
     chosen = [runs[g] for g in used]
     ordinal, count = {}, defaultdict(int)
@@ -270,6 +319,7 @@ def _drawn_runs(runs: list[dict], used: list[int], mode_of: dict[int, str]) -> d
         count[mode_of.get(g)] += 1
     return {
         "mode": [mode_of.get(g) for g in used],
+        "gpu": [gpu_of.get(g) for g in used],
         "n": [ordinal[g] for g in used],
         "id": [r["run_id"] for r in chosen],
         "commit": [r["commit_sha"] for r in chosen],

@@ -77,6 +77,7 @@ def suite_geomeans(
                 "change": change,
                 "color": colors[impl],
                 "mode": key[1],
+                "gpu": key[0],
                 "suite": f"{key[0]} | {key[1]} | suite v{key[2]}",
                 "run": kept,
                 "gap": rounded(gap[keep]),

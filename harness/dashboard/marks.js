@@ -27,7 +27,8 @@ window.KernelgapMarks = (function () {
   // drift: a shaded band over its window. In the panel of its metric; only the marks of
   // `view.mode` within [view.lo, view.hi] (x units) are drawn.
   function chart(c, xOf, shapes, annotations, view) {
-    const inView = (m) => m.mode === view.mode && xOf([m.run])[0] !== undefined;
+    const inView = (m) => m.mode === view.mode && (!m.gpu || !view.gpu || m.gpu === view.gpu) &&
+      xOf([m.run])[0] !== undefined;
     const marks = (c.changes || []).filter(inView);
     let count = 0;
     for (const panel of ["gap", "time"]) {

@@ -19,7 +19,15 @@ and 'triton'), alternately hot and cold, with planted changes:
     case_11 'forth' a register-capped build that spills at 95% with no time step of its own (the
     code changed, the time did not): the dashboard's counter panels and the marks they explain.
 
+  - documents as the current runner writes them (result schema RESULT_SCHEMA_VERSION: cold
+    runs are keyed `cold-mean`), with --old-documents as result schema 1.0.0 (`cold`);
+  - the hot run at 90% ran on another GPU model (OTHER_GPU), every time 5% slower there: its
+    own series, never a point of the primary model's lines;
+  - the hot run at 97% was throttled: every case's clocks block says most samples were taken
+    below the run's clock (THROTTLE_REASON), its gaps unstable and its times 4% slower.
+
     python tools/perf/dashboard_history.py --db history.sqlite [--documents 1000] [--points 8]
+        [--old-documents]
 """
 
 from __future__ import annotations
@@ -40,13 +48,16 @@ from history_ingest import ROOT, Variants
 sys.path.insert(0, str(ROOT))
 
 from harness.history.store import Store
-from runner.document.points import sweep_block
-from runner.document.run import summary
+from protocol.version import RESULT_SCHEMA_VERSION
+from runner.document import summary, sweep_block
 
 __all__ = ["PlantedHistory", "make_history"]
 
 IMPLS = {"cuda": 1.0, "forth": 1.31, "llvm": 1.12, "triton": 0.95}
 MODES = ("hot", "cold")
+OTHER_GPU, OTHER_AT = "NVIDIA A100-SXM4-80GB", 0.90
+THROTTLED_AT = 0.97
+THROTTLE_REASON = "HW thermal slowdown"
 
 
 class PlantedHistory(Variants):
@@ -54,13 +65,22 @@ class PlantedHistory(Variants):
     MODES[k % 2], and its place in the history is k / documents."""
 
     def __init__(
-        self, documents: int, cases: int = 25, samples: int = 30, seed: int = 0, points: int = 1
+        self,
+        documents: int,
+        cases: int = 25,
+        samples: int = 30,
+        seed: int = 0,
+        points: int = 1,
+        current: bool = True,
     ):
         if cases < 12:
             raise ValueError(f"cases: {cases}; the planted steps need at least 12")
         if not 1 <= points <= 14:
             raise ValueError(f"points: {points}; expected 1 to 14 (2^27 down by 2^2 a step)")
-        self.points = points
+        self.points, self.current = points, current
+        # the hot runs that run elsewhere or throttled (k even: hot)
+        self.other_k = int(OTHER_AT * documents) // 2 * 2
+        self.throttled_k = int(THROTTLED_AT * documents) // 2 * 2
         super().__init__(cases, samples, documents, seed, impls=IMPLS, modes=MODES, static=True)
         base = self.static["base"]
         self.static["spills"] = {
@@ -83,11 +103,22 @@ class PlantedHistory(Variants):
             f[11, llvm] *= 1.02
         if at >= 0.98 and hot:
             f *= 1.02
+        if k == self.other_k:
+            f *= 1.05
+        if k == self.throttled_k:
+            f *= 1.04
         return f
 
     def document(self, k: int) -> dict:
         doc = super().document(k)
         doc["suite"]["primary"] = "forth"
+        if self.current:
+            doc["schema_version"] = RESULT_SCHEMA_VERSION
+        if k == self.other_k:
+            doc["environment"]["device"]["name"] = OTHER_GPU
+        if k == self.throttled_k:
+            for case in doc["cases"]:
+                _throttle(case, self.n_samples * len(self.impls))
         at = k / self.documents
         impls = {case["id"]: case["implementations"] for case in doc["cases"]}
         if at >= 0.985 and "timing" in impls["case_03"]["forth"]:
@@ -123,6 +154,30 @@ def swept(case: dict, points: int) -> dict:
     return sweep_block(ids[-1], case, ["n"], made)
 
 
+def _throttle(case: dict, samples: int) -> None:
+    """The case's clocks block as the runner writes it for a run mostly below its clock
+    (runner.document.clocks), its gaps unstable."""
+    if case.get("status") != "ok":
+        return
+    flagged = samples * 4 // 5
+    note = (
+        f"unstable: {flagged} of {samples} samples were taken while throttled ({THROTTLE_REASON})"
+    )
+    case["clocks"] = {
+        "source": "nvml",
+        "run_max_sm_mhz": 1980,
+        "samples": samples,
+        "flagged": flagged,
+        "reasons": {THROTTLE_REASON: flagged, "SM clock below the run's maximum": flagged},
+        "unstable": True,
+        "note": note,
+    }
+    case["notes"] = ["clocks: " + note]
+    for impl in case["implementations"].values():
+        if impl.get("gap"):
+            impl["gap"]["stable"] = False
+
+
 def _scale_timing(timing: dict | None, factor: float) -> None:
     if not timing:
         return
@@ -132,9 +187,11 @@ def _scale_timing(timing: dict | None, factor: float) -> None:
         stats[key] *= factor
 
 
-def make_history(db: Path, documents: int, cases: int = 25, points: int = 1) -> float:
+def make_history(
+    db: Path, documents: int, cases: int = 25, points: int = 1, current: bool = True
+) -> float:
     """Store the planted history in a new database at `db` (one transaction); seconds taken."""
-    history = PlantedHistory(documents, cases, points=points)
+    history = PlantedHistory(documents, cases, points=points, current=current)
     batch = [(history.document(k), f"synthetic {k}") for k in range(documents)]
     t0 = time.perf_counter()
     with Store(db) as store:
@@ -148,10 +205,15 @@ def main() -> int:
     parser.add_argument("--documents", type=int, default=1000)
     parser.add_argument("--cases", type=int, default=25)
     parser.add_argument("--points", type=int, default=1, help="sizes per case (1: no sweep)")
+    parser.add_argument(
+        "--old-documents", action="store_true", help="result schema 1.0.0 documents (cold: `cold`)"
+    )
     args = parser.parse_args()
     if args.db.exists():
         parser.error(f"--db {args.db}: exists; give a new file")
-    seconds = make_history(args.db, args.documents, args.cases, args.points)
+    seconds = make_history(
+        args.db, args.documents, args.cases, args.points, current=not args.old_documents
+    )
     print(f"{args.documents} runs stored in {args.db} in {seconds:.1f} s", file=sys.stderr)
     return 0
 
