@@ -52,6 +52,8 @@ GPU_RESOURCE = "GPU"  # the worker resource that says a worker owns one GPU
 TOPIC = "kernelgap"  # the event topic on which tasks say where each case started
 PROBE_TIMEOUT_S = 300.0
 CONNECT_TIMEOUT_S = 30.0
+POLL_S = 0.2  # how often the dealing looks for finished tasks
+STRANDED_S = 120.0  # with no GPU worker left this long, the cases still waiting are failed
 # runner options the harness owns with --cluster (it deals the cases and keeps the documents)
 HARNESS_OWNED = ("--gpus", "--device", "--output", "-o", "--emit-partial")
 
@@ -341,6 +343,15 @@ def _probe_task(tree: bytes, timeout_s: float) -> dict:
     }
 
 
+def _probe_result(address: str, future) -> dict:
+    try:
+        return future.result()
+    except Exception as exc:  # the worker died, or the task could not run there
+        raise ClusterError(
+            f"worker {address}: its GPU probe failed: {type(exc).__name__}: {exc}"
+        ) from None
+
+
 def _probed(address: str, info: dict, fact: dict, outcome: dict) -> GpuWorker:
     """The worker from its `runner info`, or ClusterError with the runner's own refusal."""
     from protocol.codec import decode
@@ -405,8 +416,15 @@ def gpu_workers(client, tree, ours: str, say) -> list[GpuWorker]:
         )
         for a in gpu
     }
-    wait(list(futures.values()), timeout=PROBE_TIMEOUT_S + 60)
-    workers = [_probed(a, gpu[a], facts[a], futures[a].result()) for a in sorted(gpu)]
+    try:
+        wait(list(futures.values()), timeout=PROBE_TIMEOUT_S + 60)
+    except TimeoutError:
+        late = ", ".join(a for a, f in futures.items() if not f.done())
+        raise ClusterError(
+            f"workers {late} did not run the GPU probe in {PROBE_TIMEOUT_S + 60:.0f} s (busy "
+            "with another client's tasks?)"
+        ) from None
+    workers = [_probed(a, gpu[a], facts[a], _probe_result(a, futures[a])) for a in sorted(gpu)]
     by_uuid: dict[str, GpuWorker] = {}
     for worker in workers:
         say(f"harness:   {worker.describe()}")
@@ -466,11 +484,11 @@ def _duration(seconds: float) -> str:
 
 
 class Progress:
-    """Cases done, running and queued, and the time left (the mean case time so far, times the
-    cases to go, over the workers), on stderr as each case starts or ends."""
+    """Cases done, running and queued, and the time left (the time so far over the cases done,
+    times the cases to go), on stderr as each case starts or ends."""
 
-    def __init__(self, total: int, workers: int, say):
-        self.total, self.workers, self.say = total, workers, say
+    def __init__(self, total: int, say):
+        self.total, self.say = total, say
         self.done = 0
         self.running: dict[str, str] = {}  # case id -> worker name
         self.t0 = time.monotonic()
@@ -481,9 +499,8 @@ class Progress:
             queued = self.total - self.done - len(self.running)
             elapsed = time.monotonic() - self.t0
             left = ""
-            if self.done:
-                per_s = elapsed / self.done * min(self.workers, max(self.done, 1))
-                left = f", about {_duration(per_s * (self.total - self.done) / self.workers)} left"
+            if self.done:  # the rate so far, over every worker, for the cases to go
+                left = f", about {_duration(elapsed / self.done * (self.total - self.done))} left"
             self.say(
                 f"harness: [{self.done}/{self.total} done, {len(self.running)} running, "
                 f"{max(queued, 0)} queued, {_duration(elapsed)}{left}] {what}"
@@ -521,63 +538,117 @@ def _lost_where(exc, workers: dict[str, GpuWorker], progress: Progress, case: st
 
 def deal(client, workers: list[GpuWorker], tree: bytes, plan: Plan, settings: dict, sink, say):
     """One task per case over the GPU workers; each outcome to `sink.arrived(case, outcome,
-    worker)`, a case that could not be run to `sink.failed(case, why, worker)`."""
+    worker, lost_on)`, a case that could not be run to `sink.failed(case, why, worker)`."""
     from distributed import as_completed
-    from distributed.scheduler import KilledWorker
 
-    by_address = {w.address: w for w in workers}
-    deadline = time.time() + plan.budget_s if plan.budget_s else None
-    progress = Progress(len(plan.cases), len(workers), say)
-    client.subscribe_topic(TOPIC, progress.started)
-    shared = client.scatter(tree, broadcast=True, hash=False)
-    token = f"{os.getpid()}-{time.monotonic_ns()}"
+    dealing = _Dealing(client, workers, plan, settings, sink, say)
+    client.subscribe_topic(TOPIC, dealing.progress.started)
+    try:
+        dealing.shared = client.scatter(tree, broadcast=True, hash=False)
+        pending = as_completed([dealing.submit(case, _Attempt(case, 1)) for case in plan.cases])
+        stranded_since = None
+        while not pending.is_empty():
+            batch = pending.next_batch(block=False)
+            for future in batch:
+                retry = dealing.finished(future)
+                if retry is not None:
+                    pending.add(retry)
+            if batch:
+                stranded_since = None
+                continue
+            stranded_since = dealing.stranded(stranded_since)
+            time.sleep(POLL_S)
+    finally:
+        client.unsubscribe_topic(TOPIC)
 
-    def submit(case: str, number: int, only: list[str] | None = None):
-        argv = [settings["cases"], *[a for s in plan.selectors[case] for a in ("--case", s)]]
+
+class _Dealing:
+    """The tasks of one run: submitting a case, and what to do with a task that ended."""
+
+    def __init__(self, client, workers, plan: Plan, settings: dict, sink, say):
+        self.client, self.workers, self.plan = client, workers, plan
+        self.settings, self.sink, self.say = settings, sink, say
+        self.by_address = {w.address: w for w in workers}
+        self.deadline = time.time() + plan.budget_s if plan.budget_s else None
+        self.progress = Progress(len(plan.cases), say)
+        self.attempts: dict[str, tuple[_Attempt, object]] = {}  # key: (attempt, future)
+        self.token = f"{os.getpid()}-{time.monotonic_ns()}"
+        self.shared = None
+
+    def submit(self, case: str, attempt: _Attempt, only: list[str] | None = None):
+        argv = [
+            self.settings["cases"],
+            *[a for s in self.plan.selectors[case] for a in ("--case", s)],
+        ]
         where = {"workers": only, "allow_other_workers": False} if only else {}
-        return client.submit(
+        future = self.client.submit(
             _case_task,
-            shared,
+            self.shared,
             case,
-            [*argv, *settings["bench_args"], *plan.runner_args],
-            deadline,
-            settings["job_timeout_s"],
-            key=f"kernelgap-{case}-{number}-{token}",
+            [*argv, *self.settings["bench_args"], *self.plan.runner_args],
+            self.deadline,
+            self.settings["job_timeout_s"],
+            key=f"kernelgap-{case}-{attempt.number}-{self.token}",
             resources={GPU_RESOURCE: 1},
             pure=False,
-            priority=int(plan.expected_s.get(case, 0)),
+            priority=int(self.plan.expected_s.get(case, 0)),
             **where,
         )
+        self.attempts[future.key] = (attempt, future)
+        return future
 
-    attempts, futures = {}, []
-    for case in plan.cases:
-        futures.append(submit(case, 1))
-        attempts[futures[-1].key] = _Attempt(case, 1)
-    pending = as_completed(futures)
-    for future in pending:
-        attempt = attempts.pop(future.key)
+    def finished(self, future):
+        """Keep what a task gave; a future for the case's re-run after a lost worker, else None."""
+        from distributed.scheduler import KilledWorker
+
+        attempt, _ = self.attempts.pop(future.key)
         case = attempt.case
         try:
             outcome = future.result()
         except KilledWorker as exc:
-            retry = _after_loss(client, exc, attempt, by_address, progress, sink, say)
-            if retry is not None:
-                new = submit(case, attempt.number + 1, retry)
-                attempts[new.key] = _Attempt(case, attempt.number + 1, attempt.lost_on)
-                pending.add(new)
-            continue
+            others = _after_loss(
+                self.client, exc, attempt, self.by_address, self.progress, self.sink, self.say
+            )
+            if others is None:
+                return None
+            return self.submit(case, _Attempt(case, attempt.number + 1, attempt.lost_on), others)
         except Exception as exc:  # the task itself failed: the case, not the run
-            worker = by_address.get(progress.running.get(case, ""))
-            sink.failed(
+            worker = next(
+                (w for w in self.workers if w.name == self.progress.running.get(case)), None
+            )
+            self.sink.failed(
                 case, f"its task failed on the cluster: {type(exc).__name__}: {exc}", worker
             )
-            progress.ended(case, "failed (task error)")
-            continue
-        worker = by_address.get(outcome["worker"]) or next(
-            (w for w in workers if w.name == outcome["name"]), None
+            self.progress.ended(case, "failed (task error)")
+            return None
+        worker = self.by_address.get(outcome["worker"]) or next(
+            (w for w in self.workers if w.name == outcome["name"]), None
         )
-        progress.ended(case, sink.arrived(case, outcome, worker, attempt.lost_on))
-    client.unsubscribe_topic(TOPIC)
+        self.progress.ended(case, self.sink.arrived(case, outcome, worker, attempt.lost_on))
+        return None
+
+    def stranded(self, since: float | None) -> float | None:
+        """While no GPU worker is left, the time that began; past STRANDED_S every case still
+        waiting is recorded as failed and its task cancelled (nothing would ever run it)."""
+        now = time.monotonic()
+        if since is not None and now - since < STRANDED_S:
+            return since
+        alive = {
+            a
+            for a, w in _workers_info(self.client).items()
+            if (w.get("resources") or {}).get(GPU_RESOURCE)
+        }
+        if alive:
+            return None
+        if since is None:
+            return now
+        for attempt, future in list(self.attempts.values()):
+            future.cancel()
+            why = f"no GPU worker was left in the cluster for {STRANDED_S:.0f} s to run it"
+            self.sink.failed(attempt.case, why, None)
+            self.progress.ended(attempt.case, f"failed: {why}")
+        self.attempts.clear()
+        return None
 
 
 def _after_loss(client, exc, attempt: _Attempt, by_address, progress, sink, say):
