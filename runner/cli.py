@@ -361,7 +361,7 @@ def _write_sanitize_document(document: dict, out: Path | None) -> None:
     if str(out) == "-":
         sys.stdout.buffer.write(data)
     else:
-        from runner.document.writing import write_atomic
+        from runner.document import write_atomic
 
         write_atomic(out, data)
         click.echo(f"{out}: sanitize document written", err=True)
@@ -385,7 +385,8 @@ def _write_sanitize_document(document: dict, out: Path | None) -> None:
     help="Do not record each implementation's static analysis (ptxas -v resources, SASS "
     "instruction mix, occupancy) in bundle.json; harness explain BUNDLE reads it.",
 )
-def build(cases, out, arch, static):
+@click.option("-q", "--quiet", is_flag=True, help="Report only failures and the summary.")
+def build(cases, out, arch, static, quiet):
     """Build every implementation it can into a PTX bundle (no GPU needed) for `bench --bundle`.
 
     \b
@@ -399,9 +400,12 @@ def build(cases, out, arch, static):
         suite = manifest.load(cases)
     except manifest.ManifestError as exc:
         _die(str(exc))
-    result = write_bundle(
-        suite, arch, out, lambda text: click.echo(visible(text, lines=True), err=True), static
-    )
+
+    def say(text: str) -> None:
+        if not quiet or text.startswith("FAIL"):
+            click.echo(visible(text, lines=True), err=True)
+
+    result = write_bundle(suite, arch, out, say, static)
     click.echo(
         f"{out}/bundle.json: {len(result['implementations'])} built, "
         f"{len(result['skipped'])} skipped or failed",

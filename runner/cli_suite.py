@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from protocol.input_files import output_problem
+from protocol.progress import Live
 from protocol.terminal_text import visible
 
 
@@ -213,7 +214,7 @@ def bench(cases, case_ids, point_ids, **settings):
     from protocol.validation import DocumentError
     from runner.definition import manifest
     from runner.definition.bundle import BundleError
-    from runner.document.writing import write_atomic
+    from runner.document import write_atomic
     from runner.execution.suite import BenchOptions, run_suite
     from runner.gpu import driver
     from runner.measurement.timing.timer_choice import TimerUnavailable
@@ -247,7 +248,8 @@ def bench(cases, case_ids, point_ids, **settings):
         **settings,
     )
     try:
-        doc, status = run_suite(cases, options)
+        with Live("runner bench", quiet=options.quiet):  # a status line on a terminal
+            doc, status = run_suite(cases, options)
     except (manifest.ManifestError, BundleError, TimerUnavailable) as exc:
         _die(str(exc))
     except driver.NoGpuError as exc:

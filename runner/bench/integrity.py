@@ -23,7 +23,7 @@ from runner.bench import cupti_timer
 from runner.bench.recheck import Recheck
 from runner.bench.verification import DeclarationError
 from runner.bench.workload import ReferenceUnavailable
-from runner.document.rates import impossible, rate_bound
+from runner.document import impossible, rate_bound
 from runner.measurement import aa_control
 from runner.measurement.gate import arrays
 from runner.measurement.timing import cold

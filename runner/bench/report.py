@@ -13,9 +13,7 @@ from runner.bench import integrity
 from runner.bench.implementation import callable_identity
 from runner.bench.options import SCHEDULE
 from runner.bench.rows import ReportRow
-from runner.document import gaps
-from runner.document.rates import throughput
-from runner.document.timing import timing_block
+from runner.document import candidate_gaps, systematic_of, throughput, timing_block
 from runner.measurement import aa_control, stats
 from runner.measurement.gate import arrays
 from runner.measurement.timing.base import declares
@@ -199,7 +197,7 @@ def _ratios(doc: dict, runner, measurement, info: dict) -> None:
     op_entry = doc["implementations"][op_name]
     copies_apply = runner.case.count_copies or runner.options.timer != "events"
     control = _control(doc, runner, measurement, info)
-    gaps.candidate_gaps(
+    candidate_gaps(
         doc,
         lambda name, entry: _no_ratio(name, entry, op_name, op_entry, copies_apply),
         lambda name: _systematic(control, op_entry, measurement.mode, info, op_name, name),
@@ -244,7 +242,7 @@ def _systematic(control, op_entry: dict, mode: str, info: dict, *names: str) -> 
     what a capture fixes); by place only, the control's but never below the documented default
     (stats.systematic: a cold launch's placement, which one callable against itself cannot
     show); without a control, the default."""
-    default = gaps.systematic_of(op_entry["timing"], _graph_node_s(mode, info, *names))
+    default = systematic_of(op_entry["timing"], _graph_node_s(mode, info, *names))
     if control is None:
         return default, "default"
     if control["clusters"] == "graph_instances" or control["systematic"] >= default:

@@ -17,7 +17,7 @@ from protocol.validation import validate
 from runner.bench import sweeps
 from runner.bench.options import TimingOptions
 from runner.definition import provenance
-from runner.document import run
+from runner.document import document as run_document
 
 __all__ = ["Session", "current", "reset"]
 
@@ -104,13 +104,13 @@ class Session:
         }
         options = {**dataclasses.asdict(self.options), "frontend": "python"}
         cases = sweeps.group_rows(self.cases)  # a swept workload's rows: points of one case
-        doc = run.document(suite, env, options, cases, self.started, provenance.utc_now())
+        doc = run_document(suite, env, options, cases, self.started, provenance.utc_now())
         validate(doc, "result", "result document (runner.bench)")
         return doc
 
     def write(self, output: str | Path | None = None, report: str | Path | None = None) -> dict:
         from runner.bench.report import markdown
-        from runner.document.writing import write_atomic
+        from runner.document import write_atomic
 
         doc = self.document()
         if output:

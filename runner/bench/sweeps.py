@@ -4,7 +4,7 @@ one of its points. Rows of workloads without `sweep = True` stay cases of their 
 
 from __future__ import annotations
 
-from runner.document.points import sweep_block
+from runner.document import sweep_block
 
 __all__ = ["group_rows"]
 

@@ -8,10 +8,18 @@ lose their gap), unchecked rows, and the --precision stopping rule's note.
 
 from __future__ import annotations
 
-from runner.document.clocks import apply_clocks, run_max_clock
-from runner.document.gaps import candidate_gaps, case_systematic, control_block, pair_blocks
-from runner.document.rates import impossible, rate_bound, throughput
-from runner.document.timing import timing_block
+from runner.document import (
+    apply_clocks,
+    candidate_gaps,
+    case_systematic,
+    control_block,
+    impossible,
+    pair_blocks,
+    rate_bound,
+    run_max_clock,
+    throughput,
+    timing_block,
+)
 
 __all__ = ["dependence", "finish_case"]
 

@@ -17,10 +17,10 @@ from protocol.codec import encode
 from protocol.progress import PARTIAL_DOCUMENT_PREFIX
 from protocol.terminal_text import visible
 from protocol.validation import DocumentError, validate
+from runner import document
 from runner.definition import manifest, provenance, sweep
 from runner.definition.bundle import Bundle, BundleError
-from runner.document import clocks, run
-from runner.document.writing import write_atomic
+from runner.document import write_atomic
 from runner.execution import remeasure, selection, sharding, sweep_run
 from runner.execution.case_job import (
     BenchOptions,
@@ -407,7 +407,7 @@ class SuiteRun:
         return case_doc
 
     def document(self, finished: str | None) -> dict:
-        return run.document(
+        return document.document(
             self.suite_block, self.env, self.options_block, self.case_docs, self.started, finished
         )
 
@@ -446,6 +446,6 @@ def apply_run_clocks(case_docs: list[dict]) -> None:
             (p, c["baseline"]) for c in group for p in c.get("points", ()) if "implementations" in p
         ]
         blocks = [(c, c["baseline"]) for c in group] + points  # a swept case's other points too
-        run_max = clocks.run_max_clock([block for block, _ in blocks])
+        run_max = document.run_max_clock([block for block, _ in blocks])
         for block, baseline in blocks:
-            clocks.apply_clocks(block, run_max, baseline=baseline)
+            document.apply_clocks(block, run_max, baseline=baseline)

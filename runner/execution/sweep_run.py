@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from runner.definition import sweep
-from runner.document.points import sweep_block
+from runner.document import sweep_block
 from runner.execution.case_job import Built, case_skeleton
 
 __all__ = ["run_points"]

@@ -352,7 +352,7 @@ def test_ptx_over_the_size_limit_is_refused(monkeypatch):
 def test_a_failed_write_leaves_no_temporary_file_and_keeps_the_earlier_document(
     tmp_path, monkeypatch
 ):
-    from runner.document import writing
+    from runner import document as writing
 
     target = tmp_path / "result.json"
     writing.write_atomic(target, b'{"earlier": true}')

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import orjson
 
-from runner.document import run as document_run
+from runner import document as document_run
 from runner.measurement import stats
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "result-1.0.0-h200-axpy.json"

@@ -10,8 +10,7 @@ from pathlib import Path
 import orjson
 
 from runner.definition import manifest
-from runner.document.points import sweep_block
-from runner.document.run import summary
+from runner.document import summary, sweep_block
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = orjson.loads((ROOT / "tests/fixtures/result-1.2.0-h200-warpforth.json").read_bytes())

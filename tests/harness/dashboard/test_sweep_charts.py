@@ -162,7 +162,7 @@ def test_a_line_breaks_where_a_point_was_not_measured():
 def test_runs_of_another_case_or_of_two_points_never_replace_the_curve(tmp_path):
     """After two full sweeps: a run without axpy_f64 and a run of two of its nine points
     (a sweep cut short) leave the chart on run 9's full curve, against run 3's."""
-    from runner.document.run import summary
+    from runner.document import summary
 
     other = swept_document(falling, run_id="12")
     other["cases"] = [c for c in other["cases"] if c["id"] != "axpy_f64"]

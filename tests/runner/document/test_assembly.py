@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from protocol.validation import DocumentError, validate
+from runner import document as document_gaps
+from runner import document as document_rates
+from runner import document as document_run
 from runner.definition.spec import Geometry
-from runner.document import gaps as document_gaps
-from runner.document import rates as document_rates
-from runner.document import run as document_run
 from runner.execution import result
 from runner.measurement import aa_control, stats
 from runner.measurement.timing import HotMode

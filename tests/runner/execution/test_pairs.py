@@ -21,11 +21,11 @@ from harness.cli import main
 from harness.running import shipping
 from protocol.validation import validate
 from protocol.version import RESULT_SCHEMA_VERSION
+from runner import document as document_gaps
+from runner import document as document_run
 from runner.definition import manifest, spec
 from runner.definition.bundle import Bundle, BundleError
 from runner.definition.revisions import parse_bundle_options
-from runner.document import gaps as document_gaps
-from runner.document import run as document_run
 from runner.execution import result
 from runner.execution.case import CaseRun
 from runner.execution.case_job import build_case, case_skeleton

@@ -19,7 +19,7 @@ import pytest
 from protocol.validation import validate
 from runner.definition import manifest
 from runner.definition.spec import ManifestError
-from runner.document.points import curve
+from runner.document import curve
 from runner.execution import case_job, point_timing, selection
 from runner.execution import suite as suite_module
 from runner.execution.suite import BenchOptions, run_suite

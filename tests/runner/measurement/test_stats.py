@@ -273,7 +273,7 @@ def test_systematic_adds_the_per_call_term_of_graph_launched_rows():
 
 
 def test_cold_gaps_of_a_short_kernel_get_the_placement_term_in_documents_and_the_stopping_rule():
-    from runner.document import gaps as document_gaps
+    from runner import document as document_gaps
     from runner.measurement.timing import base, stopping
 
     samples = [1.3e-6, 1.31e-6, 1.29e-6, 1.3e-6] * 10

@@ -12,9 +12,9 @@ from harness.analysis.compare import compare
 from harness.history.series import series_id, series_key
 from harness.history.store import Store
 from protocol.validation import validate
+from runner import document as document_clocks
 from runner.cli import main
 from runner.cli_suite import Percent
-from runner.document import clocks as document_clocks
 from runner.measurement import stats
 from runner.measurement.timing import TimingSettings, base, clocks, cupti, measure, timer_choice
 from tests.support.fake_device import FakeBackend

@@ -259,7 +259,7 @@ def test_an_audit_finding_fails_the_case_names_the_implementation_and_validates(
     import copy
 
     from protocol.validation import validate
-    from runner.document import run as document_run
+    from runner import document as document_run
     from runner.execution import result
     from tests.runner.document.test_assembly import FIXTURE, GEOMETRY, PEAKS, samples, skeleton
     from tests.runner.document.test_assembly import worker_record as raw_record
