@@ -107,6 +107,7 @@
     state.headline = KernelgapHeadline.draw(D, state.mode, state.since, document.getElementById("headline"), el, (since) => {
       state.since = since;
       drawHeader();
+      redrawOverview();
       writeState();
     });
     state.alerts = KernelgapHeadline.alerts(D, state.mode, document.getElementById("alerts"), el).total;
@@ -205,10 +206,27 @@
     if (state.first_sketch_ms === null) state.first_sketch_ms = performance.now();
   }
 
+  // Per case: its primary candidate's gap at the chosen start (the first drawn point from the
+  // headline's start run on) and now, in the shown mode and GPU model: [first, newest, run].
+  function caseTrends() {
+    const start = KernelgapHeadline.startOf(D, state.mode, state.since), out = {};
+    if (start === null) return out;
+    for (const c of D.cases) {
+      const pairs = [];
+      for (const s of c.series) {
+        if (s.role !== "candidate" || s.impl !== D.primary || s.mode !== state.mode || (s.gpu && state.gpu && s.gpu !== state.gpu)) continue;
+        s.run.forEach((r, k) => { if (r >= start && s.gap[k] !== null && s.gap_ok[k]) pairs.push([r, s.gap[k]]); });
+      }
+      pairs.sort((a, b) => a[0] - b[0]);
+      if (pairs.length >= 2) out[c.id] = [pairs[0][1], pairs[pairs.length - 1][1], pairs[0][0]];
+    }
+    return out;
+  }
+
   function drawOverview() {
     const box = document.getElementById("chart-overview");
     if (!window.KernelgapOverview || !box) return;  // overview.js: the lead chart, SVG, at once
-    const draw = () => (state.overview = KernelgapOverview.draw({ ...D, table: view().table }, box));
+    const draw = () => (state.overview = KernelgapOverview.draw({ ...D, table: view().table, trends: caseTrends() }, box));
     draw();
     let width = box.clientWidth;
     window.addEventListener("resize", () => {
@@ -246,7 +264,9 @@
     const list = document.getElementById("case-list");
     for (const c of D.cases) {
       panels[c.id] = "gap";
-      const chart = el("div", { class: "chart", id: "chart-" + c.anchor, "data-case": c.id });
+      const chart = el("div", { class: "chart", id: "chart-" + c.anchor, "data-case": c.id, role: "figure",
+                                "aria-label": c.id + ": gap (or time per launch) per run, the chosen mode and GPU model; " +
+                                  "its case page has the recent history as a table" });
       const head = el("div", { class: "head" }, ...caseTitle(c));
       const counters = el("div", { class: "counters", id: "counters-" + c.anchor, hidden: "" });
       list.append(el("div", { class: "case", id: c.anchor }, head, chart, counters));
@@ -289,6 +309,7 @@
     for (const b of document.querySelectorAll("#gpu-switch button")) b.setAttribute("aria-pressed", String(b.dataset.gpu === gpu));
     for (const node of document.querySelectorAll("[data-gpu-text]")) node.textContent = gpuText();
     state.cases = {};
+    redrawOverview();
     redrawHistory();
     writeState();
   }

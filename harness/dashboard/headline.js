@@ -61,7 +61,8 @@ window.KernelgapHeadline = (function () {
   function sparkline(points, color, onPick) {
     const w = 500, h = 46, pad = 3;
     const svg = document.createElementNS(SVG, "svg");
-    for (const [k, v] of Object.entries({ width: w, height: h, class: "spark", role: "img" })) svg.setAttribute(k, v);
+    for (const [k, v] of Object.entries({ width: w, height: h, viewBox: `0 0 ${w} ${h}`, class: "spark", role: "img",
+                                          "aria-label": "suite geomean gap over the chosen span" })) svg.setAttribute(k, v);
     const ys = points.gap.filter((g) => g !== null);
     if (ys.length < 2) return svg;
     const lo = Math.min(...ys), hi = Math.max(...ys), n = points.gap.length;
@@ -73,6 +74,7 @@ window.KernelgapHeadline = (function () {
     const title = document.createElementNS(SVG, "title");
     title.textContent = "suite geomean gap, " + n + " runs: " + gapText(ys[0]) + " to " + gapText(ys[ys.length - 1]) +
       " (click a point to start the trend there)";
+    svg.setAttribute("aria-label", title.textContent);
     svg.append(title, line);
     svg.style.cursor = "pointer";
     svg.addEventListener("click", (e) => {
@@ -213,5 +215,13 @@ window.KernelgapHeadline = (function () {
              series: list.reduce((n, e) => n + e.series.length, 0) };
   }
 
-  return { draw, alerts, modeTag, modeInfo, gapText };
+  // The run (of D.runs) the chosen span starts at: the primary card's first point in it.
+  function startOf(D, mode, since) {
+    const cards = (D.views[mode] || { cards: [] }).cards, lead = cards.find((c) => c.primary) || cards[0];
+    if (!lead) return null;
+    const points = span(lead, since);
+    return points.run.length ? points.run[0] : null;
+  }
+
+  return { draw, alerts, modeTag, modeInfo, gapText, startOf };
 })();

@@ -3,13 +3,16 @@
 // candidate a marker with its 95% interval, unstable ones hollow; parity is the dashed line at
 // 1.00x; a case's name links to its charts. Drawn as plain SVG, not with plotly.js: it is the
 // chart in view when the page opens, and this way it is on screen with the table instead of
-// after plotly.min.js has loaded (1.5-2.5 s on a 2-core machine). app.js calls draw(); without
-// this file the page draws without it.
+// after plotly.min.js has loaded (1.5-2.5 s on a 2-core machine). At the right of each row, its
+// primary candidate's gap trend since the headline's chosen start (D.trends: case -> [first gap,
+// newest gap, first run]), "is it closing" per case. app.js calls draw(); without this file the
+// page draws without it. It fits its box: a narrow one (a phone) gets narrower labels.
 "use strict";
 window.KernelgapOverview = (function () {
   const SVG = "http://www.w3.org/2000/svg";
-  const MARGIN = { l: 170, r: 20, t: 34, b: 42 };
-  const ROW_PX = 22, MIN_HEIGHT = 220, LABEL_CHARS = 24;
+  const WIDE = { l: 170, r: 84, t: 34, b: 42 }, NARROW = { l: 96, r: 62, t: 34, b: 42 };
+  const ROW_PX = 22, MIN_HEIGHT = 220, NARROW_PX = 560;
+  const BETTER = "#0a7a3d", WORSE = "#b3261e";
   const INK = "#1b1f24", MUTED = "#5b6470", GRID = "#eceff2", ROW_GRID = "#f4f6f8", PARITY = "#7a828c";
 
   function node(tag, attrs, ...children) {
@@ -53,7 +56,8 @@ window.KernelgapOverview = (function () {
       box.append(Object.assign(document.createElement("p"), { className: "explain", textContent: "No case of the newest run has a gap." }));
       return { cases: 0, points: 0 };
     }
-    const width = Math.max(box.clientWidth, 400), height = Math.max(MIN_HEIGHT, 60 + ROW_PX * cases.length);
+    const width = Math.max(box.clientWidth, 280), height = Math.max(MIN_HEIGHT, 60 + ROW_PX * cases.length);
+    const MARGIN = width < NARROW_PX ? NARROW : WIDE, LABEL_CHARS = width < NARROW_PX ? 13 : 24;
     const plotW = width - MARGIN.l - MARGIN.r, plotH = height - MARGIN.t - MARGIN.b;
     let lo = Math.min(1, ...rows.map((r) => r.lo ?? r.gap)), hi = Math.max(1, ...rows.map((r) => r.hi ?? r.gap));
     const pad = Math.max(Math.log(hi / lo) * 0.04, 0.01);
@@ -64,7 +68,9 @@ window.KernelgapOverview = (function () {
     const y = (i) => MARGIN.t + rowH * (i + 0.5);
     const svg = node("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img",
                               "font-family": "system-ui, sans-serif", "font-size": 12, fill: INK });
-    svg.append(node("title", {}, "Latest gap per case: " + cases.length + " cases, lower is better"));
+    const name = "Latest gap per case: " + cases.length + " cases, lower is better";
+    svg.setAttribute("aria-label", name);
+    svg.append(node("title", {}, name));
     const grid = node("g", { stroke: GRID });
     let last = -Infinity;
     for (const v of ticks(lo, hi)) {
@@ -85,6 +91,20 @@ window.KernelgapOverview = (function () {
       const text = node("text", { x: MARGIN.l - 8, y: y(i) + 4, "text-anchor": "end" }, label, title(c));
       svg.append(anchorOf[c] ? node("a", { href: "#" + anchorOf[c] }, text) : text);
     });
+    const trends = D.trends || {};
+    let trended = 0;
+    cases.forEach((c, i) => {
+      const t = trends[c];
+      if (!t) return;
+      const change = t[1] / t[0] - 1, flat = Math.abs(change) < 0.0005;
+      const words = (flat ? "= " : change < 0 ? "▼ " : "▲ ") + (change >= 0 ? "+" : "−") + Math.abs(change * 100).toFixed(1) + "%";
+      svg.append(node("text", { x: width - 4, y: y(i) + 4, "text-anchor": "end", class: "case-trend", "data-case": c,
+                                fill: flat ? MUTED : change < 0 ? BETTER : WORSE },
+        words, title(c + " · " + (D.primary || "primary") + ": " + t[0].toFixed(3) + "x → " + t[1].toFixed(3) + "x since " +
+                     D.runs.date[t[2]].slice(0, 10) + (D.runs.commit[t[2]] ? " (" + D.runs.commit[t[2]].slice(0, 7) + ")" : ""))));
+      trended += 1;
+    });
+    if (trended) svg.append(node("text", { x: width - 4, y: MARGIN.t - 8, "text-anchor": "end", fill: MUTED, "font-size": 11 }, "since start"));
     const dodge = Math.min(5, rowH / (names.length + 1));
     let points = 0;
     names.forEach((name, j) => {
@@ -116,7 +136,7 @@ window.KernelgapOverview = (function () {
     }
     svg.append(legend);
     box.append(svg);
-    return { cases: cases.length, points };
+    return { cases: cases.length, points, trends: trended, width };
   }
 
   return { draw };

@@ -33,7 +33,7 @@ window.KernelgapSketch = (function () {
     const pad = (y1 - y0) * 0.06 || Math.abs(y1) * 0.01 || 1;
     [y0, y1] = [y0 - pad, y1 + pad];
     const X = (v) => m.l + pw * (num(v) - x0) / (x1 - x0), Y = (v) => m.t + ph * (y1 - v) / (y1 - y0);
-    const svg = node("svg", { width: w, height: h, role: "img", "font-family": "system-ui, sans-serif", "font-size": 11,
+    const svg = node("svg", { width: w, height: h, role: "img", "aria-label": box.getAttribute("aria-label") || "history chart", "font-family": "system-ui, sans-serif", "font-size": 11,
                               class: "sketch" });
     const clip = node("clipPath", { id: box.id + "-clip" });
     clip.append(node("rect", { x: m.l, y: m.t, width: pw, height: ph }));
