@@ -14,6 +14,7 @@ from harness.bad_input import BadInput
 from harness.commands.document_files import out_folder
 from harness.dashboard.build import GAB_DATA, MAX_POINTS, RAW_RUNS, DashboardError, build_site
 from harness.history.store import StoreError
+from protocol.progress import Live
 
 __all__ = ["dashboard"]
 
@@ -66,6 +67,7 @@ __all__ = ["dashboard"]
     "published and which --raw-runs would publish it.",
 )
 @click.option("--title", help="The page title (default: '<suite name>: kernel gap dashboard').")
+@click.option("-q", "--quiet", is_flag=True, help="Nothing on stderr but errors.")
 def dashboard(
     db: Path,
     out: Path,
@@ -74,6 +76,7 @@ def dashboard(
     max_points: int,
     raw_runs: int,
     title: str | None,
+    quiet: bool,
 ):
     """Build a static site of the history: headline, latest gaps, charts per case.
 
@@ -88,15 +91,17 @@ def dashboard(
     if repo_url and not repo_url.startswith(("https://", "http://")):
         raise BadInput(f"--repo-url {repo_url!r}: expected an http(s) address of the repository")
     try:
-        report = build_site(
-            db,
-            out,
-            repo_url=repo_url,
-            formats=formats,
-            max_points=max_points,
-            raw_runs=raw_runs,
-            title=title,
-        )
+        with Live("harness dashboard", quiet=quiet):  # on a terminal: how long it has built
+            report = build_site(
+                db,
+                out,
+                repo_url=repo_url,
+                formats=formats,
+                max_points=max_points,
+                raw_runs=raw_runs,
+                title=title,
+            )
     except (StoreError, DashboardError) as exc:
         raise BadInput(str(exc)) from None
-    click.echo(report.text(), err=True)  # what was written: progress, not a document
+    if not quiet:
+        click.echo(report.text(), err=True)  # what was written: progress, not a document

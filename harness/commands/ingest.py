@@ -22,6 +22,7 @@ from harness.commands.document_files import RESULT, load_bundle, load_result
 from harness.commands.store_option import DB_OPTION, opened
 from harness.history.store_ingest import prepared
 from harness.running import trust
+from protocol.progress import Live
 
 __all__ = ["ingest"]
 
@@ -66,6 +67,7 @@ EVERY_POINT_UP_TO = 16  # files; a larger ingest reports a line a run, and its n
     f"{EVERY_POINT_UP_TO} files does; a larger one reports a line a run and the points that "
     "start a series or did not run ok (a 10,000-run backfill would print 900,000 lines).",
 )
+@click.option("-q", "--quiet", is_flag=True, help="Report only how many runs were stored.")
 def ingest(
     results: tuple[Path, ...],
     db: Path,
@@ -74,6 +76,7 @@ def ingest(
     gpu_pin: str | None,
     bundle: Path | None,
     verbose: bool,
+    quiet: bool,
 ):
     """Store the result documents RESULT... in the history (only with --trusted).
 
@@ -98,22 +101,30 @@ def ingest(
     check = functools.partial(_checked, cases=cases, gpu_pin=gpu_pin, trusted=trusted)
     every_point = verbose or len(results) <= EVERY_POINT_UP_TO
     # Untrusted: an existing file is opened read-only; a missing one is never created.
-    with opened(db, readonly=not trusted and db.exists()) as store:
+    live = Live("harness ingest", unit="files", quiet=quiet)  # a status line on a terminal
+    with live, opened(db, readonly=not trusted and db.exists()) as store:
         if trusted:
             plan = functools.partial(
                 _planned, check=check, db=db, bundle=manifest, render=every_point
             )
-            reports = store.ingest_planned(_in_order(plan, results))
+            reports = store.ingest_planned(_counted(live, _in_order(plan, results), results))
         else:
             reports = [
                 store.ingest(d, trusted=False, what=w, check=False, bundle=manifest)
-                for d, w in map(check, results)
+                for d, w in _counted(live, map(check, results), results)
             ]
-    for report in reports:  # what was (or would be) stored, not a document
+    for report in [] if quiet else reports:  # what was (or would be) stored, not a document
         click.echo(report.text(every_point), err=True)
-    if len(reports) > 1:
+    if len(reports) > 1 or quiet:
         stored = sum(r.stored for r in reports)
         click.echo(f"{stored} of {len(reports)} runs stored", err=True)
+
+
+def _counted(live: Live, items, results: tuple[Path, ...]):
+    """`items` (one per file of `results`, in order), moving the status line as each comes."""
+    for done, item in enumerate(items, 1):
+        live.advance(done, len(results), Path(results[done - 1]).name)
+        yield item
 
 
 def _checked(result: Path, cases: Path | None, gpu_pin: str | None, trusted: bool):

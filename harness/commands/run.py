@@ -35,6 +35,7 @@ from harness.running.transport.base import Transport, TransportError
 from harness.running.transport.local import LocalTransport
 from harness.running.transport.ssh import SshTarget, SshTargetError, SshTransport
 from harness.running.transport.vast import DEFAULT_IMAGE, VastTransport
+from protocol.progress import Live
 
 __all__ = ["Terminated", "local_commit", "make_transport", "run", "signals_interrupt"]
 
@@ -255,6 +256,12 @@ class _RunCommand(click.Command):
 )
 @click.option("--check-only", is_flag=True, help="Run `runner check` there instead of bench.")
 @click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="No progress on stderr (the runner's bench runs with -q); errors still show.",
+)
+@click.option(
     "--pytest-gpu",
     is_flag=True,
     help="Run `pytest -m gpu` there first, in the same session (ships tests/).",
@@ -310,6 +317,9 @@ def run(ctx, target, cluster, identity, known_hosts, suite, cases_option, bundle
       python -m harness run benchmarks/cases.toml --cluster tcp://scheduler:8786 -- --budget-s 1500
     """
     runner_args = ctx.meta.get("runner_args", [])
+    quiet = settings.pop("quiet")
+    if quiet and not settings["check_only"]:
+        runner_args = [*runner_args, "-q"]
     if (target is None) == (cluster is None):
         raise RunFailed("give one of --target (one GPU box) and --cluster (a Dask cluster's GPUs)")
     if cluster is not None:
@@ -328,7 +338,10 @@ def run(ctx, target, cluster, identity, known_hosts, suite, cases_option, bundle
     refs = {"base": settings.pop("base_ref"), "head": settings.pop("head_ref")}
     build = (settings.pop("build_bundle"), settings.pop("compiler_repo"))
     try:  # --base REF --head REF: both bundles built here first (harness.running.revision_build)
-        with revision_build.revision_bundles(refs, *build, bool(revisions or bundle), err) as built:
+        with (
+            revision_build.revision_bundles(refs, *build, bool(revisions or bundle), err) as built,
+            Live("harness run", quiet=quiet),  # a status line on a terminal
+        ):
             if cluster is not None:
                 _cluster(cluster, cases, bundle, built or revisions, runner_args, settings)
             _run(target, identity, known_hosts, cases, bundle, built or revisions, runner_args, settings)  # fmt: skip

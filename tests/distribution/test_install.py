@@ -32,6 +32,7 @@ def test_the_runner_needs_neither_plotly_nor_scipy_and_the_harness_extra_brings_
         "jsonschema-rs",
         "click",
         "nvidia-ml-py",
+        "tqdm",
         "cupti-python",  # cold mode's timer: --install brings it (and what it imports)
         "pyelftools",
     } == runner
