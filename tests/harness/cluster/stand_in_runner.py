@@ -99,6 +99,7 @@ def bench(argv: list[str]) -> int:
     )
     case = next((c for c in document["cases"] if c["id"] == case_id), document["cases"][0])
     case["id"] = case_id
+    case["notes"] = [f"stand-in argv: {' '.join(argv)}"]  # what the harness asked of it
     case["device"] = {"index": 0, "uuid": document["environment"]["device"]["uuid"], "name": None}
     sleep_s = control.get("sleep_s", {}).get(case_id, 0.0)
     time.sleep(min(sleep_s, budget_s) if budget_s is not None else sleep_s)

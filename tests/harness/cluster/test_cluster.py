@@ -173,3 +173,38 @@ def test_cluster_options_that_cannot_work_are_refused_before_anything_starts(arg
     result = CliRunner().invoke(main, ["run", str(ROOT / "benchmarks/cases.toml"), *args])
     assert result.exit_code == 2
     assert expected in result.stderr
+
+
+def test_a_base_and_a_head_go_to_one_task_each_case_with_the_commit(cluster, stand_in, tmp_path):
+    from harness.running import shipping
+
+    suite, _ = stand_in
+    bundles = []
+    for label in ("base", "head"):
+        (tmp_path / label).mkdir()
+        (tmp_path / label / "manifest.json").write_text("{}")
+        bundles.append((label, tmp_path / label))
+    shipment = shipping.plan(suite, root=tmp_path / "tree", revisions=tuple(bundles))
+    status = engine.run(cluster.address, suite, shipment, ["--mode", "cold"],
+                        {**SETTINGS, "out": tmp_path / "out"}, [].append)  # fmt: skip
+    assert status == 0
+    (path,) = (tmp_path / "out").glob("*.json")
+    for case in json.loads(path.read_text())["cases"]:
+        (argv,) = case["notes"]
+        assert argv.startswith(f"stand-in argv: suite/cases.toml --case {case['id']} ")
+        assert "--commit 0123456789ab --bundle base=bundle/base --bundle head=bundle/head" in argv
+        assert argv.endswith("--mode cold --device 0")
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this host has nvidia-smi")
+def test_a_local_cluster_without_nvidia_smi_asks_for_the_gpus_by_number():
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    result = CliRunner().invoke(
+        main, ["run", str(ROOT / "benchmarks/cases.toml"), "--cluster", "local"]
+    )
+    assert result.exit_code == 2
+    assert "cannot count this host's GPUs with nvidia-smi" in result.stderr
+    assert "--cluster local:0,1" in result.stderr
