@@ -701,7 +701,7 @@ def bench_args(plan: shipping.Shipment, commit: str | None) -> list[str]:
 def skeletons(client, tree: bytes, settings: dict, say) -> dict[str, dict]:
     """Every case as the runner records one that did not run (ids, sources, launch geometry),
     from one `runner bench --budget-s` that starts past its budget on a GPU worker: what a
-    case lost with its workers is recorded as. {} when that run gives no document."""
+    case lost with its workers, or skipped, is recorded as. {} when that gives no document."""
     from protocol.codec import decode
 
     argv = [settings["cases"], *settings["bench_args"], "--budget-s", "0.000001"]
@@ -753,8 +753,9 @@ def run(address: str, cases: Path, shipment: shipping.Shipment, runner_args: lis
             "bench_args": bench_args(shipment, settings.get("commit")),
             "job_timeout_s": settings["job_timeout_s"],
         }
-        sink.skeletons = skeletons(client, tree, deal_settings, say)
         deal(client, workers, tree, plan, deal_settings, sink, say)
+        if sink.unrun:  # only then: one runner start on a worker, a few seconds
+            sink.use_skeletons(skeletons(client, tree, deal_settings, say))
     say(f"harness: each case's document is kept in {sink.folder}")
     return _write(sink, workers)
 

@@ -71,7 +71,7 @@ class CaseDocuments:
         self.say = say
         self.cases: dict[str, tuple[dict, dict | None, object]] = {}  # id: (case, doc, worker)
         self.problems: list[str] = []
-        self.skeletons: dict[str, dict] = {}  # {case id: the runner's record of it, not run}
+        self.unrun: dict[str, tuple[str, str, str]] = {}  # id: (status, phase, message)
 
     def _save_case(self, case_id: str, data: bytes) -> None:
         kept = keep(self.folder, f"{case_id}.json", data, f"{case_id}'s document")
@@ -139,15 +139,25 @@ class CaseDocuments:
         """A case without a document of its own: failed (or skipped) with the reason."""
         phase = "setup" if status == "skipped" else "worker"
         message = f"case {case_id}: {why}"
-        if case_id in self.skeletons:  # the runner's: its launch geometry and check dims
-            case = {k: v for k, v in self.skeletons[case_id].items() if k not in ("error", "notes")}
-            case.update(status=status, error={"phase": phase, "message": message})
-        else:
-            case = skeleton(self.tables[case_id], status, phase, message)
+        case = skeleton(self.tables[case_id], status, phase, message)
+        self.unrun[case_id] = (status, phase, message)
         if worker is not None:
             case["device"] = self._device(None, worker, {})
         self.cases[case_id] = (case, None, worker)
         self._save_case(f"{case_id}.{status}", encode({"case": case}, pretty=True))
+
+    def use_skeletons(self, skeletons: dict[str, dict]) -> None:
+        """Each case that has no document of its own as the runner records a case that did not
+        run (its launch geometry and check dims, which the host cannot evaluate), with its
+        status and reason."""
+        for case_id, (status, phase, message) in self.unrun.items():
+            if case_id in skeletons:
+                old, _, worker = self.cases[case_id]
+                case = {k: v for k, v in skeletons[case_id].items() if k not in ("error", "notes")}
+                case.update(status=status, error={"phase": phase, "message": message})
+                if "device" in old:
+                    case["device"] = old["device"]
+                self.cases[case_id] = (case, None, worker)
 
     def _model_of(self, worker, models: list[str]) -> str:
         return worker.model if worker is not None else models[0]
