@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 from tests.conftest import ROOT
+from tests.distribution.test_ci_in_a_compiler_repository import KERNEL, SUITE
 
 FIXTURE = str(ROOT / "tests" / "fixtures" / "result-1.2.0-h200-warpforth.json")
 CASES = str(ROOT / "tests" / "fixtures" / "cases-f92b730d6bf3.toml")
@@ -90,7 +91,6 @@ def test_harness_ingest_on_a_terminal_and_with_q(tmp_path):
 def test_every_long_command_takes_q_and_keeps_only_what_matters(tmp_path):
     from harness.cli import main as harness_main
     from runner.cli import main as runner_main
-    from tests.distribution.test_ci_in_a_compiler_repository import KERNEL
     from tests.harness.running.test_run import FakeRunner, fixture_document, harness
 
     long = [runner_main.commands[n] for n in ("bench", "build")]
@@ -124,36 +124,8 @@ def test_every_long_command_takes_q_and_keeps_only_what_matters(tmp_path):
     assert built.returncode == 0 and built.stderr == f"{out}/bundle.json: 2 built, 0 skipped or failed\n", built.stderr  # fmt: skip
 
 
-TWO_BUILDS = """[suite]
-name = "two-builds"
-version = 1
-
-[[case]]
-id = "scale"
-version = 1
-description = "out = a * x"
-dims = { n = 4096 }
-grid = "ceil_div(n, 256)"
-block = 256
-reference = "reference.py:scale"
-tolerance = { rtol = 0.0, atol = 0.0 }
-buffers = [
-  { name = "x", dtype = "f64", length = "n", role = "input", init = { dist = "uniform", low = -4.0, high = 4.0 } },
-  { name = "out", dtype = "f64", length = "n", role = "output" },
-]
-params = [{ name = "x", buffer = "x" }, { name = "out", buffer = "out" }, { name = "a", type = "f64", value = 1.5 }, { name = "n", type = "i64", value = "n" }]
-
-[[case.impl]]
-name = "cuda"
-role = "baseline"
-toolchain = "nvcc"
-source = "kernels/scale.cu"
-entry = "scale_f64"
-
-[[case.impl]]
-name = "again"
-role = "candidate"
-toolchain = "nvcc"
-source = "kernels/scale.cu"
-entry = "scale_f64"
-"""
+# the compiler repository's suite, its candidate built by nvcc too (no fake compiler here)
+TWO_BUILDS = SUITE.replace(
+    'toolchain = "command"\ncommand = "mycc {source}"\nsource = "kernels/scale.mc"',
+    'toolchain = "nvcc"\nsource = "kernels/scale.cu"',
+)
