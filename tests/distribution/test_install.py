@@ -190,3 +190,15 @@ def test_a_cuda_python_without_bindings_is_told_to_upgrade_not_to_install(monkey
 
     monkeypatch.setattr(metadata, "version", absent)
     assert "is not installed" in missing("nvrtc", error)
+
+
+def test_pyproject_lists_every_package_folder_and_no_other():
+    """A package missing from [tool.setuptools] packages is missing from the wheel (and a listed
+    folder that no longer exists stops every install, the README's first line included)."""
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    found = {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for top in ("runner", "protocol", "harness")
+        for init in (ROOT / top).rglob("__init__.py")
+    }
+    assert set(tool["packages"]) - set(tool["package-dir"]) == found
