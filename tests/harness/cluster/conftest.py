@@ -25,7 +25,7 @@ SUITE = """\
 [suite]
 name = "cluster-test"
 version = 3
-gpu = "NVIDIA H100"
+gpu = "NVIDIA H100 80GB HBM3"
 """
 CASE = """
 [[case]]

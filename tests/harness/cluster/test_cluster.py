@@ -7,10 +7,13 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
 from harness.running import cluster as engine
+from harness.running import trust
+from protocol.documents import load_result
 from tests.conftest import gpu_unavailable_reason
 from tests.harness.cluster.conftest import A100, CASES, H100, ROOT
 
@@ -119,6 +122,43 @@ def test_a_run_over_two_gpu_models_writes_one_document_per_model(cluster, stand_
         assert {c["device"]["name"] for c in document["cases"]} == {model}
         assert {w["gpu"] for w in document["environment"]["workers"]} == {model}
     assert [w["name"] for w in documents[A100]["environment"]["workers"]] == ["gpu3"]
+    # the trusted ingest's rule, unchanged: the suite pins the H100; the A100 run is refused
+    canon = trust.Canon.from_manifest(stand_in[0])
+    trust.check(documents[H100], canon, "the H100 document")
+    with pytest.raises(
+        trust.TrustError, match=f"ran on '{A100}' but .* pins the GPU model '{H100}'"
+    ):
+        trust.check(documents[A100], canon, "the A100 document")
+
+
+def test_the_cases_finished_before_the_harness_dies_are_kept(cluster, stand_in, tmp_path):
+    """The harness is SIGKILLed mid-run: the documents that had arrived stay, whole and valid."""
+    suite, _ = stand_in
+    cluster.set_control(sleep_s={"polynomial_f64": 20.0})  # still running when it is killed
+    out = tmp_path / "results"
+    script = (
+        "import sys; from pathlib import Path; from harness.running import cluster, shipping\n"
+        f"suite = Path({str(suite)!r})\n"
+        f"plan = shipping.plan(suite, root=Path({str(tmp_path / 'tree')!r}))\n"
+        f"cluster.run({cluster.address!r}, suite, plan, [], "
+        f"{{'job_timeout_s': 120.0, 'out': Path({str(out)!r})}}, print)\n"
+    )
+    harness = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            kept = list(out.glob("*-cluster/*.json"))
+            if len(kept) == len(CASES) - 1:
+                break
+            time.sleep(0.2)
+    finally:
+        harness.kill()
+        harness.wait()
+    kept = sorted(out.glob("*-cluster/*.json"))
+    assert sorted(p.stem for p in kept) == sorted(c for c in CASES if c != "polynomial_f64")
+    for path in kept:
+        assert load_result(path.read_bytes(), str(path))["cases"][0]["id"] == path.stem
+    assert not list(out.glob("*.json"))  # no merged document: the run did not end
 
 
 def test_a_worker_with_an_older_kernelgap_is_refused_naming_both_versions(
