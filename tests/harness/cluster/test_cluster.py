@@ -248,3 +248,21 @@ def test_a_local_cluster_without_nvidia_smi_asks_for_the_gpus_by_number():
     assert result.exit_code == 2
     assert "cannot count this host's GPUs with nvidia-smi" in result.stderr
     assert "--cluster local:0,1" in result.stderr
+
+
+def test_the_plan_takes_selectors_budget_and_an_earlier_runs_times(tmp_path):
+    previous = tmp_path / "previous.json"
+    previous.write_text(json.dumps({"cases": [{"id": "b", "worker_wall_s": 5.0},
+                                              {"id": "c", "worker_wall_s": 9.0}]}))  # fmt: skip
+    ids = ["a", "b", "c", "d"]
+    plan = engine.plan_cases(ids, ["--budget-s=90", "--previous", str(previous), "--mode", "cold"])
+    assert plan.cases == ["c", "b", "a", "d"]  # longest known first, then the suite's order
+    assert plan.budget_s == 90.0 and plan.runner_args == ["--mode", "cold"]
+    chosen = engine.plan_cases(ids, ["--case", "c[n=2^20]", "--case", "?"])
+    assert chosen.cases == ids and chosen.selectors["c"] == ["c[n=2^20]", "?"]
+    with pytest.raises(engine.ClusterError, match=r"--case 'x\*': no case of the suite matches"):
+        engine.plan_cases(ids, ["--case", "x*"])
+    with pytest.raises(engine.ClusterError, match="--budget-s 'soon': expected seconds"):
+        engine.plan_cases(ids, ["--budget-s", "soon"])
+    with pytest.raises(engine.ClusterError, match=r"--previous .*: not a result document"):
+        engine.plan_cases(ids, ["--previous", str(tmp_path / "missing.json")])
