@@ -102,8 +102,12 @@ def content_sha256(suite: Suite, case: CaseSpec) -> str:
 
 
 def point_sha256(point) -> str:
-    """What a sweep's point means beyond its case's content: its dims and where its gate runs."""
-    return _sha({"dims": point.dims, "check_dims": point.check_dims})
+    """What a sweep's point means beyond its case's content: its dims and where its gate runs,
+    and for an option point how its implementation is built."""
+    meaning = {"dims": point.dims, "check_dims": point.check_dims}
+    if getattr(point, "build", None):
+        meaning["build"] = point.build
+    return _sha(meaning)
 
 
 def point_hashes(case: CaseSpec) -> dict[str, str]:
@@ -112,7 +116,7 @@ def point_hashes(case: CaseSpec) -> dict[str, str]:
 
 
 def impl_sha256(impl) -> str:
-    """An implementation's toolchain, entry, flags and source bytes."""
+    """An implementation's toolchain, entry, flags, template (and its variables) and source bytes."""
     return _sha(
         {
             "role": impl.role,
@@ -121,6 +125,7 @@ def impl_sha256(impl) -> str:
             "flags": list(impl.flags),
             "command": impl.command,
             "source_sha256": hashlib.sha256(impl.source.read_bytes()).hexdigest(),
+            **({"variables": dict(impl.variables)} if impl.variables else {}),
         }
     )
 

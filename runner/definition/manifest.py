@@ -254,6 +254,20 @@ def _params(raw: list[dict], names: set[str], w: str) -> list[ParamSpec]:
     return params
 
 
+def _variables(m: dict, w: str) -> dict[str, str]:
+    """A command template's declared variables (`vars`): only for toolchain = "command", none
+    named as a placeholder."""
+    variables = m.get("vars", {})
+    if variables and m["toolchain"] != "command":
+        raise ManifestError(f'{w}: vars: only a toolchain = "command" template has variables')
+    for name in variables:
+        if name in command.PLACEHOLDERS:
+            raise ManifestError(
+                f"{w}: vars.{name}: {{{name}}} is filled in by kernelgap; name the variable otherwise"
+            )
+    return dict(variables)
+
+
 def _impls(raw: list[dict], root: Path, w: str) -> list[ImplSpec]:
     """The implementations: names unique, sources inside the suite, a command template exactly
     for the command toolchain, and exactly one baseline."""
@@ -272,9 +286,10 @@ def _impls(raw: list[dict], root: Path, w: str) -> list[ImplSpec]:
                 f"{w}: impl {m['name']!r}: command: give a command template (e.g. "
                 '"mycc --arch {arch} {source} -o {output}") exactly when toolchain = "command"'
             )
+        variables = _variables(m, f"{w}: impl {m['name']!r}")
         if "command" in m:
             try:
-                command.check(m["command"])
+                command.check(m["command"], variables)
             except BuildError as exc:
                 raise ManifestError(f"{w}: impl {m['name']!r}: command: {exc}") from None
         impls.append(
@@ -287,6 +302,7 @@ def _impls(raw: list[dict], root: Path, w: str) -> list[ImplSpec]:
                 m["entry"],
                 tuple(m.get("flags", ())),
                 m.get("command"),
+                tuple(variables.items()),
             )
         )
     baselines = [m.name for m in impls if m.role == "baseline"]

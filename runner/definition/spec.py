@@ -92,6 +92,10 @@ class ImplSpec:
     entry: str
     flags: tuple[str, ...] = ()
     command: str | None = None  # toolchain = "command": the compiler's command template
+    # toolchain = "command": values of the variables its template declares ({name}), as pairs
+    variables: tuple[tuple[str, str], ...] = ()
+    arch: str | None = None  # built for this arch, not the run's (an option axis's value)
+    option: str | None = None  # the option axis's point it is built for (sweep.OptionAxis)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""A case's sweep: the points it is measured at, from its `axes` (their product) or its `points`.
+"""A case's sweep: the points it is measured at, from its `axes` (their product) or its `points`,
+and from its `options` (one implementation built several ways, at the case's dims).
 
 A point sets some of the case's dimensions (the axes); `dims` gives the rest and is the headline
 point's size, so a case that gains a sweep keeps what its one number meant. A point's id names
@@ -7,6 +8,11 @@ is what the history keys on, so it must not change when other points are added. 
 larger than the case's correctness size (or than SMALL_POINT_BYTES) is gated at its own size;
 a larger one, and the headline (the case as it always was), at check_dims, then cross-checked
 at its own size, as a case is.
+
+An option axis (`[case.options]`: impl, axis, values, headline) is a point per value other than
+the headline's: that implementation built with the value's extra `flags`, its `arch` or its
+template's `vars`, at the case's dims, with id `axis=value` (`O=O1`), so its history series is
+its own. The headline value is the implementation as declared: the case's own (headline) point.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from runner.definition.spec import CaseSpec, ManifestError, buffer_bytes, resolv
 __all__ = [
     "MAX_POINTS",
     "SMALL_POINT_BYTES",
+    "OptionAxis",
     "Point",
     "Sweep",
     "at_point",
@@ -42,6 +49,22 @@ class Point:
     values: dict  # {axis: value}
     dims: dict  # the case's dims with the axis values in
     check_dims: dict  # where its gate runs: dims when the point is small, else the case's
+    option: str | None = None  # an option axis's value: its implementation is built that way
+    build: dict | None = None  # that value's {"impl", "flags", "arch", "vars"} (the lock's too)
+
+
+@dataclass(frozen=True)
+class OptionAxis:
+    """One implementation built several ways: value -> {"flags": [...], "arch": ..., "vars":
+    {...}} (each optional); `headline` is the value that is the implementation as declared."""
+
+    axis: str
+    impl: str
+    values: dict
+    headline: str
+
+    def point_id(self, value: str) -> str:
+        return f"{self.axis}={value}"
 
 
 @dataclass(frozen=True)
@@ -49,6 +72,7 @@ class Sweep:
     axes: tuple[str, ...]
     points: tuple[Point, ...]  # in declared order
     headline: str  # the id of the point whose dims are the case's `dims`
+    options: OptionAxis | None = None
 
     def point(self, pid: str) -> Point:
         for p in self.points:
@@ -144,13 +168,79 @@ def _point(case: CaseSpec, values: dict, check_bytes: int) -> Point:
 
 
 def parse_sweep(raw: dict, case: CaseSpec) -> Sweep | None:
-    """The case's sweep from its manifest table (None without axes or points), validated: every
-    axis a dimension of `dims`, points distinct and at most MAX_POINTS, the headline point
-    (declared, else the largest: most bytes in its buffers, the last of equals) at `dims`."""
+    """The case's sweep from its manifest table (None without axes, points or options),
+    validated: every axis a dimension of `dims`, points distinct and at most MAX_POINTS, the
+    headline point (declared, else the largest: most bytes in its buffers, the last of equals)
+    at `dims`; then a point per option value other than the option axis's headline."""
+    options = _option_axis(raw.get("options"), case)
     if "axes" not in raw and "points" not in raw:
         if "headline" in raw:
             raise ManifestError(f"{case.where}: headline: a case without axes or points has none")
+        if options is None:
+            return None
+        head = Point(options.point_id(options.headline), {}, dict(case.dims), dict(case.check_dims))
+        return Sweep((options.axis,), (head, *_option_points(options, case)), head.id, options)
+    sweep = _dims_sweep(raw, case)
+    if options is None:
+        return sweep
+    if options.axis in sweep.axes:
+        raise ManifestError(f"{case.where}: options.axis: {options.axis!r} is a dims axis too")
+    points = (*sweep.points, *_option_points(options, case))
+    if len(points) > MAX_POINTS:
+        raise ManifestError(
+            f"{case.where}: axes and options: {len(points)} points; a sweep has at most {MAX_POINTS}"
+        )
+    return Sweep((*sweep.axes, options.axis), points, sweep.headline, options)
+
+
+def _option_points(options: OptionAxis, case: CaseSpec) -> list[Point]:
+    """A point per option value but the headline's, at the case's dims, gated as the case is."""
+    return [
+        Point(options.point_id(value), {}, dict(case.dims), dict(case.check_dims), value,
+              {"impl": options.impl, **change})
+        for value, change in options.values.items()
+        if value != options.headline
+    ]  # fmt: skip
+
+
+def _option_axis(raw: dict | None, case: CaseSpec) -> OptionAxis | None:
+    """The case's `options` table checked: an implementation of the case, an axis name that is
+    no dimension, values that are flags, an arch or the template's declared variables, and a
+    headline value that changes nothing (the implementation as declared)."""
+    if raw is None:
         return None
+    w = f"{case.where}: options"
+    names = {i.name: i for i in case.impls}
+    if raw["impl"] not in names:
+        raise ManifestError(
+            f"{w}.impl: no implementation {raw['impl']!r} (implementations: {', '.join(names)})"
+        )
+    impl = names[raw["impl"]]
+    if raw["axis"] in case.dims:
+        raise ManifestError(f"{w}.axis: {raw['axis']!r} is a dimension of the case; name it apart")
+    declared = dict(impl.variables)
+    for value, change in raw["values"].items():  # the schema has checked flags and arch
+        for name in change.get("vars", {}):
+            if name not in declared:
+                known = ", ".join(declared) or "none"
+                raise ManifestError(
+                    f"{w}.values.{value}.vars.{name}: not a variable implementation "
+                    f"{impl.name!r} declares (its vars: {known})"
+                )
+    if raw["headline"] not in raw["values"]:
+        raise ManifestError(
+            f"{w}.headline: {raw['headline']!r} is not one of the values ({', '.join(raw['values'])})"
+        )
+    if raw["values"][raw["headline"]]:
+        raise ManifestError(
+            f"{w}.values.{raw['headline']}: the headline value is implementation {impl.name!r} "
+            "as declared; give it no flags, arch or vars (`{}`)"
+        )
+    return OptionAxis(raw["axis"], impl.name, dict(raw["values"]), raw["headline"])
+
+
+def _dims_sweep(raw: dict, case: CaseSpec) -> Sweep:
+    """The sweep of the case's dims (`axes` or `points`), its headline at `dims`."""
     w = case.where
     axes, combos = _combinations(raw, case)
     for axis in axes:
@@ -208,7 +298,8 @@ def _headline(declared: str | None, points: list[Point], case: CaseSpec) -> str:
 
 
 def at_point(case: CaseSpec, pid: str | None) -> CaseSpec:
-    """The case measured at point `pid` (its dims and gate size); the case itself for None."""
+    """The case measured at point `pid` (its dims and gate size, and an option point's
+    implementation built its way); the case itself for None."""
     if pid is None:
         return case
     if case.sweep is None:
@@ -219,4 +310,23 @@ def at_point(case: CaseSpec, pid: str | None) -> CaseSpec:
         raise ManifestError(
             f"{case.where}: no point {pid!r} (points: {', '.join(p.id for p in case.sweep.points)})"
         ) from None
-    return dataclasses.replace(case, dims=dict(point.dims), check_dims=dict(point.check_dims))
+    impls = case.impls
+    if point.option is not None:
+        impls = tuple(_built_as(i, point) if i.name == point.build["impl"] else i for i in impls)
+    return dataclasses.replace(
+        case, dims=dict(point.dims), check_dims=dict(point.check_dims), impls=impls
+    )
+
+
+def _built_as(impl, point: Point):
+    """`impl` as an option point builds it: its flags then the value's, the value's arch, its
+    declared variables with the value's."""
+    change = point.build
+    variables = {**dict(impl.variables), **change.get("vars", {})}
+    return dataclasses.replace(
+        impl,
+        flags=(*impl.flags, *change.get("flags", ())),
+        arch=change.get("arch", impl.arch),
+        variables=tuple(variables.items()),
+        option=point.option,
+    )

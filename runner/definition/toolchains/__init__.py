@@ -26,6 +26,7 @@ __all__ = [
     "BuildError",
     "ToolchainMissing",
     "build",
+    "build_impl",
     "compiler_sha256",
     "cuda_roots",
 ]
@@ -90,10 +91,12 @@ def build(
     arch: str,
     flags: tuple[str, ...] = (),
     template: str | None = None,
+    variables: dict[str, str] | None = None,
 ) -> Build:
     """Build `source` for `arch` (e.g. "sm_90") with the named toolchain.
 
-    `template` is the command template of the `command` toolchain (ignored by the others).
+    `template` is the command template of the `command` toolchain and `variables` the values of
+    the variables it declares (both ignored by the others).
     build_s is the wall time of the compile alone, version look-up excluded.
     """
     module = TOOLCHAINS.get(toolchain)
@@ -103,7 +106,8 @@ def build(
         )
     source_bytes = Path(source).read_bytes()
     t0 = time.perf_counter()
-    ptx, command_line = module.build(Path(source), arch, list(flags), template)
+    extra = {"variables": variables} if variables else {}  # only the command toolchain has them
+    ptx, command_line = module.build(Path(source), arch, list(flags), template, **extra)
     elapsed = time.perf_counter() - t0
     return Build(
         ptx=ptx,
@@ -115,3 +119,12 @@ def build(
         build_s=elapsed,
         compiler_sha256=compiler_sha256(module, template),
     )
+
+
+def build_impl(impl, arch: str) -> Build:
+    """Build an implementation (runner.definition.spec.ImplSpec) as it is declared: its flags,
+    template and variables, for its own arch where an option axis gives it one, else `arch`."""
+    return build(
+        impl.toolchain, impl.source, impl.arch or arch, impl.flags, impl.command,
+        dict(impl.variables),
+    )  # fmt: skip

@@ -6,7 +6,8 @@ filled in, so a source path with spaces stays one argument; the command then run
 shell, in the current folder, with a time limit. Placeholders, each optional: {arch} ("sm_90";
 a compiler with a fixed target, such as warpforthc, leaves it out), {source} (the source file),
 {output} (the PTX file the compiler must write; without it the PTX is read from the compiler's
-stdout); `{{` and `}}` are literal braces. The implementation's `flags` are appended after the
+stdout); `{{` and `}}` are literal braces; any other name is a variable the implementation declares
+(`vars = { opt = "-O2" }`), so an option axis can vary it. The implementation's `flags` are appended after the
 template's words. When the program (the first word) is not installed, the implementation is
 skipped with that reason, never silently. The compiler's identity is what `--version` prints
 and the sha256 of the program's file (toolchains.build records both), since many compilers'
@@ -44,7 +45,8 @@ def words(template: str | None) -> list[str]:
 
 
 def substitute(word: str, values: dict[str, str], template: str) -> str:
-    """One word with its placeholders filled in; BuildError naming an unknown placeholder."""
+    """One word with its placeholders ({arch}, {source}, {output} and the implementation's
+    declared variables, the keys of `values`) filled in; BuildError naming an unknown one."""
     from runner.definition.toolchains.common import BuildError
 
     try:
@@ -55,9 +57,9 @@ def substitute(word: str, values: dict[str, str], template: str) -> str:
         raise BuildError(
             f"command template {template!r}: {exc} (write {{{{ or }}}} for a literal brace)"
         ) from None
-    expected = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
+    expected = ", ".join("{" + p + "}" for p in values)
     for name, spec, conversion in fields:
-        if name not in PLACEHOLDERS:
+        if name not in values:
             raise BuildError(
                 f"command template {template!r}: unknown placeholder {{{name}}}; expected {expected}"
             )
@@ -69,10 +71,10 @@ def substitute(word: str, values: dict[str, str], template: str) -> str:
     return word.format_map(values)
 
 
-def check(template: str | None) -> None:
+def check(template: str | None, variables: dict[str, str] | None = None) -> None:
     """BuildError naming the problem when the template cannot be filled in (empty, unbalanced
     quotes, an unknown placeholder, a format spec): what a manifest is refused for at load."""
-    values = dict.fromkeys(PLACEHOLDERS, "")
+    values = dict.fromkeys([*PLACEHOLDERS, *(variables or {})], "")
     for word in words(template):
         substitute(word, values, template)
 
@@ -131,15 +133,20 @@ def version(template: str | None = None) -> str:
 
 
 def build(
-    source: Path, arch: str, flags: list[str], template: str | None = None
+    source: Path,
+    arch: str,
+    flags: list[str],
+    template: str | None = None,
+    variables: dict[str, str] | None = None,
 ) -> tuple[str, list[str]]:
+    """`variables`: values of the variables the template declares beside the placeholders."""
     from runner.definition.toolchains.common import BuildError
 
     template_words = words(template)
     path = program(template)
     with tempfile.TemporaryDirectory(prefix="kernelgap-command-") as tmp:
         out = Path(tmp) / (source.stem + ".ptx")
-        values = {"arch": arch, "source": str(source), "output": str(out)}
+        values = {**(variables or {}), "arch": arch, "source": str(source), "output": str(out)}
         words_out = [substitute(word, values, template) for word in template_words]
         to_stdout = "output" not in placeholders(template_words)
         command = [path, *words_out[1:], *flags]
