@@ -16,7 +16,8 @@ from protocol.terminal_text import visible
 from runner import cuda_programs
 from runner.definition import manifest
 from runner.definition.launch_limits import LaunchLimitError, check_launch
-from runner.execution.case_job import build_case, case_skeleton
+from runner.execution.result import case_skeleton
+from runner.execution.suite import build_case
 from runner.measurement.gate.correctness import edges_problems, passing_null_models
 
 

@@ -1,4 +1,5 @@
-"""A suite case's document from its worker's raw record (`runner bench`).
+"""A suite case's document: its skeleton, its failures, and its blocks from its worker's raw
+record (`runner bench`).
 
 The worker returns raw per-launch samples; the blocks derived from them come from runner.document,
 the one assembly both front ends share. What is the suite's own stays here: the record's fields,
@@ -8,6 +9,7 @@ lose their gap), unchecked rows, and the --precision stopping rule's note.
 
 from __future__ import annotations
 
+from runner.definition import manifest, spec
 from runner.document import (
     apply_clocks,
     candidate_gaps,
@@ -21,7 +23,16 @@ from runner.document import (
     timing_block,
 )
 
-__all__ = ["dependence", "finish_case"]
+__all__ = [
+    "case_skeleton",
+    "dependence",
+    "finish_case",
+    "finish_from_worker",
+    "outcome_line",
+    "over_budget",
+    "record_failure",
+    "record_worker_failure",
+]
 
 # What the worker's record carries per implementation into its row as it is.
 RECORD_FIELDS = ("load_s", "ptx", "check", "integrity")
@@ -188,3 +199,131 @@ def _precision(case_doc: dict, precision: dict | None) -> None:
         f"against the --precision target of {precision['target']:.2%} after "
         f"{precision['samples']} samples (stopped by {precision['stopped_by']}{floor})"
     )
+
+
+def access_split(
+    case: manifest.CaseSpec, sizes: dict[str, int], nbytes: float | None
+) -> tuple[float, float] | None:
+    """The case's declared `nbytes` a call as (read, written), in the proportion of its input
+    and output buffers (an inout buffer counts on both sides); None without declared bytes."""
+    reads = sum(sizes[b.name] for b in case.buffers if b.role in ("input", "inout"))
+    writes = sum(sizes[b.name] for b in case.buffers if b.role in ("output", "inout"))
+    if nbytes is None or reads + writes == 0:
+        return None
+    return nbytes * reads / (reads + writes), nbytes * writes / (reads + writes)
+
+
+def case_skeleton(case: manifest.CaseSpec) -> dict:
+    canonical, check = case.geometry(case.dims), case.geometry(case.check_dims)
+    return {
+        "id": case.id,
+        "version": case.version,
+        "description": case.description,
+        "status": "ok",
+        "baseline": case.baseline.name,
+        "dims": canonical.dims,
+        "check_dims": check.dims,
+        "launch": {
+            "grid": list(canonical.grid),
+            "block": list(canonical.block),
+            "shared_bytes": canonical.shared_bytes,
+        },
+        "implementations": {
+            i.name: {
+                "role": i.role,
+                "toolchain": i.toolchain,
+                "source": i.source_rel,
+                "entry": i.entry,
+            }
+            for i in case.impls
+        },
+    }
+
+
+def record_failure(case_doc: dict, phase: str, message: str, cuda_error: str | None = None) -> None:
+    case_doc["status"] = "failed"
+    case_doc["error"] = {"phase": phase, "message": message}
+    if cuda_error:
+        case_doc["error"]["cuda_error"] = cuda_error
+
+
+def record_worker_failure(case_doc: dict, case, outcome, timeout_s: float, by_budget: bool) -> None:
+    """A worker that timed out (killed, with its kernels and context), crashed without a
+    record, or reported an error fails the case with that phase and message."""
+    record = outcome.record
+    if outcome.timed_out:
+        limit = (
+            f"the {timeout_s:.0f} s left of the suite's --budget-s"
+            if by_budget
+            else f"{timeout_s:g} s"
+        )
+        record_failure(
+            case_doc,
+            "timeout",
+            f"case {case.id} did not finish within {limit} (last phase: {outcome.last_phase or 'start'}); "
+            "its worker process was killed, which ends its kernels and its context",
+        )
+    elif record is None:
+        tail = "\n".join(outcome.stderr_tail[-10:])
+        record_failure(
+            case_doc,
+            "crash",
+            f"case {case.id}: the worker exited with status {outcome.returncode} "
+            f"during phase {outcome.last_phase or 'start'} without a result\n{tail}",
+        )
+    elif record.get("status") != "ok":
+        err = record.get("error", {})
+        record_failure(
+            case_doc,
+            err.get("phase", "unknown"),
+            err.get("message", "unknown error"),
+            err.get("cuda_error"),
+        )
+
+
+def finish_from_worker(case_doc: dict, case, record: dict | None, peaks: dict) -> None:
+    """The case's document from the worker's record (runner.execution.result), with its working
+    set and its bytes read and written a call for the rate ceiling."""
+    geometry = case.geometry(case.dims)
+    sizes = spec.buffer_bytes(case, geometry.lengths)
+    finish_case(
+        case_doc,
+        record,
+        geometry,
+        case.flop_dtype,
+        peaks,
+        sum(sizes.values()),
+        access_split(case, sizes, geometry.bytes),
+    )
+
+
+def outcome_line(case_doc: dict) -> str:
+    """The case's last progress line: its gaps (and its A/A control's), or why it failed."""
+    if case_doc["status"] != "ok":
+        return (
+            f"FAILED in {case_doc['error']['phase']}: "
+            f"{case_doc['error']['message'].splitlines()[0]}"
+        )
+    gaps = [
+        f"{n} {i['gap']['ratio_of_medians']:.3f}x [{i['gap']['ci_low']:.3f}, {i['gap']['ci_high']:.3f}]"
+        for n, i in case_doc["implementations"].items()
+        if i.get("gap")
+    ]
+    if aa := case_doc.get("aa_control"):  # the hidden A/A control and the term it set
+        gaps.append(
+            f"A/A control {aa['ratio_of_medians']:.4f}x [{aa['ci_low']:.4f}, "
+            f"{aa['ci_high']:.4f}], systematic {aa['systematic']:.3%}"
+        )
+    return f"ok: {'; '.join(gaps) or 'no candidates timed'}"
+
+
+def over_budget(case: manifest.CaseSpec, budget_s: float, done: int) -> dict:
+    """A case left out because the suite's time budget was spent: skipped, saying why."""
+    case_doc = case_skeleton(case)
+    case_doc["status"] = "skipped"
+    case_doc["error"] = {
+        "phase": "timeout",
+        "message": f"not run: the suite's time budget (--budget-s {budget_s:g}) was spent after "
+        f"{done} case(s)",
+    }
+    return case_doc

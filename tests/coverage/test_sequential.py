@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from runner.execution.case_job import FIRST_SAMPLES
+from runner.execution.suite import FIRST_SAMPLES
 from runner.measurement import aa_control, stats
 from runner.measurement.timing import stopping
 from tests.coverage.test_aa_control import MODES

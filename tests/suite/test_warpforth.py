@@ -17,8 +17,8 @@ import pytest
 
 from runner import cuda_programs
 from runner.definition import manifest, toolchains
-from runner.execution.case_job import obtain_ptx
 from runner.execution.checking import assemble
+from runner.execution.suite import obtain_ptx
 from runner.gpu import ptx
 
 ROOT = Path(__file__).resolve().parents[2]

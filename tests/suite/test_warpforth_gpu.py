@@ -19,7 +19,7 @@ import pytest
 
 from protocol.validation import validate
 from runner.definition import manifest
-from runner.execution.case_job import FIRST_SAMPLES
+from runner.execution.suite import FIRST_SAMPLES
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.gpu

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from runner.execution import case_job
+from runner.execution import suite as case_job
 from runner.execution import suite as suite_module
 from runner.execution.isolation import WorkerOutcome
 from runner.execution.suite import BenchOptions, run_suite

@@ -28,7 +28,8 @@ from runner.definition.bundle import Bundle, BundleError
 from runner.definition.revisions import parse_bundle_options
 from runner.execution import result
 from runner.execution.case import CaseRun
-from runner.execution.case_job import build_case, case_skeleton
+from runner.execution.result import case_skeleton
+from runner.execution.suite import build_case
 from runner.measurement.timing import TimingSettings, measure
 from tests.conftest import ROOT
 from tests.harness.running.test_run import FakeRunner, harness

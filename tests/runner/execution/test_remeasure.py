@@ -13,7 +13,7 @@ from protocol.validation import validate
 from runner.definition import manifest
 from runner.execution import remeasure
 from runner.execution import suite as suite_module
-from runner.execution.case_job import case_skeleton, record_failure
+from runner.execution.result import case_skeleton, record_failure
 from runner.execution.suite import BenchOptions, run_suite
 from tests.runner.execution.test_budget import headlines
 

@@ -16,7 +16,7 @@ from harness.history.store import GpuMismatchError, Store
 from protocol.validation import validate
 from runner.execution import sharding
 from runner.execution import suite as suite_module
-from runner.execution.case_job import case_skeleton, record_failure
+from runner.execution.result import case_skeleton, record_failure
 from runner.execution.suite import BenchOptions, run_suite
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -2,7 +2,7 @@
 own worker job (its point, its timing), the budget covers the whole sweep and points past it are
 skipped with the reason, --case/--point select, and the document is one case block with points.
 
-The build and the worker are stood in (runner.execution.case_job.build_case and run_worker);
+The build and the worker are stood in (runner.execution.suite.build_case and run_worker);
 everything between them is the real run_one, run_points and document assembly.
 """
 
@@ -20,8 +20,10 @@ from protocol.validation import validate
 from runner.definition import manifest
 from runner.definition.spec import ManifestError
 from runner.document import curve
-from runner.execution import case_job, point_timing, selection
+from runner.execution import selection
+from runner.execution import suite as case_job
 from runner.execution import suite as suite_module
+from runner.execution import sweep_run as point_timing
 from runner.execution.suite import BenchOptions, run_suite
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from protocol.validation import validate
-from runner.execution import point_timing
+from runner.execution import sweep_run as point_timing
 from tests.support.gpu_bench import bundle_args, run_bench
 
 pytestmark = pytest.mark.gpu

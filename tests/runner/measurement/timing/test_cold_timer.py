@@ -8,7 +8,8 @@ from click.testing import CliRunner
 
 from runner import bench
 from runner.cli import main
-from runner.execution import case_job, result, suite
+from runner.execution import result, suite
+from runner.execution import suite as case_job
 from runner.measurement.timing import cupti
 from tests.conftest import ROOT
 from tests.runner.bench import test_api as test_bench_api

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from runner.definition import manifest
-from runner.execution import point_timing
-from runner.execution.case_job import FIRST_SAMPLES, BenchOptions, timing_settings
+from runner.execution import sweep_run as point_timing
+from runner.execution.suite import FIRST_SAMPLES, BenchOptions, timing_settings
 from runner.measurement.timing import TimingSettings, base, measure, stopping
 from tests.runner.measurement.timing.test_strategies import measured_with_control
 from tests.support.fake_device import FakeBackend
