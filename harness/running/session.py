@@ -75,7 +75,6 @@ class Session:
         self.plan = plan
         self.options = options
         self.tail = StderrTail()
-        self.tree = plan.tar()
 
     def step(
         self, what: str, command: list[str], *, ship: bool = True, timeout_s=None
@@ -85,7 +84,7 @@ class Session:
         try:
             return self.transport.run(
                 shipping.in_shipped_tree(python, command) if ship else command,
-                self.tree if ship else None,
+                self.plan.stream() if ship else None,  # tar made as it is sent
                 timeout_s=timeout_s or self.options["job_timeout_s"],
                 stderr_sink=self.tail,
             )

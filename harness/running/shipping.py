@@ -10,6 +10,10 @@ wheel: no checkout around it) it holds the installed `runner/` and `protocol/` (
 data carries the schemas, `protocol/schemas/`) and the suite under `suite/`; GPU tests need a
 checkout. On the target `in_shipped_tree` unpacks it into a fresh temporary directory, runs the
 command there and removes the directory.
+
+The tar is written as it is sent (`Shipment.stream()`), a piece at a time, never whole in
+memory; a file past MAX_FILE_BYTES or a tree past MAX_TREE_BYTES is refused at `plan()`, naming
+it, from its size alone (a sparse 20 GB file is never read).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import re
 import stat
 import tarfile
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -30,10 +35,13 @@ from harness.running import suite_toml
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RUNNER_TREE = ("runner", "protocol", "schemas", "pyproject.toml", "README.md")
 INSTALLED_RUNNER_TREE = ("runner", "protocol")  # protocol/schemas/ is its package data
-TEST_TREE = ("tests", "harness")  # pytest imports every test module, harness tests included
+TEST_TREE = ("tests", "harness", "tools")  # pytest imports every test module: harness, tools
 SKIPPED_NAMES = {"__pycache__"}  # and every name starting with a dot
 BUNDLE_DIR = "bundle"
 OUTSIDE_SUITE_DIR = "suite"
+MAX_FILE_BYTES = 256 * 2**20  # the largest PTX the runner reads (runner.definition.ptx)
+MAX_TREE_BYTES = 2**30  # a checkout's tree with its tests is about 4 MB
+CHUNK_BYTES = 2**20
 
 
 class ShippingError(ValueError):
@@ -49,15 +57,65 @@ class Shipment:
     bundle: str | None  # the bundle folder inside the tree, when one is shipped
     revisions: tuple[tuple[str, str], ...] = ()  # (label, folder inside the tree) per revision
 
+    def chunks(self) -> Iterator[bytes]:
+        """The tree as one uncompressed PAX tar stream (files in a fixed order), a header or
+        at most CHUNK_BYTES of a file at a time. A link ships as the file it names; a file that
+        changed size since `plan()` stops the stream with ShippingError naming it."""
+        written = 0
+        for path, name in self.files:
+            found = path.stat()  # follows a link inside the suite: its file ships
+            if found.st_size > MAX_FILE_BYTES:
+                raise ShippingError(_too_large(path, found.st_size))
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime = found.st_size, int(found.st_mtime)
+            info.mode = stat.S_IMODE(found.st_mode)
+            header = info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
+            yield header
+            with path.open("rb") as file:
+                left = info.size
+                while left:
+                    chunk = file.read(min(CHUNK_BYTES, left))
+                    if not chunk:
+                        raise ShippingError(f"{path}: shrank while it was being shipped")
+                    left -= len(chunk)
+                    yield chunk
+            padding = -info.size % tarfile.BLOCKSIZE
+            yield tarfile.NUL * padding
+            written += len(header) + info.size + padding
+        end = 2 * tarfile.BLOCKSIZE  # two zero blocks, then up to a whole record
+        yield tarfile.NUL * (end + -(written + end) % tarfile.RECORDSIZE)
+
+    def stream(self) -> io.BufferedReader:
+        """The tar stream as a binary file to read (what a transport sends as stdin): made as
+        it is read, so the tree is never whole in memory."""
+        return io.BufferedReader(_ChunkReader(self.chunks()), CHUNK_BYTES)
+
     def tar(self) -> bytes:
-        """The tree as one uncompressed tar archive (files in a fixed order)."""
-        buffer = io.BytesIO()
-        with tarfile.open(
-            fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT, dereference=True
-        ) as archive:  # links ship as the files they point to
-            for path, name in self.files:
-                archive.add(path, arcname=name, recursive=False)
-        return buffer.getvalue()
+        """The tar stream as bytes, for what must hold it whole (a Dask scatter): at most
+        MAX_TREE_BYTES and its headers."""
+        return b"".join(self.chunks())
+
+
+class _ChunkReader(io.RawIOBase):
+    """A readable binary stream over an iterator of byte strings."""
+
+    def __init__(self, chunks: Iterator[bytes]):
+        self._chunks = chunks
+        self._left = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self._left:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            self._left = memoryview(chunk)
+        count = min(len(buffer), len(self._left))
+        buffer[:count] = self._left[:count]
+        self._left = self._left[count:]
+        return count
 
 
 def _link_target(link: Path, folder: Path) -> Path:
@@ -120,6 +178,35 @@ def _add_tree(files: dict[str, Path], path: Path, name: str) -> None:
     else:
         raise ShippingError(
             f"{path}: not a regular file or folder (needed on the target as {name})"
+        )
+
+
+def _too_large(path: Path, size: int) -> str:
+    return (
+        f"{path}: {_mib(size)}, past the {_mib(MAX_FILE_BYTES)} a shipped file may have; "
+        "keep large data out of the shipped folders (a case's inputs are generated on the GPU)"
+    )
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:,.1f} MiB"
+
+
+def _check_sizes(files: dict[str, Path]) -> None:
+    """ShippingError naming a file past MAX_FILE_BYTES, or the largest files of a tree past
+    MAX_TREE_BYTES, from their sizes alone (nothing is read)."""
+    sizes = []
+    for path in files.values():
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ShippingError(_too_large(path, size))
+        sizes.append((size, path))
+    total = sum(size for size, _ in sizes)
+    if total > MAX_TREE_BYTES:
+        largest = ", ".join(f"{p} ({_mib(n)})" for n, p in sorted(sizes, reverse=True)[:3])
+        raise ShippingError(
+            f"the tree to ship is {_mib(total)}, past the {_mib(MAX_TREE_BYTES)} a shipment may "
+            f"have; its largest files: {largest}"
         )
 
 
@@ -204,6 +291,7 @@ def plan(
             raise ShippingError(f"{folder}: the {label} bundle must be a folder (a PTX bundle)")
         _add_tree(files, Path(folder).resolve(), f"{BUNDLE_DIR}/{label}")
     files.pop("", None)
+    _check_sizes(files)
     cases_name = str(PurePosixPath(suite_name, cases.name)) if suite_name != "." else cases.name
     return Shipment(
         files=tuple(sorted((path, name) for name, path in files.items())),

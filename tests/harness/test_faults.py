@@ -333,6 +333,70 @@ def test_a_link_loop_a_link_to_root_or_a_fifo_is_refused_at_once(tmp_path, kind)
     assert not fake.argv.exists()  # the runner never ran
 
 
+# ---- what is shipped: streamed, bounded per file and in all (issue 52) ----------------------------
+
+
+def test_a_huge_sparse_file_in_the_suite_folder_is_refused_by_name_without_reading_it(tmp_path):
+    """A 20 GB sparse file in the suite's folder: `harness run` built the whole tar in memory
+    (MemoryError, or the host's memory taken); now refused from its size, naming it, before the
+    target is reached (reading 20 GB would take far longer than this test's time limit)."""
+    cases = shipped_suite(tmp_path)
+    huge = cases.parent / "kernels" / "data.bin"
+    with huge.open("wb") as file:
+        file.truncate(20 * 10**9)
+    fake = FakeRunner(tmp_path / "fake")
+    done = harness_run(fake, "--cases", cases, "--out", tmp_path / "r")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"error: {huge}: 19,073.5 MiB, past the 256.0 MiB a shipped file may have" in (
+        done.stderr
+    )
+    assert not fake.argv.exists()  # the runner never ran
+
+
+def test_a_tree_past_the_total_limit_is_refused_naming_its_largest_files(tmp_path, monkeypatch):
+    cases = shipped_suite(tmp_path)
+    for name, size in (("a.bin", 3 * 2**20), ("b.bin", 2**20)):
+        with (cases.parent / name).open("wb") as file:
+            file.truncate(size)
+    monkeypatch.setattr(shipping, "MAX_TREE_BYTES", 2 * 2**20)
+    with pytest.raises(shipping.ShippingError, match=r"past the 2\.0 MiB a shipment may have") as e:
+        shipping.plan(cases)
+    assert f"its largest files: {cases.parent / 'a.bin'} (3.0 MiB), " in str(e.value)
+
+
+def test_the_tree_is_streamed_never_whole_in_memory_and_unpacks_as_it_was(tmp_path):
+    """Reading the stream of a tree holding a 64 MiB file allocates a small part of that (the
+    tar was built whole in memory before); the archive unpacks to the same files."""
+    import tarfile
+    import tracemalloc
+
+    cases = shipped_suite(tmp_path)
+    big = cases.parent / "kernels" / "big.bin"
+    with big.open("wb") as file:
+        file.seek(64 * 2**20)
+        file.write(b"the end")
+    plan = shipping.plan(cases)
+    out = tmp_path / "shipped.tar"
+    tracemalloc.start()
+    try:
+        with plan.stream() as stream, out.open("wb") as sink:
+            while chunk := stream.read(shipping.CHUNK_BYTES):
+                sink.write(chunk)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * 2**20, peak
+    assert out.stat().st_size % tarfile.RECORDSIZE == 0
+    with tarfile.open(out) as archive:
+        names = archive.getnames()
+        assert names == [name for _, name in plan.files]
+        shipped = archive.extractfile("suite/kernels/big.bin")
+        shipped.seek(64 * 2**20)
+        assert shipped.read() == b"the end"
+        for path, name in plan.files[:20]:
+            assert archive.extractfile(name).read() == path.read_bytes(), name
+
+
 # ---- --base/--head refs reaching a shell (issue 33 item 11) -------------------------------------
 
 

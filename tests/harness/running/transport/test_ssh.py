@@ -87,7 +87,7 @@ def test_runner_check_runs_remotely_from_the_shipped_tree(sshd):
     errors = Collect()
     command = shipping.in_shipped_tree(PY, [PY, "-m", "runner", "check", plan.cases])
     with transport(sshd) as ssh:
-        done = ssh.run(command, plan.tar(), timeout_s=600, stderr_sink=errors)
+        done = ssh.run(command, plan.stream(), timeout_s=600, stderr_sink=errors)
     out = errors.text  # the report is on stderr; stdout carries documents only
     assert "benchmarks/cases.toml:" in out and "axpy_f64/cuda" in out, out
     # the shipped tree checks exactly as the checkout does (the suite may be mid-edit)
@@ -177,7 +177,7 @@ def test_a_suite_path_with_shell_syntax_is_shipped_and_checked_without_executing
     errors = Collect()
     command = shipping.in_shipped_tree(PY, [PY, "-m", "runner", "check", plan.cases])
     with transport(sshd) as ssh:
-        done = ssh.run(command, plan.tar(), timeout_s=300, stderr_sink=errors)
+        done = ssh.run(command, plan.stream(), timeout_s=300, stderr_sink=errors)
     assert done.returncode == 0, errors.text + done.stdout.decode()
     assert f"{plan.cases}: 1 case(s), 0 failure(s)" in errors.text
     for place in (Path.home(), Path.cwd(), Path("/"), Path("/tmp")):
