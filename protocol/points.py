@@ -12,7 +12,15 @@ only references ({point, dims, status}) in the case's `points`.
 
 from __future__ import annotations
 
-__all__ = ["as_rows", "is_point_row", "point_case_id", "point_rows", "split_id", "swept_cases"]
+__all__ = [
+    "as_rows",
+    "is_option_point",
+    "is_point_row",
+    "point_case_id",
+    "point_rows",
+    "split_id",
+    "swept_cases",
+]
 
 _FROM_CASE = ("version", "description", "baseline", "device", "frontend")
 
@@ -28,6 +36,13 @@ def split_id(case_id: str) -> tuple[str, str | None]:
         head, _, point = case_id[:-1].partition("[")
         return head, point
     return case_id, None
+
+
+def is_option_point(case: dict, point: str) -> bool:
+    """Whether `point` of `case` is an option axis's (`clang_O=O1`: its implementation built
+    another way at the case's dims), not a size: its axis is none of the case's dims."""
+    axis = point.split("=", 1)[0]
+    return axis in (case.get("axes") or ()) and axis not in (case.get("dims") or {})
 
 
 def is_point_row(case: dict) -> bool:

@@ -17,7 +17,7 @@ import math
 
 from harness.dashboard.case_charts import BASELINE_COLOR
 from harness.reporting.table import format_time
-from protocol.points import swept_cases
+from protocol.points import is_option_point, swept_cases
 
 __all__ = ["curves", "measured_points", "nice_step", "spaced", "svg", "tick_label"]
 
@@ -68,6 +68,9 @@ def curves(document: dict) -> dict[str, dict]:
     {implementation: [median_s|None]}}} for every swept case of `document`."""
     out = {}
     for case, blocks in swept_cases(document):
+        blocks = [(p, b) for p, b in blocks if not is_option_point(case, p)]  # sizes only
+        if not blocks:
+            continue
         gaps: dict[str, list] = {}
         times: dict[str, list] = {}
         for i, (_, block) in enumerate(blocks):

@@ -257,14 +257,19 @@ def markdown(document: dict) -> str:
             Column("Status"),
         ]
         parts.append("### Gaps per case\n\n" + format_table(MARKDOWN, columns, gap_rows))
-    sweeps = sweep_tables(document)
-    if sweeps:
-        parts.append(
-            "### Gap by size (swept cases; the headline point is the case's row above)\n\n"
-            + "\n".join(
-                f"**{md(t.case_id)} v{t.version}**\n\n{render(t, MARKDOWN)}" for t in sweeps
+    tables = sweep_tables(document)
+    for kind, heading in (
+        ("size", "Gap by size (swept cases; the headline point is the case's row above)"),
+        ("option", "Gap by option (one implementation built several ways, at the case's dims)"),
+    ):
+        sweeps = [t for t in tables if t.kind == kind]
+        if sweeps:
+            parts.append(
+                f"### {heading}\n\n"
+                + "\n".join(
+                    f"**{md(t.case_id)} v{t.version}**\n\n{render(t, MARKDOWN)}" for t in sweeps
+                )
             )
-        )
     unstable = _unstable_lines(document)
     if unstable:
         parts.append(

@@ -1,5 +1,6 @@
 """Gap by size: one compact table per swept case (a row per point, a column per candidate) and
-the curve's summary in a sentence. `harness summary` writes them in markdown; the lab script
+the curve's summary in a sentence; gap by option: one table per case with an option axis (a row
+per way its implementation was built, the headline's first). `harness summary` writes them in markdown; the lab script
 tools/perf/sweep_table.py prints them as plain text.
 """
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 
 from harness.reporting.primary import lead_first, primary_candidate
 from harness.reporting.table import Column, Markup, format_table, format_time
-from protocol.points import swept_cases
+from protocol.points import is_option_point, swept_cases
 
 __all__ = ["SweepTable", "curve_sentence", "render", "sweep_tables"]
 
@@ -23,6 +24,7 @@ class SweepTable:
     candidates: list[str]
     rows: list[tuple[str, ...]]  # point (headline marked), baseline time, a gap per candidate
     curve: dict
+    kind: str = "size"  # "option": a row per option value (`options` of the case block)
 
 
 def _gap_cell(block: dict, name: str) -> str:
@@ -40,7 +42,8 @@ def _baseline_cell(block: dict) -> str:
 
 
 def sweep_tables(document: dict) -> list[SweepTable]:
-    """A table per swept case of `document` (nested or as rows), in the suite's order."""
+    """A table per swept case of `document` (nested or as rows), in the suite's order: its gap
+    by size, then, for a case with an option axis, its gap by option."""
     primary = primary_candidate(document)
     tables = []
     for case, blocks in swept_cases(document):
@@ -54,23 +57,31 @@ def sweep_tables(document: dict) -> list[SweepTable]:
             }
         )
         candidates = lead_first(names, primary)
-        rows = []
-        for pid, block in blocks:
-            block = {**(block or {"status": "-"}), "baseline": case["baseline"]}
-            label = f"{pid} (headline)" if pid == case["point"] else pid
-            rows.append((label, _baseline_cell(block), *(_gap_cell(block, n) for n in candidates)))
-        tables.append(
-            SweepTable(
-                case["id"],
-                case["version"],
-                case["baseline"],
-                case["point"],
-                candidates,
-                rows,
-                case.get("curve") or {},
-            )
-        )
+        sizes = [(p, b) for p, b in blocks if not is_option_point(case, p) or p == case["point"]]
+        options = [(p, b) for p, b in blocks if is_option_point(case, p) and p != case["point"]]
+        if len(sizes) > 1 or not options:
+            rows = [_row(case, pid, block, candidates, pid) for pid, block in sizes]
+            tables.append(_table(case, candidates, rows, case.get("curve") or {}, "size"))
+        if options:
+            declared = (case.get("options") or {}).get("headline")
+            axis = options[0][0].split("=", 1)[0]
+            head = f"{axis}={declared}" if declared else f"{axis} as declared"
+            rows = [_row(case, case["point"], case, candidates, head)]
+            rows += [_row(case, pid, block, candidates, pid) for pid, block in options]
+            tables.append(_table(case, candidates, rows, {}, "option"))
     return tables
+
+
+def _row(case: dict, pid: str, block: dict | None, candidates: list[str], label: str) -> tuple:
+    block = {**(block or {"status": "-"}), "baseline": case["baseline"]}
+    label = f"{label} (headline)" if pid == case["point"] else label
+    return (label, _baseline_cell(block), *(_gap_cell(block, n) for n in candidates))
+
+
+def _table(case: dict, candidates: list[str], rows: list, curve: dict, kind: str) -> SweepTable:
+    return SweepTable(
+        case["id"], case["version"], case["baseline"], case["point"], candidates, rows, curve, kind
+    )
 
 
 def curve_sentence(name: str, curve: dict) -> str:
@@ -85,7 +96,8 @@ def curve_sentence(name: str, curve: dict) -> str:
 
 def render(table: SweepTable, markup: Markup) -> str:
     """The table in `markup`, then a line per candidate's curve."""
-    columns = [Column("Point"), Column(f"{table.baseline} time", True)]
+    columns = [Column("Point" if table.kind == "size" else "Built as"),
+               Column(f"{table.baseline} time", True)]  # fmt: skip
     columns += [Column(f"{n} gap", True) for n in table.candidates]
     lines = [curve_sentence(n, table.curve[n]) for n in table.candidates if n in table.curve]
     return (

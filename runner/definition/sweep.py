@@ -66,6 +66,11 @@ class OptionAxis:
     def point_id(self, value: str) -> str:
         return f"{self.axis}={value}"
 
+    def block(self) -> dict:
+        """What the result document says of the axis (the case block's `options`)."""
+        return {"axis": self.axis, "impl": self.impl, "headline": self.headline,
+                "values": self.values}  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Sweep:
