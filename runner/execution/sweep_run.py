@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from runner.definition import sweep
-from runner.document import sweep_block
+from runner.document import curve, sweep_block
 from runner.execution.result import case_skeleton
 
 __all__ = [
@@ -84,7 +84,7 @@ def run_points(
     points = [p for p in case.sweep.points if selected is None or p.id in selected]
     headline = case.sweep.headline
     order = sorted(points, key=lambda p: p.id != headline)  # the headline first
-    built, docs = Built(), {}
+    builds, docs = {}, {}  # one build for the sizes, one per option value (built its own way)
     for done, point in enumerate(order):
         left = left_s()
         if left is not None and left <= 0:
@@ -97,7 +97,7 @@ def run_points(
             )
             say(f"[{case.id}[{point.id}]] not run: the budget was spent")
             continue
-        docs[point.id] = measure(point.id, built)
+        docs[point.id] = measure(point.id, builds.setdefault(point.option, Built()))
     if headline not in docs:
         docs[headline] = _skipped(
             case,
@@ -107,9 +107,13 @@ def run_points(
             f"(--case/--point chose {', '.join(selected or ())})",
         )
     listed = [p for p in case.sweep.points if p.id in docs]
-    return sweep_block(
+    block = sweep_block(
         headline,
         docs[headline],
         list(case.sweep.axes),
         [(p.id, p.dims, docs[p.id]) for p in listed],
     )
+    if case.sweep.options is not None:  # the size curve is drawn over sizes alone
+        block["options"] = case.sweep.options.block()
+        block["curve"] = curve([(p.id, docs[p.id]) for p in listed if p.option is None])
+    return block

@@ -104,19 +104,20 @@ def test_the_budget_covers_the_sweep_and_skips_the_points_past_it(jobs):
     assert len(jobs["jobs"]) == 3  # started at 0, 0.2 and 0.4 s; the 4th at 0.6 s is past it
     measured = [p for p in scale["points"] if p.get("status") == "failed"]
     skipped = [p for p in scale["points"] if p.get("status") == "skipped"]
-    assert len(measured) == 2 and len(skipped) == 6 and scale["status"] == "failed"
+    # scale_i64: 9 sizes and 2 option points (clang's -O level for llvm)
+    assert len(measured) == 2 and len(skipped) == 8 and scale["status"] == "failed"
     assert skipped[0]["error"] == {
         "phase": "timeout",
         "message": "not run: the suite's time budget (--budget-s 0.5) was spent after 3 of the "
-        "case's 9 point(s)",
+        "case's 11 point(s)",
     }
     assert axpy["status"] == "skipped" and all(p.get("status") != "failed" for p in axpy["points"])
     assert doc["summary"]["points"] == {
         "cases": 2,
-        "points": 18,
+        "points": 20,
         "ok": 0,
         "failed": 3,
-        "skipped": 15,
+        "skipped": 17,
     }
 
 
@@ -187,3 +188,21 @@ def test_curve_gives_min_max_and_where_the_gap_stays_near_parity():
     }
     assert found["llvm"]["near_parity_from"] is None  # the last point leaves 1.1x
     assert curve([("n=2^10", block({"wf": 0.95}))])["wf"]["near_parity_from"] == "n=2^10"
+
+
+def test_an_option_point_is_built_its_own_way_and_the_sizes_once(jobs, monkeypatch):
+    # issue 54: scale_i64 sweeps clang's -O level for llvm beside its sizes
+    flags, stand_in = [], case_job.build_case
+
+    def build(case, arch, case_doc, say, bundle=None, revisions=None):
+        flags.append(case.impl("llvm").flags)
+        return stand_in(case, arch, case_doc, say, bundle, revisions)
+
+    monkeypatch.setattr(case_job, "build_case", build)
+    doc, _ = run(case_ids=("scale_i64",))
+    validate(doc, "result", "option sweep")
+    assert flags == [(), ("-O2",), ("-O1",)]  # the sizes' build once, then one per option
+    assert [j["point"] for j in jobs["jobs"]][-2:] == ["clang_O=O2", "clang_O=O1"]
+    (case,) = doc["cases"]
+    assert case["axes"] == ["n", "clang_O"] and case["options"]["headline"] == "O3"
+    assert case["options"]["values"]["O1"] == {"flags": ["-O1"]}
