@@ -16,8 +16,8 @@ from runner.bench.implementation import Implementation
 from runner.bench.integrity import IntegrityFailed
 from runner.bench.options import TimingOptions
 from runner.bench.recheck import RecheckFailed
+from runner.bench.report import Comparison, ReportRow
 from runner.bench.reset_probe import ResetRefused
-from runner.bench.rows import Comparison, ReportRow
 from runner.bench.session import Session, current, reset
 from runner.bench.verification import (
     DEFAULT_TOLERANCES,

@@ -16,20 +16,20 @@ import dataclasses
 import time
 from dataclasses import dataclass
 
-from runner.bench import cupti_timer, integrity, report, reset_probe
+from runner.bench import integrity, report, reset_probe, watch
 from runner.bench import session as session_module
 from runner.bench.implementation import Implementation, normalize
 from runner.bench.options import SCHEDULE, TimingOptions
 from runner.bench.recheck import RecheckFailed
+from runner.bench.report import Comparison, ReportRow
 from runner.bench.reset_probe import ResetRefused
-from runner.bench.rows import Comparison, ReportRow
-from runner.bench.shared_batch import SharedBatchHot
 from runner.bench.verification import DeclarationError, reject_controls
 from runner.bench.workload import Case, ReferenceUnavailable
 from runner.measurement import aa_control, timing
 from runner.measurement.gate import PhaseError, arrays
 from runner.measurement.timing import cold as cold_timing
 from runner.measurement.timing import timer_choice
+from runner.measurement.timing.hot import SharedBatchHot
 
 __all__ = [
     "CheckFailed",
@@ -123,7 +123,7 @@ class Runner:
         asked = self.options.timer
         try:
             timer, why = timer_choice.choose_timer(
-                asked, self.options.mode, cupti_timer.unavailable_reason()
+                asked, self.options.mode, watch.unavailable_reason()
             )
         except timer_choice.TimerUnavailable as exc:
             if not self.options.verify_only:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
-from runner.bench import cupti_timer
+from runner.bench import watch
 from runner.bench.recheck import Recheck
 from runner.bench.verification import DeclarationError
 from runner.bench.workload import ReferenceUnavailable
@@ -194,7 +194,7 @@ def watch_reason(device, options) -> str | None:
     """None when the comparison's windows can be recorded by CUPTI, else why not."""
     if not declares(device, Watchable):
         return "the device is a stand-in without CUDA"
-    why = cupti_timer.unavailable_reason()
+    why = watch.unavailable_reason()
     if why is None and options.timer == "events":
         return COLD_EVENTS if options.mode == "cold" else HOT_EVENTS
     return why
@@ -244,7 +244,7 @@ class WatchedBackend:
             self.close()  # the device's backend and CUPTI: nothing is timed
             raise
         if options.timer == "cupti":
-            self.busy = cupti_timer.KernelSpanTimer(case.count_copies)
+            self.busy = watch.KernelSpanTimer(case.count_copies)
             for entry in self.info.values():  # one method for every sample of every row
                 entry["method"] = f"{self.busy.method}; launched as {entry['method']}"
         if options.recheck:

@@ -8,17 +8,24 @@ ingest`, `compare` and the dashboard read it unchanged); unverified rows carry n
 from __future__ import annotations
 
 import platform
+from dataclasses import dataclass, field
 
 from runner.bench import integrity
 from runner.bench.implementation import callable_identity
 from runner.bench.options import SCHEDULE
-from runner.bench.rows import ReportRow
+from runner.bench.workload import Case
 from runner.document import candidate_gaps, systematic_of, throughput, timing_block
 from runner.measurement import aa_control, stats
 from runner.measurement.gate import arrays
 from runner.measurement.timing.base import declares
 
-__all__ = ["case_document", "markdown", "rows"]
+__all__ = [
+    "Comparison",
+    "ReportRow",
+    "case_document",
+    "markdown",
+    "rows",
+]
 
 # What a row's time stands for (CallableBackend._method_class); a ratio needs the same on both
 METHOD_CLASSES = {
@@ -446,3 +453,41 @@ def _graph_node_s(mode: str, info: dict, *names: str) -> float:
     if any(integrity.copies_disabled(info.get(n, {})) for n in names):
         return stats.COLD_GRAPH_NODE_S
     return 0.0
+
+
+# What a comparison returns: one ReportRow per implementation, and the Comparison around them
+# (the report builds them, the runner returns them).
+
+
+@dataclass
+class ReportRow:
+    """One implementation's line of the report."""
+
+    name: str
+    role: str  # "op" or "implementation"
+    verification: str
+    verified: bool
+    check_status: str  # passed, failed, not_checked
+    problems: list[str] = field(default_factory=list)
+    median_s: float | None = None
+    p10_s: float | None = None
+    p90_s: float | None = None
+    samples: int = 0
+    method: str = ""
+    tflops: float | None = None
+    gbps: float | None = None
+    ratio: float | None = None  # median time / the op's median time, verified rows only
+    stable: bool | None = None  # noise of this row (and, for a ratio, of the op's) within limits
+    flags: list[str] = field(default_factory=list)  # integrity findings: no ratio (integrity.py)
+
+
+@dataclass
+class Comparison:
+    op: str
+    case: Case
+    rows: dict[str, ReportRow]
+    document_case: dict
+    timed: bool
+
+    def __getitem__(self, name: str) -> ReportRow:
+        return self.rows[name]

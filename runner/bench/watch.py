@@ -32,7 +32,19 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-__all__ = ["Bracket", "Classifier", "Finding", "Watch", "runner_own"]
+from runner.measurement.timing.cupti import SPAN, is_copy, span_s, unavailable_reason
+
+__all__ = [
+    "SPAN",
+    "Bracket",
+    "Classifier",
+    "Finding",
+    "KernelSpanTimer",
+    "Watch",
+    "runner_own",
+    "span_s",
+    "unavailable_reason",
+]
 
 SLACK_NS = 5_000  # host stamps and device records are both on CUPTI's clock, to about a microsecond
 SPAN_SLACK_NS = 2_000  # the events' resolution (0.5 us) and their own overhead
@@ -331,3 +343,28 @@ class Watch:
 
     def close(self) -> None:
         self.activity.close()
+
+
+# The cupti timer: a sample's time is the span of its own records on the timing stream (first
+# start to last end, cupti.SPAN, as the PTX runner's hot samples), memcpy and memset records
+# included only with the case's count_copies; the records come from the comparison's one
+# recording (Watch), which places them in their sample's window.
+
+
+class KernelSpanTimer:
+    """`seconds(records)`: the span of one sample's records on the timing stream."""
+
+    def __init__(self, include_copies: bool):
+        self.include_copies = include_copies
+        self.method = (
+            "CUPTI span (first start to last end of the kernel"
+            + (", memcpy and memset" if include_copies else "")
+            + " records a sample launched)"
+        )
+
+    def seconds(self, records) -> float:
+        return span_s(
+            (start, end)
+            for start, end, name, _stream in records
+            if self.include_copies or not is_copy(name)
+        )

@@ -79,7 +79,7 @@ def test_two_passes_break_the_pairing_the_interval_assumes():
 
 
 def test_rows_of_about_one_speed_share_the_smallest_batch_and_slower_ones_keep_theirs():
-    from runner.bench.shared_batch import shared_batches
+    from runner.measurement.timing.hot import shared_batches
 
     # an A/A calibrated to 300 and 200 calls from noisy first batches: one batch for both
     assert shared_batches({"A": 300, "A again": 200}) == {"A": 200, "A again": 200}

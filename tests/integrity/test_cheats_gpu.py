@@ -242,7 +242,7 @@ def options(session):
 
 
 def cupti_reason():
-    from runner.bench import cupti_timer
+    from runner.bench import watch as cupti_timer
 
     return cupti_timer.unavailable_reason()
 

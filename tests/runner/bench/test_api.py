@@ -881,7 +881,7 @@ def test_check_passes_a_correct_op_and_names_the_mismatch_of_a_wrong_one():
 
 
 def test_cupti_span_of_intervals_keeps_the_gaps_between_kernels():
-    from runner.bench.cupti_timer import SPAN, span_s
+    from runner.bench.watch import SPAN, span_s
 
     assert SPAN == "first-start-to-last-end"
     assert span_s([]) == 0.0

@@ -18,9 +18,8 @@ import pytest
 from protocol.validation import validate
 from runner import bench
 from runner.bench import integrity, watch
-from runner.bench.cupti_timer import KernelSpanTimer
 from runner.bench.report import markdown
-from runner.bench.watch import Bracket, Classifier
+from runner.bench.watch import Bracket, Classifier, KernelSpanTimer
 from runner.measurement.gate import null_models
 from runner.measurement.timing import cupti
 from tests.runner.bench import test_api as test_bench_api
@@ -313,7 +312,7 @@ def watched(monkeypatch):
     stand_in = StandInCupti()
     monkeypatch.setattr(cupti, "ActivityWindow", stand_in.window)
     monkeypatch.setattr(cupti, "now_ns", stand_in.now_ns)
-    monkeypatch.setattr("runner.bench.cupti_timer.unavailable_reason", lambda: None)
+    monkeypatch.setattr("runner.bench.watch.unavailable_reason", lambda: None)
     device = FakeCallableDevice()
     device.backend = lambda impls, case, options: WatchedFakeBackend(
         stand_in, device, impls, case, options

@@ -322,7 +322,7 @@ def test_cupti_span(session):
     from workloads import Scale
 
     from runner import bench
-    from runner.bench import cupti_timer
+    from runner.bench import watch as cupti_timer
 
     why = cupti_timer.unavailable_reason()
     if why:
