@@ -99,6 +99,16 @@ class Cluster:
         with Client(self.address, timeout=30) as client:
             client.wait_for_workers(count, timeout=90)
 
+    def settle(self, count: int) -> None:
+        """Wait until the scheduler lists exactly `count` workers (one stopped has left it)."""
+        from distributed import Client
+
+        with Client(self.address, timeout=30) as client:
+            deadline = time.monotonic() + 60
+            while len(client.scheduler_info(n_workers=-1)["workers"]) != count:
+                assert time.monotonic() < deadline, f"the cluster did not settle at {count} workers"
+                time.sleep(0.2)
+
     def set_control(self, **control) -> None:
         self.control.write_text(json.dumps({"marks": str(self.marks), **control}))
 

@@ -113,6 +113,7 @@ def test_a_run_over_two_gpu_models_writes_one_document_per_model(cluster, stand_
         status, documents, said, _ = _run(cluster, stand_in, tmp_path)
     finally:
         cluster.stop(extra)
+        cluster.settle(3)
     assert status == 0
     assert set(documents) == {H100, A100}
     assert any(f"GPU models: {A100}, {H100} (one document per model)" in line for line in said)
@@ -176,6 +177,7 @@ def test_a_worker_with_an_older_kernelgap_is_refused_naming_both_versions(
             _run(cluster, stand_in, tmp_path)
     finally:
         cluster.stop(extra)
+        cluster.settle(3)
     assert "runs kernelgap 0.0.9, older than this harness's 0.1.0" in str(refused.value)
     assert not (tmp_path / "results").exists()  # refused before anything ran
 
@@ -219,6 +221,7 @@ def test_a_base_and_a_head_go_to_one_task_each_case_with_the_commit(cluster, sta
     from harness.running import shipping
 
     suite, _ = stand_in
+    cluster.set_control()
     bundles = []
     for label in ("base", "head"):
         (tmp_path / label).mkdir()
