@@ -19,6 +19,7 @@ import numpy as np
 from harness.dashboard import sweep_charts
 from harness.dashboard.explain_pages import file_stem
 from harness.dashboard.sweep_charts import spaced, tick_label
+from harness.history.series import gpu_model
 from harness.reporting.table import format_time
 from protocol.modes import describe
 
@@ -34,7 +35,7 @@ PAGE = """<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title>
 <style>body{{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1160px;color:#1b1f24;
-padding:0 12px}} svg.history,svg.sweep{{max-width:100%;height:auto}} .scroll{{overflow-x:auto}}
+padding:0 12px;overflow-wrap:anywhere}} svg.history,svg.sweep{{max-width:100%;height:auto}} .scroll{{overflow-x:auto}}
 pre{{overflow-x:auto}} @media (max-width:700px){{body{{margin:1em auto}} h1{{font-size:22px}}}}
 h2{{border-bottom:2px solid #d8dde3}} .muted{{color:#5b6470}} .note{{color:#8a5a00}}
 .tag{{border:1px solid currentColor;border-radius:4px;padding:0 6px;font-size:12px;font-weight:700}}
@@ -142,12 +143,26 @@ def _sweep(case: dict, data: dict) -> str:
 
 
 def _mode(case: dict, data: dict, mode: str) -> str:
-    """One mode's section: current gaps, shared steps, the gap chart and the time chart."""
-    series = [s for s in case["series"] if s["mode"] == mode]
+    """One mode's sections, one per GPU model (the one shown at open first): a chart never
+    draws a point of another model."""
+    gpus = data.get("gpus") or [None]
+    return "".join(_section(case, data, mode, gpu, len(gpus) > 1) for gpu in gpus)
+
+
+def _section(case: dict, data: dict, mode: str, gpu: str | None, named: bool) -> str:
+    """One mode's section on one GPU model: current gaps (of the model of the mode's newest
+    run), shared steps, the gap chart, the time chart and the recent history as a table."""
+
+    def ours(item: dict) -> bool:
+        return gpu is None or item.get("gpu") in (gpu, None)
+
+    series = [s for s in case["series"] if s["mode"] == mode and ours(s)]
     if not series:
         return ""
     runs = data["runs"]
-    rows = [r for r in data["views"][mode]["table"] if r["case"] == case["id"] and r["candidate"]]
+    newest = gpu is None or gpu_model(data["views"][mode]["gpu"]) == gpu
+    table = data["views"][mode]["table"] if newest else []
+    rows = [r for r in table if r["case"] == case["id"] and r["candidate"]]
     now = " · ".join(
         f"{html.escape(r['candidate'])} <b>{r['gap']:.3f}x</b>"
         if r["gap"]
@@ -158,16 +173,17 @@ def _mode(case: dict, data: dict, mode: str) -> str:
         f'<p class="note">&#9888; {html.escape(t["text"])} (commit '
         f"{html.escape(_commit(runs, t['run']))}, {html.escape(runs['date'][t['run']][:10])})</p>"
         for t in case.get("together", [])
-        if t["mode"] == mode
+        if t["mode"] == mode and newest
     )
-    marks = [m for m in case.get("changes", []) if m["mode"] == mode]
+    marks = [m for m in case.get("changes", []) if m["mode"] == mode and ours(m)]
     gap = [(s, s["gap"]) for s in series if s["role"] == "candidate"]
     times = [(s, s["t"]) for s in series]
     info = describe(mode)
     tag = f'<span class="tag" title="{html.escape(info.title)}">{info.symbol} {html.escape(mode)}</span>'
-    where = f"{case['id']}, {mode}"
+    where = f"{case['id']}, {mode}" + (f", {gpu}" if named else "")
+    on = f" · {html.escape(gpu)}" if named and not newest else ""
     return (
-        f"<h2>{tag} mode</h2>"
+        f"<h2>{tag} mode{on}</h2>"
         f"<p>now: {now or 'no gap in the newest run'}</p>{notes}"
         f"<h3>gap (x {html.escape(case['baseline'])}, lower is better)</h3>"
         + _chart(
@@ -315,6 +331,11 @@ def _polylines(lines, runs: dict, frame: _Frame, out: list[str]) -> dict[float, 
         # every point at once: numpy does xpx's and ypx's operations in the same order
         xs, ys_px = frame.xpx(n[at]).tolist(), frame.ypx(y).tolist()
         path = " ".join(map("{:.1f},{:.1f}".format, xs, ys_px))
+        if len(xs) == 1:  # one point draws no line
+            out.append(
+                f'<circle cx="{xs[0]:.1f}" cy="{ys_px[0]:.1f}" r="3" '
+                f'fill="{html.escape(s["color"])}"/>'
+            )
         dash = DASHES[s.get("segment", 0) % len(DASHES)]
         out.append(
             f'<polyline points="{path}" fill="none" stroke="{html.escape(s["color"])}" '

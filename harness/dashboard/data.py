@@ -309,14 +309,15 @@ def _renumbered_event(event: dict, compact: dict[int, int], anchor_of: dict) -> 
 
 def _drawn_runs(runs: list[dict], used: list[int], mode_of: dict, gpu_of: dict) -> dict:
     """data["runs"]: the drawn runs' ids, commits, dates, labels, modes, GPU models and
-    ordinals (the run's place among the runs of its mode: "the last 50 runs" are counted by
-    it), column by column."""
+    ordinals (the run's place among the runs of its mode on its GPU model, as a chart shows
+    them: "the last 50 runs" are counted by it), column by column."""
     labels = _run_labels(runs, mode_of)
     chosen = [runs[g] for g in used]
     ordinal, count = {}, defaultdict(int)
     for g in range(len(runs)):
-        ordinal[g] = count[mode_of.get(g)]
-        count[mode_of.get(g)] += 1
+        chart = (mode_of.get(g), gpu_of.get(g))
+        ordinal[g] = count[chart]
+        count[chart] += 1
     return {
         "mode": [mode_of.get(g) for g in used],
         "gpu": [gpu_of.get(g) for g in used],

@@ -29,7 +29,7 @@ PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title>
-<style>body{{font:14px/1.45 system-ui,sans-serif;margin:2em;max-width:80em}}
+<style>body{{font:14px/1.45 system-ui,sans-serif;margin:2em;max-width:80em;overflow-wrap:anywhere}}
 table{{display:block;overflow-x:auto}} pre{{overflow-x:auto}}
 @media (max-width:700px){{body{{margin:1em 12px}}}}
 table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #d8dde3;padding:3px 8px}}

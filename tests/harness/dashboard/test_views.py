@@ -1,6 +1,8 @@
 """The dashboard's first window, its hot/cold switch, its "last 50 runs / all" range, its step
 labels and its case pages, in headless Chromium, on the planted history of
-tools/perf/dashboard_history.py (hot and cold runs, steps, a driver shift)."""
+tools/perf/dashboard_history.py (documents as the current runner writes them: hot and
+cold-mean runs, steps, a driver shift, a run on another GPU model, a throttled run); and the
+page on a phone (390 x 844)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ pytestmark = pytest.mark.skipif(
 )
 RUNS, CASES = 1000, 12
 FIRST_WINDOW = (1400, 1000)
+PHONE = (390, 844)
 
 # Rectangles of a chart's step labels (the annotations marks.js adds): [left, top, right, bottom].
 LABELS_JS = """((id) => [...document.getElementById(id).querySelectorAll('.annotation')]
@@ -79,14 +82,23 @@ def test_the_first_window_answers_how_far_and_whether_it_is_closing(site):
         folded = browser.evaluate("document.getElementById('hardware').open")
         switch = browser.evaluate(
             "[...document.querySelectorAll('#mode-switch button')].map(b => "
-            "[b.dataset.mode, b.getAttribute('aria-pressed'), b.textContent])"
+            "[b.dataset.mode, b.getAttribute('aria-pressed'), b.textContent, b.title])"
+        )
+        tags = browser.evaluate(
+            "[...document.querySelectorAll('#alerts .mode-tag')].map(t => [t.textContent, t.title])"
         )
         state = page_state(browser)
         errors = browser.errors()
     assert errors == [] and state["errors"] == []
-    assert data["mode"] == "hot" and [s[:2] for s in switch] == [["hot", "true"], ["cold", "false"]]
+    # A current runner's cold runs are keyed cold-mean: labelled cold, never hot (issue 51)
+    assert data["mode"] == "hot"
+    assert [s[:2] for s in switch] == [["hot", "true"], ["cold-mean", "false"]]
     # hot and cold told apart by words and symbols, not colour alone
-    assert [s[2] for s in switch] == ["▲ hot", "◆ cold"]
+    assert [s[2] for s in switch] == ["▲ hot", "◆ cold-mean"]
+    assert "L2 flush" in switch[1][3] and "graph replay" not in switch[1][3]
+    assert "graph replay" in switch[0][3]
+    cold_tags = [t for t in tags if "cold-mean" in t[0]]
+    assert cold_tags and all(t[0].startswith("◆") and "L2 flush" in t[1] for t in cold_tags)
     assert cards[0][0] == "forth" and all(c[1] == "hot" and "hot" in c[2] for c in cards)
     primary = state["headline"][0]
     assert primary["primary"] and cards[0][3]
@@ -100,8 +112,8 @@ def test_the_first_window_answers_how_far_and_whether_it_is_closing(site):
     assert alerts[0][1].startswith("▲ hot gap +3.0% slower case_03")
     shifts = [a for a in alerts if a[3] == "baseline"]
     assert len(shifts) == 1 and "the baseline moved, the gap did not" in shifts[0][1]
-    assert any(a[0] == "cold" and a[3] == "gap" and a[4] == "case_03" for a in alerts)
-    assert all(a[0] in ("hot", "cold") for a in alerts) and len(alerts) <= 6
+    assert any(a[0] == "cold-mean" and a[3] == "gap" and a[4] == "case_03" for a in alerts)
+    assert all(a[0] in ("hot", "cold-mean") for a in alerts) and len(alerts) <= 6
     assert 0 < sum(not a[2] for a in alerts) <= 6  # more would be one click away
     assert lead[0] < FIRST_WINDOW[1] and not folded and hardware[0] > lead[0]
 
@@ -171,7 +183,9 @@ def test_the_mode_switch_changes_every_card_chart_and_header(site):
         hot = scrolled_to(browser, "case_00")
         note_hot = browser.evaluate("document.querySelectorAll('#case-case_00 .together').length")
         # The keyboard reaches the switch: focus it and press Enter.
-        browser.evaluate("document.querySelector('#mode-switch button[data-mode=cold]').focus()")
+        browser.evaluate(
+            "document.querySelector('#mode-switch button[data-mode=cold-mean]').focus()"
+        )
         for kind in ("keyDown", "keyUp"):
             key = {"key": "Enter", "code": "Enter", "windowsVirtualKeyCode": 13}
             browser.send("Input.dispatchKeyEvent", {"type": kind, **key, "text": "\r"})
@@ -185,10 +199,10 @@ def test_the_mode_switch_changes_every_card_chart_and_header(site):
         header = browser.evaluate("document.querySelector('#case-case_00 .now').textContent")
         errors = browser.errors()
     assert errors == [] and cold["errors"] == []
-    assert hot["mode"] == "hot" and cold["mode"] == "cold" and set(modes) == {"cold"}
+    assert hot["mode"] == "hot" and cold["mode"] == "cold-mean" and set(modes) == {"cold-mean"}
     assert hot["cases"]["case_00"]["mode"] == "hot"
-    assert cold["cases"]["case_00"]["mode"] == "cold"
-    assert "cold" in header and "forth" in header  # the case's current gap, in its mode
+    assert cold["cases"]["case_00"]["mode"] == "cold-mean"
+    assert "◆ cold-mean" in header and "forth" in header  # the case's current gap, in its mode
     # the driver shift is hot only: its note shows in hot mode, not in cold
     assert note_hot == 1 and note_cold == 0
 
@@ -207,7 +221,8 @@ def test_the_range_and_the_times_are_one_click_away(site):
         errors = browser.errors()
     assert errors == []
     assert last50["range"][1] - last50["range"][0] == pytest.approx(50)
-    assert every["range"][1] - every["range"][0] == pytest.approx(RUNS // 2)
+    # every hot run of the primary model: one of the RUNS // 2 ran on another model
+    assert every["range"][1] - every["range"][0] == pytest.approx(RUNS // 2 - 1)
     assert times["panel"] == "times" and "cuda (baseline)" in times["traces"]
     assert last50["panel"] == "gap" and "cuda (baseline)" not in last50["traces"]
 
@@ -240,10 +255,96 @@ def test_a_case_page_has_its_history_its_explanation_and_links_back(site):
         back = browser.evaluate("document.querySelector('a').getAttribute('href')")
         errors = browser.errors()
     assert errors == []
-    # per mode: 3 candidates' gaps and 4 implementations' times (case_03 has one key each)
-    assert charts == 2 * (3 + 4)
+    # per mode and GPU model: 3 candidates' gaps and 4 implementations' times (case_03 has
+    # one key each); hot on the H200, hot on the other model (its one run), cold on the H200
+    assert charts == 3 * (3 + 4)
     # the planted history's counters step on case_03 (dashboard_history.py): explained here
-    assert headings[:3] == ["▲ hot mode", "◆ cold mode", "Counters: what changed in the code"]
-    assert "harness explain" in headings[3]
+    assert headings[:4] == [
+        "▲ hot mode",
+        "▲ hot mode · NVIDIA A100-SXM4-80GB",
+        "◆ cold-mean mode",
+        "Counters: what changed in the code",
+    ]
+    assert "harness explain" in headings[4]
     assert back == f"../index.html#{case['anchor']}"
     assert "kernelgap explain" in page.read_text()
+
+
+def test_each_gpu_model_has_its_own_charts_and_a_throttled_run_is_named(site):
+    """The hot run at 90% ran on another GPU model, 5% slower there; the one at 97% was
+    throttled (tools/perf/dashboard_history.py)."""
+    out, data = site
+    primary, other = data["gpus"]
+    with Browser(*FIRST_WINDOW) as browser:
+        opened(browser, out)
+        browser.evaluate("kernelgapSetRange('all')")
+        here = scrolled_to(browser, "case_00")
+        browser.evaluate("document.getElementById('chart-suite').scrollIntoView()")
+        browser.evaluate("kernelgapIdle()")
+        suite_here = page_state(browser)["suite"]
+        browser.evaluate(f"kernelgapSetGpu({other!r})")
+        browser.evaluate("document.getElementById('chart-suite').scrollIntoView()")
+        browser.evaluate("kernelgapIdle()")
+        suite_there = page_state(browser)["suite"]
+        there = scrolled_to(browser, "case_00")
+        errors = browser.errors()
+    assert errors == [] and (primary, other) == ("NVIDIA H200", "NVIDIA A100-SXM4-80GB")
+    # no point of the other model on this model's charts, and the other's alone on its own
+    assert here["cases"]["case_00"]["gpus"] == [primary] and suite_here["gpus"] == [primary]
+    assert there["cases"]["case_00"]["gpus"] == [other] and suite_there["gpus"] == [other]
+    assert suite_there["points"] == 3  # its one run: a point per candidate
+    # the throttled run is named where it is drawn, with the reason from its document
+    for throttled in (suite_here["throttled"], here["cases"]["case_00"]["throttled"]):
+        assert throttled and all(t[1] == "⚠ throttled" for t in throttled)
+        assert all("HW thermal slowdown" in t[2] and "12 of 12 cases" in t[2] for t in throttled)
+    assert suite_there["throttled"] == []
+    page = (out / next(c for c in data["cases"] if c["id"] == "case_00")["page"]).read_text()
+    assert page.count('<g class="throttled"><title>') == 2  # the hot gap and time charts
+
+
+def test_a_phone_gets_one_column_no_sideways_scroll_and_every_chart_named(site):
+    out, data = site
+    case = next(c for c in data["cases"] if c["id"] == "case_03")
+    named = (
+        "[...document.querySelectorAll('.chart, svg[role=img], [role=figure]')]"
+        ".filter(e => !(e.getAttribute('aria-label') || '').trim()).map(e => e.id || e.tagName)"
+    )
+    with Browser(*PHONE) as browser:
+        opened(browser, out)
+        browser.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+        browser.evaluate("kernelgapIdle()")
+        widths = browser.evaluate(
+            "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+        )
+        columns = browser.evaluate(
+            "getComputedStyle(document.querySelector('.first')).gridTemplateColumns.split(' ').length"
+        )
+        lead = browser.evaluate(
+            "document.querySelector('#chart-overview svg').getBoundingClientRect().width"
+        )
+        unnamed = browser.evaluate(named)
+        charts = browser.evaluate("document.querySelectorAll('.chart').length")
+        trends = browser.evaluate("document.querySelectorAll('#chart-overview .case-trend').length")
+        browser.open((out / case["page"]).as_uri())
+        page_widths = browser.evaluate(
+            "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+        )
+        page_unnamed = browser.evaluate(named)
+        page_charts = browser.evaluate("document.querySelectorAll('svg[role=img]').length")
+        table = browser.evaluate(
+            "document.querySelector('details.history-table table').rows.length"
+        )
+        browser.open(
+            (out / next(r["explain"] for r in data["table"] if r["case"] == "case_03")).as_uri()
+        )
+        explain_widths = browser.evaluate(
+            "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+        )
+        errors = browser.errors()
+    assert errors == []
+    assert widths[0] <= widths[1] == PHONE[0] and page_widths[0] <= page_widths[1] == PHONE[0]
+    assert explain_widths[0] <= explain_widths[1] == PHONE[0]
+    assert columns == 1 and lead <= PHONE[0]
+    assert charts == 2 + CASES and unnamed == [] and page_charts >= 4 and page_unnamed == []
+    assert trends == CASES  # each case's gap trend since the start, in the first window
+    assert table == 1 + 10  # the newest runs of the case's history as text
