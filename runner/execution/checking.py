@@ -6,6 +6,7 @@ here), and the verdict is the exit status.
 
 from __future__ import annotations
 
+import multiprocessing
 import subprocess
 import tempfile
 from pathlib import Path
@@ -19,6 +20,8 @@ from runner.definition.launch_limits import LaunchLimitError, check_launch
 from runner.execution.result import case_skeleton
 from runner.execution.suite import build_case
 from runner.measurement.gate.correctness import edges_problems, passing_null_models
+
+REFERENCE_START_S = 5.0  # a forked child's start, beyond the reference's own time
 
 
 def _say(text: str) -> None:
@@ -57,27 +60,67 @@ def _launch_problem(case: manifest.CaseSpec, arch: str) -> str | None:
     return None
 
 
+def _reference_checks(suite: manifest.Suite, case: manifest.CaseSpec) -> tuple:
+    """(the null models the case's tolerance admits, or why its reference could not run: raised,
+    hung, wrong shape; the problems of its outputs on the edges of the inputs' valid ranges)."""
+    try:
+        admitted: list[str] | str = passing_null_models(suite, case)
+    except manifest.ManifestError as exc:
+        admitted = str(exc)
+    try:
+        edges = edges_problems(suite, case)
+    except manifest.ManifestError as exc:
+        edges = [f"(the reference could not run on the edges inputs: {exc})"]
+    return admitted, edges
+
+
+def _bounded_reference_checks(suite: manifest.Suite, case: manifest.CaseSpec) -> tuple:
+    """_reference_checks in a child process, ended at twice the case's timeout_s (each call is
+    also bounded by it inside, where its code can be interrupted): a reference that swallows
+    the interruption, blocks the signal or never leaves C code ends as one that raised, as
+    `runner bench`'s worker does."""
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_send_checks, args=(suite, case, send), daemon=True)
+    child.start()
+    send.close()
+    limit_s = 2 * case.settings.timeout_s + REFERENCE_START_S
+    try:
+        if receive.poll(limit_s):
+            return receive.recv()
+        why = f"did not return within {limit_s:g} s (twice the case's timeout_s); ended"
+    except EOFError:
+        child.join()
+        why = f"ended its process with status {child.exitcode} before it returned"
+    finally:
+        child.kill()
+        child.join()
+        receive.close()
+    return f"{case.where}: reference {case.reference} {why}", []
+
+
+def _send_checks(suite: manifest.Suite, case: manifest.CaseSpec, send) -> None:
+    try:
+        send.send(_reference_checks(suite, case))
+    except BaseException as exc:
+        send.send((f"{case.where}: reference {case.reference} failed: {exc!r}", []))
+
+
 def _tolerance_problems(suite: manifest.Suite, case: manifest.CaseSpec) -> int:
     """Fail a case whose tolerance admits a null model (or whose reference cannot run); note
     where the reference gives non-finite values on the edges of the inputs' valid ranges.
     Returns the failures (0 or 1)."""
     failures = 0
-    try:
-        admitted = passing_null_models(suite, case)
-    except manifest.ManifestError as exc:  # raised, hung, wrong shape: named, no traceback
+    admitted, edges = _bounded_reference_checks(suite, case)
+    if isinstance(admitted, str):  # raised, hung, wrong shape: named, no traceback
         failures += 1
-        _say(f"FAIL  {case.id}: reference: {exc}")
-        admitted = []
-    if admitted:
+        _say(f"FAIL  {case.id}: reference: {admitted}")
+    elif admitted:
         failures += 1
         _say(
             f"FAIL  {case.id}: tolerance: outputs that did not do the work pass it at the check "
             f"size: {'; '.join(admitted)} (tighten the tolerance or make the data less degenerate)"
         )
-    try:
-        edges = edges_problems(suite, case)
-    except manifest.ManifestError as exc:
-        edges = [f"(the reference could not run on the edges inputs: {exc})"]
     for problem in edges:  # a note: the gate still compares those outputs (inf == inf)
         _say(f"note  {case.id}: valid ranges: {problem}")
     return failures

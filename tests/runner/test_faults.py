@@ -231,6 +231,28 @@ def wrong_shape(x, a):
 
 def exits(x, a):
     raise SystemExit(0)
+
+
+def swallows(x, a):  # catches the time limit's interruption and goes on (issue 52)
+    while True:
+        try:
+            time.sleep(600)
+        except BaseException:
+            pass
+
+
+def ignores(x, a):  # the time limit's signal ignored, then a wait that never ends
+    import signal
+    import threading
+
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    threading.Event().wait()
+
+
+def dies(x, a):
+    import os
+
+    os._exit(7)
 """
 
 
@@ -247,6 +269,13 @@ def exits(x, a):
             "reference reference.py:wrong_shape: output 'out' has 3 elements, expected 17",
         ),
         ("exits", "reference reference.py:exits: raised SystemExit: 0"),
+        (
+            "swallows",
+            "reference reference.py:swallows did not return within 9 s (twice the case's "
+            "timeout_s); ended",
+        ),
+        ("ignores", "reference reference.py:ignores did not return within 9 s"),
+        ("dies", "reference reference.py:dies ended its process with status 7 before it returned"),
     ],
 )
 def test_runner_check_names_a_failing_reference_and_bounds_its_time(tmp_path, function, message):
