@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -454,7 +453,7 @@ def _case_task(tree: bytes, case_id: str, argv: list[str], deadline: float | Non
     if deadline is not None and time.time() >= deadline:
         return {**base, "skipped": True}
     left = [] if deadline is None else ["--budget-s", f"{max(deadline - time.time(), 0.001):.3f}"]
-    python = shutil.which(sys.executable) or sys.executable
+    python = sys.executable  # the worker's: kernelgap's runner dependencies are installed there
     command = [python, "-m", "runner", "bench", *argv, "--device", "0", *left]
     started = time.monotonic()
     try:
@@ -776,6 +775,5 @@ def _write(sink: model_documents.CaseDocuments, workers: list[GpuWorker]) -> int
         raise ClusterError("; ".join(problems))
     ok = all(case["status"] == "ok" for case, _, _ in sink.cases.values())
     if not ok:
-        say = sink.say
-        say("harness: some case failed or was skipped; the documents record which and why")
+        sink.say("harness: some case failed or was skipped; the documents record which and why")
     return 0 if ok else 1

@@ -185,7 +185,8 @@ class CaseDocuments:
         environment.setdefault("sensors_end", None)
         environment.setdefault("toolchains", {})
         if docs:
-            environment["sensors_end"] = docs[-1]["environment"].get("sensors_end")
+            last = max(docs, key=lambda d: d.get("finished_utc") or "")  # the run's last reading
+            environment["sensors_end"] = last["environment"].get("sensors_end")
             toolchains = {}
             for doc in docs:
                 toolchains.update(doc["environment"].get("toolchains") or {})
