@@ -2,46 +2,33 @@
 
 Every call runs with torch's current stream set to the runner's own non-blocking stream, in the
 device's primary context (the one torch uses), so CUDA events, the blocking kernel and the L2
-flush of runner.measurement.timing apply to callables exactly as to PTX kernels.
+flush of runner.measurement.timing apply to callables exactly as to PTX kernels: CallableBackend
+is timing.cuda.CudaBase's callable adapter, saying only how a call is launched and captured.
 
 Per implementation, once before timing:
 - capture: one call is captured into a CUDA graph (torch.cuda.CUDAGraph). Every graph of a
   comparison shares one private memory pool, and a captured call's outputs are freed as the
-  capture ends, so each implementation's graph gets the same blocks: identical implementations
-  write the same addresses, and placement (pages, L2 slices) cannot tell them apart (measured
-  on the H200: with a pool per graph, torch.add against itself read up to 0.9% apart hot and
-  5% cold). Its memcpy nodes are the call's copies. A callable that synchronizes, or otherwise
-  cannot be captured, is recorded with the reason and timed without a graph.
+  capture ends, so identical implementations write the same addresses. Its memcpy nodes are the
+  call's copies. A callable that cannot be captured is recorded with the reason and timed
+  without a graph.
 - blocking probe (uncaptured callables only): one call queued behind a blocking kernel with a
   short timeout; a call that waits for the stream (synchronizes) cannot be timed behind the
   blocking kernel, so its events include host latency, and the row says so.
-cold: reset, flush, then one call (or, when the case leaves copies out and the call makes
-some, one launch of the captured graph with its memcpy nodes disabled) between events behind
-the blocking kernel. A
-callable that cannot be captured in a case that leaves copies out is timed with whatever copies
-it makes; its row says so and gets no ratio (report.py).
-hot: a graph of up to `graph_calls` calls replayed between events; when the callable cannot be
-captured, a Python loop of calls between events (host launch overhead included, recorded).
-Graph instances: each instance of the same graph runs at an offset of its own that stays for
-its life. Measured on the H200 with torch.add: hot, at 2^10 and 2^14, 0.08-0.2% standard
-deviation between instances against 0.05% of noise within one (the same with the output at one
-fixed address, so it is the instance, not the addresses); cold, by CUPTI, one 1-call graph per
-side read x1.0147 [1.0090, 1.0183] for torch.add against itself at 2^14 in both passes, and 8
-instances taken in turn still x0.9902 [0.9886, 0.9930] at 2^18 in another run (a cold node
-finds its instance's parameters outside the L2 too). So a full hot graph is captured INSTANCES
-times and the samples take the instances in turn: the offsets average out and their spread
-enters the samples. Cold, a call is launched as itself, as the PTX runner launches kernels
-(fresh arguments every launch); only a call whose copies the case leaves out needs its graph,
-captured INSTANCES times and taken in turn by the launches.
-Every graph instance is uploaded as it is made and, for hot batches, replayed once untimed
-(then reset), so no instance's first launch falls in a timed sample (torch's instantiate does
-not upload). The 1-call graph's nodes are judged (runner.bench.captured_work: empty, copy-only,
-copies into outputs) and it is replayed once onto poisoned outputs (replayed_outputs). Around
-every timed window the legacy default stream is synchronized before and queried after: work a
-call left running there is outside the timing stream (findings). Each row's method_class says
-what its time stands for (report.py refuses a ratio across classes).
-The engine drives it through runner.bench.integrity.WatchedBackend (CUPTI, the cupti timer,
-recheck), which uses the hooks at the end of this class.
+cold: reset, flush, then one call (or, when the case leaves copies out and the call makes some,
+one launch of the captured graph with its memcpy nodes disabled) between events behind the
+blocking kernel; a callable that cannot be captured in such a case is timed with its copies, and
+its row gets no ratio (report.py).
+hot: a graph of up to `graph_calls` calls replayed between events, or a Python loop of calls
+where the callable cannot be captured (host launch overhead included, recorded). Each instance
+of a graph runs at an offset of its own, so a full hot graph (and a cold call's graph) is
+captured INSTANCES times and the samples take the instances in turn. Every instance is uploaded
+as it is made and, for hot batches, replayed once untimed (torch's instantiate does not upload).
+The figures behind the pool and the instances: docs/method/callables.md.
+The 1-call graph's nodes are judged (runner.bench.captured_work) and it is replayed once onto
+poisoned outputs (replayed_outputs). Around every timed window the legacy default stream is
+synchronized before and queried after: work a call left running there is outside the timing
+stream (findings). Each row's method_class says what its time stands for. The engine drives it
+through runner.bench.integrity.WatchedBackend (CUPTI, the cupti timer, recheck).
 """
 
 from __future__ import annotations
@@ -58,7 +45,7 @@ from runner.measurement.timing.cuda import CudaBase, InternalKernels
 
 __all__ = ["CallableBackend", "CudaDevice"]
 
-PROBE_TIMEOUT_NS = 200_000_000  # a call still waiting after 0.2 s behind the blocker synchronizes
+PROBE_TIMEOUT_NS = 200_000_000  # a call still waiting this long behind the blocker synchronizes
 # While CUPTI traces, a CUDA graph launch waits for its stream, so it cannot be queued behind
 # the blocking kernel (the host would wait for a stream the blocker holds until it is released)
 UNBLOCKED = "not behind a blocking kernel (CUPTI records the window)"

@@ -180,8 +180,7 @@ def copies_disabled(info: dict) -> bool:
 HOT_EVENTS = (
     "not made for hot samples timed by events: they wait behind the blocking kernel, which a CUDA "
     "graph launch cannot do while CUPTI traces, and taken without it the host's latency enters "
-    "the replays (on the H200 an A/A of torch.mul read x1.0078 that way); --bench-timer cupti "
-    "checks the window"
+    "the replays (docs/method/callables.md); --bench-timer cupti checks the window"
 )
 COLD_EVENTS = (
     "not made for cold samples timed by events: they wait behind the blocking kernel, which a "
@@ -385,8 +384,8 @@ class WatchedBackend:
 
     def cold_probe(self, name: str) -> tuple[float, float]:
         """Two cold launches (reset, flush, timed call): the shorter host wall time, for the
-        sample budget (the first launch of a process pays one-time costs: on the H200 it made
-        the budget's estimate 3x too long; a CPU stand-in states its own), and the shorter
+        sample budget (the first launch of a process pays one-time costs: docs/method/
+        cold-launches.md; a CPU stand-in states its own), and the shorter
         seconds timed, for the launches per sample (runner.measurement.timing.cold)."""
         walls, seconds = [], []
         for _ in range(COLD_PROBES):

@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 SLACK_NS = 5_000  # host stamps and device records are both on CUPTI's clock, to about a microsecond
-SPAN_SLACK_NS = 2_000  # the events' resolution (0.5 us) and their own overhead
+SPAN_SLACK_NS = 2_000  # the events' resolution and their own overhead (docs/method/timers.md)
 SPAN_SLACK_FRACTION = 0.005  # clock-rate differences over a long sample
 STATUS_READ_BYTES = 8
 RECENT_BRACKETS = 160  # brackets a late record is looked up in (Watch.defer)
@@ -290,7 +290,7 @@ class Watch:
             t0 = self.now()
             out = work()
             self.synchronize()
-            # no flush (about 0.7 ms): its records arrive with the next window's and are placed
+            # no flush (it costs a sample): its records arrive with the next window's and are placed
             # by their timestamps among the recent brackets, this one included; before this
             # bracket could leave those (warm-up of many implementations), a flush places them
             bracket = Bracket("untimed", name, t0, self.now())
@@ -317,7 +317,7 @@ class Watch:
 
     def defer(self, brackets: int) -> bool:
         """From here, timed windows and untimed brackets leave their records in CUPTI until
-        collect(): one forced flush (about 0.7 ms on the H200) for many windows. Only for at
+        collect(): one forced flush (as costly as a cold sample) for many windows. Only for at
         most RECENT_BRACKETS `brackets` of any kind (so every one stays among the recent ones,
         where their records are looked up); False, nothing deferred, for more."""
         if brackets > RECENT_BRACKETS:

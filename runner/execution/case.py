@@ -29,23 +29,10 @@ from runner.measurement.timing.cuda import (
 )
 
 DYNAMIC_SHARED_DEFAULT_LIMIT = 48 * 1024
-# cold: each implementation's PTX is loaded this many times and its cold launches take the loads
-# in turn. A cold launch finds its code outside the L2 too, and where a load put it stays for the
-# run: on the H200, 16 loads of PTX axpy at 2^10 (1.36 us), their cold launches in shuffled order,
-# read means 0.4% apart (standard deviation, 0.27% of it sampling), 0.2% at 2^18 (2.95 us); the
-# mean of 32 loads a side leaves 0.1% of that between two sides (benchmarks/perf/RESULTS.md).
-# Where a load lands follows the order of the loads: the same PTX loaded for two sides in turn,
-# A A' A A' ..., read A' 0.49% and 0.38% faster than A at 2^14 by CUPTI in two runs, in every
-# quarter of each (0.30% by events in the second), and 0.13% and 0.24% in two more; split in
-# load_order (round i in round_order(names, i), the order the samples take), 1.0000
-# and 0.9999. Each side's loads then fall on odd and even places alike, and on the places of
-# longer strides alike over whole cycles of base.round_order (32 rounds: exactly for 2, 4 or 8
-# sides; for 3, within 1/8 of the loads at a stride of 4). The launches take the loads by
-# base.copy_turn, so no load keeps one place of the launch sequence. Where the loads land is not
-# all of a cold A/A's offset, though: 0 to 3 decoy loads before each (four seeds) left it at
-# x1.0002 to x1.0014 at 2^10, as without them, while an earlier cold run on the same loads in
-# the same process moved it (x1.0012 alone, x0.9987 after one at 2^14;
-# tools/perf/cold_placement.py): a case's measurement has a worker of its own.
+# cold: each implementation's PTX is loaded this many times, in load_order, and its cold
+# launches take the loads by base.copy_turn: where a load puts the code stays for the run, so a
+# side's mean over many loads, spread alike over the launch sequence, leaves the sides level
+# (docs/method/cold-launches.md)
 COLD_LOADS = 32
 # hot: the timed launches rotate over this many input sets (the case's own and others from
 # random seeds), where the device has room for them and the case has no inout buffer, so a

@@ -2,9 +2,9 @@
 shorter samples.
 
 A gap whose samples are noisier than stats.UNSTABLE_NOISE is usually the GPU, not the kernel: a
-long hot sample at the power cap throttles in every sample (polynomial_f64 on the H200, all 90
-samples of a run). The headline keeps such a case in its fixed set either way (protocol.headline);
-measuring it again first gives it a chance to be shown stable. The second measurement replaces
+long hot sample at the power cap throttles in every sample (benchmarks/perf/RESULTS.md). The
+headline keeps such a case in its fixed set either way (protocol.headline); measuring it again
+first gives it a chance to be shown stable. The second measurement replaces
 the first when it completed (ok), whatever its gap reads, so the choice never depends on the
 gap's value; the case records that it was re-measured, why, and the first one's noise.
 """

@@ -16,7 +16,7 @@ __all__ = [
 STREAM_MIN_BYTES = 256 << 20  # each stream buffer: at least this, and 4 times the L2
 STREAM_BLOCK = 256
 STREAM_PAIR_BYTES = 16  # the kernels move 16-byte words
-STREAM_LAUNCHES = 10  # launches a timing: about 0.6 ms of reads at 256 MiB on an H200
+STREAM_LAUNCHES = 10  # launches a timing: a fraction of a millisecond of reads at 256 MiB
 
 # (FP64, FP32) FMA lanes per SM by compute capability, from the CUDA C++ Programming Guide's
 # "arithmetic instructions" throughput table.

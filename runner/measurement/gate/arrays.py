@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from runner.measurement import precision
+from runner.measurement.gate import elements
 
 __all__ = [
     "as_outputs",
@@ -210,14 +211,12 @@ def agrees(actual, expected, rtol: float, atol: float, chunk: int = AGREE_CHUNK)
 
 
 def compare(actual, expected, rtol: float, atol: float) -> dict:
-    """runner.measurement.gate.correctness's element-wise comparison (integers and bools exact, at any width; NaN only
+    """The gate's element test (gate.elements: integers and bools exact, at any width; NaN only
     where NaN is expected) of two arrays of any shape.
 
     Returns elements, mismatches, max_abs_err, max_rel_err and, on a mismatch, `problem`
     naming the first offending index with both values; a shape mismatch counts every element.
     """
-    from runner.measurement.gate import correctness as gate
-
     a, e = np.ascontiguousarray(to_numpy(actual)), np.ascontiguousarray(to_numpy(expected))
     if a.shape != e.shape:
         return {
@@ -234,7 +233,7 @@ def compare(actual, expected, rtol: float, atol: float) -> dict:
     elif (a.dtype.kind in "iub") != (e.dtype.kind in "iub"):  # an integer for a float: as floats
         a, e = a.astype(np.float64), e.astype(np.float64)
     exact = e.dtype.kind in "iub"
-    result = gate.compare(a.reshape(-1), e.reshape(-1), gate.Tolerance(rtol, atol, exact))
+    result = elements.compare(a.reshape(-1), e.reshape(-1), elements.Tolerance(rtol, atol, exact))
     out = {k: result[k] for k in ("elements", "mismatches", "max_abs_err", "max_rel_err")}
     first = result.get("first_mismatch")
     if first:

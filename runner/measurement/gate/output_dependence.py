@@ -28,8 +28,7 @@ REPEATS = 3  # samples of each replay: a check, not a measurement
 CHECK_SHARE = 0.2  # a replay's launches: about a fifth of a sample's (10 ms of a 50 ms sample)
 CHECK_MIN_LAUNCHES = 64  # and never fewer (or the sample's own, if fewer): a pattern repeats
 # and never more: every poisoned launch queues its memset and copy nodes behind the blocking
-# kernel, which a kernel-only graph does not; 1000 of them stalled the host past the blocker's
-# guard on 1-2 us kernels (benchmarks/perf/RESULTS.md, session 33: the swept suite)
+# kernel, and too many stalled the host past its guard (docs/method/output-dependence.md)
 CHECK_MAX_LAUNCHES = 256
 TOLERANCE = 0.10  # poisoned / plain may exceed 1 by this much, or 5 x the sample noise if larger
 POISON_BYTE = 0xFF  # all-ones: NaN for floats, -1 for integers
@@ -38,9 +37,10 @@ POISON_BYTE = 0xFF  # all-ones: NaN for floats, -1 for integers
 def check_batch(batch: int, graph_launches: int | None) -> int:
     """Launches of one poisoned replay: CHECK_SHARE of a sample's `batch`, at least
     CHECK_MIN_LAUNCHES and at most CHECK_MAX_LAUNCHES (and `batch`), and above one graph's
-    `graph_launches` a whole number of graphs, as timed_poisoned replays them. The replays are a check with a 10% tolerance,
-    not a measurement: a fifth of a sample keeps the events' latency far below it, and the
-    session 30 suite spent 11 s of its 108 s on full-length replays."""
+    `graph_launches` a whole number of graphs, as timed_poisoned replays them. The replays are
+    a check with a 10% tolerance, not a measurement: a fifth of a sample keeps the events'
+    latency far below it at a fraction of a full replay's cost
+    (docs/method/output-dependence.md)."""
     want = min(batch, CHECK_MAX_LAUNCHES, max(round(batch * CHECK_SHARE), CHECK_MIN_LAUNCHES))
     if graph_launches and want > graph_launches:
         want -= want % graph_launches
@@ -125,8 +125,8 @@ def disturbed(backend, name: str, batch: int, alone_s: float, found: dict) -> di
     """The control of a poisoned launch that was slow: the same memsets and copies before every
     launch, aimed at scratch buffers, so the outputs still hold the answer. A kernel whose working
     set fits in the L2 is slower after any such traffic (it reads from DRAM again), the baseline
-    as much as a candidate (session 33: axpy_f64 at 2^21, x1.85 for every row); only a kernel
-    that is faster when its answer is there is slower poisoned than disturbed."""
+    as much as a candidate (docs/method/output-dependence.md); only a kernel that is faster
+    when its answer is there is slower poisoned than disturbed."""
     runs = [backend.timed_disturbed(name, batch) for _ in range(REPEATS)]
     disturbed_s = max(statistics.median(runs) - alone_s, 0.0) / batch
     return {

@@ -30,6 +30,7 @@ import numpy as np
 from runner.definition.spec import CaseSpec, Geometry
 from runner.gpu import driver, generator
 from runner.measurement.gate import correctness as gate
+from runner.measurement.gate import elements
 from runner.measurement.timing import own_launches
 
 # the accumulator's words (KG_CMP_* in kernels.cu)
@@ -94,13 +95,13 @@ def comparison_of(words: np.ndarray, count: int, elements_at) -> dict:
     """gate.compare's record from kg_compare's accumulator `words` over `count` elements;
     `elements_at(index)` -> (got, expected) there, read only for the first mismatch."""
     if int(words[BITS_DIFFER]) == 0:  # bit-identical: gate.compare's quick answer
-        return gate.comparison(count, 0, 0.0, 0.0, 0)
+        return elements.comparison(count, 0, 0.0, 0.0, 0)
     first = None
     if int(words[MISMATCHES]):
         index = int(words[FIRST])
         first = (index, *elements_at(index))
     as_float = words.view(np.float64)
-    return gate.comparison(
+    return elements.comparison(
         count,
         int(words[MISMATCHES]),
         float(as_float[MAX_ABS]) if int(words[FINITE_ABS]) else None,

@@ -23,7 +23,7 @@ from runner.measurement.timing.stopping import (
 
 @dataclass(frozen=True)
 class TimingSettings:
-    """Named, typed defaults of a measurement (see DESIGN.md, Timing method)."""
+    """Named, typed defaults of a measurement (docs/method.md, How it measures)."""
 
     mode: str = "hot"
     warmup: int = 10  # launches per implementation, never timed
@@ -305,10 +305,8 @@ def copy_turn(turn: int, copies: int) -> int:
     """Which of `copies` interchangeable copies (loads of a PTX, captures of a graph) the
     `turn`-th timed launch takes: in turn, one place later each cycle (0 1 2 3, 1 2 3 0,
     2 3 0 1, ...), so over `copies` cycles every copy falls on every place of a cold sample's
-    batch and of the launch sequence. Taken plainly in turn, with a batch that divides the
-    count, a copy always fell on the same place: on the H200 (session 26) the two halves of one
-    side's 32 loads, at 16 launches a sample, read 0.54% apart at 2^10 (11 standard errors) in
-    one side of the A/A and not in the other, which then read x1.0027."""
+    batch and of the launch sequence; taken plainly in turn, a copy kept one place
+    (docs/method/cold-launches.md)."""
     return (turn + turn // copies) % copies
 
 

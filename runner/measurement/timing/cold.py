@@ -4,36 +4,18 @@ the mean of `batch` of them.
 Each launch is timed on its own: reset (inputs, and the module's `.global` state where the
 backend keeps it), fresh inputs, a poison of its outputs, a read-only L2 flush, then the launch
 (between events behind the blocking kernel, or by CUPTI's timestamps). The inputs' seed, the
-poison byte and whether the outputs are read back afterwards are drawn per (sample, launch)
-from a per-run secret (gate.launch_audit), the same for every implementation, so a kernel
-cannot line its skipped launches up with the read-backs. A
-sample is the mean of `batch` such launches, as a hot sample is the mean over its batch. One
-cold launch of a small kernel is a coarse figure: on the H200 a 1.3 us launch spreads by about
-+-10% from launch to launch, read in 32 ns ticks (CUPTI) or 0.5 us ones (events), so medians of
-single launches sit on ticks and their ratio jumps by a whole tick (an A/A read x1.028 with 738
-samples of torch.add at 2^10, an interval without 1.0). Launches are added to a sample until
-their kernel time reaches COLD_SAMPLE_KERNEL_S, at most MAX_COLD_LAUNCHES.
+poison byte and whether the outputs are read back are drawn per (sample, launch) from a per-run
+secret (gate.launch_audit), the same for every implementation, so a kernel cannot line its
+skipped launches up with the read-backs.
 
-A cold launch's time depends on where it falls in the process's sequence of cold launches, not
-only on the kernel: on the H200, PTX axpy at 2^10 (1.36 us) by CUPTI read -4% to +4% by position
-in windows of 16 launches, repeating every 4 launches (2^18: -2.7% to +1.9%), and by +-0.5% over
-blocks of 16 repeating every 64; the phase carries from one sample to the next. Rounds in A B /
-B A repeated started one side's samples on other places than the other's (the same loads on both
-sides, 17 launches a sample: their turns read -1.0% / +0.9% on one side and the opposite on the
-other), and fidelity.py's A/A read x0.9946 at 2^10 and x0.9977 at 2^18. The rounds' order
-(base.round_order: a Latin square, its cycles flipped in Thue-Morse order) starts every side's
-samples on every place of any period of 2 to 16 launches alike, whatever the batch, for 2 to 9
-implementations;
-and a batch of more than one launch is a multiple of COLD_PHASE (8), so each sample holds whole
-periods of the short pattern and samples do not differ by where they started. From 20 us a
-sample stays one launch: its place moves it by 80 ns at most, 0.4%, spread alike over both sides
-by the rounds (benchmarks/perf/RESULTS.md, session 25).
-
-A backend whose timer reads a launch's time only once the device has reported it (CUPTI: a
-forced flush of its records costs about 0.7 ms on the H200, 500 times a 1.3 us kernel) may take
-a sample's launches together: `backend.cold_batch(name, batch, launches)` runs `launches()` (each
-launch as above, in order; what timed_cold returns inside it is not used) and returns each
-launch's seconds, read from one flush afterwards.
+One cold launch is a coarse figure, and its time depends on its place in the process's sequence
+of cold launches: so a sample is the mean of launches adding up to COLD_SAMPLE_KERNEL_S of kernel
+time (at most MAX_COLD_LAUNCHES), a batch of more than one is a multiple of COLD_PHASE, and the
+rounds' order (base.round_order) starts every side's samples on every place alike. A backend
+whose timer reads a launch only once the device reported it (CUPTI, whose forced flush costs as
+much as a sample) may take a sample's launches together: `cold_batch(name, batch, launches)`
+runs `launches()` and returns each launch's seconds, read from one flush afterwards.
+The evidence: docs/method/cold-launches.md.
 """
 
 from __future__ import annotations
@@ -45,7 +27,7 @@ import time
 from runner.measurement.gate.launch_audit import LaunchDraws, LaunchPlan, SideBySide
 from runner.measurement.timing.base import Backend, Capabilities, Strategy, TimingSettings
 
-COLD_SAMPLE_KERNEL_S = 20e-6  # the kernel time a cold sample gathers (see above)
+COLD_SAMPLE_KERNEL_S = 20e-6  # the kernel time a cold sample gathers (module docstring)
 MAX_COLD_LAUNCHES = 32
 COLD_PHASE = 8  # a batch of more than one launch is a multiple of this (see above)
 PROBES = 3  # untimed cold launches per implementation that choose the batch
@@ -56,7 +38,7 @@ def launches_for(seconds: float) -> int:
     if not seconds > 0:
         return MAX_COLD_LAUNCHES
     wanted = math.ceil(COLD_SAMPLE_KERNEL_S / seconds - 1e-9)  # 20 us / 1 us is 20, not 21
-    if wanted <= 1:  # 20 us or more: one launch (its place moves it by 0.4% at most)
+    if wanted <= 1:  # COLD_SAMPLE_KERNEL_S or more: one launch (its place matters little)
         return 1
     whole = COLD_PHASE * math.ceil(wanted / COLD_PHASE)  # whole periods of the launch sequence
     return min(MAX_COLD_LAUNCHES, whole)

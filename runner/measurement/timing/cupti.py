@@ -9,7 +9,7 @@ records of what ran on the window's stream in between. The runner's own kernels 
 the flush, the generator) never count: they are told apart by the function each launch ran
 (runner.measurement.timing.own_launches), never by name, so a user's kernel named kg_* counts.
 
-What a figure is, per timer and mode (DESIGN.md, Timing method):
+What a figure is, per timer and mode (docs/method.md, Timers):
 - cold: the duration of one launch, end - start of its record (the union of the intervals
   when an implementation launches several kernels); a cold sample is the mean of its batch of
   such launches (runner.measurement.timing.cold).
@@ -17,11 +17,8 @@ What a figure is, per timer and mode (DESIGN.md, Timing method):
   between back-to-back launches, which a stream of launches really pays and graph replay between
   events also includes, and leaves out the start event's latency to the first kernel and the
   end event after the last one. It does not read under the event figure, though: tracing puts
-  a cost of its own on every launch. On the H200 (session 26, PTX axpy, 30 samples a side) it
-  read 1.32 us against events' 1.05 us at 2^10, 2.15 against 2.00 at 2^18, 5.01 against 4.60
-  at 2^20 and 777.9 against 777.6 at 2^27; under about 1.3 us a launch its samples spread by
-  4.5% (events: 0.01%) and the same PTX against itself read x0.965 [0.949, 0.988]. Hot mode's
-  default is graph replay between events (timer_choice).
+  a cost of its own on every launch, and short launches spread (docs/method/timers.md); hot
+  mode's default is graph replay between events (timer_choice).
 """
 
 from __future__ import annotations
@@ -172,9 +169,9 @@ class ActivityWindow:
 
     def begin(self) -> None:
         """Open the window, after the caller has waited for the work before it (both front ends
-        synchronize first). No flush here: a forced flush costs about 0.7 ms on the H200, as much
-        as the rest of a cold sample. What ran before has started (and ended) before this host
-        stamp on CUPTI's clock, so end_records() tells it apart by its start."""
+        synchronize first). No flush here: a forced flush costs as much as the rest of a cold
+        sample (docs/method/cold-launches.md). What ran before has started (and ended) before
+        this host stamp on CUPTI's clock, so end_records() tells it apart by its start."""
         _Collector.records.clear()
         self.begun_ns = now_ns()
 

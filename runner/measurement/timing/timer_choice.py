@@ -1,14 +1,13 @@
 """Which timer reads a mode's samples, and why: the same rule for both front ends.
 
-Cold mode is timed by CUPTI's kernel timestamps. CUDA events add their own overhead to one
-short launch (on the H200, 3.9 us against CUPTI's 1.3 us for a 2^10 axpy that ncu reads
-2.3 us), which compresses cold gaps toward 1, so "auto" never falls back to events in cold
+Cold mode is timed by CUPTI's kernel timestamps: CUDA events add their own overhead to one
+short launch, which compresses cold gaps toward 1, so "auto" never falls back to events in cold
 mode: without a usable cupti-python the run is refused, naming the fix. Events in cold mode
 are only ever the user's explicit choice (`--timer events`, `timer="events"`,
 `--bench-timer events`), and that choice is warned about, recorded in every row
 (`timing.timer_reason`) and is a series of its own (harness.series: `cold-mean`, never
-`cold-mean/cupti`). Hot mode's "auto" is events (graph replay between events; CUPTI's tracing
-costs about 0.15 to 0.4 us a launch: runner.measurement.timing.cupti).
+`cold-mean/cupti`). Hot mode's "auto" is events (graph replay between events), since CUPTI's
+tracing costs every launch something. The figures: docs/method/timers.md.
 """
 
 from __future__ import annotations
