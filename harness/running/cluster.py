@@ -286,36 +286,32 @@ def _worker_facts() -> dict:
     }
 
 
-def _installed_version() -> str:
-    """Runs on a worker whose kernelgap lacks _worker_facts: what it has (stdlib only)."""
+def _refusal(client, address: str, fact, ours: str) -> str | None:
+    """Why the worker at `address` is refused (None: it runs this harness's kernelgap). A
+    worker whose kernelgap cannot run _worker_facts is asked with the standard library alone."""
     from importlib import metadata
 
+    from protocol.version import version_tuple
+
+    if isinstance(fact, dict):
+        theirs = fact["kernelgap"]
+        if theirs == ours:
+            return None
+    else:  # unpickling failed there: no harness.running.cluster, or no kernelgap at all
+        got = client.run(metadata.version, "kernelgap", workers=[address], on_error="return")
+        theirs = got.get(address) if isinstance(got.get(address), str) else "none"
+        if theirs == ours:
+            return f"{address} has kernelgap {ours} but cannot run its worker side ({fact!r})"
     try:
-        return metadata.version("kernelgap")
-    except metadata.PackageNotFoundError:
-        return "none"
+        older = version_tuple(theirs) < version_tuple(ours)
+    except ValueError:
+        older = True
+    return f"{address} runs kernelgap {theirs}, {'older' if older else 'newer'} than this harness's {ours}"
 
 
 def _refuse_versions(client, facts: dict, ours: str) -> None:
     """ClusterError naming every worker whose kernelgap is not this harness's."""
-    from protocol.version import version_tuple
-
-    wrong = []
-    for address, fact in facts.items():
-        if isinstance(fact, dict) and fact["kernelgap"] == ours:
-            continue
-        theirs = fact["kernelgap"] if isinstance(fact, dict) else None
-        if theirs is None:
-            got = client.run(_installed_version, workers=[address], on_error="return")
-            theirs = got.get(address) if isinstance(got.get(address), str) else "unknown"
-        try:
-            older = version_tuple(theirs) < version_tuple(ours)
-        except ValueError:
-            older = True
-        wrong.append(
-            f"{address} runs kernelgap {theirs}, {'older' if older else 'newer'} than this "
-            f"harness's {ours}"
-        )
+    wrong = [w for a, fact in facts.items() if (w := _refusal(client, a, fact, ours))]
     if wrong:
         raise ClusterError(
             "workers refused: "

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -162,14 +163,30 @@ def test_the_cases_finished_before_the_harness_dies_are_kept(cluster, stand_in, 
     assert not list(out.glob("*.json"))  # no merged document: the run did not end
 
 
+def _old_kernelgap(folder: Path, version: str, with_cluster: bool) -> Path:
+    """A tree that imports as an older kernelgap: its pyproject's version (which
+    package_version reads), or, without harness.running.cluster, its installed metadata's."""
+    shutil.copytree(ROOT / "protocol", folder / "protocol")  # package_version reads ../pyproject
+    if with_cluster:
+        (folder / "harness").symlink_to(ROOT / "harness")
+        pyproject = (ROOT / "pyproject.toml").read_text()
+        (folder / "pyproject.toml").write_text(pyproject.replace('"0.1.0"', f'"{version}"', 1))
+    else:  # a kernelgap from before --cluster: no worker side to call
+        shutil.copytree(ROOT / "harness", folder / "harness",
+                        ignore=shutil.ignore_patterns("cluster.py", "__pycache__"))  # fmt: skip
+        info = folder / f"kernelgap-{version}.dist-info"
+        info.mkdir()
+        info.joinpath("METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: kernelgap\nVersion: {version}\n"
+        )
+    return folder
+
+
+@pytest.mark.parametrize(("version", "with_cluster"), [("0.0.9", True), ("0.0.8", False)])
 def test_a_worker_with_an_older_kernelgap_is_refused_naming_both_versions(
-    cluster, stand_in, tmp_path
+    cluster, stand_in, tmp_path, version, with_cluster
 ):
-    old = tmp_path / "old-kernelgap"
-    shutil.copytree(ROOT / "protocol", old / "protocol")  # package_version reads ../pyproject
-    (old / "harness").symlink_to(ROOT / "harness")
-    pyproject = (ROOT / "pyproject.toml").read_text()
-    (old / "pyproject.toml").write_text(pyproject.replace('version = "0.1.0"', 'version = "0.0.9"'))
+    old = _old_kernelgap(tmp_path / "old-kernelgap", version, with_cluster)
     extra = cluster.add("old", "7", H100, PYTHONPATH=str(old))
     try:
         cluster.wait_for(4)
@@ -178,7 +195,8 @@ def test_a_worker_with_an_older_kernelgap_is_refused_naming_both_versions(
     finally:
         cluster.stop(extra)
         cluster.settle(3)
-    assert "runs kernelgap 0.0.9, older than this harness's 0.1.0" in str(refused.value)
+    assert f"runs kernelgap {version}, older than this harness's 0.1.0" in str(refused.value)
+    assert "pip install 'kernelgap[cluster]==0.1.0'" in str(refused.value)
     assert not (tmp_path / "results").exists()  # refused before anything ran
 
 
