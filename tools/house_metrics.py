@@ -161,7 +161,7 @@ def backend_probes(root: Path) -> list[str]:
 
 def _paragraphs(path: Path) -> list[list[tuple[int, str]]]:
     """Every comment block (consecutive comment lines) and docstring paragraph (lines between
-    blank ones) of a file, as (line number, text) pairs."""
+    blank ones; a string statement anywhere is a docstring) of a file, as (line, text) pairs."""
     source = path.read_text(encoding="utf-8")
     blocks: list[list[tuple[int, str]]] = []
     last = -2
@@ -171,17 +171,15 @@ def _paragraphs(path: Path) -> list[list[tuple[int, str]]]:
                 blocks.append([])
             blocks[-1].append((token.start[0], token.string))
             last = token.start[0]
-    for node in ast.walk(ast.parse(source)):
-        body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
-            value = body[0].value
-            if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                blocks.append([])
-                for i, text in enumerate(value.value.splitlines()):
-                    if not text.strip():
-                        blocks.append([])
-                    else:
-                        blocks[-1].append((value.lineno + i, text))
+    for node in ast.walk(ast.parse(source)):  # docstrings, attribute docstrings included
+        value = node.value if isinstance(node, ast.Expr) else None
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            blocks.append([])
+            for i, text in enumerate(value.value.splitlines()):
+                if not text.strip():
+                    blocks.append([])
+                else:
+                    blocks[-1].append((value.lineno + i, text))
     return [b for b in blocks if b]
 
 

@@ -37,7 +37,7 @@ idle board clears within this."""
 
 SETTLED_POWER = 0.3
 """The board has settled when it draws less than this fraction of its enforced power limit and
-no power or thermal slowdown reason is set (an idle H200 draws about a sixth of its limit)."""
+no power or thermal slowdown reason is set (an idle board draws well under it)."""
 
 POLL_S = 0.25
 

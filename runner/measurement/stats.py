@@ -40,41 +40,30 @@ UNSTABLE_NOISE = 0.03
 INSTANCE_SD = 3e-4
 """Relative standard uncertainty of a gap that stays fixed within a run, so that no resampling
 of its rounds can see it: what one load of a module, its buffers and its graph instance take
-from placement. On the H200, A/A gaps of the same PTX loaded twice, hot, in fresh runs:
-fidelity.py's axpy at 2^10 to 2^27 read 0.99991 to 1.00043, the GPU tests' scale_aa 1.00024
-[1.00006, 1.00035], repeats at 2^14 and 2^18 0.99973 to 1.00034 with intervals of about +-0.003%:
-about 2.4e-4 root mean square from 1.0, while the bootstrap intervals (+-0.003% to +-0.015%)
-missed 1.0 in several. tools/perf/fidelity.py measures it again. A gap's interval adds it
-(see gap)."""
+from placement (hot A/A gaps: docs/method/intervals-and-headline.md, section 6). A gap's
+interval adds it (see gap)."""
 
 MAX_SYSTEMATIC = 0.1  # above it z * systematic nears 1 and an interval could reach 0
 
 COLD_PLACEMENT_S = 5e-9
 """Standard uncertainty, in seconds, of a cold launch's time that stays fixed within a run: a
 cold launch finds its code and arguments outside the L2 too, and where they sit (a module's
-load, a graph instance's node) costs a few nanoseconds more or less for the life of the run.
-On the H200, fidelity.py in two fresh runs, cold by CUPTI, samples the mean of up to 32
-launches: A/A of the same PTX loaded twice read x1.0017 and x1.0028 at 2^10 (1.34 us), x1.0000
-and x1.0029 at 2^14, x1.0015 twice at 2^18 (2.9 us), the same in both passes of each run (2 to
-4.4 ns), with bootstrap intervals that reached 1.0 only at their edge; from 7 us up, within the
-hot INSTANCE_SD. A cold gap's interval adds it, relative to the baseline's median (systematic)."""
+load, a graph instance's node) costs a few nanoseconds more or less for the life of the run
+(cold A/A gaps: docs/method/intervals-and-headline.md, section 6). A cold gap's interval adds
+it, relative to the baseline's median (systematic)."""
 
 
 TORCH_GRAPH_NODE_S = 1.2e-9
 """Standard uncertainty, in seconds per call, of a hot figure replayed from torch CUDA graphs
-that stays fixed within a run: each instance of a graph runs at an offset of its own
-(tools/perf/graph_instances.py), and runner.bench's instances a side average most of it
-out, not all (16 now). On the H200, A/A gaps of torch.add through runner.bench, hot, 8 instances, fresh
-comparisons: at 2^10 to 2^18 (1.15-1.53 us a call) 1.0 +- 0.10% root mean square (fidelity.py's
-x0.9980 [0.9973, 0.9987] at 2^14 among them), at 2^20 and up within INSTANCE_SD: about 1.2 ns a
-call, whatever the call's length. runner.bench's hot gaps add it, over the baseline's median."""
+that stays fixed within a run: each instance of a graph runs at an offset of its own, and
+runner.bench's instances a side average most of it out, not all
+(docs/method/intervals-and-headline.md, section 6). runner.bench's hot gaps add it, over the
+baseline's median."""
 
 
 COLD_GRAPH_NODE_S = 20e-9
 """The same for a cold launch of a torch CUDA graph node (runner.bench, a call whose copies the
-case leaves out): on the H200, torch.add against itself cold by CUPTI with one 1-call graph a
-side read x1.0147 at 2^14 (+20 ns), and with 8 instances taken in turn, in one run, -2.6, -5.7,
--20, +6, -16, -32 and +33 ns at 2^10 to 2^27: 20 ns root mean square, in both passes alike."""
+case leaves out; docs/method/intervals-and-headline.md, section 6)."""
 
 
 def systematic(mode: str, baseline_median_s: float | None, per_call_s: float = 0.0) -> float:

@@ -34,9 +34,8 @@ __all__ = [
 ]
 
 SEQUENTIAL_TARGET = 0.0025
-"""The sequential rule's half-width (0.25% of the gap): on the H200 hot gaps' intervals are
-about +-0.06% to +-0.15% with the control's term at 16 rounds, so a case of steady kernels
-stops there, while cold ones and any case with a noisy side take every round."""
+"""The sequential rule's half-width (0.25% of the gap): wider than a steady hot case's intervals
+at 16 rounds, narrower than a cold or noisy one's (docs/method/intervals-and-headline.md)."""
 
 SEQUENTIAL_STEP = 4  # rounds added at a time: whole AB/BA pairs of the balanced order
 
