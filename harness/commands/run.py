@@ -238,7 +238,7 @@ class _RunCommand(click.Command):
     type=click.FloatRange(min=0, min_open=True),
     default=15.0,
     show_default=True,
-    help="Seconds to establish the SSH connection.",
+    help="Seconds to establish the SSH connection (with --cluster: to reach the scheduler).",
 )
 @click.option(
     "--job-timeout",

@@ -250,9 +250,9 @@ def _local_cluster(gpus: list[str]):
 
 
 @contextlib.contextmanager
-def connect(address: str, say):
-    """A client of the scheduler at `address`, or of a local cluster it starts (`local`,
-    `local:0,1`); both closed on leaving."""
+def connect(address: str, say, timeout_s: float = CONNECT_TIMEOUT_S):
+    """A client of the scheduler at `address` (given `timeout_s` to answer), or of a local
+    cluster it starts (`local`, `local:0,1`); both closed on leaving."""
     try:
         from distributed import Client
     except ImportError:
@@ -268,7 +268,7 @@ def connect(address: str, say):
         else:
             target = address
         try:
-            client = stack.enter_context(Client(target, timeout=CONNECT_TIMEOUT_S))
+            client = stack.enter_context(Client(target, timeout=timeout_s))
         except OSError as exc:
             raise ClusterError(f"--cluster {address}: cannot reach the scheduler: {exc}") from None
         yield client
@@ -740,7 +740,7 @@ def run(address: str, cases: Path, shipment: shipping.Shipment, runner_args: lis
         say,
     )
     tree = shipment.tar()
-    with connect(address, say) as client:
+    with connect(address, say, settings.get("connect_timeout_s", CONNECT_TIMEOUT_S)) as client:
         workers = gpu_workers(client, tree, package_version(), say)
         say(f"harness: {len(plan.cases)} case(s) over {len(workers)} GPU worker(s)")
         deal_settings = {

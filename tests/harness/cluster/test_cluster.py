@@ -223,6 +223,10 @@ def test_the_real_runner_on_a_cpu_worker_is_refused_before_any_case_runs(tmp_pat
         (["--cluster", "local:0", "--pytest-gpu"], "--pytest-gpu: not with --cluster"),
         (["--cluster", "local:x"], "expected local, local:0,1"),
         (["--cluster", "local:0", "--", "--gpus", "all"], "runner option --gpus: with --cluster"),
+        (
+            ["--cluster", "tcp://127.0.0.1:9", "--connect-timeout", "1"],
+            "--cluster tcp://127.0.0.1:9: cannot reach the scheduler",
+        ),
     ],
 )
 def test_cluster_options_that_cannot_work_are_refused_before_anything_starts(args, expected):
