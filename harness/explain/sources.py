@@ -104,6 +104,8 @@ def from_result(doc: dict, what: str) -> Source:
 def from_bundle(doc: dict, what: str) -> Source:
     cases: dict[str, Case] = {}
     for e in doc["implementations"]:
+        if e.get("option"):  # an option axis's build: the case's own is the one declared
+            continue
         case = cases.setdefault(e["case"], Case(e["case"], ""))
         role = e.get("role") or ("baseline" if e["impl"] == "cuda" else "candidate")
         case.impls[e["impl"]] = Impl(

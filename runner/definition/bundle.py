@@ -19,7 +19,7 @@ from runner.definition import provenance, toolchains
 from runner.definition.manifest import CaseSpec, ImplSpec, Suite
 from runner.explain.static import analyze, block_threads
 
-BUNDLE_VERSION = "1.2.0"  # 1.2.0: `static` per implementation
+BUNDLE_VERSION = "1.3.0"  # 1.2.0: `static` per implementation; 1.3.0: option axes' builds
 
 
 class BundleError(ValueError):
@@ -47,40 +47,55 @@ def write_bundle(
         "skipped": [],
     }
     failures = 0
-    for case in suite.cases:
-        for impl in case.impls:
-            try:
-                b = toolchains.build_impl(impl, arch)
-            except toolchains.ToolchainMissing as exc:
-                manifest["skipped"].append({"case": case.id, "impl": impl.name, "reason": str(exc)})
-                say(f"skip  {case.id}/{impl.name}: {exc}")
-                continue
-            except toolchains.BuildError as exc:
-                failures += 1
-                manifest["skipped"].append(
-                    {"case": case.id, "impl": impl.name, "reason": f"build failed: {exc}"}
-                )
-                say(f"FAIL  {case.id}/{impl.name}: {exc}")
-                continue
-            rel = f"{case.id}/{impl.name}.ptx"
-            (out / case.id).mkdir(exist_ok=True)
-            (out / rel).write_text(b.ptx)
-            entry = {
-                "case": case.id,
-                "case_version": case.version,
-                "impl": impl.name,
-                "file": rel,
-                "build": b.provenance(),
-            }
-            if static:
-                entry["role"] = impl.role
-                entry["static"] = static_analysis(case, impl, b.ptx, arch)
-            manifest["implementations"].append(entry)
-            say(f"ok    {case.id}/{impl.name}: {b.toolchain} ({b.version}) -> {rel}")
+    for case, impl in _builds(suite):
+        try:
+            b = toolchains.build_impl(impl, arch)
+        except toolchains.ToolchainMissing as exc:
+            manifest["skipped"].append({"case": case.id, "impl": impl.name, "reason": str(exc)})
+            say(f"skip  {case.id}/{impl.name}: {exc}")
+            continue
+        except toolchains.BuildError as exc:
+            failures += 1
+            manifest["skipped"].append(
+                {"case": case.id, "impl": impl.name, "reason": f"build failed: {exc}"}
+            )
+            say(f"FAIL  {case.id}/{impl.name}: {exc}")
+            continue
+        rel = f"{case.id}/{impl.name}{'' if impl.option is None else '+' + impl.option}.ptx"
+        (out / case.id).mkdir(exist_ok=True)
+        (out / rel).write_text(b.ptx)
+        entry = {
+            "case": case.id,
+            "case_version": case.version,
+            "impl": impl.name,
+            "file": rel,
+            "build": b.provenance(),
+        }
+        if impl.option is not None:
+            entry["option"] = impl.option
+        if static:
+            entry["role"] = impl.role
+            entry["static"] = static_analysis(case, impl, b.ptx, arch)
+        manifest["implementations"].append(entry)
+        say(f"ok    {case.id}/{impl.name}: {b.toolchain} ({b.version}) -> {rel}")
     validate(manifest, "bundle", f"{out}/bundle.json")
     (out / "bundle.json").write_bytes(encode(manifest, pretty=True))
     manifest["failures"] = failures
     return manifest
+
+
+def _builds(suite: Suite):
+    """(case, implementation) for every build of the suite: each implementation as declared,
+    then each option point's implementation built its way (at the point: runner.definition.sweep)."""
+    from runner.definition.sweep import at_point
+
+    for case in suite.cases:
+        yield from ((case, impl) for impl in case.impls)
+        options = case.sweep.options if case.sweep is not None else None
+        for point in case.sweep.points if options is not None else ():
+            if point.option is not None:
+                built_as = at_point(case, point.id)
+                yield built_as, built_as.impl(options.impl)
 
 
 def static_analysis(case: CaseSpec, impl: ImplSpec, ptx_text: str, arch: str) -> dict:
@@ -111,7 +126,7 @@ class Bundle:
     def static(self, case: CaseSpec, impl: ImplSpec, ptx_sha256: str, arch: str) -> dict | None:
         """The static analysis `runner build` recorded for exactly this PTX and target, if any."""
         for e in self.manifest["implementations"]:
-            if (e["case"], e["impl"]) == (case.id, impl.name):
+            if (e["case"], e["impl"], e.get("option")) == (case.id, impl.name, impl.option):
                 found = e.get("static")
                 same = e["build"]["ptx_sha256"] == ptx_sha256 and self.manifest["arch"] == arch
                 return found if same and found and found.get("status") == "ok" else None
@@ -119,22 +134,27 @@ class Bundle:
 
     def lookup(self, case: CaseSpec, impl: ImplSpec) -> tuple[str, dict] | None:
         """(PTX, provenance) of `impl` if the bundle has it; BundleError if it is stale."""
-        if impl.option is not None:  # built another way for an option axis: built here
-            return None
         entry = next(
             (
                 e
                 for e in self.manifest["implementations"]
-                if e["case"] == case.id and e["impl"] == impl.name
+                if (e["case"], e["impl"], e.get("option")) == (case.id, impl.name, impl.option)
             ),
             None,
         )
         if entry is None:
             return None
-        where = f"{self.root}/bundle.json: {case.id}/{impl.name}"
+        where = f"{self.root}/bundle.json: {case.id}/{impl.name}" + (
+            f" ({impl.option})" if impl.option else ""
+        )
         if entry["case_version"] != case.version:
             raise BundleError(
                 f"{where}: built for case version {entry['case_version']}, the suite has {case.version}"
+            )
+        if entry["build"]["flags"] != list(impl.flags):
+            raise BundleError(
+                f"{where}: built with flags {entry['build']['flags']}, the suite gives "
+                f"{list(impl.flags)}; rebuild the bundle"
             )
         source_sha = hashlib.sha256(impl.source.read_bytes()).hexdigest()
         if entry["build"]["source_sha256"] != source_sha:

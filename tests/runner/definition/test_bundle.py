@@ -129,7 +129,7 @@ def test_build_command_writes_a_bundle(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout == "" and "bundle.json" in done.stderr
     bundle = Bundle.load(tmp_path / "b").manifest
-    assert bundle["arch"] == "sm_90" and bundle["schema_version"] == "1.2.0"
+    assert bundle["arch"] == "sm_90" and bundle["schema_version"] == "1.3.0"
     # every implementation carries its static analysis (or why there is none) and its role
     for entry in bundle["implementations"]:
         assert entry["role"] in ("baseline", "candidate")

@@ -6,7 +6,6 @@ implementation as declared, so the case's own number and series stay what they w
 
 from __future__ import annotations
 
-import dataclasses
 import stat
 
 import pytest
@@ -131,11 +130,21 @@ def test_option_points_are_locked_as_points_and_a_changed_value_needs_a_bump(tmp
     assert len(problems) == 1 and "point O=O1" in problems[0] and "bump" in problems[0]
 
 
-def test_a_bundle_never_stands_in_for_an_option_points_build(tmp_path):
-    from runner.definition.bundle import Bundle
+def test_a_bundle_holds_each_option_points_build_and_gives_it_back(tmp_path):
+    from runner.definition.bundle import Bundle, write_bundle
 
-    case = manifest.load(with_options(tmp_path, CLANG_O)).case("scale")
-    bundle = Bundle.__new__(Bundle)  # lookup of an option point's build reads nothing
-    assert bundle.lookup(case, sweep.at_point(case, "O=O1").impl("cuda")) is None
-    declared = dataclasses.replace(case.impl("cuda"))
-    assert declared.option is None
+    clang_impl = 'toolchain = "clang"\nsource = "kernels/scale.cu"'
+    (tmp_path / "suite").mkdir()
+    suite = manifest.load(with_options(tmp_path / "suite", CLANG_O, impl=clang_impl))
+    made = write_bundle(suite, "sm_80", tmp_path / "bundle", static=False)
+    entries = {(e["impl"], e.get("option")): e for e in made["implementations"]}
+    assert set(entries) == {("cuda", None), ("cuda", "O1"), ("cuda", "O2")}
+    assert entries[("cuda", "O1")]["file"] == "scale/cuda+O1.ptx"
+    assert entries[("cuda", "O1")]["build"]["flags"] == ["-O1"]
+    bundle, case = Bundle.load(tmp_path / "bundle"), suite.case("scale")
+    ptx, provenance = bundle.lookup(case, sweep.at_point(case, "O=O1").impl("cuda"))
+    assert ".target sm_80" in ptx
+    assert (
+        provenance["flags"] == ["-O1"]
+        and provenance["ptx_sha256"] != (bundle.lookup(case, case.impl("cuda"))[1]["ptx_sha256"])
+    )
