@@ -48,6 +48,12 @@ def gaps(document: dict) -> dict[tuple[str, str], dict]:
     }
 
 
+def interval(gap: dict | None) -> str:
+    if not gap:
+        return "-"
+    return f"x{gap['ratio_of_medians']:.4f} [{gap['ci_low']:.4f}, {gap['ci_high']:.4f}]"
+
+
 def main() -> int:
     args, runner_args = sys.argv[1:], []
     if "--" in args:
@@ -82,10 +88,9 @@ def main() -> int:
         x, y = a.get(key), b.get(key)
         agree = bool(x and y and x["ci_low"] <= y["ci_high"] and y["ci_low"] <= x["ci_high"])
         disagree += not agree
-        cell = lambda g: (
-            f"x{g['ratio_of_medians']:.4f} [{g['ci_low']:.4f}, {g['ci_high']:.4f}]" if g else "-"
-        )  # noqa: E731
-        print(f"| {key[0]} | {key[1]} | {cell(x)} | {cell(y)} | {'yes' if agree else 'NO'} |")
+        print(
+            f"| {key[0]} | {key[1]} | {interval(x)} | {interval(y)} | {'yes' if agree else 'NO'} |"
+        )
     print(f"\nWall time: plain {plain_s:.1f} s, cluster {cluster_s:.1f} s: overhead "
           f"{cluster_s - plain_s:+.1f} s ({cluster_s / plain_s - 1:+.1%}).")  # fmt: skip
     print(f"{len(a.keys() & b.keys())} gaps in both, {disagree} whose intervals do not overlap.")
