@@ -291,3 +291,17 @@ def test_the_plan_takes_selectors_budget_and_an_earlier_runs_times(tmp_path):
         engine.plan_cases(ids, ["--budget-s", "soon"])
     with pytest.raises(engine.ClusterError, match=r"--previous .*: not a result document"):
         engine.plan_cases(ids, ["--previous", str(tmp_path / "missing.json")])
+
+
+def test_without_the_cluster_extra_the_run_names_it():
+    """dask is imported only for --cluster: without it the other targets work and --cluster
+    says what to install."""
+    blocked = "import sys; sys.modules['distributed'] = sys.modules['dask'] = None; "
+    run = "from harness.cli import main; main(['run', 'benchmarks/cases.toml', *sys.argv[1:]])"
+    done = subprocess.run([sys.executable, "-c", blocked + run, "--cluster", "tcp://127.0.0.1:9"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith("pip install 'kernelgap[cluster]'")
+    helped = subprocess.run([sys.executable, "-c", blocked + run, "--help"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert helped.returncode == 0 and "--cluster ADDRESS" in helped.stdout
