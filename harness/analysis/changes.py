@@ -220,6 +220,8 @@ def steps(values, policy: ChangePolicy = ChangePolicy()) -> list[Step]:
     values = np.asarray(values, dtype=np.float64)
     if values.ndim != 1 or not np.all(np.isfinite(values)) or np.any(values <= 0):
         raise ValueError("steps: expected a flat sequence of finite values > 0")
+    if values.size == 0 or values.max() < values.min() * (1 + policy.min_effect):
+        return []  # every level's median lies within [min, max]: no step of min_effect fits
     proposed = candidates(np.log(values), policy)
     while True:
         found = _merge(values, proposed, policy)

@@ -34,6 +34,10 @@ from protocol.points import split_id
 __all__ = ["WINDOW_RUNS", "between_cards", "events", "findings", "moved_together"]
 
 WINDOW_RUNS = 3  # change points of one shift may land a run or two (of its mode) apart
+# A sweep point's series is searched over its newest POINT_TAIL points only: its marks are drawn
+# nowhere (a case's charts are its headline point's), so only its open alerts count, and those
+# are among its newest points; a swept suite has several times more point series than cases.
+POINT_TAIL = 100
 
 
 def _mark(f: ChangeFinding, run_index: dict[str, int], info: dict) -> dict:
@@ -110,7 +114,7 @@ def findings(
     else:
         changes = review_changes(
             series,
-            values_of,
+            _point_tails(series, values_of),
             lambda runs: run_info(store, runs),
             cards_of=store.cards_of,
             between_cards=between,
@@ -163,6 +167,21 @@ def findings(
         )
     )
     return alerts, marks
+
+
+def _point_tails(series: list[dict], values_of: dict[str, SeriesValues]) -> dict:
+    """values_of with each sweep point's series cut to its newest POINT_TAIL points."""
+    out = dict(values_of)
+    for s in series:
+        v = values_of.get(s["series_id"])
+        if v is not None and split_id(s["case_id"])[1] and len(v.run) > POINT_TAIL:
+            out[s["series_id"]] = SeriesValues(
+                *(
+                    column[-POINT_TAIL:]
+                    for column in (v.run, v.median_s, v.stable, v.gap, v.gap_stable)
+                )
+            )
+    return out
 
 
 def events(alerts: list[dict], place: dict[int, int] | None = None) -> list[dict]:

@@ -11,6 +11,12 @@ stay in the run's raw document, which the run's commit message names: runs/<run_
 the dashboard publishes it for its newest runs; every one is kept in the history store, and
 `harness export` of a document gives its full entries.
 
+A swept case keeps its headline point's gap entries; its other points are summarised, per run
+and candidate, as one entry, the geometric mean of their stable gaps
+("<case>/v<N>/sweep_geomean_gap/<candidate>", with how many points in its unit). Runs older than
+the newest FULL_RUNS keep every THIN-th run's case entries (counted back from the newest) and
+every run's suite geomeans: 10,000 runs of a swept suite stay near a few MB.
+
 The entries are made from the series the dashboard has read already (one scan of the points),
 never from the raw documents: the names and values are those of `harness export` (a gap entry
 per stable gap, the suite geomean over the fixed set of protocol.headline), without the
@@ -31,11 +37,14 @@ from harness.dashboard.geomeans import gaps_by_run
 from harness.history.series import run_mode
 from harness.history.store import Store
 from harness.reporting.primary import lead_first
+from protocol.points import split_id
 
 __all__ = ["GAB_DATA", "gab_key", "github_action_benchmark_data"]
 
 GAB_DATA = Path("gab") / "data.js"
 DIGITS = 5  # significant digits kept of each value: far below any gap's interval
+FULL_RUNS = 500  # the newest runs with every case entry
+THIN = 50  # older runs: every THIN-th keeps its case entries, every one its suite geomeans
 
 
 def _benches_by_run(all_series: list[Series], primary: str | None) -> dict[int, list[dict]]:
@@ -43,16 +52,29 @@ def _benches_by_run(all_series: list[Series], primary: str | None) -> dict[int, 
     harness.reporting.export.github_action_benchmark names them; the primary's geomean first."""
     gaps: dict[int, list[dict]] = defaultdict(list)
     baselines: dict[int, set] = defaultdict(set)
+    swept: dict[tuple, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for s in all_series:
         if s.info["role"] != "candidate":
             continue
         info = s.info
-        name = f"{info['case_id']}/v{info['case_version']}/gap/{info['impl']}"
+        case_id, point = split_id(info["case_id"])
         shown = s.stable & s.gap_stable & ~np.isnan(s.gap)
+        if point:  # summarised below: one entry per swept case, candidate and run
+            key = (case_id, info["case_version"], info["impl"], info["baseline"])
+            for run, gap in zip(s.run[shown].tolist(), s.gap[shown].tolist(), strict=True):
+                swept[key][run].append(math.log(gap))
+            continue
+        name = f"{info['case_id']}/v{info['case_version']}/gap/{info['impl']}"
         unit = f"x {info['baseline']}"
         for run, gap in zip(s.run[shown].tolist(), rounded(s.gap[shown], DIGITS), strict=True):
             gaps[run].append({"name": name, "unit": unit, "value": gap})
             baselines[run].add(info["baseline"])
+    for (case_id, version, impl, baseline), per_run in swept.items():
+        name = f"{case_id}/v{version}/sweep_geomean_gap/{impl}"
+        for run, logs in per_run.items():
+            value = _digits(math.exp(math.fsum(logs) / len(logs)))
+            unit = f"x {baseline}, {len(logs)} points"
+            gaps[run].append({"name": name, "unit": unit, "value": value})
     suites: dict[int, dict[str, float]] = defaultdict(dict)
     logs = gaps_by_run(all_series)[0]
     for key, per_run in logs.items():
@@ -69,6 +91,13 @@ def _benches_by_run(all_series: list[Series], primary: str | None) -> dict[int, 
         lead = suite[:1] if suite and suite[0]["name"].endswith(f"/{primary}") else []
         out[run] = [*lead, *gaps[run], *suite[len(lead) :]]
     return out
+
+
+def _thinned(benches: list[dict], age: int) -> list[dict]:
+    """A run's entries as kept at `age` runs before the newest (module doc: FULL_RUNS, THIN)."""
+    if age < FULL_RUNS or age % THIN == 0:
+        return benches
+    return [b for b in benches if b["name"].startswith("suite/")]
 
 
 def _digits(value: float) -> float:
@@ -115,7 +144,7 @@ def github_action_benchmark_data(
                 },
                 "date": int(started.timestamp() * 1000),
                 "tool": "customSmallerIsBetter",
-                "benches": benches.get(index, []),
+                "benches": _thinned(benches.get(index, []), len(runs) - 1 - index),
             }
         )
     return {

@@ -4,6 +4,7 @@ size (log2 x axis; the newest run solid, the oldest dashed) and its times by siz
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
@@ -183,3 +184,33 @@ def test_runs_of_another_case_or_of_two_points_never_replace_the_curve(tmp_path)
     assert sweep["latest"]["gaps"]["warpforth"][0] == 2.0
     assert None not in sweep["latest"]["gaps"]["warpforth"]
     assert sweep["earlier"]["gaps"]["warpforth"][0] == pytest.approx(2.6)
+
+
+def test_gab_keeps_the_headline_point_summarises_the_others_and_thins_old_runs(
+    tmp_path, monkeypatch
+):
+    from harness.dashboard import gab
+    from harness.history.store import Store
+
+    db = tmp_path / "history.sqlite"
+    with Store(db) as store:
+        for k in range(6):
+            store.ingest(swept_document(falling, run_id=str(k)), trusted=True)
+    monkeypatch.setattr(gab, "FULL_RUNS", 2)
+    monkeypatch.setattr(gab, "THIN", 3)
+    with Store(db, readonly=True) as store:
+        (entries,) = gab.github_action_benchmark_data(store)["entries"].values()
+    names = [[b["name"] for b in e["benches"]] for e in entries]
+    newest = {b["name"]: b for b in entries[-1]["benches"]}
+    # the headline point (n=2^27) as its own entry, the other 8 points as one per candidate
+    assert newest["axpy_f64/v1/gap/warpforth"]["value"] == pytest.approx(1.0)
+    summary = newest["axpy_f64/v1/sweep_geomean_gap/warpforth"]
+    assert summary["unit"].endswith(", 8 points")
+    falls = [1.0 + (27 - k) / 16 for k in range(11, 27, 2)]
+    expected = math.exp(sum(map(math.log, falls)) / len(falls))
+    assert summary["value"] == pytest.approx(expected, rel=1e-4)
+    assert not any("[" in n for n in newest)  # no point's own entry
+    # within the newest FULL_RUNS every run keeps its cases; older, only every THIN-th age
+    kept = [any("/gap/" in n for n in run) for run in names]
+    assert kept == [False, False, True, False, True, True]  # ages 5, 4, 3, 2, 1, 0
+    assert all(any(n.startswith("suite/") for n in run) for run in names)
