@@ -30,6 +30,7 @@ GROUPS: dict[str, list[str]] = {
         "tests/runner/launch/test_serve_gpu.py",
         "tests/runner/launch/test_serve_faults_gpu.py",
         "tests/runner/launch/test_local_service_gpu.py",
+        "tests/runner/launch/warpforth/test_switches_gpu.py",
     ],
     "suite": [
         "tests/runner/execution/test_suite_run_gpu.py",

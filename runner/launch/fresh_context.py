@@ -1,30 +1,124 @@
-"""One launch on a context of its own: what `runner run` and `runner launch --no-service` do
-once their request is checked. Load the PTX, check the .entry signature, upload the arrays,
-launch once between two events on a non-default stream, read the outputs back, release it all.
+"""One launch on a context of its own, and the answers every launch path gives.
 
-Whatever fails is an error document of its phase (runner.launch.responses). numpy-free (a
-Request's arrays are anything with the buffer protocol), so the process-per-launch path pays
-for the driver and nothing else.
+`execute()` is what `runner run` and the `--no-service` paths do once their request is checked:
+load the PTX, check the .entry signature, upload the arrays, launch once between two events on
+a non-default stream, read the outputs back, release it all. The answer documents
+(schemas/run-response.schema.json: outputs, an error by phase, and the exit status each means)
+are shared with the service's worker; `private_stdout()` keeps a kernel's printf (file
+descriptor 1) out of an answer written on stdout. numpy-free (a Request's arrays are anything
+with the buffer protocol), so the process-per-launch path pays for the driver and nothing else.
 """
 
 from __future__ import annotations
 
+import base64
+import os
+import sys
 import threading
 from collections.abc import Callable
+from typing import BinaryIO
 
 from protocol.version import RUN_PROTOCOL_VERSION
-from runner.launch.launch_plan import Request, signature
-from runner.launch.responses import (
-    LAUNCH_ELSEWHERE,
-    cuda_failure,
-    error_document,
-    read_outputs,
-    timeout_document,
-    unexpected,
-)
+from runner.launch import launch_plan
+from runner.launch.launch_plan import Output, Param, Request, signature
 from runner.measurement.gate import PhaseError
 
-__all__ = ["execute"]
+__all__ = [
+    "LAUNCH_ELSEWHERE",
+    "PHASES",
+    "cuda_failure",
+    "error_document",
+    "execute",
+    "exit_status",
+    "output_document",
+    "private_stdout",
+    "read_outputs",
+    "timeout_document",
+    "unexpected",
+]
+
+
+# ---- responses ---------------------------------------------------------------------------------
+
+PHASES = ("input", "environment", "load", "signature", "launch", "timeout")
+# What a compiler's test can do on a machine without a GPU (docs/service.md).
+LAUNCH_ELSEWHERE = (
+    "send the request to a GPU box with kernelgap installed: `ssh gpu-host python3 -m runner run "
+    "< request.json`, or one `runner serve` for a whole test session through "
+    "harness.client.KernelClient.over_ssh"
+)
+
+
+def error_document(phase: str, message: str, cuda_error: str | None = None) -> dict:
+    document = {
+        "status": "error",
+        "schema_version": RUN_PROTOCOL_VERSION,
+        "phase": phase,
+        "error": message or "(no message)",
+    }
+    if cuda_error:
+        document["cuda_error"] = cuda_error
+    return document
+
+
+def exit_status(response: dict) -> int:
+    """0 ok; 2 bad input or environment; 1 any other failure (load, signature, launch, timeout)."""
+    if response["status"] == "ok":
+        return 0
+    return 2 if response["phase"] in ("input", "environment") else 1
+
+
+def cuda_failure(phase: str, exc: Exception) -> dict:
+    return error_document(phase, str(exc), getattr(exc, "name", None))
+
+
+def unexpected(phase: str, exc: BaseException) -> dict:
+    return error_document(phase, f"unexpected {type(exc).__name__}: {exc}")
+
+
+def timeout_document(request: Request) -> dict:
+    return error_document(
+        "timeout",
+        f"kernel {request.kernel!r} did not finish within timeout_s={request.timeout_s:g} s; "
+        "the runner process was ended to free the GPU",
+    )
+
+
+def output_document(out: Output, param: Param, data) -> dict:
+    """One output of a response from its host copy (`data`: the device's little-endian bytes,
+    or a numpy array of them): JSON values, or with encoding = base64 the raw bytes."""
+    raw = memoryview(data).cast("B")
+    document = {"param": out.param, "type": param.type_name}
+    if out.base64:
+        document["data_base64"] = base64.b64encode(raw).decode()
+    else:
+        document["values"] = launch_plan.values(param.kind, raw)
+    return document
+
+
+def read_outputs(request: Request, buffers: dict) -> list[dict]:
+    """The outputs a request asks for, read back from its device buffers (by param index)."""
+    outputs = []
+    for out in request.outputs:
+        param = request.params[out.param]
+        raw = buffers[out.param].download_bytes(out.count * launch_plan.ITEMSIZE[param.kind])
+        outputs.append(output_document(out, param, raw))
+    return outputs
+
+
+# ---- private stdout ----------------------------------------------------------------------------
+
+
+def private_stdout() -> BinaryIO:
+    """The process's stdout for the response alone: file descriptor 1 then points at stderr, so a
+    kernel's printf (written to fd 1 by the driver) can never land in the JSON answer."""
+    sys.stdout.flush()
+    response = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    return response
+
+
+# ---- fresh context -----------------------------------------------------------------------------
 
 
 def _phase(document: dict) -> PhaseError:

@@ -22,11 +22,118 @@ brought up in a thread while it imports and checks the rest (runner.gpu.driver_s
 from __future__ import annotations
 
 import io
+import math
+import os
 import sys
 from dataclasses import dataclass, field
 
 from protocol.terminal_text import visible
-from runner.launch import cli_compat
+from runner.launch.launch_plan import encode_float
+
+# ---- cli compat --------------------------------------------------------------------------------
+
+TYPES = ("i32", "u32", "i64", "u64", "f32", "f64")  # runner.launch.run_request.DTYPES' keys
+
+
+class LaunchArgumentError(ValueError):
+    pass
+
+
+def parse_dims(text: str, option: str) -> list[int]:
+    """X,Y,Z; the C++ runner's message otherwise (it does not name the option)."""
+    parts = text.split(",")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        raise LaunchArgumentError(f"expected 3 comma-separated values, got: {text}")
+    return [int(p) for p in parts]
+
+
+def _number(token: str, kind: str, text: str):
+    token = token.strip()
+    try:
+        if kind[0] in "iu":
+            return int(token, 0)
+        value = float(token)
+    except ValueError:
+        what = "integer" if kind[0] in "iu" else "float"
+        raise LaunchArgumentError(f"invalid {what} value '{token}' in --param {text}") from None
+    return value if math.isfinite(value) else encode_float(value)
+
+
+def parse_param(text: str) -> dict:
+    """`T:V` or `T[]:V,V,...` as a run-request parameter."""
+    kind, sep, values = text.partition(":")
+    if not sep:
+        raise LaunchArgumentError(
+            f"--param requires type prefix (e.g. i64:42 or f64[]:1.0,2.0), got: {text}"
+        )
+    if not values:
+        raise LaunchArgumentError(f"--param requires at least one value, got: {text}")
+    base = kind.removesuffix("[]")
+    if base not in TYPES:
+        raise LaunchArgumentError(
+            f"unsupported param type '{kind}' (expected one of {', '.join(TYPES)}, or T[])"
+        )
+    tokens = values.split(",")
+    if kind.endswith("[]"):
+        return {"type": kind, "values": [_number(t, base, text) for t in tokens]}
+    if len(tokens) != 1:
+        raise LaunchArgumentError(f"scalar param expects exactly one value, got: {text}")
+    return {"type": kind, "value": _number(tokens[0], base, text)}
+
+
+def format_values(values: list) -> str:
+    """One line as the C++ runner prints it: %.17g for floats, integers unchanged."""
+    out = []
+    for v in values:
+        if isinstance(v, str):  # "nan", "inf", "-inf" as JSON carries them
+            out.append(v)
+        elif isinstance(v, float):
+            out.append(format(v, ".17g"))
+        else:
+            out.append(str(v))
+    return ",".join(out)
+
+
+def _say_error(answer: dict) -> None:
+    error = visible(f"{answer['phase']}: {answer['error']}", lines=True)
+    print(f"Error: {error}", file=sys.stderr, flush=True)
+
+
+def _timed_out(answer: dict) -> None:
+    _say_error(answer)
+    os._exit(1)  # a hung kernel cannot be cancelled: ending the process frees the GPU
+
+
+def report(answer: dict, stdout) -> int:
+    """Print an answer as the C++ runner prints its outcome: the output line (status 0), or
+    `Error: ...` on stderr (status 1)."""
+    if answer.get("status") != "ok":
+        _say_error(answer)
+        return 1
+    outputs = answer.get("outputs") or [{}]
+    if "values" not in outputs[0]:  # the one output a command line asks for, as values
+        _say_error({"phase": "launch", "error": "the answer holds no output values"})
+        return 1
+    stdout.write(format_values(outputs[0]["values"]) + "\n")
+    stdout.flush()
+    return 0
+
+
+def run(document: dict, stdout) -> int:
+    """Launch in this process (a context of its own) and report it. A request that
+    runner.launch.launch_plan.quick takes goes straight to the launch, without numpy or the schema
+    check; any other gets the full check (runner.launch.oneshot), which words the error."""
+    from runner.launch import fresh_context, launch_plan
+
+    request = launch_plan.quick(document)
+    if request is None:
+        from runner.launch import oneshot
+
+        return report(oneshot.handle(document, on_timeout=_timed_out), stdout)
+    return report(fresh_context.execute(request, _timed_out), stdout)
+
+
+# ---- launch command ----------------------------------------------------------------------------
 
 USAGE = (
     "Usage: python -m runner launch kernel.ptx --kernel NAME [--param i64[]:V,...] "
@@ -90,12 +197,12 @@ def parse(argv: list[str]) -> Arguments:
         try:
             if arg == "--param":
                 text = value()
-                args.params.append(cli_compat.parse_param(text))
+                args.params.append(parse_param(text))
                 args.param_texts.append(text)
             elif arg == "--grid":
-                args.grid = cli_compat.parse_dims(value(), "--grid")
+                args.grid = parse_dims(value(), "--grid")
             elif arg == "--block":
-                args.block = cli_compat.parse_dims(value(), "--block")
+                args.block = parse_dims(value(), "--block")
             elif arg == "--output-param":
                 args.output_param = _int_arg(value(), "--output-param")
             elif arg == "--output-count":
@@ -110,7 +217,7 @@ def parse(argv: list[str]) -> Arguments:
                 raise Refused(f"Error: unknown option {arg}")
             else:
                 args.ptx_file = arg
-        except cli_compat.LaunchArgumentError as exc:
+        except LaunchArgumentError as exc:
             raise Refused(f"Error: {exc}") from None
         i += 1
     if args.ptx_file is None:
@@ -167,12 +274,12 @@ def main(argv: list[str]) -> int:
         except local_service.Unavailable as exc:
             print(f"kernelgap: launch service unavailable ({exc}); launching here", file=sys.stderr)
         else:
-            return cli_compat.report(answer, sys.stdout)
+            return report(answer, sys.stdout)
     from runner.gpu import driver_start
-    from runner.launch.private_stdout import private_stdout
+    from runner.launch.fresh_context import private_stdout
 
     driver_start.start()  # begun by runner.__main__ for --no-service; here for a service refused
-    return cli_compat.run(document, io.TextIOWrapper(private_stdout(), encoding="utf-8"))
+    return run(document, io.TextIOWrapper(private_stdout(), encoding="utf-8"))
 
 
 # ---- `runner run`: the JSON runners -----------------------------------------------------------
@@ -217,7 +324,7 @@ def _through_service(request: dict) -> dict | None:
 
 def _run_stdin(service: bool) -> int:
     from protocol.run_limits import MAX_REQUEST_BYTES
-    from runner.launch.private_stdout import private_stdout
+    from runner.launch.fresh_context import private_stdout
 
     stdout = private_stdout()
     raw = sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1)
@@ -289,7 +396,7 @@ def _read_file(path: str, what: str, limit: int) -> bytes:
 
 
 def _run_files(ptx_file: str, request_file: str, result_file: str, *, service: bool) -> int:
-    from runner.launch import responses
+    from runner.launch import fresh_context
 
     class ResultFile:
         """The answer's one write, whole, to RESULT.json (stdout stays free)."""
@@ -318,7 +425,7 @@ def _run_files(ptx_file: str, request_file: str, result_file: str, *, service: b
     try:
         request = file_request(ptx_file, request_file)
     except _FileRefused as exc:
-        answer = responses.error_document("input", str(exc))
+        answer = fresh_context.error_document("input", str(exc))
     else:
         answer = _through_service(request) if service else None
         if answer is None:

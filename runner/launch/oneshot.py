@@ -1,16 +1,18 @@
-"""One-shot kernel launch: one JSON run request on stdin, one JSON response on stdout.
+"""One-shot kernel launch: one JSON run request in, one JSON response out, in this process.
 
-A compiler's correctness tests use this (`python -m runner run`) to launch one kernel on a remote
-GPU over SSH without building a C++ runner there. Request and response follow
+A compiler's correctness tests launch one kernel with `python -m runner run` (on a GPU box, or
+over SSH) without building a C++ runner there. Request and response follow
 schemas/run-request.schema.json and schemas/run-response.schema.json; the request is decoded and
-checked by runner.launch.run_request, its values by runner.launch.run_values (both also imported
-from here, the protocol's face: floats and integers round-trip exactly), launched by
-runner.launch.fresh_context and answered with runner.launch.responses' documents; here is the
-process around it (one answer, whichever thread comes first) and the response's schema check.
+checked by runner.launch.run_request (its names also imported from here, the protocol's face:
+floats and integers round-trip exactly), launched and answered by runner.launch.fresh_context;
+here is the process around it (one answer, whichever thread comes first) and the response's
+schema check. `runner run` hands its request to the launch service first
+(runner.launch.launch_command) and comes here with `--no-service` or where there is none.
 
 Whatever happens (malformed input, no GPU, PTX that does not load, a signature mismatch, a fault,
-a hang) the process writes exactly one JSON document. Exit status: 0 ok, 1 the kernel or a CUDA
-call failed (phases load, signature, launch, timeout), 2 bad input or no GPU/driver.
+a hang) exactly one JSON document is written. `main()`'s exit status: 0 ok, 1 the kernel or a
+CUDA call failed (phases load, signature, launch, timeout), 2 bad input or no GPU/driver
+(`runner run` itself exits 0 whenever it wrote an answer, as WarpForth's JSON runner does).
 """
 
 from __future__ import annotations
@@ -22,27 +24,28 @@ from typing import BinaryIO
 
 from protocol import encode, validate
 from protocol.run_limits import MAX_REQUEST_BYTES
-from runner.launch.fresh_context import execute
-from runner.launch.launch_plan import Output
-from runner.launch.private_stdout import private_stdout  # noqa: F401  (runner run)
-from runner.launch.responses import (
+from runner.launch.fresh_context import (
     PHASES,
     error_document,
+    execute,
     exit_status,
     output_document,
+    private_stdout,  # noqa: F401  (runner run)
     unexpected,
 )
-from runner.launch.run_request import decode_json, parse_request
-from runner.launch.run_request import prepare as _prepare
-from runner.launch.run_values import (
+from runner.launch.launch_plan import Output
+from runner.launch.run_request import (
     DTYPES,
     RequestError,
     decode_float,
+    decode_json,
     decode_values,
     encode_float,
     encode_values,
+    parse_request,
     structure,
 )
+from runner.launch.run_request import prepare as _prepare
 
 __all__ = [
     "DTYPES",

@@ -31,9 +31,7 @@ if __name__ == "__main__":
 from protocol import RUN_PROTOCOL_VERSION, decode, encode
 from runner.gpu import driver
 from runner.launch import oneshot
-from runner.launch.launch_plan import Request, signature
-from runner.launch.oneshot import RequestError
-from runner.launch.responses import (
+from runner.launch.fresh_context import (
     LAUNCH_ELSEWHERE,
     cuda_failure,
     error_document,
@@ -41,6 +39,8 @@ from runner.launch.responses import (
     timeout_document,
     unexpected,
 )
+from runner.launch.launch_plan import Request, signature
+from runner.launch.oneshot import RequestError
 
 MODULE_CACHE = 64
 BROKEN_EXIT = 3  # the context is broken (sticky error): start a fresh worker

@@ -46,8 +46,8 @@ PTX = """.version 7.0
 ARGS = ["--kernel", "add1", "--param", "i64[]:0,0,0,0", "--param", "i64:4",
         "--grid", "1,1,1", "--block", "4,1,1", "--output-param", "0", "--output-count", "4"]  # fmt: skip
 LAUNCH_MODULES = (
-    "runner.launch.launch_command, runner.launch.cli_compat, runner.launch.quick_request, "
-    "runner.launch.fresh_context, runner.launch.private_stdout, runner.gpu.driver, runner.gpu.ptx"
+    "runner.launch.launch_command, runner.launch.launch_plan, "
+    "runner.launch.fresh_context, runner.gpu.driver, runner.gpu.ptx"
 )
 IMPORTS = {  # a tuple: the interpreter's arguments, timed whole; a string: timed inside
     "interpreter only (`-c pass`, wall)": ("-c", "pass"),
@@ -61,7 +61,7 @@ PHASES = """import time
 marks = [("start", time.perf_counter())]
 def mark(name): marks.append((name, time.perf_counter()))
 from runner.gpu import driver, ptx
-from runner.launch import host_arrays
+from runner.launch import launch_plan as host_arrays
 mark("import runner + cuda.bindings")
 d = driver.cu(); driver.check(d.cuInit(0), "cuInit"); mark("cuInit")
 ctx = driver.Context(0); mark("primary context")

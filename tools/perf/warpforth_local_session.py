@@ -124,7 +124,7 @@ class LocalSession:
 
     def _json_answer(self, done: subprocess.CompletedProcess, result: Path | None) -> str:
         """The JSON answer as the C++ runner's output line (what the unchanged tests parse)."""
-        from runner.launch.cli_compat import format_values
+        from runner.launch.launch_command import format_values
 
         text = result.read_bytes() if result is not None and result.exists() else done.stdout
         try:

@@ -1,5 +1,5 @@
 """`runner launch --no-service` without numpy or jsonschema: the process imports only what the
-launch needs, its quick check (runner.launch.quick_request) takes exactly what the full check
+launch needs, its quick check (runner.launch.launch_plan.quick) takes exactly what the full check
 takes with the same values, and whatever it leaves gets the full check's words."""
 
 from __future__ import annotations
@@ -17,8 +17,11 @@ import pytest
 
 from protocol.run_limits import MAX_TIMEOUT_S
 from runner.gpu import driver
-from runner.launch import cli_compat, host_arrays, launch_command, quick_request, run_request
-from runner.launch.run_values import RequestError
+from runner.launch import launch_command, run_request
+from runner.launch import launch_command as cli_compat
+from runner.launch import launch_plan as host_arrays
+from runner.launch import launch_plan as quick_request
+from runner.launch.run_request import RequestError
 from tests.conftest import ROOT
 from tests.runner.launch.test_local_service import PTX, launch
 

@@ -17,7 +17,7 @@ import pytest
 from harness.client import KernelClient, KernelError, ServiceLost, _array, _param
 from harness.running.transport.ssh import SshTarget, SshTransport
 from protocol.validation import validate
-from runner.launch import cli_compat as launch
+from runner.launch import launch_command as launch
 from runner.launch import oneshot
 from tests.conftest import ROOT, gpu_unavailable_reason
 from tests.support.sshd import running_sshd, running_with, skip_without_ssh
@@ -134,10 +134,11 @@ def test_launch_command_line_parses_as_the_cpp_runner_does():
         assert message in str(caught.value)
     with pytest.raises(launch.LaunchArgumentError, match="expected 3 comma-separated values"):
         launch.parse_dims("4,1", "--grid")
-    with pytest.raises(launch.LaunchArgumentError, match="is a scalar"):
-        launch.request(PTX, "k", ["i64:1"], "1,1,1", "1,1,1", 0, None, 60.0)
-    with pytest.raises(launch.LaunchArgumentError, match="out of range"):
-        launch.request(PTX, "k", ["i64[]:1"], "1,1,1", "1,1,1", 3, None, 60.0)
+    # the one reading of a command line (the second, cli_compat.request, went with the merge)
+    with pytest.raises(launch.Refused, match="is a scalar"):
+        launch.parse(["k.ptx", "--kernel", "k", "--param", "i64:1"])
+    with pytest.raises(launch.Refused, match="out of range"):
+        launch.parse(["k.ptx", "--kernel", "k", "--param", "i64[]:1", "--output-param", "3"])
 
 
 def test_launch_cli_errors_go_to_stderr_with_status_one(tmp_path):

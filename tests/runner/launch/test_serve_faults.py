@@ -19,7 +19,7 @@ from harness.running.transport.ssh import SshTarget, SshTransport
 from protocol.run_limits import MAX_TIMEOUT_S, nested_deeper_than
 from protocol.validation import validate
 from runner.launch import oneshot
-from runner.launch.bounded_lines import Line, bounded_lines
+from runner.launch.serve import Line, bounded_lines
 from tests.conftest import ROOT
 from tests.support.sshd import running_sshd, skip_without_ssh
 
