@@ -1,7 +1,7 @@
 """Compare two result documents (a base and a head run): per implementation time and per gap.
 
 Each implementation present in both runs becomes a TimeChange, each candidate's gap a GapChange,
-with the verdict harness.analysis.verdict gives them (detection, significance and policy); only series
+with the verdict protocol.statistics gives them (detection, significance and policy); only series
 with equal keys (harness.history.series.series_key) are compared, and the rest are listed as NotCompared
 with the reason. `gate()` says which rows trip `--fail-on`; harness.reporting.compare_report writes the
 markdown.
@@ -9,13 +9,16 @@ markdown.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
 from harness.analysis import fail_on
-from harness.analysis.verdict import (
-    VERDICTS,
+from harness.escaping import first_line
+from harness.history import cards
+from harness.history.series import series_key
+from protocol.points import as_rows
+from protocol.statistics import (
     Bootstrap,
     Change,
     Policy,
@@ -24,10 +27,6 @@ from harness.analysis.verdict import (
     detect_gap,
     significance,
 )
-from harness.escaping import first_line
-from harness.history import cards
-from harness.history.series import series_key
-from protocol.points import as_rows
 
 __all__ = [
     "FAIL_ON",
@@ -45,6 +44,9 @@ __all__ = [
     "gate",
     "significance",
 ]
+
+COMPARED = ("faster", "slower", "same", "unstable")
+"""The verdicts a comparison of two timed rows can give (protocol.statistics.VERDICTS' first four)."""
 
 FAIL_ON = fail_on.WORDS
 """The `--fail-on` words (harness.analysis.fail_on, shared with `harness regressions`)."""
@@ -112,7 +114,7 @@ class Comparison:
 
     def counts(self) -> dict[str, int]:
         """How many time and gap rows carry each verdict."""
-        counts = dict.fromkeys(VERDICTS, 0)
+        counts = dict.fromkeys(COMPARED, 0)
         for row in (*self.times, *self.gaps):
             counts[row.verdict] += 1
         return counts
@@ -295,14 +297,13 @@ def _compare_gap(
     round_ratios = [np.asarray(c) / np.asarray(b) for b, c in pairs]
     p_value = significance(round_ratios[0], round_ratios[1])
     stable = gaps[0]["stable"] and gaps[1]["stable"]
-    verdict = decide(change, p_value, stable, policy)
     if between_cards is not None:
         low, high = cards.widen(
             change.ratio, change.ci_low, change.ci_high, between_cards, bootstrap.confidence
         )
         change = Change(change.ratio, low, high)
-        if verdict in ("slower", "faster") and low <= 1.0 <= high:
-            verdict = "same"  # within what two cards differ by
+        policy = replace(policy, interval=True)  # within what two cards differ by is "same"
+    verdict = decide(change, p_value, stable, policy)
     return GapChange(
         case_id,
         head_case["version"],

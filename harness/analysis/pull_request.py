@@ -36,6 +36,7 @@ from harness.escaping import first_line
 from harness.escaping import markdown as md
 from harness.history import counters as counting
 from harness.history.store_ingest import bundle_statics
+from protocol.statistics import Change, Policy, decide
 
 __all__ = ["PairRow", "bundle_rows", "gate", "markdown", "rows", "verdict"]
 
@@ -96,15 +97,10 @@ class PairRow:
 
 
 def verdict(pair: dict, min_effect: float = DEFAULT_MIN_EFFECT) -> str:
-    """faster / slower / same / unstable for one pair block (see the module docstring)."""
-    if not pair["stable"]:
-        return "unstable"
-    ratio = pair["ratio_of_medians"]
-    if pair["ci_low"] > 1 and ratio >= 1 + min_effect:
-        return "slower"
-    if pair["ci_high"] < 1 and ratio <= 1 - min_effect:
-        return "faster"
-    return "same"
+    """faster / slower / same / unstable for one pair block (see the module docstring), by
+    protocol.statistics.decide under the pull request's policy: the interval, no U test."""
+    change = Change(pair["ratio_of_medians"], pair["ci_low"], pair["ci_high"])
+    return decide(change, None, pair["stable"], Policy(min_effect, alpha=None, interval=True))
 
 
 def _gap(case: dict, name: str | None) -> float | None:

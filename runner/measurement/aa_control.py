@@ -20,7 +20,8 @@ import statistics
 
 import numpy as np
 
-from runner.measurement import autocorrelation, stats
+from protocol import autocorrelation
+from runner.measurement import stats
 from runner.measurement.timing.base import copy_turn
 
 __all__ = [

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from runner.measurement import autocorrelation, stats
+from protocol import autocorrelation, statistics
+from runner.measurement import stats
 from runner.measurement.timing import SCHEDULES, TimingSettings, sample_plan
 
 ROUNDS = 30  # TimingSettings' default samples
@@ -73,7 +74,7 @@ def coverage(schedule: str, sides: int, model: str, seed: int, plain: bool = Fal
     candidate = times[:, 1:].reshape(-1, ROUNDS)
     if plain:
         idx = rng.integers(0, ROUNDS, size=(baseline.shape[0], RESAMPLES, ROUNDS))
-        lo, hi = stats._percentile_interval(baseline, candidate, idx, 0.95)
+        lo, hi = statistics._percentile_interval(baseline, candidate, idx, 0.95)
     else:
         rows = stats.bootstrap_rows(baseline, candidate, RESAMPLES, 0.95, rng)
         lo, hi = rows["ci_low"], rows["ci_high"]
@@ -123,7 +124,7 @@ def test_gap_records_which_bootstrap_it_used():
     blocked = stats.gap(baseline, slow, resamples=2000)
     assert blocked["bootstrap"] == "circular_blocks" and blocked["block_rounds"] >= 2
     plain_idx = np.random.default_rng(0).integers(0, 60, size=(1, 2000, 60))
-    lo, hi = stats._percentile_interval(baseline[None], slow[None], plain_idx, 0.95)
+    lo, hi = statistics._percentile_interval(baseline[None], slow[None], plain_idx, 0.95)
     assert blocked["ci_high"] - blocked["ci_low"] > 1.5 * float(hi[0] - lo[0])
     too_few = stats.gap(baseline[:8], slow[:8], resamples=200)  # under MIN_ROUNDS: no test
     assert too_few["bootstrap"] == "rounds"

@@ -324,7 +324,7 @@ def test_to_json_is_encodable_and_complete():
     )
     data = orjson.loads(orjson.dumps(result.to_json()))
     assert data["kind"] == "kernelgap.comparison"
-    assert data["policy"] == {"min_effect": 0.02, "alpha": 0.05}
+    assert data["policy"] == {"min_effect": 0.02, "alpha": 0.05, "interval": False}
     ptx = next(r for r in data["times"] if r["impl"] == "ptx" and r["case_id"] == "axpy")
     assert ptx["verdict"] == "slower" and ptx["change"]["percent"] > 5
     assert data["counts"]["slower"] == 2

@@ -8,6 +8,7 @@ import time
 import numpy as np
 import pytest
 
+from protocol import statistics
 from runner.measurement import stats
 from runner.measurement.stats import (
     UNSTABLE_NOISE,
@@ -127,7 +128,7 @@ def test_noise_with_zero_median():
     # all zeros: 0 / 0 is defined as no noise
     assert summarize([0.0, 0.0, 0.0])["noise"] == 0.0
     # non-negative samples cannot give median 0 with MAD > 0, so check the rule directly
-    assert stats._noise(1e-6, 0.0) == math.inf
+    assert statistics._noise(1e-6, 0.0) == math.inf
 
 
 @pytest.mark.parametrize(
@@ -310,8 +311,8 @@ def test_gap_rejections():
 
 def test_row_medians_odd_and_even():
     # rows sorted: [1, 2, 3] -> 2 and [4, 5, 9] -> 5; then [1, 2, 3, 4] -> 2.5 and [0, 0, 1, 7] -> 0.5
-    odd = stats._row_medians(np.array([[3.0, 1.0, 2.0], [9.0, 5.0, 4.0]]))
-    even = stats._row_medians(np.array([[4.0, 1.0, 3.0, 2.0], [7.0, 0.0, 1.0, 0.0]]))
+    odd = statistics._row_medians(np.array([[3.0, 1.0, 2.0], [9.0, 5.0, 4.0]]))
+    even = statistics._row_medians(np.array([[4.0, 1.0, 3.0, 2.0], [7.0, 0.0, 1.0, 0.0]]))
     assert odd.tolist() == [2.0, 5.0]
     assert even.tolist() == [2.5, 0.5]
 
