@@ -16,7 +16,6 @@ import stat
 import subprocess
 import sys
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -177,14 +176,16 @@ def test_a_service_that_dies_starting_is_named_at_once_and_the_launch_runs_here(
 
 def test_the_service_ends_when_idle_and_removes_its_socket(tmp_path):
     path = tmp_path / "s.sock"
+    ready_read, ready_write = os.pipe()
     service = subprocess.Popen(
-        [sys.executable, "-m", "runner", "serve", "--socket", str(path), "--idle-timeout-s", "1"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [sys.executable, "-m", "runner", "serve", "--socket", str(path), "--idle-timeout-s", "1",
+         "--ready-fd", str(ready_write)],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=(ready_write,),
     )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while not path.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert path.exists()
+    os.close(ready_write)
+    with os.fdopen(ready_read, "rb") as ready:
+        assert ready.readline() == b"listening\n"  # its ready signal, not a poll of the path
+    assert stat.S_ISSOCK(path.stat().st_mode)
     assert service.wait(timeout=60) == 0
     assert not path.exists() and b"idle for 1 s, ending" in service.stderr.read()
 
