@@ -1,5 +1,6 @@
-"""Text from result documents made safe to show: on a terminal, and in markdown (and an error
-message's first line, what a one-line note shows of it).
+"""Text from result documents made safe to show: one function per output kind, on a terminal
+(`terminal`), in markdown (`markdown`), in HTML (`html`) and in CSV (`csv_text` for a text cell,
+`csv_row` for a row), and an error message's first line, what a one-line note shows of it.
 
 Names (suite, case, implementation, GPU) and error messages come from documents anyone can
 write (a pull request's run, a hand-edited file). Shown raw, an escape sequence would drive the
@@ -7,16 +8,21 @@ reader's terminal, and HTML or a link would reach job summaries and pull-request
 Only what is printed changes; stored data never does. Every markdown writer in the harness
 (summary, compare, regressions, the markdown and nvbench-markdown exports, and every table
 through harness.reporting.table) passes each data-derived piece through `markdown()`; every text
-report for a terminal (ingest, history) through `terminal()`.
+report for a terminal (ingest, history, `harness explain --format text`, every plain-text table
+through harness.reporting.table) through `terminal()`; every CSV row through `csv_row()`.
 """
 
 from __future__ import annotations
 
+import csv
+import html as html_text
+import io
 import re
+from collections.abc import Sequence
 
 from protocol.terminal_text import visible
 
-__all__ = ["first_line", "markdown", "no_autolinks", "terminal"]
+__all__ = ["csv_row", "csv_text", "first_line", "html", "markdown", "no_autolinks", "terminal"]
 
 # One pass of a translation table: each character is replaced once, the backslash included.
 _PLAIN = {
@@ -75,6 +81,32 @@ def no_autolinks(text: str) -> str:
     text = _SCHEME_COLON.sub(r"\1\\:", text)
     text = _WWW_DOT.sub(r"\1\\.", text)
     return _EMAIL_AT.sub("@&#8203;", text)
+
+
+def html(text: object) -> str:
+    """`text` as HTML text or an attribute value: `& < > " '` as entities, and non-printable
+    characters (bidirectional overrides, control characters) written visibly, as terminal()
+    writes them, but for newlines."""
+    return html_text.escape(terminal(text, lines=True), quote=True)
+
+
+# A spreadsheet reads a cell starting with one of these as a formula (=HYPERLINK(...) phones
+# home); OWASP's CSV-injection guidance: a leading `'` shows it as text.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
+
+
+def csv_text(text: str) -> str:
+    """A CSV text cell as a spreadsheet shows it, never as a formula: `'` before a formula's
+    first character. Numbers are written by the caller, never through this."""
+    return f"'{text}" if text.startswith(FORMULA_STARTS) else text
+
+
+def csv_row(cells: Sequence[str]) -> str:
+    """One CSV row (RFC 4180, no line end): a cell holding a comma, quote, carriage return or
+    newline quoted whole, so no reader splits the row inside it."""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\r\n").writerow(cells)  # quotes what holds \r or \n
+    return out.getvalue().removesuffix("\r\n")
 
 
 def first_line(text: str) -> str:

@@ -97,11 +97,16 @@ def occupancy(b: dict, c: dict) -> list[Row]:
     ob, oc = b.get("occupancy") or {}, c.get("occupancy") or {}
     if "occupancy" not in ob or "occupancy" not in oc:
         return []
-    return [
+    return [  # the schema requires none of an occupancy block's fields
         Row("theoretical occupancy", ob["occupancy"], oc["occupancy"], "fraction"),
-        Row("blocks per SM", ob["blocks_per_sm"], oc["blocks_per_sm"]),
-        Row("limited by", ", ".join(ob["limited_by"]), ", ".join(oc["limited_by"]), "text"),
+        Row("blocks per SM", ob.get("blocks_per_sm"), oc.get("blocks_per_sm")),
+        Row("limited by", limited_by(ob), limited_by(oc), "text"),
     ]
+
+
+def limited_by(occupancy: dict) -> str:
+    """What limits the occupancy, in words ("-" where the block does not say)."""
+    return ", ".join(occupancy.get("limited_by") or ()) or "-"
 
 
 def instructions(b: dict, c: dict, scope: str = "classes") -> list[Row]:

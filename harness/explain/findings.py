@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from harness.explain.figures import biggest_loop, classes, loads, memory_rows, ok
+from harness.explain.figures import biggest_loop, classes, limited_by, loads, memory_rows, ok
 
 MAX_SHOWN = 4  # the leading findings; the others are listed as "also different"
 
@@ -213,7 +213,7 @@ def resources(b: dict, c: dict) -> list[Finding]:
                 2 + 4 * (ob["occupancy"] - oc["occupancy"]),
                 f"lower theoretical occupancy: {100 * oc['occupancy']:.0f}% vs "
                 f"{100 * ob['occupancy']:.0f}% (limited by "
-                f"{', '.join(oc['limited_by'])}; {rc['registers']} vs "
+                f"{limited_by(oc)}; {rc['registers']} vs "
                 f"{rb['registers']} registers per thread)",
             )
         )

@@ -13,13 +13,8 @@ from harness.escaping import terminal
 from harness.explain import figures
 from harness.explain.findings import MAX_SHOWN, findings
 from harness.explain.sources import HOW_TO_GET_PROFILE, HOW_TO_GET_STATIC, Case, Source
-from harness.reporting.table import MARKDOWN, Column, Markup, format_table, format_time
+from harness.reporting.table import MARKDOWN, TEXT, Column, Markup, format_table, format_time
 
-TEXT = Markup(
-    row=lambda cells: "  ".join(cells).rstrip(),
-    divider=lambda columns, widths: "  ".join("-" * w for w in widths),
-    pad=True,
-)
 PARITY = 0.03  # a gap within 3% of 1.0x is parity: the differences then cost no time here
 FOLDED = ("Memory operations by opcode", "In loops (SASS, static)")  # in <details> (markdown)
 
@@ -85,23 +80,41 @@ def _gap_line(case: Case, candidate: str, markdown: bool) -> str:
     )
 
 
+# An occupancy's SM limits as the provenance line says them; the schema requires only `source`.
+LIMITS = (
+    ("registers_per_sm", "{} registers"),
+    ("threads_per_sm", "{} threads"),
+    ("blocks_per_sm", "{} blocks"),
+    ("shared_bytes_per_sm", "{} KiB shared memory"),
+    ("reserved_shared_bytes_per_block", "({} B reserved per block)"),
+    ("register_allocation_unit", "registers allocated per warp in units of {}"),
+)
+
+
 def _provenance(static: dict, markdown: bool) -> str:
+    """The tools that made the figures (each one the block names) and the SM limits used."""
     tools = static["tools"]
     occ = static.get("occupancy") or {}
     text = (
-        f"{' '.join(tools['ptxas']['command'])} ({tools['ptxas']['version']}); "
-        f"{' '.join(tools['disassembler']['command'])} ({tools['disassembler']['version']})"
+        "; ".join(
+            f"{' '.join(tool['command'])} ({tool['version']})"
+            for tool in (tools.get("ptxas"), tools.get("disassembler"))
+            if tool
+        )
+        or "tools not recorded"
     )
     limits = occ.get("limits")
     if limits:
-        text += (
-            f"; occupancy for {occ['block_threads']} threads per block with SM limits "
-            f"{limits['registers_per_sm']} registers, {limits['threads_per_sm']} threads, "
-            f"{limits['blocks_per_sm']} blocks, {limits['shared_bytes_per_sm'] // 1024} KiB "
-            f"shared memory ({limits['reserved_shared_bytes_per_block']} B reserved per block), "
-            f"registers allocated per warp in units of {limits['register_allocation_unit']}, "
-            f"from {limits['source']}"
+        threads = occ.get("block_threads")
+        said = ", ".join(
+            form.format(limits[k] // 1024 if "KiB" in form else limits[k])
+            for k, form in LIMITS
+            if k in limits
         )
+        text += (
+            f"; occupancy{f' for {threads} threads per block' if threads else ''} with SM limits "
+            f"{said or 'not recorded'}, from {limits['source']}"
+        ).replace(", (", " (")
     return _shown(text, markdown)
 
 
@@ -162,7 +175,7 @@ def explain_pair(case: Case, candidate: str, source: Source, markdown: bool) -> 
         out += [f"Static figures: {_provenance(cand.static, markdown)}.", ""]
     if profile_ok:
         p = cand.profile
-        command = f"{' '.join(p['command'][:1])} ..."
+        command = f"{' '.join((p.get('command') or ['ncu'])[:1])} ..."
         out += [
             f"Profile: {_shown(p['version'], markdown)}, "
             f"{md(command, code=True) if markdown else terminal(command)}, one launch of "

@@ -160,7 +160,7 @@ def _gap_rows(document: dict) -> list[tuple]:
                     f"{gap['ratio_of_medians']:.4f}x",
                     f"{gap['ci_low']:.4f} – {gap['ci_high']:.4f}",
                     format_time(base["stats"]["median_s"]) if base else "-",
-                    format_time(impl["timing"]["stats"]["median_s"]),
+                    format_time(impl["timing"]["stats"]["median_s"]) if impl.get("timing") else "-",
                     ("stable" if gap["stable"] else "**unstable**") + _cold_by_events(impl),
                 )
             )

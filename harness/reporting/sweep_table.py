@@ -99,7 +99,11 @@ def render(table: SweepTable, markup: Markup) -> str:
     columns = [Column("Point" if table.kind == "size" else "Built as"),
                Column(f"{table.baseline} time", True)]  # fmt: skip
     columns += [Column(f"{n} gap", True) for n in table.candidates]
-    lines = [curve_sentence(n, table.curve[n]) for n in table.candidates if n in table.curve]
+    lines = [
+        markup.escape(curve_sentence(n, table.curve[n]))  # point ids and names are data
+        for n in table.candidates
+        if n in table.curve
+    ]
     return (
         format_table(markup, columns, table.rows)
         + "".join(f"\n- {line}" for line in lines)

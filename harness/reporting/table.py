@@ -6,8 +6,6 @@ As in hyperfine, formats differ only in how a row and the divider under the head
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -16,6 +14,7 @@ from harness import escaping
 __all__ = [
     "CSV",
     "MARKDOWN",
+    "TEXT",
     "Column",
     "ImplRow",
     "Markup",
@@ -38,6 +37,7 @@ class Markup:
     row: Callable[[Sequence[str]], str]
     divider: Callable[[Sequence[Column], Sequence[int]], str] | None
     pad: bool  # pad cells to the column width so the raw text lines up
+    escape: Callable[[str], str] = escaping.terminal  # a cell's data as this format shows it
 
 
 def _markdown_cell(text: str) -> str:
@@ -57,21 +57,25 @@ def _markdown_divider(columns: Sequence[Column], widths: Sequence[int]) -> str:
     )
 
 
-def _csv_row(cells: Sequence[str]) -> str:
-    out = io.StringIO()
-    csv.writer(out, lineterminator="").writerow(cells)
-    return out.getvalue()
-
-
 MARKDOWN = Markup(
-    row=lambda cells: "| " + " | ".join(cells) + " |", divider=_markdown_divider, pad=True
+    row=lambda cells: "| " + " | ".join(cells) + " |",
+    divider=_markdown_divider,
+    pad=True,
+    escape=_markdown_cell,
 )
-CSV = Markup(row=_csv_row, divider=None, pad=False)
+# Quoting is the row's (escaping.csv_row); text cells are made inert by the CSV export.
+CSV = Markup(row=escaping.csv_row, divider=None, pad=False, escape=str)
+# Aligned plain text for a terminal: control characters and bidirectional overrides visible.
+TEXT = Markup(
+    row=lambda cells: "  ".join(cells).rstrip(),
+    divider=lambda columns, widths: "  ".join("-" * w for w in widths),
+    pad=True,
+)
 
 
 def format_table(markup: Markup, columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> str:
     """The table as text, one line per row, ending in a newline."""
-    escape = _markdown_cell if markup is MARKDOWN else str
+    escape = markup.escape
     cells = [[escape(c.title) for c in columns]] + [[escape(x) for x in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
     if markup.pad:

@@ -7,6 +7,7 @@ at these tests.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 
 import orjson
@@ -16,6 +17,14 @@ from click.testing import CliRunner
 from harness.cli import main
 from harness.history.store import Store
 from harness.history.store_schema import MAX_DEPTH, MAX_INTEGER
+from tests.support.document_variants import (
+    block_fields,
+    full_document,
+    hollow,
+    hostile,
+    minimal,
+    without,
+)
 from tests.support.harness_docs import small_run, suite_manifest
 
 
@@ -121,3 +130,109 @@ def test_the_integer_limit_keeps_every_integer_a_run_records(tmp_path):
     document["environment"]["device"]["memory_bytes"] = MAX_INTEGER
     done = ingest(tmp_path, document, *trusted(tmp_path, document))
     assert done.exit_code == 0, done.output
+
+
+# ---- every command on documents at the schema's edges ----------------------------------------
+
+COMMANDS = {
+    "summary": ("summary", "{doc}"),
+    "compare": ("compare", "{doc}", "{doc}"),
+    "compare json": ("compare", "{doc}", "{doc}", "--format", "json"),
+    "robust": ("robust", "{doc}", "{doc}"),
+    "explain": ("explain", "{doc}"),
+    "explain text": ("explain", "{doc}", "--format", "text"),
+    "explain two": ("explain", "{doc}", "{doc}", "--format", "text"),
+    "export csv": ("export", "{doc}", "--format", "csv"),
+    "export markdown": ("export", "{doc}", "--format", "markdown"),
+    "export nvbench-markdown": ("export", "{doc}", "--format", "nvbench-markdown"),
+    "export github-action-benchmark": ("export", "{doc}", "--format", "github-action-benchmark"),
+    "ingest": ("ingest", "{doc}", "--db", "{db}"),
+}
+
+
+def every_command(folder, document, commands=tuple(COMMANDS)) -> dict[str, object]:
+    """Each of `commands` (COMMANDS' names) run on `document` in this process: exit 0 or 1,
+    never an exception; an AssertionError names the command."""
+    doc = folder / "doc.json"
+    doc.write_bytes(orjson.dumps(document))
+    done = {}
+    for name in commands:
+        args = COMMANDS[name]
+        argv = [a.format(doc=doc, db=folder / "h.sqlite") for a in args]
+        result = CliRunner().invoke(main, argv)
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            raise AssertionError(f"{name}: {result.exception!r}") from result.exception
+        assert result.exit_code in (0, 1), (name, result.output[-2000:])
+        done[name] = result
+    return done
+
+
+@pytest.mark.parametrize("shape", ["full", "minimal", "hollow"])
+def test_every_command_reads_a_document_with_every_optional_field_absent(tmp_path, shape):
+    """A schema-valid document with every optional field absent (minimal), or with each block
+    present but holding only what the schema requires (hollow: a `static` block of `status`
+    alone, an occupancy without block_threads): `harness explain` ended in a KeyError."""
+    document = full_document()
+    document = {"full": document, "minimal": minimal(document), "hollow": hollow(document)}[shape]
+    every_command(tmp_path, document)
+
+
+# compare's bootstrap takes most of a second a document; the three shapes above run it
+QUICK = [name for name in COMMANDS if not name.startswith("compare")]
+
+
+def test_every_command_reads_a_document_missing_any_one_optional_block(tmp_path):
+    """Each optional object or list taken out on its own (a static block's tools.ptxas, a
+    case's points, a profile's stalls, ...): every command still reads the document."""
+    document = full_document()
+    failed = []
+    for path in block_fields(document):
+        try:
+            every_command(tmp_path, without(document, path), QUICK)
+        except AssertionError as exc:
+            failed.append(f"{'.'.join(path)}: {str(exc)[:300]}")
+    assert not failed, "\n".join(failed)
+
+
+# ---- every string field into every output format ----------------------------------------------
+
+HOSTILE = '<img src=x onerror=alert(1)>|[a](http://e.x)`\x1b[2J\u202e\r=HYPERLINK("http://e.x")'
+MARKDOWN_OUTPUTS = ("summary", "compare", "robust", "explain", "export markdown",
+                    "export nvbench-markdown")  # fmt: skip
+TEXT_OUTPUTS = ("explain text", "explain two")
+CODE_SPAN = re.compile(r"(?<![\\`])(`+)(?!`).+?(?<!`)\1(?!`)")
+
+
+def test_every_string_field_reaches_every_output_format_escaped(tmp_path):
+    """Every string field a document may carry (ids, names, point ids, messages, tool versions,
+    `limited_by`, ...) holding HTML, a link, a pipe, a backtick, an escape sequence, a bidi
+    override, a carriage return and a formula: no output carries any of them live. Markdown
+    (escaping.markdown), terminal text (escaping.terminal, stderr reports too), CSV
+    (escaping.csv_text and csv_row: one row per implementation, whatever a cell holds); the
+    JSON formats escape by JSON's rules."""
+    import csv
+    import io
+
+    document, changed = hostile(full_document(), HOSTILE)
+    assert changed > 500, changed
+    done = every_command(tmp_path, document)
+    for name in MARKDOWN_OUTPUTS:
+        out = CODE_SPAN.sub("", done[name].stdout)  # a code span's content is literal
+        assert "<img" not in out and not re.search(r"(?<!\\)\]\(http", out), name
+        assert "http://" not in out, name  # no autolink: `http\://`
+        assert "&lt;img src=x" in out, name  # the data is there, shown
+    for name in (*MARKDOWN_OUTPUTS, *TEXT_OUTPUTS):
+        out = done[name].stdout
+        assert not {"\x1b", "\u202e", "\r"} & set(out), (name, out[:3000])
+        assert "x1b" in out and "u202e" in out, name  # shown visibly
+    for result in done.values():
+        assert not {"\x1b", "\u202e", "\r"} & set(result.stderr), result.stderr[:2000]
+    rows = list(csv.reader(io.StringIO(done["export csv"].stdout, newline="")))
+    blocks = [b for c in document["cases"] for b in (c, *c.get("points", ()))]
+    expected = sum(len(b.get("implementations", ())) for b in blocks)
+    assert len(rows) == 1 + expected  # no row split at a carriage return
+    for row in rows:
+        assert len(row) == len(rows[0]), row
+        for cell in row:
+            assert not cell.startswith(("=", "+", "@", "\t", "\r", "\n")), cell
+            assert not cell.startswith("-") or cell.lstrip("-")[:1].isdigit(), cell

@@ -6,16 +6,18 @@ headline line for the primary candidate: a CSV's first line is its header, and r
 the primary's rows by `implementation`.
 
 Text cells come from documents anyone can write; a spreadsheet reads one starting with
-`= + - @` (or a tab or carriage return) as a formula (=HYPERLINK(...) phones home). Such a
-cell gets a leading `'`, as OWASP's CSV-injection guidance says: shown as text, one character
-longer. Numbers are written by this module, never from text, and are left as they are.
+`= + - @` (or a tab, carriage return or newline) as a formula (=HYPERLINK(...) phones home).
+Such a cell gets a leading `'` (harness.escaping.csv_text), and a cell holding a carriage return
+or newline is quoted whole (escaping.csv_row), so no reader splits its row there. Numbers are
+written by this module, never from text, and are left as they are.
 """
 
 from __future__ import annotations
 
+from harness.escaping import csv_text
 from harness.reporting.table import CSV, Column, format_table, impl_rows
 
-__all__ = ["COLUMNS", "inert_text", "render"]
+__all__ = ["COLUMNS", "render"]
 
 # column name -> ImplRow field
 COLUMNS = {
@@ -42,9 +44,6 @@ COLUMNS = {
 }
 
 
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
 def _cell(value) -> str:
     if value is None:
         return ""
@@ -52,13 +51,7 @@ def _cell(value) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return repr(value) if isinstance(value, float) else str(value)
-    return inert_text(str(value))
-
-
-def inert_text(text: str) -> str:
-    """`text` as a spreadsheet shows it, never as a formula: `'` before a formula's first
-    character."""
-    return f"'{text}" if text.startswith(FORMULA_STARTS) else text
+    return csv_text(str(value))
 
 
 def render(document: dict) -> bytes:
