@@ -51,7 +51,7 @@ def test_the_no_gpu_answers_name_the_suite_given_and_the_way_for_launches(tmp_pa
         b'{"ptx": ".version 8.0\\n.target sm_90\\n", "kernel": "k", "grid": [1, 1, 1], '
         b'"block": [1, 1, 1], "shared_bytes": 0, "params": [], "outputs": []}'
     )
-    answer = runner("run", stdin=request).stdout.decode()
+    answer = runner("run", "--no-service", stdin=request).stdout.decode()
     assert "harness run" not in answer and "ssh gpu-host python3 -m runner run" in answer
 
 
@@ -118,7 +118,7 @@ def test_help_works_without_a_gpu():
 
 
 def test_run_answers_json_on_garbage():
-    done = runner("run", stdin=b"{not json")
+    done = runner("run", "--no-service", stdin=b"{not json")
     assert done.returncode == 0  # as a JSON runner answers: the status is in the answer (issue 54)
     assert done.stdout.startswith(b"{") and b'"status":"error"' in done.stdout.replace(b" ", b"")
 

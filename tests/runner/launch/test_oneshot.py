@@ -563,7 +563,7 @@ def test_kernel_printf_never_reaches_the_json_answer(tmp_path):
         "outputs": [{"param": 0}],
     }
     done = subprocess.run(
-        [sys.executable, "-m", "runner", "run"],
+        [sys.executable, "-m", "runner", "run", "--no-service"],  # printf: this process's
         input=encode(request),
         capture_output=True,
         cwd=ROOT,
