@@ -15,10 +15,12 @@ import click
 
 from protocol.terminal_text import visible
 from runner import cuda_programs
-from runner.definition import manifest
+from runner.definition import manifest, sweep, toolchains
+from runner.definition.bundle import BundleError
 from runner.definition.launch_limits import LaunchLimitError, check_launch
 from runner.execution.result import case_skeleton
-from runner.execution.suite import build_case
+from runner.execution.suite import build_case, obtain_ptx
+from runner.gpu import ptx
 from runner.measurement.gate.correctness import edges_problems, passing_null_models
 
 REFERENCE_START_S = 5.0  # a forked child's start, beyond the reference's own time
@@ -126,6 +128,38 @@ def _tolerance_problems(suite: manifest.Suite, case: manifest.CaseSpec) -> int:
     return failures
 
 
+def _check_options(case: manifest.CaseSpec, arch: str, bundle, skipped: dict) -> int:
+    """Build, signature-check and assemble the implementation of each option point of `case`
+    as that point builds it; the failures."""
+    options = case.sweep.options if case.sweep is not None else None
+    failures = 0
+    for point in case.sweep.points if options is not None else ():
+        if point.option is None:
+            continue
+        impl = sweep.at_point(case, point.id).impl(options.impl)
+        where = f"{case.id}[{point.id}]/{impl.name}"
+        try:
+            text, build = obtain_ptx(case, impl, arch, bundle)
+            module = ptx.parse(text)
+            ptx.check_signature(module, impl.entry, case.signature(), where=where)
+        except toolchains.ToolchainMissing as exc:
+            skipped.setdefault(str(exc), []).append(where)
+            _say(f"skip  {where}: {exc}")
+            continue
+        except (toolchains.BuildError, BundleError, ptx.PtxError, ptx.SignatureError) as exc:
+            failures += 1
+            _say(f"FAIL  {where}: build: {exc}")
+            continue
+        problem = assemble(text, arch)
+        failures += problem is not None
+        how = f"ptxas -arch={arch} ok" if cuda_programs.find("ptxas") else "not assembled"
+        _say(
+            f"FAIL  {where}: ptxas -arch={arch}: {problem}" if problem else
+            f"ok    {where}: flags {' '.join(build['flags']) or '(none)'}, PTX {module.target}, {how}"
+        )  # fmt: skip
+    return failures
+
+
 def check_suite(
     suite: manifest.Suite, arch: str, require_all: bool = False, sanitizer=None, bundle=None
 ) -> int:
@@ -183,6 +217,7 @@ def check_suite(
                     case, name, impl["entry"], built[name]
                 ):
                     failures += 1
+        failures += _check_options(case, arch, bundle, skipped)
     count = sum(len(v) for v in skipped.values())
     _say(
         f"{suite.path}: {len(suite.cases)} case(s), {failures} failure(s), {count} skipped"

@@ -148,3 +148,15 @@ def test_a_bundle_holds_each_option_points_build_and_gives_it_back(tmp_path):
         provenance["flags"] == ["-O1"]
         and provenance["ptx_sha256"] != (bundle.lookup(case, case.impl("cuda"))[1]["ptx_sha256"])
     )
+
+
+def test_runner_check_builds_and_assembles_each_option_point(tmp_path, capsys):
+    from runner.execution.checking import check_suite
+
+    clang_impl = 'toolchain = "clang"\nsource = "kernels/scale.cu"'
+    bad = CLANG_O.replace('O2 = { flags = ["-O2"] }', 'O2 = { flags = ["--no-such-flag"] }')
+    suite = manifest.load(with_options(tmp_path, bad, impl=clang_impl))
+    assert check_suite(suite, "sm_80") == 1
+    said = capsys.readouterr().err
+    assert "ok    scale[O=O1]/cuda: flags -O1, PTX sm_80" in said, said
+    assert "FAIL  scale[O=O2]/cuda: build: " in said and "--no-such-flag" in said, said
