@@ -161,13 +161,31 @@ def errors(document, schema_name: str) -> list[str]:
     return [f"{_where(e)}: {message(e)}" for e in found]
 
 
+def _deepest(document) -> str:
+    """The path of the most deeply nested value of `document` (one walk, no recursion)."""
+    deepest, stack = (), [(document, ())]
+    while stack:
+        node, path = stack.pop()
+        deepest = max(deepest, path, key=len)
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        stack.extend((v, (*path, k)) for k, v in items if isinstance(v, dict | list))
+    text = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in deepest[:8])
+    return f"{text.lstrip('.')}... ({len(deepest)} levels)"
+
+
 def validate(document, schema_name: str, what: str = "document") -> None:
     """Raise DocumentError naming `what`, the field and the expectation of the most relevant error."""
     if is_valid(document, schema_name):
         return
     from jsonschema.exceptions import best_match
 
-    found = list(validator(schema_name).iter_errors(document))  # walked once, not twice
+    try:
+        found = list(validator(schema_name).iter_errors(document))  # walked once, not twice
+    except RecursionError:  # an error's message quotes a value nested a thousand levels deep
+        raise DocumentError(
+            f"{what}: does not match schemas/{schema_name}.schema.json at {_deepest(document)}: "
+            "a value nested too deeply to check"
+        ) from None
     error = best_match(found)
     if error is not None:
         count = len(found)

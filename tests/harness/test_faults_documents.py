@@ -79,6 +79,21 @@ def test_a_value_nested_past_the_stores_writer_is_refused_by_name(tmp_path, trus
     assert not (tmp_path / "h.sqlite").exists()
 
 
+@pytest.mark.parametrize("command", ["ingest", "summary", "explain"])
+def test_a_value_too_deep_for_the_schemas_checker_is_refused_naming_it(tmp_path, command):
+    """1000 levels where the schema wants a number: jsonschema's message quoting the value
+    was a RecursionError traceback (found by the ingest fuzzer)."""
+    document = small_run(0)
+    document["cases"][0]["implementations"]["forth"]["timing"]["stats"]["noise"] = DEEP
+    path = tmp_path / "run.json"
+    path.write_bytes(orjson.dumps(document).replace(orjson.dumps(DEEP), nested(1000)))
+    done = invoke(command, path)
+    assert done.exit_code == 2 and "Traceback" not in done.output, done.output[-2000:]
+    assert f"{path}: does not match schemas/result.schema.json at " in done.stderr
+    assert "cases[0].implementations.forth.timing.stats.noise.x" in done.stderr
+    assert "(1006 levels): a value nested too deeply to check" in done.stderr
+
+
 @pytest.mark.parametrize(
     ("where", "field"),
     [
@@ -236,3 +251,60 @@ def test_every_string_field_reaches_every_output_format_escaped(tmp_path):
         for cell in row:
             assert not cell.startswith(("=", "+", "@", "\t", "\r", "\n")), cell
             assert not cell.startswith("-") or cell.lstrip("-")[:1].isdigit(), cell
+
+
+# ---- the ingest fuzzer ------------------------------------------------------------------------
+
+FUZZED = 200  # documents; about 20 s on a loaded 2-core machine
+FUZZ_SECONDS = 60  # and at most this long on a slower one
+
+
+def test_mutated_documents_are_stored_intact_or_refused_by_name(tmp_path):
+    """Mutated result documents through `harness ingest --trusted`, one call each: each is
+    stored (and reads back exactly as ingested) or refused with exit 2 naming its file, never
+    a traceback; after all of them the store passes SQLite's integrity and foreign-key checks
+    and still holds every run it stored, intact."""
+    import time
+
+    from harness.history.store_ingest import run_id
+    from protocol.documents import load_result
+    from protocol.points import as_rows
+    from tests.support.ingest_fuzz import mutants
+
+    base = full_document()
+    cases = suite_manifest(tmp_path, base)
+    db, path = tmp_path / "h.sqlite", tmp_path / "run.json"
+    stored, refused, kinds = {}, 0, set()
+    started = time.monotonic()
+    for mutant in mutants(base, seed=52, count=FUZZED):
+        if time.monotonic() - started > FUZZ_SECONDS:
+            break
+        path.write_bytes(mutant.data)
+        done = CliRunner().invoke(main, ["ingest", str(path), "--db", str(db), "--trusted",
+                                         "--cases", str(cases)])  # fmt: skip
+        assert done.exception is None or isinstance(done.exception, SystemExit), (
+            mutant.kind,
+            repr(done.exception),
+        )
+        assert "Traceback" not in done.output, (mutant.kind, done.output[-2000:])
+        kinds.add(mutant.kind.split("+")[0])
+        if done.exit_code == 2:
+            assert done.stderr.startswith(f"error: {path}") or f"{path}:" in done.stderr, (
+                mutant.kind,
+                done.stderr[:500],
+            )
+            refused += 1
+            continue
+        assert done.exit_code == 0, (mutant.kind, done.output[-2000:])
+        document = as_rows(load_result(mutant.data, "fuzzed"))
+        stored[run_id(document)] = document
+    assert stored and refused, (len(stored), refused)
+    assert len(kinds) >= 6, kinds
+    connection = sqlite3.connect(db)
+    assert connection.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    assert connection.execute("PRAGMA foreign_key_check").fetchall() == []
+    connection.close()
+    with Store(db, readonly=True) as store:
+        assert {r["run_id"] for r in store.runs()} == set(stored)
+        for rid, document in stored.items():
+            assert store.raw_document(rid) == document, rid
