@@ -138,7 +138,10 @@ def _sweep(case: dict, data: dict) -> str:
             found["earlier_run"],
             found["latest_run"],
         )
-        out.append(f'<h2>Gap by size <span class="tag">{html.escape(mode)}</span></h2>{chart}\n')
+        what = "size and by option" if "options" in found["latest"] else "size"
+        if not found["latest"]["points"]:
+            what = "option"
+        out.append(f'<h2>Gap by {what} <span class="tag">{html.escape(mode)}</span></h2>{chart}\n')
     return "".join(out)
 
 

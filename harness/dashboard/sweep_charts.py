@@ -63,41 +63,62 @@ def _size(values: str) -> float:
     return total
 
 
+def _lines(blocks: list[tuple[str, dict | None]]) -> tuple[dict, dict]:
+    """({candidate: [gap|None]}, {implementation: [median_s|None]}) over `blocks`."""
+    gaps: dict[str, list] = {}
+    times: dict[str, list] = {}
+    for i, (_, block) in enumerate(blocks):
+        ok = block is not None and block.get("status") == "ok"
+        for name, impl in (block or {}).get("implementations", {}).items():
+            gap, timing = impl.get("gap"), impl.get("timing")
+            if impl.get("role") == "candidate":
+                gaps.setdefault(name, [None] * len(blocks))[i] = (
+                    gap["ratio_of_medians"] if ok and gap else None
+                )
+            times.setdefault(name, [None] * len(blocks))[i] = (
+                timing["stats"]["median_s"] if ok and timing else None
+            )
+    return gaps, times
+
+
 def curves(document: dict) -> dict[str, dict]:
     """{case id: {"points": [{id, x}], "baseline", "gaps": {candidate: [gap|None]}, "times":
-    {implementation: [median_s|None]}}} for every swept case of `document`."""
+    {implementation: [median_s|None]}}} for every swept case of `document`, its sizes; a case
+    with an option axis also has "options": the same over the headline (the implementation as
+    declared) and each option point, x counting them."""
     out = {}
     for case, blocks in swept_cases(document):
-        blocks = [(p, b) for p, b in blocks if not is_option_point(case, p)]  # sizes only
-        if not blocks:
-            continue
-        gaps: dict[str, list] = {}
-        times: dict[str, list] = {}
-        for i, (_, block) in enumerate(blocks):
-            ok = block is not None and block.get("status") == "ok"
-            for name, impl in (block or {}).get("implementations", {}).items():
-                gap, timing = impl.get("gap"), impl.get("timing")
-                if impl.get("role") == "candidate":
-                    gaps.setdefault(name, [None] * len(blocks))[i] = (
-                        gap["ratio_of_medians"] if ok and gap else None
-                    )
-                times.setdefault(name, [None] * len(blocks))[i] = (
-                    timing["stats"]["median_s"] if ok and timing else None
-                )
-        out[case["id"]] = {
-            "points": [{"id": pid, "x": _size(pid)} for pid, _ in blocks],
+        sizes = [(p, b) for p, b in blocks if not is_option_point(case, p)]
+        options = [(p, b) for p, b in blocks if is_option_point(case, p) and p != case["point"]]
+        gaps, times = _lines(sizes)
+        entry = {
+            "points": [{"id": pid, "x": _size(pid)} for pid, _ in sizes],
             "baseline": case["baseline"],
             "gaps": gaps,
             "times": times,
         }
+        if options:
+            declared = (case.get("options") or {}).get("headline")
+            axis = options[0][0].split("=", 1)[0]
+            head = f"{axis}={declared}" if declared else f"{axis} as declared"
+            built = [(head, case), *options]
+            gaps, times = _lines(built)
+            entry["options"] = {
+                "points": [{"id": pid, "x": i} for i, (pid, _) in enumerate(built)],
+                "baseline": case["baseline"],
+                "gaps": gaps,
+                "times": times,
+            }
+        out[case["id"]] = entry
     return out
 
 
 def measured_points(curve: dict) -> int:
     """How many of a `curves()` entry's points have a gap or a time (a run of single points
-    measures one)."""
+    measures one), its option points included."""
     series = [*curve["gaps"].values(), *curve["times"].values()]
-    return sum(any(ys[i] is not None for ys in series) for i in range(len(curve["points"])))
+    found = sum(any(ys[i] is not None for ys in series) for i in range(len(curve["points"])))
+    return found + (measured_points(curve["options"]) if "options" in curve else 0)
 
 
 def _polyline(xs, ys, xpx, ypx, color: str, dash: str, title: str) -> str:
@@ -123,8 +144,12 @@ def _polyline(xs, ys, xpx, ypx, color: str, dash: str, title: str) -> str:
     return lines + dots
 
 
-def _chart(lines: list[tuple], xs: list[float], labels: list[str], what: str, log_y: bool) -> str:
-    """One SVG: `lines` of (ys, color, dash, title) over the points at log2 sizes `xs`."""
+def _chart(
+    lines: list[tuple], xs: list[float], labels: list[str], what: str, log_y: bool,
+    by_option: bool = False,
+) -> str:  # fmt: skip
+    """One SVG: `lines` of (ys, color, dash, title) over the points at log2 sizes `xs`, or with
+    `by_option`, over the ways an implementation was built, one step apart, named by `labels`."""
     lines = [([y if y and math.isfinite(y) else None for y in ys], *rest) for ys, *rest in lines]
     values = [y for ys, *_ in lines for y in ys if y]
     if not values:
@@ -161,8 +186,9 @@ def _chart(lines: list[tuple], xs: list[float], labels: list[str], what: str, lo
             f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{label}</text>'
         )
     for x, label in zip(xs, labels, strict=True):
+        tick = html.escape(label.split("=", 1)[-1]) if by_option else f"2^{x:g}"
         out.append(
-            f'<text x="{xpx(x):.1f}" y="{top + h + 14}" text-anchor="middle">2^{x:g}</text>'
+            f'<text x="{xpx(x):.1f}" y="{top + h + 14}" text-anchor="middle">{tick}</text>'
             f"<title>{html.escape(label)}</title>"
         )
     if not log_y:
@@ -171,9 +197,11 @@ def _chart(lines: list[tuple], xs: list[float], labels: list[str], what: str, lo
             'stroke="#5b6470" stroke-dasharray="2 2"/>'
         )
     out += [_polyline(xs, ys, xpx, ypx, c, d, t) for ys, c, d, t in lines]
+    axis = (
+        html.escape(labels[0].split("=", 1)[0]) if by_option else "size (elements or threads, log2)"
+    )
     out.append(
-        f'<text x="{left + w / 2:.1f}" y="{HEIGHT - 4}" text-anchor="middle">size (elements or '
-        "threads, log2)</text></svg>"
+        f'<text x="{left + w / 2:.1f}" y="{HEIGHT - 4}" text-anchor="middle">{axis}</text></svg>'
     )
     return "".join(out)
 
@@ -185,8 +213,35 @@ def svg(
     earlier_label: str,
     latest_label: str = "the newest run",
 ) -> str:
-    """The case's two charts from `curves()` entries: gap by size (the newest run solid, the
-    earlier dashed) and median time by size of every implementation in the newest run."""
+    """The case's charts from `curves()` entries: gap by size (the newest run solid, the
+    earlier dashed) and median time by size of every implementation in the newest run; then the
+    same by option where the case has an option axis."""
+    charts = ""
+    if latest["points"]:
+        charts += _pair(latest, earlier, colors, earlier_label, latest_label, "size")
+    if "options" in latest:
+        options = (earlier or {}).get("options")
+        charts += _pair(latest["options"], options, colors, earlier_label, latest_label, "option")
+    legend = " ".join(
+        f'<span style="color:{html.escape(colors.get(n, BASELINE_COLOR))}">&#9632;</span> '
+        f"{html.escape(n)}"
+        for n in latest["times"] or latest.get("options", {}).get("times", {})
+    )
+    newest = html.escape(latest_label)
+    note = (
+        f"solid: {newest}; dashed: {html.escape(earlier_label)}"
+        if earlier
+        else f"{newest} (no earlier run has this sweep)"
+    )
+    return (
+        f"<div>{charts}</div>"
+        f"<p class='muted'>{legend}. Gap: {note}. Time: median per launch, the solid line's run."
+        "</p>"
+    )
+
+
+def _pair(latest, earlier, colors, earlier_label: str, latest_label: str, by: str) -> str:
+    """Gap and median time by size (or by option) of one `curves()` entry."""
     xs = [p["x"] for p in latest["points"]]
     labels = [p["id"] for p in latest["points"]]
     gap_lines = [
@@ -201,20 +256,7 @@ def svg(
         (ys, BASELINE_COLOR if n == latest["baseline"] else colors.get(n, "#333"), "", n)
         for n, ys in latest["times"].items()
     ]
-    legend = " ".join(
-        f'<span style="color:{html.escape(colors.get(n, BASELINE_COLOR))}">&#9632;</span> '
-        f"{html.escape(n)}"
-        for n in latest["times"]
-    )
-    newest = html.escape(latest_label)
-    note = (
-        f"solid: {newest}; dashed: {html.escape(earlier_label)}"
-        if earlier
-        else f"{newest} (no earlier run has this sweep)"
-    )
-    return (
-        f"<div>{_chart(gap_lines, xs, labels, 'gap by size', False)}"
-        f"{_chart(time_lines, xs, labels, 'median time by size', True)}</div>"
-        f"<p class='muted'>{legend}. Gap: {note}. Time: median per launch, the solid line's run."
-        "</p>"
+    option = by == "option"
+    return _chart(gap_lines, xs, labels, f"gap by {by}", False, option) + _chart(
+        time_lines, xs, labels, f"median time by {by}", True, option
     )

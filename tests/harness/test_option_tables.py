@@ -77,3 +77,17 @@ def test_summary_has_a_gap_by_option_table_per_case_and_the_size_table_keeps_siz
 def test_size_charts_draw_sizes_only():
     curve = curves(option_document())["scale_i64"]
     assert len(curve["points"]) == 9 and all(p["id"].startswith("n=") for p in curve["points"])
+
+
+def test_the_case_page_draws_gap_and_time_by_option_beside_the_size_charts():
+    from harness.dashboard.sweep_charts import measured_points, svg
+
+    latest = curves(option_document())["scale_i64"]
+    options = latest["options"]
+    assert [p["id"] for p in options["points"]] == ["clang_O=O3", "clang_O=O2", "clang_O=O1"]
+    assert options["gaps"]["llvm"] == [0.98, 1.05, 1.30]
+    assert measured_points(latest) == 9 + 3
+    page = svg(latest, None, {"llvm": "#a00"}, "", "run 1")
+    assert page.count("<svg") == 4  # gap and time by size, then by option
+    assert 'aria-label="gap by option"' in page and ">O1</text>" in page
+    assert ">clang_O</text></svg>" in page  # the option chart's axis is named for the axis
