@@ -4,13 +4,14 @@ and the gaps where the source has timings (a bundle has none)."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from protocol import documents
 from protocol.codec import decode
 from protocol.input_files import MAX_DOCUMENT_BYTES, InputFileError, read_bounded
-from protocol.validation import DocumentError, validate
+from protocol.validation import DocumentError, _schema, jsonschema_validator, validate
 
 HOW_TO_GET_STATIC = (
     "record it with `python -m runner bench` (it records `static` where ptxas and cuobjdump or "
@@ -101,6 +102,25 @@ def from_result(doc: dict, what: str) -> Source:
     )
 
 
+@functools.cache
+def _static_checker():
+    """A result document's `static` block as its schema holds it ($defs/static)."""
+    result = _schema("result")
+    return jsonschema_validator({"$ref": "#/$defs/static", "$defs": result["$defs"]})
+
+
+def bundle_static(static: dict | None, where: str) -> dict | None:
+    """A bundle's `static` block (its schema asks only for a status) as explain reads it: the
+    block when it holds what a result document's must, else one saying what it lacks."""
+    if not static or static.get("status") != "ok":
+        return static
+    error = next(iter(_static_checker().iter_errors(static)), None)
+    if error is None:
+        return static
+    at = ".".join(map(str, error.absolute_path)) or "the block"
+    return {"status": "unavailable", "reason": f"{where}: static: {at}: {error.message[:200]}"}
+
+
 def from_bundle(doc: dict, what: str) -> Source:
     cases: dict[str, Case] = {}
     for e in doc["implementations"]:
@@ -108,9 +128,8 @@ def from_bundle(doc: dict, what: str) -> Source:
             continue
         case = cases.setdefault(e["case"], Case(e["case"], ""))
         role = e.get("role") or ("baseline" if e["impl"] == "cuda" else "candidate")
-        case.impls[e["impl"]] = Impl(
-            e["impl"], role, e.get("static"), ptx_sha256=e["build"]["ptx_sha256"]
-        )
+        static = bundle_static(e.get("static"), f"{what}: {e['case']}/{e['impl']}")
+        case.impls[e["impl"]] = Impl(e["impl"], role, static, ptx_sha256=e["build"]["ptx_sha256"])
         if role == "baseline":
             case.baseline = e["impl"]
     for s in doc.get("skipped") or ():

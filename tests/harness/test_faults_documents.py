@@ -19,6 +19,7 @@ from harness.history.store import Store
 from harness.history.store_schema import MAX_DEPTH, MAX_INTEGER
 from tests.support.document_variants import (
     block_fields,
+    full_bundle,
     full_document,
     hollow,
     hostile,
@@ -207,6 +208,49 @@ def test_every_command_reads_a_document_missing_any_one_optional_block(tmp_path)
         except AssertionError as exc:
             failed.append(f"{'.'.join(path)}: {str(exc)[:300]}")
     assert not failed, "\n".join(failed)
+
+
+BUNDLE_COMMANDS = {
+    "explain": ("explain", "{bundle}"),
+    "explain text": ("explain", "{bundle}", "--format", "text"),
+    "explain two": ("explain", "{bundle}", "{bundle}"),
+    "explain with": ("explain", "{doc}", "--bundle", "{bundle}"),
+    "ingest with": ("ingest", "{doc}", "--bundle", "{bundle}", "--db", "{db}"),
+}
+
+
+def every_bundle_command(folder, bundle) -> None:
+    """Each of BUNDLE_COMMANDS on `bundle` (beside full_document()): exit 0, never an exception."""
+    (folder / "bundle.json").write_bytes(orjson.dumps(bundle))
+    (folder / "doc.json").write_bytes(orjson.dumps(full_document()))
+    for name, args in BUNDLE_COMMANDS.items():
+        argv = [
+            a.format(bundle=folder / "bundle.json", doc=folder / "doc.json", db=folder / "h.sqlite")
+            for a in args
+        ]
+        result = CliRunner().invoke(main, argv)
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            raise AssertionError(f"{name}: {result.exception!r}") from result.exception
+        assert result.exit_code == 0, (name, result.output[-2000:])
+
+
+def test_explain_and_ingest_read_a_bundle_with_any_optional_field_absent(tmp_path):
+    """A bundle's schema asks a `static` block for its status alone: one with `status: ok`
+    and nothing else (or lacking any one part) was a KeyError in `harness explain`; it is
+    now read as a static analysis that is not there, saying what it lacks."""
+    bundle = full_bundle()
+    failed = []
+    variants = [("full", bundle), ("minimal", minimal(bundle)), ("hollow", hollow(bundle))]
+    variants += [(".".join(map(str, p)), without(bundle, p)) for p in block_fields(bundle)]
+    for name, variant in variants:
+        try:
+            every_bundle_command(tmp_path, variant)
+        except AssertionError as exc:
+            failed.append(f"{name}: {str(exc)[:300]}")
+    assert not failed, "\n".join(failed)
+    (tmp_path / "bundle.json").write_bytes(orjson.dumps(hollow(bundle)))
+    done = invoke("explain", tmp_path / "bundle.json", "--format", "text")
+    assert "No static analysis (" in done.stdout and ": static: " in done.stdout, done.stdout
 
 
 # ---- every string field into every output format ----------------------------------------------

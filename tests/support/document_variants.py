@@ -53,7 +53,9 @@ PROFILE = {
 
 
 def valid(document: dict) -> bool:
-    return is_valid(document, "result")
+    """Valid against its schema: a bundle's (its `kind` says so) or a result document's."""
+    kind = document.get("kind") if isinstance(document, dict) else None
+    return is_valid(document, "bundle" if kind == "kernelgap.bundle" else "result")
 
 
 def _maps(schema: dict) -> frozenset[str]:
@@ -100,6 +102,44 @@ def _full() -> bytes:
     doc["summary"] = summary(doc["cases"])
     validate(doc, "result", "full_document")
     return orjson.dumps(doc)
+
+
+def full_bundle() -> dict:
+    """A bundle manifest (runner build) of full_document()'s implementations, every optional
+    field present: roles, static blocks, the compiler's sha256, the suite's primary, a skip."""
+    doc = full_document()
+    entries = []
+    for case in doc["cases"]:
+        for name, impl in case["implementations"].items():
+            build = {k: impl["build"][k] for k in ("toolchain", "version", "command", "flags",
+                                                   "source_sha256", "ptx_sha256", "build_s")}  # fmt: skip
+            build["compiler_sha256"] = "c" * 64
+            entries.append(
+                {
+                    "case": case["id"],
+                    "case_version": case["version"],
+                    "impl": name,
+                    "file": f"{case['id']}/{name}.ptx",
+                    "role": impl["role"],
+                    "static": impl["static"],
+                    "build": build,
+                }
+            )
+    bundle = {
+        "schema_version": "1.3.0",
+        "kind": "kernelgap.bundle",
+        "suite": {
+            **{k: doc["suite"][k] for k in ("name", "version", "sha256")},
+            "primary": "warpforth",
+        },
+        "arch": "sm_90",
+        "created_utc": doc["started_utc"],
+        "host": "build-box",
+        "implementations": entries,
+        "skipped": [{"case": "scale_i64", "impl": "handptx", "reason": "no such source here"}],
+    }
+    validate(bundle, "bundle", "full_bundle")
+    return bundle
 
 
 def _implementations(doc: dict):
