@@ -271,7 +271,8 @@ def _event(kind: str, part: list[dict]) -> dict:
         "cases": cases,
         "points": len(points),
         "metrics": metrics,
-        "series": sorted(part, key=lambda a: (-abs(a["relative"]), a["case"], a["impl"])),
+        # its lead metric's series first (a gap event: the gaps), then by size
+        "series": sorted(part, key=lambda a: (a not in lead, -abs(a["relative"]), a["case"])),
         "text": f"{what}: {len(part)} series of {len(cases)} case"
         + ("" if len(cases) == 1 else "s"),
     }

@@ -141,7 +141,9 @@ def _sweep(case: dict, data: dict) -> str:
         what = "size and by option" if "options" in found["latest"] else "size"
         if not found["latest"]["points"]:
             what = "option"
-        out.append(f'<h2>Gap by {what} <span class="tag">{html.escape(mode)}</span></h2>{chart}\n')
+        info = describe(mode)
+        tag = f'<span class="tag" title="{html.escape(info.title)}">{info.symbol} {html.escape(mode)}</span>'
+        out.append(f"<h2>Gap by {what} {tag}</h2>{chart}\n")
     return "".join(out)
 
 

@@ -192,8 +192,8 @@ window.KernelgapHeadline = (function () {
       const more = e.cases.length > 1 ? " and " + (e.cases.length - 1) + " more case" + (e.cases.length > 2 ? "s" : "") : "";
       const details = el("details", { class: "covers" }, el("summary", {}, e.series.length + " series" +
         (e.points ? ", " + e.points + " sweep points" : "") + " (" + e.metrics.join(", ") + ")"),
-        el("ul", {}, ...e.series.map((a) => el("li", {}, a.case + " / " + a.impl + " " + a.metric + " · " + a.kind +
-          (a.folded ? " (with " + a.folded.join(", ") + ")" : "") + ": " + a.text))));
+        el("ul", {}, ...e.series.map((a) => el("li", {}, a.case + " / " + a.impl + " " + a.metric + ": " + a.text +
+          (a.folded ? " (" + a.folded.join(", ") + " folded into it)" : "")))));
       const li = el("li", { class: cls, "data-mode": e.mode || "", "data-kind": e.kind, "data-gpu": e.gpu || "",
                             "data-cases": e.cases.join(" ") },
         modeTag(el, e.mode), " ", el("b", {}, (e.kind === "gap" ? "gap " : "times ") + pct(e.relative) + " " + e.direction),
