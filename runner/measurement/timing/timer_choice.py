@@ -20,8 +20,8 @@ EVENTS_CHOICE = (
     "`--bench-timer events` (pytest)"
 )
 COLD_EVENTS_COST = (
-    "CUDA events add their own overhead to one short cold launch (on the H200 3.9 us against "
-    "CUPTI's 1.3 us for a 2^10 axpy), which compresses cold gaps toward 1"
+    "CUDA events add their own overhead to one short cold launch (3 times CUPTI's figure for a "
+    "1 us kernel: docs/method/timers.md), which compresses cold gaps toward 1"
 )
 
 
