@@ -128,7 +128,7 @@ def collect(
         "views": views,
         "mode_info": {
             m: describe(m).as_dict()
-            for m in sorted({*views, *(s.info["mode"] for s in all_series)})
+            for m in sorted({*views, *(s.info["mode"] for s in all_series)}, key=lambda m: m or "")
         },
         "latest": views[default],
         "alerts": alerts,

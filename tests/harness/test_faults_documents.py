@@ -14,6 +14,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+from harness import escaping
 from harness.cli import main
 from harness.history.store import Store
 from harness.history.store_schema import MAX_DEPTH, MAX_INTEGER
@@ -210,6 +211,34 @@ def test_every_command_reads_a_document_missing_any_one_optional_block(tmp_path)
     assert not failed, "\n".join(failed)
 
 
+STORE_COMMANDS = {
+    "history": ("history", "--db", "{db}"),
+    "history case": ("history", "--db", "{db}", "--case", "axpy_f64", "--format", "json"),
+    "changes": ("changes", "--db", "{db}", "--format", "markdown"),
+    "regressions": ("regressions", "--db", "{db}"),
+    "dashboard": ("dashboard", "--db", "{db}", "--out", "{site}"),
+}
+
+
+def test_the_history_commands_read_stored_documents_with_every_optional_field_absent(tmp_path):
+    """Runs of every shape (minimal, hollow, full: three runs of one suite) stored, then every
+    command that reads the history: none ends in an exception."""
+    document = full_document()
+    cases = suite_manifest(tmp_path, document)
+    for k, variant in enumerate((minimal(document), hollow(document), document)):
+        variant["suite"]["sha256"] = document["suite"]["sha256"]
+        variant["started_utc"] = f"2026-12-0{k + 2}T10:00:00Z"
+        variant["finished_utc"] = f"2026-12-0{k + 2}T10:05:00Z"
+        done = ingest(tmp_path, variant, "--trusted", "--cases", str(cases))
+        assert done.exit_code == 0, done.output[-2000:]
+    for name, args in STORE_COMMANDS.items():
+        argv = [a.format(db=tmp_path / "h.sqlite", site=tmp_path / "site") for a in args]
+        result = CliRunner().invoke(main, argv)
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            raise AssertionError(f"{name}: {result.exception!r}") from result.exception
+        assert result.exit_code in (0, 1), (name, result.output[-2000:])
+
+
 BUNDLE_COMMANDS = {
     "explain": ("explain", "{bundle}"),
     "explain text": ("explain", "{bundle}", "--format", "text"),
@@ -295,6 +324,60 @@ def test_every_string_field_reaches_every_output_format_escaped(tmp_path):
         for cell in row:
             assert not cell.startswith(("=", "+", "@", "\t", "\r", "\n")), cell
             assert not cell.startswith("-") or cell.lstrip("-")[:1].isdigit(), cell
+
+
+def test_explain_text_shows_escapes_in_limited_by_visibly(tmp_path):
+    """`harness explain --format text` printed static.occupancy.limited_by raw."""
+    document = full_document()
+    for case in document["cases"]:
+        for impl in case["implementations"].values():
+            impl["static"]["occupancy"]["limited_by"] = ["warps\x1b]0;owned\x07\u202e"]
+    path = tmp_path / "run.json"
+    path.write_bytes(orjson.dumps(document))
+    done = invoke("explain", path, "--format", "text")
+    assert done.exit_code == 0, done.output
+    assert "\x1b" not in done.stdout and "\u202e" not in done.stdout
+    assert "warps\\x1b]0;owned\\x07\\u202e" in done.stdout
+
+
+def test_a_carriage_return_in_a_name_is_quoted_in_csv_and_formulas_stay_text(tmp_path):
+    """A carriage return in a name was left unquoted: a spreadsheet split the row there and
+    the rest began an un-neutralised formula cell."""
+    import csv
+    import io
+
+    name = 'forth\r=HYPERLINK("http://e.x")'
+    document = small_run(0)
+    impls = document["cases"][0]["implementations"]
+    impls[name] = impls.pop("forth")
+    path = tmp_path / "run.json"
+    path.write_bytes(orjson.dumps(document))
+    done = invoke("export", path, "--format", "csv")
+    rows = list(csv.reader(io.StringIO(done.stdout, newline="")))
+    assert len(rows) == 3 and {len(r) for r in rows} == {len(rows[0])}, rows
+    assert [r[2] for r in rows[1:]] == ["cuda", name]
+    assert escaping.csv_row(["=1+1", "a\rb"]) == '=1+1,"a\rb"'
+    assert escaping.csv_text("\r=1") == "'\r=1" and escaping.csv_text("-x") == "'-x"
+
+
+def test_summary_escapes_a_swept_cases_point_ids_in_its_range_sentence(tmp_path):
+    """`harness summary` wrote a swept case's point ids raw in the curve's sentence (the
+    sweep table above it escaped the same ids)."""
+    document = full_document()
+    swept = document["cases"][1]
+    swept["curve"]["warpforth"]["min_at"] = "<img src=x onerror=alert(1)>"
+    swept["curve"]["warpforth"]["max_at"] = "[a](http://e.x)"
+    path = tmp_path / "run.json"
+    path.write_bytes(orjson.dumps(document))
+    done = invoke("summary", path)
+    assert done.exit_code == 0, done.output
+    assert "<img" not in done.stdout and not re.search(r"(?<!\\)\]\(http", done.stdout)
+    assert "(&lt;img src=x onerror=alert(1)&gt;)" in done.stdout
+
+
+def test_one_html_function_escapes_markup_and_shows_controls():
+    text = escaping.html('<a href="x">\u202e\x1b</a>\n')
+    assert text == "&lt;a href=&quot;x&quot;&gt;\\u202e\\x1b&lt;/a&gt;\n"
 
 
 # ---- the ingest fuzzer ------------------------------------------------------------------------
