@@ -25,6 +25,7 @@ from tests.support.document_variants import (
     hollow,
     hostile,
     minimal,
+    revisions_document,
     without,
 )
 from tests.support.harness_docs import small_run, suite_manifest
@@ -208,6 +209,30 @@ def test_every_command_reads_a_document_missing_any_one_optional_block(tmp_path)
             every_command(tmp_path, without(document, path), QUICK)
         except AssertionError as exc:
             failed.append(f"{'.'.join(path)}: {str(exc)[:300]}")
+    assert not failed, "\n".join(failed)
+
+
+def test_pr_reads_a_base_head_run_with_any_optional_field_absent(tmp_path):
+    """`harness pr` on a base/head run: whole, hollow (its revisions kept) and with each
+    optional block taken out; a run left with no revisions is refused saying so."""
+    document = revisions_document()
+    hollowed = hollow(document)
+    for case, whole in zip(hollowed["cases"], document["cases"], strict=True):
+        case["pairs"] = whole["pairs"]
+        for name, impl in case["implementations"].items():
+            impl.update({k: v for k, v in whole["implementations"][name].items()
+                         if k in ("variant_of", "revision")})  # fmt: skip
+    variants = [("full", document), ("hollow", hollowed)]
+    variants += [(".".join(map(str, p)), without(document, p)) for p in block_fields(document)]
+    path, failed = tmp_path / "run.json", []
+    for name, variant in variants:
+        path.write_bytes(orjson.dumps(variant))
+        for options in ((), ("--format", "json")):
+            result = CliRunner().invoke(main, ["pr", str(path), *options])
+            if result.exception is not None and not isinstance(result.exception, SystemExit):
+                failed.append(f"{name}: {result.exception!r}")
+            elif result.exit_code == 2 and "has no revisions" not in result.stderr:
+                failed.append(f"{name}: {result.stderr[-300:]}")
     assert not failed, "\n".join(failed)
 
 

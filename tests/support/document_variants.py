@@ -104,6 +104,42 @@ def _full() -> bytes:
     return orjson.dumps(doc)
 
 
+def revisions_document() -> dict:
+    """full_document() as a base/head run (`runner bench --bundle base=... --bundle head=...`):
+    in each case warpforth timed as two compiler revisions, warpforth@base and @head, paired."""
+    doc = full_document()
+    for case in doc["cases"]:
+        impls = case["implementations"]
+        timed = impls.pop("warpforth")
+        for label in ("base", "head"):
+            impls[f"warpforth@{label}"] = {**copy.deepcopy(timed), "variant_of": "warpforth",
+                                           "revision": label}  # fmt: skip
+        gap = timed["gap"]
+        case["pairs"] = [
+            {
+                "of": "warpforth",
+                "base": "warpforth@base",
+                "head": "warpforth@head",
+                **{
+                    k: gap[k]
+                    for k in (
+                        "ratio_of_medians",
+                        "median_of_round_ratios",
+                        "ci_low",
+                        "ci_high",
+                        "confidence",
+                        "resamples",
+                        "rounds",
+                        "stable",
+                    )
+                },
+            }
+        ]
+    doc["summary"] = summary(doc["cases"])
+    validate(doc, "result", "revisions_document")
+    return doc
+
+
 def full_bundle() -> dict:
     """A bundle manifest (runner build) of full_document()'s implementations, every optional
     field present: roles, static blocks, the compiler's sha256, the suite's primary, a skip."""
