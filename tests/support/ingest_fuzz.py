@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import orjson
 
+from tests.support.serve_fuzz import _paths  # every field path of a document, the root's first
+
 HUGE = [2**53, 2**63 - 1, 2**63, 2**64 - 1, -(2**63) - 1, 1e308, -1e308, 5e-324, 0, -1]
 WRONG = [None, True, False, "", "x", "\x1b[2J\u202e", "<img src=x>", "=1+1", [], {}, [1], {"a": 1}]
 DEEP = "fuzz: nested here"  # replaced, as text, by containers past the store writer's depth
@@ -24,16 +26,6 @@ DEEP = "fuzz: nested here"  # replaced, as text, by containers past the store wr
 class Mutant:
     data: bytes
     kind: str
-
-
-def _paths(node, prefix=()):
-    yield prefix
-    if isinstance(node, dict):
-        for key, value in node.items():
-            yield from _paths(value, (*prefix, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            yield from _paths(value, (*prefix, index))
 
 
 def _mutate(document: dict, rng: random.Random) -> str:
