@@ -16,10 +16,10 @@ no markup can come from the data.
 from __future__ import annotations
 
 import hashlib
-import html
 import re
 from pathlib import Path
 
+from harness.escaping import html
 from harness.explain import report, sources
 
 __all__ = ["FOLDER", "file_stem", "to_html", "write"]
@@ -70,7 +70,7 @@ def write(out: Path, document: dict, what: str) -> tuple[dict[str, str], dict[st
         (folder / f"{stem}.md").write_text(markdown)
         (folder / f"{stem}.html").write_text(
             PAGE.format(
-                title=html.escape(f"{case.id}: explain the gap"),
+                title=html(f"{case.id}: explain the gap"),
                 md=f"{stem}.md",
                 stem=stem,
                 body=bodies[case.id],
@@ -96,7 +96,7 @@ def _inline(text: str) -> str:
     out, at = [], 0
     for m in CODE.finditer(text):
         out.append(_plain(text[at : m.start()]))
-        out.append(f"<code>{html.escape(m.group(2).strip(), quote=False)}</code>")
+        out.append(f"<code>{html(m.group(2).strip())}</code>")
         at = m.end()
     out.append(_plain(text[at:]))
     return "".join(out)
@@ -139,7 +139,7 @@ def to_html(markdown: str) -> str:
             continue
         fold = FOLD.match(line)
         if fold:
-            out.append(f"<details><summary>{html.escape(fold.group(1))}</summary>")
+            out.append(f"<details><summary>{html(fold.group(1))}</summary>")
         elif line == "</details>":
             out.append("</details>")
         elif line.startswith("### "):
