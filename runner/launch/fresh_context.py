@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 
-# ---- responses ---------------------------------------------------------------------------------
+# ---- the answer documents -----------------------------------------------------------------------
 
 PHASES = ("input", "environment", "load", "signature", "launch", "timeout")
 # What a compiler's test can do on a machine without a GPU (docs/service.md).
@@ -106,7 +106,7 @@ def read_outputs(request: Request, buffers: dict) -> list[dict]:
     return outputs
 
 
-# ---- private stdout ----------------------------------------------------------------------------
+# ---- the answer's stdout ------------------------------------------------------------------------
 
 
 def private_stdout() -> BinaryIO:
@@ -118,7 +118,7 @@ def private_stdout() -> BinaryIO:
     return response
 
 
-# ---- fresh context -----------------------------------------------------------------------------
+# ---- one launch on a context of its own ---------------------------------------------------------
 
 
 def _phase(document: dict) -> PhaseError:

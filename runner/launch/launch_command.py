@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from protocol.terminal_text import visible
 from runner.launch.launch_plan import encode_float
 
-# ---- cli compat --------------------------------------------------------------------------------
+# ---- the C++ runner's values and answers --------------------------------------------------------
 
 TYPES = ("i32", "u32", "i64", "u64", "f32", "f64")  # runner.launch.run_request.DTYPES' keys
 
@@ -133,7 +133,7 @@ def run(document: dict, stdout) -> int:
     return report(fresh_context.execute(request, _timed_out), stdout)
 
 
-# ---- launch command ----------------------------------------------------------------------------
+# ---- `runner launch`: the C++ runner's command line ---------------------------------------------
 
 USAGE = (
     "Usage: python -m runner launch kernel.ptx --kernel NAME [--param i64[]:V,...] "

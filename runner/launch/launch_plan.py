@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 
-# ---- launch plan -------------------------------------------------------------------------------
+# ---- a checked launch ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def signature(request: Request) -> list[tuple[str, str]]:
     ]
 
 
-# ---- host arrays -------------------------------------------------------------------------------
+# ---- host arrays without numpy ------------------------------------------------------------------
 
 # Element kind -> struct code with '<' (4 and 8 bytes everywhere) and array typecode (the
 # platform's sizes, the same on every platform CUDA runs on: checked in the tests).
@@ -162,7 +162,7 @@ def pack_scalar(kind: str, value) -> int | float | None:
     return struct.unpack("<" + CODES[kind], data)[0]
 
 
-# ---- quick request -----------------------------------------------------------------------------
+# ---- the quick check of a command line's request ------------------------------------------------
 
 # The keys a command line's request has; any other (ptx_base64, counts, encodings, ids) is
 # left to the full check.

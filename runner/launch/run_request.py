@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 
-# ---- run values --------------------------------------------------------------------------------
+# ---- values, exact both ways --------------------------------------------------------------------
 
 DTYPES = {kind: np.dtype(t) for kind, t in generator.DTYPES.items()}
 
@@ -171,7 +171,7 @@ def encode_values(array: np.ndarray) -> list:
     return json_values(array.tolist(), array.dtype.kind == "f")
 
 
-# ---- run request -------------------------------------------------------------------------------
+# ---- the full check -----------------------------------------------------------------------------
 
 REQUEST_SCHEMA = "run-request"
 DEFAULT_TIMEOUT_S = 60.0

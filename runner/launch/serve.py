@@ -37,7 +37,7 @@ from protocol.terminal_text import visible
 from runner.execution.processes import spawn_worker
 from runner.launch.fresh_context import private_stdout
 
-# ---- bounded lines -----------------------------------------------------------------------------
+# ---- lines read with a bounded buffer -----------------------------------------------------------
 
 CHUNK_BYTES = 1 << 20
 
@@ -79,7 +79,7 @@ def bounded_lines(stream: BinaryIO, limit: int, chunk: int = CHUNK_BYTES) -> Ite
             return
 
 
-# ---- serve -------------------------------------------------------------------------------------
+# ---- the supervisor and its worker --------------------------------------------------------------
 
 # Only stdlib and orjson at import: the worker (CUDA context, numpy, jsonschema) is started
 # first and loads while this process reads its first line.
