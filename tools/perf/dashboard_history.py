@@ -205,7 +205,7 @@ def make_history(
     return seconds
 
 
-BATCH = 500
+BATCH = 100
 
 
 def main() -> int:

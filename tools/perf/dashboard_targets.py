@@ -28,6 +28,7 @@ first window (hot and cold), the alerts and the case page at 390 x 844. --no-ing
 
     python tools/perf/dashboard_targets.py [--documents 1000] [--ingest-runs 10000]
         [--repeat 3] [--shots docs/images] [--ingest-only | --no-ingest] [--points 8] [--cases 12]
+        [--db PATH (a history made by dashboard_history.py, used as is)]
 """
 
 from __future__ import annotations
@@ -157,47 +158,37 @@ def counter_steps(site: Path) -> str:
 
 
 def screenshots(site: Path, shots: Path) -> list[Path]:
+    """The first window in hot and cold, the alerts unfolded and a case page, at 1400 x 1000
+    (also the suite chart over every run: trend.png) and at 390 x 844 (phone-*.png)."""
     from tests.support.browser import Browser  # ROOT on the path through dashboard_build
 
     data = (site / "data.js").read_text()
     cases = orjson.loads(data[data.index("{") : data.rstrip().rindex("}") + 1])["cases"]
+    page = next(c["page"] for c in cases if c["id"] == "case_03")
     shots.mkdir(parents=True, exist_ok=True)
     out = []
-    with Browser(width=1400, height=1000) as browser:
-        browser.open((site / "index.html").as_uri())
-        browser.wait_for("document.body.dataset.rendered", timeout_s=60)
-        browser.evaluate("kernelgapIdle()")
-        out.append(browser.screenshot(shots / "first-window.png"))
-        browser.evaluate("window.kernelgapSetRange('all')")
-        browser.evaluate("document.getElementById('suite').scrollIntoView()")
-        browser.evaluate("kernelgapIdle()")
-        out.append(browser.screenshot(shots / "trend.png"))
-        browser.evaluate("kernelgapSetRange('50')")
-        browser.evaluate("window.scrollTo(0, 0)")
-        browser.evaluate("kernelgapSetMode('cold-mean')")
-        browser.evaluate("kernelgapIdle()")
-        out.append(browser.screenshot(shots / "first-window-cold.png"))
-        browser.evaluate("kernelgapSetMode('hot')")
-        browser.evaluate(UNFOLD_ALERTS)
-        browser.evaluate("document.getElementById('alerts').scrollIntoView()")
-        out.append(browser.screenshot(shots / "alerts.png"))
-        page = next(c["page"] for c in cases if c["id"] == "case_03")
-        browser.open((site / page).as_uri())
-        out.append(browser.screenshot(shots / "case-page.png"))
-    with Browser(width=390, height=844) as phone:
-        phone.open((site / "index.html").as_uri())
-        phone.wait_for("document.body.dataset.rendered", timeout_s=60)
-        phone.evaluate("kernelgapIdle()")
-        out.append(phone.screenshot(shots / "phone-first-window.png"))
-        phone.evaluate("kernelgapSetMode('cold-mean')")
-        phone.evaluate("kernelgapIdle()")
-        out.append(phone.screenshot(shots / "phone-first-window-cold.png"))
-        phone.evaluate("kernelgapSetMode('hot')")
-        phone.evaluate(UNFOLD_ALERTS)
-        phone.evaluate("document.getElementById('alerts').scrollIntoView()")
-        out.append(phone.screenshot(shots / "phone-alerts.png"))
-        phone.open((site / page).as_uri())
-        out.append(phone.screenshot(shots / "phone-case-page.png"))
+    for width, height, prefix in ((1400, 1000, ""), (390, 844, "phone-")):
+        with Browser(width=width, height=height) as browser:
+            browser.open((site / "index.html").as_uri())
+            browser.wait_for("document.body.dataset.rendered", timeout_s=60)
+            browser.evaluate("kernelgapIdle()")
+            out.append(browser.screenshot(shots / f"{prefix}first-window.png"))
+            if not prefix:
+                browser.evaluate("window.kernelgapSetRange('all')")
+                browser.evaluate("document.getElementById('suite').scrollIntoView()")
+                browser.evaluate("kernelgapIdle()")
+                out.append(browser.screenshot(shots / "trend.png"))
+                browser.evaluate("kernelgapSetRange('50')")
+                browser.evaluate("window.scrollTo(0, 0)")
+            browser.evaluate("kernelgapSetMode('cold-mean')")
+            browser.evaluate("kernelgapIdle()")
+            out.append(browser.screenshot(shots / f"{prefix}first-window-cold.png"))
+            browser.evaluate("kernelgapSetMode('hot')")
+            browser.evaluate(UNFOLD_ALERTS)
+            browser.evaluate("document.getElementById('alerts').scrollIntoView()")
+            out.append(browser.screenshot(shots / f"{prefix}alerts.png"))
+            browser.open((site / page).as_uri())
+            out.append(browser.screenshot(shots / f"{prefix}case-page.png"))
     return out
 
 
@@ -223,12 +214,18 @@ def main() -> int:
         "--points", type=int, default=8, help="every case swept over this many sizes (1: none)"
     )
     parser.add_argument("--cases", type=int, default=12, help="cases in the planted history")
+    parser.add_argument(
+        "--db", type=Path, help="a planted history made already (dashboard_history.py): used as is"
+    )
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="kernelgap-targets-"))
     db, site = tmp / "history.sqlite", tmp / "site"
-    if not args.ingest_only:
+    if args.db:
+        db = args.db
+    elif not args.ingest_only:
         made_s = make_history(db, args.documents, args.cases, points=args.points)
         print(f"history: {args.documents} runs in {made_s:.1f} s", file=sys.stderr)
+    if not args.ingest_only:
         site = build_site(db, site).out
         print(f"counter panels: {counter_steps(site)}", file=sys.stderr)
     rows: dict[str, list[float]] = {}
