@@ -24,7 +24,7 @@ of a graph runs at an offset of its own, so a full hot graph (and a cold call's 
 captured INSTANCES times and the samples take the instances in turn. Every instance is uploaded
 as it is made and, for hot batches, replayed once untimed (torch's instantiate does not upload).
 The figures behind the pool and the instances: docs/method/callables.md.
-The 1-call graph's nodes are judged (runner.bench.captured_work) and it is replayed once onto
+The 1-call graph's nodes are judged (runner.bench.graph_capture) and it is replayed once onto
 poisoned outputs (replayed_outputs). Around every timed window the legacy default stream is
 synchronized before and queried after: work a call left running there is outside the timing
 stream (findings). Each row's method_class says what its time stands for. The engine drives it
@@ -36,8 +36,7 @@ from __future__ import annotations
 import contextlib
 import functools
 
-from runner.bench.captured_work import graph_problems
-from runner.bench.graph_capture import CapturedGraph, Kept
+from runner.bench.graph_capture import CapturedGraph, Kept, graph_problems
 from runner.bench.reset_probe import poison
 from runner.gpu import driver, l2_persistence
 from runner.measurement import aa_control, environment

@@ -1,11 +1,29 @@
-"""Captured calls for runner.bench.cuda_device: a torch CUDA graph of a callable's calls, and a
-call that keeps its outputs (recheck)."""
+"""Captured calls for runner.bench.cuda_device: a torch CUDA graph of a callable's calls, a call
+that keeps its outputs (recheck), and what a captured graph holds, judged before anything is
+timed (graph_problems).
+
+Hot samples replay the graph of a call, not the call: what the graph does not hold is not
+timed. Three contents make a row's time stand for less than the op's work, and refuse it:
+- an empty graph: the call launched nothing on the timing stream while it was captured (its
+  work went to another stream, such as the legacy default stream, or was done on the host, or
+  the call does nothing while a capture is under way); replayed, it reads x0.000;
+- a graph of copies only, with copies left out of the time (count_copies=False): nothing of it
+  would be timed (a result kept from an earlier call and copied out); with copies counted it is
+  timed as the copies it is, and only with recheck, which verifies its outputs on fresh inputs;
+- a copy that writes an output, with copies left out: the output is made by untimed work.
+"""
 
 from __future__ import annotations
 
 from runner.gpu import driver
 
-__all__ = ["CapturedGraph", "Kept", "OutputViews"]
+__all__ = [
+    "WORK_NODES",
+    "CapturedGraph",
+    "Kept",
+    "OutputViews",
+    "graph_problems",
+]
 
 
 def _type_name(node_type) -> str:
@@ -30,7 +48,7 @@ class CapturedGraph:
     `device` is a runner.bench.cuda_device.CudaDevice. With `upload`, the instance is uploaded
     to the device as it is made (torch's instantiate does not call cuGraphUpload, so otherwise
     its first launch uploads it, inside whatever window times that launch), as the PTX runner's
-    graphs are (runner.gpu.graphs)."""
+    graphs are (runner.gpu.driver.Graph)."""
 
     def __init__(self, device, run, calls: int, disable_copies: bool, pool=None, upload=True):
         torch = device.torch
@@ -153,3 +171,70 @@ class Kept:
     def __call__(self):
         self.last = self.call()
         return self.last
+
+
+# What a captured call's graph holds, judged before anything is timed (see the module
+# docstring): pure functions of its node types and copy destinations, so they are tested on
+# the CPU.
+
+
+# Graph nodes that compute on the device; a memcpy is a copy, the rest (empty, event, wait, host
+# function, allocation) do no device work of the call's own
+WORK_NODES = frozenset({"KERNEL", "MEMSET", "GRAPH", "CONDITIONAL", "BATCH_MEM_OP"})
+
+
+def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[1] > 0 and b[1] > 0 and a[0] < b[0] + b[1] and b[0] < a[0] + a[1]
+
+
+def graph_problems(
+    node_types: list[str],
+    copy_targets: list[tuple[int, int]],
+    output_ranges: list[tuple[int, int]],
+    count_copies: bool,
+    recheck: bool,
+) -> list[str]:
+    """Why a 1-call graph of `node_types` (KERNEL, MEMCPY, ...) cannot stand for the call's
+    work; `copy_targets` are the (address, bytes) its memcpy nodes write, `output_ranges` the
+    (address, bytes) of the call's outputs. Empty when the graph is fine."""
+    if not node_types:
+        return [
+            "its captured CUDA graph is empty: the call launched no work on the timing stream "
+            "while it was captured (work on another stream, such as the legacy default stream, "
+            "a result made on the host, or a call that does nothing while a CUDA graph is being "
+            "captured), so its replays would time nothing"
+        ]
+    work = sum(t in WORK_NODES for t in node_types)
+    copies = sum(t == "MEMCPY" for t in node_types)
+    if not work and copies and not count_copies:
+        return [
+            f"its captured CUDA graph holds only copies ({copies}), which the case leaves out of "
+            "the time, so nothing of the call would be timed (a result kept from an earlier call "
+            "and copied out); declare count_copies=True if copying is the op"
+        ]
+    if not work:
+        if copies and recheck:
+            return []
+        kinds = ", ".join(sorted(set(node_types)))
+        what = f"only copies ({copies})" if copies else f"no device work (nodes: {kinds})"
+        return [
+            f"its captured CUDA graph holds {what}; such a call is timed only with recheck on, "
+            "which verifies its outputs on fresh inputs"
+        ]
+    if count_copies:
+        return []
+    written = [
+        i
+        for i, out in enumerate(output_ranges)
+        if any(_overlaps(target, out) for target in copy_targets)
+    ]
+    if not written:
+        return []
+    size = sum(
+        b for t, b in copy_targets if any(_overlaps((t, b), output_ranges[i]) for i in written)
+    )
+    return [
+        f"copies in its captured CUDA graph write output(s) {written} ({size} bytes), and the case "
+        "leaves copies out of the time: an output made by a copy (a result kept and copied out) "
+        "is not timed work; declare count_copies=True to time the copies"
+    ]

@@ -14,7 +14,7 @@ reset, after its check, the probe runs (all of it untimed, on the runner's strea
 The case's own inputs are written back and reset run again at the end. It does not catch a
 reset of a call with private arguments that computes into a hidden buffer from the refilled
 inputs and a call that copies it out with copies counted (left out, the copy into an output is
-refused by runner.bench.captured_work).
+refused by runner.bench.graph_capture).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ programmed per implementation through tests/support/fake_device.FakeBackend (whi
 device-to-device copies; a case with count_copies=False times the call without that part.
 `graphs[name]` programs what the call's captured graph holds ({"nodes": [node types],
 "copy_targets": [(address, bytes)], "output_ranges": [(address, bytes)]}), judged by
-runner.bench.captured_work as CallableBackend does; `side_work[name]` stands for work the
+runner.bench.graph_capture as CallableBackend does; `side_work[name]` stands for work the
 device saw outside the timing stream (CallableBackend.findings); `replays[name](*inputs)` gives
 what a replay of its captured graph leaves in the outputs (CallableBackend.replayed_outputs).
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.bench.captured_work import graph_problems
+from runner.bench.graph_capture import graph_problems
 from runner.measurement.aa_control import CONTROL_SUFFIX
 from tests.support.fake_device import FakeBackend
 

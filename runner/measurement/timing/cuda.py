@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 
 from runner.gpu import driver, l2_persistence
-from runner.gpu.graphs import Graph
+from runner.gpu.driver import Graph
 from runner.measurement.timing import own_launches
 from runner.measurement.timing.base import CopyTurns, copy_turn
 from runner.measurement.timing.cupti import span_s, union_s

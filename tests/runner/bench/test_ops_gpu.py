@@ -197,7 +197,7 @@ def test_noncomparable_and_unverified_rows_get_no_ratio(session):
     assert c["copy"].verification.startswith("unverified: noncomparable")
     assert c.document_case["implementations"]["copy"]["gap"] is None
     # with copies left out, a copy-only call's graph would time nothing: refused
-    # (runner.bench.captured_work), whatever the row claims to be
+    # (runner.bench.graph_capture), whatever the row claims to be
     (left_out,) = _smoke(Scale())
     with pytest.raises(bench.IntegrityFailed, match="holds only copies"):
         bench.Runner(lambda y: torch.mul(y, Scale.alpha), left_out, name="mul").compare(

@@ -13,7 +13,7 @@ import pytest
 from protocol.validation import validate
 from runner import bench
 from runner.bench import recheck as recheck_module
-from runner.bench.captured_work import graph_problems
+from runner.bench.graph_capture import graph_problems
 from tests.runner.bench import test_api as test_bench_api
 from tests.runner.bench.test_integrity import Scale, double
 
