@@ -26,6 +26,7 @@ from runner.measurement.gate import PhaseError
 __all__ = [
     "LAUNCH_ELSEWHERE",
     "PHASES",
+    "SingleAnswer",
     "cuda_failure",
     "error_document",
     "execute",
@@ -104,6 +105,39 @@ def read_outputs(request: Request, buffers: dict) -> list[dict]:
         raw = buffers[out.param].download_bytes(out.count * launch_plan.ITEMSIZE[param.kind])
         outputs.append(output_document(out, param, raw))
     return outputs
+
+
+class SingleAnswer:
+    """Writes at most one answer document to `out`, whichever thread (main or watchdog) comes
+    first; `status` is the exit status an answer means (the timeout path ends the process with
+    it) and `check` what an answer goes through before it is written."""
+
+    def __init__(
+        self,
+        out: BinaryIO,
+        status: Callable[[dict], int] = exit_status,
+        check: Callable[[dict], dict] = lambda document: document,
+    ):
+        self._out, self._status, self._check = out, status, check
+        self._lock = threading.Lock()
+        self._written = False
+
+    def write(self, document: dict) -> bool:
+        from protocol.codec import encode  # orjson: not on the command line's own path
+
+        with self._lock:
+            if self._written:
+                return False
+            self._written = True
+            self._out.write(encode(document) + b"\n")
+            self._out.flush()
+            return True
+
+    def timeout_and_exit(self, document: dict) -> None:
+        """Watchdog: answer with the timeout document and end the process (tears the context down)."""
+        document = self._check(document)
+        if self.write(document):
+            os._exit(self._status(document))
 
 
 # ---- the answer's stdout ------------------------------------------------------------------------

@@ -21,6 +21,7 @@ brought up in a thread while it imports and checks the rest (runner.gpu.driver_s
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import os
@@ -323,30 +324,54 @@ def _through_service(request: dict) -> dict | None:
 
 
 def _run_stdin(service: bool) -> int:
+    import orjson
+
     from protocol.run_limits import MAX_REQUEST_BYTES
     from runner.launch.fresh_context import private_stdout
 
     stdout = private_stdout()
     raw = sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1)
-    answer = None
-    if service and len(raw) <= MAX_REQUEST_BYTES:
-        import orjson
-
-        try:
+    request = None
+    if len(raw) <= MAX_REQUEST_BYTES:  # else, and where it is no JSON, the full check words it
+        with contextlib.suppress(orjson.JSONDecodeError):
             request = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            request = None  # the full check here answers it, naming line and column
-        if isinstance(request, dict):
-            answer = _through_service(request)
-    if answer is not None:
-        import orjson
-
-        stdout.write(orjson.dumps(answer) + b"\n")
-        stdout.flush()
-        return 0
+    if isinstance(request, dict):
+        answer = _through_service(request) if service else None
+        if answer is not None:
+            stdout.write(orjson.dumps(answer) + b"\n")
+            stdout.flush()
+            return 0
+        if _launched_here(request, stdout, lambda response: 0) is not None:
+            return 0
     from runner.launch import oneshot
 
     return oneshot.main(io.BytesIO(raw), stdout, status=lambda response: 0)
+
+
+def _launched_here(request: dict, out, status) -> int | None:
+    """Launch `request` in this process when the quick check takes it (no numpy, no jsonschema:
+    as `runner launch --no-service` does) and write its answer to `out`; the exit status, or
+    None where the full check (runner.launch.oneshot) must judge the request."""
+    import base64
+    import binascii
+
+    from runner.launch import fresh_context, launch_plan
+
+    quick = {"timeout_s": 60.0, **request}  # run_request's default, as the full check has it
+    if type(quick["timeout_s"]) is int:
+        quick["timeout_s"] = float(quick["timeout_s"])
+    if "ptx_base64" in quick and "ptx" not in quick:
+        try:
+            quick["ptx"] = base64.b64decode(quick.pop("ptx_base64"), validate=True).decode()
+        except (binascii.Error, ValueError, TypeError):
+            return None
+    prepared = launch_plan.quick(quick)
+    if prepared is None:
+        return None
+    answer = fresh_context.SingleAnswer(out, status)
+    response = fresh_context.execute(prepared, answer.timeout_and_exit)
+    answer.write(response)
+    return status(response)
 
 
 class _FileRefused(Exception):
@@ -429,6 +454,9 @@ def _run_files(ptx_file: str, request_file: str, result_file: str, *, service: b
     else:
         answer = _through_service(request) if service else None
         if answer is None:
+            launched = _launched_here(request, result, status)
+            if launched is not None:
+                return launched
             from runner.launch import oneshot
 
             return oneshot.respond(lambda: request, result, status)

@@ -17,15 +17,14 @@ CUDA call failed (phases load, signature, launch, timeout), 2 bad input or no GP
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Callable
 from typing import BinaryIO
 
-from protocol import encode, validate
+from protocol import validate
 from protocol.run_limits import MAX_REQUEST_BYTES
 from runner.launch.fresh_context import (
     PHASES,
+    SingleAnswer,
     error_document,
     execute,
     exit_status,
@@ -99,30 +98,9 @@ def _checked(response: dict) -> dict:
 # ---- process entry point ---------------------------------------------------------------------
 
 
-class _SingleAnswer:
-    """Writes at most one document, whichever thread (main or watchdog) comes first; `status`
-    is the exit status an answer means (the timeout path ends the process with it)."""
-
-    def __init__(self, out: BinaryIO, status: Callable[[dict], int] = exit_status):
-        self._out = out
-        self._status = status
-        self._lock = threading.Lock()
-        self._written = False
-
-    def write(self, document: dict) -> bool:
-        with self._lock:
-            if self._written:
-                return False
-            self._written = True
-            self._out.write(encode(document) + b"\n")
-            self._out.flush()
-            return True
-
-    def timeout_and_exit(self, document: dict) -> None:
-        """Watchdog: answer with the timeout document and end the process (tears the context down)."""
-        document = _checked(document)
-        if self.write(document):
-            os._exit(self._status(document))
+def _SingleAnswer(out: BinaryIO, status: Callable[[dict], int] = exit_status) -> SingleAnswer:
+    """The one answer of this process, a timeout's checked against the schema as any other."""
+    return SingleAnswer(out, status, _checked)
 
 
 def _read_bounded(stdin: BinaryIO) -> bytes:

@@ -175,3 +175,23 @@ def test_a_wrong_run_command_line_is_exit_2_with_the_usage(runtime, argv):
     done = run(runtime, *argv)
     assert (done.returncode, done.stdout) == (2, b"")
     assert done.stderr.decode().startswith(launch_command.RUN_USAGE)
+
+
+@pytest.mark.parametrize("form", ["stdin", "files"])
+def test_an_in_process_json_launch_imports_no_numpy_or_jsonschema(tmp_path, form):
+    """--no-service takes the command line's quick way in (runner.launch.launch_plan.quick)
+    where it can: the driver and nothing else, as `runner launch --no-service`."""
+    from tests.runner.launch.test_quick import ENTRIES, RECORD
+
+    record = tmp_path / "modules.txt"
+    env = {**os.environ, "KG_MODULES": str(record), "XDG_RUNTIME_DIR": str(tmp_path)}
+    files = write_files(tmp_path, {"kernel": "k", **REQUEST}) if form == "files" else ()
+    done = subprocess.run(
+        [sys.executable, "-c", RECORD + ENTRIES["module"], "run", "--no-service", *map(str, files)],
+        cwd=ROOT, env=env, input=stdin_request(), capture_output=True, timeout=120,
+    )  # fmt: skip
+    modules = record.read_text().split()
+    assert "runner.launch.fresh_context" in modules, done.stderr  # it got as far as the launch
+    assert sorted(m for m in modules if m.split(".")[0] in ("numpy", "jsonschema", "click")) == []
+    answer = read_answer(files[2].read_bytes() if files else done.stdout)
+    assert answer["status"] == "ok" or answer["phase"] == "environment", answer
