@@ -28,13 +28,13 @@ from harness.history.series import (
 )
 from harness.history.store_schema import (
     StoreError,
+    canonical_json,
     counter_blobs,
     normalize_utc,
     now_utc,
     point_uuid,
     samples_blob,
     stored_json,
-    unheld,
 )
 from protocol.points import as_rows
 
@@ -84,7 +84,7 @@ class GpuMismatchError(StoreError):
 
 def run_id(document: dict, what: str = "result") -> str:
     """sha256 (hex) of the document's canonical JSON: sorted keys, compact, orjson floats."""
-    return hashlib.sha256(stored_json(document, what, sort_keys=True)).hexdigest()
+    return hashlib.sha256(canonical_json(document, what)).hexdigest()
 
 
 @dataclass
@@ -206,8 +206,10 @@ def plan(
     the file holds already (the run, the series) is the store's to fill in. A `bundle` manifest
     gives the static counters of implementations the document carries no `static` for, where
     its PTX is the very same (same sha256)."""
-    if why := unheld(document, what):  # before any of it is encoded or reaches a column
-        raise StoreError(f"{why}; refused for the history")
+    try:  # before any of it is stored: nested too deep, numbers past what the history holds
+        identity = hashlib.sha256(canonical_json(document, what)).hexdigest()
+    except StoreError as exc:
+        raise StoreError(f"{exc}; refused for the history") from None
     statics = bundle_statics(bundle)
     suite, device = document["suite"], document["environment"]["device"]
     if not document["complete"] or document["finished_utc"] is None:
@@ -234,7 +236,7 @@ def plan(
     report = IngestReport(
         path=path,
         what=what,
-        run_id=run_id(document, what),
+        run_id=identity,
         trusted=trusted,
         commit=suite.get("commit"),
         started_utc=normalize_utc(document["started_utc"]),

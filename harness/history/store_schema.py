@@ -61,6 +61,7 @@ __all__ = [
     "MIGRATIONS",
     "STORE_SCHEMA_VERSION",
     "StoreError",
+    "canonical_json",
     "counter_blobs",
     "counter_set",
     "lay",
@@ -79,7 +80,8 @@ STORE_SCHEMA_VERSION = 5
 APPLICATION_ID = 0x4B474150  # "KGAP": tells a kernelgap history from any other SQLite file
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_DEPTH = 254  # containers nested in one another, the root's included: what orjson writes
-MAX_INTEGER = 2**53 - 1  # SQLite keeps 64-bit integers; the dashboards' JavaScript 53-bit exactly
+MAX_INTEGER = 2**53 - 1  # SQLite keeps 64-bit integers, the dashboards' JavaScript 53-bit exactly
+# (orjson's OPT_STRICT_INTEGER holds a document to it)
 _SCALAR_LISTS = {float, str, bool, type(None)}  # a list of these holds nothing to check
 
 
@@ -127,14 +129,21 @@ def _field(path: tuple, key) -> str:
     return text or "the document"
 
 
+def canonical_json(document: dict, what: str) -> bytes:
+    """The document's canonical JSON (sorted keys, compact) when the store can keep all of it,
+    else StoreError naming the first field it cannot (stored_json)."""
+    return stored_json(document, what, sort_keys=True)
+
+
 def stored_json(value, what: str, *, sort_keys: bool = False) -> bytes:
     """`value` as the JSON the store keeps (compact; sort_keys for a canonical form): the one
-    encoder for everything written to the history, bounded by orjson's depth limit. StoreError
-    naming the field (unheld) where it cannot write it, never orjson's TypeError. A document
-    is checked whole once before it is planned (store_ingest.plan); this is the backstop."""
+    encoder for everything written to the history. orjson itself bounds it (its depth, and
+    integers within +-MAX_INTEGER: OPT_STRICT_INTEGER); where it cannot write the value, a
+    StoreError names the field (unheld), never orjson's TypeError."""
+    option = orjson.OPT_STRICT_INTEGER | (orjson.OPT_SORT_KEYS if sort_keys else 0)
     try:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else 0)
-    except orjson.JSONEncodeError as exc:  # too deep, past 64 bits, a key that is not text
+        return orjson.dumps(value, option=option)
+    except orjson.JSONEncodeError as exc:  # too deep, past 53 bits, a key that is not text
         raise StoreError(
             unheld(value, what) or f"{what}: cannot be stored as JSON: {exc}"
         ) from None
