@@ -193,13 +193,15 @@ def _mib(size: int) -> str:
 
 
 def _check_sizes(files: dict[str, Path]) -> None:
-    """ShippingError naming a file past MAX_FILE_BYTES, or the largest files of a tree past
-    MAX_TREE_BYTES, from their sizes alone (nothing is read)."""
+    """ShippingError naming a file past MAX_FILE_BYTES or one that cannot be read, or the
+    largest files of a tree past MAX_TREE_BYTES, from their sizes alone (nothing is read)."""
     sizes = []
     for path in files.values():
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
             raise ShippingError(_too_large(path, size))
+        if not os.access(path, os.R_OK):  # found now, not halfway through the stream
+            raise ShippingError(f"{path}: cannot be read (permissions); it would be shipped")
         sizes.append((size, path))
     total = sum(size for size, _ in sizes)
     if total > MAX_TREE_BYTES:

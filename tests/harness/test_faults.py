@@ -364,6 +364,20 @@ def test_a_tree_past_the_total_limit_is_refused_naming_its_largest_files(tmp_pat
     assert f"its largest files: {cases.parent / 'a.bin'} (3.0 MiB), " in str(e.value)
 
 
+def test_an_unreadable_file_in_the_suite_folder_is_refused_before_shipping(tmp_path, monkeypatch):
+    """Found at plan(), naming it, not halfway through the stream. As root every file reads,
+    so where the tests run as root the permission check is made to fail for that one file."""
+    cases = shipped_suite(tmp_path)
+    locked = cases.parent / "kernels" / "locked.txt"
+    locked.write_text("x")
+    locked.chmod(0)
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: real(p, mode) and Path(p) != locked)
+    with pytest.raises(shipping.ShippingError, match="cannot be read") as caught:
+        shipping.plan(cases)
+    assert str(locked) in str(caught.value)
+
+
 def test_the_tree_is_streamed_never_whole_in_memory_and_unpacks_as_it_was(tmp_path):
     """Reading the stream of a tree holding a 64 MiB file allocates a small part of that (the
     tar was built whole in memory before); the archive unpacks to the same files."""
