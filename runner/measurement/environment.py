@@ -250,7 +250,7 @@ def software() -> dict:
 
 def _stream_peaks(ctx: driver.Context) -> dict:
     """The read, write and copy bandwidth of the runner's stream kernels, for the rate ceiling
-    (runner.measurement.ceiling); the error instead where they could not run."""
+    (runner.measurement.peaks); the error instead where they could not run."""
     try:
         stream = measure_stream_bandwidth(ctx)
     except (driver.CudaError, ValueError) as exc:

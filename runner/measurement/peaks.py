@@ -1,13 +1,17 @@
 """The device's peaks that throughput is judged against: the memory bandwidth measured with one
 device-to-device copy and with the runner's read-only, write-only and copy kernels (as BabelStream
-and nvbench measure it), and the nominal (datasheet-style) figures from clocks and unit counts."""
+and nvbench measure it), the nominal (datasheet-style) figures from clocks and unit counts, and
+the ceiling on a row's memory rate built from them (bandwidth_ceiling, judge_rate)."""
 
 from __future__ import annotations
 
 from runner.gpu import driver
 
 __all__ = [
+    "BANDWIDTH_MARGIN",
     "FMA_LANES_PER_SM",
+    "bandwidth_ceiling",
+    "judge_rate",
     "measure_peak_bandwidth",
     "measure_stream_bandwidth",
     "nominal_peaks",
@@ -222,3 +226,90 @@ def nominal_peaks(info: dict, sensors: dict) -> dict:
         "f32_flops_per_s": f32,
         "notes": notes,
     }
+
+
+# The rate ceiling: the fastest a row can physically move its bytes on this device. A kernel
+# that streams can beat a device-to-device copy, and the L2 can hold up to its size of written
+# lines not yet written back, or serve up to its size of reads left from before; so the
+# ceiling is the stream kernels' figure for the row's mix of accesses (read-only, write-only,
+# or the most favourable of read, write and copy; else the cuMemcpy figure, else the nominal
+# one), with l2_bytes of the row's bytes allowed never to reach DRAM, times BANDWIDTH_MARGIN.
+# A row above it did not do (or did not time) all the work it declares: it is flagged with
+# both figures, and it gets no gap.
+
+
+BANDWIDTH_MARGIN = 1.10  # clocks and measurement noise of the bandwidth figures
+
+
+def bandwidth_ceiling(
+    peaks: dict, read_bytes: float | None = None, write_bytes: float | None = None
+) -> dict | None:
+    """{"bandwidth_bytes_per_s", "bandwidth_source", "l2_allowance_bytes"} for a row that
+    reads `read_bytes` and writes `write_bytes` a call (None: split unknown); None without any
+    bandwidth figure."""
+    read = peaks.get("measured_read_bytes_per_s")
+    write = peaks.get("measured_write_bytes_per_s")
+    copy = peaks.get("measured_copy_kernel_bytes_per_s")
+    split_known = read_bytes is not None and write_bytes is not None
+    if read and write and copy:
+        if split_known and write_bytes == 0 and read_bytes > 0:
+            bandwidth, source = read, "measured read-only (the row only reads)"
+        elif split_known and read_bytes == 0 and write_bytes > 0:
+            bandwidth, source = write, "measured write-only (the row only writes)"
+        else:
+            figures = {"read-only": read, "write-only": write, "copy": copy}
+            best = max(figures, key=figures.get)
+            why = "reads and writes" if split_known else "a split of reads and writes unknown"
+            bandwidth, source = figures[best], f"measured {best}, the most favourable ({why})"
+    elif peaks.get("measured_memory_bytes_per_s"):
+        bandwidth, source = peaks["measured_memory_bytes_per_s"], "measured (cuMemcpyDtoD copy)"
+    elif peaks.get("nominal_memory_bytes_per_s"):
+        bandwidth, source = peaks["nominal_memory_bytes_per_s"], "nominal"
+    else:
+        return None
+    return {
+        "bandwidth_bytes_per_s": bandwidth,
+        "bandwidth_source": source,
+        "l2_allowance_bytes": float(peaks.get("l2_bytes") or 0),
+    }
+
+
+def judge_rate(
+    nbytes: float | None,
+    median_s: float,
+    peaks: dict,
+    read_bytes: float | None = None,
+    write_bytes: float | None = None,
+) -> dict | None:
+    """The `bound` block of a row: its achieved rate beyond the L2 against the ceiling, with
+    `exceeded` and a `message` naming both figures; None when there is nothing to judge (no
+    bytes, no time, no bandwidth figure)."""
+    if not nbytes or not median_s or median_s <= 0:
+        return None
+    ceiling = bandwidth_ceiling(peaks, read_bytes, write_bytes)
+    if ceiling is None:
+        return None
+    counted = max(float(nbytes) - ceiling["l2_allowance_bytes"], 0.0)
+    achieved = counted / median_s
+    limit = ceiling["bandwidth_bytes_per_s"] * BANDWIDTH_MARGIN
+    block = {
+        **ceiling,
+        "bytes": float(nbytes),
+        "counted_bytes": counted,
+        "achieved_bytes_per_s": achieved,
+        "ceiling_bytes_per_s": limit,
+        "margin": BANDWIDTH_MARGIN,
+        "exceeded": achieved > limit,
+        "method": (
+            "(bytes - L2 size) / median time against the bandwidth x margin; bandwidth: "
+            + ceiling["bandwidth_source"]
+        ),
+    }
+    if block["exceeded"]:
+        block["message"] = (
+            f"{achieved / 1e9:.0f} GB/s is above the device's {ceiling['bandwidth_source']} "
+            f"{ceiling['bandwidth_bytes_per_s'] / 1e9:.0f} GB/s (x{BANDWIDTH_MARGIN:g} allowed): "
+            f"{counted:.3g} of the {float(nbytes):.3g} bytes a call counted, the "
+            f"{ceiling['l2_allowance_bytes']:.3g}-byte L2 allowed for the rest"
+        )
+    return block
