@@ -1,7 +1,7 @@
 """A swept case's points as rows of their own: how the harness reads a sweep (stdlib only).
 
 On the wire a swept case is one block (the headline point's measurements) with its other points
-nested in `points` (runner.document.points). The harness compares, stores and charts per
+nested in `points` (runner.document.sweep_block). The harness compares, stores and charts per
 point, so `as_rows` gives each non-headline point a case-shaped row right after its case, with
 id `case[point]` (`axpy_f64[n=2^20]`) and `point_of` naming the case: every reader that walks
 `document["cases"]` then names the point, and a history series keys on it through the case id,

@@ -3,7 +3,7 @@
 `runner bench --bundle base=DIR --bundle head=DIR` (or `harness run --base-bundle DIR
 --head-bundle DIR`) times each candidate X as X@base and X@head in the same context and rounds
 as the baseline, and gives each case a `pairs` block: head/base as a ratio of medians with the
-paired bootstrap interval of a gap (runner.document.gaps.pair_blocks). Here that becomes one row per
+paired bootstrap interval of a gap (runner.document.pair_blocks). Here that becomes one row per
 case and candidate, a verdict and the markdown for the pull-request comment. Same-machine,
 same-rounds numbers, so unlike `harness compare` of two rentals they can gate a merge.
 

@@ -243,7 +243,7 @@ CLOCK_READS = 50  # such runs read at most (the newest): each is one raw documen
 
 def _clock_notes(store: Store, runs: list[dict], headline: list, used: list[int]) -> list:
     """Per drawn run: why its clocks were below their usual ones, from its document's cases'
-    clocks blocks (runner.document.clocks), or None. A throttled run leaves its gaps unstable
+    clocks blocks (runner.document.apply_clocks), or None. A throttled run leaves its gaps unstable
     while its times may stay stable: only runs where more than CLOCK_SHARE of the candidates'
     gaps are unstable are read, the newest CLOCK_READS of them."""
     unstable: dict[int, int] = defaultdict(int)

@@ -147,7 +147,7 @@ def _skeleton(runner, impls: dict, phases: dict) -> dict:
 
 def _sweep_of(runner, op_name: str) -> dict:
     """For a workload with `sweep = True`: {"sweep": the case its row is a point of, the point,
-    the headline point and the row's place} (runner.bench.sweeps groups them); else {}."""
+    the headline point and the row's place} (runner.bench.session.group_rows groups them); else {}."""
     case, workload = runner.case, runner.case.workload
     if not getattr(workload, "sweep", False):
         return {}

@@ -5,7 +5,7 @@ Every candidate implementation X that a labelled bundle holds becomes one implem
 label, `X@base` and `X@head`, with "variant_of": "X" and "revision": the label; all of them and
 the baseline are loaded into the one context of the case and timed in the same interleaved,
 paired rounds. So each variant gets its gap against the baseline as any candidate does, and the
-case gets a `pairs` block (runner.document.gaps.pair_blocks): each later revision against the first
+case gets a `pairs` block (runner.document.pair_blocks): each later revision against the first
 (head against base) as the ratio of medians with the same paired bootstrap interval as a gap
 (runner.measurement.stats.gap, with the first revision in the baseline's place). The baseline comes from the first labelled bundle that
 holds it, else it is built here; a candidate no labelled bundle holds is built here under its

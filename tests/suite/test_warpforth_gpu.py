@@ -72,7 +72,7 @@ def test_every_case_passes_the_gate_with_warpforth_llvm_and_cuda(suite_run):
         for name, impl in impls.items():
             assert impl["check"]["status"] == "passed", (case["id"], name, impl["check"])
             assert impl["check"]["unwritten_elements"] == 0
-            # the sequential rule (case_job.FIRST_SAMPLES rounds first) may stop a decided case
+            # the sequential rule (suite.FIRST_SAMPLES rounds first) may stop a decided case
             # early; it then says so and why, else every round of the case's settings is taken
             count = impl["timing"]["stats"]["count"]
             seq = case.get("sequential")

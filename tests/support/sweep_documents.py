@@ -1,6 +1,6 @@
 """Swept result documents for the harness's tests, made from a recorded H200 run: axpy_f64's
 block copied to each point of its sweep with the gaps (and candidate times) a test asks for,
-assembled by the runner's own runner.document.points.sweep_block."""
+assembled by the runner's own runner.document.sweep_block."""
 
 from __future__ import annotations
 

@@ -156,7 +156,7 @@ def swept(case: dict, points: int) -> dict:
 
 def _throttle(case: dict, samples: int) -> None:
     """The case's clocks block as the runner writes it for a run mostly below its clock
-    (runner.document.clocks), its gaps unstable."""
+    (runner.document.apply_clocks), its gaps unstable."""
     if case.get("status") != "ok":
         return
     flagged = samples * 4 // 5

@@ -174,7 +174,7 @@ def test_hot_timing_replays_batches_in_paired_rounds_after_calibration(make_sess
     orders = [round_order(sides, r) for r in range(n)]
     assert [c[1] for c in sampled] == [name for order in orders for name in order]
     # Calibration (and the untimed warm replay) runs per implementation before any sample; then
-    # the rows within a factor of 2 share the smallest batch (runner.bench.shared_batch), whose
+    # the rows within a factor of 2 share the smallest batch (runner.measurement.timing.hot.SharedBatchHot), whose
     # graphs matmul and C warm untimed
     calibrated = [c[1] for c in calibration]
     warmed = ["matmul", "C", "matmul~aa"]

@@ -1,5 +1,5 @@
 """runner.bench with `sweep = True`: a workload's rows are written as the points of one case per
-op and dtype, the structure `runner bench` writes for a swept suite case (runner.document.points),
+op and dtype, the structure `runner bench` writes for a swept suite case (runner.document.sweep_block),
 so the harness reads both alike; without it each row stays a case of its own."""
 
 from __future__ import annotations

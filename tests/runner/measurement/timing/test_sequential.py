@@ -74,7 +74,7 @@ def test_sequential_settings_are_checked(kwargs):
 @pytest.mark.parametrize("kwargs", [{}, {"min_samples": 20}, {"samples": 12}])
 def test_a_sweep_points_settings_take_the_precision_rule_not_the_sequential_one(kwargs):
     """A non-headline point takes POINT_ROUNDS rounds and the precision rule
-    (runner.execution.point_timing); the sequential rule's first rounds (16 by default) must
+    (runner.execution.sweep_run); the sequential rule's first rounds (16 by default) must
     not outlive it: on the H200 every point failed constructing its TimingSettings."""
     case = manifest.load(CASES).cases[0]
     options = BenchOptions(**kwargs)
