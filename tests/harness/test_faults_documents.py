@@ -62,7 +62,7 @@ def trusted(folder, document) -> tuple[str, ...]:
 
 
 @pytest.mark.parametrize("trust", [False, True])
-@pytest.mark.parametrize("levels", [MAX_DEPTH - 1, MAX_DEPTH, 1023])
+@pytest.mark.parametrize("levels", [MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1, 1023])
 def test_a_value_nested_past_the_stores_writer_is_refused_by_name(tmp_path, trust, levels):
     """orjson writes 254 nested containers, reads 1024: one more level in an object the schema
     leaves open (environment.software) was a TypeError traceback at ingest, trusted or not."""
