@@ -44,7 +44,7 @@ __all__ = ["GAB_DATA", "gab_key", "github_action_benchmark_data"]
 GAB_DATA = Path("gab") / "data.js"
 DIGITS = 5  # significant digits kept of each value: far below any gap's interval
 FULL_RUNS = 500  # the newest runs with every case entry
-THIN = 50  # older runs: every THIN-th keeps its case entries, every one its suite geomeans
+THIN = 100  # older runs: every THIN-th keeps its case entries, every one its suite geomeans
 
 
 def _benches_by_run(all_series: list[Series], primary: str | None) -> dict[int, list[dict]]:

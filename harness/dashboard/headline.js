@@ -10,6 +10,7 @@ window.KernelgapHeadline = (function () {
   const SVG = "http://www.w3.org/2000/svg";
   const SPANS = [["10", "the last 10 runs"], ["50", "the last 50 runs"], ["all", "the first run"]];
   const SHOWN_ALERTS = 6;  // the rest one click away: the first window keeps its lead chart
+  const PICK_RUNS = 200;  // runs in the trend's pick list
   const gapText = (g) => (g === null || g === undefined) ? "–" : g.toFixed(3) + "x";
   const pct = (f) => (f >= 0 ? "+" : "−") + Math.abs(f * 100).toFixed(1) + "%";
 
@@ -148,7 +149,9 @@ window.KernelgapHeadline = (function () {
                                 "aria-label": "Trend since the run of a commit or date",
                                 value: chosen === null ? null : named(R, chosen) });
     const list = el("datalist", { id: "trend-runs" });
-    for (const r of runs.slice().reverse()) list.append(el("option", { value: named(R, r) }));
+    // The newest PICK_RUNS to pick from (a typed commit or date finds any run): 10,000 runs
+    // would put 5,000 options in the page.
+    for (const r of runs.slice(-PICK_RUNS).reverse()) list.append(el("option", { value: named(R, r) }));
     from.addEventListener("change", () => {
       const r = chosenRun(R, runs, from.value);
       if (r === null) {
