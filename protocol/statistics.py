@@ -24,6 +24,7 @@ import numpy as np
 from protocol import autocorrelation
 
 __all__ = [
+    "MAD_SIGMA",
     "MAX_SYSTEMATIC",
     "UNSTABLE_NOISE",
     "VERDICTS",
@@ -38,7 +39,10 @@ __all__ = [
     "geometric_mean",
     "mad",
     "median",
+    "median_variance",
+    "pair_variance",
     "percentile",
+    "sigma_mad",
     "significance",
     "summarize",
     "widen",
@@ -106,6 +110,48 @@ def mad(values: Samples) -> float:
     """
     array = _as_samples(values)
     return float(np.median(np.abs(array - np.median(array))))
+
+
+MAD_SIGMA = 1.4826
+"""Consistency factor: 1.4826 x MAD estimates a normal's standard deviation (1 / Phi^-1(0.75))."""
+
+# Var(median of n normal samples) x n / sigma^2, n = 1..12 (order statistics; beyond, pi / 2)
+_MEDIAN_VARIANCE = (1.0, 1.0, 1.346, 1.191, 1.436, 1.29, 1.471, 1.344, 1.499, 1.384, 1.509, 1.407)
+
+
+def median_variance(n):
+    """Var(median of n normal samples) / sigma^2, per count n >= 1 (numbers or arrays): the
+    exact factor for n <= 12 (order statistics), pi / (2 n) beyond."""
+    table = np.array(_MEDIAN_VARIANCE)
+    n = np.asarray(n)
+    factor = np.where(n <= table.size, table[np.minimum(n, table.size) - 1], math.pi / 2)
+    return factor / n
+
+
+_CLIP = 3.0  # pair differences beyond 3 x their median count as that much (stray rounds)
+_CLIP_Z = _CLIP * statistics.NormalDist().inv_cdf(0.75)  # the clip in a difference's sds
+_CLIP_TAIL = 1 - statistics.NormalDist().cdf(_CLIP_Z)
+_CLIPPED_SECOND_MOMENT = (
+    1 - 2 * _CLIP_Z * statistics.NormalDist().pdf(_CLIP_Z) - 2 * _CLIP_TAIL
+) + 2 * _CLIP_Z**2 * _CLIP_TAIL  # E[min(|Z|, c)^2], Z standard normal
+
+
+def pair_variance(differences: np.ndarray) -> np.ndarray:
+    """Per row (last axis), the variance sigma^2 of single values from differences of pairs
+    that share a mean: the mean square of |d| clipped at 3 x its median (one stray value
+    spoils only its own pairs), over 2 x what the clip leaves of a normal's second moment."""
+    d = np.abs(np.asarray(differences, dtype=np.float64))
+    clipped = np.minimum(d, _CLIP * np.median(d, axis=-1, keepdims=True))
+    return np.mean(clipped**2, axis=-1) / (2 * _CLIPPED_SECOND_MOMENT)
+
+
+def sigma_mad(values: Samples) -> float:
+    """The SIGMA-SCALED relative spread MAD_SIGMA x MAD / median: the standard deviation a
+    normal sample with this MAD would have, over the median (0 when the median is 0)."""
+    array = _as_samples(values)
+    centre = float(np.median(array))
+    spread = MAD_SIGMA * float(np.median(np.abs(array - centre)))
+    return spread / centre if centre else 0.0
 
 
 def _noise(mad_s: float, median_s: float) -> float:

@@ -40,7 +40,7 @@ from runner.execution.sweep_run import Built, settings_for_point
 from runner.explain import profiling
 from runner.explain.static import record_static
 from runner.gpu import driver, ptx
-from runner.measurement import environment, sharing
+from runner.measurement import aa_control, environment, sharing
 from runner.measurement.timing import cupti, timer_choice
 
 
@@ -81,10 +81,11 @@ class BenchOptions:
     previous: Path | None = None  # an earlier result document: its case times order the dealing
 
 
-FIRST_SAMPLES = 16
+FIRST_SAMPLES = aa_control.CONTROL_LOADS * aa_control.MIN_PER_LOAD
 """The sequential rule's first rounds in `runner bench` (runner.measurement.timing.stopping):
-two per load of the A/A control; tests/coverage/test_sequential.py checks A/A coverage from
-there for 2 to 9 sides."""
+MIN_PER_LOAD per load of the A/A control (24), the fewest its term is read from (a median of
+two rounds is their mean, and one stray round would set every gap's interval);
+tests/coverage/test_sequential.py checks A/A coverage from there for 2 to 9 sides."""
 
 
 def case_mode(case: manifest.CaseSpec, options: BenchOptions) -> str:

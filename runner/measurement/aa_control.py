@@ -5,29 +5,34 @@ What one load of a module adds to a side (where its code lands, its own graph in
 fixed for the run, so no resampling of rounds can see it. The control is the baseline's PTX
 loaded CONTROL_LOADS more times, timed in the same interleaved rounds as every side; sample k of
 the control takes load copy_turn(k, CONTROL_LOADS), so its per-round log ratios to the baseline
-fall into one cluster per load. The spread of the cluster medians (the rounds' noise in them
-included, see load_sd) is the per-load standard deviation sd. A side made of L loads (hot: one; cold: COLD_LOADS, its launches taking them in
-turn) carries sd / sqrt(L), a gap two sides: sqrt(2 / L) sd. That is scaled from the normal to
-Student's t quantile on CONTROL_LOADS - 1 degrees of freedom, since sd comes from that many
-loads only; tests/coverage/test_schedules.py checks A/A coverage with it and that without it intervals
-undercover.
+fall into one cluster per load.
+The between-load variance of the cluster medians, less what the rounds' own noise puts in each
+(load_sd: a variance component, read once every load has MIN_PER_LOAD samples), is the
+per-load variance sd^2. A side made of L loads (hot: one; cold: COLD_LOADS, its launches taking
+them in turn) carries sd / sqrt(L), a gap two sides: sqrt(2 / L) sd. That is scaled from the
+normal to Student's t quantile on CONTROL_LOADS - 1 degrees of freedom, since sd comes from
+that many loads only; tests/coverage/test_schedules.py checks A/A coverage with it and that
+without it intervals undercover (docs/method/aa-control.md).
 """
 
 from __future__ import annotations
 
 import math
-import statistics
+import statistics as normal
 
 import numpy as np
 
-from protocol import autocorrelation
+from protocol import autocorrelation, statistics
 from runner.measurement import stats
 from runner.measurement.timing.base import copy_turn
 
 __all__ = [
     "CONTROL_LOADS",
     "CONTROL_SUFFIX",
+    "MIN_PER_LOAD",
+    "PENDING",
     "control_name",
+    "decided",
     "document_block",
     "gap_term",
     "load_sd",
@@ -52,23 +57,32 @@ def loads_of_samples(samples: int, loads: int = CONTROL_LOADS) -> np.ndarray:
     return np.array([copy_turn(k, loads) for k in range(samples)], dtype=np.int64)
 
 
-def load_sd(baseline: np.ndarray, control: np.ndarray, loads: np.ndarray) -> np.ndarray:
-    """Per row of paired rounds (shapes (rows, n), or (n,)), the relative sd one load adds:
-    the sd (ddof 1) of the per-load medians of the per-round log ratios log(control / baseline),
-    loads labelled by `loads` (n labels). NaN where fewer than two loads were sampled. Medians,
-    not means: kernel timings have a long right tail, and one stray round must not make a
-    load look different (docs/method/aa-control.md has the case that showed it).
+MIN_PER_LOAD = 3
+"""Samples every load needs before its centre is read: a median of 3 sets one stray round
+aside, where a median of 2 is their mean (docs/method/aa-control.md)."""
 
-    The rounds' own noise in those medians is kept, not subtracted: where it is as large as the
-    loads' spread, the difference has far fewer degrees of freedom than the loads, and the
-    coverage simulation read 0.89 with it subtracted (noise and load sd both 3e-4, hot); kept,
-    it costs at most the noise of a mean of n / CONTROL_LOADS rounds."""
+
+def load_sd(baseline: np.ndarray, control: np.ndarray, loads: np.ndarray) -> np.ndarray:
+    """Per row of paired rounds (shapes (rows, n), or (n,)), the relative sd one load adds, as a
+    variance component of the per-round log ratios x = log(control / baseline), loads labelled
+    by `loads` (n labels): the variance of the per-load medians of x, less what the rounds'
+    own noise puts in each median (sigma_w^2 x Var(median of n_g) / sigma^2, sigma_w^2 from the
+    differences of a load's consecutive samples, statistics.pair_variance), at least 0. Medians and clipped pairs keep one
+    stray round from making a load look different.
+    NaN where fewer than two loads were sampled or a load has fewer than MIN_PER_LOAD samples
+    (a median of two is their mean)."""
     x = np.log(np.atleast_2d(control) / np.atleast_2d(baseline))
-    labels = np.unique(loads)
-    if labels.size < 2:
+    labels, counts = np.unique(loads, return_counts=True)
+    if labels.size < 2 or counts.min() < MIN_PER_LOAD:
         return np.full(x.shape[0], np.nan)
     centres = np.stack([np.median(x[:, loads == g], axis=1) for g in labels], axis=1)
-    return centres.std(axis=1, ddof=1)
+    # each load's consecutive samples: a drift over the run stays out of the rounds' noise
+    first = np.concatenate([np.flatnonzero(loads == g)[:-1] for g in labels])
+    second = np.concatenate([np.flatnonzero(loads == g)[1:] for g in labels])
+    sigma_w2 = statistics.pair_variance(x[:, first] - x[:, second])
+    within = sigma_w2 * float(np.mean(statistics.median_variance(counts)))
+    between = centres.var(axis=1, ddof=1) - within
+    return np.sqrt(np.maximum(between, 0.0))
 
 
 def gap_term(
@@ -87,7 +101,7 @@ def gap_term(
     if loads < 3:
         raise ValueError(f"aa_control.gap_term: needs at least 3 loads (got {loads})")
     p = (1 + confidence) / 2
-    t_over_z = autocorrelation.student_t_quantile(p, loads - 1) / statistics.NormalDist().inv_cdf(p)
+    t_over_z = autocorrelation.student_t_quantile(p, loads - 1) / normal.NormalDist().inv_cdf(p)
     term = math.sqrt(2 * group / per_side_loads) * sd * t_over_z
     return min(term, stats.MAX_SYSTEMATIC / 2)
 
@@ -103,14 +117,16 @@ def with_offset(term: float, ratio: float, ci_low: float, ci_high: float) -> flo
 
 METHOD = (
     "the baseline's PTX loaded {loads} more times as a hidden side, timed in the same rounds; "
-    "sample k on load copy_turn(k, {loads}); systematic = sqrt(2 / {per_side}) x sd of the "
-    "per-load medians of log(control / baseline) x t({df}) / z (runner.measurement.aa_control)"
+    "sample k on load copy_turn(k, {loads}); systematic = sqrt(2 / {per_side}) x sd between "
+    "loads (the variance of the per-load medians of log(control / baseline) less the rounds' "
+    "noise in them) x t({df}) / z (runner.measurement.aa_control)"
 )
 METHOD_GROUPS = (
     "the baseline's PTX loaded {loads} x {group} more times as a hidden side, timed in the same "
     "rounds; sample k on group copy_turn(k, {loads}), its launches taking the group's {group} "
-    "loads in turn; systematic = sqrt(2 x {group} / {per_side}) x sd of the per-group medians "
-    "of log(control / baseline) x t({df}) / z (runner.measurement.aa_control)"
+    "loads in turn; systematic = sqrt(2 x {group} / {per_side}) x sd between groups (the "
+    "variance of the per-group medians of log(control / baseline) less the rounds' noise in "
+    "them) x t({df}) / z (runner.measurement.aa_control)"
 )
 APART = (
     "; the control's interval excludes 1, so the term is at least its offset |log(ratio)| "
@@ -125,21 +141,37 @@ def term_of(
     per_side_loads: int,
     group: int = 1,
 ) -> tuple[float, float, int] | None:
-    """(systematic term, per-load sd, loads) the control's samples give, or None when they span
-    fewer than 3 loads or the two sides differ in samples. `group`: loads in each of the
-    control's groups (cold: as many as a side's cold loads; a sample's label names a group)."""
+    """(systematic term, per-load sd, loads) the control's samples give, the term at least
+    stats.INSTANCE_SD (what many hot A/A runs put between loads: one run's 8 loads cannot read
+    a spread that small against the rounds' noise), or None when they span
+    fewer than 3 loads, a load has fewer than MIN_PER_LOAD samples, or the two sides differ in
+    samples. `group`: loads in each of the control's groups (cold: as many as a side's cold
+    loads; a sample's label names a group)."""
     loads = np.asarray(sample_loads, dtype=np.int64)
-    count = int(np.unique(loads).size)
-    if count < 3 or len(control_s) != len(baseline_s) or len(loads) != len(control_s):
+    if len(control_s) != len(baseline_s) or len(loads) != len(control_s) or not decided(loads):
         return None
     sd = float(load_sd(np.asarray(baseline_s), np.asarray(control_s), loads)[0])
-    return gap_term(sd, count, per_side_loads, group=group), sd, count
+    count = int(np.unique(loads).size)
+    return max(gap_term(sd, count, per_side_loads, group=group), stats.INSTANCE_SD), sd, count
+
+
+def decided(loads) -> bool:
+    """Whether the control's samples, on these loads, are enough to read its term: 3 loads or
+    more, each with MIN_PER_LOAD samples."""
+    _, counts = np.unique(np.asarray(loads, dtype=np.int64), return_counts=True)
+    return counts.size >= 3 and int(counts.min()) >= MIN_PER_LOAD
+
+
+PENDING = math.nan
+"""running_term's answer while the control is timed but not yet decided: the stopping rule
+goes on (timing.stopping.run_systematic)."""
 
 
 def running_term(baseline: str, control: str, per_side_loads: int, group: int = 1):
     """For the stopping rule (timing.base.take_samples' `control_term`): a function of the
-    timings so far giving the control's term (term_of), or None while the control has samples
-    on fewer than 3 loads (the rule then takes the documented default, stats.systematic)."""
+    timings so far giving the control's term (term_of); PENDING while the control's loads have
+    too few samples each (the rule then never stops on a term not yet read); None where no
+    control is timed (the rule takes the documented default, stats.systematic)."""
 
     def term(timings: dict) -> float | None:
         base, ctl = timings.get(baseline), timings.get(control)
@@ -147,7 +179,7 @@ def running_term(baseline: str, control: str, per_side_loads: int, group: int = 
             return None
         n = min(len(base.samples_s), len(ctl.samples_s), len(ctl.loads))
         found = term_of(base.samples_s[:n], ctl.samples_s[:n], ctl.loads[:n], per_side_loads, group)
-        return None if found is None else found[0]
+        return PENDING if found is None else found[0]
 
     return term
 

@@ -69,7 +69,11 @@ def test_control_widened_intervals_cover_one_for_2_to_9_sides(mode, schedule, mo
         sides: coverage(mode, schedule, sides, model, seed=sides * 31 + MODELS.index(model))
         for sides in range(2, 10)
     }
-    assert min(found.values()) >= 0.93, found
+    # a run's candidates share one baseline and one control estimate, so each figure rests on
+    # GAPS / (sides - 1) runs (75 at 9 sides: a standard error near 2.5%): the mean over
+    # sides is the coverage; the least of the eight may stray that far below it
+    assert np.mean(list(found.values())) >= 0.935, found
+    assert min(found.values()) >= 0.90, found
 
 
 def test_without_the_control_term_intervals_undercover():
@@ -89,9 +93,11 @@ def test_load_sd_finds_the_spread_between_loads_beyond_the_noise():
     sd = aa_control.load_sd(base, control, loads)
     assert 4e-3 < np.sqrt(np.mean(sd**2)) < 6e-3
     still = aa_control.load_sd(base, np.exp(rng.normal(0, 1e-3, (200, 240))), loads)
-    # a median of m normal rounds has sqrt(pi / 2) times the sd of their mean
+    # a median of m normal rounds has sqrt(pi / 2) times the sd of their mean: the rounds'
+    # noise in the per-load medians is subtracted, not counted as a spread between loads
     cluster_noise = np.sqrt(np.pi / 2) * np.sqrt(2) * 1e-3 / np.sqrt(240 / aa_control.CONTROL_LOADS)
-    assert np.sqrt(np.mean(still**2)) == pytest.approx(cluster_noise, rel=0.1)  # kept: no load
+    assert np.sqrt(np.mean(still**2)) < 0.6 * cluster_noise
+    assert np.median(still) < 0.3 * cluster_noise
     assert np.isnan(aa_control.load_sd(base[0], control[0], np.zeros(240, dtype=int)))[0]
 
 

@@ -5,7 +5,7 @@ noise, a drift and AR(0.8); 2 to 9 sides), judged as the rule judges them: after
 FIRST_SAMPLES rounds, then every SEQUENTIAL_STEP more, the run stops as soon as every gap's
 widened interval, the control's included, is within SEQUENTIAL_TARGET, or the rounds' part of
 every interval is and the control's term alone is not (the floor), else at ROUNDS. The
-interval it stopped at must hold 1.0 in at least 93% of the runs: stopping on the width, not
+interval it stopped at must hold 1.0 in at least 93.5% of the runs: stopping on the width, not
 on the gap, must not cost coverage.
 """
 
@@ -48,7 +48,10 @@ def judged(
     the floor) and whether each candidate's interval holds 1.0."""
     runs, k = times.shape[0], times.shape[1] - 1
     baseline, others = times[:, 0, :n], times[:, 1:, :n]
-    sd = aa_control.load_sd(baseline, times[:, -1, :n], aa_control.loads_of_samples(n))
+    loads = aa_control.loads_of_samples(n)
+    if not aa_control.decided(loads):  # the control's term not yet read: the rule goes on
+        return np.zeros(runs, dtype=bool), np.zeros((runs, k - 1), dtype=bool)
+    sd = aa_control.load_sd(baseline, times[:, -1, :n], loads)
     term = np.array(
         [aa_control.gap_term(float(s), per_side_loads=per_side, group=group) for s in sd]
     )
@@ -88,7 +91,10 @@ def test_intervals_at_the_sequential_stop_cover_one_for_2_to_9_sides(mode, model
         sides: coverage(mode, sides, model, seed=sides * 17 + MODELS.index(model))
         for sides in range(2, 10)
     }
-    assert min(c for c, _ in found.values()) >= 0.93, found
+    # as in test_aa_control: a run's candidates share one control estimate, so the mean over
+    # sides is the coverage and the least of the eight may stray a standard error below it
+    assert np.mean([c for c, _ in found.values()]) >= 0.935, found
+    assert min(c for c, _ in found.values()) >= 0.90, found
 
 
 def test_steady_hot_cases_stop_at_the_first_rounds():

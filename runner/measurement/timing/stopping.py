@@ -11,7 +11,8 @@ block of rounds. Two rules share them:
   `max_samples` or `precision_max_s`.
 
 Both widen the intervals by the run-fixed term the document will use (run_systematic): the
-in-run A/A control's once it has samples on 3 loads, the documented default before.
+in-run A/A control's once each of its loads has samples enough (aa_control.decided), and
+neither stops before that where a control is timed; the documented default without one.
 """
 
 from __future__ import annotations
@@ -52,11 +53,14 @@ def run_systematic(
     timings: dict, baseline: str, mode: str, control_term: ControlTerm | None
 ) -> tuple[float, str]:
     """The run-fixed term a rule widens gaps by, and its source: the in-run A/A control's
-    ("control"; `control_term`, runner.measurement.aa_control.running_term) once it has samples
-    enough, else the documented default ("default", stats.systematic)."""
+    ("control"; `control_term`, runner.measurement.aa_control.running_term) once every load has
+    samples enough; the documented default ("default", stats.systematic) where no control is
+    timed, or, "pending", while the control's term is not yet read (the rule goes on)."""
     term = control_term(timings) if control_term is not None else None
     if term is None:
         return default_systematic(timings[baseline], mode), "default"
+    if math.isnan(term):
+        return default_systematic(timings[baseline], mode), "pending"
     return term, "control"
 
 
@@ -112,7 +116,7 @@ def _judged(timings: dict, baseline: str, settings, control_term, target: float)
         "samples": len(timings[baseline].samples_s),
         "systematic": systematic,
         "systematic_source": source,
-        "floor": rounds <= target and unreachable(systematic, target),
+        "floor": rounds <= target and unreachable(systematic, target) and source != "pending",
     }
 
 
@@ -127,7 +131,7 @@ def sequential_more(
     judged = _judged(timings, baseline, settings, control_term, settings.sequential_target)
     floor = judged.pop("floor")
     more = min(SEQUENTIAL_STEP, settings.samples - judged["samples"])
-    if judged["half_width"] <= judged["target"]:
+    if judged["half_width"] <= judged["target"] and judged["systematic_source"] != "pending":
         stopped_by = "target"
     else:
         stopped_by = "floor" if floor else "samples" if more <= 0 else None
@@ -147,10 +151,11 @@ def precision_more(
     judged = _judged(timings, baseline, settings, control_term, settings.precision)
     judged.pop("floor")
     done = judged["samples"]
-    converged = judged["half_width"] <= settings.precision
+    pending = judged["systematic_source"] == "pending"
+    converged = judged["half_width"] <= settings.precision and not pending
     more = min(settings.max_samples, math.ceil(done * 1.5)) - done
     stopped_by = "precision" if converged else "max_samples" if more < 2 else None
-    if stopped_by is None and unreachable(judged["systematic"], settings.precision):
+    if stopped_by is None and not pending and unreachable(judged["systematic"], settings.precision):
         stopped_by = "floor"  # no sample can narrow the run-fixed term: stop now
     left_s = settings.precision_max_s - spent_s
     if stopped_by is None:  # no more than the time left allows

@@ -25,10 +25,10 @@ def sequential(noise: float, seed: int = 1):
 def test_precise_gaps_stop_after_the_first_rounds():
     m = sequential(0.0005)
     s = m.sequential
-    assert s["stopped_by"] == "target" and s["samples"] == FIRST_SAMPLES == 16, s
+    assert s["stopped_by"] == "target" and s["samples"] == FIRST_SAMPLES == 24, s
     assert s["half_width"] <= stopping.SEQUENTIAL_TARGET == s["target"]
-    assert len(m.impls["cand"].samples_s) == 16 and m.precision is None
-    assert m.orders == [base.round_order(["base", "cand"], r) for r in range(16)]
+    assert len(m.impls["cand"].samples_s) == 24 and m.precision is None
+    assert m.orders == [base.round_order(["base", "cand"], r) for r in range(24)]
 
 
 def test_noisy_gaps_take_every_round_in_the_balanced_order():
@@ -40,13 +40,14 @@ def test_noisy_gaps_take_every_round_in_the_balanced_order():
 
 def test_a_control_term_above_the_target_stops_at_the_floor():
     """Loads 0.2% apart: the rounds' part of every interval is precise, but the control's term
-    alone puts every interval above +-0.25%, which no round narrows: the rule stops after the
-    first rounds at the floor and says where its term came from."""
+    alone puts every interval above +-0.25%, which no round narrows: the rule goes on until
+    every load has MIN_PER_LOAD samples (16 rounds leave it pending), then stops at the floor
+    and says where its term came from."""
     offsets = [0.0, 0.002, -0.002, 0.003, -0.003, 0.0, 0.001, -0.001]
     m = measured_with_control(TimingSettings(samples=30, first_samples=16), offsets)
     s = m.sequential
     assert s["stopped_by"] == "floor" and s["systematic_source"] == "control", s
-    assert len(m.impls["a~aa"].loads) == s["samples"] == 16 and s["half_width"] > 0.0025
+    assert len(m.impls["a~aa"].loads) == s["samples"] == 24 and s["half_width"] > 0.0025
 
 
 @pytest.mark.parametrize(
