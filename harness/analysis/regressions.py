@@ -1,8 +1,11 @@
 """Regression rules over history series: pure functions, no database.
 
-Three separate pieces (as in asv): change detection (`change()`: the newest value against the
-median of the recent stable history), significance (`threshold()`: how large a change must be,
-from the history's own spread) and policy (`Policy`: window, minimum effect, MAD factor).
+Three separate pieces (as in asv): change detection (`pooled_change()`: the median of the
+newest k runs against the median of the stable runs before them, k = 1 and 3..pool, so a step
+is seen by pooling the runs after it, as the change-point search does), significance
+(`threshold()`: the change a look must exceed, from the history's sigma-scaled spread, 1.4826 x
+MAD, at a stated false-alarm rate) and policy (`Policy`); the verdict is
+protocol.statistics.decide's. docs/method/alerts.md has the calibration.
 `review()` applies them to every current series and its metrics:
 - a candidate's gap (ratio of medians against its baseline) and its absolute median time;
 - a baseline's absolute median time. A baseline's source is part of every key, so when its time
@@ -18,7 +21,11 @@ import math
 import statistics
 from dataclasses import asdict, dataclass, replace
 
+import numpy as np
+
 from harness.history import cards
+from protocol import autocorrelation
+from protocol import statistics as statistics_core
 
 __all__ = [
     "Change",
@@ -34,36 +41,81 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Policy:
-    """When a change is an alert.
+    """When a change is an alert: calibrated by a stated false-alarm rate, never a fixed
+    multiple of an unscaled MAD.
 
-    window: how many previous stable points form the reference (the newest is not one of them).
-    min_change: the smallest relative change ever reported (0.05 = 5%).
-    mad_factor: a change must also exceed this many times the history's relative MAD.
-    min_history: fewer previous stable points than this and the series is only shown.
+    window: how many previous stable points are read (the reference and the pooled runs).
+    min_change: the smallest relative change ever reported (0.01 = 1%).
+    false_alarm: the chance, per run of a series with no step and independent normal noise,
+    that some pooled look alerts (Bonferroni over the looks, two-sided).
+    pool: the most newest runs pooled (their median) after a candidate step, at least 3.
+    at_once: the newest run alone alerts only beyond this many standard errors (sigma-scaled):
+    heavy tails (t(3) noise) pass 20 about once in 5,000 runs, where pooled medians tame them.
+    min_history: fewer reference points than this and the series is only shown.
     """
 
-    window: int = 10
-    min_change: float = 0.05
-    mad_factor: float = 3.0
-    min_history: int = 3
+    window: int = 60
+    min_change: float = 0.01
+    false_alarm: float = 0.0005
+    pool: int = 10
+    at_once: float = 20.0
+    min_history: int = 5
 
     def __post_init__(self):
-        for name in ("window", "min_history"):
+        for name in ("window", "min_history", "pool"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"Policy.{name} must be an int >= 1 (got {value!r})")
-        for name in ("min_change", "mad_factor"):
+        for name in ("min_change", "at_once"):
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
                 raise ValueError(f"Policy.{name} must be a finite number >= 0 (got {value!r})")
+        if not (isinstance(self.false_alarm, int | float) and 0 < self.false_alarm < 0.5):
+            raise ValueError(f"Policy.false_alarm must be in (0, 0.5) (got {self.false_alarm!r})")
+
+    def looks(self) -> list[int]:
+        """How many newest runs each look pools: the newest alone, and `pool` (a median of
+        fewer keeps too much of a heavy tail: of 5 t(3) values, 60 times a normal's rate
+        beyond 4.3 standard errors; two looks, a small Bonferroni price)."""
+        return sorted({1, self.pool})
+
+    @property
+    def mad_factor(self) -> float:
+        """The multiple of a look's standard error (sigma-scaled MADs) that alerts: the normal
+        quantile of false_alarm / (2 x looks), widened to Student's t on the reference's
+        degrees of freedom where they are few (`factor`)."""
+        return factor(self, self.window)
+
+    def method(self) -> str:
+        """The rule in a sentence, with what it cannot see (for the report and the dashboard)."""
+        return (
+            f"The median of the newest k runs (k = {', '.join(map(str, self.looks()))}) against the median of the "
+            f"stable runs before them (up to {self.window} read); alert when |change| > "
+            f"max({self.min_change:.0%}, the look's false-alarm quantile x its standard error "
+            f"from 1.4826 x MAD, sigma-scaled, widened for lag-1 correlation), at a stated "
+            f"false-alarm rate of {self.false_alarm:g} per run and series; the newest run alone "
+            f"only beyond {self.at_once:g} standard errors. It cannot see a step smaller than "
+            f"that before {self.looks()[1]} runs follow it, a step of less than about 4 x the noise / sqrt(k) within k "
+            "runs, nor a slow drift: the change-point search (harness changes) finds those "
+            "over its window."
+        )
+
+
+def factor(policy: Policy, reference: int) -> float:
+    """The alerting multiple of a look's standard error: the two-sided normal quantile of
+    false_alarm / len(looks) (Bonferroni), as Student's t on 0.37 x `reference` degrees of
+    freedom (a MAD's efficiency at the normal: the spread is estimated)."""
+    p = 1 - policy.false_alarm / (2 * len(policy.looks()))
+    return autocorrelation.student_t_quantile(p, max(0.37 * reference, 2.0))
 
 
 @dataclass(frozen=True)
 class Change:
-    """The newest value against its history.
+    """The newest runs against the history before them.
 
-    reference = median(history); relative = newest / reference - 1;
-    spread = MAD(history) / reference, MAD = median(|h - median(history)|) (unscaled).
+    reference = median(history); relative = median(newest `pooled` runs) / reference - 1;
+    spread = 1.4826 x MAD(history) / reference (SIGMA-SCALED); threshold: the change that
+    alerts at this look; history: the reference's points.
     """
 
     newest: float
@@ -71,24 +123,75 @@ class Change:
     relative: float
     spread: float
     history: int
+    pooled: int = 1
+    threshold: float = 0.0
 
 
 def change(history: list[float], newest: float) -> Change:
-    """Change of `newest` against `history` (previous stable values, at least one, all > 0)."""
+    """Change of `newest` alone against `history` (previous stable values, at least one, > 0)."""
     if not history:
         raise ValueError("change: the history is empty; nothing to compare the newest value with")
     reference = statistics.median(history)
     if not reference > 0:
         raise ValueError(f"change: the history's median is {reference!r}; expected > 0")
-    mad = statistics.median(abs(h - reference) for h in history)
-    return Change(newest, reference, newest / reference - 1, mad / reference, len(history))
+    spread = statistics_core.sigma_mad(history) if len(history) > 1 else 0.0
+    return Change(newest, reference, newest / reference - 1, spread, len(history))
+
+
+def standard_error(spread: float, pooled: int, reference: list[float]) -> float:
+    """The standard error of median(newest pooled) / median(reference) - 1 for values of
+    relative sd `spread`: both medians' variances (protocol.statistics.median_variance),
+    each widened for the reference's lag-1 correlation where it is significant
+    (protocol.autocorrelation, as a gap's bootstrap does; AR(1): the variance of a mean of k
+    correlated points over that of k independent ones)."""
+    rho = 0.0
+    if len(reference) >= autocorrelation.MIN_ROUNDS:
+        r = autocorrelation.lag1_autocorrelation(np.log(np.asarray(reference)))
+        if autocorrelation.dependent(r, len(reference)):
+            rho = float(autocorrelation.corrected_rho(r, len(reference)))
+    k, m = pooled, len(reference)
+    inflation_k = _ar1_inflation(k, rho)
+    inflation_m = _ar1_inflation(m, rho)
+    variance = statistics_core.median_variance(k) * inflation_k
+    variance += statistics_core.median_variance(m) * inflation_m
+    return spread * math.sqrt(float(variance))
+
+
+def _ar1_inflation(k: int, rho: float) -> float:
+    """Var(mean of k AR(1) points) / Var(mean of k independent ones): 1 + 2 sum (1 - j/k) rho^j."""
+    return 1.0 + 2.0 * sum((1 - j / k) * rho**j for j in range(1, k))
+
+
+def pooled_change(values: list[float], policy: Policy, between_cards: float = 0.0) -> Change | None:
+    """The look that says most about `values` (stable, > 0, oldest first, the newest last):
+    for k in policy.looks(), the newest k runs' median against the runs before them; the one
+    whose |relative| stands highest over its threshold. None with too little history."""
+    best = None
+    for k in policy.looks():
+        history = values[:-k]
+        if len(history) < policy.min_history:
+            break
+        found = change(history, float(np.median(values[-k:])))
+        se = standard_error(found.spread, k, history)
+        spread = max(factor(policy, len(history)), policy.at_once if k == 1 else 0.0) * se
+        if between_cards > 0:
+            spread = math.hypot(spread, CARD_Z * math.sqrt(2) * between_cards)
+        limit = max(policy.min_change, spread)
+        look = replace(found, newest=values[-1], pooled=k, threshold=limit)
+        if best is None or abs(look.relative) / limit > abs(best.relative) / best.threshold:
+            best = look
+    return best
 
 
 def threshold(found: Change, policy: Policy, between_cards: float = 0.0) -> float:
-    """The relative change that counts: max(policy.min_change, policy.mad_factor x spread),
-    the second widened in quadrature by 1.96 x sqrt(2) x `between_cards` when the newest point
-    ran on another card than some of its history (harness.history.cards)."""
-    spread = policy.mad_factor * found.spread
+    """The relative change that alerts for `found` (a pooled_change look, or change() of the
+    newest alone against its history): its own threshold where it has one, else the newest
+    alone's: max(min_change, at_once or the calibrated multiple of its standard error), that
+    widened in quadrature by 1.96 x sqrt(2) x `between_cards` for points from other cards."""
+    if found.threshold:
+        return found.threshold
+    multiple = max(factor(policy, found.history), policy.at_once)
+    spread = multiple * found.spread * math.sqrt(1 + math.pi / 2 / found.history)
     if between_cards > 0:
         spread = math.hypot(spread, CARD_Z * math.sqrt(2) * between_cards)
     return max(policy.min_change, spread)
@@ -187,18 +290,26 @@ def review_series(
             note = f"{len(history)} stable point(s) before it; need {policy.min_history}"
             found.append(Finding(**base, status="short", history=len(history), note=note))
             continue
-        moved = change(history, newest[value_field])
-        limit = threshold(moved, policy, between_cards if across else 0.0)
-        if not newest[stable_field]:
-            status = "unstable"
-        else:
-            status = "alert" if abs(moved.relative) > limit else "ok"
-        note = (
-            f"its history ran on other cards: threshold includes the between-card SD "
-            f"{between_cards:.2%}"
-            if across and between_cards > 0
-            else ""
+        values = [*history, newest[value_field]]
+        moved = pooled_change(values, policy, between_cards if across else 0.0)
+        limit = moved.threshold
+        ratio = 1 + moved.relative
+        said = statistics_core.decide(
+            statistics_core.Change(ratio, ratio, ratio),
+            None,
+            bool(newest[stable_field]),
+            statistics_core.Policy(min_effect=limit, alpha=None),
         )
+        status = {"slower": "alert", "faster": "alert", "unstable": "unstable"}.get(said, "ok")
+        notes = []
+        if moved.pooled > 1:
+            notes.append(f"the median of the newest {moved.pooled} runs against the runs before")
+        if across and between_cards > 0:
+            notes.append(
+                f"its history ran on other cards: threshold includes the between-card SD "
+                f"{between_cards:.2%}"
+            )
+        note = "; ".join(notes)
         if status == "alert" and series["role"] == "baseline":
             note = (
                 "the baseline's own time moved on an unchanged source: this points at the "

@@ -231,9 +231,7 @@ def _markdown(
     head = (
         f"## Regressions: {len(alerts) + len(found)} alert(s) over {series_count} current "
         "series\n\n"
-        f"Newest point against the median of up to {policy.window} previous stable points; "
-        f"alert when |change| > max({policy.min_change * 100:g}%, {policy.mad_factor:g} x the "
-        "history's MAD / median). Unstable newest points are shown, never alerted.\n\n"
+        f"{policy.method()} Unstable newest points are shown, never alerted.\n\n"
         "| status | case / impl | metric | newest | reference | change | threshold | history "
         "| run | series | note |\n|---|---|---|---|---|---|---|---|---|---|---|"
     )
@@ -272,8 +270,9 @@ def _verdict(finding: Finding) -> str:
 def regressions(db: Path, window: int, case_id: str | None, output_format: str, fail_on: str):
     """Check the newest point of every current series against its recent history.
 
-    Alerts when a candidate's gap or absolute time, or a baseline's absolute time, changed by
-    more than max(5%, 3 x the history's relative MAD), in either direction; and, beside that
+    Alerts when a candidate's gap or absolute time, or a baseline's absolute time, moved: the
+    median of the newest runs against the runs before, at a stated false-alarm rate from the
+    history's sigma-scaled spread (docs/method/alerts.md), in either direction; and, beside that
     rule, on change points (steps hidden in noise, as `harness changes` finds them) among the
     newest --window stable points and on a drift over the newest 20. By default only slower
     ones set exit status 1.

@@ -217,19 +217,19 @@ SERIES = {"series_id": "s", "label": "axpy forth", "case_id": "axpy", "impl": "f
 
 def test_regressions_widen_the_gap_threshold_for_a_point_from_another_card():
     policy = RegressionPolicy(min_change=0.005)
-    history = [point(k, 1.2 * (1 + 0.0005 * (-1) ** k), "GPU-a") for k in range(6)]
+    history = [point(k, 1.2 * (1 + 0.0005 * (-1) ** k), "GPU-a") for k in range(20)]
     series = {**SERIES, "role": "candidate"}
 
     def gap_finding(newest_card: str, between: float):
-        newest = point(6, 1.2 * 1.012, newest_card)
+        newest = point(20, 1.2 * 1.03, newest_card)
         found = review_series(series, [*history, newest], policy, between)
         return next(f for f in found if f.metric == "gap")
 
-    assert gap_finding("GPU-a", 0.007).status == "alert"  # one card: 1.2% is a change
+    assert gap_finding("GPU-a", 0.012).status == "alert"  # one card: 3% is a change
     assert gap_finding("GPU-b", 0.0).status == "alert"  # no term: as before
-    across = gap_finding("GPU-b", 0.007)
-    assert across.status == "ok" and across.threshold > 0.019
-    assert "between-card SD 0.70%" in across.note
+    across = gap_finding("GPU-b", 0.012)
+    assert across.status == "ok" and across.threshold > 0.03
+    assert "between-card SD 1.20%" in across.note
 
 
 def test_changes_leave_out_a_gap_step_that_is_only_a_card_change():

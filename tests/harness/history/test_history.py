@@ -267,7 +267,8 @@ def test_a_ten_percent_step_alerts_on_gap_and_time():
         ("time", "alert", "slower"),
     ]
     gap = findings[0]
-    assert gap.relative == pytest.approx(0.10, abs=0.005) and gap.threshold == 0.05
+    # the newest alone: at_once (20) standard errors of a 0.3% history, under 10%
+    assert gap.relative == pytest.approx(0.10, abs=0.005) and 0.01 < gap.threshold < 0.08
     assert gap.reference == pytest.approx(1.2, rel=0.003) and gap.history == 10
     faster = review_series(CANDIDATE, candidate_points(0.88))
     assert {(f.status, f.direction) for f in faster} == {("alert", "faster")}
@@ -287,22 +288,25 @@ def test_an_unstable_newest_point_is_shown_but_never_alerts():
 
 
 def test_unstable_points_are_left_out_of_the_history():
-    points = candidate_points(1.10)
-    points[3:9] = [
-        {**p, "stable": False, "gap_stable": False, "median_s": 9.9} for p in points[3:9]
+    points = candidate_points(1.50)
+    points[3:8] = [
+        {**p, "stable": False, "gap_stable": False, "median_s": 9.9} for p in points[3:8]
     ]
     _, time = review_series(CANDIDATE, points)
-    assert time.history == 4 and time.reference == pytest.approx(CAND_S, rel=0.01)
+    assert time.history == 5 and time.reference == pytest.approx(CAND_S, rel=0.01)
     assert time.status == "alert"
 
 
 def test_the_threshold_grows_with_the_history_spread():
     noisy = [1.0, 1.04, 0.96, 1.03, 0.97, 1.04, 0.96, 1.0, 1.03, 0.97]
     found = change(noisy, 1.08)
-    assert found.spread == pytest.approx(0.03)
-    assert threshold(found, Policy()) == pytest.approx(0.09)  # 3 x MAD beats the 5% floor
+    assert found.spread == pytest.approx(1.4826 * 0.03)  # sigma-scaled MAD / median
+    # the newest alone: at least at_once standard errors, far beyond the old 3 x raw MAD
+    assert threshold(found, Policy()) > Policy().at_once * found.spread
     assert abs(found.relative) < threshold(found, Policy())
-    assert threshold(change([1.0] * 5, 1.0), Policy()) == 0.05  # MAD 0: the floor
+    assert threshold(change([1.0] * 5, 1.0), Policy()) == 0.01  # MAD 0: the floor
+    calm = change([1.0, 1.002, 0.998] * 10, 1.08)
+    assert threshold(calm, Policy()) < threshold(found, Policy())
     with pytest.raises(ValueError, match="history is empty"):
         change([], 1.0)
     with pytest.raises(ValueError, match=r"Policy\.window must be an int >= 1"):
@@ -362,7 +366,7 @@ def test_superseded_series_are_not_current():
 
 def test_the_store_feeds_the_rule_end_to_end(tmp_path):
     db = tmp_path / "h.sqlite"
-    factors = [*JITTER, 1.10]
+    factors = [*JITTER, 1.50]
     ingest_all(db, [doc(k, cand_factor=f) for k, f in enumerate(factors)])
     with Store(db, readonly=True) as store:
         series = store.list_series()
@@ -394,7 +398,7 @@ def test_cli_ingest_history_and_regressions(tmp_path):
     run = CliRunner().invoke
     db = str(tmp_path / "h.sqlite")
     runs = [doc(k, cand_factor=f) for k, f in enumerate(JITTER)]
-    step_run = doc(20, cand_factor=1.10)
+    step_run = doc(20, cand_factor=1.50)
     cases = str(suite_manifest(tmp_path, *runs, step_run))  # the suite they ran: the pin's source
     files = [write(tmp_path / f"r{k:02d}.json", d) for k, d in enumerate(runs)]
 
