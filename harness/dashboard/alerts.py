@@ -31,9 +31,12 @@ from harness.history.store import Store
 from harness.history.store_values import SeriesValues, run_info
 from protocol.points import split_id
 
-__all__ = ["WINDOW_RUNS", "between_cards", "events", "findings", "moved_together"]
+__all__ = ["EVENT_RUNS", "WINDOW_RUNS", "between_cards", "events", "findings", "moved_together"]
 
 WINDOW_RUNS = 3  # change points of one shift may land a run or two (of its mode) apart
+# Alerts of one event: change ranges this many runs of the mode apart at most. Wider than
+# WINDOW_RUNS: next to a disturbed run (a throttled one) some series place the step a few runs off.
+EVENT_RUNS = 6
 # A sweep point's series is searched over its newest POINT_TAIL points only: its marks are drawn
 # nowhere (a case's charts are its headline point's), so only its open alerts count, and those
 # are among its newest points; a swept suite has several times more point series than cases.
@@ -190,7 +193,7 @@ def events(alerts: list[dict], place: dict[int, int] | None = None) -> list[dict
 
     Within one series a step stands for the newest point and the drifts it explains (folded
     into it). Series of one GPU model, mode and direction whose changes' commit ranges
-    overlap (within WINDOW_RUNS runs of the mode: `place`, run index -> its place among its
+    overlap (within EVENT_RUNS runs of the mode: `place`, run index -> its place among its
     mode's runs; the run index itself without it) are one change; its series of cases with a
     gap alert make one event ("gap"), the others one apart ("baseline": times moved, the gaps
     did not). An event: {kind, gpu, mode, direction, relative (the median of its lead metric's
@@ -206,7 +209,7 @@ def events(alerts: list[dict], place: dict[int, int] | None = None) -> list[dict
     for a in sorted(kept, key=lambda a: (at(a["from"]), at(a["run"]))):
         clusters = groups.setdefault((a["gpu"], a["mode"], a["direction"]), [])
         last = clusters[-1] if clusters else None
-        if last and at(a["from"]) <= max(at(b["run"]) for b in last) + WINDOW_RUNS:
+        if last and at(a["from"]) <= max(at(b["run"]) for b in last) + EVENT_RUNS:
             last.append(a)
         else:
             clusters.append([a])
