@@ -51,7 +51,9 @@ def test_data_marks_the_step_and_lists_the_open_alerts(site):
         assert data["runs"]["commit"][m["run"]] == f"{STEP_AT:040x}"  # the first run after it
         assert data["runs"]["commit"][m["from"]] == f"{STEP_AT - 1:040x}"
         assert m["relative"] == pytest.approx(0.08, abs=0.01)
-    (event,) = data["alerts"]  # one change: scale's forth gap and time in the newest run
+    # Two changes, two events, the bigger first: scale's newest run (+20%), then axpy's step,
+    # 20 runs old and within the regression rule's window of recent points (Policy.window)
+    event, step = data["alerts"]
     assert event["kind"] == "gap" and event["cases"] == ["scale"] and event["mode"] == "hot"
     assert {(a["metric"], a["kind"]) for a in event["series"]} == {
         ("gap", "newest point"),
@@ -59,7 +61,8 @@ def test_data_marks_the_step_and_lists_the_open_alerts(site):
     }
     assert all(a["direction"] == "slower" and a["anchor"] for a in event["series"])
     assert data["runs"]["commit"][event["run"]] == f"{RUNS - 1:040x}"
-    # The step is 20 runs old: marked on the chart, no longer an open alert.
+    assert step["cases"] == ["axpy"] and {a["kind"] for a in step["series"]} == {"step"}
+    assert data["runs"]["commit"][step["run"]] == f"{STEP_AT:040x}"
     assert (out / "marks.js").is_file()
     assert '<script src="marks.js"></script>' in (out / "index.html").read_text()
 
@@ -97,8 +100,8 @@ def test_the_page_shows_the_alerts_on_top_and_the_marks_on_the_charts(site, tmp_
             ".filter(s => s.line && s.line.dash === 'dash' && s.xref !== 'x domain').length"
         )
         browser.screenshot(tmp_path / "marks.png")
-    assert state["errors"] == [] and state["alerts"] == len(items) == 1
-    assert all("scale" in text and "slower" in text for text in items)
+    assert state["errors"] == [] and state["alerts"] == len(items) == 2
+    assert "scale" in items[0] and "axpy" in items[1] and all("slower" in t for t in items)
     assert all(text.startswith("▲ hot") for text in items)  # each alert names its mode
     assert alerts_top < 1000  # in the first window, beside the lead chart
     assert dashed == 1  # the step, in the gap panel (the one shown)
