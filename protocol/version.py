@@ -21,7 +21,9 @@ from __future__ import annotations
 # turn) and aa_control.apart (its interval excludes 1: the term is at least its offset); a
 # case's `sequential` (runner bench's stopping rule), aa_control.clusters (runner.bench)
 # 1.10.0: sweeps: a swept case's point, axes, points and curve; summary.points
-RESULT_SCHEMA_VERSION = "1.10.0"
+# 1.11.0: summary.geomean_gap's covers and across_cards (the headline's interval across cards of
+# the GPU model beside this run's)
+RESULT_SCHEMA_VERSION = "1.11.0"
 RUN_PROTOCOL_VERSION = "1.1.0"  # 1.1.0: `id`, data_base64 arrays, base64 outputs
 
 

@@ -54,7 +54,7 @@ class Policy:
     min_history: fewer reference points than this and the series is only shown.
     """
 
-    window: int = 60
+    window: int = 100
     min_change: float = 0.01
     false_alarm: float = 0.0005
     pool: int = 10
@@ -359,7 +359,8 @@ def review(
 ) -> list[Finding]:
     """Findings for every current series; `points_of` maps series_id to its points (oldest first);
     `between_cards` the between-card SD of a gap (harness.history.cards), or one per GPU model
-    (harness.history.cards.by_model), for points from other cards.
+    (harness.history.cards.by_model, with a series' own where it has one), for points from
+    other cards.
 
     A candidate's time alert in the same run and direction as its baseline's time alert gets a
     note: the baseline moved too, so the machine is the likelier cause.
@@ -368,7 +369,10 @@ def review(
         f
         for s in current_series(series)
         for f in review_series(
-            s, points_of[s["series_id"]], policy, cards.sd_for(between_cards, s.get("gpu"))
+            s,
+            points_of[s["series_id"]],
+            policy,
+            cards.sd_for(between_cards, s.get("gpu"), s["series_id"]),
         )
     ]
     baseline_moves = {

@@ -290,7 +290,8 @@ def regressions(db: Path, window: int, case_id: str | None, output_format: str, 
             for f in find_changes(store, series, last=CHANGE_LOOKBACK)
             if f.age <= window  # a drift's age is 1: it is about the newest points
         ]
-        between = cards.by_model(store)  # the history's own estimates, or the default
+        # the history's own estimates (a series' own where it has two cards), or the default
+        between = cards.by_model(store) | cards.by_series(store)
     findings = review(series, points_of, policy, between)
     if output_format == "json":
         _echo_json(

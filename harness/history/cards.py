@@ -12,8 +12,11 @@ card UUIDs (harness.history.store, points.gpu_uuid). Estimator (one-way random e
 series, in log space): per series, each card's mean ln gap m_c and its own variance w_c (the
 spread of its points over its count when it has several, else its interval's squared standard
 error); then sd_between^2 = max(0, sum over series of sum_c (m_c - mean_s)^2 / sum over series
-of (cards_s - 1) - mean of w_c). With fewer than MIN_CARDS distinct cards in the pool the
-default DEFAULT_BETWEEN_CARD_SD is used instead, and the estimate says so.
+of (cards_s - 1) - mean of w_c), on sum of (cards_s - 1) degrees of freedom. With fewer than
+MIN_CARDS distinct cards in the pool the default DEFAULT_BETWEEN_CARD_SD is used instead, and the
+estimate says so. Card effects differ by case (16 of 17 series moved <= 0.38% between two
+cards, one 1.13%), so a series seen on two cards or more gets its own estimate, pooled with its
+model's by degrees of freedom (per_series_arrays, by_series).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocol.headline import log_standard_error
+from protocol.headline import BETWEEN_CARD_SD, log_standard_error
 
 __all__ = [
     "DEFAULT_BETWEEN_CARD_SD",
@@ -37,16 +40,17 @@ __all__ = [
     "estimate_arrays",
     "from_store",
     "log_standard_errors",
+    "per_series_arrays",
     "same_card",
     "sd_for",
     "widen",
 ]
 
-DEFAULT_BETWEEN_CARD_SD = 0.007
-"""Relative SD of a gap between two cards of one model, until the history has MIN_CARDS cards.
-From issue 37's three H200 rentals: the geomeans 1.2895, 1.3028 and 1.3156 spread by 1.0% (SD
-of ln); each is one run's figure, with its own run-to-run noise of about 0.7% (SD), so the
-cards' own share is about sqrt(1.0^2 - 0.7^2) ~ 0.7%."""
+DEFAULT_BETWEEN_CARD_SD = BETWEEN_CARD_SD
+"""Relative SD of a gap between two cards of one model, until the history has MIN_CARDS cards
+(protocol.headline.BETWEEN_CARD_SD: three H200 rentals, 2 degrees of freedom)."""
+
+DEFAULT_DOF = 2  # the default's degrees of freedom (three cards)
 
 MIN_CARDS = 3
 """Distinct cards (UUIDs) the history must hold, over the series pooled, before its estimate
@@ -58,9 +62,10 @@ class BetweenCards:
     """The between-card SD of ln gap used, where it came from, and what it rests on."""
 
     sd: float
-    source: str  # "history" or "default"
+    source: str  # "history", "default" or "case" (a series' own, pooled with its model's)
     cards: int  # distinct cards in the pooled series
     series: int  # series with points on two cards or more
+    dof: int = DEFAULT_DOF  # degrees of freedom the SD rests on
 
 
 def card_of(document: dict, case: dict | None = None) -> str | None:
@@ -135,7 +140,36 @@ def estimate_arrays(
     if cards < min_cards or dof == 0:
         return BetweenCards(DEFAULT_BETWEEN_CARD_SD, "default", cards, series_used)
     variance = max(0.0, between / dof - float(np.mean(within[used])))
-    return BetweenCards(math.sqrt(variance), "history", cards, series_used)
+    return BetweenCards(math.sqrt(variance), "history", cards, series_used, dof)
+
+
+def per_series_arrays(
+    series: np.ndarray, uuid: np.ndarray, log_gap: np.ndarray, log_se: np.ndarray
+) -> dict:
+    """{series label: BetweenCards} for every series seen on two cards or more: its own
+    one-way estimate (cards - 1 degrees of freedom) pooled with the model's (estimate_arrays
+    over the same arrays) weighted as DEFAULT_DOF degrees of freedom, sd^2 = (df_s sd_s^2 +
+    2 sd_m^2) / (df_s + 2): card effects differ by case, so the model's figure is a weak prior
+    for one case, not 50 degrees of freedom of it; a case whose cards differ more than the
+    model's widens its own series."""
+    pooled = estimate_arrays(series, uuid, log_gap, log_se)
+    out = {}
+    for label in np.unique(series) if len(series) else []:
+        own = series == label
+        cards = _codes(uuid[own])
+        if cards.max(initial=-1) < 1:
+            continue
+        count = np.bincount(cards)
+        mean = np.bincount(cards, weights=log_gap[own]) / count
+        spread = np.bincount(cards, weights=(log_gap[own] - mean[cards]) ** 2)
+        own_se2 = np.bincount(cards, weights=log_se[own] ** 2)
+        within = np.where(count > 1, spread / np.maximum(count - 1, 1) / count, own_se2)
+        df = len(mean) - 1
+        variance = max(0.0, float(np.var(mean, ddof=1)) - float(np.mean(within)))
+        prior = min(pooled.dof, DEFAULT_DOF)
+        shrunk = (df * variance + prior * pooled.sd**2) / (df + prior)
+        out[label] = BetweenCards(math.sqrt(shrunk), "case", len(mean), 1, df + prior)
+    return out
 
 
 def _codes(labels: np.ndarray) -> np.ndarray:
@@ -188,10 +222,41 @@ def by_model(store) -> dict[str, float]:
     }
 
 
-def sd_for(between: float | dict[str, float], gpu: str | None) -> float:
-    """The SD for a series on GPU model `gpu`: `between` itself, or its entry for the model
-    (the default where the model has none)."""
+def by_series(store) -> dict[str, float]:
+    """{series id: its own between-card SD} for every series of the history seen on two cards
+    or more (per_series_arrays, pooled with its GPU model's); sd_for takes it before the
+    model's."""
+    found: dict[str, float] = {}
+    ids = {rowid: sid for sid, rowid in store._series_rowids().items()}
+    for gpu in sorted({s["gpu"] for s in store.list_series()}):
+        rows = store.card_gaps(gpu)
+        if not rows:
+            continue
+        series, uuid, gap, low, high, confidence = zip(*rows, strict=True)
+        as_float = functools.partial(np.array, dtype=np.float64)
+        own = per_series_arrays(
+            np.array(series),
+            np.array(uuid, dtype=object),
+            np.log(as_float(gap)),
+            log_standard_errors(
+                as_float(low),
+                as_float(high),
+                as_float([0.95 if c is None else c for c in confidence]),
+            ),
+        )
+        found |= {ids[int(k)]: est.sd for k, est in own.items() if int(k) in ids}
+    return found
+
+
+def sd_for(
+    between: float | dict[str, float], gpu: str | None, series_id: str | None = None
+) -> float:
+    """The SD for a series on GPU model `gpu`: `between` itself, or its entry for the series
+    (by_series: one seen on two cards or more), else for the model (the default where the model
+    has none)."""
     if isinstance(between, dict):
+        if series_id is not None and series_id in between:
+            return between[series_id]
         return between.get(gpu, DEFAULT_BETWEEN_CARD_SD)
     return between
 

@@ -300,3 +300,31 @@ def test_compare_cli_takes_the_history_estimate(tmp_path):
     assert done.exit_code == 0, done.output
     (gap,) = json.loads(done.stdout)["gaps"]
     assert gap["between_cards"] == cards.DEFAULT_BETWEEN_CARD_SD  # one card: the default
+
+
+def test_a_case_whose_cards_differ_more_than_its_models_gets_its_own_wider_term():
+    """16 series move 0.2% between cards and one 1.5%: the pooled term fits the many, the
+    odd one's own estimate (pooled with the model's by degrees of freedom) is wider."""
+    rng = np.random.default_rng(4)
+    series, uuid, log_gap = [], [], []
+    for s in range(17):
+        shift = 0.015 if s == 16 else 0.002
+        for c in range(4):
+            offset = shift * rng.standard_normal()
+            for _ in range(3):
+                series.append(s)
+                uuid.append(f"GPU-{c}")
+                log_gap.append(offset + 1e-4 * rng.standard_normal())
+    arrays = (
+        np.array(series),
+        np.array(uuid, dtype=object),
+        np.array(log_gap),
+        np.full(len(series), 1e-4),
+    )
+    pooled = cards.estimate_arrays(*arrays)
+    own = cards.per_series_arrays(*arrays)
+    assert pooled.source == "history" and pooled.dof == 17 * 3
+    assert own[16].sd > 2 * pooled.sd and own[16].source == "case" and own[16].dof == 3 + 2
+    assert max(own[s].sd for s in range(16)) < own[16].sd
+    assert cards.sd_for({"g": pooled.sd, "odd": own[16].sd}, "g", "odd") == own[16].sd
+    assert cards.sd_for({"g": pooled.sd}, "g", "other") == pooled.sd
