@@ -50,7 +50,8 @@ __all__ = [
 ]
 
 UNSTABLE_NOISE = 0.03
-"""A result whose noise (MAD / median) is above this is marked unstable."""
+"""A result whose noise (RAW MAD / median) is above this is marked unstable: about 4.4% in sigma
+terms (x MAD_SIGMA)."""
 
 
 MAX_SYSTEMATIC = 0.1  # above it z * systematic nears 1 and an interval could reach 0
@@ -164,9 +165,9 @@ def _noise(mad_s: float, median_s: float) -> float:
 def summarize(samples_s: Samples) -> dict:
     """Summary of one implementation's samples.
 
-    Keys: median_s, p10_s, p90_s, p95_s (type-7 percentiles), mad_s (unscaled MAD), min_s, max_s, mean_s
-    (arithmetic mean), count, noise = mad_s / median_s (0.0 when both are 0, inf when only the
-    median is 0) and stable = noise <= UNSTABLE_NOISE.
+    Keys: median_s, p10_s, p90_s, p95_s (type-7 percentiles), mad_s (RAW, unscaled MAD), min_s, max_s, mean_s
+    (arithmetic mean), count, noise = mad_s / median_s (a RAW MAD: x MAD_SIGMA for sigma terms;
+    0.0 when both are 0, inf when only the median is 0) and stable = noise <= UNSTABLE_NOISE.
     """
     array = _as_samples(samples_s, "samples_s")
     median_s = float(np.median(array))
