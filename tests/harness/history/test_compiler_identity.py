@@ -217,4 +217,4 @@ def test_hovering_a_point_names_the_compiler_that_built_it(tmp_path):
         errors = browser.errors()
     assert errors == []
     assert f"compiler command, {LLVM_22}, compiler sha256 {NEW_SHA[:12]}" in hover, hover
-    assert primary == [["warpforth", "1", "primary candidate · hot"]]  # the mode in words
+    assert primary == [["warpforth", "1", "primary candidate · ▲ hot"]]  # the mode in words
