@@ -286,16 +286,18 @@ def apply_clocks(
         if source and "timing_wall_s" in case_doc:
             case_doc["clocks"] = {"source": source}
         return
-    for timing in timings.values():
-        timing["clock_flags"] = clocks.sample_flags(timing["clocks"], run_max)
     report = clocks.clock_report(timings, run_max)
+    for timing in timings.values():
+        timing["clock_flags"] = clocks.sample_flags(
+            timing["clocks"], report["usual_sm_mhz"], report["own_state"]
+        )
     case_doc["clocks"] = {
         "source": source or case_doc.get("clocks", {}).get("source", "nvml"),
         **report,
     }
     _restate_stability(case_doc, baseline or case_doc["baseline"], report["unstable"])
     notes = [n for n in case_doc.get("notes", []) if not n.startswith("clocks: ")]
-    if report["unstable"]:
+    if report.get("note"):
         notes.append("clocks: " + report["note"])
     if notes:
         case_doc["notes"] = notes

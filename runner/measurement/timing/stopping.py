@@ -36,7 +36,7 @@ __all__ = [
 
 SEQUENTIAL_TARGET = 0.0025
 """The sequential rule's half-width (0.25% of the gap): wider than a steady hot case's intervals
-at 16 rounds, narrower than a cold or noisy one's (docs/method/intervals-and-headline.md)."""
+at 24 rounds, narrower than a cold or noisy one's (docs/method/intervals-and-headline.md)."""
 
 SEQUENTIAL_STEP = 4  # rounds added at a time: whole AB/BA pairs of the balanced order
 

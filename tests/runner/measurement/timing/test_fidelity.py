@@ -156,21 +156,25 @@ def test_clocks_are_read_around_every_sample_and_kept_with_it():
     assert all(len(t.clocks) == len(t.samples_s) == 4 for t in m.impls.values())
 
 
-def test_samples_under_power_or_thermal_slowdown_or_a_lower_clock_are_flagged():
-    flags = clocks.sample_flags(
-        [
-            [1980, 1980, 0],
-            [1980, 1980, 0x1],
-            [1980, 1965, 0],
-            [1980, 1980, 0x4],
-            [1900, 1980, 0x40],
-        ],
-        1980,
-    )
+def test_samples_that_depart_from_the_cases_usual_clocks_are_flagged():
+    readings = [
+        [1980, 1980, 0],
+        [1980, 1980, 0x1],
+        [1980, 1965, 0],
+        [1980, 1980, 0x4],
+        [1900, 1980, 0x40],
+    ]
+    flags = clocks.sample_flags(readings, 1980)
     assert flags[0] is None and flags[1] is None  # idle is not a slowdown
-    assert flags[2] == "SM clock 1965 MHz below the run's 1980 MHz"
+    assert flags[2] is None  # one clock step (0.8%) below the usual is the usual
     assert flags[3] == "power cap (SwPowerCap)"
-    assert "thermal (HwThermalSlowdown)" in flags[4] and "1900 MHz" in flags[4]
+    assert "thermal (HwThermalSlowdown)" in flags[4]
+    assert "SM clock 1900 MHz below the case's usual 1980 MHz" in flags[4]
+    # a case at its power limit: the cap is its own state, a dip below its usual clock is not
+    own = clocks.sample_flags(
+        [[1755, 1755, 0x4], [1600, 1755, 0x4]], 1755, ["power cap (SwPowerCap)"]
+    )
+    assert own == [None, "SM clock 1600 MHz below the case's usual 1755 MHz"]
 
 
 class Counters(Clocks):
@@ -227,7 +231,14 @@ def test_a_sweep_points_clocks_are_judged_with_its_cases_baseline():
     from runner.execution.suite import apply_run_clocks
 
     apply_run_clocks([case])
-    assert case["clocks"]["unstable"] is False
+    # a point capped in every sample is measured at its power limit (its own state), not
+    # unstable; one whose clock dips in a third of its samples departs from its usual and is
+    assert case["clocks"]["unstable"] is False and point["clocks"]["unstable"] is False
+    assert point["clocks"]["own_state"] == ["power cap (SwPowerCap)"]
+    dipping = [[1980, 1980, 0]] * 20 + [[1500, 1500, 0x4]] * 10
+    for name in ("cuda", "forth"):
+        point["implementations"][name]["timing"]["clocks"] = dipping
+    apply_run_clocks([case])
     assert point["clocks"]["unstable"] is True
     assert point["implementations"]["forth"]["gap"]["stable"] is False
     assert case["implementations"]["forth"]["gap"]["stable"] is True
@@ -242,17 +253,31 @@ def timed_case(clocks_per_impl: dict) -> dict:
     return doc
 
 
-def test_a_case_mostly_throttled_is_unstable_with_that_reason_and_recovers_when_it_is_not():
-    throttled = [[1980, 1980, 0x4]] * 20 + [[1980, 1980, 0]] * 10
-    doc = timed_case({"cuda": throttled, "forth": throttled})
+def test_a_case_at_its_power_limit_is_tracked_as_such_and_one_that_departs_is_unstable():
+    capped = [[1755, 1755, 0x4]] * 20 + [[1755, 1770, 0]] * 10
+    doc = timed_case({"cuda": capped, "forth": capped})
     case = doc["cases"][0]
+    document_clocks.apply_clocks(case, 1980, "nvml")
+    assert case["clocks"]["unstable"] is False and case["clocks"]["flagged"] == 0
+    assert case["clocks"]["own_state"] == ["power cap (SwPowerCap)"]
+    assert case["clocks"]["usual_sm_mhz"] == 1755
     assert case["implementations"]["forth"]["gap"]["stable"] is True
-    document_clocks.apply_clocks(case, document_clocks.run_max_clock([case]), "nvml")
-    assert case["clocks"]["unstable"] is True and case["clocks"]["flagged"] == 40
-    assert case["clocks"]["reasons"] == {"power cap (SwPowerCap)": 40}
+    assert any(
+        "usual 1755 MHz (power cap (SwPowerCap)), below the run's 1980" in n for n in case["notes"]
+    )
+    validate(doc, "result", "power-limited document")
+    dips = [[1980, 1980, 0]] * 20 + [[1700, 1700, 0x20]] * 10
+    for name in ("cuda", "forth"):
+        case["implementations"][name]["timing"]["clocks"] = dips
+    document_clocks.apply_clocks(case, 1980, "nvml")
+    assert case["clocks"]["unstable"] is True and case["clocks"]["flagged"] == 20
     assert case["implementations"]["forth"]["gap"]["stable"] is False
-    assert any("40 of 60 samples were taken while throttled" in n for n in case["notes"])
-    assert case["implementations"]["cuda"]["timing"]["clock_flags"][0] == "power cap (SwPowerCap)"
+    assert any("20 of 60 samples departed from the case's usual clocks" in n for n in case["notes"])
+    assert case["implementations"]["cuda"]["timing"]["clock_flags"][0] is None
+    assert (
+        "thermal (SwThermalSlowdown)"
+        in case["implementations"]["cuda"]["timing"]["clock_flags"][-1]
+    )
     validate(doc, "result", "throttled document")
     # a few flagged samples do not make a case unstable; apply_clocks can run again
     calm = [[1980, 1980, 0x4]] * 5 + [[1980, 1980, 0]] * 25
@@ -263,17 +288,15 @@ def test_a_case_mostly_throttled_is_unstable_with_that_reason_and_recovers_when_
     assert case["implementations"]["forth"]["gap"]["stable"] is True
 
 
-def test_the_run_maximum_spans_cases():
+def test_a_case_below_the_runs_maximum_is_said_not_excluded():
     low = timed_case({"cuda": [[1800, 1800, 0]] * 30, "forth": [[1800, 1800, 0]] * 30})
     high = timed_case({"cuda": [[1980, 1980, 0]] * 30, "forth": [[1980, 1980, 0]] * 30})
     cases = [low["cases"][0], high["cases"][0]]
     run_max = document_clocks.run_max_clock(cases)
     assert run_max == 1980
-    document_clocks.apply_clocks(cases[0], document_clocks.run_max_clock(cases[:1]))
-    assert cases[0]["clocks"]["unstable"] is False  # alone, 1800 MHz was its own maximum
     document_clocks.apply_clocks(cases[0], run_max)
-    assert cases[0]["clocks"]["unstable"] is True
-    assert "SM clock below the run's maximum" in cases[0]["clocks"]["reasons"]
+    assert cases[0]["clocks"]["unstable"] is False and cases[0]["clocks"]["usual_sm_mhz"] == 1800
+    assert any("below the run's 1980 MHz" in n for n in cases[0]["notes"])
 
 
 # -- CUPTI's figures -------------------------------------------------------------------------
