@@ -10,7 +10,6 @@ id that the dashboard's step marks and the change marks it explains link to.
 
 from __future__ import annotations
 
-import html
 import math
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import numpy as np
 from harness.dashboard import sweep_charts
 from harness.dashboard.explain_pages import file_stem
 from harness.dashboard.sweep_charts import spaced, tick_label
+from harness.escaping import html
 from harness.history.series import gpu_model
 from harness.reporting.table import format_time
 from protocol.modes import describe
@@ -63,12 +63,12 @@ def write(out: Path, data: dict, reports: dict[str, str], explain: dict[str, str
         stem = file_stem(case["id"])
         link = explain.get(case["id"])
         text = PAGE.format(
-            title=html.escape(f"{case['id']}: history and explanation"),
-            anchor=html.escape(case["anchor"]),
-            case=html.escape(case["id"]),
-            version=html.escape(str(case["version"])),
-            baseline=html.escape(case["baseline"]),
-            explain=f' · <a href="../{html.escape(link)}">explain page</a>' if link else "",
+            title=html(f"{case['id']}: history and explanation"),
+            anchor=html(case["anchor"]),
+            case=html(case["id"]),
+            version=html(str(case["version"])),
+            baseline=html(case["baseline"]),
+            explain=f' · <a href="../{html(link)}">explain page</a>' if link else "",
             modes=_sweep(case, data) + "\n".join(_mode(case, data, mode) for mode in data["modes"]),
             counters=_counters(case, data["runs"]),
             report=reports.get(case["id"], "<p>Not in the newest run: no explanation.</p>"),
@@ -95,11 +95,11 @@ def _counters(case: dict, runs: dict) -> str:
     ]
     for step in panel["steps"]:
         out.append(
-            f'<p id="{html.escape(step["id"])}"><span class="tag">{html.escape(step["mode"])}'
-            f"</span> <b>{html.escape(step['impl'])}</b> step at commit "
-            f"{html.escape(_commit(runs, step['run']))} (after "
-            f"{html.escape(_commit(runs, step['from']))}, "
-            f"{html.escape(runs['date'][step['run']][:16])} UTC): {html.escape(step['text'])}</p>"
+            f'<p id="{html(step["id"])}"><span class="tag">{html(step["mode"])}'
+            f"</span> <b>{html(step['impl'])}</b> step at commit "
+            f"{html(_commit(runs, step['run']))} (after "
+            f"{html(_commit(runs, step['from']))}, "
+            f"{html(runs['date'][step['run']][:16])} UTC): {html(step['text'])}</p>"
         )
     if not panel["steps"]:
         out.append("<p>No counter changed in the runs the dashboard draws.</p>")
@@ -111,8 +111,8 @@ def _counters(case: dict, runs: dict) -> str:
             if value is not None
         )
         out.append(
-            f'<p class="muted"><span class="tag">{html.escape(line["mode"])}</span> '
-            f"{html.escape(line['impl'])} now: {html.escape(words)}</p>"
+            f'<p class="muted"><span class="tag">{html(line["mode"])}</span> '
+            f"{html(line['impl'])} now: {html(words)}</p>"
         )
     return "\n".join(out)
 
@@ -142,7 +142,7 @@ def _sweep(case: dict, data: dict) -> str:
         if not found["latest"]["points"]:
             what = "option"
         info = describe(mode)
-        tag = f'<span class="tag" title="{html.escape(info.title)}">{info.symbol} {html.escape(mode)}</span>'
+        tag = f'<span class="tag" title="{html(info.title)}">{info.symbol} {html(mode)}</span>'
         out.append(f"<h2>Gap by {what} {tag}</h2>{chart}\n")
     return "".join(out)
 
@@ -169,14 +169,12 @@ def _section(case: dict, data: dict, mode: str, gpu: str | None, named: bool) ->
     table = data["views"][mode]["table"] if newest else []
     rows = [r for r in table if r["case"] == case["id"] and r["candidate"]]
     now = " · ".join(
-        f"{html.escape(r['candidate'])} <b>{r['gap']:.3f}x</b>"
-        if r["gap"]
-        else html.escape(r["candidate"])
+        f"{html(r['candidate'])} <b>{r['gap']:.3f}x</b>" if r["gap"] else html(r["candidate"])
         for r in rows
     )
     notes = "".join(
-        f'<p class="note">&#9888; {html.escape(t["text"])} (commit '
-        f"{html.escape(_commit(runs, t['run']))}, {html.escape(runs['date'][t['run']][:10])})</p>"
+        f'<p class="note">&#9888; {html(t["text"])} (commit '
+        f"{html(_commit(runs, t['run']))}, {html(runs['date'][t['run']][:10])})</p>"
         for t in case.get("together", [])
         if t["mode"] == mode and newest
     )
@@ -184,17 +182,17 @@ def _section(case: dict, data: dict, mode: str, gpu: str | None, named: bool) ->
     gap = [(s, s["gap"]) for s in series if s["role"] == "candidate"]
     times = [(s, s["t"]) for s in series]
     info = describe(mode)
-    tag = f'<span class="tag" title="{html.escape(info.title)}">{info.symbol} {html.escape(mode)}</span>'
+    tag = f'<span class="tag" title="{html(info.title)}">{info.symbol} {html(mode)}</span>'
     where = f"{case['id']}, {mode}" + (f", {gpu}" if named else "")
-    on = f" · {html.escape(gpu)}" if named and not newest else ""
+    on = f" · {html(gpu)}" if named and not newest else ""
     return (
         f"<h2>{tag} mode{on}</h2>"
         f"<p>now: {now or 'no gap in the newest run'}</p>{notes}"
-        f"<h3>gap (x {html.escape(case['baseline'])}, lower is better)</h3>"
+        f"<h3>gap (x {html(case['baseline'])}, lower is better)</h3>"
         + _chart(
             gap, [m for m in marks if m["metric"] == "gap"], runs, "gap", f"{where}: gap over time"
         )
-        + f"<h3>time per launch ({html.escape(case['unit'])})</h3>"
+        + f"<h3>time per launch ({html(case['unit'])})</h3>"
         + _chart(
             times,
             [m for m in marks if m["metric"] != "gap"],
@@ -217,7 +215,7 @@ def _history_table(series: list[dict], runs: dict, unit: str, where: str) -> str
     columns = [(s, "gap", s["gap"]) for s in series if s["role"] == "candidate"]
     columns += [(s, "t", s["t"]) for s in series]
     head = "".join(
-        f"<th>{html.escape(s['name'])} {'gap' if what == 'gap' else html.escape(unit)}</th>"
+        f"<th>{html(s['name'])} {'gap' if what == 'gap' else html(unit)}</th>"
         for s, what, _ in columns
     )
     at = [dict(zip(s["run"], values, strict=True)) for s, _, values in columns]
@@ -228,13 +226,13 @@ def _history_table(series: list[dict], runs: dict, unit: str, where: str) -> str
             v = values.get(r)
             cells.append("-" if v is None else f"{v:.3f}x" if what == "gap" else f"{v:.4g}")
         body.append(
-            f"<tr><td>{html.escape(runs['date'][r][:16])}</td>"
-            f"<td>{html.escape(_commit(runs, r, 7))}</td><td>{'</td><td>'.join(cells)}</td></tr>"
+            f"<tr><td>{html(runs['date'][r][:16])}</td>"
+            f"<td>{html(_commit(runs, r, 7))}</td><td>{'</td><td>'.join(cells)}</td></tr>"
         )
     return (
-        f"<details class='history-table'><summary>{html.escape(where)}: the newest "
+        f"<details class='history-table'><summary>{html(where)}: the newest "
         f"{len(newest)} runs as a table</summary><div class='scroll'><table><caption>"
-        f"{html.escape(where)}: recent history</caption><tr><th>date (UTC)</th><th>commit</th>"
+        f"{html(where)}: recent history</caption><tr><th>date (UTC)</th><th>commit</th>"
         f"{head}</tr>{''.join(body)}</table></div></details>"
     )
 
@@ -260,7 +258,7 @@ def _chart(
     axis_y = frame.top + frame.h + 14 * (label_rows + 1) + 4  # run labels, under the step labels
     out = [
         f'<svg viewBox="0 0 {WIDTH} {axis_y + 8}" width="{WIDTH}" role="img" class="history" '
-        f'aria-label="{html.escape(name)}"><title>{html.escape(name)}</title>',
+        f'aria-label="{html(name)}"><title>{html(name)}</title>',
         *frame.grid(unit),
     ]
     drawn_runs = _polylines(lines, runs, frame, out)
@@ -268,8 +266,7 @@ def _chart(
     out.extend(_clock_marks(drawn_runs, runs, frame))
     out.extend(_run_labels(drawn_runs, runs, frame, axis_y))
     legend = " ".join(
-        f'<span style="color:{html.escape(s["color"])}">&#9632;</span> {html.escape(s["name"])}'
-        for s, _ in lines
+        f'<span style="color:{html(s["color"])}">&#9632;</span> {html(s["name"])}' for s, _ in lines
     )
     return "\n".join(out) + f"</svg><p class='muted'>{legend}</p>"
 
@@ -338,13 +335,12 @@ def _polylines(lines, runs: dict, frame: _Frame, out: list[str]) -> dict[float, 
         path = " ".join(map("{:.1f},{:.1f}".format, xs, ys_px))
         if len(xs) == 1:  # one point draws no line
             out.append(
-                f'<circle cx="{xs[0]:.1f}" cy="{ys_px[0]:.1f}" r="3" '
-                f'fill="{html.escape(s["color"])}"/>'
+                f'<circle cx="{xs[0]:.1f}" cy="{ys_px[0]:.1f}" r="3" fill="{html(s["color"])}"/>'
             )
         dash = DASHES[s.get("segment", 0) % len(DASHES)]
         out.append(
-            f'<polyline points="{path}" fill="none" stroke="{html.escape(s["color"])}" '
-            f'stroke-width="1.8" stroke-dasharray="{dash}"><title>{html.escape(s["name"])}'
+            f'<polyline points="{path}" fill="none" stroke="{html(s["color"])}" '
+            f'stroke-width="1.8" stroke-dasharray="{dash}"><title>{html(s["name"])}'
             "</title></polyline>"
         )
     return drawn_runs
@@ -362,12 +358,12 @@ def _step_marks(placed: list[tuple], runs: dict, frame: _Frame) -> list[str]:
         if row < LABEL_ROWS:
             text = (
                 f'<text x="{x:.1f}" y="{top + h + 14 + 14 * row}" fill="{color}" text-anchor='
-                f'"middle">{sign}{m["relative"] * 100:+.1f}% {html.escape(m["impl"])}</text>'
+                f'"middle">{sign}{m["relative"] * 100:+.1f}% {html(m["impl"])}</text>'
             )
         if text and m.get("step"):  # a counter step explains it: the label links to it
-            text = f'<a href="#{html.escape(m["step"])}">{text}</a>'
+            text = f'<a href="#{html(m["step"])}">{text}</a>'
         out.append(
-            f"<g><title>{html.escape(_moved(m, runs))}</title>"
+            f"<g><title>{html(_moved(m, runs))}</title>"
             f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{top + h}" stroke="{color}" '
             f'stroke-dasharray="4 3"/>{text}</g>'
         )
@@ -383,8 +379,8 @@ def _clock_marks(drawn_runs: dict[float, int], runs: dict, frame: _Frame) -> lis
         if r < len(notes) and notes[r]:
             px = frame.xpx(x)
             out.append(
-                f'<g class="throttled"><title>{html.escape(_commit(runs, r))}: '
-                f'{html.escape(notes[r])}</title><line x1="{px:.1f}" x2="{px:.1f}" '
+                f'<g class="throttled"><title>{html(_commit(runs, r))}: '
+                f'{html(notes[r])}</title><line x1="{px:.1f}" x2="{px:.1f}" '
                 f'y1="{frame.top}" y2="{frame.top + frame.h}" stroke="#b26b00" '
                 f'stroke-dasharray="1 2"/><text x="{px + 3:.1f}" y="{frame.top + 10}" '
                 f'fill="#b26b00">&#9888; throttled</text></g>'
@@ -410,7 +406,7 @@ def _run_labels(drawn_runs: dict[float, int], runs: dict, frame: _Frame, axis_y:
         anchor = "start" if k == 0 else "end" if k == len(at_x) - 1 else "middle"
         out.append(
             f'<text x="{frame.xpx(x):.1f}" y="{axis_y}" text-anchor="{anchor}" fill="#5b6470">'
-            f"{html.escape(runs['date'][r][:10] + ' ' + _commit(runs, r, 7))}</text>"
+            f"{html(runs['date'][r][:10] + ' ' + _commit(runs, r, 7))}</text>"
         )
     return out
 

@@ -12,10 +12,10 @@ labelled 1.0x sits on parity.
 
 from __future__ import annotations
 
-import html
 import math
 
 from harness.dashboard.case_charts import BASELINE_COLOR
+from harness.escaping import html
 from harness.reporting.table import format_time
 from protocol.points import is_option_point, swept_cases
 
@@ -54,12 +54,19 @@ def spaced(y0: float, y1: float, anchor: float = 0.0, steps: int = 4) -> tuple[f
     return step, [anchor + i * step for i in range(first, last + 1)]
 
 
-def _size(values: str) -> float:
-    """log2 of the product of a point id's axis values ("rows=2^5,cols=2^5" -> 10.0)."""
+def _size(values: str) -> float | None:
+    """log2 of the product of a point id's axis values ("rows=2^5,cols=2^5" -> 10.0); None
+    where a value is not a positive number or a power of two ("n=2^27x": no position)."""
     total = 0.0
     for pair in values.split(","):
-        value = pair.split("=", 1)[1]
-        total += float(value[2:]) if value.startswith("2^") else math.log2(float(value))
+        value = pair.split("=", 1)[-1]
+        try:
+            log2 = float(value[2:]) if value.startswith("2^") else math.log2(float(value))
+        except ValueError:  # not a number, or not above zero
+            return None
+        if not math.isfinite(log2):
+            return None
+        total += log2
     return total
 
 
@@ -132,7 +139,7 @@ def _polyline(xs, ys, xpx, ypx, color: str, dash: str, title: str) -> str:
             runs.append([])
     lines = "".join(
         f'<polyline points="{" ".join(run)}" fill="none" stroke="{color}" stroke-width="1.8" '
-        f'stroke-dasharray="{dash}"><title>{html.escape(title)}</title></polyline>'
+        f'stroke-dasharray="{dash}"><title>{html(title)}</title></polyline>'
         for run in runs
         if run
     )
@@ -186,10 +193,10 @@ def _chart(
             f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{label}</text>'
         )
     for x, label in zip(xs, labels, strict=True):
-        tick = html.escape(label.split("=", 1)[-1]) if by_option else f"2^{x:g}"
+        tick = html(label.split("=", 1)[-1]) if by_option else f"2^{x:g}"
         out.append(
             f'<text x="{xpx(x):.1f}" y="{top + h + 14}" text-anchor="middle">{tick}</text>'
-            f"<title>{html.escape(label)}</title>"
+            f"<title>{html(label)}</title>"
         )
     if not log_y:
         out.append(
@@ -197,9 +204,7 @@ def _chart(
             'stroke="#5b6470" stroke-dasharray="2 2"/>'
         )
     out += [_polyline(xs, ys, xpx, ypx, c, d, t) for ys, c, d, t in lines]
-    axis = (
-        html.escape(labels[0].split("=", 1)[0]) if by_option else "size (elements or threads, log2)"
-    )
+    axis = html(labels[0].split("=", 1)[0]) if by_option else "size (elements or threads, log2)"
     out.append(
         f'<text x="{left + w / 2:.1f}" y="{HEIGHT - 4}" text-anchor="middle">{axis}</text></svg>'
     )
@@ -223,13 +228,12 @@ def svg(
         options = (earlier or {}).get("options")
         charts += _pair(latest["options"], options, colors, earlier_label, latest_label, "option")
     legend = " ".join(
-        f'<span style="color:{html.escape(colors.get(n, BASELINE_COLOR))}">&#9632;</span> '
-        f"{html.escape(n)}"
+        f'<span style="color:{html(colors.get(n, BASELINE_COLOR))}">&#9632;</span> {html(n)}'
         for n in latest["times"] or latest.get("options", {}).get("times", {})
     )
-    newest = html.escape(latest_label)
+    newest = html(latest_label)
     note = (
-        f"solid: {newest}; dashed: {html.escape(earlier_label)}"
+        f"solid: {newest}; dashed: {html(earlier_label)}"
         if earlier
         else f"{newest} (no earlier run has this sweep)"
     )
@@ -242,10 +246,14 @@ def svg(
 
 def _pair(latest, earlier, colors, earlier_label: str, latest_label: str, by: str) -> str:
     """Gap and median time by size (or by option) of one `curves()` entry."""
-    xs = [p["x"] for p in latest["points"]]
-    labels = [p["id"] for p in latest["points"]]
+    placed = [i for i, p in enumerate(latest["points"]) if p["x"] is not None]
+    if not placed:  # no point id gives a size
+        return ""
+    xs = [latest["points"][i]["x"] for i in placed]
+    labels = [latest["points"][i]["id"] for i in placed]
     gap_lines = [
-        (ys, colors.get(n, "#333"), "", f"{n}, {latest_label}") for n, ys in latest["gaps"].items()
+        ([ys[i] for i in placed], colors.get(n, "#333"), "", f"{n}, {latest_label}")
+        for n, ys in latest["gaps"].items()
     ]
     if earlier is not None:
         at = {p["id"]: i for i, p in enumerate(earlier["points"])}
@@ -253,7 +261,12 @@ def _pair(latest, earlier, colors, earlier_label: str, latest_label: str, by: st
             aligned = [ys[at[pid]] if pid in at else None for pid in labels]
             gap_lines.append((aligned, colors.get(name, "#333"), "5 3", f"{name}, {earlier_label}"))
     time_lines = [
-        (ys, BASELINE_COLOR if n == latest["baseline"] else colors.get(n, "#333"), "", n)
+        (
+            [ys[i] for i in placed],
+            BASELINE_COLOR if n == latest["baseline"] else colors.get(n, "#333"),
+            "",
+            n,
+        )
         for n, ys in latest["times"].items()
     ]
     option = by == "option"

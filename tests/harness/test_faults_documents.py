@@ -340,6 +340,9 @@ def test_every_string_field_reaches_every_output_format_escaped(tmp_path):
         assert "x1b" in out and "u202e" in out, name  # shown visibly
     for result in done.values():
         assert not {"\x1b", "\u202e", "\r"} & set(result.stderr), result.stderr[:2000]
+    for page in dashboard_pages(tmp_path, document):  # escaping.html
+        text = page.read_text()
+        assert "<img" not in text and not {"\x1b", "\u202e", "\r"} & set(text), page.name
     rows = list(csv.reader(io.StringIO(done["export csv"].stdout, newline="")))
     blocks = [b for c in document["cases"] for b in (c, *c.get("points", ()))]
     expected = sum(len(b.get("implementations", ())) for b in blocks)
@@ -349,6 +352,22 @@ def test_every_string_field_reaches_every_output_format_escaped(tmp_path):
         for cell in row:
             assert not cell.startswith(("=", "+", "@", "\t", "\r", "\n")), cell
             assert not cell.startswith("-") or cell.lstrip("-")[:1].isdigit(), cell
+
+
+def dashboard_pages(folder, document) -> list:
+    """The HTML pages of `harness dashboard` over a history of `document` alone (a point id
+    that gives no size included: no exception)."""
+    db = folder / "hostile.sqlite"
+    with Store(db) as store:
+        store.ingest(document, trusted=True)
+    site = folder / "hostile-site"
+    result = CliRunner().invoke(main, ["dashboard", "--db", str(db), "--out", str(site)])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise AssertionError(f"dashboard: {result.exception!r}") from result.exception
+    assert result.exit_code in (0, 1), result.output[-2000:]
+    pages = sorted(site.rglob("*.html"))
+    assert len(pages) > 2, pages  # the index, case and explain pages
+    return pages
 
 
 def test_explain_text_shows_escapes_in_limited_by_visibly(tmp_path):

@@ -214,3 +214,28 @@ def test_gab_keeps_the_headline_point_summarises_the_others_and_thins_old_runs(
     kept = [any("/gap/" in n for n in run) for run in names]
     assert kept == [False, False, True, False, True, True]  # ages 5, 4, 3, 2, 1, 0
     assert all(any(n.startswith("suite/") for n in run) for run in names)
+
+
+def test_a_point_id_that_gives_no_size_has_no_position(tmp_path):
+    """A schema-valid point id whose value is no number (`n=2^13x`) ended `harness dashboard` in
+    a ValueError; it is left off the size charts, the other points drawn."""
+    from click.testing import CliRunner
+
+    from harness.cli import main
+    from protocol.validation import validator
+
+    document = swept_document(falling, run_id="4")
+    case = next(c for c in document["cases"] if c["id"] == "axpy_f64")
+    odd = next(p for p in case["points"] if p["point"] == "n=2^13")
+    odd["point"] = "n=2^13x"
+    assert not list(validator("result").iter_errors(document))
+    db = tmp_path / "h.sqlite"
+    with Store(db) as store:
+        store.ingest(document, trusted=True)
+    done = CliRunner().invoke(main, ["dashboard", "--db", str(db), "--out", str(tmp_path / "s")])
+    assert done.exception is None or isinstance(done.exception, SystemExit), done.exception
+    assert done.exit_code == 0, done.output[-2000:]
+    text = case_page(tmp_path / "s").read_text()
+    charts = text.split('aria-label="gap by size"')[1].split("</svg>")[0]
+    assert ">2^11</text>" in charts and ">2^15</text>" in charts
+    assert "2^13" not in charts and charts.count("<circle") == 3 * 8  # 3 candidates, 8 points
