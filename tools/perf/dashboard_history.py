@@ -39,7 +39,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -141,14 +140,11 @@ def swept(case: dict, points: int) -> dict:
     made = []
     for j, pid in enumerate(ids[:-1]):
         down = points - 1 - j
-        block = orjson.loads(orjson.dumps(case))
-        block["dims"] = {"n": 2 ** (27 - 2 * down)}
-        for impl in block["implementations"].values():
+        impls = {}
+        for name, impl in case["implementations"].items():
             g = 1 + 0.03 * down if impl.get("role") == "candidate" else 1.0
-            _scale_timing(impl.get("timing"), 0.5**down * g)
-            for key in ("ratio_of_medians", "median_of_round_ratios", "ci_low", "ci_high"):
-                if impl.get("gap") and key in impl["gap"]:
-                    impl["gap"][key] *= g
+            impls[name] = _scaled(impl, 0.5**down * g, g)
+        block = {**case, "dims": {"n": 2 ** (27 - 2 * down)}, "implementations": impls}
         made.append((pid, block["dims"], block))
     made.append((ids[-1], case["dims"], case))
     return sweep_block(ids[-1], case, ["n"], made)
@@ -178,13 +174,21 @@ def _throttle(case: dict, samples: int) -> None:
             impl["gap"]["stable"] = False
 
 
-def _scale_timing(timing: dict | None, factor: float) -> None:
-    if not timing:
-        return
-    timing["samples_s"] = [v * factor for v in timing["samples_s"]]
-    stats = timing["stats"]
-    for key in [k for k in stats if k.endswith("_s")]:
-        stats[key] *= factor
+def _scaled(impl: dict, factor: float, gap_factor: float) -> dict:
+    """A copy of `impl` with its times times `factor` and its gap times `gap_factor`; what is
+    not scaled is shared with `impl` (a deep copy per point was most of a document's time)."""
+    out = dict(impl)
+    timing = impl.get("timing")
+    if timing:
+        stats = {k: v * factor if k.endswith("_s") else v for k, v in timing["stats"].items()}
+        samples = [v * factor for v in timing["samples_s"]]
+        out["timing"] = {**timing, "samples_s": samples, "stats": stats}
+    if impl.get("gap"):
+        out["gap"] = {k: v * gap_factor if k in _GAP_KEYS else v for k, v in impl["gap"].items()}
+    return out
+
+
+_GAP_KEYS = ("ratio_of_medians", "median_of_round_ratios", "ci_low", "ci_high")
 
 
 def make_history(
