@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -61,5 +63,28 @@ def runtime(tmp_path):
     folder = tmp_path / "run"
     folder.mkdir(mode=0o700)
     yield folder
+    ended = []
     for pid in services(str(folder)):
+        ended += [pid, *_children(pid)]  # its worker holds a CUDA context: wait for it too
         os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    while any(map(_alive, ended)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process still runs (a zombie awaiting its parent has ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _children(pid: int) -> list[int]:
+    """The direct children of a process (Linux's /proc task lists), [] once it has gone."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            found += [int(c) for c in task.read_text().split()]
+    return found
