@@ -63,9 +63,15 @@ def runtime(tmp_path):
     folder = tmp_path / "run"
     folder.mkdir(mode=0o700)
     yield folder
+    end_services(folder)
+
+
+def end_services(folder: Path) -> None:
+    """End every launch service started under `folder` and wait for it and its worker, which
+    holds a CUDA context that the next test may count."""
     ended = []
     for pid in services(str(folder)):
-        ended += [pid, *_children(pid)]  # its worker holds a CUDA context: wait for it too
+        ended += [pid, *_children(pid)]
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 15
     while any(map(_alive, ended)) and time.monotonic() < deadline:

@@ -22,14 +22,13 @@ import base64
 import json
 import os
 import shlex
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, services
+from tests.conftest import ROOT, end_services
 
 REQUESTS = ROOT / "tests" / "fixtures" / "warpforth-83c30d0-requests.json"
 SWITCHES = ("launch", "run", "files")
@@ -141,8 +140,7 @@ def session_runtime(tmp_path_factory):
     folder = tmp_path_factory.mktemp("runtime")
     folder.chmod(0o700)
     yield folder
-    for pid in services(str(folder)):
-        os.kill(pid, signal.SIGTERM)
+    end_services(folder)
 
 
 @pytest.fixture
