@@ -2,8 +2,9 @@
 each said in words ("head spills 16 bytes per thread where base spilled none").
 
 Static counters carry no noise, so every difference is reported; a profiled counter
-(`ncu/...`) is reported when it moved by at least PROFILE_MIN_CHANGE of itself, since ncu's
-sampled figures (stalls, hit rates) wander a little from run to run. A counter that is one share
+(`ncu/...`) is reported when it moved by at least FAMILY_MARGIN times its noise floor (the
+largest move between builds of the same PTX: a family-wise bound over a kernel's counters), and
+the move names that floor, since ncu's sampled figures (stalls, hit rates) wander from run to run. A counter that is one share
 of a whole (a stall reason of the stall total, as ncu's warp-state chart stacks them; DRAM bytes
 read or written of the traffic) counts by its move as a fraction of the whole (WHOLES gives
 each its threshold): a stall reason near zero that doubles (0.02 -> 0.04 cycles an issue beside a
@@ -23,6 +24,7 @@ from dataclasses import asdict, dataclass, replace
 from harness.history.counters import CLASS_LABELS, profiled, unit, value
 
 __all__ = [
+    "FAMILY_MARGIN",
     "PROFILE_MIN_CHANGE",
     "CounterChange",
     "differences",
@@ -32,15 +34,28 @@ __all__ = [
     "static_changed",
 ]
 
-PROFILE_MIN_CHANGE = 0.05  # relative; the static ones count at any size
-# Profiled counters that are shares of one whole, each with the fraction of the whole's sum
-# from which its move counts. Between builds of the same PTX on two H200s (16 profiled pairs
-# each, benchmarks/perf/RESULTS.md, session 37), stall reasons moved by at most 0.9% of the
-# stall total; DRAM bytes by up to 5.9% of the traffic (a tiled matmul's reads), and by 25%
-# where the traffic was 1 MiB, so they keep the 5% of the other profiled counters.
+FAMILY_MARGIN = 2.0
+"""A profiled counter's threshold is this many times its noise floor (the largest move between
+builds of the same PTX): over a kernel's ~50 profiled counters, a family-wise 5% needs the
+1 - 0.05 / 50 normal quantile (3.29 sd), and the largest of 16 same-PTX pairs is about 1.77 sd."""
+
+PROFILE_NOISE_FLOOR = 0.025
+"""The noise floor of a profiled counter with no same-PTX figures of its own (threshold 5%)."""
+PROFILE_MIN_CHANGE = FAMILY_MARGIN * PROFILE_NOISE_FLOOR  # relative; static ones count at any size
+
+DRAM_SMALL_TRAFFIC = 16 * 2**20  # bytes: under it DRAM shares wander more (24.7% at 1 MiB)
+# Profiled counters that are shares of one whole, each with its noise floor as a fraction of the
+# whole's sum (under DRAM_SMALL_TRAFFIC, the second). Between builds of the same PTX on two
+# H200s (16 profiled pairs each, benchmarks/perf/RESULTS.md, session 37), stall reasons moved by
+# at most 0.9% of the stall total (floor 1%); DRAM bytes by up to 5.9% of the traffic (a tiled matmul's
+# reads), and by 24.7% where the traffic was 1 MiB.
 WHOLES = (
-    (re.compile(r"ncu/smsp__average_warps_issue_stalled_\w+_per_issue_active\.ratio"), 0.02),
-    (re.compile(r"ncu/dram__bytes_(read|write)\.sum"), PROFILE_MIN_CHANGE),
+    (
+        re.compile(r"ncu/smsp__average_warps_issue_stalled_\w+_per_issue_active\.ratio"),
+        0.01,
+        0.01,
+    ),
+    (re.compile(r"ncu/dram__bytes_(read|write)\.sum"), 0.059, 0.247),
 )
 WEIGHTS = (  # (name prefix, weight): the first prefix that matches
     ("static/spill_", 10.0),
@@ -72,6 +87,7 @@ class CounterChange:
     unit: str
     profiled: bool
     scale: float | None = None  # what a profiled move is a fraction of (its whole, or itself)
+    floor: float | None = None  # a profiled counter's noise floor, as a fraction of its scale
 
     @property
     def delta(self) -> float | None:
@@ -103,19 +119,20 @@ def _weight(c: CounterChange) -> float:
 
 def is_share(name: str) -> bool:
     """Whether the counter is one share of a whole (WHOLES)."""
-    return any(whole.fullmatch(name) for whole, _ in WHOLES)
+    return any(whole.fullmatch(name) for whole, *_ in WHOLES)
 
 
 def _scales(
     before: dict[str, list], after: dict[str, list], names: set[str]
 ) -> dict[str, tuple[float, float]]:
-    """{name: (the sum of its whole on the larger side, its threshold)} for the shares among
+    """{name: (the sum of its whole on the larger side, its noise floor)} for the shares among
     `names` (the counters of either side)."""
     scales = {}
-    for whole, threshold in WHOLES:
+    for whole, floor, small_floor in WHOLES:
         shares = [n for n in names if whole.fullmatch(n)]
-        sums = [sum(_finite(value(side, n)) for n in shares) for side in (before, after)]
-        scales.update(dict.fromkeys(shares, (max(sums), threshold)))
+        total = max(sum(_finite(value(side, n)) for n in shares) for side in (before, after))
+        small = "dram__bytes" in whole.pattern and total < DRAM_SMALL_TRAFFIC
+        scales.update(dict.fromkeys(shares, (total, small_floor if small else floor)))
     return scales
 
 
@@ -138,9 +155,9 @@ def differences(before: dict[str, list], after: dict[str, list]) -> list[Counter
         if change.profiled and change.delta is not None:
             if not math.isfinite(change.delta):
                 continue  # a NaN or an infinity: no size to judge a move by
-            whole, threshold = scales.get(name, (0.0, PROFILE_MIN_CHANGE))
-            change = replace(change, scale=whole or max(abs(b), abs(a)))
-            if change.moved < threshold:
+            whole, floor = scales.get(name, (0.0, PROFILE_NOISE_FLOOR))
+            change = replace(change, scale=whole or max(abs(b), abs(a)), floor=floor)
+            if change.moved < FAMILY_MARGIN * floor:
                 continue
         found.append(change)
 
@@ -195,5 +212,6 @@ def sentence(c: CounterChange, sides: tuple[str, str] = ("base", "head")) -> str
             words = "instruction" + words[len("instructions") :]
         return f"{abs(int(delta))} {more} {words} {shown}"
     if c.profiled and c.before:
-        return f"{words} {c.after / c.before:.2f}x {shown}"
+        floor = f"; noise floor {c.floor:.1%}" if c.floor else ""
+        return f"{words} {c.after / c.before:.2f}x {shown[:-1]}{floor})"
     return f"{words} {'up' if delta > 0 else 'down'} {shown}"
