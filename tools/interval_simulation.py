@@ -38,6 +38,7 @@ MODELS = {
     "AR(0.8)": (1e-3, 3e-4, 0.0, 0.0, 0.8, None),
     "t(2)": (1e-3, 3e-4, 0.0, 0.0, 0.0, 2),
     "load-dominated": (5e-4, 5e-3, 0.0, 0.0, 0.0, None),
+    "load and noise alike": (1e-3, 6e-4, 0.0, 0.0, 0.0, None),
     "noisy samples": (2e-2, 3e-4, 0.0, 0.0, 0.0, None),
 }
 SIDES = 3  # baseline, candidate, control

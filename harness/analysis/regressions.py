@@ -56,7 +56,7 @@ class Policy:
 
     window: int = 100
     min_change: float = 0.01
-    false_alarm: float = 0.0005
+    false_alarm: float = 0.00025
     pool: int = 10
     at_once: float = 20.0
     min_history: int = 5

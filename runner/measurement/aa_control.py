@@ -81,8 +81,7 @@ def load_sd(baseline: np.ndarray, control: np.ndarray, loads: np.ndarray) -> np.
     second = np.concatenate([np.flatnonzero(loads == g)[1:] for g in labels])
     sigma_w2 = statistics.pair_variance(x[:, first] - x[:, second])
     within = sigma_w2 * float(np.mean(statistics.median_variance(counts)))
-    between = centres.var(axis=1, ddof=1) - within
-    return np.sqrt(np.maximum(between, 0.0))
+    return np.sqrt(np.maximum(centres.var(axis=1, ddof=1) - within, 0.0))
 
 
 def gap_term(
