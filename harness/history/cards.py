@@ -187,9 +187,14 @@ def from_store(store, gpu: str | None = None) -> BetweenCards:
     rows = store.card_gaps(gpu)
     if not rows:
         return estimate_arrays(*(np.array([]),) * 4)
+    return estimate_arrays(*_arrays(rows))
+
+
+def _arrays(rows: list[tuple]) -> tuple[np.ndarray, ...]:
+    """(series, card UUID, ln gap, its standard error) from the store's card_gaps rows."""
     series, uuid, gap, low, high, confidence = zip(*rows, strict=True)
     as_float = functools.partial(np.array, dtype=np.float64)
-    return estimate_arrays(
+    return (
         np.array(series),
         np.array(uuid, dtype=object),
         np.log(as_float(gap)),
@@ -232,18 +237,7 @@ def by_series(store) -> dict[str, float]:
         rows = store.card_gaps(gpu)
         if not rows:
             continue
-        series, uuid, gap, low, high, confidence = zip(*rows, strict=True)
-        as_float = functools.partial(np.array, dtype=np.float64)
-        own = per_series_arrays(
-            np.array(series),
-            np.array(uuid, dtype=object),
-            np.log(as_float(gap)),
-            log_standard_errors(
-                as_float(low),
-                as_float(high),
-                as_float([0.95 if c is None else c for c in confidence]),
-            ),
-        )
+        own = per_series_arrays(*_arrays(rows))
         found |= {ids[int(k)]: est.sd for k, est in own.items() if int(k) in ids}
     return found
 

@@ -328,3 +328,18 @@ def test_a_case_whose_cards_differ_more_than_its_models_gets_its_own_wider_term(
     assert max(own[s].sd for s in range(16)) < own[16].sd
     assert cards.sd_for({"g": pooled.sd, "odd": own[16].sd}, "g", "odd") == own[16].sd
     assert cards.sd_for({"g": pooled.sd}, "g", "other") == pooled.sd
+
+
+def test_a_history_gives_each_series_on_two_cards_its_own_term(tmp_path):
+    db = tmp_path / "h.sqlite"
+    with Store(db) as store:
+        for k, uuid in enumerate(["GPU-a", "GPU-b", "GPU-c"]):
+            store.ingest(on_card(small_run(k), uuid), trusted=True)
+    with Store(db, readonly=True) as store:
+        own = cards.by_series(store)
+        candidates = {s["series_id"] for s in store.list_series() if s["role"] == "candidate"}
+        models = cards.by_model(store)
+    assert own and set(own) <= candidates
+    sid = next(iter(own))
+    assert cards.sd_for({**models, **own}, "NVIDIA H200", sid) == own[sid]
+    assert 0 <= own[sid] <= cards.DEFAULT_BETWEEN_CARD_SD * 2
