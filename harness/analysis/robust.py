@@ -7,7 +7,7 @@ activity buffer's flush), so a gap is called robust when every method that measu
 with every other within their intervals, and otherwise the verdict says which differ and by how
 much. Agreement of two gaps g1, g2 with intervals: |ln g1 - ln g2| <= z sqrt(se1^2 + se2^2),
 se the standard error of ln gap each interval implies (protocol.headline.log_standard_error),
-the two runs being independent.
+the two runs being independent: the verdict protocol.statistics.decide gives that interval.
 
 A method is a series key's mode ("hot", "cold", "cold/cupti", ...); gaps are matched across
 documents by the rest of their series key (GPU model, suite and case versions, candidate,
@@ -23,6 +23,10 @@ from dataclasses import dataclass, field
 
 from harness.history.series import series_key
 from protocol.headline import log_standard_error
+from protocol.statistics import Change, Policy, decide
+
+# two methods agree unless the interval of their ratio excludes 1 (any size counts)
+AGREEMENT = Policy(min_effect=0.0, alpha=None, interval=True)
 
 __all__ = ["Disagreement", "RobustGap", "robust_gaps"]
 
@@ -113,7 +117,9 @@ def robust_gaps(documents: list[dict], confidence: float = 0.95) -> list[RobustG
         for (a, ga), (b, gb) in itertools.combinations(methods.items(), 2):
             distance = math.log(gb["ratio_of_medians"]) - math.log(ga["ratio_of_medians"])
             se = math.hypot(log_standard_error(ga), log_standard_error(gb))
-            if abs(distance) > z * se:
+            ratio = math.exp(distance)
+            change = Change(ratio, ratio * math.exp(-z * se), ratio * math.exp(z * se))
+            if decide(change, None, True, AGREEMENT) != "same":
                 sigmas = abs(distance) / se if se > 0 else math.inf
                 differ.append(Disagreement(a, b, math.expm1(distance), sigmas))
         case_id, version, name, baseline = names[group]
