@@ -228,7 +228,7 @@ def info(device, no_bandwidth):
 )
 @click.option(
     "--sanitize-tools",
-    default="memcheck,racecheck,synccheck",
+    default="memcheck,racecheck,synccheck,initcheck",
     show_default=True,
     help="compute-sanitizer tools for --sanitize: memcheck, racecheck, synccheck, initcheck.",
 )

@@ -20,7 +20,10 @@ SUITE = ROOT / "tests" / "cheats" / "cases.toml"
 
 def test_only_the_loose_case_lets_outputs_that_did_no_work_pass():
     suite = manifest.load(SUITE)
-    admitted = {case.id: passing_null_models(suite, case) for case in suite.cases}
+    admitted = {
+        case.id: [p.rsplit(" (max relative error", 1)[0] for p in passing_null_models(suite, case)]
+        for case in suite.cases
+    }
     assert admitted.pop("loose_zeros")[0] == "all zeros"
     # the gate cheats' deliberately loose f32 case (issue 30): its tolerance admits f16
     assert "the reference on inputs rounded to f16" in admitted.pop("half_in_f32")

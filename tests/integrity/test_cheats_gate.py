@@ -113,7 +113,8 @@ def test_only_the_deliberately_loose_gate_case_is_refused_by_runner_check():
         case = SUITE.case(case_id)
         admitted = passing_null_models(SUITE, case)
         if case_id == "half_in_f32":
-            assert "the reference computed in f16 (inputs and result rounded to f16)" in admitted
+            want = "the reference computed in f16 (inputs and result rounded to f16) (max relative"
+            assert any(a.startswith(want) for a in admitted), admitted
         else:
             assert admitted == [], (case_id, admitted)
         assert edges_problems(SUITE, case) == [], case_id

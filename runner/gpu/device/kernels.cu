@@ -336,8 +336,9 @@ KG_HD kg_cmp_t kg_cmp_floats(double g, double w, int bits_differ, int exact, dou
     r.abs_err = g == w ? 0.0 : fabs(g - w);
     if (exact)
         r.bad = !((g == w && signbit(g) == signbit(w)) || both_nan);
-    else
-        r.bad = !(r.abs_err <= atol + rtol * fabs(w) || both_nan);
+    else  // non-finite values compare by class: inf only with itself, finite never with either
+        r.bad = !(r.abs_err <= atol + rtol * fabs(w) || both_nan) ||
+                ((!isfinite(g) || !isfinite(w)) && !(g == w || both_nan));
     r.rel_err = w != 0.0 ? r.abs_err / fabs(w) : (r.abs_err == 0.0 ? 0.0 : HUGE_VAL);
     r.finite_abs = isfinite(r.abs_err);
     r.finite_rel = isfinite(r.rel_err);

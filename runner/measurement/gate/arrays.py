@@ -27,6 +27,7 @@ __all__ = [
     "rounded",
     "same_bytes",
     "snapshot",
+    "subset_scaled",
     "zeros_like",
 ]
 
@@ -119,6 +120,19 @@ def constant_like(x):
         return __import__("torch").full_like(x, value)
     return np.full_like(x, value)
 
+
+def subset_scaled(x):
+    """`x` with every second element (flat order) zeroed and the others doubled: the input a
+    kernel that did half the work and scaled it up sees; None for anything but a float array
+    of two or more elements."""
+    if not is_array(x) or dtype_name(x) not in _FLOAT_NAMES or int(np.prod(x.shape)) < 2:
+        return None
+    y = x * 2
+    y.reshape(-1)[1::2] = 0
+    return y
+
+
+_FLOAT_NAMES = ("float64", "float32", "float16", "bfloat16")
 
 # numpy and torch dtypes of runner.measurement.precision's names; numpy has no bfloat16
 _TORCH_DTYPES = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16"}

@@ -419,6 +419,23 @@ def suite_null_models(
                 else f"a copy of input {b.name}"
             )
             models[what] = copy
+    names = list(inputs)
+    partial = null_models.partial_models(
+        [inputs[n] for n in names],
+        names,
+        lambda changed: expected_outputs(
+            case, geometry, reference, dict(zip(names, changed, strict=True))
+        ),
+    )
+    models.update(
+        null_models.distinguishable(
+            partial,
+            lambda model: all(
+                np.array_equal(model[n].view(np.uint8), expected[n].view(np.uint8))
+                for n in expected
+            ),
+        )
+    )
     for what, model in null_models.models(
         inputs,
         expected,
@@ -430,18 +447,27 @@ def suite_null_models(
 
 
 def passing_null_models(suite: manifest.Suite, case: manifest.CaseSpec) -> list[str]:
-    """The null models that the case's tolerance accepts at its check size (empty is good)."""
+    """The null models that the case's tolerance accepts at its check size (empty is good),
+    each with its figure: the largest relative error it shows against the reference."""
     geometry = case.geometry(case.check_dims)
     reference = load_reference(suite, case)
     inputs = host_inputs(case, geometry)
     expected = expected_outputs(case, geometry, reference, inputs)
     tol = Tolerance.of(case)
-    return null_models.passing(
-        suite_null_models(case, geometry, reference, inputs, expected),
+    models = suite_null_models(case, geometry, reference, inputs, expected)
+    passing = null_models.passing(
+        models,
         lambda outputs: all(
             compare(outputs[n], expected[n], tol)["mismatches"] == 0 for n in expected
         ),
     )
+    return [f"{what} ({_worst_error(models[what], expected, tol)})" for what in passing]
+
+
+def _worst_error(outputs: dict, expected: dict, tol: Tolerance) -> str:
+    """The figure a refusal gives: the model's largest relative error, beside the tolerance."""
+    worst = max((compare(outputs[n], expected[n], tol)["max_rel_err"] or 0.0) for n in expected)
+    return f"max relative error {worst:.3g} within {tol.describe()}"
 
 
 def edges_problems(suite: manifest.Suite, case: manifest.CaseSpec) -> list[str]:

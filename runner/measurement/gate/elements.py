@@ -45,9 +45,22 @@ def _abs_diff(out: np.ndarray, ref: np.ndarray) -> np.ndarray:
         return np.where(got == want, 0.0, np.abs(got - want))
 
 
+def _class_differs(out: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """Where a float output and its expected value are not of one class: finite against
+    non-finite, or infinities of opposite signs (|FLT_MAX - inf| <= rtol * inf would pass).
+    Judged in the output's own dtype, where a wide reference's overflow is an infinity too."""
+    if out.dtype.kind != "f":
+        return np.zeros(out.shape, bool)
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = expected.astype(out.dtype)
+        same = (out == want) | (np.isnan(out) & np.isnan(want))
+        return (~np.isfinite(out) | ~np.isfinite(want)) & ~same
+
+
 def compare(out: np.ndarray, expected: np.ndarray, tol: Tolerance) -> dict:
-    """Element-wise comparison; NaN matches only NaN, and under an exact tolerance -0.0 matches
-    only -0.0. Returns errors and the first mismatch."""
+    """Element-wise comparison; NaN matches only NaN, an infinity only itself, a finite value
+    never a non-finite one, and under an exact tolerance -0.0 matches only -0.0. Returns errors
+    and the first mismatch."""
     n = int(out.size)
     expected = np.asarray(expected)
     if (
@@ -67,6 +80,7 @@ def compare(out: np.ndarray, expected: np.ndarray, tol: Tolerance) -> dict:
     else:
         with np.errstate(invalid="ignore", over="ignore"):
             bad = ~((diff <= tol.atol + tol.rtol * np.abs(ref)) | both_nan)
+            bad |= _class_differs(out, expected)
     ref64 = ref.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         finite = np.isfinite(diff)

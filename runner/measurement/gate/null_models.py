@@ -1,7 +1,8 @@
 """The null models, one set for both front ends: outputs that did not do the work must fail a
 check, or the check cannot tell a kernel that skipped the work from one that did it.
 
-The models, in order: all zeros, a constant, copies of the inputs, then for every precision
+The models, in order: all zeros, a constant, copies of the inputs, partial work (the reference
+with each float input's every second element zeroed and the rest doubled), then for every precision
 below an output's (runner.measurement.precision) the reference on inputs rounded to it and the
 arithmetic rounded to it, a model that gives exactly the expected outputs left out. A suite case
 gets them from runner.measurement.gate.correctness (`runner check`: named numpy buffers); a
@@ -24,12 +25,14 @@ from runner.measurement.gate import arrays
 __all__ = [
     "AS_LARGE_FACTOR",
     "MIN_EVIDENCE",
+    "PARTIAL",
     "ZEROS",
     "Model",
     "distinguishable",
     "lower_precisions",
     "models",
     "null_models",
+    "partial_models",
     "passing",
     "resemblance",
 ]
@@ -37,6 +40,9 @@ __all__ = [
 Outputs = TypeVar("Outputs")
 
 ZEROS = "all zeros"
+# a subset of the inputs, scaled: what a reduction that reads half its inputs and doubles writes
+PARTIAL = "partial work (the reference on every second element of {input}, doubled)"
+PARTIAL_INPUTS = 4  # inputs given a partial-work model each (the first float ones)
 
 
 def lower_precisions(below_each_output: Iterable[Iterable[str]]) -> list[str]:
@@ -58,6 +64,24 @@ def distinguishable(
 def passing(models: dict[str, Outputs], passes: Callable[[Outputs], bool]) -> list[str]:
     """The descriptions of the models that the case's check accepts (empty is good)."""
     return [what for what, model in models.items() if passes(model)]
+
+
+def partial_models(inputs, names, run_reference) -> dict:
+    """{description: outputs} of the reference run with one input at a time replaced by its
+    subset_scaled twin (up to PARTIAL_INPUTS inputs): a tolerance that accepts one lets a kernel
+    skip half its work; `inputs` and `names` are parallel, `run_reference(changed inputs)`."""
+    found = {}
+    for i, x in enumerate(inputs):
+        half = arrays.subset_scaled(x)
+        if half is None:
+            continue
+        changed = list(inputs)
+        changed[i] = half
+        with np.errstate(all="ignore"):
+            found[PARTIAL.format(input=names[i])] = run_reference(changed)
+        if len(found) == PARTIAL_INPUTS:
+            break
+    return found
 
 
 # -- rounding models (both front ends) ------------------------------------------------------------
@@ -195,6 +219,26 @@ def null_models(inputs: tuple, expected: tuple, reference, call) -> dict[str, tu
             for e in expected
         ):
             models[f"a copy of input {i}"] = tuple(x for _ in expected)
+    partial = partial_models(
+        list(inputs),
+        [f"input {i}" for i in range(len(inputs))],
+        lambda changed: tuple(
+            arrays.cast_like(a, e)
+            for a, e in zip(
+                arrays.as_outputs(call(lambda: reference(*changed)), "the reference"),
+                expected,
+                strict=False,
+            )
+        ),
+    )
+    models.update(
+        distinguishable(
+            {w: o for w, o in partial.items() if len(o) == len(expected)},
+            lambda outputs: all(
+                arrays.same_bytes(o, e) for o, e in zip(outputs, expected, strict=True)
+            ),
+        )
+    )
     for p in lower_precisions(arrays.lower_precisions(e) for e in expected):
         models.update(
             distinguishable(

@@ -659,6 +659,7 @@ def test_null_models_of_a_case_cover_zeros_a_constant_an_input_and_lower_precisi
         "all zeros",
         "a constant (the mean of each expected output)",
         "a copy of input 0",
+        "partial work (the reference on every second element of input 0, doubled)",
         "the reference on inputs rounded to f32",
         "the reference computed in f32",
         "the reference on inputs rounded to f16",

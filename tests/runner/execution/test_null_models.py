@@ -23,6 +23,11 @@ def test_no_null_model_passes_any_case_of_the_suite(case_id):
     assert passing_null_models(SUITE, SUITE.case(case_id)) == []
 
 
+def names(passing: list[str]) -> list[str]:
+    """The null models' names, without the figure each refusal carries."""
+    return [p.rsplit(" (max relative error", 1)[0] for p in passing]
+
+
 def edited(tmp_path: Path, old: str, new: str) -> manifest.Suite:
     shutil.copytree(
         ROOT / "benchmarks", tmp_path / "s", ignore=shutil.ignore_patterns("perf", "ops")
@@ -40,7 +45,7 @@ def test_a_tolerance_loose_enough_for_zeros_is_caught(tmp_path):
         "tolerance = { rtol = 1e-15, atol = 1e-15 }",
         "tolerance = { rtol = 1.0, atol = 1e-15 }",
     )
-    passing = passing_null_models(suite, suite.case("axpy_f64"))
+    passing = names(passing_null_models(suite, suite.case("axpy_f64")))
     assert "all zeros" in passing
 
 
@@ -50,7 +55,7 @@ def test_an_f32_computation_in_an_f64_case_is_caught_by_a_tolerance_that_admits_
         "tolerance = { rtol = 1e-13, atol = 1e-13 }",
         "tolerance = { rtol = 1e-5, atol = 1e-5 }",
     )
-    assert passing_null_models(suite, suite.case("reduce_sum_f64")) == [
+    assert names(passing_null_models(suite, suite.case("reduce_sum_f64"))) == [
         "the reference on inputs rounded to f32",
         "the reference computed in f32 (inputs and result rounded to f32)",
     ]
@@ -62,14 +67,14 @@ def test_a_kernel_that_did_nothing_passes_when_the_parameters_make_it_a_no_op(tm
         '{ name = "a", type = "f64", value = 2.5 }',
         '{ name = "a", type = "f64", value = 0.0 }',
     )
-    assert "y untouched (a kernel that did nothing)" in passing_null_models(
-        suite, suite.case("axpy_f64")
+    assert "y untouched (a kernel that did nothing)" in names(
+        passing_null_models(suite, suite.case("axpy_f64"))
     )
 
 
 def test_degenerate_integer_data_lets_a_constant_pass(tmp_path):
     suite = edited(tmp_path, "low = -2147483648, high = 2147483647", "low = 0, high = 0")
-    passing = passing_null_models(suite, suite.case("scale_i64"))
+    passing = names(passing_null_models(suite, suite.case("scale_i64")))
     assert "a constant (the mean of the expected output)" in passing
 
 

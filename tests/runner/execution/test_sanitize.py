@@ -362,6 +362,16 @@ def test_runner_check_sanitize_end_to_end_with_a_stand_in(tmp_path, monkeypatch)
     assert "ok    block_sum/cuda: sanitize: memcheck clean; racecheck clean" in done.output
     document = orjson.loads(out.read_bytes())
     validate(document, "sanitize")
-    assert document["summary"] == {"runs": 12, "clean": 11, "errors": 1, "failed": 0}
-    assert document["tools"] == ["memcheck", "racecheck", "synccheck"]
+    assert document["summary"] == {"runs": 16, "clean": 15, "errors": 1, "failed": 0}
+    assert document["tools"] == ["memcheck", "racecheck", "synccheck", "initcheck"]
     assert document["sanitizer"]["version"] == "Version 2025.3.0.0 (stand-in)"
+
+
+def test_initcheck_runs_by_default_under_sanitize():
+    """Issue 50 class 7: an uninitialised read passes wherever the memory happens to hold
+    zeros; only initcheck sees it, so `--sanitize` runs it unless told otherwise."""
+    from runner.cli import main
+
+    default = next(p.default for p in main.commands["check"].params if p.name == "sanitize_tools")
+    assert sanitize.parse_tools(default) == compute_sanitizer.TOOLS
+    assert "initcheck" in sanitize.parse_tools(default)

@@ -123,3 +123,16 @@ def test_kg_compare_declares_what_device_compare_passes_and_ptxas_takes_it(tmp_p
         text=True,
     )
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_non_finite_values_compare_by_class_on_host_and_device_alike(host_compare, dtype):
+    """Issue 50 class 6: |FLT_MAX - inf| = inf <= rtol * inf held; now a finite value never
+    matches a non-finite one and an infinity matches only itself, however loose the tolerance."""
+    big = np.finfo(dtype).max
+    got = np.array([big, -big, np.inf, 0.0, np.nan, 1.0, np.inf, np.nan, 2.0], dtype)
+    want = np.array([np.inf, -np.inf, -np.inf, np.nan, 0.0, np.inf, np.inf, np.nan, 2.5], dtype)
+    loose = gate.Tolerance(1.0, 1.0, False)
+    found = host_compare(got, want, loose)
+    assert found == gate.compare(got, want, loose)
+    assert found["mismatches"] == 6 and found["first_mismatch"]["expected"] == "inf"

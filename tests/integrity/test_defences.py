@@ -1,0 +1,116 @@
+"""Issue 50's general defences that need no GPU: non-finite values compare by class (class 6),
+partial work is a null model a tolerance must refuse (class 3), initcheck runs under --sanitize
+by default (class 7, in tests/runner/execution/test_sanitize.py). Each with a cheat of its class
+and an honest control; the device's twins run in the *_gpu.py files beside this one."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from runner import bench
+from runner.definition import manifest
+from runner.measurement.gate import elements, null_models
+from runner.measurement.gate.correctness import passing_null_models
+from tests.conftest import ROOT
+from tests.runner.bench import test_api as test_bench_api
+
+make_session = test_bench_api.make_session  # the fixture: a fresh session on the fake device
+
+LOOSE = elements.Tolerance(rtol=0.5, atol=1.0, exact=False)
+
+
+# -- class 6: non-finite values -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_the_largest_finite_value_where_the_reference_is_infinite_fails(dtype):
+    """The cheat: FLT_MAX written where the answer is +inf (|FLT_MAX - inf| = inf <= rtol * inf)."""
+    big = np.finfo(dtype).max
+    want = np.array([np.inf, -np.inf, 1.0, np.nan], dtype)
+    for got in ([big, -big, 1.0, np.nan], [np.inf, np.inf, 1.0, np.nan], [np.inf, -np.inf, 1, 0]):
+        found = elements.compare(np.array(got, dtype), want, LOOSE)
+        assert found["mismatches"] == 1 + (got[0] == big), (got, found)
+        assert found["nonfinite_errors"] == found["mismatches"]
+
+
+def test_honest_non_finite_outputs_pass_and_finite_ones_keep_their_tolerance():
+    """The control: the same infinities and NaNs pass, against a float64 reference too, and
+    finite values within the tolerance still do."""
+    got = np.array([np.inf, -np.inf, np.nan, 1.0, 3e38], np.float32)
+    assert elements.compare(got, got.copy(), LOOSE)["mismatches"] == 0
+    wide = np.array([np.inf, -np.inf, np.nan, 1.4, 2.9e38], np.float64)
+    assert elements.compare(got, wide, LOOSE)["mismatches"] == 0
+
+
+# -- class 3: partial work ------------------------------------------------------------------------
+
+
+def test_a_suite_tolerance_that_admits_half_the_work_is_refused_with_its_figure(tmp_path):
+    shutil.copytree(
+        ROOT / "benchmarks", tmp_path / "s", ignore=shutil.ignore_patterns("perf", "ops")
+    )
+    cases = tmp_path / "s" / "cases.toml"
+    text = cases.read_text()
+    start = text.index('id = "reduce_sum_f64"')
+    head, tail = text[:start], text[start:]
+    tail = tail.replace(
+        "tolerance = { rtol = 1e-13, atol = 1e-13 }", "tolerance = { rtol = 0.5, atol = 1e-13 }", 1
+    )
+    tail = tail.replace(
+        'dist = "uniform", low = -1.0, high = 1.0', 'dist = "uniform", low = 0.0, high = 1.0', 1
+    )
+    cases.write_text(head + tail)
+    suite = manifest.load(cases)
+    admitted = passing_null_models(suite, suite.case("reduce_sum_f64"))
+    partial = [a for a in admitted if a.startswith("partial work")]
+    assert partial and "every second element of x, doubled" in partial[0], admitted
+    assert "(max relative error 0." in partial[0] and "0.5 * |ref|" in partial[0], partial
+
+
+class RowSums(bench.Workload):
+    """Sums of rows whose scales differ (1 to 100): a constant is far off, half the work is not."""
+
+    name = "row_sums"
+    rows = (bench.Row("rows", n=64),)
+    dtypes = ("float64",)
+
+    def __init__(self, verification):
+        self.verification = verification
+
+    def gen_inputs(self, params, dtype, seed):
+        rng = np.random.default_rng(seed)
+        scale = np.linspace(1.0, 100.0, params["n"])[:, None]
+        return ((scale * rng.uniform(0.5, 1.5, (params["n"], 256))).astype(dtype),)
+
+    def reference(self, x):
+        return x.sum(axis=1)
+
+
+def row_sums(x):
+    return x.sum(axis=1)
+
+
+def test_a_python_tolerance_that_admits_half_the_work_is_refused(make_session):
+    make_session()
+    loose = bench.Exact(rtol=0.2, atol=0.0)
+    with pytest.raises(bench.DeclarationError, match="partial work") as failure:
+        bench.Runner(row_sums, bench.cases(RowSums(loose))[0]).compare()
+    assert "every second element of input 0" in str(failure.value)
+    assert "a constant" not in str(failure.value) and "all zeros" not in str(failure.value)
+
+
+def test_a_tolerance_tight_enough_for_an_honest_sum_is_kept(make_session):
+    make_session()
+    tight = bench.Exact(rtol=1e-9, atol=1e-9)
+    assert bench.Runner(row_sums, bench.cases(RowSums(tight))[0]).compare().timed
+
+
+def test_partial_work_models_leave_integers_and_scalars_alone():
+    found = null_models.partial_models(
+        [np.arange(8), 3.0, np.ones(8, np.float32)], ["i", "s", "f"], lambda changed: changed
+    )
+    assert list(found) == [null_models.PARTIAL.format(input="f")]
+    assert found[null_models.PARTIAL.format(input="f")][2].tolist() == [2, 0] * 4
