@@ -25,13 +25,21 @@ import numpy as np
 
 from harness.analysis.change_review import ChangeFinding, find_changes, review_changes
 from harness.analysis.regressions import Policy, current_series, review
-from harness.dashboard.case_charts import Series
+from harness.dashboard.case_charts import NUMBERS, TEXT, Series
 from harness.history import cards
-from harness.history.store import Store
+from harness.history.store import BOOL_FIELDS, RECENT_LOOKBACK, Store
 from harness.history.store_values import SeriesValues, run_info
 from protocol.points import split_id
 
-__all__ = ["EVENT_RUNS", "WINDOW_RUNS", "between_cards", "events", "findings", "moved_together"]
+__all__ = [
+    "EVENT_RUNS",
+    "WINDOW_RUNS",
+    "between_cards",
+    "events",
+    "findings",
+    "moved_together",
+    "recent",
+]
 
 WINDOW_RUNS = 3  # change points of one shift may land a run or two (of its mode) apart
 # Alerts of one event: change ranges this many runs of the mode apart at most. Wider than
@@ -102,13 +110,16 @@ def findings(
     policy: Policy | None = None,
     values_of: dict[str, SeriesValues] | None = None,
     between: dict[str, float] | None = None,
+    every_of: dict[str, dict[str, np.ndarray]] | None = None,
 ) -> tuple[list[dict], dict[str, list]]:
     """(open alerts, {case_id: [mark, ...]}) for the history in `store`; slower alerts first.
     values_of: every series' points (series_values(), or as the dashboard read them), when the
     caller has them already: the search then reads no points. between: the between-card SD
-    per GPU model (between_cards()), when the caller has it."""
+    per GPU model (between_cards()), when the caller has it. every_of: each series' columns
+    as the dashboard read them (Series.every): the regression review then reads no points."""
     policy = policy or Policy()
-    run_index = {r["run_id"]: i for i, r in enumerate(store.runs())}
+    runs = store.runs()
+    run_index = {r["run_id"]: i for i, r in enumerate(runs)}
     series = store.list_series()
     info_of = {s["series_id"]: s for s in series}  # each alert and mark names its mode and GPU
     between = cards.by_model(store) if between is None else between
@@ -127,7 +138,13 @@ def findings(
         marks.setdefault(f.case_id, []).append(_mark(f, run_index, info_of.get(f.series_id, {})))
     current = current_series(series)
     current_ids = {s["series_id"] for s in current}
-    points_of = {s["series_id"]: store.recent(s["series_id"], policy.window) for s in current}
+    if every_of is None:
+        points_of = {s["series_id"]: store.recent(s["series_id"], policy.window) for s in current}
+    else:
+        by_id = {r["run_id"]: r for r in runs}
+        points_of = {
+            s["series_id"]: recent(every_of[s["series_id"]], by_id, policy.window) for s in current
+        }
     alerts = []
     for f in review(current, points_of, policy, between):
         if f.alert:
@@ -170,6 +187,33 @@ def findings(
         )
     )
     return alerts, marks
+
+
+def recent(every: dict[str, np.ndarray], runs: dict[str, dict], window: int) -> list[dict]:
+    """Store.recent(series, window) from a series' columns as read (Series.every; `runs`:
+    run_id -> its store.runs() row): the same points, each with the columns the dashboard
+    read, so the review of every current series costs no query of its own (one each was
+    most of a swept history's build)."""
+    n = len(every["run"])
+    if not n:
+        return []
+    first = max(0, n - RECENT_LOOKBACK * window - 1)
+    keep = {n - 1}
+    for flag in BOOL_FIELDS:
+        keep.update((np.flatnonzero(every[flag][first : n - 1] == 1) + first)[-window:].tolist())
+    at = np.array(sorted(keep))
+    run_ids = every["run_id"][at].tolist()
+    columns = {"run_id": run_ids}
+    columns["started_utc"] = [runs[r]["started_utc"] for r in run_ids]
+    columns["commit_sha"] = [runs[r]["commit_sha"] for r in run_ids]
+    columns.update((name, every[name][at].tolist()) for name in TEXT)
+    for name in NUMBERS:
+        values = [None if v != v else v for v in every[name][at].tolist()]  # NaN: NULL
+        columns[name] = (
+            [None if v is None else bool(v) for v in values] if name in BOOL_FIELDS else values
+        )
+    names = list(columns)
+    return [dict(zip(names, row, strict=True)) for row in zip(*columns.values(), strict=True)]
 
 
 def _point_tails(series: list[dict], values_of: dict[str, SeriesValues]) -> dict:

@@ -161,8 +161,11 @@ def build_site(
         # One read of every point, for the charts and for the change-point search.
         series = read_series(store, runs) if runs else None
         values = {s.info["series_id"]: s.values for s in series or ()}
+        every = {s.info["series_id"]: s.every for s in series or ()}
         between = between_cards(series) if runs else None
-        marked = findings(store, values_of=values, between=between) if runs else None
+        marked = (
+            findings(store, values_of=values, between=between, every_of=every) if runs else None
+        )
         data = collect(
             store,
             repo_url=repo_url,

@@ -108,7 +108,7 @@ MAX_FAILED_MARKS = 50  # runs where a case failed, marked on its charts (the new
 PALETTE = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#8c564b", "#7f7f7f")
 BASELINE_COLOR = "#333333"
 UNITS = ((1e-6, "ns", 1e9), (1e-3, "µs", 1e6), (1.0, "ms", 1e3), (math.inf, "s", 1.0))
-TEXT = ("case_status", "error_phase", "error_message", "gpu_uuid", *COMPILER_FIELDS)
+TEXT = ("case_status", "error_phase", "error_message", "check_status", "gpu_uuid", *COMPILER_FIELDS)
 NUMBERS = ("median_s", "mad_s", "noise", "stable", "gap", "gap_ci_low", "gap_ci_high", "gap_stable")
 
 
@@ -130,6 +130,7 @@ class Series:
     compiler: tuple[np.ndarray, ...]  # per ok point: its COMPILER_FIELDS (None when unknown)
     gpu_uuid: np.ndarray  # per ok point: the card it ran on (None when unknown)
     values: SeriesValues  # every point, for harness.dashboard.alerts (runs as store rowids)
+    every: dict[str, np.ndarray]  # every point's columns as read (failed ones too), oldest first
 
 
 def read_series(store: Store, runs: list[dict]) -> list[Series]:
@@ -167,6 +168,7 @@ def _series(info: dict, c: dict[str, np.ndarray], run_index: dict[str, int]) -> 
         tuple(c[name][ok] for name in COMPILER_FIELDS),
         c["gpu_uuid"][ok],
         SeriesValues(c["run"], c["median_s"], stable, c["gap"], gap_stable),
+        c,
     )
 
 
