@@ -60,6 +60,32 @@ def _named(what: str, phase: str = "check"):
     except Exception as exc:
         raise PhaseError(phase, f"{what} raised {type(exc).__name__}: {exc}") from exc
 
+def _check_aliases(case: Case, name: str, outputs, private: list) -> None:
+    """Refuse an output that shares memory with the shared inputs, or with a private argument
+    the call left as it was: only an in-place op (it writes its argument, which its reset
+    restores) may return one; a result kept in an argument is not work the timing sees
+    (issue 50 class 8a: the replay and reset checks leave such outputs unpoisoned)."""
+    items = outputs if isinstance(outputs, tuple | list) else (outputs,)
+    for k, out in enumerate(items):
+        if not arrays.is_array(out):
+            continue
+        if arrays.shares_memory(out, case.inputs):
+            where = "case.inputs (shared by every implementation)"
+        elif any(
+            arrays.shares_memory(out, (x,)) and arrays.same_bytes(x, before)
+            for _, x, before in private
+        ):
+            where = "a private argument that the call did not write"
+        else:
+            continue
+        raise DeclarationError(
+            f"case {case.id}: implementation {name!r} returned output {k} sharing memory with "
+            f"{where}: an output that is an input is not work the timing sees (a result kept "
+            "there passes every check of the call); return a new array, or, for an in-place op, "
+            "write a private copy passed in Implementation(args=...) and restore it in reset=..."
+        )
+
+
 
 def _short_name(op) -> str:
     inner = op.run if isinstance(op, Implementation) else op
@@ -164,6 +190,8 @@ class Runner:
         for i, (x, before) in enumerate(zip(case.inputs, snapshots, strict=True)):
             if not arrays.same_bytes(x, before):
                 case.release()  # the shared data is spoiled: the next access makes it again
+        if status.check["status"] == "passed" and not _is_reference(impl, case):
+            _check_aliases(case, name, outputs, private)  # the reference may return a view
                 raise InputsModified(
                     f"case {case.id}: implementation {name!r} wrote case.inputs[{i}]; the inputs are "
                     "shared by every implementation and the runner does not clone them (that would "

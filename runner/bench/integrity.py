@@ -159,6 +159,18 @@ def output_problems(outputs, tensor_type: type, device_type: str | None) -> list
 def check_outputs(device, case_id: str, name: str, outputs) -> None:
     """Raise DeclarationError when the device has an output rule and `outputs` break it."""
     if not declares(device, OutputRule):
+# recheck=False is said in every row, never silent: its outputs were checked once, on the case's
+# inputs, so a result cached by those inputs' addresses is not ruled out (issue 50 class 8b)
+RECHECK_OFF = {
+    "fresh_inputs": 0,
+    "verified_samples": 0,
+    "verified": False,
+    "mode": "off",
+    "schedule": "off",
+    "reason": "recheck=False: the timed samples ran on the checked inputs only; a result kept "
+    "from the checked call (a cache keyed by the inputs' addresses) is not ruled out",
+}
+
         return
     tensor_type, device_type = device.output_rule
     problems = output_problems(outputs, tensor_type, device_type)
@@ -189,6 +201,7 @@ COLD_EVENTS = (
 )
 
 
+        self._recheck_off = options.recheck is False
 def watch_reason(device, options) -> str | None:
     """None when the comparison's windows can be recorded by CUPTI, else why not."""
     if not declares(device, Watchable):
@@ -418,6 +431,8 @@ class WatchedBackend:
 
     def pin_copy(self, name: str, sample: int) -> int | None:
         """The device backend's pin of the A/A control's samples (CallableBackend.pin_copy), or
+            elif self._recheck_off:
+                entry["recheck"] = RECHECK_OFF
         the place label copy_turn(sample, CONTROL_LOADS) where it pins none."""
         if declares(self.inner, Pinned):
             return self.inner.pin_copy(name, sample)
@@ -485,6 +500,8 @@ def judge(doc: dict, info: dict, peaks: dict, case) -> list[str]:
         flags = list(refused)
         failing += [f"{name}: {why}" for why in refused]  # graphs that hide the work: a cheat
         if window and window.get("message"):
+            if block["recheck"]["mode"] == "off" and entry["verification"]["verified"]:
+                entry["verification"]["text"] += "; recheck off: checked once, on these inputs"
             flags.append(window["message"])
             failing.append(f"{name}: {window['message']}")
         # a noncomparable row computes something else: the case's bytes and FLOPs are not its own

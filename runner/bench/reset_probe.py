@@ -60,7 +60,9 @@ def poison(outputs, keep) -> int:
     items = () if outputs is None else outputs if isinstance(outputs, tuple | list) else (outputs,)
     done = 0
     for x in items:
-        if not arrays.is_array(x) or _aliases(x, keep):
+        if not arrays.is_array(x) or arrays.address_range(x) is None:
+            continue  # nothing to poison
+        if arrays.shares_memory(x, keep):
             continue
         if isinstance(x, np.ndarray) and not x.flags.writeable:
             continue

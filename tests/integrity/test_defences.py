@@ -114,3 +114,45 @@ def test_partial_work_models_leave_integers_and_scalars_alone():
     )
     assert list(found) == [null_models.PARTIAL.format(input="f")]
     assert found[null_models.PARTIAL.format(input="f")][2].tolist() == [2, 0] * 4
+
+
+# -- class 8: the Python front end ------------------------------------------------------------------
+
+
+def test_an_answer_kept_in_a_private_argument_and_returned_is_refused(make_session):
+    """8a, the cheat: the answer computed once and handed back as the call's output (the replay
+    and reset checks leave outputs that are arguments unpoisoned)."""
+    make_session()
+    case = bench.cases(test_bench_api.Scale())[0]
+    kept = case.inputs[0] * 2
+    cheat = bench.Implementation(run=lambda answer: answer, args=(kept,))
+    with pytest.raises(bench.DeclarationError, match="a private argument that the call did not"):
+        bench.Runner(test_bench_api.double, case).compare({"kept": cheat})
+
+
+def test_an_in_place_op_that_writes_its_private_copy_passes(make_session):
+    """8a, the control: an in-place op returns its argument, written by the call and restored
+    by its reset."""
+    make_session()
+    case = bench.cases(test_bench_api.Scale())[0]
+    private = case.inputs[0].copy()
+    op = bench.Implementation(
+        run=lambda y: np.multiply(y, 2, out=y),
+        args=(private,),
+        reset=lambda: np.copyto(private, case.inputs[0]),
+    )
+    assert bench.Runner(test_bench_api.double, case).compare({"in place": op})["in place"].verified
+
+
+def test_recheck_off_is_said_in_every_row_and_its_text(make_session):
+    """8b: recheck=False cannot be silent: each row's integrity block says it is off and why,
+    and its verification text says it was checked once."""
+    make_session(options=bench.TimingOptions(budget_s=0.03, timer="events", recheck=False))
+    case = bench.cases(test_bench_api.Scale())[0]
+    c = bench.Runner(test_bench_api.double, case).compare({"same": test_bench_api.double})
+    for entry in c.document_case["implementations"].values():
+        block = entry["integrity"]["recheck"]
+        assert (
+            block["mode"] == "off" and not block["verified"] and "not ruled out" in block["reason"]
+        )
+        assert entry["verification"]["text"].endswith("recheck off: checked once, on these inputs")

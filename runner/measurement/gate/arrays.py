@@ -13,6 +13,7 @@ from runner.measurement import precision
 from runner.measurement.gate import elements
 
 __all__ = [
+    "address_range",
     "as_outputs",
     "cast_like",
     "compare",
@@ -26,6 +27,7 @@ __all__ = [
     "round_like",
     "rounded",
     "same_bytes",
+    "shares_memory",
     "snapshot",
     "subset_scaled",
     "zeros_like",
@@ -97,6 +99,28 @@ def same_bytes(a, b) -> bool:
     if is_tensor(a):
         return bool((ra == rb).all().item()) if ra.numel() else True
     return bool(np.array_equal(ra, rb))
+
+
+def address_range(x) -> tuple[int, int] | None:
+    """(first byte's address, bytes) of an array's memory; None for an empty one or a non-array."""
+    if is_tensor(x):
+        return (x.data_ptr(), x.untyped_storage().nbytes()) if x.numel() else None
+    if isinstance(x, np.ndarray):
+        lo, hi = getattr(np.lib, "array_utils", np).byte_bounds(x)  # numpy 2, numpy 1
+        return (lo, hi - lo) if hi > lo else None
+    return None
+
+
+def shares_memory(x, others) -> bool:
+    """Whether array `x` overlaps the memory of any of `others` (False for an empty x)."""
+    mine = address_range(x)
+    if mine is None:
+        return False
+    for other in others:
+        theirs = address_range(other)
+        if theirs and mine[0] < theirs[0] + theirs[1] and theirs[0] < mine[0] + mine[1]:
+            return True
+    return False
 
 
 def zeros_like(x):
