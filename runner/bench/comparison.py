@@ -60,6 +60,13 @@ def _named(what: str, phase: str = "check"):
     except Exception as exc:
         raise PhaseError(phase, f"{what} raised {type(exc).__name__}: {exc}") from exc
 
+
+def _short_name(op) -> str:
+    inner = op.run if isinstance(op, Implementation) else op
+    inner = getattr(inner, "func", inner)
+    return getattr(inner, "__name__", None) or type(inner).__name__
+
+
 def _check_aliases(case: Case, name: str, outputs, private: list) -> None:
     """Refuse an output that shares memory with the shared inputs, or with a private argument
     the call left as it was: only an in-place op (it writes its argument, which its reset
@@ -84,13 +91,6 @@ def _check_aliases(case: Case, name: str, outputs, private: list) -> None:
             "there passes every check of the call); return a new array, or, for an in-place op, "
             "write a private copy passed in Implementation(args=...) and restore it in reset=..."
         )
-
-
-
-def _short_name(op) -> str:
-    inner = op.run if isinstance(op, Implementation) else op
-    inner = getattr(inner, "func", inner)
-    return getattr(inner, "__name__", None) or type(inner).__name__
 
 
 def _is_reference(impl: Implementation, case: Case) -> bool:
@@ -190,8 +190,6 @@ class Runner:
         for i, (x, before) in enumerate(zip(case.inputs, snapshots, strict=True)):
             if not arrays.same_bytes(x, before):
                 case.release()  # the shared data is spoiled: the next access makes it again
-        if status.check["status"] == "passed" and not _is_reference(impl, case):
-            _check_aliases(case, name, outputs, private)  # the reference may return a view
                 raise InputsModified(
                     f"case {case.id}: implementation {name!r} wrote case.inputs[{i}]; the inputs are "
                     "shared by every implementation and the runner does not clone them (that would "
@@ -199,6 +197,8 @@ class Runner:
                     "in reset=..."
                 )
         status = self._status(name, impl, outputs, expected, op_status)
+        if status.check["status"] == "passed" and not _is_reference(impl, case):
+            _check_aliases(case, name, outputs, private)  # the reference may return a view
         self._check_reset(name, impl, private)  # after the comparison: outputs may alias args
         if status.check["status"] == "passed":
             with _named(f"the reset of implementation {name!r}"):

@@ -159,18 +159,6 @@ def output_problems(outputs, tensor_type: type, device_type: str | None) -> list
 def check_outputs(device, case_id: str, name: str, outputs) -> None:
     """Raise DeclarationError when the device has an output rule and `outputs` break it."""
     if not declares(device, OutputRule):
-# recheck=False is said in every row, never silent: its outputs were checked once, on the case's
-# inputs, so a result cached by those inputs' addresses is not ruled out (issue 50 class 8b)
-RECHECK_OFF = {
-    "fresh_inputs": 0,
-    "verified_samples": 0,
-    "verified": False,
-    "mode": "off",
-    "schedule": "off",
-    "reason": "recheck=False: the timed samples ran on the checked inputs only; a result kept "
-    "from the checked call (a cache keyed by the inputs' addresses) is not ruled out",
-}
-
         return
     tensor_type, device_type = device.output_rule
     problems = output_problems(outputs, tensor_type, device_type)
@@ -189,6 +177,18 @@ def copies_disabled(info: dict) -> bool:
     return bool(copies.get("known") and copies.get("per_call") and not copies.get("counted"))
 
 
+# recheck=False is said in every row, never silent: its outputs were checked once, on the case's
+# inputs, so a result cached by those inputs' addresses is not ruled out (issue 50 class 8b)
+RECHECK_OFF = {
+    "fresh_inputs": 0,
+    "verified_samples": 0,
+    "verified": False,
+    "mode": "off",
+    "schedule": "off",
+    "reason": "recheck=False: the timed samples ran on the checked inputs only; a result kept "
+    "from the checked call (a cache keyed by the inputs' addresses) is not ruled out",
+}
+
 HOT_EVENTS = (
     "not made for hot samples timed by events: they wait behind the blocking kernel, which a CUDA "
     "graph launch cannot do while CUPTI traces, and taken without it the host's latency enters "
@@ -201,7 +201,6 @@ COLD_EVENTS = (
 )
 
 
-        self._recheck_off = options.recheck is False
 def watch_reason(device, options) -> str | None:
     """None when the comparison's windows can be recorded by CUPTI, else why not."""
     if not declares(device, Watchable):
@@ -220,6 +219,7 @@ class WatchedBackend:
 
     def __init__(self, device, impls: dict, case, options, verify: list[str]):
         self.watch = self.busy = self.recheck = None
+        self._recheck_off = options.recheck is False
         self._resetting = "(L2 flush)"
         self.device, self.cold = device, options.mode == "cold"
         why = watch_reason(device, options)
@@ -431,8 +431,6 @@ class WatchedBackend:
 
     def pin_copy(self, name: str, sample: int) -> int | None:
         """The device backend's pin of the A/A control's samples (CallableBackend.pin_copy), or
-            elif self._recheck_off:
-                entry["recheck"] = RECHECK_OFF
         the place label copy_turn(sample, CONTROL_LOADS) where it pins none."""
         if declares(self.inner, Pinned):
             return self.inner.pin_copy(name, sample)
@@ -451,6 +449,8 @@ class WatchedBackend:
                 entry["window"] = {"checked": False, "reason": self.not_watched}
             if self.recheck is not None:
                 entry["recheck"] = self.recheck.summary(name)
+            elif self._recheck_off:
+                entry["recheck"] = RECHECK_OFF
             entry["refused"] = self.inner.findings(name)
             if name in self.replay_problems:
                 entry["refused"].append(self.replay_problems[name])
@@ -500,8 +500,6 @@ def judge(doc: dict, info: dict, peaks: dict, case) -> list[str]:
         flags = list(refused)
         failing += [f"{name}: {why}" for why in refused]  # graphs that hide the work: a cheat
         if window and window.get("message"):
-            if block["recheck"]["mode"] == "off" and entry["verification"]["verified"]:
-                entry["verification"]["text"] += "; recheck off: checked once, on these inputs"
             flags.append(window["message"])
             failing.append(f"{name}: {window['message']}")
         # a noncomparable row computes something else: the case's bytes and FLOPs are not its own
@@ -520,6 +518,8 @@ def judge(doc: dict, info: dict, peaks: dict, case) -> list[str]:
             block["window"] = window
         if info.get(name, {}).get("recheck"):
             block["recheck"] = info[name]["recheck"]
+            if block["recheck"]["mode"] == "off" and entry["verification"]["verified"]:
+                entry["verification"]["text"] += "; recheck off: checked once, on these inputs"
         entry["integrity"] = block
         if flags:
             flagged.append(name)

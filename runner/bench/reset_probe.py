@@ -34,26 +34,6 @@ class ResetRefused(AssertionError):
     """An implementation's reset makes its outputs (or the call depends on work reset did)."""
 
 
-def _address_range(x) -> tuple[int, int] | None:
-    if arrays.is_tensor(x):
-        return (x.data_ptr(), x.untyped_storage().nbytes()) if x.numel() else None
-    if isinstance(x, np.ndarray):
-        lo, hi = getattr(np.lib, "array_utils", np).byte_bounds(x)  # numpy 2, numpy 1
-        return (lo, hi - lo) if hi > lo else None
-    return None
-
-
-def _aliases(x, others) -> bool:
-    mine = _address_range(x)
-    if mine is None:
-        return True  # nothing to poison
-    for other in others:
-        theirs = _address_range(other)
-        if theirs and mine[0] < theirs[0] + theirs[1] and theirs[0] < mine[0] + mine[1]:
-            return True
-    return False
-
-
 def poison(outputs, keep) -> int:
     """Fill each output array that does not share memory with `keep` with NaN (all ones for
     integers and bools); returns how many were poisoned."""
