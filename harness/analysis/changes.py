@@ -8,7 +8,8 @@ Detection to Hunt for Performance Regressions", ICPE 2023, the method of Apache 
   of `ChangePolicy.window` points, so its cost grows linearly with the history's length, with a
   liberal penalty: it proposes, it does not decide;
 - significance (`_test`): a two-sided Mann-Whitney U test between the points on either side of a
-  candidate, up to its neighbours and at most `window` points each way (scipy.stats.mannwhitneyu;
+  candidate, up to its neighbours and at most `window` points each way (scipy.stats.mannwhitneyu's
+  "auto" p-value computed without its per-call wrapper, `u_test`;
   for large levels its asymptotic form, `u_test_asymptotic`), and the relative change of their
   medians;
 - policy (`ChangePolicy`, `steps`): Hunter's merge step: the weakest candidate (largest p, else
@@ -23,13 +24,22 @@ Callers pass only stable points: unstable ones never take part, so they can neve
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ChangePolicy", "Step", "candidates", "robust_sigma", "steps", "u_test_asymptotic"]
+__all__ = [
+    "ChangePolicy",
+    "Step",
+    "candidates",
+    "robust_sigma",
+    "steps",
+    "u_test",
+    "u_test_asymptotic",
+]
 
 # sigma of log values below this is taken as this (a series of identical values still gets a
 # finite penalty): 1e-6 is far below any timing noise
@@ -161,12 +171,47 @@ def _test(values: np.ndarray, start: int, index: int, stop: int, reach: int) -> 
     # scipy's exact distribution costs O(n1 n2 min(n1, n2)): the normal approximation (with
     # its tie and continuity corrections) is as good beyond a few dozen points a side
     if left.size * right.size <= EXACT_U_PRODUCT:
-        from scipy.stats import mannwhitneyu
-
-        p = float(mannwhitneyu(left, right, alternative="two-sided", method="auto").pvalue)
+        p = u_test(left, right)
     else:
         p = u_test_asymptotic(left, right)
     return Step(index, before, after, after / before - 1, p, int(left.size), int(right.size))
+
+
+def u_test(left: np.ndarray, right: np.ndarray) -> float:
+    """The two-sided p-value of scipy.stats.mannwhitneyu(left, right, method="auto"), computed
+    as it does (exact where one side has at most 8 points and no value repeats, else
+    asymptotic), without its per-call wrapper: ~2 ms a call, a fifth of a dashboard build."""
+    n1, n2 = left.size, right.size
+    both = np.concatenate((left, right))
+    if (n1 > 8 and n2 > 8) or np.unique(both).size < both.size:
+        return u_test_asymptotic(left, right)
+    ranks = np.empty(both.size)
+    ranks[np.argsort(both, kind="stable")] = np.arange(1, both.size + 1)
+    u1 = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2
+    u = int(max(u1, n1 * n2 - u1))
+    # scipy's _MWU.sf for U >= n1 n2 / 2: the CDF at its complement, summed from the left
+    pmf = _u_counts(min(n1, n2), max(n1, n2))[: n1 * n2 - u + 1] / _binomial(n1 + n2, n1)
+    return float(np.clip(2 * np.cumsum(pmf)[-1], 0.0, 1.0))
+
+
+@functools.cache
+def _u_counts(m: int, n: int) -> np.ndarray:
+    """How many orderings of m and n distinct values give each U = 0 .. m n (exact integers,
+    as float64): U(m, n) counts come from U(m - 1, n) shifted by n and U(m, n - 1)."""
+    if m == 0 or n == 0:
+        return np.ones(1)
+    counts = [0] * (m * n + 1)
+    for u, c in enumerate(_u_counts(m - 1, n).tolist()):
+        counts[u + n] += int(c)
+    for u, c in enumerate(_u_counts(m, n - 1).tolist()):
+        counts[u] += int(c)
+    return np.array(counts, dtype=np.float64)
+
+
+def _binomial(n: int, k: int) -> float:
+    from scipy.special import binom  # as scipy's _MWU divides by it
+
+    return float(binom(n, k))
 
 
 def u_test_asymptotic(left: np.ndarray, right: np.ndarray) -> float:

@@ -23,6 +23,7 @@ from harness.analysis.changes import (
     candidates,
     robust_sigma,
     steps,
+    u_test,
     u_test_asymptotic,
 )
 from harness.analysis.drift import DriftPolicy, drift
@@ -152,6 +153,28 @@ def test_no_drift_on_flat_noise_short_or_constant_series():
     assert drift([1.0] * 30) is None
     speedup = drift(1 / drifting(0))
     assert speedup is not None and speedup.total < 0
+
+
+def test_the_u_test_is_scipys_auto_method_exactly():
+    """u_test (the merge step's small-sample test, exact where scipy's "auto" is) gives
+    scipy.stats.mannwhitneyu(method="auto")'s p-value to the last bit: sides of 1 to 30 points,
+    with and without ties, shifted or not."""
+    from scipy.stats import mannwhitneyu
+
+    rng = np.random.default_rng(11)
+    tested = 0
+    for k in range(1500):
+        n1, n2 = (int(n) for n in rng.integers(1, 31, 2))
+        if n1 * n2 > 400:
+            continue
+        left = rng.normal([0, 0.7, 3][k % 3], 1, n1)
+        right = rng.normal(0, 1, n2)
+        if k % 4 == 0:
+            left, right = np.round(left, 1), np.round(right, 1)
+        want = mannwhitneyu(left, right, alternative="two-sided", method="auto").pvalue
+        assert u_test(left, right) == float(want), (n1, n2, k)
+        tested += 1
+    assert tested > 1000
 
 
 def test_the_u_test_matches_scipys_asymptotic_test():
