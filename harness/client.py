@@ -41,6 +41,7 @@ from collections import deque
 import numpy as np
 import orjson
 
+from harness.errors import KernelError, ServiceLost
 from protocol.run_limits import MAX_TIMEOUT_S
 
 TYPE_OF_DTYPE = {
@@ -56,20 +57,6 @@ GRACE_S = 90.0  # past a request's timeout: the service's own deadline is timeou
 DEFAULT_TIMEOUT_S = 60.0
 READY_TIMEOUT_S = 180.0  # to the service's ready line: the connection and an interpreter start
 PREAMBLE_LINES = 50  # lines kept of what came before the ready line
-
-
-class KernelError(RuntimeError):
-    """The service answered with an error; `phase` says where (load, launch, timeout, ...)."""
-
-    def __init__(self, answer: dict):
-        self.answer = answer
-        self.phase = answer.get("phase")
-        self.cuda_error = answer.get("cuda_error")
-        super().__init__(f"{self.phase}: {answer.get('error')}")
-
-
-class ServiceLost(RuntimeError):
-    """The service ended or stopped answering (a dropped connection, a crashed process)."""
 
 
 def _param(value) -> dict:

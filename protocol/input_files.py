@@ -14,6 +14,8 @@ import os
 import stat
 from pathlib import Path
 
+from protocol.errors import InputFileError
+
 __all__ = [
     "MAX_DOCUMENT_BYTES",
     "MAX_MANIFEST_BYTES",
@@ -33,11 +35,6 @@ _KINDS = {
     stat.S_ISBLK: "a block device",
     stat.S_ISSOCK: "a socket",
 }
-
-
-class InputFileError(ValueError):
-    """The file cannot be read, is not a regular file, or is over its size limit; the message
-    names the file."""
 
 
 def read_bounded(path: str | Path, max_bytes: int, what: str) -> bytes:

@@ -19,6 +19,8 @@ import decimal
 import itertools
 from dataclasses import dataclass, field
 
+from protocol.errors import SchemaCycle
+
 __all__ = ["STRICT_INTEGER", "STRICT_MEMBERS", "StrictInteger", "StrictMembers", "strict_integers"]
 
 STRICT_INTEGER = "x-kernelgap-strict-integer"  # on a root schema: the instance is no float
@@ -167,13 +169,6 @@ class _Walk:
 _FLAT = ("names", "values", "items")
 
 
-class _Cycle(Exception):
-    """A `$defs` entry reaches itself through unconditional keywords: it becomes a root."""
-
-    def __init__(self, name: str):
-        self.name = name
-
-
 def _def_name(ref) -> str | None:
     if isinstance(ref, str) and ref.startswith(_LOCAL_DEF) and "/" not in ref[len(_LOCAL_DEF) :]:
         return ref[len(_LOCAL_DEF) :]
@@ -218,7 +213,7 @@ class _Marker:
         )
 
     def walk(self, schema, stack: frozenset = frozenset()) -> _Walk:
-        """What a root at `schema` checks; _Cycle where an entry on `stack` is reached again."""
+        """What a root at `schema` checks; SchemaCycle where an entry on `stack` is reached again."""
         found = _Walk()
         if not isinstance(schema, dict):
             return found
@@ -245,7 +240,7 @@ class _Marker:
 
     def _entry_walk(self, name: str, stack: frozenset) -> _Walk:
         if name in stack:
-            raise _Cycle(name)
+            raise SchemaCycle(name)
         if name not in self._walks:
             self._walks[name] = self.walk(self.defs[name], stack | {name})
         return self._walks[name]
@@ -298,7 +293,7 @@ def strict_integers(schema):
             for name in marker.defs:
                 marker.walk({"$ref": _LOCAL_DEF + name})  # every entry's walk, cycles found
             return marker.marked(schema, True, top=True)
-        except _Cycle as cycle:
+        except SchemaCycle as cycle:
             marker.roots.add(cycle.name)
             marker._walks.clear()
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import orjson
 
+from protocol.errors import DocumentError
 from protocol.strict_integers import (
     STRICT_INTEGER,
     STRICT_MEMBERS,
@@ -76,10 +77,6 @@ def is_date_time(value) -> bool:
 
 
 MESSAGE_CHARS = 300
-
-
-class DocumentError(ValueError):
-    """A document does not match its schema. The message names the document, field and rule."""
 
 
 @functools.cache

@@ -5,6 +5,8 @@ Major means breaking: a reader refuses a document whose major version is newer t
 
 from __future__ import annotations
 
+from protocol.errors import VersionError
+
 # 1.3.0: `static` and `profile` per implementation; 1.4.0: revisions; 1.5.0: timing.timer,
 # clocks per sample, the precision stopping rule, outputs verified after timed launches;
 # 1.6.0: gap.systematic (the interval adds what stays fixed within a run); 1.7.0: a cold sample
@@ -25,10 +27,6 @@ from __future__ import annotations
 # the GPU model beside this run's)
 RESULT_SCHEMA_VERSION = "1.11.0"
 RUN_PROTOCOL_VERSION = "1.1.0"  # 1.1.0: `id`, data_base64 arrays, base64 outputs
-
-
-class VersionError(ValueError):
-    pass
 
 
 def version_tuple(version) -> tuple[int, ...]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from harness.bad_input import BadInput
+from harness.errors import BadInput
 from harness.commands.document_files import out_folder
 from harness.dashboard.build import GAB_DATA, MAX_POINTS, RAW_RUNS, DashboardError, build_site
 from harness.history.store import StoreError

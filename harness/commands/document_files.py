@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from harness.bad_input import BadInput
+from harness.errors import BadInput
 from protocol import documents
 from protocol.codec import decode
 from protocol.input_files import (

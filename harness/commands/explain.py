@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from harness.bad_input import BadInput
+from harness.errors import BadInput
 from harness.explain import report, sources
 
 __all__ = ["explain"]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 
-from harness.bad_input import BadInput
+from harness.errors import BadInput
 from harness.commands.document_files import RESULT, load_bundle, load_result
 from harness.commands.store_option import DB_OPTION, opened
 from harness.history.store_ingest import prepared

@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from harness.bad_input import BadInput
+from harness.errors import BadInput
 from harness.commands.document_files import RESULT, load_result, write_stdout
 from harness.escaping import markdown as md
 from protocol.codec import encode

@@ -28,6 +28,7 @@ from pathlib import Path
 import click
 
 from harness.commands.document_files import out_folder
+from harness.errors import Terminated
 from harness.running import cluster as cluster_run
 from harness.running import manifest_check, revision_build, shipping
 from harness.running.session import INSTALL_TIMEOUT_S, RunFailed, Session
@@ -41,14 +42,6 @@ __all__ = ["Terminated", "local_commit", "make_transport", "run", "signals_inter
 
 GIT_TIMEOUT_S = 10.0
 RENTAL_GRACE_S = 3600.0  # a rental's lifetime beyond its steps' limits: waiting for it, SSH, slack
-
-
-class Terminated(KeyboardInterrupt):
-    """A stop signal arrived: raised where the main thread is, so every `with` unwinds."""
-
-    def __init__(self, signum: int):
-        super().__init__(f"stopped by {signal.Signals(signum).name}")
-        self.signum = signum
 
 
 @contextlib.contextmanager

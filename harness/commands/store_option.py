@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from harness.bad_input import BadInput
+from harness.errors import BadInput
 from harness.history.store import Store, StoreError
 
 __all__ = ["DB_OPTION", "DEFAULT_DB", "opened"]

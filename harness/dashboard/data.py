@@ -30,6 +30,7 @@ from harness.dashboard.case_charts import (
 from harness.dashboard.counter_panels import counter_panels, link_marks
 from harness.dashboard.geomeans import suite_geomeans
 from harness.dashboard.sweep_charts import curves, measured_points
+from harness.errors import DashboardError
 from harness.history.series import gpu_model, run_mode
 from harness.history.store import Store
 from harness.reporting.primary import primary_candidate
@@ -40,10 +41,6 @@ from protocol.points import is_point_row, split_id
 __all__ = ["DATA_FORMAT_VERSION", "DashboardError", "collect"]
 
 DATA_FORMAT_VERSION = 3  # 3: data["sweeps"] per mode ({mode: {case id: curves}})
-
-
-class DashboardError(ValueError):
-    """The dashboard cannot be built as asked; the message says why and what to do."""
 
 
 def collect(

@@ -8,6 +8,7 @@ import functools
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from harness.errors import SourceError
 from protocol import documents
 from protocol.codec import decode
 from protocol.input_files import MAX_DOCUMENT_BYTES, InputFileError, read_bounded
@@ -20,10 +21,6 @@ HOW_TO_GET_STATIC = (
     "`python -m harness explain RESULT.json --bundle bundle/`"
 )
 HOW_TO_GET_PROFILE = "run `python -m runner bench CASES.toml --profile` on the GPU box (Nsight Compute, ncu, on PATH)"
-
-
-class SourceError(ValueError):
-    """The file is neither a readable result document nor a bundle manifest."""
 
 
 @dataclass

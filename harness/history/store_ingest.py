@@ -17,6 +17,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.errors import GpuMismatchError
 from harness.escaping import terminal
 from harness.history.series import (
     COMPILER_FIELDS,
@@ -76,10 +77,6 @@ _SHOWN = operator.itemgetter(  # what IngestReport.text() shows of a point
         "gap_ci_high".split(),
     )
 )
-
-
-class GpuMismatchError(StoreError):
-    """A run on another GPU model than the suite pins: refused for the canonical history."""
 
 
 def run_id(document: dict, what: str = "result") -> str:

@@ -45,6 +45,7 @@ from datetime import UTC, datetime, timedelta
 
 import orjson
 
+from harness.errors import StoreError
 from harness.history.counters import essentials, profile_counters
 from harness.history.series import (
     COMPILER_FIELDS,
@@ -83,10 +84,6 @@ MAX_DEPTH = 254  # containers nested in one another, the root's included: what o
 MAX_INTEGER = 2**53 - 1  # SQLite keeps 64-bit integers, the dashboards' JavaScript 53-bit exactly
 # (orjson's OPT_STRICT_INTEGER holds a document to it)
 _SCALAR_LISTS = {float, str, bool, type(None)}  # a list of these holds nothing to check
-
-
-class StoreError(RuntimeError):
-    """The history database cannot be used as asked; the message names the file and why."""
 
 
 def unheld(value, what: str) -> str | None:

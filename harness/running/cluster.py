@@ -31,6 +31,7 @@ from pathlib import Path
 
 import click
 
+from harness.errors import ClusterError
 from harness.history.series import gpu_model
 from harness.running import model_documents, result_files, shipping, suite_toml
 from protocol.codec import encode
@@ -55,10 +56,6 @@ POLL_S = 0.2  # how often the dealing looks for finished tasks
 STRANDED_S = 120.0  # with no GPU worker left this long, the cases still waiting are failed
 # runner options the harness owns with --cluster (it deals the cases and keeps the documents)
 HARNESS_OWNED = ("--gpus", "--device", "--output", "-o", "--emit-partial")
-
-
-class ClusterError(ValueError):
-    """The cluster cannot run the suite (unreachable, no GPU worker, a refused worker): exit 2."""
 
 
 @dataclass(frozen=True)

@@ -15,16 +15,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness.errors import ManifestRefused
 from harness.running.shipping import REPO_ROOT
 
 __all__ = ["CHECK_TIMEOUT_S", "ManifestRefused", "check_manifest"]
 
 CHECK_TIMEOUT_S = 120.0
 STATUS_BAD_INPUT = 2
-
-
-class ManifestRefused(ValueError):
-    """The runner refused the manifest (or could not check it); the message is the runner's."""
 
 
 def check_manifest(cases: Path, root: Path = REPO_ROOT, python: str = sys.executable) -> None:

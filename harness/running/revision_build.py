@@ -28,6 +28,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from harness.errors import RevisionBuildError
+
 __all__ = [
     "PLACEHOLDERS",
     "RevisionBuildError",
@@ -42,10 +44,6 @@ __all__ = [
 PLACEHOLDERS = ("src", "out", "ref", "label")
 GIT_TIMEOUT_S = 120.0
 BUILD_TIMEOUT_S = 3600.0
-
-
-class RevisionBuildError(ValueError):
-    """A revision could not be checked out or built into a bundle; the message says which."""
 
 
 _SUFFIXES = re.compile(r"(?:[~^][0-9]*)*$")  # HEAD~1, main^2: ancestry, not part of the name

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from harness.bad_input import BadInput
+from harness.errors import RunFailed
 from harness.history.store_schema import normalize_utc
 from harness.running import remote_venv, shipping
 from harness.running.result_files import keep
@@ -31,10 +31,6 @@ INSTALL_TIMEOUT_S = 1800.0
 MISSING_PACKAGE = re.compile(r"No module named|is not installed")
 # runs argv with its stdout on stderr, so pytest's report streams live (stdout is for documents)
 STDOUT_TO_STDERR = "import os, sys; os.dup2(2, 1); os.execvp(sys.argv[1], sys.argv[1:])"
-
-
-class RunFailed(BadInput):
-    """The run could not produce a document: exit 2 with `error: <message>` on stderr."""
 
 
 def _slug(text: str) -> str:

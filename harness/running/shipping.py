@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from harness.errors import ShippingError
 from harness.running import suite_toml
 
 # The folder holding the packages: a checkout's root, or site-packages for an installed wheel.
@@ -42,10 +43,6 @@ OUTSIDE_SUITE_DIR = "suite"
 MAX_FILE_BYTES = 256 * 2**20  # the largest PTX the runner reads (runner.definition.ptx)
 MAX_TREE_BYTES = 2**30  # a checkout's tree with its tests is about 4 MB
 CHUNK_BYTES = 2**20
-
-
-class ShippingError(ValueError):
-    """The tree cannot be assembled (a missing path, a reference leaving the shipped tree)."""
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,10 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+from harness.errors import SuiteTomlError
 from protocol.input_files import MAX_MANIFEST_BYTES, InputFileError, read_bounded
 
 __all__ = ["SuiteTomlError", "read"]
-
-
-class SuiteTomlError(ValueError):
-    """The manifest cannot be read or parsed; the message names the file."""
 
 
 def read(path: Path) -> tuple[bytes, dict]:

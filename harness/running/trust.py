@@ -16,16 +16,13 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.errors import TrustError
 from harness.history.series import gpu_model
 from harness.running import suite_toml
 
 __all__ = ["DEFAULT_CASES", "Canon", "TrustError", "canon_for", "check"]
 
 DEFAULT_CASES = Path("benchmarks/cases.toml")
-
-
-class TrustError(ValueError):
-    """The document cannot enter the canonical history; the message says why."""
 
 
 @dataclass(frozen=True)

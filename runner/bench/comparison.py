@@ -25,6 +25,7 @@ from runner.bench.report import Comparison, ReportRow
 from runner.bench.reset_probe import ResetRefused
 from runner.bench.verification import DeclarationError, reject_controls
 from runner.bench.workload import Case, ReferenceUnavailable
+from runner.errors import CheckFailed, InputsModified
 from runner.measurement import aa_control, timing
 from runner.measurement.gate import PhaseError, arrays
 from runner.measurement.timing import cold as cold_timing
@@ -39,14 +40,6 @@ __all__ = [
     "Runner",
     "TimingOptions",
 ]
-
-
-class CheckFailed(AssertionError):
-    """An implementation's outputs did not match the reference: nothing was timed."""
-
-
-class InputsModified(DeclarationError):
-    """An implementation wrote the shared case.inputs."""
 
 
 @contextlib.contextmanager

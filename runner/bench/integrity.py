@@ -24,20 +24,11 @@ from runner.bench.recheck import Recheck
 from runner.bench.verification import DeclarationError
 from runner.bench.workload import ReferenceUnavailable
 from runner.document import impossible, rate_bound
+from runner.errors import IntegrityFailed, NoKernelTimed
 from runner.measurement import aa_control
 from runner.measurement.gate import arrays
 from runner.measurement.timing import cold
 from runner.measurement.timing.base import Backend, Pinned, copy_turn, declares
-from runner.measurement.timing.cuda import TimingError
-
-
-class NoKernelTimed(TimingError):
-    """The CUPTI timer found nothing to time in a sample of `name` (it launches no kernel the
-    timer counts); with timer "auto" the comparison is timed by events instead."""
-
-    def __init__(self, name: str, message: str):
-        super().__init__(message)
-        self.name = name
 
 
 class CallableSides(Backend, Protocol):
@@ -114,15 +105,6 @@ __all__ = [
 
 COLD_PROBES = 2  # cold launches of each implementation before the samples (cold_probe)
 BATCH_PROBE = 4  # and, with the cupti timer, a batch of this many (WatchedBackend._batched_wall)
-
-
-class IntegrityFailed(AssertionError):
-    """A timed row was flagged: its work left the timed window, or its rate is impossible.
-    `comparison` holds the rows (the flagged ones without a ratio)."""
-
-    def __init__(self, message: str, comparison=None):
-        super().__init__(message)
-        self.comparison = comparison
 
 
 def _type_name(t: type) -> str:

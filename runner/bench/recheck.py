@@ -27,16 +27,13 @@ import time
 import numpy as np
 
 from runner.bench.verification import DeclarationError
+from runner.errors import RecheckFailed
 from runner.measurement.gate import arrays
 
 __all__ = ["Recheck", "RecheckFailed", "sample_seed", "write_inputs"]
 
 GOLDEN = 0x9E3779B9  # a new seed per sample: seed + k * golden ratio, mod 2^32
 CHEAP_SHARE = 0.25  # auto: every sample is rechecked when fresh inputs cost at most this share
-
-
-class RecheckFailed(AssertionError):
-    """Outputs of a timed sample did not match the reference on that sample's fresh inputs."""
 
 
 def sample_seed(seed: int, k: int) -> int:

@@ -23,15 +23,12 @@ import numpy as np
 
 from runner.bench.recheck import RecheckFailed, sample_seed, write_inputs
 from runner.bench.verification import DeclarationError
+from runner.errors import ResetRefused
 from runner.measurement.gate import arrays
 
 __all__ = ["ResetRefused", "probe_reset"]
 
 PROBE_SAMPLE = 0xBEEF  # the probe's inputs: sample_seed(case seed, PROBE_SAMPLE), no sample's
-
-
-class ResetRefused(AssertionError):
-    """An implementation's reset makes its outputs (or the call depends on work reset did)."""
 
 
 def poison(outputs, keep) -> int:

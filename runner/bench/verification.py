@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from runner.errors import DeclarationError
 from runner.measurement.gate import arrays, null_models
 
 __all__ = [
@@ -42,10 +43,6 @@ DEFAULT_TOLERANCES = {
     "complex128": 1e-12,
 }
 """rtol = atol by output dtype when a declaration gives none; integer and bool outputs are exact."""
-
-
-class DeclarationError(ValueError):
-    """A verification declaration, an implementation or a case is declared wrongly."""
 
 
 def tolerance_for(dtype: str) -> float:

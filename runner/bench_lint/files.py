@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from runner.bench_lint.rules import FileLinter, Finding
+from runner.errors import InputError
 
 __all__ = [
     "BENCHMARK_FILE_PATTERNS",
@@ -30,14 +31,6 @@ __all__ = [
 
 BENCHMARK_FILE_PATTERNS = ("bench_*.py", "test_*.py")
 _SKIPPED_FOLDERS = ("__pycache__",)  # and every folder whose name starts with "."
-
-
-class InputError(Exception):
-    """The paths or files given cannot be linted; `problems` names each one (file, line)."""
-
-    def __init__(self, problems: list[str]):
-        super().__init__("\n".join(problems))
-        self.problems = problems
 
 
 def is_benchmark_file(path: Path) -> bool:

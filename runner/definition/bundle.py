@@ -17,13 +17,10 @@ from protocol.codec import decode, encode
 from protocol.validation import DocumentError, validate
 from runner.definition import provenance, toolchains
 from runner.definition.manifest import CaseSpec, ImplSpec, Suite
+from runner.errors import BundleError
 from runner.explain.static import analyze, block_threads
 
 BUNDLE_VERSION = "1.3.0"  # 1.2.0: `static` per implementation; 1.3.0: option axes' builds
-
-
-class BundleError(ValueError):
-    """The bundle is unreadable, or does not belong to this suite's sources."""
 
 
 def write_bundle(

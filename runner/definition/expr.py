@@ -20,6 +20,8 @@ import math
 import numbers
 from collections.abc import Callable, Mapping
 
+from runner.errors import ExprError, ExprProblem
+
 __all__ = [
     "MAX_DEPTH",
     "MAX_EXPONENT",
@@ -39,45 +41,26 @@ MAX_DEPTH = 200
 Number = int | float
 
 
-class ExprError(ValueError):
-    """A manifest expression that cannot be parsed or evaluated.
-
-    The text is ``"<where>: expression '<text>': <problem>"`` (a long text is shortened); the
-    three parts are kept whole as attributes so callers can reformat them.
-    """
-
-    def __init__(self, where: str, expression: object, problem: str):
-        self.where = where
-        self.expression = expression
-        self.problem = problem
-        shown = repr(expression)
-        if len(shown) > 120:  # the limit admits 1000 characters; keep messages readable
-            shown = f"{shown[:100]}... ({len(str(expression))} characters)"
-        super().__init__(f"{where}: expression {shown}: {problem}")
-
-
-class _Problem(Exception):
-    """Raised inside the walkers; turned into ExprError where `where` and the text are known."""
-
-
 def _ceil_div(a: Number, b: Number) -> int:
     """Integer ceiling division: ceil(a / b) = -((-a) // b), exact for ints; b must be > 0."""
     if type(a) is not int or type(b) is not int:
-        raise _Problem(f"ceil_div expects integers, got ceil_div({a!r}, {b!r}); use int(x) first")
+        raise ExprProblem(
+            f"ceil_div expects integers, got ceil_div({a!r}, {b!r}); use int(x) first"
+        )
     if b <= 0:
-        raise _Problem(f"ceil_div divisor must be > 0, got ceil_div({a}, {b})")
+        raise ExprProblem(f"ceil_div divisor must be > 0, got ceil_div({a}, {b})")
     return -(-a // b)
 
 
 def _sqrt(x: Number) -> float:
     if x < 0:
-        raise _Problem(f"sqrt of a negative number ({x!r})")
+        raise ExprProblem(f"sqrt of a negative number ({x!r})")
     return math.sqrt(x)
 
 
 def _log2(x: Number) -> float:
     if x <= 0:
-        raise _Problem(f"log2 of a number that is not positive ({x!r})")
+        raise ExprProblem(f"log2 of a number that is not positive ({x!r})")
     return math.log2(x)
 
 
@@ -167,30 +150,32 @@ def _checked(value: Number) -> Number:
     """Enforce the size guards on every intermediate result."""
     if type(value) is int:
         if value.bit_length() > MAX_INT_BITS:
-            raise _Problem(f"integer result has more than {MAX_INT_BITS} bits")
+            raise ExprProblem(f"integer result has more than {MAX_INT_BITS} bits")
     elif type(value) is float:
         if not math.isfinite(value):
-            raise _Problem(f"result is not a finite number ({value!r})")
+            raise ExprProblem(f"result is not a finite number ({value!r})")
     else:  # e.g. complex from (-8.0) ** 0.5
-        raise _Problem(f"result is not a real number ({value!r})")
+        raise ExprProblem(f"result is not a real number ({value!r})")
     return value
 
 
 def _parse(text: str) -> ast.Expression:
     """Parse and check structure (allowed nodes, known functions, arity); names are not resolved."""
     if len(text) > MAX_EXPR_CHARS:
-        raise _Problem(f"expression is {len(text)} characters long; the limit is {MAX_EXPR_CHARS}")
+        raise ExprProblem(
+            f"expression is {len(text)} characters long; the limit is {MAX_EXPR_CHARS}"
+        )
     body = text.lstrip(" \t")  # ast.parse, unlike eval, rejects leading indentation
     if not body.strip():
-        raise _Problem("empty expression")
+        raise ExprProblem("empty expression")
     try:
         tree = ast.parse(body, mode="eval")
     except SyntaxError as e:
         # Python reports offset 0 when the text ends too early (e.g. "n +").
         column = (e.offset or len(body) + 1) + len(text) - len(body)
-        raise _Problem(f"syntax error at column {column}: {e.msg}") from None
+        raise ExprProblem(f"syntax error at column {column}: {e.msg}") from None
     except (ValueError, RecursionError, MemoryError) as e:
-        raise _Problem(f"syntax error: {e}") from None
+        raise ExprProblem(f"syntax error: {e}") from None
     _check_node(tree.body, body, 0)
     return tree
 
@@ -199,20 +184,22 @@ def _segment(node: ast.AST, source: str) -> str:
     return ast.get_source_segment(source, node) or ast.unparse(node)
 
 
-def _not_allowed(what: str, node: ast.AST, source: str) -> _Problem:
-    return _Problem(f"{what} ({_segment(node, source)!r}) is not allowed; {_ALLOWED}")
+def _not_allowed(what: str, node: ast.AST, source: str) -> ExprProblem:
+    return ExprProblem(f"{what} ({_segment(node, source)!r}) is not allowed; {_ALLOWED}")
 
 
 def _check_node(node: ast.AST, source: str, depth: int) -> None:
     if depth > MAX_DEPTH:
-        raise _Problem(f"expression is nested more than {MAX_DEPTH} levels deep")
+        raise ExprProblem(f"expression is nested more than {MAX_DEPTH} levels deep")
     if isinstance(node, ast.Constant):
         if type(node.value) not in (int, float):
             raise _not_allowed(_literal_kind(node.value), node, source)
         if type(node.value) is int and node.value.bit_length() > MAX_INT_BITS:
-            raise _Problem(f"integer literal has more than {MAX_INT_BITS} bits")
+            raise ExprProblem(f"integer literal has more than {MAX_INT_BITS} bits")
         if type(node.value) is float and not math.isfinite(node.value):
-            raise _Problem(f"float literal {_segment(node, source)!r} overflows to {node.value!r}")
+            raise ExprProblem(
+                f"float literal {_segment(node, source)!r} overflows to {node.value!r}"
+            )
     elif isinstance(node, ast.Name):
         pass  # resolved against the caller's names at evaluation time
     elif isinstance(node, ast.UnaryOp):
@@ -238,7 +225,7 @@ def _check_call(node: ast.Call, source: str, depth: int) -> None:
     name = node.func.id
     if name not in _FUNCTIONS:
         known = ", ".join(sorted(_FUNCTIONS))
-        raise _Problem(f"unknown function {name!r}; known functions: {known}")
+        raise ExprProblem(f"unknown function {name!r}; known functions: {known}")
     if node.keywords:
         raise _not_allowed(f"keyword argument in call to {name}", node, source)
     for arg in node.args:  # first, so `min(*n)` reports the starred argument, not the arity
@@ -247,7 +234,7 @@ def _check_call(node: ast.Call, source: str, depth: int) -> None:
     count = len(node.args)
     if count < least or (most is not None and count > most):
         wanted = str(least) if least == most else f"at least {least}"
-        raise _Problem(f"{name}() takes {wanted} argument(s), got {count}")
+        raise ExprProblem(f"{name}() takes {wanted} argument(s), got {count}")
 
 
 class _Evaluator:
@@ -273,18 +260,18 @@ class _Evaluator:
             try:
                 return _checked(function(*args))
             except (OverflowError, ValueError) as e:
-                raise _Problem(f"{_segment(node, self.source)!r}: {e}") from None
-        raise _Problem(f"internal: unchecked node {type(node).__name__}")  # _parse rejects these
+                raise ExprProblem(f"{_segment(node, self.source)!r}: {e}") from None
+        raise ExprProblem(f"internal: unchecked node {type(node).__name__}")  # _parse rejects these
 
     def name(self, name: str) -> Number:
         if name not in self.names:
             known = ", ".join(sorted(self.names)) or "(none)"
             hint = f" ({name} is a function: call it as {name}(...))" if name in _FUNCTIONS else ""
-            raise _Problem(f"unknown name {name!r}{hint}; known names: {known}")
+            raise ExprProblem(f"unknown name {name!r}{hint}; known names: {known}")
         value = self.names[name]
         # numbers.Integral/Real also admit numpy scalars; bool is Integral but never a dimension.
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise _Problem(
+            raise ExprProblem(
                 f"name {name!r} is bound to {value!r} ({type(value).__name__}); "
                 "expected an int or a float"
             )
@@ -299,26 +286,26 @@ class _Evaluator:
             result = operation(left, right)
         except ZeroDivisionError:
             divisor = _segment(node.right, self.source)
-            raise _Problem(
+            raise ExprProblem(
                 f"division by zero in {_segment(node, self.source)!r} ({divisor!r} is {right!r})"
             ) from None
         except OverflowError:
-            raise _Problem(f"{_segment(node, self.source)!r} overflows a float") from None
+            raise ExprProblem(f"{_segment(node, self.source)!r} overflows a float") from None
         try:
             return _checked(result)
-        except _Problem as e:
-            raise _Problem(f"{_segment(node, self.source)!r}: {e}") from None
+        except ExprProblem as e:
+            raise ExprProblem(f"{_segment(node, self.source)!r}: {e}") from None
 
     def check_int_power(self, base: int, exponent: Number, node: ast.BinOp) -> None:
         where = _segment(node, self.source)
         if type(exponent) is not int or not 0 <= exponent <= MAX_EXPONENT:
-            raise _Problem(
+            raise ExprProblem(
                 f"{where!r}: the exponent of an int base must be an int in [0, {MAX_EXPONENT}], "
                 f"got {exponent!r} (write a float base such as 2.0 for float powers)"
             )
         # |base| ** e has at least (bits - 1) * e + 1 bits: refuse before computing a huge number.
         if (abs(base).bit_length() - 1) * exponent >= MAX_INT_BITS:
-            raise _Problem(f"{where!r}: integer result has more than {MAX_INT_BITS} bits")
+            raise ExprProblem(f"{where!r}: integer result has more than {MAX_INT_BITS} bits")
 
 
 def evaluate(expr: str | int | float, names: Mapping[str, Number], *, where: str) -> Number:
@@ -335,7 +322,7 @@ def evaluate(expr: str | int | float, names: Mapping[str, Number], *, where: str
     try:
         tree = _parse(expr)
         return _Evaluator(expr.lstrip(" \t"), names).value(tree.body)
-    except _Problem as e:
+    except ExprProblem as e:
         raise ExprError(where, expr, str(e)) from None
 
 
@@ -367,7 +354,7 @@ def names_used(expr: str | int | float, *, where: str = "expression") -> set[str
         return set()
     try:
         tree = _parse(expr)
-    except _Problem as e:
+    except ExprProblem as e:
         raise ExprError(where, expr, str(e)) from None
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     return {

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from runner.errors import LaunchLimitError
+
 __all__ = [
     "MAX_BLOCK",
     "MAX_GRID",
@@ -42,10 +44,6 @@ SHARED_BYTES_PER_BLOCK = {
     "12.0": 99 * 1024,
 }
 ANY_GPU_SHARED_BYTES = max(SHARED_BYTES_PER_BLOCK.values())
-
-
-class LaunchLimitError(ValueError):
-    """A launch past what the GPU (or any GPU) allows; the message names the field."""
 
 
 def _capability(arch: str) -> str | None:

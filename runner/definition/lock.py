@@ -21,16 +21,13 @@ import orjson
 
 from protocol.input_files import MAX_MANIFEST_BYTES, InputFileError, read_bounded
 from runner.definition.manifest import CaseSpec, ManifestError, Suite
+from runner.errors import LockError
 
 HEADER = (
     "# Content hashes of every published (case, version) of the suite; append-only.\n"
     "# Written by `python -m runner lock <manifest>`; checked by `runner check` and the tests.\n"
     "# A case whose content changed needs a new version: never edit a recorded line.\n"
 )
-
-
-class LockError(ValueError):
-    """The manifest and its lock disagree; the message says which case and what to do."""
 
 
 def lock_path(suite: Suite) -> Path:

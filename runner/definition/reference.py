@@ -15,12 +15,9 @@ import threading
 import time
 
 from runner.definition.spec import CaseSpec, Geometry, ManifestError, Suite, inside_suite
+from runner.errors import ReferenceTimeout
 
 __all__ = ["ReferenceTimeout", "call_reference", "load_reference", "time_limit"]
-
-
-class ReferenceTimeout(ManifestError):
-    """The reference did not return (or its module did not import) within the case's limit."""
 
 
 @contextlib.contextmanager

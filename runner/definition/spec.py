@@ -11,6 +11,7 @@ import numpy as np
 
 from runner.definition import expr, launch_limits
 from runner.definition.inputs import DTYPES, Distribution, full_range
+from runner.errors import ManifestError
 
 PARAM_KINDS = ("i32", "u32", "i64", "u64", "f32", "f64")
 # The input sets the correctness gate checks: the buffers' declared init at both poisons, then
@@ -25,10 +26,6 @@ DEFAULT_SETTINGS = {
     "timeout_s": 60.0,
     "seed": 0,
 }
-
-
-class ManifestError(ValueError):
-    """The manifest is malformed; the message names the file, case, field and expectation."""
 
 
 @dataclass(frozen=True)

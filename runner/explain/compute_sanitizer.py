@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import re
 
+from runner.errors import SanitizerOutputError
+
 __all__ = ["TOOLS", "SanitizerOutputError", "command", "parse"]
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
-DEFAULT_TOOLS = ("memcheck", "racecheck", "synccheck")
+# initcheck too: scratch read before it is written passes wherever it happens to hold zeros
+DEFAULT_TOOLS = TOOLS
 PRINT_LIMIT = 20  # error blocks printed per run; the summary still counts every one
 FIRST_LINES = 6  # lines kept of each block
 KEPT_BLOCKS = 5  # blocks kept per run
@@ -41,10 +44,6 @@ _AT_OFFSET = re.compile(r"\bat\s+" + _NAME + r"(?:\([^)]*\))?\+0x")  # at scale_
 _IN_NAME = re.compile(r"\bin\s+" + _NAME + r"(?:\(|$|\s)")  # at 0x70 in scale_f64(double*)
 _NOT_KERNELS = frozenset({"block", "thread", "warp"})  # "by thread (0,0,0) in block (1,0,0)"
 _NOT_A_FINDING = ("COMPUTE-SANITIZER", "ERROR SUMMARY", "RACECHECK SUMMARY", "LEAK SUMMARY")
-
-
-class SanitizerOutputError(ValueError):
-    """compute-sanitizer's report has no summary line; the message quotes what it said."""
 
 
 def command(path: str, tool: str, driver: list[str], log_file: str) -> list[str]:

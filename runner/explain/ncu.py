@@ -19,6 +19,8 @@ import csv
 import io
 import re
 
+from runner.errors import NcuOutputError
+
 COUNTERS = (
     "dram__bytes_read.sum",
     "dram__bytes_write.sum",
@@ -53,10 +55,6 @@ STALL_METRIC = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
 TOP_STALLS = 3
 REQUIRED_COLUMNS = ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value")
 _GROUPED = re.compile(r"^-?\d{1,3}(,\d{3})+(\.\d+)?$")
-
-
-class NcuOutputError(ValueError):
-    """ncu's output has no metric table for the kernel; the message quotes what it said."""
 
 
 def metrics() -> list[str]:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 
+from runner.errors import UnknownArch
+
 # (compute capability) -> SM limits. Units: registers, threads, blocks, bytes.
 ARCH_LIMITS: dict[str, dict[str, int]] = {
     "7.0": {"regs": 65536, "threads": 2048, "blocks": 32, "shared": 96 * 1024, "reserved": 0},
@@ -47,10 +49,6 @@ DEVICE_KEYS = {
     "max_shared_bytes_per_sm": "shared",
     "reserved_shared_bytes_per_block": "reserved",
 }
-
-
-class UnknownArch(ValueError):
-    """No SM limits are known for this target."""
 
 
 def capability(arch: str) -> str:

@@ -16,6 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.errors import AssemblyError
 from runner.explain import tools
 
 TIMEOUT_S = 300.0
@@ -27,10 +28,6 @@ _USED = re.compile(r"Used (\d+) registers")
 _BARRIERS = re.compile(r"used (\d+) barriers")
 _SMEM = re.compile(r"(\d+) bytes smem")
 _CMEM = re.compile(r"(\d+) bytes cmem\[(\d+)\]")
-
-
-class AssemblyError(RuntimeError):
-    """ptxas refused the PTX; the message is its output."""
 
 
 @dataclass(frozen=True)

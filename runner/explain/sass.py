@@ -19,6 +19,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.errors import DisassemblyError
 from runner.explain import tools
 
 TIMEOUT_S = 120.0
@@ -35,10 +36,6 @@ _LABEL = re.compile(r"^\s*([.$A-Za-z_][.$A-Za-z0-9_]*):\s*$")
 _HEX_TARGET = re.compile(r"^\s*(?:U?P\d+,\s*)?(?:!?U?PT?\d*,\s*)?(0x[0-9a-fA-F]+)\s*$")
 _LABEL_TARGET = re.compile(r"`\(([^)]+)\)")
 BRANCHES = ("BRA", "BRX", "JMP", "JMX", "CALL", "RET", "EXIT", "BREAK", "CONT", "BPT")
-
-
-class DisassemblyError(RuntimeError):
-    """The disassembler failed, or its listing has no such function."""
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 
 from runner import cuda_programs
+from runner.errors import ToolMissing
 
 VERSION_TIMEOUT_S = 30.0
 INSTALL_HINT = {
@@ -30,10 +31,6 @@ INSTALL_HINT = {
 }
 # Where a CUDA toolkit keeps its programs when its bin/ is not on PATH (compute-sanitizer).
 TOOLKIT_BINS = ("/usr/local/cuda/bin", "/opt/cuda/bin")
-
-
-class ToolMissing(RuntimeError):
-    """An NVIDIA tool is not installed here; the message says how to get it."""
 
 
 def _pathfinder(name: str) -> str | None:

@@ -15,6 +15,7 @@ import ctypes
 import time
 from dataclasses import dataclass
 
+from runner.errors import STICKY_ERRORS, CudaError, NoGpuError
 from runner.gpu import driver_start
 
 __all__ = [
@@ -33,50 +34,10 @@ __all__ = [
     "cu",
 ]
 
-# Errors after which the context is unusable: the process that owns it must be replaced.
-STICKY_ERRORS = frozenset(
-    {
-        "CUDA_ERROR_ILLEGAL_ADDRESS",
-        "CUDA_ERROR_ILLEGAL_INSTRUCTION",
-        "CUDA_ERROR_MISALIGNED_ADDRESS",
-        "CUDA_ERROR_INVALID_ADDRESS_SPACE",
-        "CUDA_ERROR_INVALID_PC",
-        "CUDA_ERROR_LAUNCH_FAILED",
-        "CUDA_ERROR_HARDWARE_STACK_ERROR",
-        "CUDA_ERROR_ASSERT",
-        "CUDA_ERROR_LAUNCH_TIMEOUT",
-        "CUDA_ERROR_ECC_UNCORRECTABLE",
-        "CUDA_ERROR_CONTAINED",
-        "CUDA_ERROR_TRAP",
-    }
-)
-
 # Each command adds what to do instead (runner bench: harness run; runner run: ssh or the service).
 NO_GPU_HINT = "this needs a machine with an NVIDIA GPU and driver"
 
 _cu = None
-
-
-class NoGpuError(RuntimeError):
-    """No usable NVIDIA driver or device on this machine."""
-
-
-class CudaError(RuntimeError):
-    """A driver call failed. `name` is the CUresult name, e.g. CUDA_ERROR_ILLEGAL_ADDRESS."""
-
-    def __init__(self, call: str, name: str, text: str, detail: str = ""):
-        self.call = call
-        self.name = name
-        self.text = text
-        self.detail = detail
-        message = f"{call}: {name}: {text}"
-        if detail:
-            message += f"\n{detail}"
-        super().__init__(message)
-
-    @property
-    def sticky(self) -> bool:
-        return self.name in STICKY_ERRORS
 
 
 def cu():

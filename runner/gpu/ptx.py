@@ -15,6 +15,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from runner.errors import PtxError, SignatureError
+
 __all__ = [
     "KIND_BYTES",
     "Entry",
@@ -61,14 +63,6 @@ _GLOBAL_VAR = re.compile(
     rf"(?:\.(?:align\s+\d+|v[248])\s+)*\.(\w+)\s+({_IDENT})((?:\s*\[\s*\d*\s*\])*)",
     re.MULTILINE,
 )
-
-
-class PtxError(ValueError):
-    """PTX text that this module cannot read (malformed header or parameter)."""
-
-
-class SignatureError(ValueError):
-    """A PTX entry whose parameters do not match what the manifest declares."""
 
 
 @dataclass(frozen=True)

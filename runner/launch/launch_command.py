@@ -29,15 +29,12 @@ import sys
 from dataclasses import dataclass, field
 
 from protocol.terminal_text import visible
+from runner.errors import FileRefused, LaunchArgumentError, Refused
 from runner.launch.launch_plan import encode_float
 
 # ---- the C++ runner's values and answers --------------------------------------------------------
 
 TYPES = ("i32", "u32", "i64", "u64", "f32", "f64")  # runner.launch.run_request.DTYPES' keys
-
-
-class LaunchArgumentError(ValueError):
-    pass
 
 
 def parse_dims(text: str, option: str) -> list[int]:
@@ -144,10 +141,6 @@ USAGE = (
 DEFAULT_TIMEOUT_S = 60.0
 OPTIONS = ("--kernel", "--param", "--grid", "--block", "--output-param", "--output-count",
            "--timeout-s", "--no-service")  # fmt: skip
-
-
-class Refused(Exception):
-    """The command line cannot be run; `str()` is the line the C++ runner prints."""
 
 
 @dataclass
@@ -374,10 +367,6 @@ def _launched_here(request: dict, out, status) -> int | None:
     return status(response)
 
 
-class _FileRefused(Exception):
-    """A request file or PTX file that cannot make a request; `str()` names the file."""
-
-
 def file_request(ptx_file: str, request_file: str) -> dict:
     """The run request of the request-file form: the request file's fields over FILE_DEFAULTS,
     with the PTX file's text (its trailing NUL bytes, as warpforthc writes them, removed)."""
@@ -388,21 +377,21 @@ def file_request(ptx_file: str, request_file: str) -> dict:
     try:
         ptx = _read_file(ptx_file, "the PTX", MAX_REQUEST_BYTES).rstrip(b"\0").decode("utf-8")
     except UnicodeDecodeError:
-        raise _FileRefused(f"{ptx_file}: not UTF-8 text (PTX is text)") from None
+        raise FileRefused(f"{ptx_file}: not UTF-8 text (PTX is text)") from None
     if not ptx.strip():
-        raise _FileRefused(f"{ptx_file}: empty (expected PTX text)")
+        raise FileRefused(f"{ptx_file}: empty (expected PTX text)")
     raw = _read_file(request_file, "the request", MAX_REQUEST_BYTES)
     try:
         request = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise _FileRefused(f"{request_file}: not a JSON run request ({exc})") from None
+        raise FileRefused(f"{request_file}: not a JSON run request ({exc})") from None
     if not isinstance(request, dict):
-        raise _FileRefused(
+        raise FileRefused(
             f"{request_file}: expected a JSON object (a run request), got {type(request).__name__}"
         )
     for key in ("ptx", "ptx_base64"):
         if key in request:
-            raise _FileRefused(
+            raise FileRefused(
                 f"{request_file}: {key}: the PTX comes from {ptx_file}; leave `ptx` and "
                 "`ptx_base64` out of the request file"
             )
@@ -414,9 +403,9 @@ def _read_file(path: str, what: str, limit: int) -> bytes:
         with open(path, "rb") as file:
             data = file.read(limit + 1)
     except OSError as exc:
-        raise _FileRefused(f"{path}: cannot read {what}: {exc.strerror}") from None
+        raise FileRefused(f"{path}: cannot read {what}: {exc.strerror}") from None
     if len(data) > limit:
-        raise _FileRefused(f"{path}: {what} is larger than {limit} bytes")
+        raise FileRefused(f"{path}: {what} is larger than {limit} bytes")
     return data
 
 
@@ -449,7 +438,7 @@ def _run_files(ptx_file: str, request_file: str, result_file: str, *, service: b
 
     try:
         request = file_request(ptx_file, request_file)
-    except _FileRefused as exc:
+    except FileRefused as exc:
         answer = fresh_context.error_document("input", str(exc))
     else:
         answer = _through_service(request) if service else None

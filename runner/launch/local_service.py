@@ -29,15 +29,12 @@ import sys
 from pathlib import Path
 
 from protocol.run_limits import MAX_TIMEOUT_S
+from runner.errors import Unavailable
 
 IDLE_TIMEOUT_S = 600.0
 START_TIMEOUT_S = 120.0  # interpreter, imports, the CUDA context of the service's worker
 ANSWER_GRACE_S = 60.0  # past the request's own timeout_s: the service's deadline plus a margin
 MAX_ANSWER_BYTES = 1 << 31
-
-
-class Unavailable(Exception):
-    """No service could be reached or started; the caller launches in its own process."""
 
 
 def folder() -> Path:

@@ -21,6 +21,7 @@ import numpy as np
 
 from protocol import RUN_PROTOCOL_VERSION, check_version, decode, validate
 from protocol.run_limits import MAX_ARRAY_BYTES, MAX_DEPTH, MAX_TIMEOUT_S, nested_deeper_than
+from runner.errors import RequestError
 from runner.gpu import generator
 from runner.launch.launch_plan import (
     NON_FINITE,
@@ -52,15 +53,6 @@ __all__ = [
 # ---- values, exact both ways --------------------------------------------------------------------
 
 DTYPES = {kind: np.dtype(t) for kind, t in generator.DTYPES.items()}
-
-
-class RequestError(ValueError):
-    """A request that cannot be run as given; `phase` is where it was found ("input")."""
-
-    def __init__(self, phase: str, message: str):
-        super().__init__(message)
-        self.phase = phase
-        self.message = message
 
 
 def decode_values(

@@ -14,20 +14,20 @@ import pytest
 from tests.conftest import ROOT
 
 # harness's parts, and the parts each may import. A part is a subpackage, or a module at the
-# root. escaping and bad_input are leaves every part may use; they import no part.
+# root. escaping and errors are leaves every part may use; they import no part.
 HARNESS_MAY_IMPORT = {
     "escaping": set(),
-    "bad_input": {"escaping"},
+    "errors": {"escaping"},
     "history": {"escaping"},
     "analysis": {"escaping", "history"},
     "reporting": {"escaping", "history", "analysis"},
-    "running": {"escaping", "bad_input", "history"},
+    "running": {"escaping", "errors", "history"},
     "explain": {"escaping", "history", "reporting"},
     "dashboard": {"escaping", "history", "analysis", "reporting", "explain"},
     "client": set(),
     "commands": {
         "escaping",
-        "bad_input",
+        "errors",
         "history",
         "analysis",
         "reporting",
@@ -38,6 +38,8 @@ HARNESS_MAY_IMPORT = {
     "cli": {"commands"},
     "__main__": {"cli"},
 }
+for _part in HARNESS_MAY_IMPORT.keys() - {"escaping", "errors"}:
+    HARNESS_MAY_IMPORT[_part].add("errors")
 
 # runner's parts that must stay below others: the suite definition runs with no GPU (and no
 # measurement or orchestration); the GPU access knows the definition's inputs and nothing above.
@@ -54,6 +56,7 @@ RUNNER_MUST_NOT_IMPORT = {
 # document is the one assembly of result documents, under both front ends (execution: the suite;
 # bench: the Python API), which stay apart; launch, the command lines and __main__ sit on top.
 RUNNER_LAYERS = [
+    {"errors"},
     {"cuda_bindings", "cuda_programs"},
     {"explain"},
     {"definition"},

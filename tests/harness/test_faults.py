@@ -430,7 +430,8 @@ def compiler_checkout(tmp_path: Path) -> Path:
     "ref", ["HEAD;touch PWNED", "$(touch PWNED)", "`touch PWNED`", "--orphan=x", "a b", "x..y", ""]
 )
 def test_a_ref_that_is_not_a_ref_name_is_refused_before_any_shell(tmp_path, ref):
-    from harness.running.revision_build import RevisionBuildError, build_revisions
+    from harness.errors import RevisionBuildError
+    from harness.running.revision_build import build_revisions
 
     repo = compiler_checkout(tmp_path)
     work = tmp_path / "work"

@@ -11,7 +11,8 @@ import orjson
 import pytest
 
 from protocol import RESULT_SCHEMA_VERSION, load_result
-from protocol.validation import DocumentError, validate
+from protocol.errors import DocumentError
+from protocol.validation import validate
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 STATIC_UNAVAILABLE = {"status": "unavailable", "reason": "cuobjdump not found"}

@@ -9,7 +9,8 @@ import types
 import pytest
 
 from protocol import input_files
-from protocol.input_files import InputFileError, read_bounded
+from protocol.errors import InputFileError
+from protocol.input_files import read_bounded
 
 
 def test_a_file_within_its_limit_is_read_whole(tmp_path):

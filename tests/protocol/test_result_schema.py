@@ -16,8 +16,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from protocol import RESULT_SCHEMA_VERSION, SCHEMA_DIR, DocumentError, check_version, decode
+from protocol.errors import VersionError
 from protocol.validation import errors, validate
-from protocol.version import VersionError
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "result-1.0.0-h200-axpy.json"
 # sha256 of the frozen fixture: a failure here means it was edited; add a new fixture instead

@@ -18,6 +18,7 @@ import orjson
 import pytest
 
 from protocol import decode
+from protocol.errors import DocumentError
 from protocol.strict_integers import (
     STRICT_INTEGER,
     STRICT_MEMBERS,
@@ -25,7 +26,6 @@ from protocol.strict_integers import (
     strict_integers,
 )
 from protocol.validation import (
-    DocumentError,
     errors,
     is_valid,
     jsonschema_validator,

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from protocol import decode
-from protocol.validation import DocumentError, errors, is_valid, validate
+from protocol.errors import DocumentError
+from protocol.validation import errors, is_valid, validate
 from runner.launch.oneshot import error_document
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -294,7 +294,8 @@ def test_runner_check_names_a_failing_reference_and_bounds_its_time(tmp_path, fu
 
 
 def test_a_reference_module_that_hangs_at_import_is_bounded(tmp_path):
-    from runner.definition.reference import ReferenceTimeout, load_reference
+    from runner.definition.reference import load_reference
+    from runner.errors import ReferenceTimeout
     from tests.runner.definition.test_manifest import write_suite
 
     cases = write_suite(tmp_path)
@@ -485,7 +486,8 @@ def test_the_reference_time_limit_keeps_an_enclosing_timer():
     import signal
     import time
 
-    from runner.definition.reference import ReferenceTimeout, time_limit
+    from runner.definition.reference import time_limit
+    from runner.errors import ReferenceTimeout
 
     fired: list[float] = []
     previous = signal.signal(signal.SIGALRM, lambda *_: fired.append(time.monotonic()))

@@ -32,6 +32,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import BinaryIO, Protocol
 
+from harness.errors import ConnectError as ConnectError
+from harness.errors import ConnectionLost as ConnectionLost
+from harness.errors import JobTimeout as JobTimeout
+from harness.errors import TransportError as TransportError
 from harness.running.transport import guard
 
 StderrSink = Callable[[bytes], None]
@@ -46,26 +50,6 @@ class Completed:
 
     returncode: int
     stdout: bytes
-
-
-class TransportError(RuntimeError):
-    """The target could not be reached, or the job was cut short. `stdout` holds what did arrive."""
-
-    def __init__(self, message: str, stdout: bytes = b""):
-        super().__init__(message)
-        self.stdout = stdout
-
-
-class ConnectError(TransportError):
-    """No session could be opened (unreachable host, refused key, unknown or changed host key)."""
-
-
-class ConnectionLost(TransportError):
-    """The connection dropped while a job was running."""
-
-
-class JobTimeout(TransportError):
-    """The job ran past its whole-job limit and was stopped."""
 
 
 class Transport(Protocol):

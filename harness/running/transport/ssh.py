@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import urlsplit
 
+from harness.errors import SshTargetError
 from harness.running.transport.base import (
     Completed,
     ConnectError,
@@ -38,10 +39,6 @@ SERVER_ALIVE_INTERVAL_S = 15
 SERVER_ALIVE_COUNT = 4  # a silent server is declared gone after interval x count
 STDERR_TAIL_BYTES = 4096
 CLOSE_TIMEOUT_S = 10.0
-
-
-class SshTargetError(ValueError):
-    """A --target that is not ssh://[user@]host[:port]."""
 
 
 @dataclass(frozen=True)

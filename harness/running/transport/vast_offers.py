@@ -14,15 +14,11 @@ from __future__ import annotations
 
 import math
 
-from harness.running.transport.base import TransportError
+from harness.errors import VastError
 
 __all__ = ["VastError", "choose_offer", "normalise_gpu_name", "offer_price", "offer_query"]
 
 VENDOR = "nvidia"  # the first word of CUDA's device names, never of Vast's model names
-
-
-class VastError(TransportError):
-    """Renting, reaching or destroying a Vast.ai machine failed; the message says what to do."""
 
 
 def _vast_name(name: str) -> str:

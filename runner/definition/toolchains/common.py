@@ -7,16 +7,9 @@ import os
 from pathlib import Path
 
 from runner import cuda_programs
+from runner.errors import BuildError, ToolchainMissing
 
 __all__ = ["BuildError", "ToolchainMissing", "cuda_roots"]
-
-
-class BuildError(RuntimeError):
-    """The source could not be turned into PTX; the message carries the compiler's output."""
-
-
-class ToolchainMissing(BuildError):
-    """The toolchain's program is not installed here (the implementation is skipped, with this reason)."""
 
 
 def cuda_roots() -> list[Path]:

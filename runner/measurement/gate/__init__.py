@@ -10,20 +10,6 @@ that a case (or one launch) failed in a phase.
 
 from __future__ import annotations
 
+from runner.errors import PhaseError
+
 __all__ = ["PhaseError"]
-
-
-class PhaseError(RuntimeError):
-    """A case (or one launch) failed in `phase` (inputs, check, load, timing, ...): the
-    document's error record, with the CUDA error's name where there is one, or a finished
-    error `document` to answer with."""
-
-    def __init__(
-        self,
-        phase: str,
-        message: str,
-        cuda_error: str | None = None,
-        document: dict | None = None,
-    ):
-        super().__init__(message)
-        self.phase, self.cuda_error, self.document = phase, cuda_error, document

@@ -12,15 +12,12 @@ import contextlib
 import math
 from dataclasses import dataclass, field
 
+from runner.errors import TimingError
 from runner.gpu import driver, l2_persistence
 from runner.gpu.driver import Graph
 from runner.measurement.timing import own_launches
 from runner.measurement.timing.base import CopyTurns, copy_turn
 from runner.measurement.timing.cupti import span_s, union_s
-
-
-class TimingError(RuntimeError):
-    """A measurement could not be taken as specified (e.g. the blocking kernel timed out)."""
 
 
 @dataclass

@@ -18,6 +18,8 @@ import contextlib
 import threading
 from typing import ClassVar
 
+from runner.errors import OwnLaunchError
+
 __all__ = [
     "OwnLaunchError",
     "forget",
@@ -29,10 +31,6 @@ __all__ = [
 ]
 
 LAUNCH_APIS = ("cuLaunchKernel", "cuLaunchKernel_ptsz")
-
-
-class OwnLaunchError(RuntimeError):
-    """CUPTI did not report one of the runner's own launches: its records cannot be told apart."""
 
 
 class _State:

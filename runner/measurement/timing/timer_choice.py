@@ -12,6 +12,8 @@ tracing costs every launch something. The figures: docs/method/timers.md.
 
 from __future__ import annotations
 
+from runner.errors import TimerUnavailable
+
 __all__ = ["TimerUnavailable", "choose_timer", "cold_events_warning"]
 
 # How each front end spells the explicit choice of events (for messages)
@@ -23,10 +25,6 @@ COLD_EVENTS_COST = (
     "CUDA events add their own overhead to one short cold launch (3 times CUPTI's figure for a "
     "1 us kernel: docs/method/timers.md), which compresses cold gaps toward 1"
 )
-
-
-class TimerUnavailable(RuntimeError):
-    """The timer asked for cannot be used here: CUPTI for cold mode's "auto", or "cupti"."""
 
 
 def choose_timer(timer: str, mode: str, cupti_reason: str | None) -> tuple[str, str]:

@@ -21,7 +21,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harness.commands.run import Terminated, local_commit, signals_interrupt
+from harness.commands.run import local_commit, signals_interrupt
+from harness.errors import Terminated
 from harness.running import shipping
 from harness.running.session import result_name
 from tests.conftest import ROOT, gpu_unavailable_reason

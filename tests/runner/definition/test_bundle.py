@@ -11,7 +11,8 @@ import pytest
 
 from runner import cuda_programs
 from runner.definition import manifest
-from runner.definition.bundle import Bundle, BundleError, write_bundle
+from runner.definition.bundle import Bundle, write_bundle
+from runner.errors import BundleError
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.skipif(cuda_programs.find("nvcc") is None, reason="nvcc is not installed")

@@ -7,13 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from runner.definition.expr import (
-    MAX_EXPR_CHARS,
-    ExprError,
-    evaluate,
-    evaluate_int,
-    names_used,
-)
+from runner.definition.expr import MAX_EXPR_CHARS, evaluate, evaluate_int, names_used
+from runner.errors import ExprError
 
 WHERE = "benchmarks/cases.toml: case axpy_f64: buffers[0].length"
 DIMS = {"n": 1000, "k": 3, "m": 0, "alpha": 2.5}

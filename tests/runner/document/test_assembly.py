@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from protocol.validation import DocumentError, validate
+from protocol.errors import DocumentError
+from protocol.validation import validate
 from runner import document as document_gaps
 from runner import document as document_rates
 from runner import document as document_run

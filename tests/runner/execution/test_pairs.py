@@ -24,8 +24,9 @@ from protocol.version import RESULT_SCHEMA_VERSION
 from runner import document as document_gaps
 from runner import document as document_run
 from runner.definition import manifest, spec
-from runner.definition.bundle import Bundle, BundleError
+from runner.definition.bundle import Bundle
 from runner.definition.revisions import parse_bundle_options
+from runner.errors import BundleError
 from runner.execution import result
 from runner.execution.case import CaseRun
 from runner.execution.result import case_skeleton
@@ -313,7 +314,8 @@ BUILD = "mkdir -p {out} && cp {src}/version.txt {out}/bundle.json && echo {label
 
 
 def test_build_revisions_builds_each_ref_in_its_own_worktree(tmp_path):
-    from harness.running.revision_build import RevisionBuildError, build_revisions, fill
+    from harness.errors import RevisionBuildError
+    from harness.running.revision_build import build_revisions, fill
 
     repo = compiler_repo(tmp_path)
     work = tmp_path / "work"

@@ -18,8 +18,8 @@ import pytest
 
 from protocol.validation import validate
 from runner.definition import manifest
-from runner.definition.spec import ManifestError
 from runner.document import curve
+from runner.errors import ManifestError
 from runner.execution import selection
 from runner.execution import suite as case_job
 from runner.execution import suite as suite_module

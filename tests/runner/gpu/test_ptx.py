@@ -8,14 +8,8 @@ from pathlib import Path
 import pytest
 
 from runner import cuda_programs
-from runner.gpu.ptx import (
-    KIND_BYTES,
-    PtxError,
-    SignatureError,
-    check_signature,
-    describe,
-    parse,
-)
+from runner.errors import PtxError, SignatureError
+from runner.gpu.ptx import KIND_BYTES, check_signature, describe, parse
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "ptx"
 LEGACY = FIXTURES / "legacy_v60_sm70.ptx"

@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 
 from protocol.run_limits import MAX_TIMEOUT_S
+from runner.errors import RequestError
 from runner.gpu import driver
 from runner.launch import launch_command, run_request
 from runner.launch import launch_command as cli_compat
 from runner.launch import launch_plan as host_arrays
 from runner.launch import launch_plan as quick_request
-from runner.launch.run_request import RequestError
 from tests.conftest import ROOT
 from tests.runner.launch.test_local_service import PTX, launch
 

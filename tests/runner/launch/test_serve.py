@@ -14,7 +14,8 @@ import numpy as np
 import orjson
 import pytest
 
-from harness.client import KernelClient, KernelError, ServiceLost, _array, _param
+from harness.client import KernelClient, _array, _param
+from harness.errors import KernelError, ServiceLost
 from harness.running.transport.ssh import SshTarget, SshTransport
 from protocol.validation import validate
 from runner.launch import launch_command as launch

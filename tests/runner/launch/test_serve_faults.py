@@ -14,7 +14,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harness.client import GRACE_S, KernelClient, ServiceLost, _answer_limit_s
+from harness.client import GRACE_S, KernelClient, _answer_limit_s
+from harness.errors import ServiceLost
 from harness.running.transport.ssh import SshTarget, SshTransport
 from protocol.run_limits import MAX_TIMEOUT_S, nested_deeper_than
 from protocol.validation import validate

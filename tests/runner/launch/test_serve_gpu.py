@@ -13,7 +13,8 @@ import numpy as np
 import orjson
 import pytest
 
-from harness.client import KernelClient, KernelError
+from harness.client import KernelClient
+from harness.errors import KernelError
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.gpu

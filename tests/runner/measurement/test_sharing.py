@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.running.trust import Canon, TrustError, check
+from harness.errors import TrustError
+from harness.running.trust import Canon, check
 from protocol.validation import validate
 from runner.measurement import sharing
 from tests.support.harness_docs import small_run

@@ -14,16 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import ConnectError, ConnectionLost, JobTimeout, SshTargetError
 from harness.running import shipping
 from harness.running.transport import base
-from harness.running.transport.base import (
-    GUARD_SOURCE,
-    ConnectError,
-    ConnectionLost,
-    JobTimeout,
-)
+from harness.running.transport.base import GUARD_SOURCE
 from harness.running.transport.guard import GUARD_DEADLINE_EXIT
-from harness.running.transport.ssh import SshTarget, SshTargetError, SshTransport
+from harness.running.transport.ssh import SshTarget, SshTransport
 from tests.conftest import ROOT
 from tests.support.sshd import running_sshd, running_with, wait_gone
 

@@ -7,7 +7,8 @@ from typing import ClassVar
 
 import pytest
 
-from harness.running.transport.base import Completed, ConnectError
+from harness.errors import ConnectError
+from harness.running.transport.base import Completed
 from harness.running.transport.vast import (
     LABEL,
     VastError,
