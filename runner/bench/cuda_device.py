@@ -14,10 +14,12 @@ Per implementation, once before timing:
 - blocking probe (uncaptured callables only): one call queued behind a blocking kernel with a
   short timeout; a call that waits for the stream (synchronizes) cannot be timed behind the
   blocking kernel, so its events include host latency, and the row says so.
-cold: reset, flush, then one call (or, when the case leaves copies out and the call makes some,
-one launch of the captured graph with its memcpy nodes disabled) between events behind the
-blocking kernel; a callable that cannot be captured in such a case is timed with its copies, and
-its row gets no ratio (report.py).
+cold: reset, flush, then one launch of the captured 1-call graph (device-paced: no host dispatch
+between its kernels; its memcpy nodes disabled where the case leaves copies out), or the call
+itself where it cannot be captured, between events behind the blocking kernel; an uncapturable
+callable in a case that leaves copies out is timed with them, and its row gets no ratio
+(report.py). With the cupti timer each row records its cold samples' kernel count and summed
+inter-kernel gap (integrity.cold_sample).
 hot: a graph of up to `graph_calls` calls replayed between events, or a Python loop of calls
 where the callable cannot be captured (host launch overhead included, recorded). Each instance
 of a graph runs at an offset of its own, so a full hot graph (and a cold call's graph) is
@@ -235,10 +237,10 @@ class CallableBackend(CudaBase):
         return self._graphs[key]
 
     def _cold_graph(self, name: str) -> bool:
-        """Whether cold launches of `name` replay its 1-call graph: only to leave copies out
-        (the case does and the call makes some); otherwise the call itself, whose launches
-        need no graph instance (see the module docstring)."""
-        return not self.count_copies and self._copies.get(name, 0) > 0
+        """Whether cold launches of `name` replay its 1-call graph: whenever it was captured, so
+        a cold sample is device-paced (an eager multi-kernel call's span held the host's
+        dispatch between its kernels: issue 50 item 9), and its copies can be left out."""
+        return name in self._copies and name not in self._capture_error
 
     def _prepare(self, name: str) -> dict:
         try:

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import statistics
 import time
 from typing import Protocol
 
@@ -171,6 +172,17 @@ RECHECK_OFF = {
     "from the checked call (a cache keyed by the inputs' addresses) is not ruled out",
 }
 
+
+def cold_sample(shapes: list[tuple[int, float]]) -> dict:
+    """What a row's cold samples held, by the cupti timer's records: the median kernel count and
+    the median summed gap between them (issue 50 item 9: a span that includes host dispatch)."""
+    return {
+        "kernels": int(statistics.median(k for k, _ in shapes)),
+        "gap_s": float(statistics.median(g for _, g in shapes)),
+        "samples": len(shapes),
+    }
+
+
 HOT_EVENTS = (
     "not made for hot samples timed by events: they wait behind the blocking kernel, which a CUDA "
     "graph launch cannot do while CUPTI traces, and taken without it the host's latency enters "
@@ -202,6 +214,7 @@ class WatchedBackend:
     def __init__(self, device, impls: dict, case, options, verify: list[str]):
         self.watch = self.busy = self.recheck = None
         self._recheck_off = options.recheck is False
+        self._shapes: dict[str, list[tuple[int, float]]] = {}  # cold: (kernels, gap_s) a sample
         self._resetting = "(L2 flush)"
         self.device, self.cold = device, options.mode == "cold"
         why = watch_reason(device, options)
@@ -327,6 +340,8 @@ class WatchedBackend:
     def _busy(self, name: str, inside: list) -> float:
         """The cupti timer's seconds of a window's records (their span)."""
         seconds = self.busy.seconds(inside)
+        if self.cold:
+            self._shapes.setdefault(name, []).append(self.busy.shape(inside))
         # nothing of the sample ran on the timing stream: flagged (the row gets no ratio and the
         # case fails), else a row the timer cannot time
         if seconds <= 0 and not self.watch.classifier.flagged(name):
@@ -433,6 +448,8 @@ class WatchedBackend:
                 entry["recheck"] = self.recheck.summary(name)
             elif self._recheck_off:
                 entry["recheck"] = RECHECK_OFF
+            if self._shapes.get(name):
+                entry["cold_sample"] = cold_sample(self._shapes[name])
             entry["refused"] = self.inner.findings(name)
             if name in self.replay_problems:
                 entry["refused"].append(self.replay_problems[name])
@@ -498,6 +515,8 @@ def judge(doc: dict, info: dict, peaks: dict, case) -> list[str]:
         block = {"flags": flags}
         if window:
             block["window"] = window
+        if info.get(name, {}).get("cold_sample"):
+            block["cold_sample"] = info[name]["cold_sample"]
         if info.get(name, {}).get("recheck"):
             block["recheck"] = info[name]["recheck"]
             if block["recheck"]["mode"] == "off" and entry["verification"]["verified"]:

@@ -11,6 +11,7 @@ import platform
 from dataclasses import dataclass, field
 
 from runner.bench import integrity
+from runner.bench import workload as workload_module
 from runner.bench.implementation import callable_identity
 from runner.bench.options import SCHEDULE
 from runner.bench.workload import Case
@@ -138,6 +139,7 @@ def _skeleton(runner, impls: dict, phases: dict) -> dict:
             "schedule": SCHEDULE,
             "count_copies": case.count_copies,
             "verify_only": runner.options.verify_only,
+            "input_seed": workload_module.INPUT_SEED,  # KERNELGAP_INPUT_SEED replays the inputs
         },
         "phases_s": dict(phases),
         "implementations": {},

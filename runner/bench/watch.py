@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from runner.measurement.timing.cupti import SPAN, is_copy, span_s, unavailable_reason
+from runner.measurement.timing.cupti import SPAN, is_copy, span_s, unavailable_reason, union_s
 
 __all__ = [
     "SPAN",
@@ -362,9 +362,18 @@ class KernelSpanTimer:
             + " records a sample launched)"
         )
 
-    def seconds(self, records) -> float:
-        return span_s(
+    def _timed(self, records) -> list[tuple[int, int]]:
+        return [
             (start, end)
             for start, end, name, _stream in records
             if self.include_copies or not is_copy(name)
-        )
+        ]
+
+    def seconds(self, records) -> float:
+        return span_s(self._timed(records))
+
+    def shape(self, records) -> tuple[int, float]:
+        """(records the span covers, seconds of the span no record covers): a cold sample's
+        kernel count and summed inter-kernel gap, host dispatch between eager launches."""
+        timed = self._timed(records)
+        return len(timed), max(span_s(timed) - union_s(timed), 0.0)

@@ -1,14 +1,15 @@
 """Workloads and their cases: what is computed, on which data, checked how.
 
 A workload declares rows (a label and the problem's parameters) and dtype cases, generates the
-inputs of one case (seeded per workload and case, so every implementation and every run sees
-the same data), names its reference and its verification, and gives FLOPs and bytes for the
+inputs of one case (seeded per workload, case and process run: every implementation sees the
+same data, and KERNELGAP_INPUT_SEED replays a run's), names its reference and its verification, and gives FLOPs and bytes for the
 roofline. `cases(workload)` expands rows x dtypes into `Case` objects whose data is created on
 first access and released after use, so collecting tests needs no GPU.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import zlib
 from collections.abc import Callable
@@ -125,6 +126,23 @@ def is_out_of_memory(exc: BaseException) -> bool:
     return type(exc).__name__ == "OutOfMemoryError" or "out of memory" in str(exc).lower()
 
 
+def _input_seed() -> int:
+    """This process's input seed: KERNELGAP_INPUT_SEED (a run's settings.input_seed, to replay its
+    inputs) or 32 random bits, so no run's inputs are known before it starts (issue 50 class 2)."""
+    given = os.environ.get("KERNELGAP_INPUT_SEED", "").strip()
+    if not given:
+        return int.from_bytes(os.urandom(4), "little")
+    try:
+        return int(given) & 0xFFFFFFFF
+    except ValueError:
+        raise DeclarationError(
+            f"KERNELGAP_INPUT_SEED must be an integer (a document's settings.input_seed), got {given!r}"
+        ) from None
+
+
+INPUT_SEED = _input_seed()
+
+
 class Case:
     """One row and dtype of a workload. Data (`inputs`, `expected`) is made on first access."""
 
@@ -137,7 +155,9 @@ class Case:
         self.params = {"row": row.label, **row.params, "dtype": dtype}
         self.arguments = workload.arguments(dict(row.params), dtype)
         self.verification = workload.verification_for(dict(row.params), dtype)
-        self.seed = (zlib.crc32(f"{workload.name}/{self.id}".encode()) ^ workload.seed) & 0xFFFFFFFF
+        self.seed = (
+            zlib.crc32(f"{workload.name}/{self.id}".encode()) ^ workload.seed ^ INPUT_SEED
+        ) & 0xFFFFFFFF
         self._inputs: tuple | None = None
         self._expected = None
 

@@ -13,7 +13,7 @@ import time
 
 from runner.definition import manifest, spec, sweep
 from runner.definition.reference import load_reference
-from runner.gpu import driver, ptx
+from runner.gpu import driver, generator, ptx
 from runner.gpu.module_state import ModuleState
 from runner.measurement import aa_control
 from runner.measurement.gate import PhaseError, output_dependence
@@ -70,7 +70,10 @@ class CaseRun:
     def __init__(self, job: dict, emit):
         self.job, self.emit = job, emit
         self.suite = manifest.load(job["manifest"])
-        self.case = sweep.at_point(self.suite.case(job["case"]), job.get("point"))
+        # this run's inputs: every buffer's seed mixed with the run's (issue 50 class 2)
+        self.case = generator.reseeded(
+            sweep.at_point(self.suite.case(job["case"]), job.get("point")), job.get("input_seed")
+        )
         self.settings = TimingSettings(**job["timing"])
         # revisions of a candidate (runner.definition.revisions: X@base, X@head) stand in X's place
         self.variant_of = job.get("variants", {})

@@ -39,7 +39,7 @@ from runner.execution.result import (
 from runner.execution.sweep_run import Built, settings_for_point
 from runner.explain import profiling
 from runner.explain.static import record_static
-from runner.gpu import driver, ptx
+from runner.gpu import driver, generator, ptx
 from runner.measurement import aa_control, environment, sharing
 from runner.measurement.timing import cupti, timer_choice
 
@@ -79,6 +79,8 @@ class BenchOptions:
         None  # "all" or "0,1": cases dealt over those GPUs (runner.execution.sharding)
     )
     previous: Path | None = None  # an earlier result document: its case times order the dealing
+    # mixed into every buffer's seed (generator.reseeded); None: drawn for the run
+    input_seed: int | None = None
 
 
 FIRST_SAMPLES = aa_control.CONTROL_LOADS * aa_control.MIN_PER_LOAD
@@ -309,6 +311,7 @@ def _worker_job(
         "ptx": built,
         "timing": settings,
         "skip_check": options.skip_check,
+        "input_seed": options.input_seed,
         "device": options.device,
         "device_uuid": (environment_device or {}).get("uuid"),
         "variants": {
@@ -495,6 +498,8 @@ def _load_inputs(manifest_path: str | Path, options: BenchOptions):
         except ValueError as exc:
             raise manifest.ManifestError(str(exc)) from None
         options = dataclasses.replace(options, device=first)  # the probe's is the run's first
+    if options.input_seed is None:  # drawn per run, recorded so the run can be replayed
+        options = dataclasses.replace(options, input_seed=generator.draw_input_seed())
     try:
         expected_s = sharding.load_previous(options.previous)
     except (OSError, ValueError) as exc:
@@ -552,6 +557,7 @@ def _options_block(cases, options: BenchOptions, arch: str, devices: dict) -> di
         "timer": options.timer,
         "precision": options.precision,
         "min_samples": options.min_samples,
+        "input_seed": options.input_seed,
         **({"gpus": list(devices)} if options.gpus else {}),
     }
 

@@ -24,6 +24,8 @@ elements were generated or where generation started.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import zlib
 
 import numpy as np
@@ -44,10 +46,12 @@ __all__ = [
     "DTYPE_CODES",
     "KIND_CODES",
     "Distribution",
+    "draw_input_seed",
     "full_range",
     "generate",
     "is_float",
     "launch_args",
+    "reseeded",
     "stream_id",
 ]
 
@@ -107,6 +111,25 @@ def launch_args(
         ("u64", span),
         ("i32", KIND_CODES[dist.kind]),
     ]
+
+
+def draw_input_seed() -> int:
+    """A run's input seed: 63 random bits (a JSON integer every reader takes), drawn per run so
+    no timed launch sees inputs an earlier run or the suite's files determine (issue 50 class 2)."""
+    return int.from_bytes(os.urandom(8), "little") >> 1
+
+
+def reseeded(case, input_seed: int | None):
+    """`case` (a runner.definition.spec.CaseSpec) with each buffer's seed mixed with the run's
+    `input_seed`, so the gate, the timed-size check and every hot input set draw this run's
+    inputs; the same input_seed replays them. None: the suite's seeds as declared."""
+    if input_seed is None:
+        return case
+    buffers = tuple(
+        dataclasses.replace(b, seed=_mix64_int(b.seed ^ _mix64_int(int(input_seed) & MASK64)))
+        for b in case.buffers
+    )
+    return dataclasses.replace(case, buffers=buffers)
 
 
 def _mix64_int(z: int) -> int:

@@ -6,6 +6,7 @@ and an honest control; the device's twins run in the *_gpu.py files beside this 
 from __future__ import annotations
 
 import shutil
+import zlib
 
 import numpy as np
 import pytest
@@ -156,3 +157,68 @@ def test_recheck_off_is_said_in_every_row_and_its_text(make_session):
             block["mode"] == "off" and not block["verified"] and "not ruled out" in block["reason"]
         )
         assert entry["verification"]["text"].endswith("recheck off: checked once, on these inputs")
+
+
+# -- item 9: what a cold callable sample held ----------------------------------------------------------
+
+
+def test_a_cold_samples_kernel_count_and_summed_gap_come_from_its_records():
+    """Two kernels 40 us apart (host dispatch between eager launches) and a copy left out: two
+    kernels, 40 us of gap; a graph replay's back-to-back kernels leave none."""
+    from runner.bench import integrity, watch
+
+    timer = watch.KernelSpanTimer(include_copies=False)
+    eager = [(0, 10_000, "k1", 7), (50_000, 60_000, "k2", 7), (60_000, 70_000, "memcpy DtoD", 7)]
+    graph = [(0, 10_000, "k1", 7), (10_500, 20_500, "k2", 7)]
+    assert timer.shape(eager) == (2, pytest.approx(40e-6))
+    assert timer.shape(graph) == (2, pytest.approx(0.5e-6))
+    block = integrity.cold_sample([timer.shape(eager), timer.shape(graph), timer.shape(graph)])
+    assert block == {"kernels": 2, "gap_s": pytest.approx(0.5e-6), "samples": 3}
+
+
+# -- class 2: inputs drawn per run ------------------------------------------------------------------
+
+
+def test_every_buffer_seed_is_mixed_with_the_runs_and_the_same_seed_replays_it():
+    from runner.gpu import generator
+    from runner.measurement.gate.correctness import host_inputs
+
+    suite = manifest.load(ROOT / "benchmarks" / "cases.toml")
+    case = suite.case("axpy_f64")
+    geometry = case.geometry(case.check_dims)
+    first, second = generator.draw_input_seed(), generator.draw_input_seed()
+    assert first != second and 0 <= first < 2**63
+    runs = [generator.reseeded(case, s) for s in (first, second, first)]
+    declared = host_inputs(case, geometry)
+    drawn = [host_inputs(r, geometry) for r in runs]
+    for name, x in declared.items():
+        assert not np.array_equal(drawn[0][name], x)  # not what the suite's files determine
+        assert not np.array_equal(drawn[0][name], drawn[1][name])  # nor what another run saw
+        assert np.array_equal(drawn[0][name], drawn[2][name])  # the recorded seed replays it
+    assert generator.reseeded(case, None) is case
+    assert [b.name for b in runs[0].buffers] == [b.name for b in case.buffers]
+
+
+def test_the_run_seed_is_drawn_once_and_recorded_in_the_options_and_each_workers_job():
+    from runner.execution import suite as suite_run
+
+    path = ROOT / "benchmarks" / "cases.toml"
+    _, _, _, _, drawn, _ = suite_run._load_inputs(path, suite_run.BenchOptions())
+    _, _, _, _, given, _ = suite_run._load_inputs(path, suite_run.BenchOptions(input_seed=7))
+    assert isinstance(drawn.input_seed, int) and given.input_seed == 7
+    block = suite_run._options_block([], given, "sm_90", {0: {}})
+    assert block["input_seed"] == 7
+    suite = manifest.load(path)
+    job = suite_run._worker_job(suite, suite.cases[0], {}, {}, given, None, {"implementations": {}})
+    assert job["input_seed"] == 7
+
+
+def test_a_python_case_seed_mixes_the_process_input_seed_recorded_in_its_settings(make_session):
+    from runner.bench import workload
+
+    make_session()
+    case = bench.cases(test_bench_api.Scale())[0]
+    c = bench.Runner(test_bench_api.double, case).compare()
+    assert c.document_case["settings"]["input_seed"] == workload.INPUT_SEED
+    fixed = zlib.crc32(f"{case.workload.name}/{case.id}".encode()) ^ case.workload.seed
+    assert case.seed == (fixed ^ workload.INPUT_SEED) & 0xFFFFFFFF
