@@ -9,7 +9,8 @@ import click
 
 from protocol.input_files import os_error_line
 from protocol.terminal_text import visible
-from runner.cli_suite import _die, bench, output_path
+from runner.cli_suite import bench, output_path
+from runner.errors import BAD_INPUT, BadInput
 
 
 def _print_version(ctx, param, value) -> None:
@@ -24,12 +25,20 @@ def _print_version(ctx, param, value) -> None:
     ctx.exit()
 
 
+def _die(message: str) -> None:
+    click.echo(f"error: {visible(message, lines=True)}", err=True)
+    sys.exit(2)
+
+
 class Commands(click.Group):
-    """Every command's last word on a file it could not read or write: one line, exit 2."""
+    """Every command's last word on bad input (runner.errors.BAD_INPUT) or a file it could not
+    read or write: one line, exit 2. The one place the runner's commands map bad input."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
+        except BAD_INPUT as exc:
+            _die(str(exc))
         except OSError as exc:
             line = os_error_line(exc)
             if line is None:
@@ -77,7 +86,7 @@ def profile_case(job):
 
     launched, problem = profile_launch.run_job(job)
     if problem is not None:
-        _die(problem)
+        raise BadInput(problem)
     click.echo(encode(launched).decode(), err=True)
 
 
@@ -197,11 +206,8 @@ def info(device, no_bandwidth):
     from runner.gpu import driver
     from runner.measurement import environment
 
-    try:
-        with driver.Context(device) as ctx:
-            env = environment.capture(ctx, measure_bandwidth=not no_bandwidth)
-    except driver.NoGpuError as exc:
-        _die(str(exc))
+    with driver.Context(device) as ctx:
+        env = environment.capture(ctx, measure_bandwidth=not no_bandwidth)
     sys.stdout.buffer.write(encode(env, pretty=True))
 
 
@@ -286,33 +292,27 @@ def check(
     """
     from runner import cuda_programs
     from runner.definition import lock, manifest
-    from runner.definition.bundle import Bundle, BundleError
+    from runner.definition.bundle import Bundle
     from runner.execution.checking import check_suite
 
     if manifest_only:
-        try:
-            suite = manifest.load(cases)
-        except manifest.ManifestError as exc:
-            _die(str(exc))
+        suite = manifest.load(cases)
         click.echo(f"{cases}: {len(suite.cases)} cases, manifest valid", err=True)
         sys.exit(0)
     if out is not None and not sanitize:
-        _die("-o/--out writes the sanitize document: it needs --sanitize")
+        raise BadInput("-o/--out writes the sanitize document: it needs --sanitize")
     sanitizer_path, tool_names = None, ()
     if sanitize:
         sanitizer_path, tool_names = _sanitize_setup(sanitize_tools, device)
 
     if require_ptxas and cuda_programs.find("ptxas") is None:
-        _die(
+        raise BadInput(
             "ptxas is not on PATH (--require-ptxas): install the CUDA toolkit, or "
             "`pip install 'kernelgap[nvcc]'` (NVIDIA's nvcc and ptxas wheels)"
         )
-    try:
-        suite = manifest.load(cases)
-        problems = lock.verify(suite) if lock.lock_path(suite).exists() else []
-        built = Bundle.load(bundle) if bundle is not None else None
-    except (manifest.ManifestError, lock.LockError, BundleError) as exc:
-        _die(str(exc))
+    suite = manifest.load(cases)
+    problems = lock.verify(suite) if lock.lock_path(suite).exists() else []
+    built = Bundle.load(bundle) if bundle is not None else None
     for problem in problems:
         click.echo(f"FAIL  {visible(problem, lines=True)}", err=True)
     sanitizer = None
@@ -340,7 +340,7 @@ def _sanitize_setup(tool_text: str, device: int) -> tuple[str, tuple[str, ...]]:
         with driver.Context(device):
             pass
     except (ValueError, tools.ToolMissing, driver.NoGpuError) as exc:
-        _die(f"runner check --sanitize: {exc}")
+        raise BadInput(f"runner check --sanitize: {exc}") from exc
     return path, tool_names
 
 
@@ -396,10 +396,7 @@ def build(cases, out, arch, static, quiet):
     from runner.definition import manifest
     from runner.definition.bundle import write_bundle
 
-    try:
-        suite = manifest.load(cases)
-    except manifest.ManifestError as exc:
-        _die(str(exc))
+    suite = manifest.load(cases)
 
     def say(text: str) -> None:
         if not quiet or text.startswith("FAIL"):
@@ -425,11 +422,8 @@ def lock_command(cases):
     """
     from runner.definition import lock, manifest
 
-    try:
-        suite = manifest.load(cases)
-        added = lock.record(suite)
-    except (manifest.ManifestError, lock.LockError) as exc:
-        _die(str(exc))
+    suite = manifest.load(cases)
+    added = lock.record(suite)
     for case_id, version in added:
         click.echo(
             visible(f"recorded {case_id} version {version} in {lock.lock_path(suite)}"), err=True

@@ -1,4 +1,5 @@
-"""`python -m runner bench`: its options and the document it writes (see runner.cli for the rest).
+"""`python -m runner bench`: its options and the document it writes (see runner.cli for the rest;
+bad input raises runner.errors.BadInput, which runner.cli maps to exit 2).
 
 Named for what it runs, a suite, apart from the Python API runner.bench (runner/bench/)."""
 
@@ -12,12 +13,7 @@ import click
 
 from protocol.input_files import output_problem
 from protocol.progress import Live
-from protocol.terminal_text import visible
-
-
-def _die(message: str, status: int = 2) -> None:
-    click.echo(f"error: {visible(message, lines=True)}", err=True)
-    sys.exit(status)
+from runner.errors import BadInput
 
 
 def output_path(folder: bool):
@@ -31,7 +27,7 @@ def output_path(folder: bool):
             else output_problem(value, folder=folder)
         )
         if problem is not None:
-            _die(f"{param.opts[-1]} {problem}")
+            raise BadInput(f"{param.opts[-1]} {problem}")
         return value
 
     return check
@@ -191,13 +187,6 @@ class Percent(click.ParamType):
     "implementations always share one GPU); every case records the GPU it ran on.",
 )
 @click.option(
-    "--input-seed",
-    type=click.IntRange(0, 2**63 - 1),
-    default=None,
-    help="Replay a run's inputs: the seed its document records (options.input_seed). By default "
-    "every run draws its own, so no timed launch sees inputs an earlier run determined.",
-)
-@click.option(
     "--previous",
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     help="An earlier result document of the suite: with --gpus, cases are dealt longest first "
@@ -219,12 +208,9 @@ def bench(cases, case_ids, point_ids, **settings):
     """
     from protocol.codec import encode
     from protocol.validation import DocumentError
-    from runner.definition import manifest
-    from runner.definition.bundle import BundleError
     from runner.document import write_atomic
     from runner.execution.suite import BenchOptions, run_suite
     from runner.gpu import driver
-    from runner.measurement.timing.timer_choice import TimerUnavailable
 
     def emit(doc) -> None:
         data = encode(doc, pretty=True)
@@ -235,18 +221,15 @@ def bench(cases, case_ids, point_ids, **settings):
             except OSError as exc:  # a full disk: the measured document goes to stdout instead
                 sys.stdout.buffer.write(data)
                 sys.stdout.flush()
-                _die(
+                raise BadInput(
                     f"{options.output}: could not write the result document ({exc.strerror or exc}); "
                     "it was written to stdout instead"
-                )
+                ) from exc
         sys.stdout.buffer.write(data)
 
     from runner.definition.revisions import parse_bundle_options
 
-    try:
-        bundle, revisions = parse_bundle_options(settings.pop("bundles"))
-    except BundleError as exc:
-        _die(str(exc))
+    bundle, revisions = parse_bundle_options(settings.pop("bundles"))
     options = BenchOptions(
         case_ids=tuple(case_ids),
         point_ids=tuple(point_ids),
@@ -257,17 +240,15 @@ def bench(cases, case_ids, point_ids, **settings):
     try:
         with Live("runner bench", quiet=options.quiet):  # a status line on a terminal
             doc, status = run_suite(cases, options)
-    except (manifest.ManifestError, BundleError, TimerUnavailable) as exc:
-        _die(str(exc))
     except driver.NoGpuError as exc:
         suite = shlex.quote(str(cases))
-        _die(
+        raise BadInput(
             f"{exc}; from this machine, run the suite on a GPU box with `python -m harness run "
             f"{suite} --target ssh://user@gpu-host`, and validate and compile it here with "
             f"`python -m runner check {suite}`"
-        )
+        ) from exc
     except DocumentError as exc:
         emit(exc.document)
-        _die(f"internal error, the document was written anyway: {exc}")
+        raise BadInput(f"internal error, the document was written anyway: {exc}") from exc
     emit(doc)
     sys.exit(status)

@@ -9,6 +9,7 @@ __all__ = [
     "BAD_INPUT",
     "STICKY_ERRORS",
     "AssemblyError",
+    "BadInput",
     "BuildError",
     "BundleError",
     "CheckFailed",
@@ -283,5 +284,9 @@ class Unavailable(Exception):
     """No service could be reached or started; the caller launches in its own process."""
 
 
-# what `python -m runner` ends on with exit 2 and one line `error: <message>`
-BAD_INPUT = (ManifestError, LockError, BundleError, TimerUnavailable)
+class BadInput(Exception):
+    """Bad input or environment found by a command: exit 2 and `error: <message>`."""
+
+
+# what `python -m runner` ends on with exit 2 and one line `error: <message>` (runner.cli.Commands)
+BAD_INPUT = (BadInput, ManifestError, LockError, BundleError, TimerUnavailable, NoGpuError)
