@@ -25,7 +25,10 @@ from protocol.errors import VersionError
 # 1.10.0: sweeps: a swept case's point, axes, points and curve; summary.points
 # 1.11.0: summary.geomean_gap's covers and across_cards (the headline's interval across cards of
 # the GPU model beside this run's)
-RESULT_SCHEMA_VERSION = "1.11.0"
+# 1.12.0: options.input_seed and (python) settings.input_seed, the run's inputs drawn per run;
+# (python) integrity.cold_sample (a cold sample's kernel count and summed inter-kernel gap),
+# integrity.comparison (where the comparison ran), integrity.recheck never left out (issue 50)
+RESULT_SCHEMA_VERSION = "1.12.0"
 RUN_PROTOCOL_VERSION = "1.1.0"  # 1.1.0: `id`, data_base64 arrays, base64 outputs
 
 

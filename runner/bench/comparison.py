@@ -23,7 +23,7 @@ from runner.bench.options import SCHEDULE, TimingOptions
 from runner.bench.recheck import RecheckFailed
 from runner.bench.report import Comparison, ReportRow
 from runner.bench.reset_probe import ResetRefused
-from runner.bench.verification import DeclarationError, reject_controls
+from runner.bench.verification import DeclarationError, comparison_changed, reject_controls
 from runner.bench.workload import Case, ReferenceUnavailable
 from runner.errors import CheckFailed, InputsModified
 from runner.measurement import aa_control, timing
@@ -189,6 +189,12 @@ class Runner:
                     "hide aliasing): pass a private copy in Implementation(args=...) and restore it "
                     "in reset=..."
                 )
+        changed = comparison_changed()
+        if changed:  # the call patched what judges it (issue 50 class 8c)
+            raise DeclarationError(
+                f"case {case.id}: implementation {name!r} changed the comparison that checks it: "
+                f"{', '.join(changed)} are not the functions runner.bench imported"
+            )
         status = self._status(name, impl, outputs, expected, op_status)
         if status.check["status"] == "passed" and not _is_reference(impl, case):
             _check_aliases(case, name, outputs, private)  # the reference may return a view

@@ -22,7 +22,7 @@ from typing import Protocol
 
 from runner.bench import watch
 from runner.bench.recheck import Recheck
-from runner.bench.verification import DeclarationError
+from runner.bench.verification import COMPARISON_GUARD, DeclarationError, comparison_changed
 from runner.bench.workload import ReferenceUnavailable
 from runner.document import impossible, rate_bound
 from runner.errors import IntegrityFailed, NoKernelTimed
@@ -334,6 +334,11 @@ class WatchedBackend:
             if self.busy is not None and inside is not None:  # None: deferred (cold_batch)
                 seconds = self._busy(name, inside)
         if self.recheck is not None:
+            if changed := comparison_changed():  # a timed call patched what judges it
+                raise DeclarationError(
+                    f"implementation {name!r} changed the comparison that rechecks it: "
+                    f"{', '.join(changed)} are not the functions runner.bench imported"
+                )
             self._untimed(name, lambda: self.recheck.verify(name, self.inner.last_outputs(name)))
         return seconds
 
@@ -512,7 +517,7 @@ def judge(doc: dict, info: dict, peaks: dict, case) -> list[str]:
             flags.append(
                 "physically impossible timing (the work was not all done, or not all timed): " + why
             )
-        block = {"flags": flags}
+        block = {"flags": flags, "comparison": COMPARISON_GUARD}
         if window:
             block["window"] = window
         if info.get(name, {}).get("cold_sample"):

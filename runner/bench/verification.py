@@ -29,6 +29,7 @@ __all__ = [
     "Unestablished",
     "Verification",
     "check",
+    "comparison_changed",
     "reject_controls",
     "tolerance_for",
     "zeroed_input",
@@ -402,3 +403,61 @@ def check(op, *inputs, reference, verification: Verification | None = None):
             f"({described}):\n  " + "\n  ".join(outcome.problems)
         )
     return outputs
+
+
+# -- the comparison, guarded ----------------------------------------------------------------------
+# The comparison runs in the callables' process, so a callable could patch it (issue 50 class 8c).
+# What it runs is recorded once, when this module is imported, and checked before every
+# comparison: the same function objects with the same code, numpy's functions the same objects.
+
+
+def _guarded() -> dict[str, tuple[object, str, object, object]]:
+    """{label: (owner, attribute, the object there now, its code object or None)}."""
+    import numpy as np
+
+    from runner.measurement.gate import elements
+
+    owners = {
+        "runner.bench.verification": (
+            globals(),
+            ("_compare_outputs", "_outputs_agree", "_output_tolerance"),
+        ),
+        "runner.measurement.gate.arrays": (
+            arrays,
+            ("compare", "agrees", "to_numpy", "as_outputs", "same_bytes"),
+        ),
+        "runner.measurement.gate.elements": (
+            elements,
+            ("compare", "comparison", "_abs_diff", "_class_differs"),
+        ),
+        "numpy": (
+            np,
+            ("abs", "isnan", "isfinite", "array_equal", "count_nonzero", "where", "maximum"),
+        ),
+    }
+    for cls in (Verification, Exact, Partial):
+        owners[f"runner.bench.verification.{cls.__name__}"] = (cls, ("check", "passes"))
+    found = {}
+    for where, (owner, names) in owners.items():
+        for name in names:
+            obj = owner[name] if isinstance(owner, dict) else getattr(owner, name)
+            found[f"{where}.{name}"] = (owner, name, obj, getattr(obj, "__code__", None))
+    return found
+
+
+_GUARDED = _guarded()
+COMPARISON_GUARD = (
+    f"in process; its code ({len(_GUARDED)} functions of runner.bench.verification, "
+    "runner.measurement.gate.arrays and .elements, and the numpy functions they call) "
+    "checked unchanged before every comparison"
+)
+
+
+def comparison_changed() -> list[str]:
+    """The guarded functions that are no longer what was imported (replaced, or their code)."""
+    changed = []
+    for label, (owner, name, obj, code) in _GUARDED.items():
+        now = owner.get(name) if isinstance(owner, dict) else getattr(owner, name, None)
+        if now is not obj or (code is not None and getattr(now, "__code__", None) is not code):
+            changed.append(label)
+    return changed

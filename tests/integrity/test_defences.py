@@ -222,3 +222,35 @@ def test_a_python_case_seed_mixes_the_process_input_seed_recorded_in_its_setting
     assert c.document_case["settings"]["input_seed"] == workload.INPUT_SEED
     fixed = zlib.crc32(f"{case.workload.name}/{case.id}".encode()) ^ case.workload.seed
     assert case.seed == (fixed ^ workload.INPUT_SEED) & 0xFFFFFFFF
+
+
+@pytest.mark.parametrize(
+    ("owner", "name"),
+    [("arrays", "compare"), ("elements", "compare"), ("numpy", "isnan"), ("code", None)],
+)
+def test_a_callable_that_patches_the_comparison_is_refused(make_session, monkeypatch, owner, name):
+    """8c, the cheat: a call that makes the comparison pass whatever it returns (a module's
+    function replaced, numpy's, or the code inside one) before it is compared."""
+    from runner.measurement.gate import arrays
+
+    make_session()
+    case = bench.cases(test_bench_api.Scale())[0]
+    target = {"arrays": arrays, "elements": elements, "numpy": np}.get(owner)
+
+    def patching(x):
+        if owner == "code":
+            monkeypatch.setattr(elements.compare, "__code__", (lambda *a: None).__code__)
+        else:
+            monkeypatch.setattr(target, name, lambda *a, **k: None)
+        return x * 0
+
+    with pytest.raises(bench.DeclarationError, match="changed the comparison that checks it"):
+        bench.Runner(test_bench_api.double, case).compare({"patching": patching})
+
+
+def test_the_document_says_where_the_comparison_ran(make_session):
+    make_session()
+    case = bench.cases(test_bench_api.Scale())[0]
+    c = bench.Runner(test_bench_api.double, case).compare()
+    text = c.document_case["implementations"]["double"]["integrity"]["comparison"]
+    assert text.startswith("in process;") and "checked unchanged before every comparison" in text
