@@ -226,6 +226,7 @@ window.KernelgapCharts = function (D, page) {
       yaxis2: axis({ anchor: "x2", title: { text: esc(c.unit), font: { size: 12 } } }),
       shapes, annotations, font: { family: "system-ui, sans-serif", size: 12, color: "#1b1f24" },
     };
+    if (window.KernelgapMarks) KernelgapMarks.room(traces, layout);  // step labels under the points
     return { traces, layout };
   }
 

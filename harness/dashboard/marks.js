@@ -64,5 +64,24 @@ window.KernelgapMarks = (function () {
     return count;
   }
 
-  return { chart, levels };
+  // Room for the step labels: a panel with labels gets its y range widened downwards so that
+  // their rows (at the panel's foot) lie under every point, not over the lowest series.
+  function room(traces, layout) {
+    for (const [ya, key] of [["y", "yaxis"], ["y2", "yaxis2"]]) {
+      const rows = layout.annotations.filter((a) => a.meta && a.meta.mark && a.yref === ya + " domain");
+      if (!rows.length || !layout[key]) continue;
+      let lo = ya === "y" ? 1 : Infinity, hi = ya === "y" ? 1 : -Infinity;  // the gap's parity is drawn
+      for (const t of traces) {
+        if ((t.yaxis || "y") !== ya) continue;
+        for (const v of t.y) if (typeof v === "number" && isFinite(v)) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
+      }
+      if (!isFinite(lo)) continue;
+      const pad = 0.06 * (hi - lo || Math.abs(hi) * 0.01 || 1);
+      const top = hi + pad, bottom = lo - pad;
+      const band = 0.04 + LEVEL_Y * (Math.max(...rows.map((a) => a.meta.level)) + 1);  // the labels' rows
+      layout[key] = { ...layout[key], range: [(bottom - band * top) / (1 - band), top] };
+    }
+  }
+
+  return { chart, levels, room };
 })();

@@ -32,6 +32,7 @@ window.KernelgapSketch = (function () {
     if (!isFinite(y0)) [y0, y1] = [0, 1];
     const pad = (y1 - y0) * 0.06 || Math.abs(y1) * 0.01 || 1;
     [y0, y1] = [y0 - pad, y1 + pad];
+    if (layout.yaxis && layout.yaxis.range) [y0, y1] = layout.yaxis.range;  // room kept (marks.js)
     const X = (v) => m.l + pw * (num(v) - x0) / (x1 - x0), Y = (v) => m.t + ph * (y1 - v) / (y1 - y0);
     const svg = node("svg", { width: w, height: h, role: "img", "aria-label": box.getAttribute("aria-label") || "history chart", "font-family": "system-ui, sans-serif", "font-size": 11,
                               class: "sketch" });

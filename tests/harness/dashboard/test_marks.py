@@ -105,3 +105,50 @@ def test_the_page_shows_the_alerts_on_top_and_the_marks_on_the_charts(site, tmp_
     assert all(text.startswith("▲ hot") for text in items)  # each alert names its mode
     assert alerts_top < 1000  # in the first window, beside the lead chart
     assert dashed == 1  # the step, in the gap panel (the one shown)
+
+
+# Each step label's box and every point of the lowest series of its chart's panel, in px.
+LABELS_AND_LOWEST_JS = """((id) => {
+  const gd = document.getElementById(id);
+  gd.scrollIntoView();
+  const box = gd.getBoundingClientRect(), fl = gd._fullLayout;
+  const labels = [...gd.querySelectorAll('.annotation')]
+    .filter(a => /^[▲▼]/.test(a.textContent))
+    .map(a => { const r = a.querySelector('.annotation-text-g').getBoundingClientRect();
+                return [r.left, r.top, r.right, r.bottom]; });
+  const lines = gd._fullData.filter(t => t.meta && !t.meta.band && !t.meta.unstable && t.y.length);
+  const median = (ys) => { const s = [...ys].sort((a, b) => a - b); return s[s.length >> 1]; };
+  const lowest = lines.reduce((a, b) => (median(b.y) < median(a.y) ? b : a));
+  const xa = fl[lowest.xaxis.replace('x', 'xaxis')], ya = fl[lowest.yaxis.replace('y', 'yaxis')];
+  const points = lowest.x.map((x, k) => [box.left + xa._offset + xa.d2p(x),
+                                          box.top + ya._offset + ya.d2p(lowest.y[k])]);
+  return { labels, points, name: lowest.name };
+})"""
+
+
+@pytest.mark.skipif(
+    chromium_path() is None, reason="chromium is not installed (apt-get install chromium)"
+)
+def test_no_step_label_covers_a_point_of_the_lowest_series(site, tmp_path):
+    """Step labels were drawn at the foot of a panel, over the lowest series' points (issue 51
+    item 8): each chart with a label leaves room under its points for them."""
+    out, _ = site
+    with Browser(width=1400, height=1600) as browser:
+        browser.open((out / "index.html").as_uri())
+        draw_every_chart(browser)
+        panels = {"gap": browser.evaluate(LABELS_AND_LOWEST_JS + "('chart-case-axpy')")}
+        browser.evaluate("document.querySelector('#case-axpy button[data-panel=times]').click()")
+        browser.evaluate("kernelgapIdle()")
+        panels["times"] = browser.evaluate(LABELS_AND_LOWEST_JS + "('chart-case-axpy')")
+        browser.screenshot(tmp_path / "labels.png")
+    assert panels["times"]["name"].startswith("cuda")  # the baseline: the lowest times
+    r = 3  # a marker's radius and a pixel
+    for panel, found in panels.items():
+        assert found["labels"] and found["points"], (panel, found)
+        covered = [
+            (p, box)
+            for p in found["points"]
+            for box in found["labels"]
+            if box[0] - r <= p[0] <= box[2] + r and box[1] - r <= p[1] <= box[3] + r
+        ]
+        assert not covered, (panel, found["name"], covered[:3])
