@@ -73,7 +73,7 @@ def test_a_request_past_the_size_limit_is_refused_before_parsing(monkeypatch):
 
 def test_a_million_values_are_checked_without_the_schema_walking_each_one(monkeypatch):
     """The schema sees the structure; numpy and one pass over the types see the values (the
-    cost is measured by tools/perf/request_parse.py, not asserted here)."""
+    cost is not asserted here)."""
     seen: list[int] = []
     real = run_request.validate
 

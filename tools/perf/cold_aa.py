@@ -82,6 +82,9 @@ def torch_lines() -> None:
 
 
 def main() -> None:
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(__doc__)
+        return
     ptx = fidelity.device_ptx()
     ptx_line(ptx, "runner's loads, fresh")
     ptx_line(ptx, "runner's loads, after hot", hot_first=True)

@@ -193,6 +193,9 @@ def loads(ptx: str, how: str) -> None:
 
 def main() -> int:
     part = sys.argv[1] if len(sys.argv) > 1 else ""
+    if part in ("-h", "--help"):
+        print(__doc__)
+        return 0
     if part not in ("positions", "spread", "rounds", "loads"):
         print(__doc__, file=sys.stderr)
         return 2

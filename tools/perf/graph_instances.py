@@ -67,13 +67,13 @@ def spread(torch, stream, graphs) -> tuple[float, float, float, float, float]:
 def main() -> int:
     import argparse
 
-    import torch
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--sizes", default=",".join(map(str, SIZES)), help="log2 n, comma-separated"
     )
     sizes = [int(k) for k in parser.parse_args().sizes.split(",")]
+    import torch
+
     torch.cuda.init()
     stream = torch.cuda.Stream()
     for k in sizes:

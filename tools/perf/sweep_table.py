@@ -51,7 +51,10 @@ def report(path: Path) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] in ("-h", "--help"):
+    if argv and argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0
+    if not argv:
         print(__doc__, file=sys.stderr)
         return 2
     for name in argv:

@@ -160,6 +160,9 @@ def report(paths: list[Path]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    if args[:1] in (["-h"], ["--help"]):
+        print(__doc__)
+        return 0
     if len(args) != 2:
         print("usage: python tools/perf/two_boxes.py A.json B.json", file=sys.stderr)
         return 2
