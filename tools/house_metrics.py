@@ -4,6 +4,14 @@ lines carrying measured figures, import circles), harness/'s tree, the import ar
 parts that run back up, and functions over 80 lines.
 
     python tools/house_metrics.py [ROOT]        # ROOT: a checkout (default: this one)
+    python tools/house_metrics.py --trace [SUITE [CASE]]    # on a GPU box: one case's path
+
+--trace runs `python -m runner bench SUITE --case CASE -o <tmp>` (default: tests/gpu_suite's
+first case) with a profile hook in the runner and in its case worker (a sitecustomize on
+PYTHONPATH), and prints the project files whose functions one case's run calls (imports are not
+counted), from the command line to the written document, and the calls back into a file already
+left (distinct caller -> file pairs).
+It needs a GPU: without one the run stops at the driver (exit 2) and no figure is printed.
 
 Run it on two checkouts (e.g. `git worktree add /tmp/main main`) to compare before and after.
 A part of harness/ is a subpackage, or a module at its root; an arrow runs back up when the
@@ -15,8 +23,12 @@ from __future__ import annotations
 import ast
 import builtins
 import io
+import json
+import os
 import re
+import subprocess
 import sys
+import tempfile
 import tokenize
 from pathlib import Path
 
@@ -270,7 +282,93 @@ def tree(root: Path) -> list[str]:
     return lines
 
 
+# the profile hook --trace puts in every Python process of the run (as sitecustomize.py):
+# project files entered, in order, and calls into a file entered before and not on the stack
+TRACER = """
+import json, os, sys, threading
+_OUT, _ROOT = os.environ["KERNELGAP_TRACE_OUT"], os.environ["KERNELGAP_TRACE_ROOT"]
+_HOUSE = tuple(os.path.join(_ROOT, p) + os.sep for p in ("runner", "harness", "protocol"))
+_seen, _backs, _local = {}, {}, threading.local()
+
+def _dump():
+    with open(os.path.join(_OUT, f"{os.getpid()}.json"), "w") as f:
+        json.dump({"files": list(_seen), "backs": [list(k) for k in _backs]}, f)
+
+def _hook(frame, event, arg):
+    name = frame.f_code.co_filename
+    if event not in ("call", "return") or not name.startswith(_HOUSE):
+        return
+    if frame.f_code.co_name == "<module>":  # an import runs the file; a call is what counts
+        return
+    stack = _local.__dict__.setdefault("stack", [])
+    if event == "return":
+        if stack:
+            stack.pop()
+        return
+    top = stack[-1] if stack else None
+    back = name != top and name in _seen and name not in stack and (top, name) not in _backs
+    if (back or name not in _seen) and not _importing(frame):
+        _backs.update({(top, name): True} if back else {})
+        _seen[name] = True
+        _dump()
+    stack.append(name)
+
+def _importing(frame):  # a class body or decorator an import runs
+    frame = frame.f_back
+    while frame is not None:
+        if frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") != "__main__":
+            return True
+        frame = frame.f_back
+    return False
+
+threading.setprofile(_hook)
+sys.setprofile(_hook)
+"""
+
+
+def trace(root: Path, suite: Path, case: str | None) -> int:
+    """Run one case of SUITE under the profile hook; print the files entered and calls back."""
+    if case is None:
+        case = re.search(r'^id = "([^"]+)"', suite.read_text(), re.M).group(1)
+    with tempfile.TemporaryDirectory() as tmp:
+        hook, out = Path(tmp, "hook"), Path(tmp, "out")
+        hook.mkdir(), out.mkdir()
+        (hook / "sitecustomize.py").write_text(TRACER)
+        env = dict(os.environ, KERNELGAP_TRACE_OUT=str(out), KERNELGAP_TRACE_ROOT=str(root))
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(hook), str(root), env.get("PYTHONPATH")])
+        )
+        command = [sys.executable, "-m", "runner", "bench", str(suite), "--case", case]
+        done = subprocess.run([*command, "-o", str(Path(tmp, "result.json"))], env=env, cwd=root)
+        if done.returncode == 2 or not Path(tmp, "result.json").exists():
+            print(
+                f"--trace: runner bench ended with exit {done.returncode}: no figure",
+                file=sys.stderr,
+            )
+            return 2
+        files, backs = [], set()
+        for part in sorted(out.glob("*.json"), key=lambda p: p.stat().st_mtime):
+            found = json.loads(part.read_text())
+            files += [f for f in found["files"] if f not in files]
+            backs |= {tuple(b) for b in found["backs"]}
+    short = lambda f: str(Path(f).relative_to(root)) if f else "(start)"  # noqa: E731
+    print(
+        f"one case's run ({suite.relative_to(root) if suite.is_relative_to(root) else suite}, "
+        f"case {case}), from `runner bench` to the written document, runner and its worker:"
+    )
+    print(f"files entered: {len(files)}")
+    print(f"calls back into a file already left: {len(backs)}")
+    print("\n".join(f"  {short(f)}" for f in files))
+    print("calls back (caller -> file):")
+    print("\n".join(f"  {short(a)} -> {short(b)}" for a, b in sorted(backs, key=str)))
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if argv[1:2] == ["--trace"]:
+        root = Path(__file__).resolve().parents[1]
+        suite = Path(argv[2]).resolve() if len(argv) > 2 else root / "tests/gpu_suite/cases.toml"
+        return trace(root, suite, argv[3] if len(argv) > 3 else None)
     root = Path(argv[1] if len(argv) > 1 else Path(__file__).resolve().parents[1]).resolve()
     at_root = sorted(p.name for p in (root / "harness").glob("*.py"))
     arrows = back_arrows(part_edges(root))
