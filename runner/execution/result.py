@@ -55,8 +55,8 @@ def dependence(integrity: dict) -> str:
         )
     if "disturbed_vs_baseline" in integrity:
         said += (
-            f"; that traffic slowed it x{integrity['disturbed_vs_baseline']:.2f} as much as it "
-            "slowed the baseline"
+            f"; disturbed, x{integrity['disturbed_vs_baseline']:.2f} the baseline's time beyond "
+            "its plain gap"
         )
     return said
 
