@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import UTC, datetime
 
+import numpy as np
+
 from harness.dashboard.alerts import events, moved_together
 from harness.dashboard.case_charts import (
     MAX_POINTS,
@@ -154,13 +156,12 @@ def _sweeps(store: Store, runs: list[dict], all_series: list) -> dict:
     already read, so only the chosen runs' documents are read: a run of single points
     (`--point`, a headline check), of another case, or a sweep cut short by its budget never
     replaces a case's curve."""
-    measured: dict[tuple[str, str], dict[int, set]] = defaultdict(lambda: defaultdict(set))
+    runs_of: dict[tuple[str, str], dict[str, list]] = defaultdict(lambda: defaultdict(list))
     swept = {split_id(s.info["case_id"])[0] for s in all_series if split_id(s.info["case_id"])[1]}
     for s in all_series:
         case_id, point = split_id(s.info["case_id"])
-        if case_id in swept:
-            for run in s.run.tolist():
-                measured[(s.info["mode"], case_id)][run].add(point)
+        if case_id in swept and s.run.size:
+            runs_of[(s.info["mode"], case_id)][point].append(s.run)
     curves_of: dict[int, dict] = {}  # run -> its document's curves, each read once
 
     def curve(run: int, case_id: str) -> dict | None:
@@ -169,9 +170,13 @@ def _sweeps(store: Store, runs: list[dict], all_series: list) -> dict:
         return curves_of[run].get(case_id)
 
     out: dict[str, dict] = {}
-    for (mode, case_id), per_run in sorted(measured.items()):
-        most = max(len(points) for points in per_run.values())
-        full = sorted(r for r, points in per_run.items() if len(points) >= max(2, -(-most // 2)))
+    for (mode, case_id), per_point in sorted(runs_of.items()):
+        # points measured per run: each point's runs counted once
+        counts = np.bincount(
+            np.concatenate([np.unique(np.concatenate(r)) for r in per_point.values()])
+        )
+        most = int(counts.max())
+        full = np.flatnonzero(counts >= max(2, -(-most // 2))).tolist()
         if not full:
             continue
         latest = curve(full[-1], case_id)
