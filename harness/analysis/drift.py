@@ -68,14 +68,14 @@ def drift(values, policy: DriftPolicy = DriftPolicy()) -> Drift | None:
         raise ValueError("drift: expected a flat sequence of finite values > 0")
     if values.size < policy.window:
         return None
-    from scipy.stats import kendalltau, theilslopes  # imported when used: scipy.stats is slow
-
     y = values[-policy.window :]
     x = np.arange(y.size, dtype=np.float64)
     if np.all(y == y[0]):
         return None  # Kendall's tau is undefined for a constant series: no trend
     if abs(_theil_sen_slope(x, y) * (y.size - 1) / np.median(y)) < policy.min_total * SCREEN:
         return None  # far too small a trend to report, whatever its p-value: no scipy calls
+    from scipy.stats import kendalltau, theilslopes  # imported when used: scipy.stats is slow
+
     p = float(kendalltau(x, y).pvalue)
     if not p < policy.alpha:  # NaN (ties everywhere) is no evidence either
         return None
