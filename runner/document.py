@@ -128,7 +128,7 @@ def rate_bound(
         return None
     read, write = split if split is not None else (None, None)
     median_s = rates["bytes"] / rates["bytes_per_s"]
-    return judge_rate(rates["bytes"], median_s, peaks, read, write)
+    return judge_rate(rates["bytes"], median_s, peaks, read, write, working_set_bytes)
 
 
 def impossible(

@@ -233,7 +233,11 @@ def nominal_peaks(info: dict, sensors: dict) -> dict:
 # lines not yet written back, or serve up to its size of reads left from before; so the
 # ceiling is the stream kernels' figure for the row's mix of accesses (read-only, write-only,
 # or the most favourable of read, write and copy; else the cuMemcpy figure, else the nominal
-# one), with l2_bytes of the row's bytes allowed never to reach DRAM, times BANDWIDTH_MARGIN.
+# one), times BANDWIDTH_MARGIN, with the bytes that may never reach DRAM allowed: every access
+# to a line that can stay resident, so bytes x L2 / footprint where the row's distinct footprint
+# is known (an in-place buffer in the L2 saves its read and its write), else the L2's size once
+# (issue 50 item 11: once refused an honest in-place kernel at 0.8-0.9 of the L2 wherever the
+# L2 / DRAM bandwidth ratio is 2.5 or more).
 # A row above it did not do (or did not time) all the work it declares: it is flagged with
 # both figures, and it gets no gap.
 
@@ -274,21 +278,35 @@ def bandwidth_ceiling(
     }
 
 
+def l2_allowance(nbytes: float, l2_bytes: float, footprint_bytes: float | None = None) -> float:
+    """Bytes of `nbytes` a call that may be served by the L2 and never reach DRAM: every access
+    to the share of its distinct `footprint_bytes` the L2 can hold (all of them where it fits),
+    or, with the footprint unknown, the L2's size once."""
+    if footprint_bytes and footprint_bytes > 0:
+        return float(nbytes) * min(1.0, float(l2_bytes) / float(footprint_bytes))
+    return min(float(l2_bytes), float(nbytes))
+
+
 def judge_rate(
     nbytes: float | None,
     median_s: float,
     peaks: dict,
     read_bytes: float | None = None,
     write_bytes: float | None = None,
+    footprint_bytes: float | None = None,
 ) -> dict | None:
     """The `bound` block of a row: its achieved rate beyond the L2 against the ceiling, with
     `exceeded` and a `message` naming both figures; None when there is nothing to judge (no
-    bytes, no time, no bandwidth figure)."""
+    bytes, no time, no bandwidth figure). `footprint_bytes`: the distinct bytes a call touches
+    (l2_allowance)."""
     if not nbytes or not median_s or median_s <= 0:
         return None
     ceiling = bandwidth_ceiling(peaks, read_bytes, write_bytes)
     if ceiling is None:
         return None
+    ceiling["l2_allowance_bytes"] = l2_allowance(
+        nbytes, ceiling["l2_allowance_bytes"], footprint_bytes
+    )
     counted = max(float(nbytes) - ceiling["l2_allowance_bytes"], 0.0)
     achieved = counted / median_s
     limit = ceiling["bandwidth_bytes_per_s"] * BANDWIDTH_MARGIN
@@ -301,7 +319,9 @@ def judge_rate(
         "margin": BANDWIDTH_MARGIN,
         "exceeded": achieved > limit,
         "method": (
-            "(bytes - L2 size) / median time against the bandwidth x margin; bandwidth: "
+            "(bytes - what the L2 may serve: "
+            + ("bytes x L2 / footprint" if footprint_bytes else "the L2's size once")
+            + ") / median time against the bandwidth x margin; bandwidth: "
             + ceiling["bandwidth_source"]
         ),
     }
@@ -309,7 +329,7 @@ def judge_rate(
         block["message"] = (
             f"{achieved / 1e9:.0f} GB/s is above the device's {ceiling['bandwidth_source']} "
             f"{ceiling['bandwidth_bytes_per_s'] / 1e9:.0f} GB/s (x{BANDWIDTH_MARGIN:g} allowed): "
-            f"{counted:.3g} of the {float(nbytes):.3g} bytes a call counted, the "
-            f"{ceiling['l2_allowance_bytes']:.3g}-byte L2 allowed for the rest"
+            f"{counted:.3g} of the {float(nbytes):.3g} bytes a call counted, "
+            f"{ceiling['l2_allowance_bytes']:.3g} allowed to the L2"
         )
     return block

@@ -43,7 +43,7 @@ def test_a_cheat_doing_an_eighth_of_the_work_at_2_26_is_flagged_with_both_figure
     assert bound["ceiling_bytes_per_s"] == pytest.approx(4.55e12 * ceiling.BANDWIDTH_MARGIN)
     assert bound["message"].startswith(f"{bound['achieved_bytes_per_s'] / 1e9:.0f} GB/s is above")
     assert "4550 GB/s (x1.1 allowed)" in bound["message"]
-    assert "5.24e+07-byte L2" in bound["message"]
+    assert "5.24e+07 allowed to the L2" in bound["message"]
 
 
 def test_the_split_of_reads_and_writes_picks_the_bandwidth():
@@ -68,3 +68,36 @@ def test_fallbacks_and_nothing_to_judge():
     # a call that moves less than the L2 holds is never over the ceiling
     small = ceiling.judge_rate(L2 / 2, 1e-9, STREAM)
     assert small["counted_bytes"] == 0 and not small["exceeded"]
+
+
+# -- issue 50 item 11: what the L2 may serve, by the row's footprint ----------------------------------
+
+
+@pytest.mark.parametrize("share", [0.8, 0.85, 0.9, 1.2])
+@pytest.mark.parametrize("ratio", [2.5, 3.5])
+def test_an_honest_in_place_kernel_near_the_l2_size_is_not_refused(share, ratio):
+    """An in-place buffer of `share` x L2, read and written once a call, served by an L2
+    `ratio` times the DRAM's bandwidth: the L2's size allowed once refused it (2B - L2 bytes
+    in the time of 2B at the L2's rate); every access to a resident line allowed, not."""
+    buffer = share * L2
+    nbytes, dram = 2 * buffer, 4.55e12
+    resident = min(buffer, L2)
+    # the fastest an honest kernel can be: resident lines at the L2's rate, the rest at DRAM's
+    honest_s = 2 * resident / (ratio * dram) + 2 * (buffer - resident) / dram
+    old = ceiling.judge_rate(nbytes, honest_s, STREAM)  # footprint unknown: the L2 once
+    new = ceiling.judge_rate(nbytes, honest_s, STREAM, footprint_bytes=buffer)
+    assert not new["exceeded"], new
+    # the refusal the issue found: (2B - L2) / (2B) x ratio above the margin
+    assert old["exceeded"] == ((2 * share - 1) / (2 * share) * ratio > ceiling.BANDWIDTH_MARGIN)
+    assert new["l2_allowance_bytes"] == pytest.approx(nbytes * min(1.0, L2 / buffer))
+
+
+def test_the_footprint_allowance_still_refuses_a_cheat_and_keeps_the_old_one_out_of_place():
+    """Out of place the footprint is the traffic (the L2's size once, as before); an in-place
+    kernel doing an eighth of its work above the L2 is refused."""
+    nbytes = add_bytes(1 << 26)
+    assert ceiling.l2_allowance(nbytes, L2, nbytes) == pytest.approx(L2)
+    assert ceiling.l2_allowance(nbytes, L2) == L2
+    buffer = 4 * L2
+    honest_s = 2 * (buffer - L2) / 4.55e12
+    assert ceiling.judge_rate(2 * buffer, honest_s / 8, STREAM, footprint_bytes=buffer)["exceeded"]
