@@ -121,7 +121,12 @@ class TimedOutputs:
     """Snapshots of the written buffers of `case` at `geometry`, and comparisons of them under
     the tolerance between implementations, on `stream` of the context of `internal` (the
     runner's kernels, timing.cuda.InternalKernels). Without `internal`, everything is read back
-    and compared on the host."""
+    and compared on the host.
+
+    Snapshots are sealed: kept on the host, and uploaded into a scratch buffer only for one
+    comparison, after which the scratch holds output_dependence.POISON_BYTE again. A device copy of the
+    baseline's outputs alive through the timed launches was an answer any kernel could reach by
+    pointer arithmetic and copy instead of computing (issue 50 class 1)."""
 
     def __init__(
         self,
@@ -134,36 +139,45 @@ class TimedOutputs:
         self.tol = gate.Tolerance.of(case).between_implementations()
         self.written = [b.name for b in case.buffers if b.written]
         self.device = None if internal is None else DeviceCompare(internal, stream)
-        self._owned: list[driver.Buffer] = []
-        self.on_host = 0  # snapshots read back to the host (no comparer, or no room)
+        self._scratch: dict[tuple[str, int], driver.Buffer] = {}
+        self.on_host = 0  # snapshots read back to the host (all of them: sealed)
 
     def snapshot(self, buffers: gate.DeviceBuffers) -> dict:
-        """{written buffer: a copy of what it holds now}: a device buffer, or an array without
-        a device comparer or where the device is out of memory."""
-        copies = {}
-        for name in self.written:
-            copy = self._device_copy(buffers.buffers[name]) if self.device is not None else None
-            if copy is None:
-                if self.stream is not None:
-                    self.stream.synchronize()
-                copies[name] = buffers.download(name)
-                self.on_host += 1
-            else:
-                copies[name] = copy
+        """{written buffer: a host copy of what it holds now} (sealed: see the class doc)."""
         if self.stream is not None:
             self.stream.synchronize()
+        copies = {name: buffers.download(name) for name in self.written}
+        self.on_host += len(copies)
         return copies
 
-    def _device_copy(self, source: driver.Buffer) -> driver.Buffer | None:
-        try:
-            copy = driver.Buffer(source.nbytes)
-        except driver.CudaError as exc:
-            if exc.name != "CUDA_ERROR_OUT_OF_MEMORY":
-                raise
-            return None
-        self._owned.append(copy)
-        copy.copy_from(source, self.stream)
-        return copy
+    def _on_device(self, name: str, value, slot: int):
+        """`value` as a device buffer for one comparison: a host array goes into scratch `slot`
+        of `name` (None where the device has no room: compared on the host)."""
+        if isinstance(value, driver.Buffer):
+            return value
+        array = np.ascontiguousarray(value)
+        scratch = self._scratch.get((name, slot))
+        if scratch is None or scratch.nbytes < array.nbytes:
+            try:
+                scratch = driver.Buffer(array.nbytes)
+            except driver.CudaError as exc:
+                if exc.name != "CUDA_ERROR_OUT_OF_MEMORY":
+                    raise
+                return None
+            if (name, slot) in self._scratch:
+                self._scratch[(name, slot)].free()
+            self._scratch[(name, slot)] = scratch
+        self.stream.synchronize()  # the last seal of this scratch is done before the upload
+        scratch.upload(array)
+        return scratch
+
+    def _seal(self) -> None:
+        from runner.measurement.gate.output_dependence import POISON_BYTE
+
+        for scratch in self._scratch.values():
+            scratch.fill_bytes(POISON_BYTE, self.stream)
+        if self._scratch:
+            self.stream.synchronize()
 
     def readable(self, name: str, buffer: driver.Buffer):
         """What an audit compares of a copy `buffer` of `name`: the buffer itself where the
@@ -193,9 +207,13 @@ class TimedOutputs:
         on the device) or arrays (a device buffer among them is read back)."""
         spec = self.case.buffer(name)
         count = None if self.geometry is None else self.geometry.lengths[name]
-        on_device = isinstance(got, driver.Buffer) and isinstance(want, driver.Buffer)
-        if on_device and self.device is not None:
-            return self.device.compare(got, want, spec.dtype, count, self.tol)
+        if self.device is not None and isinstance(got, driver.Buffer | np.ndarray):
+            pair = [self._on_device(name, v, slot) for slot, v in enumerate((got, want))]
+            if None not in pair:
+                try:
+                    return self.device.compare(*pair, spec.dtype, count, self.tol)
+                finally:
+                    self._seal()
         if self.stream is not None:
             self.stream.synchronize()
         got, want = (
@@ -219,9 +237,9 @@ class TimedOutputs:
         return None
 
     def close(self) -> None:
-        for copy in self._owned:
+        for copy in self._scratch.values():
             copy.free()
-        self._owned.clear()
+        self._scratch.clear()
         if self.device is not None:
             self.device.close()
 
