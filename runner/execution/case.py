@@ -363,8 +363,10 @@ class CaseRun:
         return len(cold_items[self.case.baseline.name]) if self.settings.mode == "cold" else 1
 
     def hot_input_sets(self, audit, buffers, geometry, launchables, reference, extra_sets):
-        """Fill `audit` for hot mode: up to HOT_INPUT_SETS input sets (the case's, then others
-        from random seeds, while the device has room for a whole set with a quarter to spare),
+        """Fill `audit` for hot mode: up to HOT_INPUT_SETS input sets (the case's, then the edges
+        set the gate also checks, then others, each from a random seed, while the device has room
+        for a whole set with a quarter to spare: every distribution the gate checks is audited
+        under timed cadence, issue 50 class 4),
         one launchable per set and implementation (inputs from the set, outputs shared), and
         the baseline's outputs on each set (`reference` on the case's own). A case with an
         inout buffer keeps one set and gets no audit: what such a launch leaves depends on the
@@ -379,7 +381,10 @@ class CaseRun:
                 break
             extra = gate.DeviceBuffers(case, geometry, self.internal, self.stream)
             extra_sets.append(extra)
-            extra.fill_inputs(reseed=int.from_bytes(os.urandom(8), "little"))
+            extra.fill_inputs(
+                reseed=int.from_bytes(os.urandom(8), "little"),
+                input_set="edges" if len(extra_sets) == 1 else "declared",
+            )
         baseline = case.baseline.name
         written = [b for b in case.buffers if b.written]
         outputs = self.timed_outputs or TimedOutputs(case, geometry, stream=self.stream)
