@@ -2,7 +2,7 @@
 
 A `Session` ships the tree (harness.running.shipping) with every step it runs on the target: installing
 the runner's requirements, the GPU tests, `runner check` or `runner bench`, with the remote's
-stderr streaming through (harness.running.transport.stderr_tail). The runner's document is validated
+stderr streaming through (harness.running.transport.base). The runner's document is validated
 and saved under --out with a name that sorts by time (`result_name`); when a step fails or is
 cut short, what had arrived is kept (`_save_partial`): the runner's last partial document,
 else its raw stdout. A step that cannot give a document raises RunFailed (exit 2).
@@ -20,8 +20,7 @@ from harness.errors import RunFailed
 from harness.history.store_schema import normalize_utc
 from harness.running import remote_venv, shipping
 from harness.running.result_files import keep
-from harness.running.transport.base import Completed, Transport, TransportError
-from harness.running.transport.stderr_tail import StderrTail
+from harness.running.transport.base import Completed, StderrTail, Transport, TransportError
 from protocol.documents import load_result
 
 __all__ = ["INSTALL_TIMEOUT_S", "RunFailed", "Session", "result_name"]

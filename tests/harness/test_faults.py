@@ -605,7 +605,7 @@ def test_the_help_says_a_suite_is_code():
 def test_a_targets_stderr_reaches_the_terminal_with_control_bytes_visible():
     import io
 
-    from harness.running.transport.stderr_tail import StderrTail
+    from harness.running.transport.base import StderrTail
 
     shown = io.BytesIO()
     tail = StderrTail(shown)

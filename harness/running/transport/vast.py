@@ -9,14 +9,21 @@ the time by which its run must have ended (start + every step's limit + a grace 
 labelled instances past that time (orphans of a run that died before it could destroy them) are
 destroyed; a label with the prefix but no readable expiry falls back to an age rule. A failed
 create is followed by a look-up of that label, so a rental made by a request that then failed is
-destroyed too. Which offer is rented (the exact GPU model, the cheapest, under `max_price`) is
-harness.running.transport.vast_offers' to decide. The SDK (`pip install 'kernelgap[vast]'`) is used
-only through `VastSdk` (harness.running.transport.vast_sdk), a thin adapter over the five `vastai.VastAI`
-methods this needs, so tests drive the provider with a fake of that adapter.
-"""
+destroyed too. Which offer is rented: the exact GPU model
+(after folding case, spaces and underscores, and without the "NVIDIA" that CUDA's device names
+carry and Vast's do not: `vast:"NVIDIA H200"` is Vast's "H200"; another model is an error, never a
+fallback, because the gap depends on the GPU), the cheapest, and with `harness run --max-price`
+none above the ceiling or without a stated price (when none is left the error names the model,
+the ceiling and the cheapest price seen, and nothing is rented).
+
+The SDK (`pip install 'kernelgap[vast]'`, imported only when a rental starts) is used only
+through `VastSdk`, a thin adapter making the five `vastai.VastAI` calls of `VastApi` (a destroy
+returns only once Vast confirms the instance gone), so tests drive the provider with a recording
+fake of `VastApi`: no network."""
 
 from __future__ import annotations
 
+import math
 import re
 import shutil
 import sys
@@ -25,27 +32,186 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
+from harness.errors import VastError
 from harness.running.transport.base import Completed, ConnectError, StderrSink
 from harness.running.transport.ssh import SshTarget, SshTransport
-from harness.running.transport.vast_offers import (  # also imported from here, the provider's face
-    VastError,
-    choose_offer,
-    normalise_gpu_name,
-    offer_query,
-)
-from harness.running.transport.vast_sdk import VastApi, VastSdk
+
+__all__ = [
+    "GONE_STATUSES",
+    "VastApi",
+    "VastError",
+    "VastSdk",
+    "choose_offer",
+    "normalise_gpu_name",
+    "offer_price",
+    "offer_query",
+]
+
+
+VENDOR = "nvidia"  # the first word of CUDA's device names, never of Vast's model names
+
+
+def _vast_name(name: str) -> str:
+    """'NVIDIA  H200' -> 'H200', 'RTX_4090' -> 'RTX 4090': a model as Vast spells it."""
+    words = str(name).replace("_", " ").split()
+    if len(words) > 1 and words[0].casefold() == VENDOR:
+        words = words[1:]
+    return " ".join(words)
+
+
+def normalise_gpu_name(name: str) -> str:
+    """'RTX_4090', 'rtx  4090' and 'RTX 4090' are one model, as are 'NVIDIA H200' and 'H200';
+    'H100 SXM' and 'H100 PCIe' are not, nor 'H200' and 'H200 NVL'."""
+    return _vast_name(name).casefold()
+
+
+def offer_query(gpu_model: str) -> dict:
+    """The search for one-GPU offers of `gpu_model`, named as Vast names models ('RTX 4090')."""
+    return {"gpu_name": {"eq": _vast_name(gpu_model)}, "num_gpus": {"eq": 1}}
+
+
+def offer_price(offer: dict) -> float | None:
+    """The offer's total price in USD per hour (`dph_total`), None when it states none."""
+    try:
+        price = float(offer.get("dph_total"))
+    except (TypeError, ValueError):
+        return None
+    return price if price >= 0 else None
+
+
+def choose_offer(offers: list[dict], gpu_model: str, max_price: float | None = None) -> dict:
+    """The cheapest offer whose `gpu_name` is exactly `gpu_model` and, with `max_price` (USD per
+    hour), whose price is at most that; else a VastError naming what was found."""
+    wanted = normalise_gpu_name(gpu_model)
+    exact = [o for o in offers if normalise_gpu_name(o.get("gpu_name", "")) == wanted]
+    if not exact:
+        if not offers:
+            raise VastError(f"vast: no rentable offer for GPU model {gpu_model!r} right now")
+        others = sorted({str(o.get("gpu_name")) for o in offers})
+        raise VastError(
+            f"vast: no offer for GPU model {gpu_model!r}; the search found only "
+            f"{', '.join(repr(n) for n in others)}; refusing to fall back to another model "
+            "(the gap depends on the GPU): ask for one of those exactly, or try again later"
+        )
+    if max_price is None:
+        return min(exact, key=lambda o: math.inf if offer_price(o) is None else offer_price(o))
+    priced = [(price, o) for o in exact if (price := offer_price(o)) is not None]
+    affordable = [(price, o) for price, o in priced if price <= max_price]
+    if affordable:
+        return min(affordable, key=lambda pair: pair[0])[1]
+    if priced:
+        cheapest, offer = min(priced, key=lambda pair: pair[0])
+        seen = (
+            f"the cheapest of {len(exact)} seen costs ${cheapest:.2f}/h (offer {offer.get('id')})"
+        )
+    else:
+        seen = f"none of the {len(exact)} seen states a price"
+    raise VastError(
+        f"vast: no offer for GPU model {gpu_model!r} at or under the ceiling "
+        f"--max-price {max_price:.2f} USD/h: {seen}; nothing was rented. Raise the ceiling "
+        "or try again later"
+    )
+
+
+GONE_STATUSES = {"destroyed", "destroying", "terminated", "offline"}  # as vastai's own CLI reads
+
+
+class VastApi(Protocol):
+    """The few Vast.ai calls the provider makes (real: `VastSdk`; tests: a recording fake)."""
+
+    def search_offers(self, query: dict) -> list[dict]: ...
+
+    def create_instance(self, offer_id: int, *, image: str, disk_gb: float, label: str) -> int: ...
+
+    def attach_ssh_key(self, instance_id: int, public_key: str) -> None: ...
+
+    def show_instances(self) -> list[dict]: ...
+
+    def show_instance(self, instance_id: int) -> dict | None: ...
+
+    def destroy_instance(self, instance_id: int) -> None:
+        """Returns only once the instance is confirmed gone or marked destroyed; else raises."""
+
+
+class VastSdk:
+    """`VastApi` over `vastai.VastAI` (API key from VAST_API_KEY or the vastai config file)."""
+
+    def __init__(self, api_key: str | None = None):
+        try:
+            from vastai import VastAI
+        except ImportError:
+            raise VastError(
+                "--target vast: needs the `vastai` package: pip install 'kernelgap[vast]'"
+            ) from None
+        self.sdk = VastAI(api_key=api_key, raw=True, quiet=True)
+
+    def search_offers(self, query: dict) -> list[dict]:
+        return list(self.sdk.search_offers(query=query, order="dph_total", limit=64))
+
+    def create_instance(self, offer_id: int, *, image: str, disk_gb: float, label: str) -> int:
+        answer = self.sdk.create_instance(
+            id=offer_id, image=image, disk=disk_gb, label=label, ssh=True, direct=True
+        )
+        if not answer.get("success") or "new_contract" not in answer:
+            raise VastError(f"vast: renting offer {offer_id} failed: {answer}")
+        return int(answer["new_contract"])
+
+    def attach_ssh_key(self, instance_id: int, public_key: str) -> None:
+        self.sdk.attach_ssh(instance_id, public_key)
+
+    def show_instances(self) -> list[dict]:
+        return list(self.sdk.show_instances())
+
+    def show_instance(self, instance_id: int) -> dict | None:
+        return self.sdk.show_instance(instance_id)
+
+    def destroy_instance(self, instance_id: int) -> None:
+        answer = self.sdk.destroy_instance(instance_id)
+        if not isinstance(answer, dict) or not answer.get("success"):
+            raise VastError(f"vast: destroying instance {instance_id} was refused: {answer}")
+        try:
+            left = self.sdk.show_instance(instance_id)
+        except Exception as exc:  # the SDK raises requests' HTTPError; 404 means gone
+            if getattr(getattr(exc, "response", None), "status_code", None) == 404:
+                return
+            raise
+        status = (left or {}).get("intended_status") or (left or {}).get("actual_status")
+        if left and status not in GONE_STATUSES:
+            raise VastError(
+                f"vast: instance {instance_id} is still {status!r} after a destroy that "
+                "reported success"
+            )
+
 
 LABEL = "kernelgap"  # the prefix of every rental's label
+
+
 DEFAULT_IMAGE = "pytorch/pytorch:2.7.0-cuda12.8-cudnn9-devel"  # python3, numpy and nvcc
+
+
 DEFAULT_DISK_GB = 32.0
+
+
 SSH_WAIT_S = 900.0
+
+
 POLL_S = 10.0
+
+
 WAIT_REPORT_S = 60.0  # while waiting for the machine or its sshd, say so this often
+
+
 DESTROY_ATTEMPTS = 5
+
+
 DESTROY_BACKOFF_S = 5.0
+
+
 ORPHAN_AFTER_S = 6 * 3600.0  # age rule for a labelled instance without a readable expiry
+
+
 LIFETIME_S = 6 * 3600.0  # how long a rental may live when the caller does not say
 
 

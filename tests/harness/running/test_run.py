@@ -428,7 +428,7 @@ def test_stderr_tail_keeps_the_partial_document_out_of_sight(tmp_path):
     import io
 
     from harness.running.session import _save_partial
-    from harness.running.transport.stderr_tail import PARTIAL_PREFIX, StderrTail
+    from harness.running.transport.base import PARTIAL_PREFIX, StderrTail
 
     shown = io.BytesIO()
     tail = StderrTail(shown)
