@@ -303,7 +303,8 @@ class CallableBackend(CudaBase):
                 return text
             return "hot: Python loop of calls between events; time / batch (host launch overhead included)"
         if self._cold_graph(name):
-            return f"cold: one launch of the call's CUDA graph, copies disabled, {where}"
+            disabled = ", copies disabled" if not self.count_copies and self._copies[name] else ""
+            return f"cold: one launch of the call's CUDA graph (device-paced){disabled}, {where}"
         if self._synchronizes.get(name):
             return "cold: one call between events, host latency included (the call synchronizes)"
         return f"cold: one call {where}"
