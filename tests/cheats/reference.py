@@ -21,3 +21,9 @@ def div4(x):
     """out = x / 4 truncated toward zero, as C divides (floor division, then one up where a
     negative x leaves a remainder)."""
     return {"out": x // 4 + ((x % 4 != 0) & (x < 0))}
+
+
+def scale_f32(x, a):
+    """out = a * x in float32, as the kernels compute it (overflowing to an infinity)."""
+    with np.errstate(over="ignore"):
+        return {"out": np.float32(a) * x}

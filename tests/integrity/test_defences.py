@@ -254,3 +254,31 @@ def test_the_document_says_where_the_comparison_ran(make_session):
     c = bench.Runner(test_bench_api.double, case).compare()
     text = c.document_case["implementations"]["double"]["integrity"]["comparison"]
     assert text.startswith("in process;") and "checked unchanged before every comparison" in text
+
+
+# -- the PTX cheats of tests/cheats/third_pass.toml, emulated on the fake device ----------------------
+
+
+def test_the_largest_finite_value_for_an_infinity_is_refused_by_the_gate(monkeypatch):
+    """Class 6 through the real gate (tests/cheats/third_pass.toml's inf_as_max, emulated): the
+    edges input set overflows a * x; the cheat writes FLT_MAX there, the honest kernel inf."""
+    from runner.definition.reference import load_reference
+    from tests.support.fake_gate_device import run_gate
+
+    suite = manifest.load(ROOT / "tests" / "cheats" / "third_pass.toml")
+    case = suite.case("inf_as_max")
+
+    def honest(m):
+        with np.errstate(over="ignore"):
+            m["out"][:] = np.float32(m.scalar("a")) * m["x"]
+
+    def cheat(m):
+        honest(m)
+        big = np.finfo(np.float32).max
+        m["out"][:] = np.where(np.isinf(m["out"]), np.copysign(big, m["out"]), m["out"])
+
+    reference = load_reference(suite, case)
+    assert run_gate(case, reference, honest, monkeypatch=monkeypatch)["status"] == "passed"
+    record = run_gate(case, reference, cheat, monkeypatch=monkeypatch)
+    assert record["status"] == "failed" and record["inputs_passed"] == ["declared"], record
+    assert any("inf" in p for p in record["problems"]), record["problems"]

@@ -151,8 +151,8 @@ def subset_scaled(x):
     of two or more elements."""
     if not is_array(x) or dtype_name(x) not in _FLOAT_NAMES or int(np.prod(x.shape)) < 2:
         return None
-    y = x * 2
-    y.reshape(-1)[1::2] = 0
+    y = (x * 2).contiguous() if is_tensor(x) else np.ascontiguousarray(x * 2)
+    y.reshape(-1)[1::2] = 0  # a view of y: contiguous, so reshape never copies
     return y
 
 
