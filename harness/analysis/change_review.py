@@ -19,8 +19,7 @@ from harness.analysis.changes import ChangePolicy, steps
 from harness.analysis.drift import DriftPolicy, drift
 from harness.analysis.regressions import METRICS
 from harness.history import cards
-from harness.history.store import Store
-from harness.history.store_values import RunInfo, SeriesValues, run_info, series_values
+from harness.history.store import RunInfo, SeriesValues, Store, run_info, series_values
 
 __all__ = ["ChangeFinding", "find_changes", "review_changes", "tripped"]
 

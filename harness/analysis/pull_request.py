@@ -35,7 +35,7 @@ from harness.analysis.counter_diff import (
 from harness.escaping import first_line
 from harness.escaping import markdown as md
 from harness.history import counters as counting
-from harness.history.store_ingest import bundle_statics
+from harness.history.store import bundle_statics
 from protocol.statistics import Change, Policy, decide
 
 __all__ = ["PairRow", "bundle_rows", "gate", "markdown", "rows", "verdict"]

@@ -13,8 +13,8 @@ from pathlib import Path
 import click
 
 from harness.analysis import fail_on as failing
-from harness.errors import BadInput
 from harness.commands.document_files import RESULT, load_result, write_stdout
+from harness.errors import BadInput
 from harness.escaping import terminal
 from protocol.codec import encode
 

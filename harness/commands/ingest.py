@@ -17,10 +17,10 @@ from pathlib import Path
 
 import click
 
-from harness.errors import BadInput
 from harness.commands.document_files import RESULT, load_bundle, load_result
 from harness.commands.store_option import DB_OPTION, opened
-from harness.history.store_ingest import prepared
+from harness.errors import BadInput
+from harness.history.store import prepared
 from harness.running import trust
 from protocol.progress import Live
 
@@ -142,7 +142,7 @@ def _checked(result: Path, cases: Path | None, gpu_pin: str | None, trusted: boo
 
 
 def _planned(result: Path, check, db: Path, bundle: dict | None, render: bool = True):
-    """One file's plan and `runs` row (store_ingest.prepared), its document checked first and,
+    """One file's plan and `runs` row (store.prepared), its document checked first and,
     with `render`, its report's point lines rendered (in a worker process, not in the
     writer's tail)."""
     document, what = check(result)

@@ -12,8 +12,8 @@ from pathlib import Path
 import click
 
 from harness.analysis import fail_on as failing
-from harness.errors import BadInput
 from harness.commands.document_files import RESULT, load_bundle, load_result, write_stdout
+from harness.errors import BadInput
 from protocol.codec import encode
 
 __all__ = ["pr"]

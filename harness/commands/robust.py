@@ -10,8 +10,8 @@ import sys
 
 import click
 
-from harness.errors import BadInput
 from harness.commands.document_files import RESULT, load_result, write_stdout
+from harness.errors import BadInput
 from harness.escaping import markdown as md
 from protocol.codec import encode
 

@@ -27,8 +27,7 @@ from harness.analysis.change_review import ChangeFinding, find_changes, review_c
 from harness.analysis.regressions import Policy, current_series, review
 from harness.dashboard.case_charts import NUMBERS, TEXT, Series
 from harness.history import cards
-from harness.history.store import BOOL_FIELDS, RECENT_LOOKBACK, Store
-from harness.history.store_values import SeriesValues, run_info
+from harness.history.store import BOOL_FIELDS, RECENT_LOOKBACK, SeriesValues, Store, run_info
 from protocol.points import split_id
 
 __all__ = [

@@ -23,8 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.history.series import COMPILER_FIELDS, describe_compiler, series_label
-from harness.history.store import Store
-from harness.history.store_values import SeriesValues, series_columns
+from harness.history.store import SeriesValues, Store, series_columns
 
 __all__ = [
     "MAX_POINTS",

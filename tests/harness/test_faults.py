@@ -123,7 +123,6 @@ def test_sqlite_errors_at_open_name_their_cause(
     tmp_path, monkeypatch, code, name, free_bytes, expected
 ):
     from harness.history import store as store_module
-    from harness.history import store_integrity
 
     db = tmp_path / "h.sqlite"
     with Store(db) as store:
@@ -135,7 +134,7 @@ def test_sqlite_errors_at_open_name_their_cause(
         raise error
 
     monkeypatch.setattr(store_module.sqlite3, "connect", failing)
-    monkeypatch.setattr(store_integrity, "_free_bytes", lambda path: free_bytes)
+    monkeypatch.setattr(store_module, "_free_bytes", lambda path: free_bytes)
     for readonly in (True, False):
         with pytest.raises(StoreError) as refused:
             Store(db, readonly=readonly)

@@ -437,7 +437,7 @@ def test_mutated_documents_are_stored_intact_or_refused_by_name(tmp_path):
     and still holds every run it stored, intact."""
     import time
 
-    from harness.history.store_ingest import run_id
+    from harness.history.store import run_id
     from protocol.documents import load_result
     from protocol.points import as_rows
     from tests.support.ingest_fuzz import mutants

@@ -33,7 +33,7 @@ from dashboard_targets import ingest_files
 
 from harness.cli import main as harness_main
 from harness.commands.ingest import _checked, _planned
-from harness.history.store_ingest import plan, run_row
+from harness.history.store import plan, run_row
 from harness.running import trust
 from protocol.codec import decode
 from protocol.points import as_rows

@@ -25,8 +25,7 @@ from harness.cli import main
 from harness.dashboard import build_site
 from harness.history.counter_series import counter_points, counter_series
 from harness.history.counters import static_counters
-from harness.history.store import Store
-from harness.history.store_ingest import bundle_statics
+from harness.history.store import Store, bundle_statics
 from runner.definition import manifest, toolchains
 from runner.definition.bundle import write_bundle
 from runner.explain import static

@@ -18,8 +18,7 @@ from harness.analysis.regressions import Policy as RegressionPolicy
 from harness.analysis.regressions import review_series
 from harness.cli import main
 from harness.history import cards
-from harness.history.store import Store
-from harness.history.store_values import RunInfo, SeriesValues
+from harness.history.store import RunInfo, SeriesValues, Store
 from harness.reporting.compare_report import markdown
 from tests.support.harness_docs import make_document, samples, small_run
 

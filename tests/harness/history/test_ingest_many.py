@@ -11,8 +11,7 @@ from click.testing import CliRunner
 
 from harness.cli import main
 from harness.commands.ingest import EVERY_POINT_UP_TO, PARALLEL_FROM
-from harness.history.store import Store, StoreError
-from harness.history.store_ingest import prepared
+from harness.history.store import Store, StoreError, prepared
 from tests.conftest import ROOT
 from tests.support.harness_docs import small_run, suite_manifest
 
@@ -177,7 +176,7 @@ def test_a_refused_document_in_the_middle_of_a_bulk_ingest_stores_none_and_keeps
 
 
 def test_ingest_planned_takes_plans_made_elsewhere(tmp_path):
-    """Store.ingest_planned with store_ingest.prepared: the worker processes' path, in one."""
+    """Store.ingest_planned with store.prepared: the worker processes' path, in one."""
     docs = mixed_runs(10)
     with Store(tmp_path / "h.sqlite") as store:
         first = store.ingest_planned(prepared(d, path=store.path, what="a") for d in docs[:6])
