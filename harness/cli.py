@@ -12,7 +12,7 @@ import importlib.util
 import click
 
 from protocol.input_files import os_error_line
-from protocol.terminal_text import visible
+from protocol.progress import visible
 
 # (module under harness.commands, click command names it defines); written by area.
 COMMANDS = {

@@ -42,7 +42,7 @@ import numpy as np
 import orjson
 
 from harness.errors import KernelError, ServiceLost
-from protocol.run_limits import MAX_TIMEOUT_S
+from protocol.input_files import MAX_TIMEOUT_S
 
 TYPE_OF_DTYPE = {
     np.dtype(np.int32): "i32",

@@ -20,7 +20,7 @@ import io
 import re
 from collections.abc import Sequence
 
-from protocol.terminal_text import visible
+from protocol.progress import visible
 
 __all__ = ["csv_row", "csv_text", "first_line", "html", "markdown", "no_autolinks", "terminal"]
 
@@ -50,7 +50,7 @@ _BACKTICKS = re.compile(r"`+")
 def terminal(text: object, *, lines: bool = False) -> str:
     """`text` with every non-printable character (control characters such as ESC, newlines
     unless `lines`, bidirectional overrides) written as Python's repr writes it (\\x1b, \\n,
-    \\u202e); the rest unchanged. protocol.terminal_text.visible, shared with the runner."""
+    \\u202e); the rest unchanged. protocol.progress.visible, shared with the runner."""
     return visible(text, lines=lines)
 
 

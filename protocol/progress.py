@@ -8,7 +8,13 @@ Progress itself is plain lines on stderr. Where stderr is a terminal, `Live` add
 under them (tqdm: what runs, how far, for how long, the time left): the runner's position lines
 (`kernelgap: [3/8] ...: case`) move it, whether the runner prints them here (`runner bench`) or
 a GPU box's stream carries them (`harness run`). Elsewhere (CI logs, files) nothing changes.
-"""
+
+Text for a terminal: every control character made visible, one function for both CLIs.
+
+Names and messages come from documents, manifests and compilers' output that anyone can write;
+printed raw, ESC ]0;...BEL retitles the terminal, ESC [2J clears it and a bidirectional override
+reverses what follows. The runner (`runner check`'s report, its error lines) and the harness
+(every text report and error line) print such text only through `visible()`."""
 
 from __future__ import annotations
 
@@ -17,13 +23,32 @@ import re
 import sys
 import threading
 
-__all__ = ["PARTIAL_DOCUMENT_PREFIX", "Live"]
+__all__ = ["PARTIAL_DOCUMENT_PREFIX", "Live", "visible"]
+
+
+def visible(text: object, *, lines: bool = False) -> str:
+    """`text` with every non-printable character (ESC, BEL, bidirectional overrides, and
+    newlines unless `lines`) written as Python's repr writes it (\\x1b, \\x07, \\u202e, \\n);
+    the rest unchanged. lines=True keeps newlines, for a multi-line message."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or (lines and c == "\n") else repr(c)[1:-1] for c in text)
+
 
 PARTIAL_DOCUMENT_PREFIX = b"kernelgap-partial-document: "
+
+
 # runner.execution.suite.position() after "kernelgap: ", then ": <case id>"
 POSITION = re.compile(r"kernelgap: \[(\d+)/(\d+)\][^:]*: (\S+)")
+
+
 REFRESH_S = 0.5  # the elapsed time moves while a long case runs
+
+
 COUNTED = "{desc}: {n_fmt}/{total_fmt}{unit} |{bar}| {elapsed} so far, {remaining} left{postfix}"
+
+
 UNCOUNTED = "{desc}: {elapsed}{postfix}"
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from protocol.input_files import os_error_line
-from protocol.terminal_text import visible
+from protocol.progress import visible
 from runner.cli_suite import bench, output_path
 from runner.errors import BAD_INPUT, BadInput
 

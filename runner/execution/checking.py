@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from protocol.terminal_text import visible
+from protocol.progress import visible
 from runner import cuda_programs
 from runner.definition import manifest, sweep, toolchains
 from runner.definition.bundle import BundleError

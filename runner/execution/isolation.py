@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from protocol.codec import decode, encode
-from protocol.terminal_text import visible
+from protocol.progress import visible
 from runner.execution.processes import spawn_worker
 
 WORKER_MODULE = "runner.execution.worker"

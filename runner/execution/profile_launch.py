@@ -91,7 +91,7 @@ if __name__ == "__main__":
     import sys
 
     from protocol.codec import encode
-    from protocol.terminal_text import visible
+    from protocol.progress import visible
 
     if len(sys.argv) != 2:
         sys.exit("usage: python -m runner.execution.profile_launch JOB.json")

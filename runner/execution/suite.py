@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from protocol.codec import encode
-from protocol.progress import PARTIAL_DOCUMENT_PREFIX
-from protocol.terminal_text import visible
+from protocol.progress import PARTIAL_DOCUMENT_PREFIX, visible
 from protocol.validation import DocumentError, validate
 from runner import document
 from runner.definition import manifest, provenance, sweep, toolchains

@@ -28,7 +28,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from protocol.terminal_text import visible
+from protocol.progress import visible
 from runner.errors import FileRefused, LaunchArgumentError, Refused
 from runner.launch.launch_plan import encode_float
 
@@ -319,7 +319,7 @@ def _through_service(request: dict) -> dict | None:
 def _run_stdin(service: bool) -> int:
     import orjson
 
-    from protocol.run_limits import MAX_REQUEST_BYTES
+    from protocol.input_files import MAX_REQUEST_BYTES
     from runner.launch.fresh_context import private_stdout
 
     stdout = private_stdout()
@@ -372,7 +372,7 @@ def file_request(ptx_file: str, request_file: str) -> dict:
     with the PTX file's text (its trailing NUL bytes, as warpforthc writes them, removed)."""
     import orjson
 
-    from protocol.run_limits import MAX_REQUEST_BYTES
+    from protocol.input_files import MAX_REQUEST_BYTES
 
     try:
         ptx = _read_file(ptx_file, "the PTX", MAX_REQUEST_BYTES).rstrip(b"\0").decode("utf-8")

@@ -15,7 +15,7 @@ import sys
 from array import array
 from dataclasses import dataclass
 
-from protocol.run_limits import MAX_ARRAY_BYTES, MAX_TIMEOUT_S
+from protocol.input_files import MAX_ARRAY_BYTES, MAX_TIMEOUT_S
 
 __all__ = [
     "ITEMSIZE",

@@ -28,7 +28,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from protocol.run_limits import MAX_TIMEOUT_S
+from protocol.input_files import MAX_TIMEOUT_S
 from runner.errors import Unavailable
 
 IDLE_TIMEOUT_S = 600.0

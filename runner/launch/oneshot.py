@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import BinaryIO
 
 from protocol import validate
-from protocol.run_limits import MAX_REQUEST_BYTES
+from protocol.input_files import MAX_REQUEST_BYTES
 from runner.launch.fresh_context import (
     PHASES,
     SingleAnswer,

@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 from protocol import RUN_PROTOCOL_VERSION, check_version, decode, validate
-from protocol.run_limits import MAX_ARRAY_BYTES, MAX_DEPTH, MAX_TIMEOUT_S, nested_deeper_than
+from protocol.input_files import MAX_ARRAY_BYTES, MAX_DEPTH, MAX_TIMEOUT_S, nested_deeper_than
 from runner.errors import RequestError
 from runner.gpu import generator
 from runner.launch.launch_plan import (

@@ -32,8 +32,8 @@ from typing import BinaryIO
 
 import orjson
 
-from protocol.run_limits import MAX_DEPTH, MAX_TIMEOUT_S, nested_deeper_than
-from protocol.terminal_text import visible
+from protocol.input_files import MAX_DEPTH, MAX_TIMEOUT_S, nested_deeper_than
+from protocol.progress import visible
 from runner.execution.processes import spawn_worker
 from runner.launch.fresh_context import private_stdout
 

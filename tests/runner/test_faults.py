@@ -422,7 +422,7 @@ def test_runner_check_shows_a_compilers_escape_sequences_visibly(tmp_path):
 
 def test_one_function_makes_control_characters_visible_for_both_clis():
     from harness.escaping import terminal
-    from protocol.terminal_text import visible
+    from protocol.progress import visible
 
     text = "a\x1b]0;owned\x07\u202eb\nc"
     assert visible(text) == terminal(text) == "a\\x1b]0;owned\\x07\\u202eb\\nc"

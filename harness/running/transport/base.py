@@ -20,7 +20,7 @@ it would outlive a silent network partition until the remote sshd noticed, which
 StderrTail: the remote's stderr during `harness run`, shown as it arrives, its last lines kept for error
 messages, and the runner's partial-document lines kept out of sight (the last one is saved).
 Control bytes other than newline and tab are shown as \\xNN: the runner already writes its lines
-through protocol.terminal_text.visible, and what a target sends besides reaches no terminal as a
+through protocol.progress.visible, and what a target sends besides reaches no terminal as a
 command (ESC ]0;... BEL, ESC [2J)."""
 
 from __future__ import annotations

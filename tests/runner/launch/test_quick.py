@@ -15,7 +15,7 @@ from array import array
 import numpy as np
 import pytest
 
-from protocol.run_limits import MAX_TIMEOUT_S
+from protocol.input_files import MAX_TIMEOUT_S
 from runner.errors import RequestError
 from runner.gpu import driver
 from runner.launch import launch_command, run_request

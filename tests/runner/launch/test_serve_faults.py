@@ -17,7 +17,7 @@ import pytest
 from harness.client import GRACE_S, KernelClient, _answer_limit_s
 from harness.errors import ServiceLost
 from harness.running.transport.ssh import SshTarget, SshTransport
-from protocol.run_limits import MAX_TIMEOUT_S, nested_deeper_than
+from protocol.input_files import MAX_TIMEOUT_S, nested_deeper_than
 from protocol.validation import validate
 from runner.launch import oneshot
 from runner.launch.serve import Line, bounded_lines
