@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.explain import instruction_mix, occupancy, ptxas_resources, sass
+from runner.explain import ptxas_resources, sass, static
 
 PTXAS_13 = """\
 ptxas info    : 0 bytes gmem
@@ -125,7 +125,7 @@ def test_nvdisasm_labels_resolve_to_the_same_instructions():
 
 
 def test_classes_widths_qualifiers_and_the_padding_left_out():
-    mix = instruction_mix.mix(sass.parse(CUOBJDUMP)["k"])
+    mix = static.mix(sass.parse(CUOBJDUMP)["k"])
     assert mix["total"] == 11  # 13 less the NOP and the trailing BRA to itself
     c = mix["classes"]
     assert (c["global_load"], c["generic_load"], c["shared_load"], c["global_store"]) == (
@@ -144,7 +144,7 @@ def test_classes_widths_qualifiers_and_the_padding_left_out():
 
 
 def test_loops_nest_and_the_inner_one_is_innermost():
-    found = instruction_mix.loops(sass.parse(CUOBJDUMP)["k"])
+    found = static.loops(sass.parse(CUOBJDUMP)["k"])
     spans = [(lp["start"], lp["end"], lp["innermost"]) for lp in found]
     assert spans == [(0x10, 0x80, False), (0x20, 0x40, True)]
     inner = found[1]
@@ -165,8 +165,8 @@ def test_loops_nest_and_the_inner_one_is_innermost():
     ],
 )
 def test_theoretical_occupancy_on_sm_90(block, registers, shared, blocks, occ, limited_by):
-    limits = occupancy.limits_for("sm_90")
-    result = occupancy.theoretical(block, registers, shared, limits)
+    limits = static.limits_for("sm_90")
+    result = static.theoretical(block, registers, shared, limits)
     assert (result["blocks_per_sm"], result["occupancy"], result["limited_by"]) == (
         blocks,
         occ,
@@ -175,7 +175,7 @@ def test_theoretical_occupancy_on_sm_90(block, registers, shared, blocks, occ, l
 
 
 def test_limits_name_their_source_and_the_device_wins_when_it_has_them():
-    table = occupancy.limits_for("sm_90a")
+    table = static.limits_for("sm_90a")
     assert table["registers_per_sm"] == 65536 and table["threads_per_sm"] == 2048
     assert table["blocks_per_sm"] == 32 and table["shared_bytes_per_sm"] == 228 * 1024
     assert table["register_allocation_unit"] == 256 and table["shared_allocation_unit"] == 128
@@ -187,10 +187,10 @@ def test_limits_name_their_source_and_the_device_wins_when_it_has_them():
         "max_shared_bytes_per_sm": 102400,
         "reserved_shared_bytes_per_block": 1024,
     }
-    measured = occupancy.limits_for("sm_89", device)
+    measured = static.limits_for("sm_89", device)
     assert measured["threads_per_sm"] == 1536 and "cuDeviceGetAttribute" in measured["source"]
-    assert occupancy.limits_for("sm_89", {**device, "max_blocks_per_sm": None})["source"] == (
+    assert static.limits_for("sm_89", {**device, "max_blocks_per_sm": None})["source"] == (
         table["source"].replace("9.0", "8.9")
     )
-    with pytest.raises(occupancy.UnknownArch, match="sm_52"):
-        occupancy.limits_for("sm_52")
+    with pytest.raises(static.UnknownArch, match="sm_52"):
+        static.limits_for("sm_52")

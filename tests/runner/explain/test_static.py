@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from runner.definition import manifest, toolchains
-from runner.explain import instruction_mix, ptxas_resources, sass, static, tools
+from runner.explain import ptxas_resources, sass, static, tools
 
 ROOT = Path(__file__).resolve().parents[3]
 SUITE = ROOT / "benchmarks" / "cases.toml"
@@ -145,7 +145,7 @@ def test_nvdisasm_and_cuobjdump_give_the_same_instructions(ptx, tmp_path):
     assert [(i.address, i.opcode, i.guard, i.target) for i in via_cuobjdump] == [
         (i.address, i.opcode, i.guard, i.target) for i in via_nvdisasm
     ]
-    assert instruction_mix.mix(via_cuobjdump) == instruction_mix.mix(via_nvdisasm)
+    assert static.mix(via_cuobjdump) == static.mix(via_nvdisasm)
 
 
 def test_a_missing_disassembler_is_reported_with_how_to_install(monkeypatch, ptx):
