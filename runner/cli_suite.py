@@ -187,6 +187,13 @@ class Percent(click.ParamType):
     "implementations always share one GPU); every case records the GPU it ran on.",
 )
 @click.option(
+    "--input-seed",
+    type=click.IntRange(0, 2**53 - 1),
+    default=None,
+    help="Replay a run's inputs: the seed its document records (options.input_seed). By default "
+    "every run draws its own, so no timed launch sees inputs an earlier run determined.",
+)
+@click.option(
     "--previous",
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     help="An earlier result document of the suite: with --gpus, cases are dealt longest first "

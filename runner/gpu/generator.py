@@ -114,9 +114,10 @@ def launch_args(
 
 
 def draw_input_seed() -> int:
-    """A run's input seed: 63 random bits (a JSON integer every reader takes), drawn per run so
-    no timed launch sees inputs an earlier run or the suite's files determine (issue 50 class 2)."""
-    return int.from_bytes(os.urandom(8), "little") >> 1
+    """A run's input seed: 53 random bits (an integer SQLite and JavaScript keep exactly), drawn
+    per run so no timed launch sees inputs an earlier run or the suite's files determine (issue
+    50 class 2)."""
+    return int.from_bytes(os.urandom(8), "little") >> 11
 
 
 def reseeded(case, input_seed: int | None):
