@@ -89,6 +89,28 @@ def test_honest_a_kernel_reading_the_globaltimer_is_at_parity(third_run):
     assert gap["ratio_of_medians"] == pytest.approx(1.0, abs=0.05), gap
 
 
+def test_class_4_right_only_for_the_main_distribution_when_launched_back_to_back(third_run):
+    """Hot: the audits rotate the edges set in, where the clamped answer is wrong. An audit
+    reads one launch of a batch: with 8 audits over 3 sets, a run audits no edges-set launch
+    after the first of its batch about once in 25 (then skipped, saying so). Cold launches are
+    apart (and their `.global` state restored), so the cheat is exact there: no advantage."""
+    mode, _, cases = third_run
+    case = cases["cadence"]
+    if mode == "cold":
+        assert case["implementations"]["cadence"]["check"]["status"] == "passed"
+        return
+    audit = case["implementations"]["cadence"].get("timing", {}).get("audit", {})
+    sets = audit.get("input_sets", 1)
+    hit = [k for k, position in audit.get("audited", []) if position % sets == 1 and position]
+    if case["status"] == "ok" and not hit:
+        pytest.skip(f"no edges-set launch was audited this run ({audit.get('audited')})")
+    message = case.get("error", {}).get("message", "")
+    record("exact only when launched alone (class 4)", f"ptx {mode}", ptx_verdict(case), message)
+    assert case["status"] == "failed" and "cadence" in message, case.get("error")
+    assert "did not do the work" in message, message
+    assert_honest_untouched(case)
+
+
 def test_class_2_each_run_draws_and_records_its_input_seed(third_run):
     mode, doc, _ = third_run
     seed = doc["options"]["input_seed"]

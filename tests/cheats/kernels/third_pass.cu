@@ -38,3 +38,34 @@ extern "C" __global__ void scale_timer_f64(const double* __restrict__ x, double*
     long long stride = (long long)gridDim.x * blockDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) out[i] = a * x[i];
 }
+
+// Class 4, a cheat: launched within 20 us of the previous launch's end (back to back, as in hot
+// replay) it is right only for the main distribution (x clamped to [-4, 4]); launched alone (the
+// gate, the edges set) it is exact. The last block of a launch records its end, so every block
+// of one launch judges by the same previous end.
+__device__ unsigned long long kg_cadence_last_end;
+__device__ unsigned int kg_cadence_done;
+
+extern "C" __global__ void scale_cadence_f64(const double* __restrict__ x, double* __restrict__ out, double a, long long n)
+{
+    unsigned long long now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    unsigned long long last = *(volatile unsigned long long*)&kg_cadence_last_end;
+    bool back_to_back = last != 0 && now > last && now - last < 20000ull;
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        double v = x[i];
+        out[i] = a * (back_to_back ? fmin(fmax(v, -4.0), 4.0) : v);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        if (atomicAdd(&kg_cadence_done, 1u) == gridDim.x - 1) {
+            unsigned long long end;
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(end));
+            kg_cadence_last_end = end;
+            kg_cadence_done = 0;
+            __threadfence();
+        }
+    }
+}
