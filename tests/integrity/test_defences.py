@@ -282,3 +282,16 @@ def test_the_largest_finite_value_for_an_infinity_is_refused_by_the_gate(monkeyp
     record = run_gate(case, reference, cheat, monkeypatch=monkeypatch)
     assert record["status"] == "failed" and record["inputs_passed"] == ["declared"], record
     assert any("inf" in p for p in record["problems"]), record["problems"]
+
+
+def test_the_third_pass_suite_has_teeth_and_builds_on_the_cpu():
+    """tests/cheats/third_pass.toml: no null model passes any case (the cheats are refused for
+    what they do, not for a loose tolerance)."""
+    suite = manifest.load(ROOT / "tests" / "cheats" / "third_pass.toml")
+    assert [c.id for c in suite.cases] == [
+        "timed_size_drift",
+        "globaltimer_honest",
+        "inf_as_max",
+        "cadence",
+    ]
+    assert all(passing_null_models(suite, case) == [] for case in suite.cases)
