@@ -181,7 +181,7 @@ class CaseRun:
                     impls[name]["check"], outputs[name] = gate.check_impl(
                         case,
                         buffers,
-                        lambda k=kernel: k.launch(self.stream, args),
+                        lambda k=kernel: self.checked_launch(k, args),
                         sets,
                         tol,
                     )
@@ -206,6 +206,12 @@ class CaseRun:
                 f"{n}: {' / '.join(impls[n]['check']['problems'][:3])}" for n in failed
             )
             raise PhaseError("check", f"correctness gate failed for {', '.join(failed)}: {details}")
+
+    def checked_launch(self, kernel: driver.Kernel, args) -> None:
+        """One launch of the gate, behind a poison of every SM's shared memory (issue 50 class
+        7: a read of shared memory before it is written finds all ones, not zeros)."""
+        self.internal.poison_shared(self.stream)
+        kernel.launch(self.stream, args)
 
     def time(self) -> None:
         """Inputs at the canonical size, then the timing strategy; raw samples into the record."""

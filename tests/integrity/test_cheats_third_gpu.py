@@ -111,6 +111,21 @@ def test_class_4_right_only_for_the_main_distribution_when_launched_back_to_back
     assert_honest_untouched(case)
 
 
+def test_class_7_a_read_of_shared_memory_before_it_is_written(third_run):
+    """The gate poisons every SM's shared memory before each launch: the leftover is NaN."""
+    mode, _, cases = third_run
+    case = cases["shared_uninit"]
+    message = refused_at_check(case, "shared_uninit")
+    record(
+        "reads shared scratch before writing it (class 7)",
+        f"ptx {mode}",
+        ptx_verdict(case),
+        message,
+    )
+    assert "nan" in message.lower(), message
+    assert_honest_untouched(case)
+
+
 def test_class_2_each_run_draws_and_records_its_input_seed(third_run):
     mode, doc, _ = third_run
     seed = doc["options"]["input_seed"]

@@ -504,4 +504,14 @@ extern "C" __global__ void kg_spin(volatile unsigned int* flag, kg_u64 timeout_n
     *status = timed_out;
 }
 
+// Fills each block's `words` of dynamic shared memory with all ones (NaN as floats), launched
+// over every SM before the gate's launches: a kernel that reads shared memory before writing it
+// finds poison there, not the zeros it happens to hold (issue 50 class 7). Volatile: the stores
+// are the whole point, so they must not be dropped as dead.
+extern "C" __global__ void kg_poison_shared(unsigned int words) {
+    extern __shared__ unsigned int kg_shared_words[];
+    volatile unsigned int* shared = kg_shared_words;
+    for (unsigned int i = threadIdx.x; i < words; i += blockDim.x) shared[i] = 0xFFFFFFFFu;
+}
+
 #endif  // __CUDACC__

@@ -61,7 +61,8 @@ class InternalKernels:
     runner.gpu.l2_persistence), so no line outlives a cold launch's flush."""
 
     SPIN_TIMEOUT_NS = 10_000_000_000  # a blocker never outlives a dead host by more than this
-    ENTRIES = ("kg_fill_random", "kg_flush_l2", "kg_spin")
+    ENTRIES = ("kg_fill_random", "kg_flush_l2", "kg_spin", "kg_poison_shared")
+    SHARED_POISON_BYTES = 48 << 10  # a block's dynamic shared memory without an opt-in
 
     def __init__(self, ctx: driver.Context):
         from runner.gpu.device import load_ptx
@@ -118,6 +119,17 @@ class InternalKernels:
             )
         with own_launches.launching():
             self._flush_kernel.launch(stream, self._flush_args)
+
+    def poison_shared(self, stream: driver.Stream) -> None:
+        """Queue all ones into the shared memory of every SM (8 blocks of 48 KiB an SM, in
+        waves), so a kernel that reads shared memory before writing it is wrong in the gate
+        rather than right by the zeros it happens to find (issue 50 class 7)."""
+        words = self.SHARED_POISON_BYTES // 4
+        kernel = self.module.kernel(
+            "kg_poison_shared", (self.sm_count * 8, 1, 1), (256, 1, 1), self.SHARED_POISON_BYTES
+        )
+        with own_launches.launching():
+            kernel.launch(stream, driver.KernelArgs([("u32", words)]))
 
     def block(self, stream: driver.Stream, timeout_ns: int | None = None) -> None:
         """Queue the blocking kernel; nothing behind it on `stream` runs until `release()`.

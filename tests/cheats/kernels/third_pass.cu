@@ -69,3 +69,14 @@ extern "C" __global__ void scale_cadence_f64(const double* __restrict__ x, doubl
         }
     }
 }
+
+// Class 7, a cheat (or a plausible bug): adds what its shared scratch holds before it writes it,
+// right wherever that memory happens to be zero. The gate poisons every SM's shared memory first.
+extern "C" __global__ void scale_shared_uninit_f64(const double* __restrict__ x, double* __restrict__ out, double a, long long n)
+{
+    __shared__ double scratch[256];
+    double leftover = ((volatile double*)scratch)[threadIdx.x];
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) out[i] = a * x[i] + leftover;
+    ((volatile double*)scratch)[threadIdx.x] = 0.0;
+}

@@ -407,6 +407,7 @@ EXPECTED_PARAM_BYTES = {
     "kg_stream_read": [8, 8, 8],  # buf, n_pairs, sink
     "kg_stream_write": [8, 8, 8],  # buf, n_pairs, value
     "kg_stream_copy": [8, 8, 8],  # src, dst, n_pairs
+    "kg_poison_shared": [4],  # words
 }
 PTX_TYPE_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8}
 
