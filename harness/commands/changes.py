@@ -16,8 +16,8 @@ from harness.analysis.change_counters import annotate
 from harness.analysis.change_review import find_changes, tripped
 from harness.analysis.changes import ChangePolicy
 from harness.analysis.drift import DriftPolicy
+from harness.commands.document_files import DB_OPTION, opened
 from harness.commands.history import _echo_json
-from harness.commands.store_option import DB_OPTION, opened
 from harness.errors import BadInput
 from harness.history.store_schema import normalize_utc
 from harness.reporting import change_report

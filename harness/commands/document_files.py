@@ -1,16 +1,22 @@
 """The files the history commands read and the bytes they write: a result document (or stdin),
 a bundle manifest, each within the size limit and validated, BadInput naming the file if not;
 an --out folder checked before any work.
-A module of its own so that `harness ingest` imports no comparison to get them."""
+A module of its own so that `harness ingest` imports no comparison to get them.
+
+The history database as the store's commands take it: the --db option, and the store opened
+with every StoreError turned into bad input (exit 2). Its own module so that `harness ingest`
+imports no analysis to get it."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
 import click
 
 from harness.errors import BadInput
+from harness.history.store import Store, StoreError
 from protocol import documents
 from protocol.codec import decode
 from protocol.input_files import (
@@ -21,7 +27,39 @@ from protocol.input_files import (
 )
 from protocol.validation import validate
 
-__all__ = ["RESULT", "load_bundle", "load_result", "out_folder", "write_stdout"]
+__all__ = [
+    "DB_OPTION",
+    "DEFAULT_DB",
+    "RESULT",
+    "load_bundle",
+    "load_result",
+    "opened",
+    "out_folder",
+    "write_stdout",
+]
+
+
+DEFAULT_DB = "history.sqlite"
+
+
+DB_OPTION = click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=DEFAULT_DB,
+    show_default=True,
+    help="The history database (one SQLite file).",
+)
+
+
+@contextlib.contextmanager
+def opened(db: Path, readonly: bool = True):
+    """The store at `db`; any StoreError (missing, corrupt, foreign, newer) becomes exit 2."""
+    try:
+        with Store(db, readonly=readonly) as store:
+            yield store
+    except StoreError as exc:
+        raise BadInput(str(exc)) from None
+
 
 RESULT = click.Path(dir_okay=False, allow_dash=True, path_type=Path)
 

@@ -18,7 +18,7 @@ from harness.analysis.change_review import tripped as changes_tripped
 from harness.analysis.changes import ChangePolicy
 from harness.analysis.drift import DriftPolicy
 from harness.analysis.regressions import Finding, Policy, current_series, review
-from harness.commands.store_option import DB_OPTION, opened
+from harness.commands.document_files import DB_OPTION, opened
 from harness.errors import BadInput
 from harness.escaping import markdown as md
 from harness.escaping import terminal

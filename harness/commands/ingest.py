@@ -17,8 +17,7 @@ from pathlib import Path
 
 import click
 
-from harness.commands.document_files import RESULT, load_bundle, load_result
-from harness.commands.store_option import DB_OPTION, opened
+from harness.commands.document_files import DB_OPTION, RESULT, load_bundle, load_result, opened
 from harness.errors import BadInput
 from harness.history.store import prepared
 from harness.running import trust

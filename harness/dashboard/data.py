@@ -35,8 +35,8 @@ from harness.dashboard.sweep_charts import curves, measured_points
 from harness.errors import DashboardError
 from harness.history.series import gpu_model, run_mode
 from harness.history.store import Store
-from harness.reporting.primary import primary_candidate
 from harness.reporting.summary import signature
+from harness.reporting.table import primary_candidate
 from protocol.modes import describe
 from protocol.points import is_point_row, split_id
 

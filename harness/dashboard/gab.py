@@ -36,7 +36,7 @@ from harness.dashboard.case_charts import Series, read_series, rounded, run_mode
 from harness.dashboard.geomeans import gaps_by_run
 from harness.history.series import run_mode
 from harness.history.store import Store
-from harness.reporting.primary import lead_first
+from harness.reporting.table import lead_first
 from protocol.points import split_id
 
 __all__ = ["GAB_DATA", "gab_key", "github_action_benchmark_data"]

@@ -9,7 +9,7 @@ card carries the mean's 95% interval, propagated from the cases' intervals in lo
 the same GPU model, timing mode and suite version is over the cases with a gap in both (a case
 new in one of the two runs would otherwise move the change by itself). On the suite line, a
 point whose cases differ from the previous drawn point's says so ("cases: 7 (was 8); without
-transpose"). The suite's primary candidate (harness.reporting.primary) leads: its card and its line come
+transpose"). The suite's primary candidate (harness.reporting.table) leads: its card and its line come
 first.
 """
 

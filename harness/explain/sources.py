@@ -62,7 +62,7 @@ class Source:
 
 
 def from_result(doc: dict, what: str) -> Source:
-    from harness.reporting.primary import primary_candidate
+    from harness.reporting.table import primary_candidate
 
     cases = []
     for c in doc["cases"]:

@@ -1,6 +1,6 @@
 """A concise markdown summary of one result document, for `$GITHUB_STEP_SUMMARY` or a PR.
 
-Sections: the primary candidate's geometric-mean gap (harness.reporting.primary) as the headline, the
+Sections: the primary candidate's geometric-mean gap (harness.reporting.table) as the headline, the
 geometric-mean gap per candidate over the suite's fixed set of cases (its interval, the
 unstable cases in it, the missing ones), every gap with its interval, a gap-by-size table per
 swept case (harness.reporting.sweep_table), unstable and failed
@@ -13,9 +13,15 @@ from __future__ import annotations
 from harness.escaping import first_line
 from harness.escaping import markdown as md
 from harness.history.series import compiler_identity, describe_compiler
-from harness.reporting.primary import lead_first, primary_candidate
 from harness.reporting.sweep_table import render, sweep_tables
-from harness.reporting.table import MARKDOWN, Column, format_table, format_time
+from harness.reporting.table import (
+    MARKDOWN,
+    Column,
+    format_table,
+    format_time,
+    lead_first,
+    primary_candidate,
+)
 from protocol.headline import candidate_headlines
 from protocol.points import is_point_row
 
@@ -63,7 +69,7 @@ def describe_headline(found: dict, versus: str = "") -> str:
 def headline(document: dict) -> str | None:
     """The sentence every report leads with: the primary candidate's geometric-mean gap over
     the suite's fixed set of cases, with its interval, and the cases missing from it or
-    unstable in it (or that it has no gap); None when the run has no primary (harness.reporting.primary)."""
+    unstable in it (or that it has no gap); None when the run has no primary (harness.reporting.table)."""
     primary = primary_candidate(document)
     if primary is None:
         return None

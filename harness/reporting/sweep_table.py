@@ -8,8 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.reporting.primary import lead_first, primary_candidate
-from harness.reporting.table import Column, Markup, format_table, format_time
+from harness.reporting.table import (
+    Column,
+    Markup,
+    format_table,
+    format_time,
+    lead_first,
+    primary_candidate,
+)
 from protocol.points import is_option_point, swept_cases
 
 __all__ = ["SweepTable", "curve_sentence", "render", "sweep_tables"]

@@ -33,7 +33,7 @@ import click
 
 from harness.errors import ClusterError
 from harness.history.series import gpu_model
-from harness.running import model_documents, result_files, shipping, suite_toml
+from harness.running import manifest_check, model_documents, result_files, shipping
 from protocol.codec import encode
 
 __all__ = [
@@ -716,8 +716,8 @@ def run(address: str, cases: Path, shipment: shipping.Shipment, runner_args: lis
     from protocol.version import package_version
 
     try:
-        raw, toml = suite_toml.read(cases)
-    except suite_toml.SuiteTomlError as exc:
+        raw, toml = manifest_check.read(cases)
+    except manifest_check.SuiteTomlError as exc:
         raise ClusterError(str(exc)) from None
     case_ids = [
         c["id"]

@@ -1,26 +1,55 @@
 """The runner's own manifest check, run on the host before `harness run` reaches a target.
 
 The harness never imports the runner, so it runs `python -m runner check --manifest-only` as a
-subprocess, from the same tree that would be shipped (harness.running.shipping.REPO_ROOT first on
+subprocess, from the same tree that would be shipped (REPO_ROOT first on
 PYTHONPATH): the target would refuse exactly what this refuses, and now nothing is rented or
 connected to first. A manifest loader shared through protocol/ would mean moving the suite
 model and its expression language out of the runner; a subprocess keeps one loader and the
 imports one way, for about a second of start-up.
-"""
+
+`read()`: a suite manifest's TOML as the host reads it, its bytes and its tables, or an error naming
+the file.
+
+The harness never imports the runner (its manifest loader needs the suite's references and
+toolchains); it reads only what it needs: the files a suite names (harness.running.shipping) and its
+`[suite]` table (harness.running.trust). Malformed input is refused here as the runner refuses it,
+nesting too deep for the parser included (a RecursionError, not a traceback)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
-from harness.errors import ManifestRefused
-from harness.running.shipping import REPO_ROOT
+from harness.errors import ManifestRefused, SuiteTomlError
+from protocol.input_files import MAX_MANIFEST_BYTES, InputFileError, read_bounded
 
-__all__ = ["CHECK_TIMEOUT_S", "ManifestRefused", "check_manifest"]
+REPO_ROOT = Path(__file__).resolve().parents[2]  # the tree `harness run` ships
+
+__all__ = ["CHECK_TIMEOUT_S", "ManifestRefused", "SuiteTomlError", "check_manifest", "read"]
+
+
+def read(path: Path) -> tuple[bytes, dict]:
+    """The manifest's bytes (what its sha256 is taken of) and its parsed TOML."""
+    try:
+        raw = read_bounded(path, MAX_MANIFEST_BYTES, "suite manifest")
+    except InputFileError as exc:
+        raise SuiteTomlError(str(exc)) from None
+    try:
+        return raw, tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SuiteTomlError(f"{path}: malformed TOML: {exc}") from None
+    except RecursionError:
+        raise SuiteTomlError(
+            f"{path}: malformed TOML: arrays or tables nested too deeply to parse"
+        ) from None
+
 
 CHECK_TIMEOUT_S = 120.0
+
+
 STATUS_BAD_INPUT = 2
 
 

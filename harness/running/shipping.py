@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from harness.errors import ShippingError
-from harness.running import suite_toml
+from harness.running import manifest_check
 
 # The folder holding the packages: a checkout's root, or site-packages for an installed wheel.
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = manifest_check.REPO_ROOT
 RUNNER_TREE = ("runner", "protocol", "schemas", "pyproject.toml", "README.md")
 INSTALLED_RUNNER_TREE = ("runner", "protocol")  # protocol/schemas/ is its package data
 TEST_TREE = ("tests", "harness", "tools")  # pytest imports every test module: harness, tools
@@ -227,8 +227,8 @@ def referenced_files(cases: Path) -> list[str]:
     the runner's, on the target.
     """
     try:
-        _, doc = suite_toml.read(cases)
-    except suite_toml.SuiteTomlError as exc:
+        _, doc = manifest_check.read(cases)
+    except manifest_check.SuiteTomlError as exc:
         raise ShippingError(str(exc)) from None
     found = []
     for case in doc.get("case", []) if isinstance(doc.get("case"), list) else []:
@@ -251,7 +251,7 @@ def plan(
     """The tree for running the suite `cases` (a cases.toml) on a target; `revisions` are
     labelled bundles ((label, folder), ...), shipped under bundle/<label>."""
     cases = Path(cases).resolve()
-    if not cases.exists():  # not a regular file: suite_toml.read says what it is
+    if not cases.exists():  # not a regular file: manifest_check.read says what it is
         raise ShippingError(f"{cases}: suite file not found")
     references = referenced_files(cases)  # first: a FIFO or device as the suite is refused here
     root = root.resolve()

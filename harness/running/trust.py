@@ -18,7 +18,7 @@ from pathlib import Path
 
 from harness.errors import TrustError
 from harness.history.series import gpu_model
-from harness.running import suite_toml
+from harness.running import manifest_check
 
 __all__ = ["DEFAULT_CASES", "Canon", "TrustError", "canon_for", "check"]
 
@@ -39,8 +39,8 @@ class Canon:
     @classmethod
     def from_manifest(cls, path: Path) -> Canon:
         try:
-            raw, doc = suite_toml.read(path)
-        except suite_toml.SuiteTomlError as exc:
+            raw, doc = manifest_check.read(path)
+        except manifest_check.SuiteTomlError as exc:
             raise TrustError(f"{exc} (a trusted ingest takes the GPU pin from it)") from None
         suite = doc.get("suite")
         name = suite.get("name") if isinstance(suite, dict) else None

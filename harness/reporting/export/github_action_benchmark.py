@@ -21,8 +21,8 @@ version and sha256 where the build recorded them, the driver and the commit.
 from __future__ import annotations
 
 from harness.history.series import series_key
-from harness.reporting.primary import lead_first, primary_candidate
 from harness.reporting.summary import geomean_gaps
+from harness.reporting.table import lead_first, primary_candidate
 from protocol.codec import encode
 
 __all__ = ["entries", "render"]

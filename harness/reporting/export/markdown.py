@@ -1,6 +1,6 @@
 """A plain markdown table: one row per case and implementation, times per launch.
 
-When the run has a primary candidate (harness.reporting.primary), a bold line with its geometric-mean gap
+When the run has a primary candidate (harness.reporting.table), a bold line with its geometric-mean gap
 comes first.
 """
 

@@ -5,7 +5,7 @@ statistics differ: nvbench's "GPU Time" is a mean (and "Batch GPU" a batched one
 the relative standard deviation, its "BWUtil" a fraction of the theoretical peak. Here the
 columns say what they hold (LEGEND, printed under the tables): the median per-launch time, MAD /
 median, bytes per second at the median and its fraction of the measured copy bandwidth. A run
-with a primary candidate (harness.reporting.primary) states its geometric-mean gap under the title.
+with a primary candidate (harness.reporting.table) states its geometric-mean gap under the title.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The primary candidate leads the summary, the exports and the dashboard (harness.reporting.primary).
+"""The primary candidate leads the summary, the exports and the dashboard (harness.reporting.table).
 
 The documents: baseline `cuda`; `llvm` in every case, `handptx` in one, and (after the suite
 gained it) `warpforth`, the suite's primary. Names sort handptx < llvm < warpforth, so a
@@ -16,9 +16,9 @@ from harness.dashboard import collect
 from harness.history.store import Store
 from harness.reporting.export import csv as csv_export
 from harness.reporting.export import github_action_benchmark, markdown, nvbench_markdown
-from harness.reporting.primary import lead_first, primary_candidate
 from harness.reporting.summary import geomean_gaps, headline
 from harness.reporting.summary import markdown as summary_markdown
+from harness.reporting.table import lead_first, primary_candidate
 from protocol.documents import load_result
 from protocol.validation import validate
 from tests.conftest import ROOT
