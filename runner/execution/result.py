@@ -87,6 +87,7 @@ def finish_case(
         untrusted = _untrusted_rows(case_doc, peaks, working_set_bytes, split)
         _fail_untrusted(case_doc, *untrusted)
         _gaps(case_doc, measurement, {**untrusted[1], **untrusted[0]})
+        _flag_gaps(case_doc)
         pairs = pair_blocks(case_doc)
         if pairs:
             case_doc["pairs"] = pairs
@@ -98,6 +99,15 @@ def finish_case(
         apply_clocks(case_doc, run_max_clock([case_doc]), measurement.get("clocks_source"))
     case_doc.setdefault("phases_s", {}).update(record.get("phases_s", {}))
     return case_doc
+
+
+def _flag_gaps(case_doc: dict) -> None:
+    """A hot row the output-dependence check flagged relative to the baseline keeps its gap,
+    with the flag beside it (issue 50 item 10: the gap is reported, not withheld)."""
+    for impl in case_doc["implementations"].values():
+        flag = impl.get("integrity", {}).get("flag")
+        if flag and impl.get("gap"):
+            impl["gap_note"] = f"flagged: {flag}"
 
 
 def _time_rows(case_doc: dict, measurement: dict, geometry, flop_dtype, peaks: dict) -> None:

@@ -502,3 +502,20 @@ def test_without_a_control_the_gaps_say_their_term_is_the_default():
     assert "aa_control" not in doc
     gap = doc["implementations"]["handptx"]["gap"]
     assert gap["systematic_source"] == "default" and gap["systematic"] == stats.INSTANCE_SD
+
+
+def test_a_hot_row_flagged_against_the_baseline_keeps_its_gap_with_the_flag():
+    """Issue 50 item 10: the output-dependence check's relative flag is said beside the gap,
+    not a reason to withhold it (a row flagged output-dependent still fails the case)."""
+    doc = skeleton({"cuda": "baseline", "handptx": "candidate"})
+    record = worker_record(
+        {"cuda": samples(1e-3, 0.001, 1), "handptx": samples(0.8e-3, 0.001, 2)},
+        {"cuda": "passed", "handptx": "passed"},
+    )
+    flag = "fast only in plain hot replay: under the same traffic x1.40 the baseline's time"
+    record["impls"]["handptx"]["integrity"] = {"output_dependent": False, "flag": flag}
+    result.finish_case(doc, record, GEOMETRY, "f64", PEAKS)
+    impl = doc["implementations"]["handptx"]
+    assert doc["status"] == "ok" and impl["gap"]["ratio_of_medians"] == pytest.approx(0.8, 0.01)
+    assert impl["gap_note"] == f"flagged: {flag}"
+    assert "gap_note" not in doc["implementations"]["cuda"]
