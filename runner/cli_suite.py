@@ -234,7 +234,7 @@ def bench(cases, case_ids, point_ids, **settings):
                 ) from exc
         sys.stdout.buffer.write(data)
 
-    from runner.definition.revisions import parse_bundle_options
+    from runner.definition.bundle import parse_bundle_options
 
     bundle, revisions = parse_bundle_options(settings.pop("bundles"))
     options = BenchOptions(

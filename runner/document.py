@@ -237,7 +237,7 @@ def case_systematic(case_doc: dict, baseline_timing: dict) -> tuple[float, str]:
 
 
 def pair_blocks(case_doc: dict) -> list[dict]:
-    """Revisions of one candidate timed together (runner.definition.revisions: `X@base`, `X@head`): each
+    """Revisions of one candidate timed together (runner.definition.bundle: `X@base`, `X@head`): each
     later one against the first, {"of", "base", "head"} plus a gap block's keys computed from the
     two variants' paired samples with the first in the baseline's place, so `ratio_of_medians`
     is head / base with the same paired bootstrap interval as a gap. Only pairs where both sides

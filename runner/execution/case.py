@@ -75,7 +75,7 @@ class CaseRun:
             sweep.at_point(self.suite.case(job["case"]), job.get("point")), job.get("input_seed")
         )
         self.settings = TimingSettings(**job["timing"])
-        # revisions of a candidate (runner.definition.revisions: X@base, X@head) stand in X's place
+        # revisions of a candidate (runner.definition.bundle: X@base, X@head) stand in X's place
         self.variant_of = job.get("variants", {})
         self.names = [
             n

@@ -17,7 +17,7 @@ from protocol.progress import visible
 from runner import cuda_programs
 from runner.definition import manifest, sweep, toolchains
 from runner.definition.bundle import BundleError
-from runner.definition.launch_limits import LaunchLimitError, check_launch
+from runner.definition.spec import LaunchLimitError, check_launch
 from runner.execution.result import case_skeleton
 from runner.execution.suite import build_case, obtain_ptx
 from runner.gpu import ptx

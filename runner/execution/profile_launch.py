@@ -29,7 +29,7 @@ def launch_once(job: dict) -> dict:
     case = suite.case(job["case"])
     impl = case.impl(
         job["impl"].partition("@")[0]
-    )  # a revision X@head is X (runner.definition.revisions)
+    )  # a revision X@head is X (runner.definition.bundle)
     size = job.get("size", "timed")
     if size not in ("timed", "check"):
         raise ValueError(f"profile job: size must be 'timed' or 'check' (got {size!r})")

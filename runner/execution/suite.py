@@ -22,8 +22,7 @@ from protocol.progress import PARTIAL_DOCUMENT_PREFIX, visible
 from protocol.validation import DocumentError, validate
 from runner import document
 from runner.definition import manifest, provenance, sweep, toolchains
-from runner.definition.bundle import Bundle, BundleError
-from runner.definition.revisions import variants
+from runner.definition.bundle import Bundle, BundleError, variants
 from runner.document import write_atomic
 from runner.execution import remeasure, selection, sharding, sweep_run
 from runner.execution.isolation import keep_ahead, run_worker, stop_ahead
@@ -63,7 +62,7 @@ class BenchOptions:
     budget_s: float | None = None  # the whole suite's wall-time budget; cases past it are not run
     revisions: tuple[
         tuple[str, Path], ...
-    ] = ()  # labelled bundles (runner.definition.revisions), in order
+    ] = ()  # labelled bundles (runner.definition.bundle), in order
     profile: bool = False  # after timing, Nsight Compute counters per implementation (ncu)
     static: bool = True  # ptxas -v resources and the SASS instruction mix, where the tools are
     # "auto": CUPTI's kernel timestamps in cold mode (refused without cupti-python), events in
@@ -139,7 +138,7 @@ def build_case(
 ) -> dict[str, str]:
     """Build (or take from the bundle) and signature-check every implementation; PTX by name.
     With `revisions`, a candidate a labelled bundle holds becomes one implementation per label
-    (runner.definition.revisions), in its place in case_doc["implementations"]."""
+    (runner.definition.bundle), in its place in case_doc["implementations"]."""
     built: dict[str, str] = {}
     docs = case_doc["implementations"]
     for impl in case.impls:

@@ -34,7 +34,7 @@ def ncu_us(target: list[str], kernel_regex: str, cache: str) -> float | None:
         *target,
     ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    from runner.explain import ncu as ncu_parse
+    from runner.explain import profiling as ncu_parse
 
     found: dict[str, list[float]] = {}
     for r in ncu_parse.rows(done.stdout):

@@ -46,9 +46,6 @@ from harness.errors import TransportError as TransportError
 from harness.running.transport import guard
 from protocol.progress import PARTIAL_DOCUMENT_PREFIX as PARTIAL_PREFIX
 
-__all__ = ["TAIL_LINES", "StderrTail"]
-
-
 TAIL_LINES = 8
 
 

@@ -38,18 +38,6 @@ from harness.errors import VastError
 from harness.running.transport.base import Completed, ConnectError, StderrSink
 from harness.running.transport.ssh import SshTarget, SshTransport
 
-__all__ = [
-    "GONE_STATUSES",
-    "VastApi",
-    "VastError",
-    "VastSdk",
-    "choose_offer",
-    "normalise_gpu_name",
-    "offer_price",
-    "offer_query",
-]
-
-
 VENDOR = "nvidia"  # the first word of CUDA's device names, never of Vast's model names
 
 

@@ -1,4 +1,4 @@
-"""GPU: the launch limits `runner check` holds a manifest to (runner.definition.launch_limits,
+"""GPU: the launch limits `runner check` holds a manifest to (runner.definition.spec,
 issue 33 item 14) are the device's own: its driver reports the same grid and block extents,
 threads per block and opt-in shared memory per block for its architecture."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.definition import launch_limits
+from runner.definition import spec
 
 pytestmark = pytest.mark.gpu
 
@@ -21,12 +21,12 @@ def test_the_launch_limits_table_matches_the_device():
         shared = ctx.attribute("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
         arch = f"sm_{ctx.attribute('COMPUTE_CAPABILITY_MAJOR')}{ctx.attribute('COMPUTE_CAPABILITY_MINOR')}"
     print(f"{arch}: grid {grid}, block {block}, {threads} threads, {shared} B shared per block")
-    assert grid == launch_limits.MAX_GRID
-    assert block == launch_limits.MAX_BLOCK
-    assert threads == launch_limits.MAX_THREADS_PER_BLOCK
-    limit, what = launch_limits.shared_limit(arch)
+    assert grid == spec.MAX_GRID
+    assert block == spec.MAX_BLOCK
+    assert threads == spec.MAX_THREADS_PER_BLOCK
+    limit, what = spec.shared_limit(arch)
     assert arch in what, f"{arch} is not in SHARED_BYTES_PER_BLOCK: add {shared} bytes"
     assert limit == shared, (arch, limit, shared)
-    launch_limits.check_launch(grid, (threads, 1, 1), shared, where="device", arch=arch)
-    with pytest.raises(launch_limits.LaunchLimitError, match="shared_bytes"):
-        launch_limits.check_launch((1, 1, 1), (1, 1, 1), shared + 1, where="device", arch=arch)
+    spec.check_launch(grid, (threads, 1, 1), shared, where="device", arch=arch)
+    with pytest.raises(spec.LaunchLimitError, match="shared_bytes"):
+        spec.check_launch((1, 1, 1), (1, 1, 1), shared + 1, where="device", arch=arch)

@@ -24,8 +24,7 @@ from protocol.version import RESULT_SCHEMA_VERSION
 from runner import document as document_gaps
 from runner import document as document_run
 from runner.definition import manifest, spec
-from runner.definition.bundle import Bundle
-from runner.definition.revisions import parse_bundle_options
+from runner.definition.bundle import Bundle, parse_bundle_options
 from runner.errors import BundleError
 from runner.execution import result
 from runner.execution.case import CaseRun

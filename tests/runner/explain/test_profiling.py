@@ -14,7 +14,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from protocol.validation import validator
-from runner.explain import ncu, profiling, tools
+from runner.explain import profiling, tools
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLES = ROOT / "tests" / "fixtures" / "ncu"
@@ -32,20 +32,20 @@ def profile_errors(block: dict) -> list[str]:
 
 
 def test_metrics_are_read_in_base_units_with_thousands_separators_and_na():
-    parsed = ncu.parse(sample("polynomial_f64-warpforth.csv"), "polynomial_f64")
+    parsed = profiling.parse(sample("polynomial_f64-warpforth.csv"), "polynomial_f64")
     m = parsed["metrics"]
     assert m["dram__bytes_read.sum"] == {"value": 536904192.0, "unit": "byte"}
     assert m["dram__bytes_write.sum"]["value"] == 536870912.0
     assert m["smsp__inst_executed.sum"]["value"] == 1075838976.0
     assert m["lts__t_sector_hit_rate.pct"] == {"value": 49.98, "unit": "%"}
     assert m["sm__warps_active.avg.pct_of_peak_sustained_active"]["value"] == 93.71
-    assert m[ncu.STALL_METRIC.format("tex_throttle")]["value"] is None  # "n/a"
+    assert m[profiling.STALL_METRIC.format("tex_throttle")]["value"] is None  # "n/a"
     assert parsed["kernel"] == "polynomial_f64" and parsed["launch_id"] == "0"
-    assert set(ncu.metrics()) <= set(m)
+    assert set(profiling.metrics()) <= set(m)
 
 
 def test_the_top_stall_reasons_leave_out_the_issuing_warp_and_sum_to_their_shares():
-    stalls = ncu.parse(sample("polynomial_f64-warpforth.csv"), "polynomial_f64")["stalls"]
+    stalls = profiling.parse(sample("polynomial_f64-warpforth.csv"), "polynomial_f64")["stalls"]
     assert [s["reason"] for s in stalls] == ["wait", "math_pipe_throttle", "long_scoreboard"]
     assert stalls[0]["value"] == 10.92 and 0.6 < stalls[0]["share"] < 0.62
     assert all(s["reason"] != "selected" for s in stalls)
@@ -60,24 +60,24 @@ def test_rows_are_read_by_header_name_so_older_column_sets_work():
         '"4","77","python3","h","axpy_f64","2026-Dec-01 10:00:01","1","7","Command line profiler '
         'metrics","dram__bytes_read.sum","byte","1"\n'
     )
-    parsed = ncu.parse("==PROF== Profiling ...\n" + old, "axpy_f64")
+    parsed = profiling.parse("==PROF== Profiling ...\n" + old, "axpy_f64")
     assert parsed["launch_id"] == "3"  # the first launch only
     assert parsed["metrics"] == {"dram__bytes_read.sum": {"value": 2147483648.0, "unit": "byte"}}
 
 
 def test_another_kernel_in_the_table_is_not_taken_for_ours():
     text = sample("polynomial_f64-cuda.csv").replace('"polynomial_f64"', '"kernelgap_fill_f64"')
-    with pytest.raises(ncu.NcuOutputError, match="kernels it profiled: kernelgap_fill_f64"):
-        ncu.parse(text, "polynomial_f64")
+    with pytest.raises(profiling.NcuOutputError, match="kernels it profiled: kernelgap_fill_f64"):
+        profiling.parse(text, "polynomial_f64")
 
 
 def test_output_without_a_metric_table_quotes_what_ncu_said():
-    with pytest.raises(ncu.NcuOutputError, match="ERR_NVGPUCTRPERM"):
-        ncu.parse(sample("no-permission.txt"), "polynomial_f64")
+    with pytest.raises(profiling.NcuOutputError, match="ERR_NVGPUCTRPERM"):
+        profiling.parse(sample("no-permission.txt"), "polynomial_f64")
 
 
 def test_the_command_profiles_one_launch_of_the_entry_in_csv_base_units():
-    argv = ncu.command("/opt/ncu", "axpy_f64", ["python3", "-m", "runner"], "/tmp/log.csv")
+    argv = profiling.command("/opt/ncu", "axpy_f64", ["python3", "-m", "runner"], "/tmp/log.csv")
     assert argv[0] == "/opt/ncu" and argv[-3:] == ["python3", "-m", "runner"]
     joined = " ".join(argv)
     assert "--csv --print-units base" in joined and "-k regex:^axpy_f64$" in joined
@@ -176,7 +176,7 @@ def test_profile_case_profiles_every_built_implementation_until_the_budget(monke
 
 
 def test_a_metric_this_ncu_lacks_is_dropped_and_the_rest_profiled(fake_ncu, monkeypatch):
-    missing = ncu.STALL_METRIC.format("misc")
+    missing = profiling.STALL_METRIC.format("misc")
     monkeypatch.setenv("FAKE_NCU_REJECT", missing)
     block = profile(monkeypatch, "polynomial_f64-warpforth.csv")
     assert block["status"] == "ok" and block["dropped_metrics"] == [missing]
