@@ -34,7 +34,7 @@ import orjson
 
 from protocol.input_files import MAX_DEPTH, MAX_TIMEOUT_S, nested_deeper_than
 from protocol.progress import visible
-from runner.execution.processes import spawn_worker
+from runner.execution.isolation import spawn_worker
 from runner.launch.fresh_context import private_stdout
 
 # ---- lines read with a bounded buffer -----------------------------------------------------------

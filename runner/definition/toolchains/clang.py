@@ -38,7 +38,7 @@ _UNDEFINED_LIBDEVICE = re.compile(r"^\.extern\s+\.func\b[^\n]*?\b(__nv_\w+)", re
 @functools.cache
 def program(template: str | None = None) -> str:
     """The first of PROGRAMS on PATH whose LLVM has the NVPTX back end."""
-    from runner.definition.toolchains.common import ToolchainMissing
+    from runner.definition.toolchains import ToolchainMissing
 
     for name in PROGRAMS:
         path = shutil.which(name)
@@ -65,7 +65,7 @@ def version(template: str | None = None) -> str:
 
 def libdevice_places() -> list[Path]:
     """Where libdevice.10.bc is looked for: nvvm/libdevice under each of `cuda_roots()`."""
-    from runner.definition.toolchains.common import cuda_roots
+    from runner.definition.toolchains import cuda_roots
 
     return [root / "nvvm" / "libdevice" / LIBDEVICE for root in cuda_roots()]
 
@@ -87,7 +87,7 @@ def find_libdevice() -> Path | None:
 def build(
     source: Path, arch: str, flags: list[str], template: str | None = None
 ) -> tuple[str, list[str]]:
-    from runner.definition.toolchains.common import BuildError, ToolchainMissing, cuda_roots
+    from runner.definition.toolchains import BuildError, ToolchainMissing, cuda_roots
 
     libdevice = find_libdevice()
     link = ["-Xclang", "-mlink-builtin-bitcode", "-Xclang", str(libdevice)] if libdevice else []

@@ -13,7 +13,7 @@ FIXED_FLAGS = ["-O3", "-std=c++17"]
 
 def program(template: str | None = None) -> str:
     from runner import cuda_programs
-    from runner.definition.toolchains.common import ToolchainMissing
+    from runner.definition.toolchains import ToolchainMissing
 
     path = cuda_programs.find("nvcc")
     if path is None:
@@ -39,7 +39,7 @@ def build(
     """PTX of `source`. nvcc hands file names to a shell, so it only ever sees safe ones: the
     source is copied to `kernel.cu` in a temporary folder, and its own folder (for #include)
     is reached through a symbolic link named `src`."""
-    from runner.definition.toolchains.common import BuildError
+    from runner.definition.toolchains import BuildError
 
     with tempfile.TemporaryDirectory(prefix="kernelgap-nvcc-") as tmp:
         work = Path(tmp)

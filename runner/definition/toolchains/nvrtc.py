@@ -26,7 +26,7 @@ _ARCH = re.compile(r"(?:sm|compute)_(\d+[a-z]?)")
 @functools.cache
 def _nvrtc():
     """The cuda.bindings.nvrtc module with libnvrtc loaded; ToolchainMissing if it cannot be."""
-    from runner.definition.toolchains.common import ToolchainMissing
+    from runner.definition.toolchains import ToolchainMissing
 
     try:
         from cuda.bindings import nvrtc
@@ -60,7 +60,7 @@ def _nvrtc():
 
 def _toolkit_libnvrtc() -> Path | None:
     """libnvrtc.so.N (the newest N) in the first CUDA toolkit of `cuda_roots()` that has one."""
-    from runner.definition.toolchains.common import cuda_roots
+    from runner.definition.toolchains import cuda_roots
 
     for root in cuda_roots():
         for lib_dir in (root / "lib64", root / "lib", *sorted(root.glob("targets/*/lib"))):
@@ -75,7 +75,7 @@ def _toolkit_libnvrtc() -> Path | None:
 
 
 def _check(result, call: str, source: Path) -> None:
-    from runner.definition.toolchains.common import BuildError
+    from runner.definition.toolchains import BuildError
 
     if int(result) != 0:  # NVRTC_SUCCESS
         nvrtc = _nvrtc()
@@ -92,7 +92,7 @@ def version(template: str | None = None) -> str:
 
 def options(source: Path, arch: str, flags: list[str]) -> list[str]:
     """NVRTC options for `arch` ("sm_90" -> --gpu-architecture=compute_90), fixed flags, then `flags`."""
-    from runner.definition.toolchains.common import BuildError
+    from runner.definition.toolchains import BuildError
 
     match = _ARCH.fullmatch(arch)
     if match is None:
@@ -108,7 +108,7 @@ def options(source: Path, arch: str, flags: list[str]) -> list[str]:
 def build(
     source: Path, arch: str, flags: list[str], template: str | None = None
 ) -> tuple[str, list[str]]:
-    from runner.definition.toolchains.common import BuildError
+    from runner.definition.toolchains import BuildError
 
     opts = options(source, arch, flags)
     nvrtc = _nvrtc()

@@ -264,7 +264,7 @@ def nvrtc_unloadable(monkeypatch):
 
 
 def test_nvrtc_without_libnvrtc_is_skipped_with_a_remedy(nvrtc_unloadable, monkeypatch, source):
-    monkeypatch.setattr(toolchains.common, "cuda_roots", lambda: [])
+    monkeypatch.setattr(toolchains, "cuda_roots", lambda: [])
     with pytest.raises(ToolchainMissing) as error:
         toolchains.build("nvrtc", source, ARCH, FLAGS)
     message = str(error.value)
@@ -279,9 +279,9 @@ def test_nvrtc_fallback_picks_the_newest_libnvrtc_of_the_first_toolkit(monkeypat
         (first / "lib64" / name).write_bytes(b"")
     (second / "lib64").mkdir(parents=True)
     (second / "lib64" / "libnvrtc.so.14").write_bytes(b"")
-    monkeypatch.setattr(toolchains.common, "cuda_roots", lambda: [first, second])
+    monkeypatch.setattr(toolchains, "cuda_roots", lambda: [first, second])
     assert nvrtc._toolkit_libnvrtc() == first / "lib64" / "libnvrtc.so.13"
-    monkeypatch.setattr(toolchains.common, "cuda_roots", lambda: [tmp_path / "empty"])
+    monkeypatch.setattr(toolchains, "cuda_roots", lambda: [tmp_path / "empty"])
     assert nvrtc._toolkit_libnvrtc() is None
 
 
@@ -325,7 +325,7 @@ def test_clang_is_told_the_cuda_installation_so_its_ptx_does_not_depend_on_path(
     monkeypatch.setenv("PATH", str(clang_dir))  # no nvcc on PATH now (unless beside clang)
     without = toolchains.build("clang", source, ARCH, FLAGS)
     assert ptx.parse(without.ptx).version == ptx.parse(with_path.ptx).version
-    monkeypatch.setattr(toolchains.common, "cuda_roots", lambda: [])
+    monkeypatch.setattr(toolchains, "cuda_roots", lambda: [])
     assert not any(c.startswith("--cuda-path") for c in clang.build(source, ARCH, FLAGS, None)[1])
 
 
