@@ -5,15 +5,39 @@ worker processes (runner.execution.isolation), so a case that faults or hangs is
 recorded as a structured error while the remaining cases still run. One case from the host's
 side (run_one): its timing settings, its build (or its PTX from a bundle), its job for a worker,
 and what comes back folded into its document (runner.execution.result).
-"""
+
+By section: `--case` and `--point` (`select`), which cases and points run: `--case` takes a case id, a point id (`axpy_f64[n=2^20]`: that case at that point) or a glob
+over either (`axpy*`, `*[n=2^20]`); `--point` takes a point id, a bare one (`n=2^20`, at every
+case that has it) or a glob. Globs know `*` and `?`; a `[` is a point id's bracket, never a
+character class. A pattern that selects nothing is bad input naming the pattern.
+
+`--gpus all|0,1,...` (the GPUs of one host): one thread per GPU deals itself the next case when its GPU is free; each case still runs in its
+own worker process, pinned to that GPU with its own context (runner.execution.isolation). The
+unit dealt is a whole case, so the implementations of a case (a baseline and its candidates, a
+base and a head) always share one device and one context. Cases go longest expected first
+(`--previous RESULT.json`: the worker wall time each case took in an earlier run of the suite),
+which is the longest-processing-time rule for N identical machines; cases without a previous
+time follow in suite order. A GPU whose case fails in a way that says the device itself failed
+(its context could not be made, or its worker died without a result) takes no more cases: it
+loses only that in-flight case, and the others go on with the rest.
+
+A second measurement of a case whose first one could not be used, after a cool-down, with
+shorter samples: a gap whose samples are noisier than stats.UNSTABLE_NOISE is usually the GPU, not the kernel: a
+long hot sample at the power cap throttles in every sample (benchmarks/perf/RESULTS.md). The
+headline keeps such a case in its fixed set either way (protocol.headline); measuring it again
+first gives it a chance to be shown stable. The second measurement replaces
+the first when it completed (ok), whatever its gap reads, so the choice never depends on the
+gap's value; the case records that it was re-measured, why, and the first one's noise."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 import sys
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,8 +47,9 @@ from protocol.validation import DocumentError, validate
 from runner import document
 from runner.definition import manifest, provenance, sweep, toolchains
 from runner.definition.bundle import Bundle, BundleError, variants
+from runner.definition.spec import CaseSpec, ManifestError, Suite
 from runner.document import write_atomic
-from runner.execution import remeasure, selection, sharding, sweep_run
+from runner.execution import sweep_run
 from runner.execution.isolation import keep_ahead, run_worker, stop_ahead
 from runner.execution.result import (
     case_skeleton,
@@ -38,8 +63,317 @@ from runner.execution.sweep_run import Built, settings_for_point
 from runner.explain import profiling
 from runner.explain.static import record_static
 from runner.gpu import driver, generator, ptx
-from runner.measurement import aa_control, environment, sharing
-from runner.measurement.timing import cupti, timer_choice
+from runner.measurement import aa_control, environment, sharing, stats
+from runner.measurement.timing import clocks, cupti, timer_choice
+
+__all__ = [
+    "COOLDOWN_S",
+    "DEVICE_LOST_PHASES",
+    "SHORTER",
+    "cool_down",
+    "deal_order",
+    "device_lost",
+    "first_noise",
+    "needs_remeasure",
+    "parse_gpus",
+    "previous_durations",
+    "remeasure_options",
+    "run_sharded",
+    "select",
+    "settle",
+]
+
+
+def _matches(pattern: str, name: str) -> bool:
+    """`name` is `pattern` or matches it as a glob of * and ? only."""
+    if pattern == name:
+        return True
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(regex, name) is not None
+
+
+def _hits(pattern: str, case: CaseSpec) -> bool:
+    """Whether `pattern` selects the case or one of its points."""
+    return _matches(pattern, case.id) or any(
+        _matches(pattern, f"{case.id}[{p}]") for p in _point_ids(case)
+    )
+
+
+def _point_ids(case: CaseSpec) -> list[str]:
+    return [p.id for p in case.sweep.points] if case.sweep else []
+
+
+def _by_case_pattern(suite: Suite, patterns: tuple[str, ...]) -> dict[str, set[str] | None]:
+    """{case id: its selected point ids, None for all} from --case patterns."""
+    chosen: dict[str, set[str] | None] = {}
+    for pattern in patterns:
+        hit = False
+        for case in suite.cases:
+            if _matches(pattern, case.id):
+                chosen[case.id], hit = None, True
+                continue
+            points = {p for p in _point_ids(case) if _matches(pattern, f"{case.id}[{p}]")}
+            if points:
+                hit = True
+                if chosen.get(case.id, set()) is not None:
+                    chosen[case.id] = chosen.get(case.id, set()) | points
+        if not hit:
+            raise ManifestError(
+                f"{suite.path}: --case: no case with id {pattern!r}, and no point or glob matches it "
+                f"(cases: {', '.join(c.id for c in suite.cases)})"
+            )
+    return chosen
+
+
+def _by_point_pattern(suite: Suite, patterns: tuple[str, ...]) -> dict[str, set[str]]:
+    """{case id: its point ids that --point patterns select} (swept cases only)."""
+    chosen: dict[str, set[str]] = {}
+    for pattern in patterns:
+        hit = False
+        for case in suite.cases:
+            for p in _point_ids(case):
+                name = f"{case.id}[{p}]" if "[" in pattern else p
+                if _matches(pattern, name):
+                    chosen.setdefault(case.id, set()).add(p)
+                    hit = True
+        if not hit:
+            swept = [f"{c.id}[{p}]" for c in suite.cases for p in _point_ids(c)][:8]
+            raise ManifestError(
+                f"{suite.path}: --point {pattern}: no point matches "
+                f"(points look like {', '.join(swept) or 'nothing: no case has axes'})"
+            )
+    return chosen
+
+
+def select(
+    suite: Suite, case_patterns: tuple[str, ...], point_patterns: tuple[str, ...] = ()
+) -> tuple[list[CaseSpec], dict[str, tuple[str, ...]]]:
+    """(the cases to run, in the order of the --case patterns that name them, else the suite's;
+    {case id: the points to run, in declared order}
+    for each swept case run at fewer than all its points)."""
+    by_case = _by_case_pattern(suite, case_patterns) if case_patterns else None
+    by_point = _by_point_pattern(suite, point_patterns) if point_patterns else None
+    cases, points = [], {}
+    for case in suite.cases:
+        if by_case is not None and case.id not in by_case:
+            continue
+        if by_point is not None and case.id not in by_point:
+            continue
+        wanted = None if by_case is None else by_case[case.id]
+        if by_point is not None:
+            wanted = by_point[case.id] if wanted is None else wanted & by_point[case.id]
+            if not wanted:
+                continue
+        cases.append(case)
+        if wanted is not None:
+            points[case.id] = tuple(p for p in _point_ids(case) if p in wanted)
+    if by_case is not None:  # in the order asked for, as the ids were run before patterns
+        cases.sort(key=lambda c: next(i for i, p in enumerate(case_patterns) if _hits(p, c)))
+    if not cases:
+        raise ManifestError(
+            f"{suite.path}: --case {' '.join(case_patterns)} with --point "
+            f"{' '.join(point_patterns)}: no point is selected by both"
+        )
+    return cases, points
+
+
+# the phases of a case error that mean the GPU, not the case, failed
+DEVICE_LOST_PHASES = ("setup", "crash")
+
+
+def parse_gpus(text: str, count: int | None = None) -> list[int]:
+    """ "all" (needs `count`) or "0,1,3" as CUDA ordinals; ValueError saying what was expected."""
+    text = text.strip()
+    if text == "all":
+        if not count:
+            raise ValueError("--gpus all: no CUDA device was found")
+        return list(range(count))
+    try:
+        gpus = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ValueError(
+            f"--gpus {text!r}: expected 'all' or CUDA ordinals separated by commas, e.g. 0,1"
+        ) from None
+    if not gpus or any(g < 0 for g in gpus) or len(set(gpus)) != len(gpus):
+        raise ValueError(f"--gpus {text!r}: expected distinct ordinals >= 0, e.g. 0,1")
+    if count is not None and max(gpus) >= count:
+        raise ValueError(f"--gpus {text!r}: this host has {count} CUDA device(s), 0 to {count - 1}")
+    return gpus
+
+
+def previous_durations(document: dict | None) -> dict[str, float]:
+    """Case id -> the worker wall time of that case in an earlier result document."""
+    if not document:
+        return {}
+    return {
+        c["id"]: float(c["worker_wall_s"])
+        for c in document.get("cases", [])
+        if isinstance(c.get("worker_wall_s"), int | float)
+    }
+
+
+def load_previous(path: Path | None) -> dict[str, float]:
+    if path is None:
+        return {}
+    from protocol.codec import decode
+
+    return previous_durations(decode(Path(path).read_bytes(), str(path)))
+
+
+def deal_order(cases: list, expected_s: dict[str, float]) -> list:
+    """Longest expected first; cases without an expected time after them, in suite order."""
+    known = sorted((c for c in cases if c.id in expected_s), key=lambda c: -expected_s[c.id])
+    return known + [c for c in cases if c.id not in expected_s]
+
+
+def device_lost(case_doc: dict) -> bool:
+    return (
+        case_doc.get("status") == "failed"
+        and (case_doc.get("error") or {}).get("phase") in DEVICE_LOST_PHASES
+    )
+
+
+def run_sharded(cases: list, devices: list[int], run, on_done, not_run, say) -> None:
+    """run(case, device) -> case_doc on every case, one thread per device taking the next case
+    (in the order given) when free; on_done(case_doc) is called under one lock as each finishes.
+    A device whose case failed in a DEVICE_LOST_PHASES phase stops; cases no device is left to
+    run get not_run(case, why) -> case_doc."""
+    pending = deque(cases)
+    lock = threading.Lock()
+    lost: list[int] = []
+
+    def serve(device: int) -> None:
+        while True:
+            with lock:
+                if not pending:
+                    return
+                case = pending.popleft()
+            doc = run(case, device)
+            with lock:
+                on_done(doc)
+                if device_lost(doc):
+                    lost.append(device)
+                    say(
+                        f"kernelgap: GPU {device} failed during {case.id} "
+                        f"({doc['error']['phase']}); it takes no more cases"
+                    )
+                    return
+
+    threads = [threading.Thread(target=serve, args=(d,), name=f"gpu{d}") for d in devices]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for case in pending:  # every device failed before these started
+        on_done(not_run(case, f"not run: every GPU of the run failed (GPUs {lost})"))
+
+
+COOLDOWN_S = 10.0
+
+
+"""The longest idle pause before the second measurement (and the pause where NVML cannot say
+when the board has settled)."""
+
+
+MIN_COOLDOWN_S = 2.0
+
+
+"""The shortest pause: a power limit is enforced over a moving average of the draw, which an
+idle board clears within this."""
+
+
+SETTLED_POWER = 0.3
+
+
+"""The board has settled when it draws less than this fraction of its enforced power limit and
+no power or thermal slowdown reason is set (an idle board draws well under it)."""
+
+
+POLL_S = 0.25
+
+
+SHORTER = 0.5
+
+
+"""The second measurement's hot sample target, as a fraction of the first's (a shorter sample
+spends less time at the cap; cold samples are single launches and keep their batch)."""
+
+
+def needs_remeasure(case_doc: dict) -> str | None:
+    """Why this case should be measured again, or None: it completed but a gap is unstable."""
+    if case_doc.get("status") != "ok" or case_doc.get("remeasured"):
+        return None
+    noisy = [
+        name
+        for name, impl in case_doc.get("implementations", {}).items()
+        if impl.get("gap") and not impl["gap"]["stable"]
+    ]
+    if not noisy:
+        return None
+    if case_doc.get("clocks", {}).get("unstable"):
+        why = "clocks held down in most samples"
+    else:
+        why = f"noise above {stats.UNSTABLE_NOISE:.0%}"
+    return f"unstable gap of {', '.join(noisy)} ({why})"
+
+
+def remeasure_options(options, case_target_sample_ms: float):
+    """`options` for the second measurement: the case's hot sample target times SHORTER."""
+    target = options.target_sample_ms or case_target_sample_ms
+    return dataclasses.replace(options, target_sample_ms=target * SHORTER)
+
+
+def first_noise(case_doc: dict) -> dict[str, float]:
+    """Per implementation with a timing, its noise (MAD / median) in this measurement."""
+    return {
+        name: impl["timing"]["stats"]["noise"]
+        for name, impl in case_doc.get("implementations", {}).items()
+        if "timing" in impl and impl["timing"]["stats"].get("noise") is not None
+    }
+
+
+def settle(first: dict, second: dict, reason: str, cooldown_s: float, target_ms: float) -> dict:
+    """The case document to keep: the second when it completed (ok), else the first; either
+    way with `remeasured` saying what happened."""
+    record = {
+        "reason": reason,
+        "cooldown_s": cooldown_s,
+        "target_sample_s": target_ms / 1000.0,
+        "first_noise": first_noise(first),
+        "improved": second.get("status") == "ok" and needs_remeasure(second) is None,
+    }
+    kept = second if second.get("status") == "ok" else first
+    kept["remeasured"] = record
+    return kept
+
+
+def cool_down(index: int = 0, uuid: str | None = None, longest_s: float = COOLDOWN_S) -> float:
+    """Leave the GPU idle (nothing of this process runs on it between cases) until NVML says it
+    has settled (`settled`), at least MIN_COOLDOWN_S and at most `longest_s`; `longest_s` where
+    NVML cannot be read. Returns the seconds waited."""
+    monitor, _ = clocks.open_monitor(index, uuid)
+    start = time.monotonic()
+    if monitor is None:
+        time.sleep(longest_s)
+        return longest_s
+    time.sleep(MIN_COOLDOWN_S)
+    while (waited := time.monotonic() - start) < longest_s:
+        if settled(monitor):
+            return round(waited, 3)
+        time.sleep(POLL_S)
+    return round(time.monotonic() - start, 3)
+
+
+def settled(monitor) -> bool:
+    """Whether the board draws under SETTLED_POWER of its limit with no slowdown reason set;
+    False where the power cannot be read."""
+    try:
+        drawn, limit = monitor.power_mw()
+        _, reasons = monitor.read()
+    except Exception:  # a board or driver without the power queries: wait the longest pause
+        return False
+    slowed = any(reasons & bit for bit in clocks.SLOWDOWN_BITS)
+    return limit > 0 and drawn < SETTLED_POWER * limit and not slowed
 
 
 @dataclass(frozen=True)
@@ -82,6 +416,8 @@ class BenchOptions:
 
 
 FIRST_SAMPLES = aa_control.CONTROL_LOADS * aa_control.MIN_PER_LOAD
+
+
 """The sequential rule's first rounds in `runner bench` (runner.measurement.timing.stopping):
 MIN_PER_LOAD per load of the A/A control (24), the fewest its term is read from (a median of
 two rounds is their mean, and one stray round would set every gap's interval);
@@ -377,7 +713,7 @@ def probe_devices(options: BenchOptions, env: dict) -> dict[int, dict]:
     if not options.gpus:
         return {options.device: env["device"]}
     try:
-        gpus = sharding.parse_gpus(options.gpus, env.get("device_count"))
+        gpus = parse_gpus(options.gpus, env.get("device_count"))
     except ValueError as exc:
         raise manifest.ManifestError(str(exc)) from None
     found = {options.device: env["device"]}  # the run's first GPU, probed already
@@ -471,8 +807,8 @@ def _run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, 
         options_block=_options_block(cases, options, arch, devices),
         points_of=points_of,
     )
-    sharding.run_sharded(
-        sharding.deal_order(cases, expected_s),
+    run_sharded(
+        deal_order(cases, expected_s),
         list(devices),
         running.case_on,
         running.finished,
@@ -487,19 +823,19 @@ def _load_inputs(manifest_path: str | Path, options: BenchOptions):
     run, the --bundle, {label: bundle} of the revisions, the options with --gpus's first GPU as
     the run's device, the --previous document's seconds per case)."""
     suite = manifest.load(manifest_path)
-    cases, points_of = selection.select(suite, options.case_ids, options.point_ids)
+    cases, points_of = select(suite, options.case_ids, options.point_ids)
     bundle = Bundle.load(options.bundle) if options.bundle else None
     revisions = {label: Bundle.load(path) for label, path in options.revisions}
     if options.gpus and options.gpus.strip() != "all":
         try:
-            first = sharding.parse_gpus(options.gpus)[0]
+            first = parse_gpus(options.gpus)[0]
         except ValueError as exc:
             raise manifest.ManifestError(str(exc)) from None
         options = dataclasses.replace(options, device=first)  # the probe's is the run's first
     if options.input_seed is None:  # drawn per run, recorded so the run can be replayed
         options = dataclasses.replace(options, input_seed=generator.draw_input_seed())
     try:
-        expected_s = sharding.load_previous(options.previous)
+        expected_s = load_previous(options.previous)
     except (OSError, ValueError) as exc:
         raise manifest.ManifestError(
             f"--previous {options.previous}: not a result document to deal cases by ({exc})"
@@ -622,19 +958,19 @@ class SuiteRun:
         asks for it (never for a point other than the headline: the sweep's budget)."""
         options = dataclasses.replace(self.options, device=d)
         case_doc = self.measure(case, options, self._left_s(), point, built)
-        reason = remeasure.needs_remeasure(case_doc)
+        reason = needs_remeasure(case_doc)
         if point is not None and point != case.sweep.headline:
             reason = None
         left_s = self._left_s()
         spent_s = case_doc.get("worker_wall_s") or 0.0
-        if reason and (left_s is None or left_s > remeasure.COOLDOWN_S + 2 * spent_s):
-            again = remeasure.remeasure_options(self.options, case.settings.target_sample_ms)
+        if reason and (left_s is None or left_s > COOLDOWN_S + 2 * spent_s):
+            again = remeasure_options(self.options, case.settings.target_sample_ms)
             self.say(f"[{case.id}] {reason}: measuring it again after a cool-down")
-            waited_s = remeasure.cool_down(d, self.devices[d].get("uuid"))
+            waited_s = cool_down(d, self.devices[d].get("uuid"))
             second = self.measure(
                 case, dataclasses.replace(again, device=d), self._left_s(), point, built
             )
-            case_doc = remeasure.settle(case_doc, second, reason, waited_s, again.target_sample_ms)
+            case_doc = settle(case_doc, second, reason, waited_s, again.target_sample_ms)
         return case_doc
 
     def measure(

@@ -11,7 +11,6 @@ import pytest
 
 from protocol.validation import validate
 from runner.definition import manifest
-from runner.execution import remeasure
 from runner.execution import suite as suite_module
 from runner.execution.result import case_skeleton, record_failure
 from runner.execution.suite import BenchOptions, run_suite
@@ -37,7 +36,9 @@ def stand_ins(monkeypatch, second_of) -> dict:
     env["sensors"] = env.pop("sensors_start")
     monkeypatch.setattr(suite_module, "probe_environment", lambda options: copy.deepcopy(env))
     monkeypatch.setattr(suite_module.environment, "nvml_sensors", lambda *a, **k: None)
-    monkeypatch.setattr(remeasure, "cool_down", lambda *a, **k: seen["cooldowns"].append(a) or 3.25)
+    monkeypatch.setattr(
+        suite_module, "cool_down", lambda *a, **k: seen["cooldowns"].append(a) or 3.25
+    )
 
     def one_case(suite, case, arch, options, peaks, say, bundle=None, budget_left_s=None, **kw):
         seen["calls"].append((case.id, options.target_sample_ms))
@@ -67,7 +68,7 @@ def test_an_unstable_case_is_measured_again_after_a_cool_down_with_shorter_sampl
     second = [t for c, t in seen["calls"] if c == "polynomial_f64"][1]
     suite = manifest.load(ROOT / "benchmarks/cases.toml")
     case_ms = next(c for c in suite.cases if c.id == "polynomial_f64").settings.target_sample_ms
-    assert second == pytest.approx(case_ms * remeasure.SHORTER)  # the case's own, halved
+    assert second == pytest.approx(case_ms * suite_module.SHORTER)  # the case's own, halved
     case = next(c for c in doc["cases"] if c["id"] == "polynomial_f64")
     assert case["remeasured"]["improved"] is True
     assert case["remeasured"]["cooldown_s"] == 3.25  # what the cool-down waited
@@ -105,14 +106,14 @@ def test_a_second_measurement_that_fails_keeps_the_first(monkeypatch):
 
 def test_needs_remeasure_only_for_a_completed_case_with_an_unstable_gap():
     case = copy.deepcopy(CASES["axpy_f64"])
-    assert remeasure.needs_remeasure(case) is None
+    assert suite_module.needs_remeasure(case) is None
     noisy = unstable(case, "llvm")
-    assert "llvm" in remeasure.needs_remeasure(noisy)
+    assert "llvm" in suite_module.needs_remeasure(noisy)
     noisy["remeasured"] = {"reason": "x", "cooldown_s": 10.0}
-    assert remeasure.needs_remeasure(noisy) is None  # once only
+    assert suite_module.needs_remeasure(noisy) is None  # once only
     noisy.pop("remeasured")
     noisy["status"] = "failed"
-    assert remeasure.needs_remeasure(noisy) is None
+    assert suite_module.needs_remeasure(noisy) is None
 
 
 class Board:
@@ -133,24 +134,26 @@ def test_the_cool_down_ends_when_the_board_settles_and_waits_the_longest_where_i
     monkeypatch,
 ):
     now = [0.0]
-    monkeypatch.setattr(remeasure.time, "monotonic", lambda: now[0])
-    monkeypatch.setattr(remeasure.time, "sleep", lambda s: now.__setitem__(0, now[0] + s))
+    monkeypatch.setattr(suite_module.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(suite_module.time, "sleep", lambda s: now.__setitem__(0, now[0] + s))
     settling = Board([690_000, 400_000, 150_000])  # at the cap, then falling to idle
-    monkeypatch.setattr(remeasure.clocks, "open_monitor", lambda *a: (settling, "nvml"))
-    waited = remeasure.cool_down(0, "GPU-x")
-    assert remeasure.MIN_COOLDOWN_S <= waited < remeasure.COOLDOWN_S
-    assert waited == pytest.approx(remeasure.MIN_COOLDOWN_S + 2 * remeasure.POLL_S)
+    monkeypatch.setattr(suite_module.clocks, "open_monitor", lambda *a: (settling, "nvml"))
+    waited = suite_module.cool_down(0, "GPU-x")
+    assert suite_module.MIN_COOLDOWN_S <= waited < suite_module.COOLDOWN_S
+    assert waited == pytest.approx(suite_module.MIN_COOLDOWN_S + 2 * suite_module.POLL_S)
     capped = Board([650_000], reasons=0x4)  # drawing little but still held at the power cap
-    monkeypatch.setattr(remeasure.clocks, "open_monitor", lambda *a: (capped, "nvml"))
-    assert remeasure.cool_down(0, None) >= remeasure.COOLDOWN_S
-    monkeypatch.setattr(remeasure.clocks, "open_monitor", lambda *a: (None, "unavailable"))
-    assert remeasure.cool_down(0, None, longest_s=4.0) == 4.0
-    assert remeasure.settled(Board([100_000])) and not remeasure.settled(Board([100_000], 0x20))
+    monkeypatch.setattr(suite_module.clocks, "open_monitor", lambda *a: (capped, "nvml"))
+    assert suite_module.cool_down(0, None) >= suite_module.COOLDOWN_S
+    monkeypatch.setattr(suite_module.clocks, "open_monitor", lambda *a: (None, "unavailable"))
+    assert suite_module.cool_down(0, None, longest_s=4.0) == 4.0
+    assert suite_module.settled(Board([100_000])) and not suite_module.settled(
+        Board([100_000], 0x20)
+    )
 
 
 def test_the_reason_names_the_clocks_when_they_made_the_gap_unstable():
     doc = unstable(CASES["polynomial_f64"], "warpforth")
-    assert "noise above 3%" in remeasure.needs_remeasure(doc)
+    assert "noise above 3%" in suite_module.needs_remeasure(doc)
     doc["implementations"]["warpforth"]["timing"]["stats"]["noise"] = 0.004
     doc["clocks"] = {"source": "nvml", "unstable": True}
-    assert "clocks held down in most samples" in remeasure.needs_remeasure(doc)
+    assert "clocks held down in most samples" in suite_module.needs_remeasure(doc)

@@ -14,7 +14,6 @@ import pytest
 
 from harness.history.store import GpuMismatchError, Store
 from protocol.validation import validate
-from runner.execution import sharding
 from runner.execution import suite as suite_module
 from runner.execution.result import case_skeleton, record_failure
 from runner.execution.suite import BenchOptions, run_suite
@@ -33,8 +32,8 @@ class Case:
 
 
 def test_gpus_are_all_or_distinct_ordinals():
-    assert sharding.parse_gpus("all", 4) == [0, 1, 2, 3]
-    assert sharding.parse_gpus("1, 0", 2) == [1, 0]
+    assert suite_module.parse_gpus("all", 4) == [0, 1, 2, 3]
+    assert suite_module.parse_gpus("1, 0", 2) == [1, 0]
     for bad, expected in [
         ("all", "no CUDA device"),
         ("0,x", "expected 'all' or CUDA ordinals"),
@@ -43,15 +42,15 @@ def test_gpus_are_all_or_distinct_ordinals():
         ("2", "this host has 2 CUDA device(s), 0 to 1"),
     ]:
         with pytest.raises(ValueError, match=re.escape(expected)):
-            sharding.parse_gpus(bad, None if bad == "all" else 2)
+            suite_module.parse_gpus(bad, None if bad == "all" else 2)
 
 
 def test_cases_are_dealt_longest_expected_first_and_the_rest_in_suite_order():
     cases = [Case(c) for c in ("a", "b", "c", "d", "e")]
     previous = {"cases": [{"id": "b", "worker_wall_s": 3.0}, {"id": "d", "worker_wall_s": 9.0}]}
-    order = sharding.deal_order(cases, sharding.previous_durations(previous))
+    order = suite_module.deal_order(cases, suite_module.previous_durations(previous))
     assert [c.id for c in order] == ["d", "b", "a", "c", "e"]
-    assert [c.id for c in sharding.deal_order(cases, {})] == ["a", "b", "c", "d", "e"]
+    assert [c.id for c in suite_module.deal_order(cases, {})] == ["a", "b", "c", "d", "e"]
 
 
 def fake_gpus(seconds: dict[str, float], fail_on: dict[int, str] | None = None):
@@ -77,7 +76,7 @@ def test_both_gpus_work_and_a_case_never_splits():
     seconds = {c: 0.05 for c in "abcdef"}
     run, ran = fake_gpus(seconds)
     done = []
-    sharding.run_sharded([Case(c) for c in "abcdef"], [0, 1], run, done.append, None, print)
+    suite_module.run_sharded([Case(c) for c in "abcdef"], [0, 1], run, done.append, None, print)
     assert sorted(c for c, _ in ran) == list("abcdef")  # every case once
     assert {d for _, d in ran} == {0, 1}  # both GPUs took cases
     for doc in done:  # the implementations of a case share one device
@@ -87,7 +86,9 @@ def test_both_gpus_work_and_a_case_never_splits():
 def test_a_gpu_that_fails_loses_only_its_case_and_the_others_finish_the_suite():
     run, ran = fake_gpus({c: 0.02 for c in "abcdefg"}, fail_on={1: "*"})
     done, said = [], []
-    sharding.run_sharded([Case(c) for c in "abcdefg"], [0, 1], run, done.append, None, said.append)
+    suite_module.run_sharded(
+        [Case(c) for c in "abcdefg"], [0, 1], run, done.append, None, said.append
+    )
     assert sorted(d["id"] for d in done) == list("abcdefg")
     on_1 = [c for c, d in ran if d == 1]
     assert len(on_1) == 1  # GPU 1 took nothing after it failed
@@ -102,7 +103,7 @@ def test_when_every_gpu_fails_the_cases_left_are_not_run_saying_why():
     def not_run(case, why):
         return {"id": case.id, "status": "skipped", "why": why}
 
-    sharding.run_sharded([Case(c) for c in "abcd"], [0, 1], run, done.append, not_run, print)
+    suite_module.run_sharded([Case(c) for c in "abcd"], [0, 1], run, done.append, not_run, print)
     skipped = sorted(d["id"] for d in done if d["status"] == "skipped")
     assert skipped == ["c", "d"]
     assert all("every GPU of the run failed" in d["why"] for d in done if d["status"] == "skipped")

@@ -20,7 +20,6 @@ from protocol.validation import validate
 from runner.definition import manifest
 from runner.document import curve
 from runner.errors import ManifestError
-from runner.execution import selection
 from runner.execution import suite as case_job
 from runner.execution import suite as suite_module
 from runner.execution import sweep_run as point_timing
@@ -130,14 +129,14 @@ def test_point_and_case_patterns_select(jobs):
         and "headline point n=2^27 was not selected" in (case["error"]["message"])
     )
     suite = manifest.load(SUITE)
-    cases, points = selection.select(suite, ("matmul*",), ("n=2^6",))
+    cases, points = suite_module.select(suite, ("matmul*",), ("n=2^6",))
     assert [c.id for c in cases] == ["matmul_f64_naive", "matmul_f64_tiled"]
     assert points == {"matmul_f64_naive": ("n=2^6",), "matmul_f64_tiled": ("n=2^6",)}
-    cases, points = selection.select(suite, ("transpose_f32[rows=2^5,cols=2^5]",))
+    cases, points = suite_module.select(suite, ("transpose_f32[rows=2^5,cols=2^5]",))
     assert [c.id for c in cases] == ["transpose_f32"] and points["transpose_f32"] == (
         "rows=2^5,cols=2^5",
     )
-    cases, points = selection.select(suite, ("axpy_f64",))
+    cases, points = suite_module.select(suite, ("axpy_f64",))
     assert [c.id for c in cases] == ["axpy_f64"] and points == {}
 
 
@@ -157,7 +156,7 @@ def test_a_selection_of_nothing_is_bad_input(cases, points, expected):
         .replace("(", r"\(")
         .replace("[", r"\["),
     ):
-        selection.select(manifest.load(SUITE), cases, points)
+        suite_module.select(manifest.load(SUITE), cases, points)
 
 
 def block(gaps: dict[str, float], status: str = "ok") -> dict:
