@@ -12,7 +12,7 @@ import importlib
 _WHERE = {
     "decode": "protocol.codec",
     "encode": "protocol.codec",
-    "load_result": "protocol.documents",
+    "load_result": "protocol.validation",
     "SCHEMA_DIR": "protocol.validation",
     "DocumentError": "protocol.validation",
     "validate": "protocol.validation",

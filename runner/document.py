@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from protocol.documents import point_counts, summary
+from protocol.validation import point_counts, summary
 from protocol.version import RESULT_SCHEMA_VERSION
 from runner.measurement import aa_control, stats
 from runner.measurement.peaks import judge_rate
@@ -403,7 +403,7 @@ def sweep_block(
 
 # -- run ---------------------------------------------------------------------------------------
 # The run's document: its cases under one envelope, with the summary and headline gaps (the
-# summary is protocol.documents', which the harness also uses to merge a cluster's cases).
+# summary is protocol.validation', which the harness also uses to merge a cluster's cases).
 
 
 def document(

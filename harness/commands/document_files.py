@@ -17,7 +17,7 @@ import click
 
 from harness.errors import BadInput
 from harness.history.store import Store, StoreError
-from protocol import documents
+from protocol import validation
 from protocol.codec import decode
 from protocol.input_files import (
     MAX_DOCUMENT_BYTES,
@@ -86,7 +86,7 @@ def load_result(path: Path) -> dict:
     except InputFileError as exc:  # a FIFO, a device, past the size limit
         raise BadInput(str(exc)) from None
     try:
-        return documents.load_result(data, what)
+        return validation.load_result(data, what)
     except ValueError as exc:  # malformed JSON, DocumentError, VersionError
         raise BadInput(str(exc)) from None
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.errors import SourceError
-from protocol import documents
+from protocol import validation
 from protocol.codec import decode
 from protocol.input_files import MAX_DOCUMENT_BYTES, InputFileError, read_bounded
 from protocol.validation import DocumentError, _schema, jsonschema_validator, validate
@@ -157,7 +157,7 @@ def load(path: Path) -> Source:
         if kind == "kernelgap.bundle":
             validate(doc, "bundle", what)
             return from_bundle(doc, what)
-        return from_result(documents.load_result(data, what), what)
+        return from_result(validation.load_result(data, what), what)
     except (ValueError, DocumentError) as exc:
         raise SourceError(str(exc)) from None
 

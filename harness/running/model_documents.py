@@ -5,7 +5,7 @@ one case. It is validated and saved at once under `<out>/<start>-cluster/` (a on
 document that `harness ingest` takes as it is), so nothing measured is lost if the harness dies.
 At the end the cases are merged per GPU model into one document each, in the suite's order:
 the run's environment records every worker of that model, each case its device (worker, host,
-GPU UUID, driver), the summary is recomputed (protocol.documents.summary) and the document is
+GPU UUID, driver), the summary is recomputed (protocol.validation.summary) and the document is
 validated. A run over two models writes two documents: a history never mixes them.
 """
 
@@ -18,8 +18,7 @@ from pathlib import Path
 from harness.running.result_files import keep
 from harness.running.session import result_name
 from protocol.codec import decode, encode
-from protocol.documents import summary
-from protocol.validation import DocumentError, validate
+from protocol.validation import DocumentError, summary, validate
 from protocol.version import RESULT_SCHEMA_VERSION, check_version
 
 __all__ = ["CaseDocuments", "skeleton", "suite_block"]

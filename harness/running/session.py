@@ -32,7 +32,7 @@ from harness.history.store_schema import normalize_utc
 from harness.running import shipping
 from harness.running.result_files import keep
 from harness.running.transport.base import Completed, StderrTail, Transport, TransportError
-from protocol.documents import load_result
+from protocol.validation import load_result
 
 __all__ = ["INSTALL_TIMEOUT_S", "RunFailed", "Session", "result_name"]
 

@@ -438,8 +438,8 @@ def test_mutated_documents_are_stored_intact_or_refused_by_name(tmp_path):
     import time
 
     from harness.history.store import run_id
-    from protocol.documents import load_result
     from protocol.points import as_rows
+    from protocol.validation import load_result
     from tests.support.ingest_fuzz import mutants
 
     base = full_document()

@@ -16,9 +16,8 @@ from harness.history.store import Store
 from harness.reporting import summary
 from harness.reporting.export import github_action_benchmark
 from harness.reporting.sweep_table import curve_sentence, sweep_tables
-from protocol.documents import load_result
 from protocol.points import as_rows, point_case_id, split_id
-from protocol.validation import validate
+from protocol.validation import load_result, validate
 from tests.support.sweep_documents import RECORDED, falling, swept_document
 
 

@@ -15,8 +15,7 @@ import functools
 
 import orjson
 
-from protocol.documents import summary
-from protocol.validation import _schema, is_valid, validate, validator
+from protocol.validation import _schema, is_valid, summary, validate, validator
 from tests.conftest import ROOT
 from tests.support.sweep_documents import falling, swept_document
 

@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness.reporting.sweep_table import render, sweep_tables  # noqa: E402
 from harness.reporting.table import MARKDOWN  # noqa: E402
-from protocol.documents import load_result  # noqa: E402
+from protocol.validation import load_result  # noqa: E402
 
 
 def _wall_s(document: dict) -> float | None:

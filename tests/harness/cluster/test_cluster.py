@@ -14,7 +14,7 @@ import pytest
 
 from harness.running import cluster as engine
 from harness.running import trust
-from protocol.documents import load_result
+from protocol.validation import load_result
 from tests.conftest import gpu_unavailable_reason
 from tests.harness.cluster.conftest import A100, CASES, H100, ROOT
 

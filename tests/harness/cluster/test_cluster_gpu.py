@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from protocol.documents import load_result
+from protocol.validation import load_result
 from tests.conftest import ROOT
 from tests.support.gpu_bench import bundle_args
 

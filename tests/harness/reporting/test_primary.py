@@ -19,8 +19,7 @@ from harness.reporting.export import github_action_benchmark, markdown, nvbench_
 from harness.reporting.summary import geomean_gaps, headline
 from harness.reporting.summary import markdown as summary_markdown
 from harness.reporting.table import lead_first, primary_candidate
-from protocol.documents import load_result
-from protocol.validation import validate
+from protocol.validation import load_result, validate
 from tests.conftest import ROOT
 from tests.support.harness_docs import make_document, samples
 
