@@ -378,7 +378,7 @@ def settled(monitor) -> bool:
 
 @dataclass(frozen=True)
 class BenchOptions:
-    case_ids: tuple[str, ...] = ()  # case ids, point ids or globs (runner.execution.selection)
+    case_ids: tuple[str, ...] = ()  # case ids, point ids or globs (select)
     point_ids: tuple[str, ...] = ()  # --point: point ids or globs
     mode: str | None = None
     samples: int | None = None
@@ -408,7 +408,7 @@ class BenchOptions:
     # the sequential rule's first rounds (None: FIRST_SAMPLES; equal to samples: off)
     min_samples: int | None = None
     gpus: str | None = (
-        None  # "all" or "0,1": cases dealt over those GPUs (runner.execution.sharding)
+        None  # "all" or "0,1": cases dealt over those GPUs (deal_order, the threads of --gpus)
     )
     previous: Path | None = None  # an earlier result document: its case times order the dealing
     # mixed into every buffer's seed (generator.reseeded); None: drawn for the run
