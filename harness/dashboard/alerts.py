@@ -25,7 +25,7 @@ import numpy as np
 
 from harness.analysis.change_review import ChangeFinding, find_changes, review_changes
 from harness.analysis.regressions import Policy, current_series, review
-from harness.dashboard.case_charts import NUMBERS, TEXT, Series
+from harness.dashboard.case_charts import EVERY_WINDOW, NUMBERS, TEXT, Series
 from harness.history import cards
 from harness.history.store import BOOL_FIELDS, RECENT_LOOKBACK, SeriesValues, Store, run_info
 from protocol.points import split_id
@@ -137,7 +137,7 @@ def findings(
         marks.setdefault(f.case_id, []).append(_mark(f, run_index, info_of.get(f.series_id, {})))
     current = current_series(series)
     current_ids = {s["series_id"] for s in current}
-    if every_of is None:
+    if every_of is None or policy.window > EVERY_WINDOW:  # Series.every holds too few
         points_of = {s["series_id"]: store.recent(s["series_id"], policy.window) for s in current}
     else:
         by_id = {r["run_id"]: r for r in runs}

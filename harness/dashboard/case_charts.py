@@ -22,8 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness.analysis.regressions import Policy
 from harness.history.series import COMPILER_FIELDS, describe_compiler, series_label
-from harness.history.store import SeriesValues, Store, series_columns
+from harness.history.store import RECENT_LOOKBACK, SeriesValues, Store, series_columns
 
 __all__ = [
     "MAX_POINTS",
@@ -103,6 +104,10 @@ def key_change(previous: dict | None, key: dict) -> str:
     return ", ".join(words) or "key changed"
 
 
+# Series.every: the newest points the regression review reads at the default window
+# (Store.recent's reach), copied so that the whole-history arrays are freed once read.
+EVERY_WINDOW = Policy().window
+EVERY_POINTS = RECENT_LOOKBACK * EVERY_WINDOW + 1
 MAX_FAILED_MARKS = 50  # runs where a case failed, marked on its charts (the newest ones)
 PALETTE = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#8c564b", "#7f7f7f")
 BASELINE_COLOR = "#333333"
@@ -129,7 +134,7 @@ class Series:
     compiler: tuple[np.ndarray, ...]  # per ok point: its COMPILER_FIELDS (None when unknown)
     gpu_uuid: np.ndarray  # per ok point: the card it ran on (None when unknown)
     values: SeriesValues  # every point, for harness.dashboard.alerts (runs as store rowids)
-    every: dict[str, np.ndarray]  # every point's columns as read (failed ones too), oldest first
+    every: dict[str, np.ndarray]  # the newest EVERY_POINTS points' columns (failed ones too)
 
 
 def read_series(store: Store, runs: list[dict]) -> list[Series]:
@@ -167,7 +172,7 @@ def _series(info: dict, c: dict[str, np.ndarray], run_index: dict[str, int]) -> 
         tuple(c[name][ok] for name in COMPILER_FIELDS),
         c["gpu_uuid"][ok],
         SeriesValues(c["run"], c["median_s"], stable, c["gap"], gap_stable),
-        c,
+        {name: column[-EVERY_POINTS:].copy() for name, column in c.items()},
     )
 
 
