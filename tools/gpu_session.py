@@ -37,6 +37,7 @@ GROUPS: dict[str, list[str]] = {
         "tests/runner/execution/test_pairs_gpu.py",
         "tests/runner/execution/test_sweep_run_gpu.py",
     ],
+    "cluster": ["tests/harness/cluster/test_cluster_gpu.py"],
     "measurement": [
         "tests/runner/measurement",
         "tests/runner/gpu",

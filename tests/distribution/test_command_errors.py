@@ -34,7 +34,11 @@ class _Missing:
 sys.meta_path.insert(0, _Missing())
 """
 # What the extras' packages are needed for: these four end at once in the extra's line.
-NEEDS_HARNESS_EXTRA = {"compare", "regressions", "changes", "dashboard"}
+NEEDS_HARNESS_EXTRA = {
+    "compare",
+    "changes",
+    "dashboard",
+}  # regressions needs no extra since its rule moved to protocol.statistics
 
 
 def cli(program: str, *argv: str, cwd: Path, blocked: Path | None = None):
