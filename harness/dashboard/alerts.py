@@ -122,30 +122,53 @@ def findings(
     series = store.list_series()
     info_of = {s["series_id"]: s for s in series}  # each alert and mark names its mode and GPU
     between = cards.by_model(store) if between is None else between
-    if values_of is None:
-        changes = find_changes(store, series)
-    else:
-        changes = review_changes(
-            series,
-            _point_tails(series, values_of),
-            lambda runs: run_info(store, runs),
-            cards_of=store.cards_of,
-            between_cards=between,
-        )
+    changes = _changes(store, series, values_of, between)
     marks: dict[str, list] = {}
     for f in changes:
         marks.setdefault(f.case_id, []).append(_mark(f, run_index, info_of.get(f.series_id, {})))
     current = current_series(series)
+    points_of = _recent_points(store, runs, current, policy, every_of)
+    alerts = _newest_point_alerts(review(current, points_of, policy, between), run_index, info_of)
     current_ids = {s["series_id"] for s in current}
+    alerts += _change_alerts(changes, current_ids, policy.window, run_index, info_of)
+    alerts.sort(
+        key=lambda a: (
+            a["direction"] != "slower",
+            a["case"],
+            a["impl"],
+            a["mode"] or "",
+            a["metric"],
+        )
+    )
+    return alerts, marks
+
+
+def _changes(store: Store, series: list[dict], values_of, between: dict[str, float]) -> list:
+    """The change-point search's findings: from the points already read where `values_of`
+    holds them, else read from the store."""
+    if values_of is None:
+        return find_changes(store, series)
+    return review_changes(
+        series,
+        _point_tails(series, values_of),
+        lambda runs: run_info(store, runs),
+        cards_of=store.cards_of,
+        between_cards=between,
+    )
+
+
+def _recent_points(store: Store, runs: list[dict], current: list[dict], policy, every_of) -> dict:
+    """{series_id: its newest policy.window points} for each current series."""
     if every_of is None or policy.window > EVERY_WINDOW:  # Series.every holds too few
-        points_of = {s["series_id"]: store.recent(s["series_id"], policy.window) for s in current}
-    else:
-        by_id = {r["run_id"]: r for r in runs}
-        points_of = {
-            s["series_id"]: recent(every_of[s["series_id"]], by_id, policy.window) for s in current
-        }
+        return {s["series_id"]: store.recent(s["series_id"], policy.window) for s in current}
+    by_id = {r["run_id"]: r for r in runs}
+    return {s["series_id"]: recent(every_of[s["series_id"]], by_id, policy.window) for s in current}
+
+
+def _newest_point_alerts(reviewed, run_index: dict[str, int], info_of: dict) -> list[dict]:
+    """An alert for each current series whose newest point the regression review flags."""
     alerts = []
-    for f in review(current, points_of, policy, between):
+    for f in reviewed:
         if f.alert:
             run = run_index[f.run_id]
             alerts.append(
@@ -160,8 +183,16 @@ def findings(
                     f"(threshold ±{f.threshold * 100:.1f}%)" + (f"; {f.note}" if f.note else ""),
                 )
             )
+    return alerts
+
+
+def _change_alerts(
+    changes: list, current_ids: set[str], window: int, run_index: dict[str, int], info_of: dict
+) -> list[dict]:
+    """An alert for each change found in a current series within the last `window` points."""
+    alerts = []
     for f in changes:
-        if f.series_id in current_ids and f.age <= policy.window:
+        if f.series_id in current_ids and f.age <= window:
             what = "step" if f.kind == "step" else f"drift over {f.points_after} points"
             to = run_index[f.to_run_id]
             alerts.append(
@@ -176,16 +207,7 @@ def findings(
                     f"{(f.from_commit or '-')[:12]} up to {(f.to_commit or '-')[:12]}",
                 )
             )
-    alerts.sort(
-        key=lambda a: (
-            a["direction"] != "slower",
-            a["case"],
-            a["impl"],
-            a["mode"] or "",
-            a["metric"],
-        )
-    )
-    return alerts, marks
+    return alerts
 
 
 def recent(every: dict[str, np.ndarray], runs: dict[str, dict], window: int) -> list[dict]:
