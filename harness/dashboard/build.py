@@ -149,6 +149,28 @@ def build_site(
     Raises StoreError for an unusable database and DashboardError for an empty history.
     """
     out = Path(out)
+    _check_options(out, formats)
+    with Store(db, readonly=True) as store:
+        data, written, gab = _write_history_pages(
+            store, out, repo_url, formats, max_points, raw_runs, title
+        )
+    files = _write_page_files(out, data, gab)
+    counts = data["counts"]
+    return BuildReport(
+        out=out,
+        runs=counts["runs"],
+        cases=len(data["cases"]),
+        series=counts["series"],
+        points_stored=counts["points_stored"],
+        points_drawn=counts["points_drawn"],
+        raw_written=written,
+        raw_published=sum(data["runs"]["raw"]),
+        files=files,
+    )
+
+
+def _check_options(out: Path, formats: tuple[str, ...]) -> None:
+    """Refuse an --out that is a file and a --format this build does not know."""
     if out.exists() and not out.is_dir():
         raise DashboardError(f"--out {out}: exists and is not a folder")
     unknown = set(formats) - {"github-action-benchmark"}
@@ -156,37 +178,50 @@ def build_site(
         raise DashboardError(
             f"--format {', '.join(sorted(unknown))}: unknown; known: github-action-benchmark"
         )
-    with Store(db, readonly=True) as store:
-        runs = store.runs()
-        # One read of every point, for the charts and for the change-point search.
-        series = read_series(store, runs) if runs else None
-        values = {s.info["series_id"]: s.values for s in series or ()}
-        every = {s.info["series_id"]: s.every for s in series or ()}
-        between = between_cards(series) if runs else None
-        marked = (
-            findings(store, values_of=values, between=between, every_of=every) if runs else None
-        )
-        data = collect(
-            store,
-            repo_url=repo_url,
-            max_points=max_points,
-            title=title,
-            marked=marked,
-            series=series,
-        )
-        out.mkdir(parents=True, exist_ok=True)
-        written = _publish_runs(store, data, out, raw_runs)
-        latest_id = runs[-1]["run_id"]
-        pages, reports = explain_pages.write(out, store.raw_document(latest_id), f"run {latest_id}")
-        case_pages.write(out, data, reports, pages)
-        for view in data["views"].values():
-            for row in view["table"]:
-                row["explain"] = pages.get(row["case"])
-        gab = (
-            github_action_benchmark_data(store, repo_url, series, data["primary"])
-            if formats
-            else None
-        )
+
+
+def _write_history_pages(
+    store: Store,
+    out: Path,
+    repo_url: str | None,
+    formats: tuple[str, ...],
+    max_points: int,
+    raw_runs: int,
+    title: str | None,
+) -> tuple[dict, int, dict | None]:
+    """(data.js's data, raw documents written, github-action-benchmark's data or None): what
+    needs the open history, with the raw documents, explain pages and case pages written."""
+    runs = store.runs()
+    # One read of every point, for the charts and for the change-point search.
+    series = read_series(store, runs) if runs else None
+    values = {s.info["series_id"]: s.values for s in series or ()}
+    every = {s.info["series_id"]: s.every for s in series or ()}
+    between = between_cards(series) if runs else None
+    marked = findings(store, values_of=values, between=between, every_of=every) if runs else None
+    data = collect(
+        store,
+        repo_url=repo_url,
+        max_points=max_points,
+        title=title,
+        marked=marked,
+        series=series,
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    written = _publish_runs(store, data, out, raw_runs)
+    latest_id = runs[-1]["run_id"]
+    pages, reports = explain_pages.write(out, store.raw_document(latest_id), f"run {latest_id}")
+    case_pages.write(out, data, reports, pages)
+    for view in data["views"].values():
+        for row in view["table"]:
+            row["explain"] = pages.get(row["case"])
+    gab = (
+        github_action_benchmark_data(store, repo_url, series, data["primary"]) if formats else None
+    )
+    return data, written, gab
+
+
+def _write_page_files(out: Path, data: dict, gab: dict | None) -> dict[str, int]:
+    """Write the page, its scripts, Plotly, data.js (and gab/data.js); {file name: bytes}."""
     package = resources.files("harness.dashboard")
     _write_if_changed(out / "index.html", (package / "page.html").read_bytes())
     for name in PAGE_FILES:
@@ -202,15 +237,4 @@ def build_site(
         names.append(GAB_DATA.as_posix())
     files = {name: (out / name).stat().st_size for name in names}
     files["runs/"] = sum(p.stat().st_size for p in (out / "runs").glob("*.json"))
-    counts = data["counts"]
-    return BuildReport(
-        out=out,
-        runs=counts["runs"],
-        cases=len(data["cases"]),
-        series=counts["series"],
-        points_stored=counts["points_stored"],
-        points_drawn=counts["points_drawn"],
-        raw_written=written,
-        raw_published=sum(data["runs"]["raw"]),
-        files=files,
-    )
+    return files
