@@ -257,77 +257,87 @@ def review_series(
     """
     if not points:
         return []
-    newest = points[-1]
     metrics = ("gap", "time") if series["role"] == "candidate" else ("time",)
-    found = []
-    for metric in metrics:
-        value_field, stable_field = METRICS[metric]
-        window = [
-            p
-            for p in points[:-1]
-            if p[value_field] is not None and p[stable_field] and p[value_field] > 0
-        ][-policy.window :]
-        history = [p[value_field] for p in window]
-        card = newest.get("gpu_uuid")
-        across = metric == "gap" and any(card is None or p.get("gpu_uuid") != card for p in window)
-        base = {
-            "series_id": series["series_id"],
-            "label": series["label"],
-            "case_id": series["case_id"],
-            "impl": series["impl"],
-            "role": series["role"],
-            "metric": metric,
-            "run_id": newest["run_id"],
-            "commit": newest["commit_sha"],
-            "started_utc": newest["started_utc"],
-            "newest": newest[value_field],
-        }
-        if newest[value_field] is None:
-            note = newest.get("error_message") or f"check {newest.get('check_status')}"
-            found.append(Finding(**base, status="failed", note=note))
-            continue
-        if len(history) < policy.min_history:
-            note = f"{len(history)} stable point(s) before it; need {policy.min_history}"
-            found.append(Finding(**base, status="short", history=len(history), note=note))
-            continue
-        values = [*history, newest[value_field]]
-        moved = pooled_change(values, policy, between_cards if across else 0.0)
-        limit = moved.threshold
-        ratio = 1 + moved.relative
-        said = statistics_core.decide(
-            statistics_core.Change(ratio, ratio, ratio),
-            None,
-            bool(newest[stable_field]),
-            statistics_core.Policy(min_effect=limit, alpha=None),
+    return [_review_metric(series, points, metric, policy, between_cards) for metric in metrics]
+
+
+def _review_metric(
+    series: dict, points: list[dict], metric: str, policy: Policy, between_cards: float
+) -> Finding:
+    """review_series()'s finding for one metric of the newest of `points`."""
+    newest = points[-1]
+    value_field, stable_field = METRICS[metric]
+    window = [
+        p
+        for p in points[:-1]
+        if p[value_field] is not None and p[stable_field] and p[value_field] > 0
+    ][-policy.window :]
+    history = [p[value_field] for p in window]
+    card = newest.get("gpu_uuid")
+    across = metric == "gap" and any(card is None or p.get("gpu_uuid") != card for p in window)
+    base = {
+        "series_id": series["series_id"],
+        "label": series["label"],
+        "case_id": series["case_id"],
+        "impl": series["impl"],
+        "role": series["role"],
+        "metric": metric,
+        "run_id": newest["run_id"],
+        "commit": newest["commit_sha"],
+        "started_utc": newest["started_utc"],
+        "newest": newest[value_field],
+    }
+    if newest[value_field] is None:
+        note = newest.get("error_message") or f"check {newest.get('check_status')}"
+        return Finding(**base, status="failed", note=note)
+    if len(history) < policy.min_history:
+        note = f"{len(history)} stable point(s) before it; need {policy.min_history}"
+        return Finding(**base, status="short", history=len(history), note=note)
+    values = [*history, newest[value_field]]
+    moved = pooled_change(values, policy, between_cards if across else 0.0)
+    status = _status(moved, bool(newest[stable_field]))
+    return Finding(
+        **base,
+        status=status,
+        reference=moved.reference,
+        relative=moved.relative,
+        threshold=moved.threshold,
+        spread=moved.spread,
+        history=moved.history,
+        note=_note(moved, status, series["role"], between_cards if across else 0.0),
+    )
+
+
+def _status(moved: Change, stable: bool) -> str:
+    """The status: "alert", "unstable" or "ok", by the shared decision rule on the change."""
+    ratio = 1 + moved.relative
+    said = statistics_core.decide(
+        statistics_core.Change(ratio, ratio, ratio),
+        None,
+        stable,
+        statistics_core.Policy(min_effect=moved.threshold, alpha=None),
+    )
+    return {"slower": "alert", "faster": "alert", "unstable": "unstable"}.get(said, "ok")
+
+
+def _note(moved: Change, status: str, role: str, between_cards: float) -> str:
+    """A finding's note: how the change was pooled and whether the threshold counts the
+    between-card SD (`between_cards`: 0 where the history ran on the newest point's card); a
+    baseline's alert says it points at the machine instead."""
+    if status == "alert" and role == "baseline":
+        return (
+            "the baseline's own time moved on an unchanged source: this points at the "
+            "machine (clocks, driver, thermals, load), not at the code"
         )
-        status = {"slower": "alert", "faster": "alert", "unstable": "unstable"}.get(said, "ok")
-        notes = []
-        if moved.pooled > 1:
-            notes.append(f"the median of the newest {moved.pooled} runs against the runs before")
-        if across and between_cards > 0:
-            notes.append(
-                f"its history ran on other cards: threshold includes the between-card SD "
-                f"{between_cards:.2%}"
-            )
-        note = "; ".join(notes)
-        if status == "alert" and series["role"] == "baseline":
-            note = (
-                "the baseline's own time moved on an unchanged source: this points at the "
-                "machine (clocks, driver, thermals, load), not at the code"
-            )
-        found.append(
-            Finding(
-                **base,
-                status=status,
-                reference=moved.reference,
-                relative=moved.relative,
-                threshold=limit,
-                spread=moved.spread,
-                history=moved.history,
-                note=note,
-            )
+    notes = []
+    if moved.pooled > 1:
+        notes.append(f"the median of the newest {moved.pooled} runs against the runs before")
+    if between_cards > 0:
+        notes.append(
+            f"its history ran on other cards: threshold includes the between-card SD "
+            f"{between_cards:.2%}"
         )
-    return found
+    return "; ".join(notes)
 
 
 def current_series(series: list[dict]) -> list[dict]:
