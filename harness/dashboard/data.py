@@ -63,12 +63,7 @@ def collect(
     Every run in data["runs"] is one that a drawn point, the headline or the table refers to;
     its "raw" flags and "raw_runs" are 0 here (build_site sets them when it publishes documents).
     """
-    runs = store.runs()
-    if not runs:
-        raise DashboardError(
-            f"{store.path}: the history has no runs; store one with "
-            "`python -m harness ingest RESULT.json --db PATH --trusted`"
-        )
+    runs = _stored_runs(store)
     all_series = read_series(store, runs) if series is None else series
     mode_of = run_modes(all_series)
     gpu_of = {r: s.info["gpu"] for s in all_series for r in [*s.run.tolist(), *s.failed]}
@@ -91,14 +86,9 @@ def collect(
     compact = {g: i for i, g in enumerate(sorted(used))}
     alerts = [_renumbered_event(e, compact, anchor_of) for e in alerts]
     _renumber(compact, cases, marks, suite, headline, primary)
-    views = {
-        m: {
-            **_latest(docs[m], compact[g], [c for c in headline if c["mode"] == m]),
-            "table": _table(docs[m], anchor_of),
-        }
-        for m, g in latest_of.items()
-    }
+    views = _views(docs, latest_of, compact, headline, anchor_of)
     suite_doc = latest_doc["suite"]
+    gpu = gpu_model(views[default]["gpu"])  # the GPU model the charts show at open
     return {
         "format": DATA_FORMAT_VERSION,
         "title": title or f"{suite_doc['name']}: kernel gap dashboard",
@@ -108,33 +98,63 @@ def collect(
         "primary": primary,
         "colors": colors,
         "compilers": list(compilers),
-        "counts": {
-            "runs": len(runs),
-            "series": len(all_series),
-            "points_stored": sum(s.info["points"] for s in all_series),
-            "points_drawn": sum(len(s["run"]) for c in cases for s in c["series"]),
-        },
+        "counts": _counts(runs, all_series, cases),
         "runs": {
             **_drawn_runs(runs, sorted(used), mode_of, gpu_of),
             "clock": _clock_notes(store, runs, headline_series, sorted(used)),
         },
-        "gpu": gpu_model(views[default]["gpu"]),  # the GPU model the charts show at open
-        "gpus": sorted(
-            set(gpu_of.values()), key=lambda g: (g != gpu_model(views[default]["gpu"]), g)
-        ),
+        "gpu": gpu,
+        "gpus": sorted(set(gpu_of.values()), key=lambda g: (g != gpu, g)),
         "mode": default,  # the mode shown at open: the newest run's
         "modes": sorted(views, key=lambda m: (m != default, m or "")),
         "views": views,
-        "mode_info": {
-            m: describe(m).as_dict()
-            for m in sorted({*views, *(s.info["mode"] for s in all_series)}, key=lambda m: m or "")
-        },
+        "mode_info": _mode_info(views, all_series),
         "latest": views[default],
         "alerts": alerts,
         "table": views[default]["table"],
         "cases": cases,
         "suite": suite,
         "sweeps": _sweeps(store, runs, all_series),
+    }
+
+
+def _stored_runs(store: Store) -> list[dict]:
+    """store.runs(), refused with what to do next when the history has none."""
+    runs = store.runs()
+    if not runs:
+        raise DashboardError(
+            f"{store.path}: the history has no runs; store one with "
+            "`python -m harness ingest RESULT.json --db PATH --trusted`"
+        )
+    return runs
+
+
+def _views(docs: dict, latest_of: dict[str, int], compact: dict[int, int], headline, anchor_of):
+    """{mode: its newest run's headline and table}, runs numbered as drawn (`compact`)."""
+    return {
+        m: {
+            **_latest(docs[m], compact[g], [c for c in headline if c["mode"] == m]),
+            "table": _table(docs[m], anchor_of),
+        }
+        for m, g in latest_of.items()
+    }
+
+
+def _counts(runs: list[dict], all_series: list, cases: list[dict]) -> dict[str, int]:
+    """How many runs, series and points the history holds, and how many points are drawn."""
+    return {
+        "runs": len(runs),
+        "series": len(all_series),
+        "points_stored": sum(s.info["points"] for s in all_series),
+        "points_drawn": sum(len(s["run"]) for c in cases for s in c["series"]),
+    }
+
+
+def _mode_info(views: dict, all_series: list) -> dict:
+    """{mode: describe(mode) as a dict} for every mode with a view or a series."""
+    return {
+        m: describe(m).as_dict()
+        for m in sorted({*views, *(s.info["mode"] for s in all_series)}, key=lambda m: m or "")
     }
 
 
