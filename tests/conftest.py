@@ -76,6 +76,9 @@ def end_services(folder: Path) -> None:
     deadline = time.monotonic() + 15
     while any(map(_alive, ended)) and time.monotonic() < deadline:
         time.sleep(0.05)
+    survivors = [pid for pid in ended if _alive(pid)]
+    if survivors:  # one holding a CUDA context makes the next GPU run report a shared GPU
+        pytest.fail(f"launch service processes {survivors} under {folder} outlived SIGTERM by 15 s")
 
 
 def _alive(pid: int) -> bool:

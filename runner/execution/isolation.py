@@ -37,6 +37,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 # The answer (event) pipe's file descriptor in the worker's environment: a kernel's printf lands
 # on the worker's stdout, which is only log output, so it can never corrupt an answer.
 EVENT_FD_VARIABLE = "KERNELGAP_EVENT_FD"
+# The pid of the process that spawned a worker: a worker whose parent is no longer that one ends
+# itself (end_with_parent), since its own session keeps every signal of the parent's away.
+PARENT_PID_VARIABLE = "KERNELGAP_PARENT_PID"
+PARENT_POLL_S = 0.2
 
 
 def spawn_worker(module: str, stderr=subprocess.PIPE) -> tuple[subprocess.Popen, int]:
@@ -46,6 +50,7 @@ def spawn_worker(module: str, stderr=subprocess.PIPE) -> tuple[subprocess.Popen,
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
     read_fd, write_fd = os.pipe()
     env[EVENT_FD_VARIABLE] = str(write_fd)
+    env[PARENT_PID_VARIABLE] = str(os.getpid())
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", module],
@@ -63,6 +68,23 @@ def spawn_worker(module: str, stderr=subprocess.PIPE) -> tuple[subprocess.Popen,
     finally:
         os.close(write_fd)
     return proc, read_fd
+
+
+def end_with_parent() -> None:
+    """In a worker: kill this worker's process group once the process that spawned it is gone,
+    even while the main thread is in a hung kernel and never reads its stdin's end. A thread
+    polls the parent's pid (PR_SET_PDEATHSIG would fire when the spawning thread ends, and the
+    launch service spawns workers from connection threads that end with their connection)."""
+    expected = os.environ.get(PARENT_PID_VARIABLE)
+    if expected is None:
+        return  # started by hand, not by spawn_worker
+
+    def watch() -> None:
+        while os.getppid() == int(expected):
+            time.sleep(PARENT_POLL_S)
+        os.killpg(os.getpgid(0), signal.SIGKILL)
+
+    threading.Thread(target=watch, daemon=True, name="end-with-parent").start()
 
 
 WORKER_MODULE = "runner.execution.worker"

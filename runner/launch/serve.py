@@ -115,6 +115,10 @@ def _error(phase: str, message: str, ident=None, cuda_error: str | None = None) 
     return document
 
 
+# How long a closing service lets its idle worker end at its stdin's end before killing it.
+CLOSE_GRACE_S = 2.0
+
+
 class Worker:
     """One runner.launch.serve_worker process: frames go to its stdin, answers come on a pipe."""
 
@@ -124,6 +128,8 @@ class Worker:
         self.log: deque = deque(maxlen=20)
         threading.Thread(target=self._pump, args=(os.fdopen(read_fd, "rb"),), daemon=True).start()
         threading.Thread(target=self._echo, daemon=True).start()
+
+    def wait_ready(self) -> None:
         self.ready = self.next_answer(READY_TIMEOUT_S)
 
     def _pump(self, stream) -> None:
@@ -167,11 +173,11 @@ class Worker:
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
 
-    def close(self) -> None:
+    def close(self, timeout_s: float = 10.0) -> None:
         with contextlib.suppress(BrokenPipeError, ValueError):
             self.proc.stdin.close()
         try:
-            self.proc.wait(timeout=10)
+            self.proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             self.kill()
 
@@ -182,19 +188,32 @@ class Supervisor:
     def __init__(self):
         self.worker: Worker | None = None
         self.restarts = 0
+        self.started: list[Worker] = []  # every worker, so close() ends one still starting too
+        self.closed = False
+        self.lock = threading.RLock()  # close() may run in a signal handler inside _start
 
     def ensure_worker(self) -> Worker:
         if self.worker is not None and not self.worker.alive():
             self.worker.close()
             self.worker, self.restarts = None, self.restarts + 1
         if self.worker is None:
-            try:
-                self.worker = Worker()
-            except TimeoutError:
-                raise RuntimeError(
-                    f"the service's worker was not ready within {READY_TIMEOUT_S:g} s"
-                ) from None
+            self.worker = self._start()
         return self.worker
+
+    def _start(self) -> Worker:
+        with self.lock:
+            if self.closed:
+                raise RuntimeError("the service is ending")
+            worker = Worker()
+            self.started = [w for w in self.started if w.alive()] + [worker]
+        try:
+            worker.wait_ready()
+        except TimeoutError:
+            worker.kill()
+            raise RuntimeError(
+                f"the service's worker was not ready within {READY_TIMEOUT_S:g} s"
+            ) from None
+        return worker
 
     def ask(self, line: int, ident, raw: bytes | bytearray, request: dict) -> dict:
         try:
@@ -240,8 +259,15 @@ class Supervisor:
                 self.ensure_worker()
 
     def close(self) -> None:
-        if self.worker is not None:
-            self.worker.close()
+        """End every worker this supervisor started (one still starting too) and wait for it."""
+        with self.lock:
+            self.closed = True
+            workers = list(self.started)
+        for worker in filter(Worker.alive, workers):
+            if worker is self.worker:
+                worker.close(CLOSE_GRACE_S)  # a busy or hung one is killed: the service is ending
+            else:
+                worker.kill()
 
 
 def _deadline_timeout_s(request: dict) -> float:

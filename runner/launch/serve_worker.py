@@ -21,11 +21,13 @@ import sys
 import threading
 from collections import OrderedDict
 
+from runner.execution.isolation import end_with_parent
 from runner.gpu import driver_start
 
 # Started as the service's worker: the driver loads and the context comes up in a thread while
 # cuda.bindings, numpy and jsonschema import below (a third of the start-up to the first answer).
 if __name__ == "__main__":
+    end_with_parent()  # before the context exists: a worker never outlives its service
     driver_start.start()
 
 from protocol import RUN_PROTOCOL_VERSION, decode, encode
