@@ -27,3 +27,24 @@ def scale_f32(x, a):
     """out = a * x in float32, as the kernels compute it (overflowing to an infinity)."""
     with np.errstate(over="ignore"):
         return {"out": np.float32(a) * x}
+
+
+def sines(x):
+    """out = sum over k = 1..16 of sin(k x) / k, in float64 (the fast-math control)."""
+    x = x.astype(np.float64)
+    return {"out": sum(np.sin(k * x) / k for k in range(1, 17))}
+
+
+def matmul(a, b, n):
+    """c = a @ b for row-major n x n matrices, in float64."""
+    return {"c": (a.reshape(n, n) @ b.reshape(n, n)).reshape(-1)}
+
+
+def block_sums(x, blocks):
+    """out[b] = the sum of the b-th run of 256 elements, in float64."""
+    return {"out": x.reshape(blocks, 256).sum(axis=1)}
+
+
+def scale_y(y, a):
+    """y = a * y in place, in float64."""
+    return {"y": np.float64(a) * y}

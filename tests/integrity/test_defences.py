@@ -296,3 +296,17 @@ def test_the_third_pass_suite_has_teeth_and_builds_on_the_cpu():
         "shared_uninit",
     ]
     assert all(passing_null_models(suite, case) == [] for case in suite.cases)
+
+
+def test_the_honest_controls_suite_has_teeth():
+    """tests/cheats/honest_third.toml (issue 50's honest controls): no null model passes any
+    case, fast math's loose-looking tolerance included (the controls pass for what they compute)."""
+    suite = manifest.load(ROOT / "tests" / "cheats" / "honest_third.toml")
+    assert [c.id for c in suite.cases] == [
+        "fast_math",
+        "tiled_vs_naive",
+        "cg_dynamic_shared",
+        "l2_resident_faster",
+        "in_place_near_l2",
+    ]
+    assert all(passing_null_models(suite, case) == [] for case in suite.cases)
