@@ -27,3 +27,9 @@ def scale_f32(x, a):
     """out = a * x in float32, as the kernels compute it (overflowing to an infinity)."""
     with np.errstate(over="ignore"):
         return {"out": np.float32(a) * x}
+
+
+def sqrt_f32(x):
+    """out = sqrt(x) in float32: NaN for a negative x, as sqrtf gives."""
+    with np.errstate(invalid="ignore"):
+        return {"out": np.sqrt(x)}

@@ -514,4 +514,39 @@ extern "C" __global__ void kg_poison_shared(unsigned int words) {
     for (unsigned int i = threadIdx.x; i < words; i += blockDim.x) shared[i] = 0xFFFFFFFFu;
 }
 
+// Fills the device heap (`malloc` in a kernel) with all ones, for the same reason: each thread
+// allocates chunks of `chunk_bytes`, halving the size whenever malloc fails down to 16 bytes, so
+// the heap ends up allocated to the last fragment, fills them and links them through their
+// first word into heads[thread]; kg_free_heap, launched after it, frees them. Two kernels:
+// freeing only after every thread has allocated keeps one thread from refilling another's.
+extern "C" __global__ void kg_poison_heap(kg_u64 chunk_bytes, kg_u64* heads) {
+    kg_u64 thread = (kg_u64)blockIdx.x * blockDim.x + threadIdx.x;
+    kg_u64* head = 0;
+    for (kg_u64 size = chunk_bytes & ~15ULL; size >= 16;) {
+        kg_u64* chunk = (kg_u64*)malloc(size);
+        if (chunk == 0) {
+            size = (size >> 1) & ~15ULL;
+            continue;
+        }
+        for (kg_u64 i = 1; i < size / 8; ++i) chunk[i] = ~0ULL;
+        chunk[0] = (kg_u64)head;
+        head = chunk;
+    }
+    heads[thread] = (kg_u64)head;
+}
+
+// Frees what kg_poison_heap allocated, its link word poisoned first (volatile: a store just
+// before free would otherwise be dropped as dead).
+extern "C" __global__ void kg_free_heap(kg_u64* heads) {
+    kg_u64 thread = (kg_u64)blockIdx.x * blockDim.x + threadIdx.x;
+    kg_u64* chunk = (kg_u64*)heads[thread];
+    while (chunk != 0) {
+        kg_u64* next = (kg_u64*)chunk[0];
+        *(volatile kg_u64*)chunk = ~0ULL;
+        free(chunk);
+        chunk = next;
+    }
+    heads[thread] = 0;
+}
+
 #endif  // __CUDACC__
