@@ -72,7 +72,7 @@ class InternalKernels:
         "kg_free_heap",
     )
     SHARED_POISON_BYTES = 48 << 10  # a block's dynamic shared memory without an opt-in
-    HEAP_POISON_THREADS = 64  # a block of kg_poison_heap, one block an SM
+    HEAP_POISON_THREADS = 256  # a block of kg_poison_heap, one block an SM
 
     def __init__(self, ctx: driver.Context):
         from runner.gpu.device import load_ptx
@@ -144,26 +144,26 @@ class InternalKernels:
 
     def poison_heap(self, stream: driver.Stream) -> None:
         """Queue all ones into the device heap (`malloc` in a kernel): kg_poison_heap allocates
-        it to the last 16-byte fragment and fills it, kg_free_heap frees it all again, so a
-        kernel that reads heap memory before writing it is wrong in the gate rather than right
-        by the zeros a fresh heap holds (issue 50 class 7)."""
+        it to the last 16-byte fragment (one block an SM, each starting with chunks of its share
+        of the heap) and fills it, kg_free_heap frees it all again, so a kernel that reads heap
+        memory before writing it is wrong in the gate rather than right by the zeros a fresh
+        heap holds (issue 50 class 7)."""
         if self._heap is None:
             d = driver.cu()
             limit = "CU_LIMIT_MALLOC_HEAP_SIZE"
             heap_bytes = int(
                 driver.check(d.cuCtxGetLimit(getattr(d.CUlimit, limit)), f"cuCtxGetLimit({limit})")
             )
-            threads = self.sm_count * self.HEAP_POISON_THREADS
-            heads = driver.Buffer(8 * threads)
+            heads = driver.Buffer(8 * self.sm_count)  # a list of chunks per block
             heads.fill_bytes(0, stream)
-            share = max(heap_bytes // threads, 16)
+            share = max(heap_bytes // self.sm_count, 16)
             chunk = 1 << (share.bit_length() - 1)  # a power of two: halving keeps it whole
-            grid, block = (self.sm_count, 1, 1), (self.HEAP_POISON_THREADS, 1, 1)
+            grid = (self.sm_count, 1, 1)
             self._heap = (
                 heads,
-                self.module.kernel("kg_poison_heap", grid, block),
+                self.module.kernel("kg_poison_heap", grid, (self.HEAP_POISON_THREADS, 1, 1)),
                 driver.KernelArgs([("u64", chunk), ("ptr", heads.ptr)]),
-                self.module.kernel("kg_free_heap", grid, block),
+                self.module.kernel("kg_free_heap", grid, (1, 1, 1)),
                 driver.KernelArgs([("ptr", heads.ptr)]),
             )
         _heads, poison, poison_args, free, free_args = self._heap
