@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from runner.definition.spec import DEFAULT_TOLERANCES, default_tolerance
 from runner.errors import DeclarationError
 from runner.measurement.gate import arrays, null_models
 
@@ -35,19 +36,12 @@ __all__ = [
     "zeroed_input",
 ]
 
-DEFAULT_TOLERANCES = {
-    "float16": 1e-3,
-    "bfloat16": 1.6e-2,
-    "float32": 1e-5,
-    "float64": 1e-12,
-    "complex64": 1e-5,
-    "complex128": 1e-12,
-}
-"""rtol = atol by output dtype when a declaration gives none; integer and bool outputs are exact."""
 
-
-def tolerance_for(dtype: str) -> float:
-    return DEFAULT_TOLERANCES.get(dtype, 0.0)
+def tolerance_for(dtype: str) -> tuple[float, float]:
+    """(rtol, atol) an output of `dtype` (a numpy or torch name) is checked with when a
+    declaration gives none: runner.definition.spec.DEFAULT_TOLERANCES, the suite's defaults
+    too; a complex dtype's parts take their float's; integers and bools are exact."""
+    return default_tolerance(dtype)
 
 
 def _reason(owner: str, reason) -> str:
@@ -173,16 +167,16 @@ def _output_tolerance(expected, rtol, atol) -> tuple[str, float, float]:
     """An expected output's dtype name and the (rtol, atol) it is checked with: the declared
     ones, else its dtype's defaults."""
     dtype = arrays.dtype_name(expected)
-    r = tolerance_for(dtype) if rtol is None else rtol
-    a = tolerance_for(dtype) if atol is None else atol
-    return dtype, r, a
+    default_r, default_a = tolerance_for(dtype)
+    return dtype, default_r if rtol is None else rtol, default_a if atol is None else atol
 
 
 def _tolerance_text(rtol, atol, dtypes: tuple[str, ...] = ()) -> str:
     parts = []
     for dtype in dict.fromkeys(dtypes) or [None]:
-        r = rtol if rtol is not None else (tolerance_for(dtype) if dtype else None)
-        a = atol if atol is not None else (tolerance_for(dtype) if dtype else None)
+        default_r, default_a = tolerance_for(dtype) if dtype else (None, None)
+        r = rtol if rtol is not None else default_r
+        a = atol if atol is not None else default_a
         if r is None or a is None:
             text = f"rtol={'per dtype' if r is None else f'{r:g}'}, atol={'per dtype' if a is None else f'{a:g}'}"
         elif r == 0 and a == 0:

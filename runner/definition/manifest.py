@@ -26,6 +26,7 @@ from runner.definition.spec import (
     Settings,
     Suite,
     inside_suite,
+    loosest_default_tolerance,
     resolve,
 )
 from runner.definition.sweep import parse_sweep
@@ -170,6 +171,10 @@ def _case(raw: dict, defaults: dict, root: Path, path: Path) -> CaseSpec:
         raise ManifestError(
             f"{w}: tolerance: give rtol and/or atol for float outputs, or exact = true"
         )
+    # a part left out takes its dtype's default (spec.DEFAULT_TOLERANCES); none under exact
+    default_rtol, default_atol = (
+        (0.0, 0.0) if exact else loosest_default_tolerance(b.dtype for b in buffers if b.written)
+    )
     ref = raw["reference"]
     ref_file = inside_suite(root, ref.split(":", 1)[0], f"{w}: reference")
     if not ref_file.is_file():
@@ -190,8 +195,8 @@ def _case(raw: dict, defaults: dict, root: Path, path: Path) -> CaseSpec:
         block=raw.get("block", settings.block),
         shared_bytes=raw.get("shared_bytes", 0),
         reference=ref,
-        rtol=float(tol.get("rtol", 0.0)),
-        atol=float(tol.get("atol", 0.0)),
+        rtol=float(tol.get("rtol", default_rtol)),
+        atol=float(tol.get("atol", default_atol)),
         exact=exact,
         bytes=raw.get("bytes"),
         flops=raw.get("flops"),

@@ -99,6 +99,50 @@ def check_launch(
 PARAM_KINDS = ("i32", "u32", "i64", "u64", "f32", "f64")
 
 
+# The tolerance a float output is checked with where none is declared (docs/python-api.md,
+# "Default tolerances"): rtol by dtype, tight enough to refuse the next lower precision; atol
+# ATOL_EPS of the dtype's resolution (machine epsilon, its spacing at 1), no more than rtol:
+# the cancellation error of honest arithmetic on unit-scale values (a dot product's partial sums
+# rounded, an FMA contracted) with room for sums of ~1000 terms. It was atol = rtol, which for
+# f64 (1e-12, 4500 ulps at 1) accepted any error up to 1e-12 at every value below 1.
+ATOL_EPS = 32
+_EPS = {
+    "f64": float(np.finfo(np.float64).eps),
+    "f32": float(np.finfo(np.float32).eps),
+    "f16": float(np.finfo(np.float16).eps),
+    "bf16": 2.0**-7,  # 8 significand bits (numpy has no bfloat16)
+}
+_DEFAULT_RTOL = {"f64": 1e-12, "f32": 1e-5, "f16": 1e-3, "bf16": 1.6e-2}
+DEFAULT_TOLERANCES = {
+    name: (rtol, min(rtol, ATOL_EPS * _EPS[name])) for name, rtol in _DEFAULT_RTOL.items()
+}
+"""{float dtype: (rtol, atol)} where a tolerance is not declared; integers and bools are exact."""
+
+# numpy and torch names of the float dtypes; a complex dtype's parts are of its float's
+FLOAT_NAMES = {
+    "float64": "f64",
+    "float32": "f32",
+    "float16": "f16",
+    "bfloat16": "bf16",
+    "half": "f16",
+}
+_COMPLEX_PARTS = {"complex128": "f64", "complex64": "f32"}
+
+
+def default_tolerance(dtype: str) -> tuple[float, float]:
+    """(rtol, atol) of DEFAULT_TOLERANCES for a suite ('f32'), numpy or torch ('float32',
+    'complex64': its parts') dtype name; (0.0, 0.0), exact, for any other."""
+    name = FLOAT_NAMES.get(dtype) or _COMPLEX_PARTS.get(dtype) or dtype
+    return DEFAULT_TOLERANCES.get(name, (0.0, 0.0))
+
+
+def loosest_default_tolerance(dtypes) -> tuple[float, float]:
+    """The largest default rtol and atol among `dtypes` (a case's written buffers share one
+    tolerance, so each output's default must hold)."""
+    found = [default_tolerance(d) for d in dtypes]
+    return max((r for r, _ in found), default=0.0), max((a for _, a in found), default=0.0)
+
+
 # The input sets the correctness gate checks: the buffers' declared init at both poisons, then
 # the edges of each buffer's valid range (zeros, signed zeros, both ends, every magnitude).
 INPUT_SETS = ("declared", "edges")

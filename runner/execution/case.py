@@ -16,7 +16,7 @@ from runner.definition.reference import load_reference
 from runner.gpu import driver, generator, ptx
 from runner.gpu.module_state import ModuleState
 from runner.measurement import aa_control
-from runner.measurement.gate import PhaseError, output_dependence
+from runner.measurement.gate import PhaseError, launch_audit, output_dependence
 from runner.measurement.gate import correctness as gate
 from runner.measurement.gate import timed_size as reference_sample
 from runner.measurement.gate.timed_size import TimedOutputs
@@ -208,9 +208,11 @@ class CaseRun:
             raise PhaseError("check", f"correctness gate failed for {', '.join(failed)}: {details}")
 
     def checked_launch(self, kernel: driver.Kernel, args) -> None:
-        """One launch of the gate, behind a poison of every SM's shared memory (issue 50 class
-        7: a read of shared memory before it is written finds all ones, not zeros)."""
+        """One launch of the gate, behind a poison of every SM's shared memory and of the device
+        heap (issue 50 class 7: a read of shared or `malloc`ed memory before it is written
+        finds all ones, not zeros)."""
         self.internal.poison_shared(self.stream)
+        self.internal.poison_heap(self.stream)
         kernel.launch(self.stream, args)
 
     def time(self) -> None:
@@ -404,8 +406,9 @@ class CaseRun:
         # the A/A control's loads take the same input sets as the baseline
         audit.sets[aa_control.control_name(baseline)] = audit.sets[baseline]
         audit.expected = [reference]
-        for item in audit.sets[baseline][1:]:
-            buffers.poison_outputs(gate.POISON_BYTES[0])
+        items = audit.sets[baseline][1:]
+        for item, poison in zip(items, launch_audit.distinct_poisons(len(items)), strict=True):
+            buffers.poison_outputs(poison)
             item.enqueue(self.stream)
             audit.expected.append(outputs.snapshot(buffers))
 
@@ -451,15 +454,20 @@ class CaseRun:
         baseline's on the device (timed_outputs): behaviour that only shows at the large size (a
         loop that runs only there, a size-dependent branch) cannot slip past the gate into the
         timing. Returns the baseline's outputs (snapshots), which the timed launches are
-        verified against afterwards."""
+        verified against afterwards.
+
+        Each launch's outputs are poisoned first with a byte of their own, finite and drawn per
+        run (launch_audit.distinct_poisons): an element a candidate leaves untouched differs
+        from the baseline's, an expected NaN included (one NaN poison for all matched it)."""
         self.enter("check", size="timed")
         t0 = time.perf_counter()
         impls, baseline = self.record["impls"], self.case.baseline.name
         reference = None
-        for name in self.baseline_first:
+        poisons = launch_audit.distinct_poisons(len(self.baseline_first))
+        for name, poison in zip(self.baseline_first, poisons, strict=True):
             for destination, copy in pristine:
                 destination.copy_from(copy, self.stream)
-            buffers.poison_outputs(gate.POISON_BYTES[0])
+            buffers.poison_outputs(poison)
             launchables[name].enqueue(self.stream)
             if reference is None:
                 reference = self.timed_outputs.snapshot(buffers)
@@ -476,7 +484,9 @@ class CaseRun:
                     check["status"] = "failed"
                     check["problems"].append(
                         f"{b}: at the timed size {found['mismatches']} of {found['elements']} elements differ "
-                        f"from baseline {baseline} (first at index {found['first_mismatch']['index']})"
+                        f"from baseline {baseline} (first at index {found['first_mismatch']['index']}: "
+                        f"expected {found['first_mismatch']['expected']}, got "
+                        f"{found['first_mismatch']['got']}; outputs poisoned with 0x{poison:02X})"
                     )
         self.record["phases_s"]["check_timed_size_s"] = time.perf_counter() - t0
         failed = [n for n in self.names if impls[n].get("check", {}).get("status") == "failed"]

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from runner.definition.spec import FLOAT_NAMES
+
 __all__ = [
     "LOWER_PRECISIONS",
     "PRECISIONS",
@@ -50,12 +52,10 @@ LOWER_PRECISIONS = {
     "bf16": (),
 }
 
-_ALIASES = {"float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16", "half": "f16"}
-
 
 def short_name(dtype_name: str) -> str | None:
     """'f64', 'f32', 'f16' or 'bf16' for a numpy, torch or suite dtype name; None otherwise."""
-    name = _ALIASES.get(dtype_name, dtype_name)
+    name = FLOAT_NAMES.get(dtype_name, dtype_name)
     return name if name in PRECISIONS else None
 
 

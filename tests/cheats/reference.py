@@ -48,3 +48,9 @@ def block_sums(x, blocks):
 def scale_y(y, a):
     """y = a * y in place, in float64."""
     return {"y": np.float64(a) * y}
+
+
+def sqrt_f32(x):
+    """out = sqrt(x) in float32: NaN for a negative x, as sqrtf gives."""
+    with np.errstate(invalid="ignore"):
+        return {"out": np.sqrt(x)}

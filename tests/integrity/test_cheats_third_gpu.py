@@ -126,6 +126,33 @@ def test_class_7_a_read_of_shared_memory_before_it_is_written(third_run):
     assert_honest_untouched(case)
 
 
+def test_class_7_a_read_of_the_device_heap_before_it_is_written(third_run):
+    """The gate poisons the device heap before each launch: a block's `malloc`ed scratch read
+    before it is written holds NaN; the honest kernel that writes it first passes."""
+    mode, _, cases = third_run
+    case = cases["heap_uninit"]
+    message = refused_at_check(case, "heap_uninit")
+    record("reads malloc'ed scratch before writing it (class 7)", f"ptx {mode}", ptx_verdict(case), message)  # fmt: skip
+    assert "nan" in message.lower(), message
+    assert_honest_untouched(case, ("cuda", "cuda_again", "heap"))
+
+
+def test_a_nan_answer_left_unwritten_at_the_timed_size(third_run):
+    """Issue 49 item 9: every launch of the timed-size check has a finite poison of its own, so
+    an element left unwritten where the answer is NaN no longer matches it (one all-ones poison
+    for every launch read as that NaN)."""
+    mode, _, cases = third_run
+    case = cases["nan_left_unwritten"]
+    message = refused_at_check(case, "skip_nan")
+    record("leaves NaN answers unwritten at the timed size", f"ptx {mode}", ptx_verdict(case), message)  # fmt: skip
+    assert "at the timed size" in message and "skip_nan" in message, message
+    check = case["implementations"]["skip_nan"]["check"]
+    timed = [a for a in check["against"] if a.get("size") == "timed" and a["mismatches"]]
+    assert timed and all(a["first_mismatch"]["expected"] == "nan" for a in timed), check
+    assert any("poisoned with 0x" in p for p in check["problems"]), check["problems"]
+    assert_honest_untouched(case)
+
+
 def test_class_2_each_run_draws_and_records_its_input_seed(third_run):
     mode, doc, _ = third_run
     seed = doc["options"]["input_seed"]

@@ -294,6 +294,8 @@ def test_the_third_pass_suite_has_teeth_and_builds_on_the_cpu():
         "inf_as_max",
         "cadence",
         "shared_uninit",
+        "heap_uninit",
+        "nan_left_unwritten",
     ]
     assert all(passing_null_models(suite, case) == [] for case in suite.cases)
 

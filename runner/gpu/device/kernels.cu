@@ -514,4 +514,48 @@ extern "C" __global__ void kg_poison_shared(unsigned int words) {
     for (unsigned int i = threadIdx.x; i < words; i += blockDim.x) shared[i] = 0xFFFFFFFFu;
 }
 
+// Fills the device heap (`malloc` in a kernel) with all ones, for the same reason. Each block's
+// first thread allocates chunks of `chunk_bytes`, halving the size whenever malloc fails down to
+// 16 bytes (so the heap ends up allocated to its last fragment); the block fills each chunk, and
+// the chunks are linked through their first word into heads[block]. kg_free_heap, launched
+// after it, frees them: freeing only once every block has allocated keeps the heap whole.
+extern "C" __global__ void kg_poison_heap(kg_u64 chunk_bytes, kg_u64* heads) {
+    __shared__ kg_u64* chunk;
+    __shared__ kg_u64 size;
+    kg_u64* head = 0;  // thread 0's
+    if (threadIdx.x == 0) size = chunk_bytes & ~15ULL;
+    for (;;) {
+        if (threadIdx.x == 0) {
+            kg_u64* got = 0;
+            while (size >= 16 && (got = (kg_u64*)malloc(size)) == 0) size = (size >> 1) & ~15ULL;
+            chunk = got;
+        }
+        __syncthreads();
+        kg_u64* mine = chunk;
+        kg_u64 words = size / 8;
+        if (mine == 0) break;  // the same for the whole block
+        for (kg_u64 i = 1 + threadIdx.x; i < words; i += blockDim.x) mine[i] = ~0ULL;
+        if (threadIdx.x == 0) {
+            mine[0] = (kg_u64)head;
+            head = mine;
+        }
+        __syncthreads();  // every thread has read chunk and size before thread 0 moves on
+    }
+    if (threadIdx.x == 0) heads[blockIdx.x] = (kg_u64)head;
+}
+
+// Frees what kg_poison_heap allocated (one thread a block of it), each chunk's link word
+// poisoned first (volatile: a store just before free would otherwise be dropped as dead).
+extern "C" __global__ void kg_free_heap(kg_u64* heads) {
+    if (threadIdx.x != 0) return;
+    kg_u64* chunk = (kg_u64*)heads[blockIdx.x];
+    while (chunk != 0) {
+        kg_u64* next = (kg_u64*)chunk[0];
+        *(volatile kg_u64*)chunk = ~0ULL;
+        free(chunk);
+        chunk = next;
+    }
+    heads[blockIdx.x] = 0;
+}
+
 #endif  // __CUDACC__

@@ -4,7 +4,7 @@ A kernel that skips its work on some launches (every k-th one, or whenever it re
 poison in its outputs) passes any check that reads back launches at fixed places. Here every
 cold launch (sample k, launch j of that sample) gets, from a keyed hash of a per-run secret
 (os.urandom) and (k, j):
-- a poison byte for its outputs (1..255, not a function of the launch's place),
+- a poison byte for its outputs (POISON_CHOICES, not a function of the launch's place),
 - a generator seed for its inputs (so a result cached by the inputs' content is never right),
 - whether its outputs are read back (with probability AUDIT_FRACTION).
 All three are the same for every implementation at (k, j): the sides of a round see the same
@@ -16,9 +16,43 @@ from __future__ import annotations
 
 import hashlib
 import os
+import random
 from dataclasses import dataclass
 
+import numpy as np
+
+from runner.gpu import generator
+
 AUDIT_FRACTION = 0.1  # of cold launches read back, chosen at random (the old fixed stride: 1/10)
+
+
+def _finite_nonzero(byte: int) -> bool:
+    """Whether `byte` repeated reads as a finite, non-zero value in every float dtype the
+    runner's buffers hold (0xFF is NaN in f32 and f64)."""
+    floats = [t for t in generator.DTYPES.values() if np.dtype(t).kind == "f"]
+    return all(
+        np.isfinite(v) and v != 0
+        for t in floats
+        for v in np.frombuffer(bytes([byte]) * np.dtype(t).itemsize, t)
+    )
+
+
+# Bytes a launch's outputs are poisoned with: never zero (a plausible answer) and never NaN or
+# an infinity, which compare by class (NaN where NaN): an output a launch left untouched would
+# match an expected NaN, or another launch's leftover of the same poison.
+POISON_CHOICES = tuple(b for b in range(256) if _finite_nonzero(b))
+
+
+def poison_of(draw: int) -> int:
+    """The poison byte a 64-bit random `draw` picks from POISON_CHOICES."""
+    return POISON_CHOICES[draw % len(POISON_CHOICES)]
+
+
+def distinct_poisons(count: int, rng: random.Random | None = None) -> list[int]:
+    """`count` different poison bytes drawn at random (os.urandom unless `rng` is given), one
+    for each launch of a check: outputs a launch left untouched hold its own poison, so they
+    differ from every other launch's, leftovers included."""
+    return (rng or random.SystemRandom()).sample(POISON_CHOICES, count)
 
 
 @dataclass(frozen=True)
@@ -47,7 +81,7 @@ class LaunchDraws:
         """The poison, inputs and audit of launch `launch` of sample `sample` (negative samples:
         the probes before the samples, never audited)."""
         return LaunchPlan(
-            poison=1 + self._draw("poison", sample, launch) % 255,  # 0 would read as zeros
+            poison=poison_of(self._draw("poison", sample, launch)),
             inputs_seed=self._draw("inputs", sample, launch),
             audited=sample >= 0 and self._draw("audit", sample, launch) < self.fraction * 2**64,
         )

@@ -150,7 +150,8 @@ class ColdMode(Strategy):
             else "the backend's check of the outputs"
             if self.can.verified_outputs is not None
             else "nothing: the backend reads no outputs back",
-            "poison": "a byte drawn per (k, j) from the seed, 1..255",
+            "poison": "a byte drawn per (k, j) from the seed, never zero, NaN or an infinity "
+            "(gate.launch_audit.POISON_CHOICES)",
             "inputs": "generated from a seed drawn per (k, j), the same for every implementation"
             if self.can.fresh_inputs is not None
             else "the same every launch",

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 from dataclasses import dataclass, field
 
 from runner.errors import TimingError
 from runner.gpu import driver, l2_persistence
 from runner.gpu.driver import Graph
+from runner.measurement.gate.launch_audit import poison_of
 from runner.measurement.timing import own_launches
 from runner.measurement.timing.base import CopyTurns, copy_turn
 from runner.measurement.timing.cupti import span_s, union_s
@@ -61,8 +63,16 @@ class InternalKernels:
     runner.gpu.l2_persistence), so no line outlives a cold launch's flush."""
 
     SPIN_TIMEOUT_NS = 10_000_000_000  # a blocker never outlives a dead host by more than this
-    ENTRIES = ("kg_fill_random", "kg_flush_l2", "kg_spin", "kg_poison_shared")
+    ENTRIES = (
+        "kg_fill_random",
+        "kg_flush_l2",
+        "kg_spin",
+        "kg_poison_shared",
+        "kg_poison_heap",
+        "kg_free_heap",
+    )
     SHARED_POISON_BYTES = 48 << 10  # a block's dynamic shared memory without an opt-in
+    HEAP_POISON_THREADS = 256  # a block of kg_poison_heap, one block an SM
 
     def __init__(self, ctx: driver.Context):
         from runner.gpu.device import load_ptx
@@ -85,6 +95,7 @@ class InternalKernels:
         self._flush_sink: driver.Buffer | None = None
         self._flag: driver.HostFlag | None = None
         self._status: driver.Buffer | None = None
+        self._heap: tuple | None = None  # (heads, poison kernel, free kernel, their args)
 
     def fill_random(
         self, stream: driver.Stream, buffer: driver.Buffer, n: int, tail_args: list
@@ -131,6 +142,35 @@ class InternalKernels:
         with own_launches.launching():
             kernel.launch(stream, driver.KernelArgs([("u32", words)]))
 
+    def poison_heap(self, stream: driver.Stream) -> None:
+        """Queue all ones into the device heap (`malloc` in a kernel): kg_poison_heap allocates
+        it to the last 16-byte fragment (one block an SM, each starting with chunks of its share
+        of the heap) and fills it, kg_free_heap frees it all again, so a kernel that reads heap
+        memory before writing it is wrong in the gate rather than right by the zeros a fresh
+        heap holds (issue 50 class 7)."""
+        if self._heap is None:
+            d = driver.cu()
+            limit = "CU_LIMIT_MALLOC_HEAP_SIZE"
+            heap_bytes = int(
+                driver.check(d.cuCtxGetLimit(getattr(d.CUlimit, limit)), f"cuCtxGetLimit({limit})")
+            )
+            heads = driver.Buffer(8 * self.sm_count)  # a list of chunks per block
+            heads.fill_bytes(0, stream)
+            share = max(heap_bytes // self.sm_count, 16)
+            chunk = 1 << (share.bit_length() - 1)  # a power of two: halving keeps it whole
+            grid = (self.sm_count, 1, 1)
+            self._heap = (
+                heads,
+                self.module.kernel("kg_poison_heap", grid, (self.HEAP_POISON_THREADS, 1, 1)),
+                driver.KernelArgs([("u64", chunk), ("ptr", heads.ptr)]),
+                self.module.kernel("kg_free_heap", grid, (1, 1, 1)),
+                driver.KernelArgs([("ptr", heads.ptr)]),
+            )
+        _heads, poison, poison_args, free, free_args = self._heap
+        with own_launches.launching():
+            poison.launch(stream, poison_args)
+            free.launch(stream, free_args)
+
     def block(self, stream: driver.Stream, timeout_ns: int | None = None) -> None:
         """Queue the blocking kernel; nothing behind it on `stream` runs until `release()`.
 
@@ -171,6 +211,7 @@ class InternalKernels:
             self._flush_sink,
             self._status,
             self._flag,
+            self._heap[0] if self._heap else None,
         ):
             if thing is not None:
                 thing.free()
@@ -494,18 +535,18 @@ class CudaBackend(CudaBase):
         return self._timed_traffic(key, fills, copies, self.launchables[name], batch)
 
     def _timed_traffic(self, key: tuple, fills, copies, item, batch: int) -> float:
-        """Seconds of `batch` launches, each a fill of `fills` with the poison byte, the copies
-        (destination, source) and `item` (None: the traffic alone), replayed from one graph
-        behind the blocker. The graph is warmed untimed once, when made (it is uploaded then
-        too): the check's repeats alternate between graphs that are all warm by then."""
-        from runner.measurement.gate.output_dependence import POISON_BYTE
-
+        """Seconds of `batch` launches, each a fill of `fills` with a poison byte of its own
+        (drawn at random, never NaN: gate.launch_audit.poison_of), the copies (destination,
+        source) and `item` (None: the traffic alone), replayed from one graph behind the
+        blocker. The graph is warmed untimed once, when made (it is uploaded then too): the
+        check's repeats alternate between graphs that are all warm by then."""
         per_graph = min(batch, self.graph_launches)
 
         def enqueue(stream):
             for _ in range(per_graph):
+                poison = poison_of(int.from_bytes(os.urandom(8), "little"))
                 for buffer in fills:
-                    buffer.fill_bytes(POISON_BYTE, stream)
+                    buffer.fill_bytes(poison, stream)
                 for destination, source in copies:
                     destination.copy_from(source, stream)
                 if item is not None:

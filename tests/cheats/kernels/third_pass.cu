@@ -80,3 +80,52 @@ extern "C" __global__ void scale_shared_uninit_f64(const double* __restrict__ x,
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) out[i] = a * x[i] + leftover;
     ((volatile double*)scratch)[threadIdx.x] = 0.0;
 }
+
+// Class 7, the device heap: adds what a block's `malloc`ed scratch holds before it writes it,
+// right wherever the heap happens to hold zeros. The gate poisons the heap first.
+extern "C" __global__ void scale_heap_uninit_f64(const double* __restrict__ x, double* __restrict__ out, double a, long long n)
+{
+    __shared__ double* scratch;
+    if (threadIdx.x == 0) scratch = (double*)malloc(blockDim.x * sizeof(double));
+    __syncthreads();
+    double leftover = scratch ? ((volatile double*)scratch)[threadIdx.x] : 0.0;
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) out[i] = a * x[i] + leftover;
+    __syncthreads();
+    if (threadIdx.x == 0 && scratch) free(scratch);
+}
+
+// An honest control: the same heap scratch written before it is read.
+extern "C" __global__ void scale_heap_f64(const double* __restrict__ x, double* __restrict__ out, double a, long long n)
+{
+    __shared__ double* scratch;
+    if (threadIdx.x == 0) scratch = (double*)malloc(blockDim.x * sizeof(double));
+    __syncthreads();
+    if (scratch) ((volatile double*)scratch)[threadIdx.x] = a;
+    __syncthreads();
+    double factor = scratch ? ((volatile double*)scratch)[threadIdx.x] : a;
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) out[i] = factor * x[i];
+    __syncthreads();
+    if (threadIdx.x == 0 && scratch) free(scratch);
+}
+
+// The honest f32 square root: NaN for a negative x.
+extern "C" __global__ void sqrt_f32(const float* __restrict__ x, float* __restrict__ out, long long n)
+{
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) out[i] = sqrtf(x[i]);
+}
+
+// A cheat on the timed-size check's poison: above the check size it leaves every element whose
+// answer is NaN unwritten. Under one all-ones poison for every launch (NaN as f32) the leftover
+// matched the baseline's NaN; each launch now has a finite poison of its own.
+extern "C" __global__ void sqrt_skip_nan_f32(const float* __restrict__ x, float* __restrict__ out, long long n)
+{
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        float v = x[i];
+        if (n > 65536 && v < 0.0f) continue;
+        out[i] = sqrtf(v);
+    }
+}

@@ -326,7 +326,7 @@ def test_exact_with_default_tolerances_names_them_and_gives_a_ratio(make_session
     make_session(per_call_s={"matmul": 2e-5, "np.dot": 1e-5})
     comparison = bench.Runner(np.matmul, only_case(Matmul())).compare({"np.dot": np.dot})
     op, other = comparison.rows["matmul"], comparison.rows["np.dot"]
-    assert op.verification == "exact: every output, rtol=1e-05, atol=1e-05"
+    assert op.verification == "exact: every output, rtol=1e-05, atol=3.8147e-06"
     assert other.verification == op.verification
     assert op.ratio == 1.0
     assert other.ratio == pytest.approx(other.median_s / op.median_s)
@@ -336,12 +336,16 @@ def test_exact_with_default_tolerances_names_them_and_gives_a_ratio(make_session
 
 
 def test_exact_default_tolerance_is_per_output_dtype(session):
-    case = only_case(Matmul(), 1)  # tiny-float64: rtol = atol = 1e-12
+    case = only_case(Matmul(), 1)  # tiny-float64: rtol 1e-12, atol 32 f64 ulps at 1
     assert case.id == "tiny-float64"
-    within = bench.Runner(np.matmul, case).compare({"near": lambda a, b: a @ b + 1e-14})
-    assert within.rows["near"].verification == "exact: every output, rtol=1e-12, atol=1e-12"
+    within = bench.Runner(np.matmul, case).compare({"near": lambda a, b: (a @ b) * (1 + 1e-13)})
+    assert within.rows["near"].verification == "exact: every output, rtol=1e-12, atol=7.10543e-15"
     with pytest.raises(bench.CheckFailed, match=r"far: output 0: 64 of 64 elements outside"):
         bench.Runner(np.matmul, case).compare({"far": lambda a, b: a @ b + 1e-9})
+    # an absolute error the old atol (= rtol, 1e-12) let through everywhere: now the values
+    # below about 0.5 in magnitude (8 of these 64) are judged on their own scale
+    with pytest.raises(bench.CheckFailed, match=r"off: output 0: [1-9]\d* of 64 elements outside"):
+        bench.Runner(np.matmul, case).compare({"off": lambda a, b: a @ b + 5e-13})
 
 
 def test_exact_with_explicit_tolerances(session):
@@ -390,7 +394,7 @@ def test_partial_checks_only_the_leading_outputs_and_names_the_others(session):
     row = comparison.rows["scratch differs"]
     assert row.check_status == "passed" and row.ratio is not None
     assert row.verification == (
-        "partial: output 0 checked (rtol=1e-05, atol=1e-05); outputs 1-2 not checked: "
+        "partial: output 0 checked (rtol=1e-05, atol=3.8147e-06); outputs 1-2 not checked: "
         "outputs 1 and 2 are scratch space"
     )
     with pytest.raises(bench.CheckFailed, match="first wrong: output 0"):
@@ -399,7 +403,7 @@ def test_partial_checks_only_the_leading_outputs_and_names_the_others(session):
     two = only_case(ThreeOutputs(bench.Partial(2, "output 2 is scratch")))
     text = bench.Runner(three, two).compare().rows["three"].verification
     assert text == (
-        "partial: outputs 0-1 checked (rtol=1e-05, atol=1e-05); output 2 not checked: "
+        "partial: outputs 0-1 checked (rtol=1e-05, atol=3.8147e-06); output 2 not checked: "
         "output 2 is scratch"
     )
 
@@ -749,7 +753,7 @@ def test_the_reference_unchanged_inherits_the_op_status_and_a_wrapper_is_checked
     )
     assert ref.ratio == pytest.approx(0.5)
     assert wrapped.check_status == "passed" and wrapped.verified
-    assert wrapped.verification == "exact: every output, rtol=1e-05, atol=1e-05"
+    assert wrapped.verification == "exact: every output, rtol=1e-05, atol=3.8147e-06"
     assert comparison.document_case["implementations"]["ref"]["verification"]["kind"] == "reference"
 
 
@@ -848,7 +852,7 @@ def test_the_document_validates_and_the_harness_reads_it(make_session):
     assert len(table_rows) == 2 * 2 + 4 * 3 + 2  # two header lines per table
     assert (
         "| mm/tiny-float32 (cold by events: chosen) | np.dot | exact: every output, rtol=1e-05, "
-        "atol=1e-05 | 10.00 |" in text
+        "atol=3.8147e-06 | 10.00 |" in text
     )
     assert (
         "| scale/vec-float64 (cold by events: chosen) | twice | unverified: no reference established: no agreed"
@@ -868,7 +872,7 @@ def test_check_passes_a_correct_op_and_names_the_mismatch_of_a_wrong_one():
 
     with pytest.raises(AssertionError, match=r"wrong does not match the reference") as failure:
         bench.check(wrong, a, b, reference=workload.reference)
-    assert "output 0: 64 of 64 elements outside rtol=1e-05, atol=1e-05" in str(failure.value)
+    assert "output 0: 64 of 64 elements outside rtol=1e-05, atol=3.8147e-06" in str(failure.value)
     with pytest.raises(AssertionError, match=r"output 0: 64 of 64 elements outside"):
         workload.check(wrong, a, b)
     assert np.array_equal(workload.check(np.matmul, a, b), a @ b)

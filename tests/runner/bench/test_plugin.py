@@ -197,7 +197,7 @@ def test_cases_time_through_the_entry_point_and_write_document_and_report(projec
     assert len(table_rows) == 2 + 4 * 2
     assert (
         "| mm/small-float64 (cold by events: chosen) | np.dot | exact: every output, "
-        "rtol=1e-12, atol=1e-12 |" in text
+        "rtol=1e-12, atol=7.10543e-15 |" in text
     )
 
 

@@ -408,6 +408,8 @@ EXPECTED_PARAM_BYTES = {
     "kg_stream_write": [8, 8, 8],  # buf, n_pairs, value
     "kg_stream_copy": [8, 8, 8],  # src, dst, n_pairs
     "kg_poison_shared": [4],  # words
+    "kg_poison_heap": [8, 8],  # chunk_bytes, heads
+    "kg_free_heap": [8],  # heads
 }
 PTX_TYPE_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8}
 

@@ -7,7 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from runner.measurement.gate.launch_audit import AUDIT_FRACTION, LaunchDraws, SideBySide
+from runner.measurement.gate import elements
+from runner.measurement.gate.launch_audit import (
+    AUDIT_FRACTION,
+    POISON_CHOICES,
+    LaunchDraws,
+    SideBySide,
+    distinct_poisons,
+)
 from runner.measurement.timing import TimingSettings, cold, hot, measure
 from tests.support.fake_device import FakeBackend
 
@@ -20,9 +27,47 @@ def test_a_launch_plan_depends_on_the_secret_and_its_key_only():
     other = LaunchDraws(b"t" * 16)
     plans = [draws.plan(k, j) for k in range(50) for j in range(20)]
     assert plans != [other.plan(k, j) for k in range(50) for j in range(20)]
-    assert all(1 <= p.poison <= 255 for p in plans)  # never 0: zeros are a plausible answer
+    assert all(p.poison in POISON_CHOICES for p in plans)  # never 0, never NaN
     assert len({p.poison for p in plans}) > 200 and len({p.inputs_seed for p in plans}) == 1000
     assert not any(draws.plan(-1, j).audited for j in range(200))  # probes are not audited
+
+
+def test_a_poison_is_never_zero_nan_or_infinite_in_any_float_dtype():
+    """Zeros are a plausible answer, and NaN compares equal to an expected NaN (by class)."""
+    assert 0x00 not in POISON_CHOICES and 0xFF not in POISON_CHOICES
+    assert len(POISON_CHOICES) == 254
+    for byte in POISON_CHOICES:
+        for dtype in (np.float32, np.float64):
+            value = np.frombuffer(bytes([byte]) * np.dtype(dtype).itemsize, dtype)[0]
+            assert np.isfinite(value) and value != 0, (byte, dtype)
+
+
+def test_each_launch_of_a_check_gets_a_poison_of_its_own():
+    poisons = distinct_poisons(40)
+    assert len(set(poisons)) == 40 and set(poisons) <= set(POISON_CHOICES)
+    draws = [tuple(distinct_poisons(3)) for _ in range(30)]
+    assert len(set(draws)) > 20  # drawn per run, not fixed by the suite
+    with pytest.raises(ValueError):
+        distinct_poisons(len(POISON_CHOICES) + 1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_an_untouched_output_where_nan_is_expected_fails_under_a_drawn_poison(dtype):
+    """The timed-size check's hole: the baseline writes NaN (sqrt of a negative), a candidate
+    skips those elements. Under one all-ones poison for every launch the leftover NaN matched
+    the expected NaN by class; under poisons of their own it holds a finite value and fails."""
+    expected = np.array([1.0, np.nan, 2.0, np.nan], dtype)
+    tol = elements.Tolerance(1e-6, 0.0, False)
+
+    def skipped(byte):
+        out = expected.copy()
+        out[np.isnan(expected)] = np.frombuffer(bytes([byte]) * out.itemsize, dtype)[0]
+        return out
+
+    assert elements.compare(skipped(0xFF), expected, tol)["mismatches"] == 0  # the old poison
+    for byte in distinct_poisons(16):
+        found = elements.compare(skipped(byte), expected, tol)
+        assert found["mismatches"] == 2 and found["first_mismatch"]["index"] == 1, byte
 
 
 def test_the_audited_fraction_is_kept_and_follows_no_stride():
