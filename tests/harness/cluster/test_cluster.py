@@ -16,18 +16,17 @@ from harness.running import cluster as engine
 from harness.running import trust
 from protocol.validation import load_result
 from tests.conftest import gpu_unavailable_reason
-from tests.harness.cluster.conftest import A100, CASES, H100, ROOT
+from tests.harness.cluster.conftest import A100, CASES, H100, ROOT, SWEPT, SWEPT_POINTS
 
 SETTINGS = {"job_timeout_s": 120.0, "commit": "0123456789ab"}
 
 
-def _run(cluster, stand_in, tmp_path, runner_args=(), lines=None):
+def _run(cluster, stand_in, tmp_path, runner_args=(), lines=None, deal=None):
     suite, shipment = stand_in
     out = tmp_path / "results"
     said = lines if lines is not None else []
-    status = engine.run(
-        cluster.address, suite, shipment, list(runner_args), {**SETTINGS, "out": out}, said.append
-    )
+    settings = {**SETTINGS, "out": out, "deal": deal}
+    status = engine.run(cluster.address, suite, shipment, list(runner_args), settings, said.append)
     documents = {}
     for path in sorted(out.glob("*.json")):
         document = json.loads(path.read_text())
@@ -161,6 +160,102 @@ def test_the_cases_finished_before_the_harness_dies_are_kept(cluster, stand_in, 
     for path in kept:
         assert load_result(path.read_bytes(), str(path))["cases"][0]["id"] == path.stem
     assert not list(out.glob("*.json"))  # no merged document: the run did not end
+
+
+def _without_where(case: dict) -> dict:
+    """A case block less what says where and how it ran (device, notes): what per-case and
+    per-point dealing must agree on."""
+    case = {k: v for k, v in case.items() if k not in ("device", "notes")}
+    if "points" in case:
+        case["points"] = [{k: v for k, v in p.items() if k != "device"} for p in case["points"]]
+    return case
+
+
+def test_a_swept_case_dealt_per_point_is_one_task_per_point_merged_as_per_case_dealing(
+    cluster, swept_stand_in, tmp_path
+):
+    cluster.set_control(sleep_s={SWEPT: 0.3})
+    status, whole, _said, _ = _run(cluster, swept_stand_in, tmp_path / "case", deal="case")
+    assert status == 0
+    said = []
+    status, split, _, out = _run(cluster, swept_stand_in, tmp_path / "point", lines=said)
+    assert status == 0, said
+    # auto: a swept case and fewer cases (2) than GPU workers (3): one task per point
+    assert any("dealing per point (auto): 5 task(s) from 2 case(s), 1 swept" in x for x in said)
+    kept = {p.name: json.loads(p.read_text()) for p in next(out.glob("*-cluster")).glob("*.json")}
+    assert sorted(kept) == sorted([*(f"{SWEPT}[{p}].json" for p in SWEPT_POINTS), "scale_i64.json"])
+    for point in SWEPT_POINTS:  # each task ran the runner for its point alone
+        (case,) = kept[f"{SWEPT}[{point}].json"]["cases"]
+        assert case["notes"][0].startswith(
+            f"stand-in argv: suite/cases.toml --case {SWEPT}[{point}] "
+        )
+    (path,) = (tmp_path / "point" / "results").glob("*.json")
+    load_result(path.read_bytes(), str(path))  # the merged document validates
+    document = split[H100]
+    assert document["options"]["deal"] == "point" and whole[H100]["options"]["deal"] == "case"
+    assert [_without_where(c) for c in document["cases"]] == [
+        _without_where(c) for c in whole[H100]["cases"]
+    ]
+    assert document["summary"] == whole[H100]["summary"]
+    assert document["summary"]["points"] == {
+        "cases": 1,
+        "points": 4,
+        "ok": 4,
+        "failed": 0,
+        "skipped": 0,
+    }
+    swept = document["cases"][0]
+    assert [p["point"] for p in swept["points"]] == list(SWEPT_POINTS) and swept[
+        "point"
+    ] == "n=1024"
+    workers = {w["name"] for w in document["environment"]["workers"]}
+    assert swept["device"]["worker"] in workers  # each point records the GPU it ran on
+    assert all(p["device"]["worker"] in workers for p in swept["points"] if not p.get("headline"))
+
+
+def test_a_point_whose_workers_keep_dying_is_failed_and_the_other_points_are_kept(
+    cluster, swept_stand_in, tmp_path
+):
+    lost = f"{SWEPT}[n=512]"
+    cluster.set_control(kill_always=[lost])
+    status, documents, said, out = _run(cluster, swept_stand_in, tmp_path, deal="point")
+    assert status == 1
+    document = documents[H100]
+    load_result(json.dumps(document).encode(), "the merged document")
+    swept = next(c for c in document["cases"] if c["id"] == SWEPT)
+    points = {p["point"]: p for p in swept["points"]}
+    assert points["n=512"]["status"] == "failed" and points["n=512"]["error"]["phase"] == "worker"
+    assert (
+        f"case {lost}: its workers were lost mid-case twice" in points["n=512"]["error"]["message"]
+    )
+    assert swept["status"] == "ok"  # the headline, n=1024
+    assert all(points[p]["status"] == "ok" for p in ("n=256", "n=2048"))
+    assert document["summary"]["points"] == {
+        "cases": 1,
+        "points": 4,
+        "ok": 3,
+        "failed": 1,
+        "skipped": 0,
+    }
+    assert set(swept["curve"]["llvm"]) and swept["curve"]["llvm"]["points"] == 3
+    assert (next(out.glob("*-cluster")) / f"{lost}.failed.json").is_file()
+    assert any(f"{lost} failed: its workers were lost mid-case twice" in line for line in said)
+    cluster.wait_for(3)
+
+
+def test_auto_deals_per_point_only_where_whole_cases_would_leave_gpus_idle():
+    plan = engine.plan_cases(["a", "b"], [])
+    assert engine.deals_points("auto", plan, {"a"}, workers=3)
+    assert not engine.deals_points("auto", plan, {"a"}, workers=2)  # as many cases as GPUs
+    assert not engine.deals_points("auto", plan, set(), workers=8)  # nothing swept
+    assert engine.deals_points("point", plan, set(), workers=1)
+    assert not engine.deals_points("case", plan, {"a"}, workers=8)
+    with pytest.raises(engine.ClusterError, match="--deal 'pts': expected one of auto, case"):
+        engine.deals_points("pts", plan, set(), workers=1)
+    skeleton = {"point": "n=4", "error": {"phase": "setup"},
+                "points": [{"point": "n=2"}, {"point": "n=4", "headline": True}]}  # fmt: skip
+    split = engine.plan_points(plan, {"a": skeleton})  # the headline was not selected
+    assert split.cases == ["a[n=2]", "b"] and split.selectors["a[n=2]"] == ["a[n=2]"]
 
 
 def _old_kernelgap(folder: Path, version: str, with_cluster: bool) -> Path:
