@@ -30,6 +30,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import CancelledError
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,6 +60,7 @@ TOPIC = "kernelgap"  # the event topic on which tasks say where each case starte
 PROBE_TIMEOUT_S = 300.0
 CONNECT_TIMEOUT_S = 30.0
 POLL_S = 0.2  # how often the dealing looks for finished tasks
+MAX_RESENT = 3  # a task cancelled for want of the shipped tree is submitted again this often
 STRANDED_S = 120.0  # with no GPU worker left this long, the cases still waiting are failed
 # runner options the harness owns with --cluster (it deals the cases and keeps the documents)
 HARNESS_OWNED = ("--gpus", "--device", "--output", "-o", "--emit-partial")
@@ -591,6 +593,8 @@ class _Attempt:
     case: str
     number: int
     lost_on: list[str] = field(default_factory=list)  # names of the workers it was lost on
+    only: list[str] | None = None  # the addresses it may run on (a re-run: its model's others)
+    resent: int = 0  # times submitted again because the shipped tree was lost with a worker
 
 
 def _lost_where(exc, workers: dict[str, GpuWorker], progress: Progress, case: str) -> GpuWorker:
@@ -611,7 +615,7 @@ def deal(client, workers: list[GpuWorker], tree: bytes, plan: Plan, settings: di
     dealing = _Dealing(client, workers, plan, settings, sink, say)
     client.subscribe_topic(TOPIC, dealing.progress.started)
     try:
-        dealing.shared = client.scatter(tree, broadcast=True, hash=False)
+        dealing.share(tree)
         pending = as_completed([dealing.submit(case, _Attempt(case, 1)) for case in plan.cases])
         stranded_since = None
         while not pending.is_empty():
@@ -642,7 +646,18 @@ class _Dealing:
         self.token = f"{os.getpid()}-{time.monotonic_ns()}"
         self.shared = None
 
+    def share(self, tree: bytes) -> None:
+        """The shipped tree on every worker, once, for the tasks to take. The scheduler keeps
+        one copy only (its memory manager drops the others), so a worker lost with it takes
+        it: submit sends it again."""
+        self.tree = tree
+        self.shared = self.client.scatter(tree, broadcast=True, hash=False)
+
     def submit(self, case: str, attempt: _Attempt, only: list[str] | None = None):
+        attempt.only = only
+        if self.shared.status != "finished":  # lost with the worker that held it
+            self.say("harness: the shipped tree was lost with its worker; sending it again")
+            self.share(self.tree)
         argv = [
             self.settings["cases"],
             *[a for s in self.plan.selectors[case] for a in ("--case", s)],
@@ -668,17 +683,30 @@ class _Dealing:
         """Keep what a task gave; a future for the case's re-run after a lost worker, else None."""
         from distributed.scheduler import KilledWorker
 
+        if future.key not in self.attempts:  # cancelled by the dealing itself (stranded)
+            return None
         attempt, _ = self.attempts.pop(future.key)
         case = attempt.case
         try:
             outcome = future.result()
+        except CancelledError:  # the shipped tree was lost before the task started: again
+            if attempt.resent < MAX_RESENT:
+                attempt.resent += 1
+                return self.submit(case, attempt, attempt.only)
+            why = (
+                f"its task was cancelled {MAX_RESENT + 1} times (the shipped tree kept being lost)"
+            )
+            self.sink.failed(case, why, None)
+            self.progress.ended(case, f"failed: {why}")
+            return None
         except KilledWorker as exc:
             others = _after_loss(
                 self.client, exc, attempt, self.by_address, self.progress, self.sink, self.say
             )
             if others is None:
                 return None
-            return self.submit(case, _Attempt(case, attempt.number + 1, attempt.lost_on), others)
+            again = _Attempt(case, attempt.number + 1, attempt.lost_on, resent=attempt.resent)
+            return self.submit(case, again, others)
         except Exception as exc:  # the task itself failed: the case, not the run
             worker = next(
                 (w for w in self.workers if w.name == self.progress.running.get(case)), None

@@ -173,9 +173,13 @@ class CaseDocuments:
         self._save_case(f"{unit}.{status}", encode({"case": case}, pretty=True))
 
     def ok(self) -> bool:
-        """Whether every case and every point dealt ended ok."""
+        """Whether every case and every point dealt ended ok; a sweep whose headline was not
+        selected is a skipped case, as the runner records (and exits on) it."""
         cases = [case for case, _, _ in self.cases.values()]
-        cases += [case for points in self.points.values() for case, _, _ in points.values()]
+        for case_id, points in self.points.items():
+            if self.skeletons[case_id]["point"] not in points:
+                return False
+            cases += [block for block, _, _ in points.values()]
         return all(case["status"] == "ok" for case in cases)
 
     def use_skeletons(self, skeletons: dict[str, dict]) -> None:

@@ -4,7 +4,9 @@ whose runner is the stand-in (conftest.py); the real runner's refusal on a CPU i
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -171,6 +173,45 @@ def _without_where(case: dict) -> dict:
     return case
 
 
+def test_a_task_submitted_after_the_shipped_tree_was_lost_with_its_worker_sends_it_again(
+    cluster, stand_in, tmp_path
+):
+    """The scheduler keeps one copy of the scattered tree (its memory manager drops the rest):
+    the worker holding it is killed, and the next task still gets the tree."""
+    from distributed import Client
+
+    from harness.running import manifest_check, model_documents
+    from protocol.version import package_version
+
+    suite, shipment = stand_in
+    cluster.set_control()
+    tree, said = shipment.tar(), []
+    with Client(cluster.address, timeout=30) as client:
+        workers = engine.gpu_workers(client, tree, package_version(), said.append)
+        sink = model_documents.CaseDocuments(
+            tmp_path, manifest_check.read(suite)[1], {}, {}, said.append
+        )
+        settings = {"cases": shipment.cases, "bench_args": [], "job_timeout_s": 120.0}
+        plan = engine.plan_cases(list(CASES), [])
+        dealing = engine._Dealing(client, workers, plan, settings, sink, said.append)
+        dealing.share(tree)
+        deadline = time.monotonic() + 60
+        while len(holders := client.who_has(dealing.shared)[dealing.shared.key]) != 1:
+            assert time.monotonic() < deadline, f"the tree stayed on {holders}"
+            time.sleep(0.2)
+        (holder,) = holders
+        os.kill(client.run(os.getpid, workers=[holder])[holder], signal.SIGKILL)
+        while dealing.shared.status == "finished":
+            assert time.monotonic() < deadline, "the scheduler did not notice the lost tree"
+            time.sleep(0.2)
+        future = dealing.submit("axpy_f64", engine._Attempt("axpy_f64", 1))
+        outcome = future.result(timeout=120)
+    assert outcome["returncode"] == 0, outcome["stderr"]
+    assert json.loads(outcome["stdout"])["cases"][0]["id"] == "axpy_f64"
+    assert "harness: the shipped tree was lost with its worker; sending it again" in said
+    cluster.wait_for(3)
+
+
 def test_a_swept_case_dealt_per_point_is_one_task_per_point_merged_as_per_case_dealing(
     cluster, swept_stand_in, tmp_path
 ):
@@ -241,6 +282,36 @@ def test_a_point_whose_workers_keep_dying_is_failed_and_the_other_points_are_kep
     assert (next(out.glob("*-cluster")) / f"{lost}.failed.json").is_file()
     assert any(f"{lost} failed: its workers were lost mid-case twice" in line for line in said)
     cluster.wait_for(3)
+
+
+def test_a_sweep_dealt_over_two_gpu_models_has_each_point_measured_in_one_models_document(
+    cluster, swept_stand_in, tmp_path
+):
+    extra = cluster.add("gpu3", "3", A100)
+    try:
+        cluster.wait_for(4)
+        cluster.set_control(sleep_s={f"{SWEPT}[{p}]": 1.0 for p in SWEPT_POINTS})
+        status, documents, said, _ = _run(cluster, swept_stand_in, tmp_path, deal="point")
+    finally:
+        cluster.stop(extra)
+        cluster.settle(3)
+    assert status == 0, said
+    measured = {}
+    for model, document in documents.items():
+        load_result(json.dumps(document).encode(), model)
+        swept = next(c for c in document["cases"] if c["id"] == SWEPT)
+        for point in swept["points"]:
+            block = swept if point.get("headline") else point
+            if block["status"] == "ok":
+                measured.setdefault(point["point"], []).append(model)
+                assert block["device"]["name"] == model
+            else:  # measured on the other model: skipped here, saying where
+                other = next(m for m in documents if m != model)
+                assert block["error"]["message"].endswith(
+                    f"run on a {other}: in that model's document"
+                )
+    assert sorted(measured) == sorted(SWEPT_POINTS)  # every point measured once, on one model
+    assert all(len(models) == 1 for models in measured.values())
 
 
 def test_auto_deals_per_point_only_where_whole_cases_would_leave_gpus_idle():
