@@ -388,6 +388,7 @@ def test_the_real_runner_on_a_cpu_worker_is_refused_before_any_case_runs(tmp_pat
         (["--cluster", "local:0", "--target", "local"], "give one of --target"),
         (["--cluster", "local:0", "--pytest-gpu"], "--pytest-gpu: not with --cluster"),
         (["--cluster", "local:x"], "expected local, local:0,1"),
+        (["--target", "local", "--deal", "point"], "--deal: only with --cluster"),
         (["--cluster", "local:0", "--", "--gpus", "all"], "runner option --gpus: with --cluster"),
         (
             ["--cluster", "tcp://127.0.0.1:9", "--connect-timeout", "1"],
