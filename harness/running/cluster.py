@@ -1,4 +1,4 @@
-"""`harness run --cluster`: whole cases dealt to the GPU workers of a Dask cluster.
+"""`harness run --cluster`: whole cases (or a sweep's points) dealt to a Dask cluster's GPUs.
 
 The harness connects to a scheduler (`tcp://host:8786`) or starts a local cluster of one worker
 per GPU of this host (`local`, `local:0,1`). A worker owns one GPU: it declares the worker
@@ -11,11 +11,11 @@ that case alone, so a case's implementations (and a base and a head) always shar
 `--deal point` (or `auto`, the default, when a selected case is swept and the cases are fewer
 than the GPU workers, so that whole cases would leave GPUs idle) a swept case is one task per
 point instead (`--case 'case[point]'`), its points read from the runner's skeleton of the suite;
-a point's implementations still share one GPU. A
-worker lost mid-case gets its case (or point) run once more on another worker of the same
-model, else it is recorded as failed with the reason. `--budget-s` is a deadline the tasks themselves
-read: a case starting after it is skipped, one started before it gets what is left. The case
-documents go to harness.running.model_documents as they arrive.
+a point's implementations still share one GPU. A worker lost mid-case gets its case (or point)
+run once more on another worker of the same model, else it is recorded as failed with the
+reason. `--budget-s` is a deadline the tasks themselves read: a case starting after it is
+skipped, one started before it gets what is left. The case documents go to
+harness.running.model_documents as they arrive.
 
 dask and distributed are the `cluster` extra: imported only here, only when --cluster is given.
 """
