@@ -164,9 +164,18 @@ class _RunCommand(click.Command):
 @click.option(
     "--cluster",
     metavar="ADDRESS",
-    help="Instead of --target: deal whole cases to the GPU workers of a Dask cluster, its "
+    help="Instead of --target: deal whole cases (or a sweep's points, --deal) to the GPU "
+    "workers of a Dask cluster, its "
     "scheduler at tcp://host:8786, or `local` / `local:0,1` (one worker per GPU of this host); "
     "one document per GPU model (docs/scale-out.md; needs kernelgap[cluster]).",
+)
+@click.option(
+    "--deal",
+    type=click.Choice(["auto", "case", "point"]),
+    help="With --cluster: the unit of a task. case: one task per case; point: a swept case is "
+    "one task per point (its implementations, and a base and a head, still share one GPU); "
+    "auto (the default): per point when a selected case is swept and the cases are fewer than "
+    "the GPU workers. One merged document either way.",
 )
 @click.option(
     "--identity",
@@ -317,6 +326,8 @@ def run(ctx, target, cluster, identity, known_hosts, suite, cases_option, bundle
         raise RunFailed("give one of --target (one GPU box) and --cluster (a Dask cluster's GPUs)")
     if cluster is not None:
         _refuse_with_cluster(identity, known_hosts, settings)
+    elif settings["deal"] is not None:
+        raise RunFailed("--deal: only with --cluster (one host's runner deals its own cases)")
     if suite is not None and cases_option is not None and suite != cases_option:
         raise RunFailed(f"give the suite once: SUITE {suite} and --cases {cases_option} differ")
     cases = suite or cases_option or Path("benchmarks/cases.toml")

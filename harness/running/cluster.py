@@ -1,4 +1,4 @@
-"""`harness run --cluster`: whole cases dealt to the GPU workers of a Dask cluster.
+"""`harness run --cluster`: whole cases (or a sweep's points) dealt to a Dask cluster's GPUs.
 
 The harness connects to a scheduler (`tcp://host:8786`) or starts a local cluster of one worker
 per GPU of this host (`local`, `local:0,1`). A worker owns one GPU: it declares the worker
@@ -7,11 +7,15 @@ worker's kernelgap version is checked (an older or newer one is refused, both na
 is probed with the shipped runner (`runner info`); the scheduler, the workers, their GPUs and
 models are listed. Then one task per case: the task unpacks the shipped tree on its worker
 (harness.running.shipping, the containment rules of an SSH target) and runs `runner bench` for
-that case alone, so a case's implementations (and a base and a head) always share one GPU. A
-worker lost mid-case gets its case run once more on another worker of the same model, else the
-case is recorded as failed with the reason. `--budget-s` is a deadline the tasks themselves
-read: a case starting after it is skipped, one started before it gets what is left. The case
-documents go to harness.running.model_documents as they arrive.
+that case alone, so a case's implementations (and a base and a head) always share one GPU. With
+`--deal point` (or `auto`, the default, when a selected case is swept and the cases are fewer
+than the GPU workers, so that whole cases would leave GPUs idle) a swept case is one task per
+point instead (`--case 'case[point]'`), its points read from the runner's skeleton of the suite;
+a point's implementations still share one GPU. A worker lost mid-case gets its case (or point)
+run once more on another worker of the same model, else it is recorded as failed with the
+reason. `--budget-s` is a deadline the tasks themselves read: a case starting after it is
+skipped, one started before it gets what is left. The case documents go to
+harness.running.model_documents as they arrive.
 
 dask and distributed are the `cluster` extra: imported only here, only when --cluster is given.
 """
@@ -26,6 +30,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import CancelledError
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +40,7 @@ from harness.errors import ClusterError
 from harness.history.series import gpu_model
 from harness.running import manifest_check, model_documents, result_files, shipping
 from protocol.codec import encode
+from protocol.points import as_rows, point_case_id, split_id
 
 __all__ = [
     "GPU_RESOURCE",
@@ -45,6 +51,7 @@ __all__ = [
     "deal",
     "gpu_workers",
     "plan_cases",
+    "plan_points",
     "run",
 ]
 
@@ -53,9 +60,12 @@ TOPIC = "kernelgap"  # the event topic on which tasks say where each case starte
 PROBE_TIMEOUT_S = 300.0
 CONNECT_TIMEOUT_S = 30.0
 POLL_S = 0.2  # how often the dealing looks for finished tasks
+MAX_RESENT = 3  # a task cancelled for want of the shipped tree is submitted again this often
 STRANDED_S = 120.0  # with no GPU worker left this long, the cases still waiting are failed
 # runner options the harness owns with --cluster (it deals the cases and keeps the documents)
 HARNESS_OWNED = ("--gpus", "--device", "--output", "-o", "--emit-partial")
+DEALS = ("auto", "case", "point")  # --deal: the unit of a task (auto: docs/scale-out.md)
+SWEEP_TABLE_KEYS = ("axes", "points", "options")  # a manifest case table with these is swept
 
 
 @dataclass(frozen=True)
@@ -103,8 +113,9 @@ class GpuWorker:
 
 @dataclass
 class Plan:
-    """What to deal: case ids in the order to submit (longest expected first), the runner's
-    `--case` selectors per case, its other arguments, and the run's budget."""
+    """What to deal: case ids (or `case[point]` ids, plan_points) in the order to submit
+    (longest expected first), the runner's `--case` selectors per task, its other arguments,
+    and the run's budget."""
 
     cases: list[str]
     selectors: dict[str, list[str]]
@@ -163,12 +174,78 @@ def plan_cases(case_ids: list[str], runner_args: list[str]) -> Plan:
     cases = [c for c in case_ids if c in chosen] if selectors else list(case_ids)
     expected_s = {
         c["id"]: float(c["worker_wall_s"])
-        for c in (previous or {}).get("cases", [])
+        for c in _rows(previous)
         if isinstance(c, dict) and isinstance(c.get("worker_wall_s"), int | float)
     }
-    known = sorted((c for c in cases if c in expected_s), key=lambda c: -expected_s[c])
-    order = known + [c for c in cases if c not in expected_s]
-    return Plan(order, {c: chosen.get(c, [c]) for c in cases}, rest, budget_s, expected_s)
+    selectors = {c: chosen.get(c, [c]) for c in cases}
+    return Plan(_longest_first(cases, expected_s), selectors, rest, budget_s, expected_s)
+
+
+def _longest_first(units: list[str], expected_s: dict[str, float]) -> list[str]:
+    """Those with an earlier time longest first, then the others in the order given."""
+    known = sorted((u for u in units if u in expected_s), key=lambda u: -expected_s[u])
+    return known + [u for u in units if u not in expected_s]
+
+
+def _rows(previous: dict | None) -> list:
+    """An earlier run's cases, each point of a sweep a row `case[point]` of its own."""
+    try:
+        return as_rows(previous)["cases"] if previous else []
+    except (KeyError, TypeError, AttributeError):  # not as a runner writes one: its cases alone
+        return previous.get("cases", []) if isinstance(previous.get("cases"), list) else []
+
+
+def swept_tables(toml: dict) -> set[str]:
+    """The ids of the manifest's swept cases (a case table with axes, points or options)."""
+    return {
+        c["id"]
+        for c in toml.get("case", [])
+        if isinstance(c, dict) and any(key in c for key in SWEEP_TABLE_KEYS)
+    }
+
+
+def deals_points(deal: str, plan: Plan, swept: set[str], workers: int) -> bool:
+    """Whether swept cases go one task per point: asked for, or (auto) a selected case is swept
+    and the cases are fewer than the GPU workers (whole cases would leave some idle)."""
+    if deal not in DEALS:
+        raise ClusterError(f"--deal {deal!r}: expected one of {', '.join(DEALS)}")
+    if deal != "auto":
+        return deal == "point"
+    return any(c in swept for c in plan.cases) and len(plan.cases) < workers
+
+
+def _dealt_points(skeleton: dict) -> list[str]:
+    """The points of a swept case's skeleton that the run selected, in declared order: every
+    point it lists but a headline the runner records as not selected (skipped at setup; one
+    selected is skipped by the skeleton's spent budget)."""
+    headline_selected = (skeleton.get("error") or {}).get("phase") != "setup"
+    return [
+        p["point"]
+        for p in skeleton.get("points") or ()
+        if not p.get("headline") or headline_selected
+    ]
+
+
+def plan_points(plan: Plan, skeletons: dict[str, dict]) -> Plan:
+    """`plan` with each swept case (one whose skeleton lists points) as one task per selected
+    point, `case[point]`, run with `--case 'case[point]'`; plain cases stay whole. An earlier
+    run's times (its point rows; the case's for the headline) order them longest first."""
+    units, selectors, expected_s = [], {}, dict(plan.expected_s)
+    for case in plan.cases:
+        points = _dealt_points(skeletons[case]) if case in skeletons else []
+        if not points:
+            units.append(case)
+            selectors[case] = plan.selectors[case]
+            continue
+        for point in points:
+            unit = point_case_id(case, point)
+            units.append(unit)
+            selectors[unit] = [unit]
+            if point == skeletons[case].get("point") and case in plan.expected_s:
+                expected_s[unit] = plan.expected_s[case]
+    return Plan(
+        _longest_first(units, expected_s), selectors, plan.runner_args, plan.budget_s, expected_s
+    )
 
 
 def _previous(path: str) -> dict:
@@ -516,6 +593,8 @@ class _Attempt:
     case: str
     number: int
     lost_on: list[str] = field(default_factory=list)  # names of the workers it was lost on
+    only: list[str] | None = None  # the addresses it may run on (a re-run: its model's others)
+    resent: int = 0  # times submitted again because the shipped tree was lost with a worker
 
 
 def _lost_where(exc, workers: dict[str, GpuWorker], progress: Progress, case: str) -> GpuWorker:
@@ -536,7 +615,7 @@ def deal(client, workers: list[GpuWorker], tree: bytes, plan: Plan, settings: di
     dealing = _Dealing(client, workers, plan, settings, sink, say)
     client.subscribe_topic(TOPIC, dealing.progress.started)
     try:
-        dealing.shared = client.scatter(tree, broadcast=True, hash=False)
+        dealing.share(tree)
         pending = as_completed([dealing.submit(case, _Attempt(case, 1)) for case in plan.cases])
         stranded_since = None
         while not pending.is_empty():
@@ -567,7 +646,18 @@ class _Dealing:
         self.token = f"{os.getpid()}-{time.monotonic_ns()}"
         self.shared = None
 
+    def share(self, tree: bytes) -> None:
+        """The shipped tree on every worker, once, for the tasks to take. The scheduler keeps
+        one copy only (its memory manager drops the others), so a worker lost with it takes
+        it: submit sends it again."""
+        self.tree = tree
+        self.shared = self.client.scatter(tree, broadcast=True, hash=False)
+
     def submit(self, case: str, attempt: _Attempt, only: list[str] | None = None):
+        attempt.only = only
+        if self.shared.status != "finished":  # lost with the worker that held it
+            self.say("harness: the shipped tree was lost with its worker; sending it again")
+            self.share(self.tree)
         argv = [
             self.settings["cases"],
             *[a for s in self.plan.selectors[case] for a in ("--case", s)],
@@ -593,17 +683,30 @@ class _Dealing:
         """Keep what a task gave; a future for the case's re-run after a lost worker, else None."""
         from distributed.scheduler import KilledWorker
 
+        if future.key not in self.attempts:  # cancelled by the dealing itself (stranded)
+            return None
         attempt, _ = self.attempts.pop(future.key)
         case = attempt.case
         try:
             outcome = future.result()
+        except CancelledError:  # the shipped tree was lost before the task started: again
+            if attempt.resent < MAX_RESENT:
+                attempt.resent += 1
+                return self.submit(case, attempt, attempt.only)
+            why = (
+                f"its task was cancelled {MAX_RESENT + 1} times (the shipped tree kept being lost)"
+            )
+            self.sink.failed(case, why, None)
+            self.progress.ended(case, f"failed: {why}")
+            return None
         except KilledWorker as exc:
             others = _after_loss(
                 self.client, exc, attempt, self.by_address, self.progress, self.sink, self.say
             )
             if others is None:
                 return None
-            return self.submit(case, _Attempt(case, attempt.number + 1, attempt.lost_on), others)
+            again = _Attempt(case, attempt.number + 1, attempt.lost_on, resent=attempt.resent)
+            return self.submit(case, again, others)
         except Exception as exc:  # the task itself failed: the case, not the run
             worker = next(
                 (w for w in self.workers if w.name == self.progress.running.get(case)), None
@@ -690,13 +793,17 @@ def bench_args(plan: shipping.Shipment, commit: str | None) -> list[str]:
     return args
 
 
-def skeletons(client, tree: bytes, settings: dict, say) -> dict[str, dict]:
-    """Every case as the runner records one that did not run (ids, sources, launch geometry),
-    from one `runner bench --budget-s` that starts past its budget on a GPU worker: what a
-    case lost with its workers, or skipped, is recorded as. {} when that gives no document."""
+def skeletons(client, tree: bytes, plan: Plan, settings: dict, say) -> dict[str, dict]:
+    """Every selected case as the runner records one that did not run (ids, sources, launch
+    geometry; a swept case's selected points), from one `runner bench --budget-s` with the
+    run's arguments that starts past its budget on a GPU worker: what a case lost with its
+    workers, or skipped, is recorded as, and the points a sweep is dealt as. {} when that gives
+    no document."""
     from protocol.codec import decode
 
-    argv = [settings["cases"], *settings["bench_args"], "--budget-s", "0.000001"]
+    selected = [a for c in plan.cases for s in plan.selectors[c] for a in ("--case", s)]
+    argv = [settings["cases"], *selected, *settings["bench_args"], *plan.runner_args,
+            "--budget-s", "0.000001"]  # fmt: skip
     future = client.submit(
         _case_task, tree, "", argv, None, PROBE_TIMEOUT_S,
         resources={GPU_RESOURCE: 1}, pure=False, key=f"kernelgap-skeletons-{time.monotonic_ns()}",
@@ -725,6 +832,8 @@ def run(address: str, cases: Path, shipment: shipping.Shipment, runner_args: lis
         if isinstance(c, dict) and isinstance(c.get("id"), str)
     ]
     plan = plan_cases(case_ids, runner_args)
+    deal_by = settings.get("deal") or "auto"
+    deals_points(deal_by, plan, set(), 0)  # a bad --deal is refused before anything starts
     options = {
         "cases": [s for c in plan.cases for s in plan.selectors[c]],
         "budget_s": plan.budget_s,
@@ -739,17 +848,45 @@ def run(address: str, cases: Path, shipment: shipping.Shipment, runner_args: lis
     tree = shipment.tar()
     with connect(address, say, settings.get("connect_timeout_s", CONNECT_TIMEOUT_S)) as client:
         workers = gpu_workers(client, tree, package_version(), say)
-        say(f"harness: {len(plan.cases)} case(s) over {len(workers)} GPU worker(s)")
         deal_settings = {
             "cases": shipment.cases,
             "bench_args": bench_args(shipment, settings.get("commit")),
             "job_timeout_s": settings["job_timeout_s"],
         }
+        skeleton_cases = None  # one runner start on a worker, a few seconds: only when needed
+        if deals_points(deal_by, plan, swept_tables(toml), len(workers)):
+            skeleton_cases = skeletons(client, tree, plan, deal_settings, say)
+            plan = _per_point(plan, skeleton_cases, deal_by, len(workers), say)
+            sink.skeletons = skeleton_cases
+        else:
+            say(f"harness: {len(plan.cases)} case(s) over {len(workers)} GPU worker(s)")
+        sink.options["deal"] = "point" if any(split_id(u)[1] for u in plan.cases) else "case"
         deal(client, workers, tree, plan, deal_settings, sink, say)
-        if sink.unrun:  # only then: one runner start on a worker, a few seconds
-            sink.use_skeletons(skeletons(client, tree, deal_settings, say))
+        if sink.unrun:
+            if skeleton_cases is None:
+                skeleton_cases = skeletons(client, tree, plan, deal_settings, say)
+            sink.use_skeletons(skeleton_cases)
     say(f"harness: each case's document is kept in {sink.folder}")
     return _write(sink, workers)
+
+
+def _per_point(plan: Plan, skeleton_cases: dict, deal_by: str, workers: int, say) -> Plan:
+    """The plan dealt per point, said on stderr; ClusterError where --deal point cannot be."""
+    if not skeleton_cases:
+        if deal_by == "point":
+            raise ClusterError(
+                "--deal point: the runner's skeleton of the suite could not be read, so its "
+                "points are unknown; run with --deal case"
+            )
+        say("harness: dealing whole cases instead (the points are unknown)")
+        return plan
+    split = plan_points(plan, skeleton_cases)
+    swept = len({split_id(u)[0] for u in split.cases if split_id(u)[1] is not None})
+    say(
+        f"harness: dealing per point ({deal_by}): {len(split.cases)} task(s) from "
+        f"{len(plan.cases)} case(s), {swept} swept, over {workers} GPU worker(s)"
+    )
+    return split
 
 
 def _write(sink: model_documents.CaseDocuments, workers: list[GpuWorker]) -> int:
@@ -766,7 +903,7 @@ def _write(sink: model_documents.CaseDocuments, workers: list[GpuWorker]) -> int
             click.echo(str(path))
     if problems:
         raise ClusterError("; ".join(problems))
-    ok = all(case["status"] == "ok" for case, _, _ in sink.cases.values())
+    ok = sink.ok()
     if not ok:
         sink.say("harness: some case failed or was skipped; the documents record which and why")
     return 0 if ok else 1

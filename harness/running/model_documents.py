@@ -7,6 +7,12 @@ At the end the cases are merged per GPU model into one document each, in the sui
 the run's environment records every worker of that model, each case its device (worker, host,
 GPU UUID, driver), the summary is recomputed (protocol.validation.summary) and the document is
 validated. A run over two models writes two documents: a history never mixes them.
+
+A swept case dealt point by point (one task per point, `case[point]`) keeps each point's document
+as it arrives too (`case[point].json`); at the end its points are put back into one case block
+per model (protocol.points.merge_points, on the runner's skeleton of the case: the points in
+declared order), each point with the device it ran on; a point that ran on another model is
+recorded in this model's block as skipped, naming that model.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from pathlib import Path
 from harness.running.result_files import keep
 from harness.running.session import result_name
 from protocol.codec import decode, encode
+from protocol.points import measured_at, merge_points, split_id
 from protocol.validation import DocumentError, summary, validate
 from protocol.version import RESULT_SCHEMA_VERSION, check_version
 
@@ -69,6 +76,9 @@ class CaseDocuments:
         self.options = options
         self.say = say
         self.cases: dict[str, tuple[dict, dict | None, object]] = {}  # id: (case, doc, worker)
+        # a sweep dealt point by point: {case id: {point id: (its block, doc, worker)}}
+        self.points: dict[str, dict[str, tuple[dict, dict | None, object]]] = {}
+        self.skeletons: dict[str, dict] = {}  # id: the case as the runner records it not run
         self.problems: list[str] = []
         self.unrun: dict[str, tuple[str, str, str]] = {}  # id: (status, phase, message)
 
@@ -103,16 +113,27 @@ class CaseDocuments:
             self.failed(case_id, f"the runner {where} wrote no valid document: {exc}", worker)
             return "failed: no valid document"
         self._save_case(case_id, outcome["stdout"])
+        case_id, point = split_id(case_id)
         found = [c for c in document["cases"] if c["id"] == case_id] or document["cases"]
         case = found[0] if found else skeleton(self.tables[case_id], "failed", "unknown", "no case")
         case["device"] = self._device(case.get("device"), worker, outcome)
+        if point is not None:
+            case = measured_at(case, point) or skeleton(
+                self.tables[case_id], "failed", "unknown", f"the runner's document lacks {point}"
+            )
         if lost_on:
             case.setdefault("notes", []).append(
                 f"run again on {outcome.get('name')}: its first worker ({', '.join(lost_on)}) "
                 "was lost mid-case"
             )
-        self.cases[case_id] = (case, document, worker)
+        self._keep(case_id, point, (case, document, worker))
         return f"{case['status']} {where}"
+
+    def _keep(self, case_id: str, point: str | None, entry: tuple) -> None:
+        if point is None:
+            self.cases[case_id] = entry
+        else:
+            self.points.setdefault(case_id, {})[point] = entry
 
     @staticmethod
     def _device(device: dict | None, worker, outcome: dict) -> dict:
@@ -135,20 +156,37 @@ class CaseDocuments:
         return block
 
     def failed(self, case_id: str, why: str, worker, status: str = "failed") -> None:
-        """A case without a document of its own: failed (or skipped) with the reason."""
+        """A case (or a point, `case[point]`) without a document of its own: failed (or
+        skipped) with the reason."""
         phase = "setup" if status == "skipped" else "worker"
         message = f"case {case_id}: {why}"
-        case = skeleton(self.tables[case_id], status, phase, message)
-        self.unrun[case_id] = (status, phase, message)
+        unit, (case_id, point) = case_id, split_id(case_id)
+        if point is None:
+            case = skeleton(self.tables[case_id], status, phase, message)
+            self.unrun[case_id] = (status, phase, message)
+        else:  # a point dealt alone has the runner's skeleton (the dealing came from it)
+            case = measured_at(self.skeletons[case_id], point)
+            case.update(status=status, error={"phase": phase, "message": message})
         if worker is not None:
             case["device"] = self._device(None, worker, {})
-        self.cases[case_id] = (case, None, worker)
-        self._save_case(f"{case_id}.{status}", encode({"case": case}, pretty=True))
+        self._keep(case_id, point, (case, None, worker))
+        self._save_case(f"{unit}.{status}", encode({"case": case}, pretty=True))
+
+    def ok(self) -> bool:
+        """Whether every case and every point dealt ended ok; a sweep whose headline was not
+        selected is a skipped case, as the runner records (and exits on) it."""
+        cases = [case for case, _, _ in self.cases.values()]
+        for case_id, points in self.points.items():
+            if self.skeletons[case_id]["point"] not in points:
+                return False
+            cases += [block for block, _, _ in points.values()]
+        return all(case["status"] == "ok" for case in cases)
 
     def use_skeletons(self, skeletons: dict[str, dict]) -> None:
         """Each case that has no document of its own as the runner records a case that did not
         run (its launch geometry and check dims, which the host cannot evaluate), with its
         status and reason."""
+        self.skeletons = skeletons
         for case_id, (status, phase, message) in self.unrun.items():
             if case_id in skeletons:
                 old, _, worker = self.cases[case_id]
@@ -166,7 +204,12 @@ class CaseDocuments:
         models = sorted({w.model for w in workers})
         grouped: dict[str, list] = {m: [] for m in models}
         for case_id, (case, document, worker) in self.cases.items():
-            grouped.setdefault(self._model_of(worker, models), []).append((case_id, case, document))
+            grouped.setdefault(self._model_of(worker, models), []).append(
+                (case_id, case, [document] if document else [])
+            )
+        for case_id, points in self.points.items():
+            for model, case, docs in self._swept(case_id, points, models):
+                grouped.setdefault(model, []).append((case_id, case, docs))
         documents = []
         for model, entries in grouped.items():
             if not entries:
@@ -176,8 +219,26 @@ class CaseDocuments:
             documents.append(self._document(model, entries, ran))
         return documents
 
+    def _swept(self, case_id: str, points: dict, models: list[str]):
+        """(model, the case block, its points' documents) for each model a swept case's points
+        ran on, a point of another model recorded as skipped, naming that model."""
+        by_model: dict[str, dict[str, tuple]] = {}
+        for point, (block, document, worker) in points.items():
+            by_model.setdefault(self._model_of(worker, models), {})[point] = (block, document)
+        for model, here in by_model.items():
+            at = {point: block for point, (block, _) in here.items()}
+            for point, (_, _, worker) in points.items():
+                if point not in here:
+                    elsewhere = self._model_of(worker, models)
+                    block = measured_at(self.skeletons[case_id], point)
+                    why = f"case {case_id}[{point}]: run on a {elsewhere}: in that model's document"
+                    block.update(status="skipped", error={"phase": "setup", "message": why})
+                    at[point] = block
+            docs = [document for _, document in here.values() if document]
+            yield model, merge_points(self.skeletons[case_id], at), docs
+
     def _document(self, model: str, entries: list, workers: list) -> dict:
-        docs = [d for _, _, d in entries if d is not None]
+        docs = [d for _, _, case_docs in entries for d in case_docs]
         first = docs[0] if docs else None
         environment = dict(first["environment"]) if first else dict(workers[0].environment)
         environment.setdefault("sensors_start", None)

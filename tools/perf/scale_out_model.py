@@ -11,7 +11,7 @@ taken to cost its case's recorded time times one factor, chosen so the whole swe
 to the GPU that frees first (the longest-processing-time rule, which is what the scheduler does
 with priorities), each paying --task-overhead-s (the runner's start and GPU probe in its worker,
 shipping the tree: measured by tools/perf/cluster_overhead.py). Printed as markdown on stdout,
-one table per dealing unit (a case, as `harness run --cluster` deals; a point, for comparison)
+one table per dealing unit (a case, `harness run --cluster --deal case`; a point, `--deal point`)
 and the first limit as hosts are added. Bad input exits 2 naming the file.
 """
 

@@ -140,9 +140,27 @@ def cluster(tmp_path_factory):
         made.close()
 
 
+SWEPT = "sweep_f64"
+SWEPT_POINTS = ("n=256", "n=512", "n=1024", "n=2048")  # n=1024 the headline (its dims)
+SWEPT_CASE = CASE.format(id=SWEPT).replace(
+    "dims = { n = 1024 }\n",
+    "dims = { n = 1024 }\npoints = [{ n = 256 }, { n = 512 }, { n = 1024 }, { n = 2048 }]\n",
+)
+
+
 @pytest.fixture
 def stand_in(tmp_path):
     """A suite of five cases and the stand-in runner's tree: (suite path, shipment)."""
+    return _stand_in(tmp_path, SUITE + "".join(CASE.format(id=c) for c in CASES))
+
+
+@pytest.fixture
+def swept_stand_in(tmp_path):
+    """A suite of a swept case (four points) and a plain one, and the stand-in runner's tree."""
+    return _stand_in(tmp_path, SUITE + SWEPT_CASE + CASE.format(id="scale_i64"))
+
+
+def _stand_in(tmp_path: Path, manifest: str):
     from harness.running import shipping
 
     root = tmp_path / "tree"
@@ -154,5 +172,5 @@ def stand_in(tmp_path):
     (root / "protocol").symlink_to(ROOT / "protocol")
     suite = tmp_path / "suite" / "cases.toml"
     suite.parent.mkdir()
-    suite.write_text(SUITE + "".join(CASE.format(id=c) for c in CASES))
+    suite.write_text(manifest)
     return suite, shipping.plan(suite, root=root)

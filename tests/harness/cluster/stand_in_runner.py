@@ -3,10 +3,14 @@
 A CPU cannot time a kernel, so the tests ship this file as `runner/__main__.py` of a tree of
 their own (tests/harness/cluster/conftest.py). `info` prints an environment block for the GPU
 the worker's environment names (STAND_IN_GPU, CUDA_VISIBLE_DEVICES); `bench SUITE --case ID`
-prints a recorded H200 result document (tests/fixtures) as a run of that one case of SUITE.
+prints a recorded H200 result document (tests/fixtures) as a run of that one case of SUITE; a
+case with `points` is swept (point ids `n=256`), `--case 'ID[n=256]'` runs that point alone and
+the sweep is assembled as the runner does it (protocol.points). With a budget under a millisecond
+every selected case is recorded as not run (what the harness asks for the cases' skeletons).
 A JSON file named by STAND_IN_CONTROL can make a case sleep, or kill its worker (the
 grandparent: worker -> shipped-tree unpacker -> this) the first time or every time it runs.
-Standard library only: it runs in the shipped tree, with whatever the worker has.
+The standard library and protocol only (the leaf the runner shares): it runs in the shipped
+tree, with whatever the worker has.
 """
 
 import hashlib
@@ -18,6 +22,8 @@ import sys
 import time
 import tomllib
 from pathlib import Path
+
+from protocol.points import sweep_block
 
 FIXTURE = Path(__file__).with_name("fixture.json")
 
@@ -53,17 +59,20 @@ def _kill_worker(case: str, control: dict) -> None:
     sys.exit(3)
 
 
-def not_run(table: dict) -> dict:
-    """A case past the budget before it started, as the runner records one."""
+def not_run(table: dict, dims: dict | None = None, phase: str = "timeout",
+            message: str = "not run: budget spent") -> dict:  # fmt: skip
+    """A case (at `dims`) past the budget before it started (or a headline not selected, at
+    setup), as the runner records one."""
+    dims = dims or table["dims"]
     return {
         "id": table["id"],
         "version": table["version"],
         "description": table["description"],
         "status": "skipped",
-        "error": {"phase": "setup", "message": f"case {table['id']}: not run: budget spent"},
+        "error": {"phase": phase, "message": f"case {table['id']}: {message}"},
         "baseline": "cuda",
-        "dims": table["dims"],
-        "check_dims": table["dims"],
+        "dims": dims,
+        "check_dims": dims,
         "launch": {"grid": [4, 1, 1], "block": [256, 1, 1], "shared_bytes": 0},
         "implementations": {
             i["name"]: {k: i[k] for k in ("role", "toolchain", "source", "entry")}
@@ -72,21 +81,78 @@ def not_run(table: dict) -> dict:
     }
 
 
+def points(table: dict) -> list[tuple[str, dict]]:
+    """A swept case's (point id, dims) in declared order."""
+    return [
+        (",".join(f"{k}={v}" for k, v in point.items()), {**table["dims"], **point})
+        for point in table.get("points", [])
+    ]
+
+
+def measured(table: dict, dims: dict, index: int) -> dict:
+    """The fixture's case as `table` at `dims`; its candidates' gaps grow with `index` (a curve)."""
+    document = json.loads(FIXTURE.read_text())
+    case = next((c for c in document["cases"] if c["id"] == table["id"]), document["cases"][0])
+    case.update(id=table["id"], dims=dims)
+    for impl in case["implementations"].values():
+        if impl.get("gap"):
+            impl["gap"]["ratio_of_medians"] *= 1.0 + 0.25 * index
+    return case
+
+
+def swept(table: dict, selected: set[str] | None, past_budget: bool) -> dict:
+    """A swept case at its `selected` points (None: all), assembled as runner bench does."""
+    listed = points(table)
+    headline = next(pid for pid, dims in listed if dims == table["dims"])
+    docs = {}
+    for index, (pid, dims) in enumerate(listed):
+        if selected is not None and pid not in selected:
+            continue
+        docs[pid] = not_run(table, dims) if past_budget else measured(table, dims, index)
+    if headline not in docs:
+        why = f"not run: the headline point {headline} was not selected"
+        docs[headline] = not_run(table, table["dims"], "setup", why)
+    return sweep_block(
+        headline,
+        docs[headline],
+        list(table["points"][0]),
+        [(pid, dims, docs[pid]) for pid, dims in listed if pid in docs],
+    )
+
+
+def selection(argv: list[str], tables: list[dict]) -> dict[str, set[str] | None]:
+    """{case id: its selected points, None for all} from `--case ID` and `--case 'ID[point]'`."""
+    chosen: dict[str, set[str] | None] = {}
+    for index, arg in enumerate(argv[:-1]):
+        if arg == "--case":
+            case_id, _, point = argv[index + 1].partition("[")
+            if point:
+                chosen.setdefault(case_id, set()).add(point.removesuffix("]"))
+            else:
+                chosen[case_id] = None
+    return chosen if chosen else {t["id"]: None for t in tables}
+
+
 def bench(argv: list[str]) -> int:
     suite_path = Path(argv[0])
     raw = suite_path.read_bytes()
     manifest = tomllib.loads(raw.decode())
     suite = manifest["suite"]
-    if "--case" not in argv:  # the harness asks for every case's record, not run
+    budget_s = float(argv[argv.index("--budget-s") + 1]) if "--budget-s" in argv else None
+    chosen = selection(argv, manifest["case"])
+    tables = [t for t in manifest["case"] if t["id"] in chosen]
+    if budget_s is not None and budget_s < 0.001:  # the harness asks for the cases' skeletons
         document = json.loads(FIXTURE.read_text())
         document["schema_version"] = "1.10.0"
-        document["cases"] = [not_run(table) for table in manifest["case"]]
+        document["cases"] = [
+            swept(t, chosen[t["id"]], True) if "points" in t else not_run(t) for t in tables
+        ]
         sys.stdout.write(json.dumps(document))
         return 1
-    case_id = argv[argv.index("--case") + 1].split("[", 1)[0]
-    budget_s = float(argv[argv.index("--budget-s") + 1]) if "--budget-s" in argv else None
+    (table,) = tables
+    case_id = table["id"]
     control = _control()
-    _kill_worker(case_id, control)
+    _kill_worker(argv[argv.index("--case") + 1], control)  # by its selector: 'ID', 'ID[point]'
     document = json.loads(FIXTURE.read_text())
     document["schema_version"] = "1.10.0"
     document["environment"] = environment()
@@ -97,11 +163,14 @@ def bench(argv: list[str]) -> int:
         sha256=hashlib.sha256(raw).hexdigest(),
         gpu=suite.get("gpu"),
     )
-    case = next((c for c in document["cases"] if c["id"] == case_id), document["cases"][0])
-    case["id"] = case_id
+    if "points" in table:
+        case = swept(table, chosen[case_id], False)
+    else:
+        case = measured(table, table["dims"], 0)
     case["notes"] = [f"stand-in argv: {' '.join(argv)}"]  # what the harness asked of it
     case["device"] = {"index": 0, "uuid": document["environment"]["device"]["uuid"], "name": None}
-    sleep_s = control.get("sleep_s", {}).get(case_id, 0.0)
+    selector = argv[argv.index("--case") + 1]
+    sleep_s = control.get("sleep_s", {}).get(selector, control.get("sleep_s", {}).get(case_id, 0.0))
     time.sleep(min(sleep_s, budget_s) if budget_s is not None else sleep_s)
     status = 0
     if budget_s is not None and sleep_s > budget_s:
@@ -113,7 +182,7 @@ def bench(argv: list[str]) -> int:
         "cases": 1,
         "ok": int(case["status"] == "ok"),
         "failed": int(case["status"] == "failed"),
-        "skipped": 0,
+        "skipped": int(case["status"] == "skipped"),
         "unstable": 0,
         "geomean_gap": {},
     }

@@ -4,7 +4,9 @@ whose runner is the stand-in (conftest.py); the real runner's refusal on a CPU i
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -16,18 +18,17 @@ from harness.running import cluster as engine
 from harness.running import trust
 from protocol.validation import load_result
 from tests.conftest import gpu_unavailable_reason
-from tests.harness.cluster.conftest import A100, CASES, H100, ROOT
+from tests.harness.cluster.conftest import A100, CASES, H100, ROOT, SWEPT, SWEPT_POINTS
 
 SETTINGS = {"job_timeout_s": 120.0, "commit": "0123456789ab"}
 
 
-def _run(cluster, stand_in, tmp_path, runner_args=(), lines=None):
+def _run(cluster, stand_in, tmp_path, runner_args=(), lines=None, deal=None):
     suite, shipment = stand_in
     out = tmp_path / "results"
     said = lines if lines is not None else []
-    status = engine.run(
-        cluster.address, suite, shipment, list(runner_args), {**SETTINGS, "out": out}, said.append
-    )
+    settings = {**SETTINGS, "out": out, "deal": deal}
+    status = engine.run(cluster.address, suite, shipment, list(runner_args), settings, said.append)
     documents = {}
     for path in sorted(out.glob("*.json")):
         document = json.loads(path.read_text())
@@ -163,6 +164,171 @@ def test_the_cases_finished_before_the_harness_dies_are_kept(cluster, stand_in, 
     assert not list(out.glob("*.json"))  # no merged document: the run did not end
 
 
+def _without_where(case: dict) -> dict:
+    """A case block less what says where and how it ran (device, notes): what per-case and
+    per-point dealing must agree on."""
+    case = {k: v for k, v in case.items() if k not in ("device", "notes")}
+    if "points" in case:
+        case["points"] = [{k: v for k, v in p.items() if k != "device"} for p in case["points"]]
+    return case
+
+
+def test_a_task_submitted_after_the_shipped_tree_was_lost_with_its_worker_sends_it_again(
+    cluster, stand_in, tmp_path
+):
+    """The scheduler keeps one copy of the scattered tree (its memory manager drops the rest):
+    the worker holding it is killed, and the next task still gets the tree."""
+    from distributed import Client
+
+    from harness.running import manifest_check, model_documents
+    from protocol.version import package_version
+
+    suite, shipment = stand_in
+    cluster.set_control()
+    tree, said = shipment.tar(), []
+    with Client(cluster.address, timeout=30) as client:
+        workers = engine.gpu_workers(client, tree, package_version(), said.append)
+        sink = model_documents.CaseDocuments(
+            tmp_path, manifest_check.read(suite)[1], {}, {}, said.append
+        )
+        settings = {"cases": shipment.cases, "bench_args": [], "job_timeout_s": 120.0}
+        plan = engine.plan_cases(list(CASES), [])
+        dealing = engine._Dealing(client, workers, plan, settings, sink, said.append)
+        dealing.share(tree)
+        deadline = time.monotonic() + 60
+        while len(holders := client.who_has(dealing.shared)[dealing.shared.key]) != 1:
+            assert time.monotonic() < deadline, f"the tree stayed on {holders}"
+            time.sleep(0.2)
+        (holder,) = holders
+        os.kill(client.run(os.getpid, workers=[holder])[holder], signal.SIGKILL)
+        while dealing.shared.status == "finished":
+            assert time.monotonic() < deadline, "the scheduler did not notice the lost tree"
+            time.sleep(0.2)
+        future = dealing.submit("axpy_f64", engine._Attempt("axpy_f64", 1))
+        outcome = future.result(timeout=120)
+    assert outcome["returncode"] == 0, outcome["stderr"]
+    assert json.loads(outcome["stdout"])["cases"][0]["id"] == "axpy_f64"
+    assert "harness: the shipped tree was lost with its worker; sending it again" in said
+    cluster.wait_for(3)
+
+
+def test_a_swept_case_dealt_per_point_is_one_task_per_point_merged_as_per_case_dealing(
+    cluster, swept_stand_in, tmp_path
+):
+    cluster.set_control(sleep_s={SWEPT: 0.3})
+    status, whole, _said, _ = _run(cluster, swept_stand_in, tmp_path / "case", deal="case")
+    assert status == 0
+    said = []
+    status, split, _, out = _run(cluster, swept_stand_in, tmp_path / "point", lines=said)
+    assert status == 0, said
+    # auto: a swept case and fewer cases (2) than GPU workers (3): one task per point
+    assert any("dealing per point (auto): 5 task(s) from 2 case(s), 1 swept" in x for x in said)
+    kept = {p.name: json.loads(p.read_text()) for p in next(out.glob("*-cluster")).glob("*.json")}
+    assert sorted(kept) == sorted([*(f"{SWEPT}[{p}].json" for p in SWEPT_POINTS), "scale_i64.json"])
+    for point in SWEPT_POINTS:  # each task ran the runner for its point alone
+        (case,) = kept[f"{SWEPT}[{point}].json"]["cases"]
+        assert case["notes"][0].startswith(
+            f"stand-in argv: suite/cases.toml --case {SWEPT}[{point}] "
+        )
+    (path,) = (tmp_path / "point" / "results").glob("*.json")
+    load_result(path.read_bytes(), str(path))  # the merged document validates
+    document = split[H100]
+    assert document["options"]["deal"] == "point" and whole[H100]["options"]["deal"] == "case"
+    assert [_without_where(c) for c in document["cases"]] == [
+        _without_where(c) for c in whole[H100]["cases"]
+    ]
+    assert document["summary"] == whole[H100]["summary"]
+    assert document["summary"]["points"] == {
+        "cases": 1,
+        "points": 4,
+        "ok": 4,
+        "failed": 0,
+        "skipped": 0,
+    }
+    swept = document["cases"][0]
+    assert [p["point"] for p in swept["points"]] == list(SWEPT_POINTS) and swept[
+        "point"
+    ] == "n=1024"
+    workers = {w["name"] for w in document["environment"]["workers"]}
+    assert swept["device"]["worker"] in workers  # each point records the GPU it ran on
+    assert all(p["device"]["worker"] in workers for p in swept["points"] if not p.get("headline"))
+
+
+def test_a_point_whose_workers_keep_dying_is_failed_and_the_other_points_are_kept(
+    cluster, swept_stand_in, tmp_path
+):
+    lost = f"{SWEPT}[n=512]"
+    cluster.set_control(kill_always=[lost])
+    status, documents, said, out = _run(cluster, swept_stand_in, tmp_path, deal="point")
+    assert status == 1
+    document = documents[H100]
+    load_result(json.dumps(document).encode(), "the merged document")
+    swept = next(c for c in document["cases"] if c["id"] == SWEPT)
+    points = {p["point"]: p for p in swept["points"]}
+    assert points["n=512"]["status"] == "failed" and points["n=512"]["error"]["phase"] == "worker"
+    assert (
+        f"case {lost}: its workers were lost mid-case twice" in points["n=512"]["error"]["message"]
+    )
+    assert swept["status"] == "ok"  # the headline, n=1024
+    assert all(points[p]["status"] == "ok" for p in ("n=256", "n=2048"))
+    assert document["summary"]["points"] == {
+        "cases": 1,
+        "points": 4,
+        "ok": 3,
+        "failed": 1,
+        "skipped": 0,
+    }
+    assert set(swept["curve"]["llvm"]) and swept["curve"]["llvm"]["points"] == 3
+    assert (next(out.glob("*-cluster")) / f"{lost}.failed.json").is_file()
+    assert any(f"{lost} failed: its workers were lost mid-case twice" in line for line in said)
+    cluster.wait_for(3)
+
+
+def test_a_sweep_dealt_over_two_gpu_models_has_each_point_measured_in_one_models_document(
+    cluster, swept_stand_in, tmp_path
+):
+    extra = cluster.add("gpu3", "3", A100)
+    try:
+        cluster.wait_for(4)
+        cluster.set_control(sleep_s={f"{SWEPT}[{p}]": 1.0 for p in SWEPT_POINTS})
+        status, documents, said, _ = _run(cluster, swept_stand_in, tmp_path, deal="point")
+    finally:
+        cluster.stop(extra)
+        cluster.settle(3)
+    assert status == 0, said
+    measured = {}
+    for model, document in documents.items():
+        load_result(json.dumps(document).encode(), model)
+        swept = next(c for c in document["cases"] if c["id"] == SWEPT)
+        for point in swept["points"]:
+            block = swept if point.get("headline") else point
+            if block["status"] == "ok":
+                measured.setdefault(point["point"], []).append(model)
+                assert block["device"]["name"] == model
+            else:  # measured on the other model: skipped here, saying where
+                other = next(m for m in documents if m != model)
+                assert block["error"]["message"].endswith(
+                    f"run on a {other}: in that model's document"
+                )
+    assert sorted(measured) == sorted(SWEPT_POINTS)  # every point measured once, on one model
+    assert all(len(models) == 1 for models in measured.values())
+
+
+def test_auto_deals_per_point_only_where_whole_cases_would_leave_gpus_idle():
+    plan = engine.plan_cases(["a", "b"], [])
+    assert engine.deals_points("auto", plan, {"a"}, workers=3)
+    assert not engine.deals_points("auto", plan, {"a"}, workers=2)  # as many cases as GPUs
+    assert not engine.deals_points("auto", plan, set(), workers=8)  # nothing swept
+    assert engine.deals_points("point", plan, set(), workers=1)
+    assert not engine.deals_points("case", plan, {"a"}, workers=8)
+    with pytest.raises(engine.ClusterError, match="--deal 'pts': expected one of auto, case"):
+        engine.deals_points("pts", plan, set(), workers=1)
+    skeleton = {"point": "n=4", "error": {"phase": "setup"},
+                "points": [{"point": "n=2"}, {"point": "n=4", "headline": True}]}  # fmt: skip
+    split = engine.plan_points(plan, {"a": skeleton})  # the headline was not selected
+    assert split.cases == ["a[n=2]", "b"] and split.selectors["a[n=2]"] == ["a[n=2]"]
+
+
 def _old_kernelgap(folder: Path, version: str, with_cluster: bool) -> Path:
     """A tree that imports as an older kernelgap: its pyproject's version (which
     package_version reads), or, without harness.running.cluster, its installed metadata's."""
@@ -222,6 +388,7 @@ def test_the_real_runner_on_a_cpu_worker_is_refused_before_any_case_runs(tmp_pat
         (["--cluster", "local:0", "--target", "local"], "give one of --target"),
         (["--cluster", "local:0", "--pytest-gpu"], "--pytest-gpu: not with --cluster"),
         (["--cluster", "local:x"], "expected local, local:0,1"),
+        (["--target", "local", "--deal", "point"], "--deal: only with --cluster"),
         (["--cluster", "local:0", "--", "--gpus", "all"], "runner option --gpus: with --cluster"),
         (
             ["--cluster", "tcp://127.0.0.1:9", "--connect-timeout", "1"],
