@@ -331,15 +331,15 @@ def check(
 def _sanitize_setup(tool_text: str, device: int) -> tuple[str, tuple[str, ...]]:
     """compute-sanitizer's path and the tools to run; exit 2 when either is missing or no GPU."""
     from runner.execution.sanitize import parse_tools
-    from runner.explain import tools
+    from runner.explain import static
     from runner.gpu import driver
 
     try:
         tool_names = parse_tools(tool_text)
-        path = tools.require("compute-sanitizer")
+        path = static.require("compute-sanitizer")
         with driver.Context(device):
             pass
-    except (ValueError, tools.ToolMissing, driver.NoGpuError) as exc:
+    except (ValueError, static.ToolMissing, driver.NoGpuError) as exc:
         raise BadInput(f"runner check --sanitize: {exc}") from exc
     return path, tool_names
 
