@@ -464,8 +464,8 @@ class WatchedBackend:
 
     def _persisting_l2_raised(self) -> str | None:
         """Cold: why the samples are void when the persisting-L2 limit, 0 since the device's
-        setup (runner.gpu.l2_persistence), is not 0 after them: a call raised it, so its lines
-        could persist through the flush. None otherwise, and for a device that cannot say."""
+        setup (runner.gpu.driver.set_no_persisting_l2), is not 0 after them: a call raised it, so
+        its lines could persist through the flush. None otherwise, and for a device that cannot say."""
         watched = self.cold and declares(self.device, PersistingL2)
         kept = self.device.persisting_l2_bytes() if watched else 0
         if not kept:

@@ -13,7 +13,7 @@ import platform
 import socket
 import sys
 
-from runner.gpu import driver, l2_persistence
+from runner.gpu import driver
 from runner.measurement.peaks import (
     measure_peak_bandwidth,
     measure_stream_bandwidth,
@@ -267,9 +267,10 @@ def _stream_peaks(ctx: driver.Context) -> dict:
 
 def capture(ctx: driver.Context, *, measure_bandwidth: bool = True) -> dict:
     """The environment block of a result document: device, sensors, software, peaks and the
-    persisting-L2 limit (set to 0 here as in every timing context: runner.gpu.l2_persistence)."""
+    persisting-L2 limit (set to 0 here as in every timing context:
+    runner.gpu.driver.set_no_persisting_l2)."""
     info = device_info(ctx)
-    persisting_l2 = l2_persistence.set_none(ctx)
+    persisting_l2 = driver.set_no_persisting_l2(ctx)
     sensors = nvml_sensors(uuid=info["uuid"])  # read before the copy below warms the GPU
     peaks: dict = {
         "measured_memory_bytes_per_s": None,

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 
 from runner.errors import TimingError
-from runner.gpu import driver, l2_persistence
+from runner.gpu import driver
 from runner.gpu.driver import Graph
 from runner.measurement.timing import own_launches
 from runner.measurement.timing.base import CopyTurns, copy_turn
@@ -58,7 +58,7 @@ class InternalKernels:
     Their functions are registered with own_launches and each launch is made inside
     own_launches.launching(), so CUPTI windows leave their records out by the function launched.
     Made once per timing context, they set its persisting-L2 limit to 0 first (`persisting_l2`,
-    runner.gpu.l2_persistence), so no line outlives a cold launch's flush."""
+    runner.gpu.driver.set_no_persisting_l2), so no line outlives a cold launch's flush."""
 
     SPIN_TIMEOUT_NS = 10_000_000_000  # a blocker never outlives a dead host by more than this
     ENTRIES = ("kg_fill_random", "kg_flush_l2", "kg_spin", "kg_poison_shared")
@@ -67,7 +67,7 @@ class InternalKernels:
     def __init__(self, ctx: driver.Context):
         from runner.gpu.device import load_ptx
 
-        self.persisting_l2 = l2_persistence.set_none(ctx)
+        self.persisting_l2 = driver.set_no_persisting_l2(ctx)
         if self.persisting_l2["limit_bytes"] != 0:
             raise TimingError(
                 f"the persisting-L2 limit reads {self.persisting_l2['limit_bytes']} bytes after "
@@ -355,7 +355,7 @@ class CudaBackend(CudaBase):
 
     def reset(self, name: str) -> None:
         """Restore the inout buffers and the `.global` variables of the load of `name` that
-        its next launch takes (as loaded: runner.gpu.module_state)."""
+        its next launch takes (as loaded: runner.gpu.driver.ModuleState)."""
         for destination, pristine in self.resets:
             destination.copy_from(pristine, self.stream)
         states = self.audit.states.get(name) if self.audit is not None else None
