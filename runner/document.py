@@ -19,7 +19,7 @@ from pathlib import Path
 from protocol.validation import point_counts, summary
 from protocol.version import RESULT_SCHEMA_VERSION
 from runner.measurement import aa_control, stats
-from runner.measurement.peaks import judge_rate
+from runner.measurement.environment import judge_rate
 from runner.measurement.timing import clocks, cupti
 
 __all__ = [
@@ -84,7 +84,7 @@ def timing_block(timing: dict, measurement: dict) -> dict:
 
 
 # Margin past the nominal FLOP/s (a datasheet figure at the clock NVML reported) before a result
-# is called impossible; the bandwidth ceiling and its margin are runner.measurement.peaks'.
+# is called impossible; the bandwidth ceiling and its margin are runner.measurement.environment's.
 FLOPS_MARGIN = 1.05
 
 
@@ -118,7 +118,7 @@ def rate_bound(
     working_set_bytes: float | None,
     split: tuple[float, float] | None = None,
 ) -> dict | None:
-    """The `throughput.bound` block (runner.measurement.peaks.judge_rate) of a row with these
+    """The `throughput.bound` block (runner.measurement.environment.judge_rate) of a row with these
     rates; `split` is (bytes read, bytes written) a call where known. None when there is nothing
     to judge, or when the working set fits in the L2 (no measured L2 figure to judge it by)."""
     l2 = peaks.get("l2_bytes")

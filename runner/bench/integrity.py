@@ -9,8 +9,8 @@
 - `judge()` marks the document: a row whose work left the window is flagged and gets no gap,
   and the case fails with what was found; Runner.compare then raises IntegrityFailed. A row
   whose rate is physically impossible on this device (above the ceiling of
-  runner.measurement.peaks, or above the nominal FLOP/s; not judged for a noncomparable row,
-  which computes something else than the case declares) is flagged, with both figures in
+  runner.measurement.environment.judge_rate, or above the nominal FLOP/s; not judged for a
+  noncomparable row, which computes something else than the case declares) is flagged, with both figures in
   `throughput.bound`, and gets no gap, but the comparison's other rows stand.
 """
 

@@ -63,7 +63,7 @@ from runner.execution.sweep_run import Built, settings_for_point
 from runner.explain import profiling
 from runner.explain.static import record_static
 from runner.gpu import driver, generator, ptx
-from runner.measurement import aa_control, environment, sharing, stats
+from runner.measurement import aa_control, environment, stats
 from runner.measurement.timing import clocks, cupti, timer_choice
 
 __all__ = [
@@ -782,7 +782,7 @@ def _run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, 
     devices = probe_devices(options, env)
     env.pop("device_count", None)
     # no worker of this run holds a context now, nor at the end: a listed process is another's
-    shared_at_start = [sharing.observe(d.get("uuid"), i) for i, d in devices.items()]
+    shared_at_start = [environment.observe_sharing(d.get("uuid"), i) for i, d in devices.items()]
     env["timers"] = {"events": "usable", "cupti": cupti_reason or "usable"}
     say(
         f"kernelgap: {device['name']} ({device['arch']}, {device['sm_count']} SMs), driver {device.get('driver_version_string')}"
@@ -1039,8 +1039,8 @@ class SuiteRun:
         self.env["sensors_end"] = environment.nvml_sensors(
             self.options.device, uuid=device.get("uuid")
         )
-        ended = [sharing.observe(d.get("uuid"), i) for i, d in self.devices.items()]
-        self.env["sharing"] = sharing.verdict(shared_at_start + ended)
+        ended = [environment.observe_sharing(d.get("uuid"), i) for i, d in self.devices.items()]
+        self.env["sharing"] = environment.sharing_verdict(shared_at_start + ended)
         if self.env["sharing"]["shared"]:
             self.say(f"kernelgap: the GPU was shared during the run: {self.env['sharing']['why']}")
         doc = self.document(provenance.utc_now())

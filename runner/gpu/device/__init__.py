@@ -5,7 +5,8 @@ the SHA-256 of the source it was built from, its second the nvcc command. Rebuil
 `python -m runner.gpu.device` after editing kernels.cu (tests fail while the two disagree).
 
 Entries: kg_fill_random (device twin of runner/gpu/generator.py), kg_flush_l2, kg_spin, and
-kg_stream_read, kg_stream_write, kg_stream_copy (the device's bandwidth, runner.measurement.peaks).
+kg_stream_read, kg_stream_write, kg_stream_copy (the device's bandwidth,
+runner.measurement.environment).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import pytest
 
 from runner.definition import provenance
 from runner.measurement import environment
-from runner.measurement import peaks as peak_figures
+from runner.measurement import environment as peak_figures
 
 ROOT = Path(__file__).resolve().parents[3]
 
