@@ -45,8 +45,8 @@ from protocol.codec import encode
 from protocol.progress import PARTIAL_DOCUMENT_PREFIX, visible
 from protocol.validation import DocumentError, validate
 from runner import document
-from runner.definition import manifest, provenance, sweep, toolchains
-from runner.definition.bundle import Bundle, BundleError, variants
+from runner.definition import manifest, sweep, toolchains
+from runner.definition.bundle import Bundle, BundleError, git_commit, utc_now, variants
 from runner.definition.spec import CaseSpec, ManifestError, Suite
 from runner.document import write_atomic
 from runner.execution import sweep_run
@@ -769,7 +769,7 @@ def _run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, 
     )
     cupti_reason = cupti.unavailable_reason()
     check_timers(cases, options, cupti_reason, Progress(False))  # a warning even with -q
-    started = provenance.utc_now()
+    started = utc_now()
     say(f"kernelgap: {suite.name} v{suite.version}, {len(cases)} case(s); probing the GPU")
     env = probe_environment(options)
     env["sensors_start"] = env.pop("sensors", None)
@@ -862,7 +862,7 @@ def _suite_block(suite: manifest.Suite, options: BenchOptions) -> dict:
         "path": str(suite.path),
         "sha256": suite.sha256,
         "gpu": suite.gpu,
-        **provenance.git_commit(suite.root),
+        **git_commit(suite.root),
     }
     if suite.primary:
         block["primary"] = suite.primary
@@ -1043,7 +1043,7 @@ class SuiteRun:
         self.env["sharing"] = environment.sharing_verdict(shared_at_start + ended)
         if self.env["sharing"]["shared"]:
             self.say(f"kernelgap: the GPU was shared during the run: {self.env['sharing']['why']}")
-        doc = self.document(provenance.utc_now())
+        doc = self.document(utc_now())
         try:
             validate(doc, "result", "result document")
         except DocumentError as exc:
