@@ -65,7 +65,7 @@ def timing_block(timing: dict, measurement: dict) -> dict:
         "samples_s": samples,
         "stats": stats.summarize(samples),
     }
-    if timing.get("timer_reason"):  # why this timer (runner.measurement.timing.timer_choice)
+    if timing.get("timer_reason"):  # why this timer (runner.measurement.timing.cupti.choose_timer)
         block["timer_reason"] = timing["timer_reason"]
     if block["timer"] == "cupti":
         block["cupti_span"] = cupti.SPAN

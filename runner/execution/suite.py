@@ -64,7 +64,7 @@ from runner.explain import profiling
 from runner.explain.static import record_static
 from runner.gpu import driver, generator, ptx
 from runner.measurement import aa_control, environment, stats
-from runner.measurement.timing import clocks, cupti, timer_choice
+from runner.measurement.timing import clocks, cupti
 
 __all__ = [
     "COOLDOWN_S",
@@ -437,7 +437,7 @@ def timing_settings(
     s = case.settings
     mode = case_mode(case, options)
     samples = options.samples or s.samples
-    timer, why = timer_choice.choose_timer(options.timer, mode, cupti_reason)
+    timer, why = cupti.choose_timer(options.timer, mode, cupti_reason)
     settings = {
         "mode": mode,
         "samples": samples,
@@ -680,7 +680,7 @@ def check_timers(cases, options: BenchOptions, cupti_reason: str | None, say) ->
         timing_settings(case, options, cupti_reason)
     cold = [c.id for c in cases if case_mode(c, options) == "cold"]
     if cold and options.timer == "events":
-        say(f"kernelgap: {timer_choice.cold_events_warning(f'{len(cold)} case(s) timed')}")
+        say(f"kernelgap: {cupti.cold_events_warning(f'{len(cold)} case(s) timed')}")
 
 
 def probe_environment(options: BenchOptions) -> dict:

@@ -400,13 +400,13 @@ def _best_of(kernel, args, stream, start, stop, repeats: int) -> float:
     """Best seconds a launch over `repeats` timings of STREAM_LAUNCHES back-to-back launches
     between events, after one untimed warm-up: the host's latency to queue the first launch,
     which the start event does not wait for, is spread over all of them."""
-    from runner.measurement.timing import own_launches
+    from runner.measurement.timing import cupti
 
     best_s = float("inf")
     for attempt in range(repeats + 1):
         start.record(stream)
         for _ in range(STREAM_LAUNCHES):
-            with own_launches.launching():  # the runner's own: never counted in a CUPTI window
+            with cupti.launching():  # the runner's own: never counted in a CUPTI window
                 kernel.launch(stream, args)
         stop.record(stream)
         stop.synchronize()
@@ -426,7 +426,7 @@ def measure_stream_bandwidth(ctx: driver.Context, *, repeats: int = 5) -> dict:
     memory when needed (the copy takes two).
     """
     from runner.gpu.device import load_ptx
-    from runner.measurement.timing import own_launches
+    from runner.measurement.timing import cupti
 
     if repeats < 1:
         raise ValueError(f"measure_stream_bandwidth: repeats must be >= 1 (got {repeats})")
@@ -446,7 +446,7 @@ def measure_stream_bandwidth(ctx: driver.Context, *, repeats: int = 5) -> dict:
             k: module.kernel(f"kg_stream_{k}", grid, block) for k in ("read", "write", "copy")
         }
         functions = [k.function for k in kernels.values()]
-        own_launches.register(functions)
+        cupti.register(functions)
         buffers = [driver.Buffer(nbytes), driver.Buffer(nbytes), driver.Buffer(8)]
         src, dst, sink = buffers
         stream = driver.Stream()
@@ -460,7 +460,7 @@ def measure_stream_bandwidth(ctx: driver.Context, *, repeats: int = 5) -> dict:
         }
         best = {k: _best_of(kernels[k], args[k], stream, *events, repeats) for k in kernels}
     finally:
-        own_launches.forget(functions)
+        cupti.forget(functions)
         for event in events:
             event.destroy()
         if stream is not None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from runner.errors import TimingError
 from runner.gpu import driver
 from runner.gpu.driver import Graph
-from runner.measurement.timing import own_launches
+from runner.measurement.timing import cupti
 from runner.measurement.timing.base import CopyTurns, copy_turn
 from runner.measurement.timing.cupti import span_s, union_s
 
@@ -56,7 +56,7 @@ class InternalKernels:
     """The runner's own kernels (runner/gpu/device/kernels.cu): generator, L2 flush, blocking spin.
 
     Their functions are registered with own_launches and each launch is made inside
-    own_launches.launching(), so CUPTI windows leave their records out by the function launched.
+    cupti.launching(), so CUPTI windows leave their records out by the function launched.
     Made once per timing context, they set its persisting-L2 limit to 0 first (`persisting_l2`,
     runner.gpu.driver.set_no_persisting_l2), so no line outlives a cold launch's flush."""
 
@@ -78,7 +78,7 @@ class InternalKernels:
         self._functions = [
             self.module.kernel(e, (1, 1, 1), (1, 1, 1)).function for e in self.ENTRIES
         ]
-        own_launches.register(self._functions)
+        cupti.register(self._functions)
         self.sm_count = ctx.attribute("MULTIPROCESSOR_COUNT")
         self.l2_bytes = ctx.attribute("L2_CACHE_SIZE")
         self._flush_buffer: driver.Buffer | None = None
@@ -95,7 +95,7 @@ class InternalKernels:
         grid = min(math.ceil(n / 256), self.sm_count * 16)
         kernel = self.module.kernel("kg_fill_random", (grid, 1, 1), (256, 1, 1))
         args = driver.KernelArgs([("ptr", buffer.ptr), *tail_args])
-        with own_launches.launching():
+        with cupti.launching():
             kernel.launch(stream, args)
 
     def flush_l2(self, stream: driver.Stream) -> None:
@@ -117,7 +117,7 @@ class InternalKernels:
                     ("ptr", self._flush_sink.ptr),
                 ]
             )
-        with own_launches.launching():
+        with cupti.launching():
             self._flush_kernel.launch(stream, self._flush_args)
 
     def poison_shared(self, stream: driver.Stream) -> None:
@@ -128,7 +128,7 @@ class InternalKernels:
         kernel = self.module.kernel(
             "kg_poison_shared", (self.sm_count * 8, 1, 1), (256, 1, 1), self.SHARED_POISON_BYTES
         )
-        with own_launches.launching():
+        with cupti.launching():
             kernel.launch(stream, driver.KernelArgs([("u32", words)]))
 
     def block(self, stream: driver.Stream, timeout_ns: int | None = None) -> None:
@@ -148,7 +148,7 @@ class InternalKernels:
                 [("ptr", self._flag.device_ptr), ("u64", timeout_ns), ("ptr", self._status.ptr)]
             )
         self._flag.set(0)
-        with own_launches.launching():
+        with cupti.launching():
             self._spin.launch(stream, self._spin_args[timeout_ns])
 
     def blocker_timed_out(self) -> bool:
@@ -174,7 +174,7 @@ class InternalKernels:
         ):
             if thing is not None:
                 thing.free()
-        own_launches.forget(self._functions)
+        cupti.forget(self._functions)
         self.module.unload()
 
 
