@@ -27,6 +27,12 @@ blocks and shared memory per SM, and cuda_occupancy.h for the allocation units a
 sub-partition count. The shared memory per SM is the largest carveout, which the driver chooses
 when a kernel needs it.
 
+`find_program()`: where NVIDIA's programs are (nvcc, ptxas, ...) for building and checking too:
+PATH first, else NVIDIA's pip wheels. `pip install 'kernelgap[nvcc]'` (nvidia-cuda-nvcc and the
+crt, nvvm and runtime wheels it needs) puts a complete nvcc and ptxas under
+site-packages/nvidia/cu<major>/bin, which no PATH names: a machine without a CUDA toolkit then
+builds and assembles the suite all the same.
+
 `find()`: where NVIDIA's tools are (ptxas, cuobjdump, nvdisasm, ncu) and what version each one is.
 
 ptxas comes first from PATH, as `runner check` finds it, so both assemble with the same one.
@@ -63,6 +69,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import os
 import re
 import shutil
@@ -72,8 +79,32 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner import cuda_programs
 from runner.errors import AssemblyError, DisassemblyError, ToolMissing, UnknownArch
+
+
+def wheel_bin_dirs() -> list[Path]:
+    """bin/ folders of NVIDIA's CUDA wheels (nvidia/cu13/bin, ...), newest major first."""
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        return []
+    found = []
+    for base in (spec.submodule_search_locations or []) if spec else []:
+        found += [p for p in Path(base).glob("cu*/bin") if p.is_dir()]
+    return sorted(found, key=lambda p: p.parent.name, reverse=True)
+
+
+def find_program(name: str) -> str | None:
+    """The program `name` on PATH, else in NVIDIA's wheels (executable), else None."""
+    on_path = shutil.which(name)
+    if on_path is not None:
+        return on_path
+    for folder in wheel_bin_dirs():
+        candidate = folder / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
 
 VERSION_TIMEOUT_S = 30.0
 INSTALL_HINT = {
@@ -103,11 +134,11 @@ def _pathfinder(name: str) -> str | None:
 
 @functools.cache
 def find(name: str) -> str | None:
-    """The path of tool `name`, or None. cuda_programs.find (PATH, then the wheels' bin/ folders)
+    """The path of tool `name`, or None. find_program (PATH, then the wheels' bin/ folders)
     covers a cuda-python without cuda.pathfinder (12.6.x, the floor)."""
     if name == "ptxas":
-        return cuda_programs.find("ptxas") or _pathfinder("ptxas")
-    found = _pathfinder(name) or cuda_programs.find(name)
+        return find_program("ptxas") or _pathfinder("ptxas")
+    found = _pathfinder(name) or find_program(name)
     if found is None and name == "compute-sanitizer":
         home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
         folders = ([os.path.join(home, "bin")] if home else []) + list(TOOLKIT_BINS)

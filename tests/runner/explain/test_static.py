@@ -168,10 +168,9 @@ def test_ptx_that_ptxas_refuses_is_a_failed_analysis_with_its_message():
 def test_the_wheels_tools_are_found_without_cuda_pathfinder(monkeypatch):
     """cuda-python 12.6.x (the floor) has no cuda.pathfinder: ptxas, cuobjdump and nvdisasm from
     NVIDIA's wheels are still found, through the wheels' bin/ folders."""
-    from runner import cuda_programs
     from runner.explain import static
 
-    if not cuda_programs.wheel_bin_dirs():
+    if not static.wheel_bin_dirs():
         pytest.skip("NVIDIA's CUDA wheels are not installed here (the test extra brings them)")
     monkeypatch.setattr(static, "_pathfinder", lambda name: None)
     monkeypatch.setenv("PATH", "/nonexistent")
@@ -179,6 +178,6 @@ def test_the_wheels_tools_are_found_without_cuda_pathfinder(monkeypatch):
     try:
         for name in ("ptxas", "cuobjdump", "nvdisasm"):
             found = static.find(name)
-            assert found is not None and Path(found).parent in cuda_programs.wheel_bin_dirs(), name
+            assert found is not None and Path(found).parent in static.wheel_bin_dirs(), name
     finally:
         static.find.cache_clear()
