@@ -137,7 +137,7 @@ class Runner:
         self._device = device
 
     def _choose_timer(self) -> None:
-        """The timer and why (timer_choice): cold mode without CUPTI is refused unless events
+        """The timer and why (cupti.choose_timer): cold mode without CUPTI is refused unless events
         were chosen, a choice warned about once a session; verify-only times nothing."""
         asked = self.options.timer
         try:

@@ -400,7 +400,7 @@ class BenchOptions:
     profile: bool = False  # after timing, Nsight Compute counters per implementation (ncu)
     static: bool = True  # ptxas -v resources and the SASS instruction mix, where the tools are
     # "auto": CUPTI's kernel timestamps in cold mode (refused without cupti-python), events in
-    # hot mode; "events" in cold mode only as an explicit choice (timing.timer_choice)
+    # hot mode; "events" in cold mode only as an explicit choice (timing.cupti.choose_timer)
     timer: str = "auto"
     precision: float | None = None  # the stopping rule's target half-width (0.005 is 0.5%)
     precision_max_s: float | None = None  # its time cap per case
@@ -432,8 +432,8 @@ def case_mode(case: manifest.CaseSpec, options: BenchOptions) -> str:
 def timing_settings(
     case: manifest.CaseSpec, options: BenchOptions, cupti_reason: str | None
 ) -> tuple[dict, str]:
-    """(the worker's TimingSettings, why its timer: timer_choice), where CUPTI is usable
-    when `cupti_reason` is None; raises TimerUnavailable as timer_choice does."""
+    """(the worker's TimingSettings, why its timer: cupti.choose_timer), where CUPTI is usable
+    when `cupti_reason` is None; raises TimerUnavailable as choose_timer does."""
     s = case.settings
     mode = case_mode(case, options)
     samples = options.samples or s.samples
@@ -576,7 +576,7 @@ def run_one(
     """One case (at sweep point `point`, None: at dims) in its worker; with `budget_left_s`
     (what is left of the suite's --budget-s) the case's own timeout is cut to it, so one
     oversized case cannot spend the whole job. `cupti_reason`: why CUPTI cannot be used, None
-    where it can (timer_choice). `built`: the case's build, made here when it holds none."""
+    where it can (cupti.choose_timer). `built`: the case's build, made here when it holds none."""
     deadline = None if budget_left_s is None else time.monotonic() + budget_left_s
     measured = sweep.at_point(case, point)
     case_doc = case_skeleton(measured)

@@ -55,7 +55,7 @@ class LaunchAuditHooks:
 class InternalKernels:
     """The runner's own kernels (runner/gpu/device/kernels.cu): generator, L2 flush, blocking spin.
 
-    Their functions are registered with own_launches and each launch is made inside
+    Their functions are registered with cupti.register and each launch is made inside
     cupti.launching(), so CUPTI windows leave their records out by the function launched.
     Made once per timing context, they set its persisting-L2 limit to 0 first (`persisting_l2`,
     runner.gpu.driver.set_no_persisting_l2), so no line outlives a cold launch's flush."""

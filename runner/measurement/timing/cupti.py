@@ -210,7 +210,7 @@ class ActivityWindow:
 
     def end_records(self) -> list[Record]:
         """Every record that started since begin() (or has no timestamps yet: still running),
-        the runner's own launches left out (by the function launched, see own_launches)."""
+        the runner's own launches left out (by the function launched, see is_own)."""
         self.cupti.activity_flush_all(1)
         records = [r for r in _Collector.records if r[0] <= 0 or r[0] >= self.begun_ns]
         _Collector.records.clear()
