@@ -290,10 +290,10 @@ def check(
       python -m runner check benchmarks/cases.toml --sanitize -o sanitize.json
       python -m runner check benchmarks/cases.toml --bundle bundle/ --sanitize -o sanitize.json
     """
-    from runner import cuda_programs
     from runner.definition import lock, manifest
     from runner.definition.bundle import Bundle
     from runner.execution.checking import check_suite
+    from runner.explain import static
 
     if manifest_only:
         suite = manifest.load(cases)
@@ -305,7 +305,7 @@ def check(
     if sanitize:
         sanitizer_path, tool_names = _sanitize_setup(sanitize_tools, device)
 
-    if require_ptxas and cuda_programs.find("ptxas") is None:
+    if require_ptxas and static.find_program("ptxas") is None:
         raise BadInput(
             "ptxas is not on PATH (--require-ptxas): install the CUDA toolkit, or "
             "`pip install 'kernelgap[nvcc]'` (NVIDIA's nvcc and ptxas wheels)"
@@ -331,15 +331,15 @@ def check(
 def _sanitize_setup(tool_text: str, device: int) -> tuple[str, tuple[str, ...]]:
     """compute-sanitizer's path and the tools to run; exit 2 when either is missing or no GPU."""
     from runner.execution.sanitize import parse_tools
-    from runner.explain import tools
+    from runner.explain import static
     from runner.gpu import driver
 
     try:
         tool_names = parse_tools(tool_text)
-        path = tools.require("compute-sanitizer")
+        path = static.require("compute-sanitizer")
         with driver.Context(device):
             pass
-    except (ValueError, tools.ToolMissing, driver.NoGpuError) as exc:
+    except (ValueError, static.ToolMissing, driver.NoGpuError) as exc:
         raise BadInput(f"runner check --sanitize: {exc}") from exc
     return path, tool_names
 

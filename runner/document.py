@@ -20,7 +20,7 @@ from protocol.points import NEAR_PARITY, curve, point_block, sweep_block
 from protocol.validation import point_counts, summary
 from protocol.version import RESULT_SCHEMA_VERSION
 from runner.measurement import aa_control, stats
-from runner.measurement.peaks import judge_rate
+from runner.measurement.environment import judge_rate
 from runner.measurement.timing import clocks, cupti
 
 __all__ = [
@@ -66,7 +66,7 @@ def timing_block(timing: dict, measurement: dict) -> dict:
         "samples_s": samples,
         "stats": stats.summarize(samples),
     }
-    if timing.get("timer_reason"):  # why this timer (runner.measurement.timing.timer_choice)
+    if timing.get("timer_reason"):  # why this timer (runner.measurement.timing.cupti.choose_timer)
         block["timer_reason"] = timing["timer_reason"]
     if block["timer"] == "cupti":
         block["cupti_span"] = cupti.SPAN
@@ -85,7 +85,7 @@ def timing_block(timing: dict, measurement: dict) -> dict:
 
 
 # Margin past the nominal FLOP/s (a datasheet figure at the clock NVML reported) before a result
-# is called impossible; the bandwidth ceiling and its margin are runner.measurement.peaks'.
+# is called impossible; the bandwidth ceiling and its margin are runner.measurement.environment's.
 FLOPS_MARGIN = 1.05
 
 
@@ -119,7 +119,7 @@ def rate_bound(
     working_set_bytes: float | None,
     split: tuple[float, float] | None = None,
 ) -> dict | None:
-    """The `throughput.bound` block (runner.measurement.peaks.judge_rate) of a row with these
+    """The `throughput.bound` block (runner.measurement.environment.judge_rate) of a row with these
     rates; `split` is (bytes read, bytes written) a call where known. None when there is nothing
     to judge, or when the working set fits in the L2 (no measured L2 figure to judge it by)."""
     l2 = peaks.get("l2_bytes")

@@ -61,7 +61,7 @@ def _graph_seconds(torch, work, reps: int) -> float:
 def l2_figures() -> dict:
     import torch
 
-    from runner.measurement import peaks
+    from runner.measurement import environment
 
     props = torch.cuda.get_device_properties(0)
     l2 = int(props.L2_cache_size)
@@ -88,8 +88,8 @@ def l2_figures() -> dict:
         x = torch.rand(int(share * l2) // 4, device="cuda")
         seconds = _graph_seconds(torch, lambda x=x: x.mul_(1.0000001), 200)
         nbytes = 2.0 * x.numel() * 4  # read and written once a call
-        old = peaks.judge_rate(nbytes, seconds, stream)
-        new = peaks.judge_rate(nbytes, seconds, stream, footprint_bytes=nbytes / 2)
+        old = environment.judge_rate(nbytes, seconds, stream)
+        new = environment.judge_rate(nbytes, seconds, stream, footprint_bytes=nbytes / 2)
         figures["in_place"].append(
             {
                 "share_of_l2": share,

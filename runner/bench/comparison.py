@@ -29,7 +29,7 @@ from runner.errors import CheckFailed, InputsModified
 from runner.measurement import aa_control, timing
 from runner.measurement.gate import PhaseError, arrays
 from runner.measurement.timing import cold as cold_timing
-from runner.measurement.timing import timer_choice
+from runner.measurement.timing import cupti
 from runner.measurement.timing.hot import SharedBatchHot
 
 __all__ = [
@@ -137,19 +137,17 @@ class Runner:
         self._device = device
 
     def _choose_timer(self) -> None:
-        """The timer and why (timer_choice): cold mode without CUPTI is refused unless events
+        """The timer and why (cupti.choose_timer): cold mode without CUPTI is refused unless events
         were chosen, a choice warned about once a session; verify-only times nothing."""
         asked = self.options.timer
         try:
-            timer, why = timer_choice.choose_timer(
-                asked, self.options.mode, watch.unavailable_reason()
-            )
-        except timer_choice.TimerUnavailable as exc:
+            timer, why = cupti.choose_timer(asked, self.options.mode, watch.unavailable_reason())
+        except cupti.TimerUnavailable as exc:
             if not self.options.verify_only:
                 raise DeclarationError(str(exc)) from None
             timer, why = "events", "verify only: nothing was timed"
         if self.options.mode == "cold" and asked == "events" and not self.options.verify_only:
-            self.session.warn_once(timer_choice.cold_events_warning("runner.bench comparisons"))
+            self.session.warn_once(cupti.cold_events_warning("runner.bench comparisons"))
         self.options = dataclasses.replace(self.options, timer=timer)
         self.timer_reason = why
 
@@ -344,7 +342,7 @@ class Runner:
                 raise
             self.options = dataclasses.replace(self.options, timer="events")
             why = f"timer auto: events, since CUPTI found no kernel to time in {exc.name!r}"
-            self.timer_reason = f"{why}; {timer_choice.COLD_EVENTS_COST}"
+            self.timer_reason = f"{why}; {cupti.COLD_EVENTS_COST}"
             self.session.warn_once(f"WARNING: case {self.case.id}: {self.timer_reason}")
             measurement, settings, info = self._timed(impls, phases, statuses)
             for entry in info.values():

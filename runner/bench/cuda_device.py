@@ -40,7 +40,7 @@ import functools
 
 from runner.bench.graph_capture import CapturedGraph, Kept, graph_problems
 from runner.bench.reset_probe import poison
-from runner.gpu import driver, l2_persistence
+from runner.gpu import driver
 from runner.measurement import aa_control, environment
 from runner.measurement.timing.cuda import CudaBase, InternalKernels
 
@@ -120,7 +120,7 @@ class CudaDevice:
         without a persisting L2 is not asked)."""
         if self.internal.persisting_l2["max_bytes"] == 0:
             return 0
-        return l2_persistence.limit_bytes()
+        return driver.persisting_l2_bytes()
 
     @property
     def l2_bytes(self) -> int:

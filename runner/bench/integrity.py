@@ -9,8 +9,8 @@
 - `judge()` marks the document: a row whose work left the window is flagged and gets no gap,
   and the case fails with what was found; Runner.compare then raises IntegrityFailed. A row
   whose rate is physically impossible on this device (above the ceiling of
-  runner.measurement.peaks, or above the nominal FLOP/s; not judged for a noncomparable row,
-  which computes something else than the case declares) is flagged, with both figures in
+  runner.measurement.environment.judge_rate, or above the nominal FLOP/s; not judged for a
+  noncomparable row, which computes something else than the case declares) is flagged, with both figures in
   `throughput.bound`, and gets no gap, but the comparison's other rows stand.
 """
 
@@ -464,8 +464,8 @@ class WatchedBackend:
 
     def _persisting_l2_raised(self) -> str | None:
         """Cold: why the samples are void when the persisting-L2 limit, 0 since the device's
-        setup (runner.gpu.l2_persistence), is not 0 after them: a call raised it, so its lines
-        could persist through the flush. None otherwise, and for a device that cannot say."""
+        setup (runner.gpu.driver.set_no_persisting_l2), is not 0 after them: a call raised it, so
+        its lines could persist through the flush. None otherwise, and for a device that cannot say."""
         watched = self.cold and declares(self.device, PersistingL2)
         kept = self.device.persisting_l2_bytes() if watched else 0
         if not kept:

@@ -15,7 +15,7 @@ from pathlib import Path
 from protocol.codec import encode
 from protocol.validation import validate
 from runner.bench.options import TimingOptions
-from runner.definition import provenance
+from runner.definition import bundle
 from runner.document import document as run_document
 from runner.document import sweep_block
 
@@ -40,7 +40,7 @@ class Session:
         self._device = device
         self.root = Path(root)
         self.cases: list[dict] = []
-        self.started = provenance.utc_now()
+        self.started = bundle.utc_now()
         self.warned: set[str] = set()
 
     def warn_once(self, text: str) -> None:
@@ -105,11 +105,11 @@ class Session:
             "path": str(self.root),
             "sha256": self.content_sha256(),
             "gpu": None,
-            **provenance.git_commit(self.root),
+            **bundle.git_commit(self.root),
         }
         options = {**dataclasses.asdict(self.options), "frontend": "python"}
         cases = group_rows(self.cases)  # a swept workload's rows: points of one case
-        doc = run_document(suite, env, options, cases, self.started, provenance.utc_now())
+        doc = run_document(suite, env, options, cases, self.started, bundle.utc_now())
         validate(doc, "result", "result document (runner.bench)")
         return doc
 

@@ -20,7 +20,7 @@ last timed window before it), with what was found. While CUPTI traces, a CUDA gr
 waits for its stream, so watched samples are not queued behind the blocking kernel
 (CallableBackend.time_unblocked); cold samples timed by events, which need it, are not watched
 (runner.bench.integrity.watch_reason). The runner's own kernels never count (known by the
-function each launch ran, never by name: runner.measurement.timing.own_launches; a callable's
+function each launch ran, never by name: runner.measurement.timing.cupti; a callable's
 kernel named kg_* counts like any other), nor do device-to-host copies of at most 8 bytes (the blocking kernel's status, read after each
 sample). Work another host thread launches while the runner's own untimed work runs (a reset)
 is not told apart from it: CUPTI's records say which stream ran a kernel, not which thread

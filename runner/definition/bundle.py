@@ -5,7 +5,8 @@
 `python -m runner bench CASES.toml --bundle DIR` takes each implementation's PTX from the
 bundle, after checking that its source and case version are the ones on this machine.
 
-`variants()`: two (or more) revisions of a compiler timed in one run, `bench --bundle base=DIR --bundle head=DIR`.
+`variants()`: two (or more) revisions of a compiler timed in one run, `bench --bundle base=DIR
+--bundle head=DIR`.
 
 Each labelled bundle is the output of `runner build` at one revision of the compiler under test.
 Every candidate implementation X that a labelled bundle holds becomes one implementation per
@@ -16,22 +17,61 @@ case gets a `pairs` block (runner.document.pair_blocks): each later revision aga
 (head against base) as the ratio of medians with the same paired bootstrap interval as a gap
 (runner.measurement.stats.gap, with the first revision in the baseline's place). The baseline comes from the first labelled bundle that
 holds it, else it is built here; a candidate no labelled bundle holds is built here under its
-own name."""
+own name.
+
+`utc_now()`, `git_commit()`: when and from which checkout a document was made (the bundle's, and
+the result document's `provenance`), with no GPU."""
 
 from __future__ import annotations
 
 import hashlib
 import re
 import socket
+import subprocess
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from protocol.codec import decode, encode
 from protocol.validation import DocumentError, validate
-from runner.definition import provenance, toolchains
+from runner.definition import toolchains
 from runner.definition.manifest import CaseSpec, ImplSpec, Suite
 from runner.errors import BundleError
 from runner.explain.static import analyze, block_threads
+
+GIT_TIMEOUT_S = 10.0
+
+
+def git_commit(path: str | Path) -> dict:
+    """{"commit": sha, "dirty": bool} of the git checkout holding `path`, else both None."""
+    target = Path(path)
+    directory = target if target.is_dir() else target.parent
+    unknown = {"commit": None, "dirty": None}
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(directory), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+        )
+        status = subprocess.run(
+            ["git", "-C", str(directory), "status", "--porcelain"],
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return unknown
+    sha = head.stdout.strip()
+    if head.returncode != 0 or status.returncode != 0 or not sha:
+        return unknown
+    return {"commit": sha, "dirty": bool(status.stdout.strip())}
+
+
+def utc_now() -> str:
+    """Now in UTC as ISO 8601 with microseconds and a Z: 2025-01-31T12:34:56.123456Z."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
 
 BUNDLE_VERSION = "1.3.0"  # 1.2.0: `static` per implementation; 1.3.0: option axes' builds
 
@@ -51,7 +91,7 @@ def write_bundle(
         "kind": "kernelgap.bundle",
         "suite": suite_block,
         "arch": arch,
-        "created_utc": provenance.utc_now(),
+        "created_utc": utc_now(),
         "host": socket.gethostname(),
         "implementations": [],
         "skipped": [],

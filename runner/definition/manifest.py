@@ -15,18 +15,20 @@ from pathlib import Path
 
 from protocol.input_files import MAX_MANIFEST_BYTES, InputFileError, read_bounded
 from protocol.validation import validator
-from runner.definition.inputs import Distribution, full_range, is_float
 from runner.definition.spec import (
     DEFAULT_SETTINGS,
     BufferSpec,
     CaseSpec,
+    Distribution,
     ImplSpec,
     ManifestError,
     ParamSpec,
     Settings,
     Suite,
+    full_range,
     inside_suite,
     loosest_default_tolerance,
+    is_float,
     resolve,
 )
 from runner.definition.sweep import parse_sweep

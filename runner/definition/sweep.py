@@ -21,7 +21,7 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
-from runner.definition import expr
+from runner.definition import spec
 from runner.definition.spec import CaseSpec, ManifestError, buffer_bytes, resolve
 
 __all__ = [
@@ -104,8 +104,8 @@ def _value(raw, where: str) -> int:
         raise ManifestError(f'{where}: expected an integer or text such as "2^20", got {raw!r}')
     text = raw.replace("^", "**") if isinstance(raw, str) else raw
     try:
-        return expr.evaluate_int(text, {}, where=where, minimum=1)
-    except expr.ExprError as exc:
+        return spec.evaluate_int(text, {}, where=where, minimum=1)
+    except spec.ExprError as exc:
         raise ManifestError(str(exc)) from None
 
 

@@ -14,7 +14,7 @@ import time
 from runner.definition import manifest, spec, sweep
 from runner.definition.reference import load_reference
 from runner.gpu import driver, generator, ptx
-from runner.gpu.module_state import ModuleState
+from runner.gpu.driver import ModuleState
 from runner.measurement import aa_control
 from runner.measurement.gate import PhaseError, launch_audit, output_dependence
 from runner.measurement.gate import correctness as gate
@@ -98,7 +98,7 @@ class CaseRun:
         # launch of a sample runs code an earlier one ran, as no side's does (docs/method/aa-control.md)
         self.control_group = COLD_LOADS if self.settings.mode == "cold" else 1
         # per load of each implementation (its module, then its cold copies): the `.global`
-        # variables as loaded, or None (runner.gpu.module_state)
+        # variables as loaded, or None (runner.gpu.driver.ModuleState)
         self.states: dict[str, list[ModuleState | None]] = {n: [] for n in self.names}
 
     @contextlib.contextmanager

@@ -14,12 +14,12 @@ from pathlib import Path
 import click
 
 from protocol.progress import visible
-from runner import cuda_programs
 from runner.definition import manifest, sweep, toolchains
 from runner.definition.bundle import BundleError
 from runner.definition.spec import LaunchLimitError, check_launch
 from runner.execution.result import case_skeleton
 from runner.execution.suite import build_case, obtain_ptx
+from runner.explain import static
 from runner.gpu import ptx
 from runner.measurement.gate.correctness import edges_problems, passing_null_models
 
@@ -33,7 +33,7 @@ def _say(text: str) -> None:
 
 def assemble(ptx_text: str, arch: str) -> str | None:
     """Run ptxas on the PTX; returns None when it assembles, else ptxas's message."""
-    ptxas = cuda_programs.find("ptxas")
+    ptxas = static.find_program("ptxas")
     if ptxas is None:
         return None
     with tempfile.TemporaryDirectory(prefix="kernelgap-ptxas-") as tmp:
@@ -152,7 +152,7 @@ def _check_options(case: manifest.CaseSpec, arch: str, bundle, skipped: dict) ->
             continue
         problem = assemble(text, arch)
         failures += problem is not None
-        how = f"ptxas -arch={arch} ok" if cuda_programs.find("ptxas") else "not assembled"
+        how = f"ptxas -arch={arch} ok" if static.find_program("ptxas") else "not assembled"
         _say(
             f"FAIL  {where}: ptxas -arch={arch}: {problem}" if problem else
             f"ok    {where}: flags {' '.join(build['flags']) or '(none)'}, PTX {module.target}, {how}"
@@ -170,7 +170,7 @@ def check_suite(
     With `bundle` (runner.definition.bundle.Bundle), PTX it holds is taken instead of built."""
     failures = 0
     skipped: dict[str, list[str]] = {}  # reason -> case/impl
-    have_ptxas = cuda_programs.find("ptxas") is not None
+    have_ptxas = static.find_program("ptxas") is not None
     for case in suite.cases:
         problem = _launch_problem(case, arch)
         if problem:

@@ -8,7 +8,13 @@ has its job, and it still runs one job only, so every case keeps a process of it
 What every worker process of the runner shares: where the code is and its answer pipe.
 
 Kept free of heavy imports (no jsonschema, numpy or CUDA), so a supervisor can start a worker
-before it loads anything else (runner serve's start-up)."""
+before it loads anything else (runner serve's start-up).
+
+The worker process (`python -m runner.execution.isolation`, `main()`): runs one GPU job in its own
+CUDA context and reports events as JSON lines. A fault (sticky CUDA error) or a hang then costs
+only that process; the parent replaces it and the other cases still run. Protocol: one JSON job on
+stdin; one JSON object per line on the event pipe (file descriptor $KERNELGAP_EVENT_FD, else
+stdout): {"event": "phase", ...} while running and {"event": "result", "record": {...}} last."""
 
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,11 +94,11 @@ def end_with_parent() -> None:
     threading.Thread(target=watch, daemon=True, name="end-with-parent").start()
 
 
-WORKER_MODULE = "runner.execution.worker"
+WORKER_MODULE = "runner.execution.isolation"  # its main() below
 
 
 class _Waiting:
-    """Workers started ahead of their jobs (runner.execution.worker imports, then reads stdin)."""
+    """Workers started ahead of their jobs (this module imports, then reads stdin)."""
 
     lock = threading.Lock()
     enabled = False  # each run_worker starts the next job's worker
@@ -170,7 +177,7 @@ def _pump_log(stream, tail: deque, echo: bool) -> None:
 def run_worker(
     job: dict, timeout_s: float, on_event=None, echo_stderr: bool = True
 ) -> WorkerOutcome:
-    """Run `job` in `python -m runner.execution.worker` (one started ahead where there is one;
+    """Run `job` in `python -m runner.execution.isolation` (one started ahead where there is one;
     after keep_ahead, the next job's is started now); kill the whole process group at the
     deadline."""
     # Events travel on their own pipe: a kernel's printf lands on the worker's stdout, which is
@@ -235,3 +242,65 @@ def run_worker(
     if outcome.record is not None:
         outcome.exit_s = time.monotonic() - result_at
     return outcome
+
+
+def _event_stream():
+    fd = os.environ.get(EVENT_FD_VARIABLE)
+    return os.fdopen(int(fd), "wb", buffering=0) if fd else sys.stdout.buffer
+
+
+_EVENTS = None
+
+
+def _emit(event: dict) -> None:
+    global _EVENTS
+    if _EVENTS is None:
+        _EVENTS = _event_stream()
+    _EVENTS.write(encode(event) + b"\n")
+    _EVENTS.flush()
+
+
+def run_job(job: dict) -> dict:
+    kind = job.get("job")
+    if kind == "case":
+        from runner.execution.case import run_case
+
+        return run_case(job, _emit)
+    if kind == "environment":
+        from runner.gpu import driver
+        from runner.measurement import environment
+
+        with driver.Context(job.get("device", 0)) as ctx:
+            count = int(driver.check(driver.cu().cuDeviceGetCount(), "cuDeviceGetCount"))
+            return {"status": "ok", "environment": environment.capture(ctx), "device_count": count}
+    raise ValueError(f"unknown worker job {kind!r}")
+
+
+def main() -> int:
+    from runner.gpu import driver
+
+    # before the job arrives: a worker started ahead imports while another case runs (a failed
+    # import is reported with the job, where it is needed)
+    with contextlib.suppress(Exception):
+        import runner.execution.case  # noqa: F401
+    try:
+        job = decode(sys.stdin.buffer.read(), "worker job (stdin)")
+        record = run_job(job)
+    except driver.NoGpuError as exc:
+        record = {
+            "status": "failed",
+            "error": {"phase": "environment", "message": str(exc)},
+            "no_gpu": True,
+        }
+    except Exception as exc:  # report, never die silently: the parent turns this into a case error
+        record = {
+            "status": "failed",
+            "error": {"phase": "worker", "message": f"{type(exc).__name__}: {exc}"},
+        }
+        traceback.print_exc(file=sys.stderr)
+    _emit({"event": "result", "record": record})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from runner.explain import compute_sanitizer, profiling, tools
+from runner.explain import compute_sanitizer, profiling, static
 
 __all__ = ["Sanitizer", "parse_tools"]
 
@@ -136,7 +136,7 @@ class Sanitizer:
             "kind": "sanitize",
             "kernelgap_version": package_version(),
             "suite": {"path": str(self.suite.path), "name": self.suite.name},
-            "sanitizer": {"path": self.path, "version": tools.version(self.path)},
+            "sanitizer": {"path": self.path, "version": static.version(self.path)},
             "tools": list(self.tools),
             "size": "check",
             "device": self.device,

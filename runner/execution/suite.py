@@ -45,8 +45,8 @@ from protocol.codec import encode
 from protocol.progress import PARTIAL_DOCUMENT_PREFIX, visible
 from protocol.validation import DocumentError, validate
 from runner import document
-from runner.definition import manifest, provenance, sweep, toolchains
-from runner.definition.bundle import Bundle, BundleError, variants
+from runner.definition import manifest, sweep, toolchains
+from runner.definition.bundle import Bundle, BundleError, git_commit, utc_now, variants
 from runner.definition.spec import CaseSpec, ManifestError, Suite
 from runner.document import write_atomic
 from runner.execution import sweep_run
@@ -63,8 +63,8 @@ from runner.execution.sweep_run import Built, settings_for_point
 from runner.explain import profiling
 from runner.explain.static import record_static
 from runner.gpu import driver, generator, ptx
-from runner.measurement import aa_control, environment, sharing, stats
-from runner.measurement.timing import clocks, cupti, timer_choice
+from runner.measurement import aa_control, environment, stats
+from runner.measurement.timing import clocks, cupti
 
 __all__ = [
     "COOLDOWN_S",
@@ -400,7 +400,7 @@ class BenchOptions:
     profile: bool = False  # after timing, Nsight Compute counters per implementation (ncu)
     static: bool = True  # ptxas -v resources and the SASS instruction mix, where the tools are
     # "auto": CUPTI's kernel timestamps in cold mode (refused without cupti-python), events in
-    # hot mode; "events" in cold mode only as an explicit choice (timing.timer_choice)
+    # hot mode; "events" in cold mode only as an explicit choice (timing.cupti.choose_timer)
     timer: str = "auto"
     precision: float | None = None  # the stopping rule's target half-width (0.005 is 0.5%)
     precision_max_s: float | None = None  # its time cap per case
@@ -432,12 +432,12 @@ def case_mode(case: manifest.CaseSpec, options: BenchOptions) -> str:
 def timing_settings(
     case: manifest.CaseSpec, options: BenchOptions, cupti_reason: str | None
 ) -> tuple[dict, str]:
-    """(the worker's TimingSettings, why its timer: timer_choice), where CUPTI is usable
-    when `cupti_reason` is None; raises TimerUnavailable as timer_choice does."""
+    """(the worker's TimingSettings, why its timer: cupti.choose_timer), where CUPTI is usable
+    when `cupti_reason` is None; raises TimerUnavailable as choose_timer does."""
     s = case.settings
     mode = case_mode(case, options)
     samples = options.samples or s.samples
-    timer, why = timer_choice.choose_timer(options.timer, mode, cupti_reason)
+    timer, why = cupti.choose_timer(options.timer, mode, cupti_reason)
     settings = {
         "mode": mode,
         "samples": samples,
@@ -576,7 +576,7 @@ def run_one(
     """One case (at sweep point `point`, None: at dims) in its worker; with `budget_left_s`
     (what is left of the suite's --budget-s) the case's own timeout is cut to it, so one
     oversized case cannot spend the whole job. `cupti_reason`: why CUPTI cannot be used, None
-    where it can (timer_choice). `built`: the case's build, made here when it holds none."""
+    where it can (cupti.choose_timer). `built`: the case's build, made here when it holds none."""
     deadline = None if budget_left_s is None else time.monotonic() + budget_left_s
     measured = sweep.at_point(case, point)
     case_doc = case_skeleton(measured)
@@ -680,7 +680,7 @@ def check_timers(cases, options: BenchOptions, cupti_reason: str | None, say) ->
         timing_settings(case, options, cupti_reason)
     cold = [c.id for c in cases if case_mode(c, options) == "cold"]
     if cold and options.timer == "events":
-        say(f"kernelgap: {timer_choice.cold_events_warning(f'{len(cold)} case(s) timed')}")
+        say(f"kernelgap: {cupti.cold_events_warning(f'{len(cold)} case(s) timed')}")
 
 
 def probe_environment(options: BenchOptions) -> dict:
@@ -769,7 +769,7 @@ def _run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, 
     )
     cupti_reason = cupti.unavailable_reason()
     check_timers(cases, options, cupti_reason, Progress(False))  # a warning even with -q
-    started = provenance.utc_now()
+    started = utc_now()
     say(f"kernelgap: {suite.name} v{suite.version}, {len(cases)} case(s); probing the GPU")
     env = probe_environment(options)
     env["sensors_start"] = env.pop("sensors", None)
@@ -782,7 +782,7 @@ def _run_suite(manifest_path: str | Path, options: BenchOptions) -> tuple[dict, 
     devices = probe_devices(options, env)
     env.pop("device_count", None)
     # no worker of this run holds a context now, nor at the end: a listed process is another's
-    shared_at_start = [sharing.observe(d.get("uuid"), i) for i, d in devices.items()]
+    shared_at_start = [environment.observe_sharing(d.get("uuid"), i) for i, d in devices.items()]
     env["timers"] = {"events": "usable", "cupti": cupti_reason or "usable"}
     say(
         f"kernelgap: {device['name']} ({device['arch']}, {device['sm_count']} SMs), driver {device.get('driver_version_string')}"
@@ -862,7 +862,7 @@ def _suite_block(suite: manifest.Suite, options: BenchOptions) -> dict:
         "path": str(suite.path),
         "sha256": suite.sha256,
         "gpu": suite.gpu,
-        **provenance.git_commit(suite.root),
+        **git_commit(suite.root),
     }
     if suite.primary:
         block["primary"] = suite.primary
@@ -1039,11 +1039,11 @@ class SuiteRun:
         self.env["sensors_end"] = environment.nvml_sensors(
             self.options.device, uuid=device.get("uuid")
         )
-        ended = [sharing.observe(d.get("uuid"), i) for i, d in self.devices.items()]
-        self.env["sharing"] = sharing.verdict(shared_at_start + ended)
+        ended = [environment.observe_sharing(d.get("uuid"), i) for i, d in self.devices.items()]
+        self.env["sharing"] = environment.sharing_verdict(shared_at_start + ended)
         if self.env["sharing"]["shared"]:
             self.say(f"kernelgap: the GPU was shared during the run: {self.env['sharing']['why']}")
-        doc = self.document(provenance.utc_now())
+        doc = self.document(utc_now())
         try:
             validate(doc, "result", "result document")
         except DocumentError as exc:

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from protocol.codec import encode
 from runner.errors import NcuOutputError
-from runner.explain import tools
+from runner.explain import static
 
 COUNTERS = (
     "dram__bytes_read.sum",
@@ -258,9 +258,9 @@ def profile_impl(
     """The `profile` block of one implementation (status ok, failed or unavailable). Metrics
     that this ncu or GPU does not know (named in ncu's ==ERROR== lines) are dropped and ncu is
     run once more without them; the block lists them as `dropped_metrics`."""
-    path = tools.find("ncu")
+    path = static.find("ncu")
     if path is None:
-        return {"status": "unavailable", "profiled": True, "reason": tools.INSTALL_HINT["ncu"]}
+        return {"status": "unavailable", "profiled": True, "reason": static.INSTALL_HINT["ncu"]}
     job = {
         "manifest": str(manifest_path.resolve()),
         "case": case_id,
@@ -271,7 +271,7 @@ def profile_impl(
     block = {
         "profiled": True,
         "tool": "ncu",
-        "version": tools.version(path),
+        "version": static.version(path),
         "size": "timed",  # the case's dims, as timed
         "launches": 1,
     }

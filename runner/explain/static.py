@@ -25,17 +25,346 @@ cuDeviceGetAttribute) and otherwise from the table below for the target: the CUD
 Programming Guide's "Technical Specifications per Compute Capability" for registers, threads,
 blocks and shared memory per SM, and cuda_occupancy.h for the allocation units and the
 sub-partition count. The shared memory per SM is the largest carveout, which the driver chooses
-when a kernel needs it."""
+when a kernel needs it.
+
+`find_program()`: where NVIDIA's programs are (nvcc, ptxas, ...) for building and checking too:
+PATH first, else NVIDIA's pip wheels. `pip install 'kernelgap[nvcc]'` (nvidia-cuda-nvcc and the
+crt, nvvm and runtime wheels it needs) puts a complete nvcc and ptxas under
+site-packages/nvidia/cu<major>/bin, which no PATH names: a machine without a CUDA toolkit then
+builds and assembles the suite all the same.
+
+`find()`: where NVIDIA's tools are (ptxas, cuobjdump, nvdisasm, ncu) and what version each one is.
+
+ptxas comes first from PATH, as `runner check` finds it, so both assemble with the same one.
+cuobjdump and nvdisasm come first from the NVIDIA wheels (`pip install -e '.[explain]'` installs
+nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm) through cuda.pathfinder, which also knows
+CUDA_HOME and the toolkit's own folders, then from PATH. ncu (Nsight Compute) is searched the same
+way; it is installed with the CUDA toolkit on a GPU box. compute-sanitizer, also part of the
+toolkit, is looked for the same way and then in $CUDA_HOME/bin and /usr/local/cuda/bin.
+
+`assemble()`: assemble PTX with `ptxas -v`, and `resources()`: read the resource usage it prints
+for each function.
+
+ptxas -v prints, per function (CUDA 12 and 13 wording; older releases put cmem on the last line):
+
+    ptxas info    : Compiling entry function 'polynomial_f64' for 'sm_90'
+    ptxas info    : Function properties for polynomial_f64
+        0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+    ptxas info    : Used 14 registers, used 0 barriers, 8208 bytes smem, 380 bytes cmem[0]
+
+`disassemble()`: disassemble a cubin with NVIDIA's tools, and `parse_listing()`: read their
+listing into instructions.
+
+Only the text that `cuobjdump -sass` or `nvdisasm -c` prints is parsed, never the cubin itself.
+An instruction line of either tool is
+
+    /*0290*/               @P0 BRA 0x150 ;          /* 0xfffffffc00ac0947 */   (cuobjdump)
+    /*0290*/               @P0 BRA `(.L_x_1) ;                                  (nvdisasm)
+
+an address, an optional guard predicate, the opcode with its modifiers, operands, `;`.
+cuobjdump starts a function at `Function : NAME`; nvdisasm at the label `.text.NAME:` and names
+branch targets by label (`.L_x_1:` lines), which are resolved here to addresses."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.util
+import os
 import re
+import shutil
+import subprocess
+import tempfile
 from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
 
-from runner.errors import UnknownArch
-from runner.explain import ptxas_resources, sass, tools
-from runner.explain.sass import BRANCHES, Instruction
+from runner.errors import AssemblyError, DisassemblyError, ToolMissing, UnknownArch
+
+
+def wheel_bin_dirs() -> list[Path]:
+    """bin/ folders of NVIDIA's CUDA wheels (nvidia/cu13/bin, ...), newest major first."""
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        return []
+    found = []
+    for base in (spec.submodule_search_locations or []) if spec else []:
+        found += [p for p in Path(base).glob("cu*/bin") if p.is_dir()]
+    return sorted(found, key=lambda p: p.parent.name, reverse=True)
+
+
+def find_program(name: str) -> str | None:
+    """The program `name` on PATH, else in NVIDIA's wheels (executable), else None."""
+    on_path = shutil.which(name)
+    if on_path is not None:
+        return on_path
+    for folder in wheel_bin_dirs():
+        candidate = folder / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+VERSION_TIMEOUT_S = 30.0
+INSTALL_HINT = {
+    "ptxas": "install the CUDA toolkit (ptxas on PATH), or pip install nvidia-cuda-nvcc",
+    "cuobjdump": "pip install -e '.[explain]' (the nvidia-cuda-cuobjdump wheel), or put the CUDA "
+    "toolkit's bin/ on PATH",
+    "nvdisasm": "pip install -e '.[explain]' (the nvidia-cuda-nvdisasm wheel), or put the CUDA "
+    "toolkit's bin/ on PATH",
+    "ncu": "install Nsight Compute (it comes with the CUDA toolkit) and put ncu on PATH",
+    "compute-sanitizer": "install the CUDA toolkit (compute-sanitizer comes with it) and put its "
+    "bin/ on PATH, or set CUDA_HOME",
+}
+# Where a CUDA toolkit keeps its programs when its bin/ is not on PATH (compute-sanitizer).
+TOOLKIT_BINS = ("/usr/local/cuda/bin", "/opt/cuda/bin")
+
+
+def _pathfinder(name: str) -> str | None:
+    try:
+        from cuda.pathfinder import find_nvidia_binary_utility
+    except ImportError:  # an older cuda-python without the binary finder
+        return None
+    try:
+        return find_nvidia_binary_utility(name)
+    except Exception:  # an unsupported name or a broken install: fall back to PATH
+        return None
+
+
+@functools.cache
+def find(name: str) -> str | None:
+    """The path of tool `name`, or None. find_program (PATH, then the wheels' bin/ folders)
+    covers a cuda-python without cuda.pathfinder (12.6.x, the floor)."""
+    if name == "ptxas":
+        return find_program("ptxas") or _pathfinder("ptxas")
+    found = _pathfinder(name) or find_program(name)
+    if found is None and name == "compute-sanitizer":
+        home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+        folders = ([os.path.join(home, "bin")] if home else []) + list(TOOLKIT_BINS)
+        found = shutil.which(name, path=os.pathsep.join(folders))
+    return found
+
+
+def require(name: str) -> str:
+    path = find(name)
+    if path is None:
+        raise ToolMissing(f"{name} not found: {INSTALL_HINT[name]}")
+    return path
+
+
+@functools.cache
+def version(path: str) -> str:
+    """The last meaningful line of `path --version` ('Cuda compilation tools, release 13.0,
+    V13.0.88', 'Version 2025.3.1.0 (build ...)'), or every line joined when none names a version."""
+    try:
+        done = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT_S
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unknown ({exc})"
+    lines = [line.strip() for line in (done.stdout or done.stderr).splitlines() if line.strip()]
+    for line in reversed(lines):
+        if line.startswith(("Cuda compilation tools", "Version ")):
+            return line
+    return "; ".join(lines) or "unknown"
+
+
+def disassembler() -> tuple[str, str]:
+    """(name, path) of the SASS disassembler to use: cuobjdump, else nvdisasm."""
+    for name in ("cuobjdump", "nvdisasm"):
+        path = find(name)
+        if path:
+            return name, path
+    raise ToolMissing(
+        "neither cuobjdump nor nvdisasm was found: pip install -e '.[explain]' (the "
+        "nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm wheels), or put the CUDA toolkit's bin/ "
+        "on PATH"
+    )
+
+
+ASSEMBLE_TIMEOUT_S = 300.0
+
+_COMPILING = re.compile(r"Compiling (?:entry )?function '([^']+)' for '([^']+)'")
+_PROPERTIES = re.compile(r"Function properties for (\S+)")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers")
+_BARRIERS = re.compile(r"used (\d+) barriers")
+_SMEM = re.compile(r"(\d+) bytes smem")
+_CMEM = re.compile(r"(\d+) bytes cmem\[(\d+)\]")
+
+
+@dataclass(frozen=True)
+class Assembled:
+    cubin: bytes
+    log: str  # what ptxas -v printed
+    command: list[str]
+
+
+def assemble(ptx_text: str, arch: str) -> Assembled:
+    """`ptxas -v -arch=ARCH module.ptx -o module.cubin`; the cubin's bytes and ptxas's log."""
+    ptxas = require("ptxas")
+    with tempfile.TemporaryDirectory(prefix="kernelgap-explain-") as tmp:
+        src, out = Path(tmp) / "module.ptx", Path(tmp) / "module.cubin"
+        src.write_text(ptx_text.rstrip("\0"))  # ptxas rejects the NUL the driver wants
+        command = [ptxas, "-v", f"-arch={arch}", str(src), "-o", str(out)]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=ASSEMBLE_TIMEOUT_S)
+        log = (done.stdout or "") + (done.stderr or "")
+        if done.returncode != 0:
+            raise AssemblyError(f"ptxas -arch={arch}: {log.strip()}")
+        return Assembled(out.read_bytes(), log, ["ptxas", "-v", f"-arch={arch}"])
+
+
+def parse_resources(log: str) -> dict[str, dict]:
+    """Resource usage by function name from a ptxas -v log (functions it did not describe in
+    full are left with the fields it did print)."""
+    functions: dict[str, dict] = {}
+    current: dict | None = None
+    for line in log.splitlines():
+        if m := _COMPILING.search(line):
+            current = functions.setdefault(m.group(1), {"arch": m.group(2)})
+            continue
+        if m := _PROPERTIES.search(line):
+            current = functions.setdefault(m.group(1), {})
+            continue
+        if current is None:
+            continue
+        if m := _FRAME.search(line):
+            current["stack_bytes"] = int(m.group(1))
+            current["spill_store_bytes"] = int(m.group(2))
+            current["spill_load_bytes"] = int(m.group(3))
+        if m := _USED.search(line):
+            current["registers"] = int(m.group(1))
+            b = _BARRIERS.search(line)
+            current["barriers"] = int(b.group(1)) if b else 0
+            s = _SMEM.search(line)
+            current["shared_static_bytes"] = int(s.group(1)) if s else 0
+            cmem = {f"bank{bank}": int(n) for n, bank in _CMEM.findall(line)}
+            if cmem:
+                current["constant_bytes"] = cmem
+    for record in functions.values():
+        record.pop("arch", None)
+    return functions
+
+
+def resources(log: str, entry: str) -> dict:
+    """The entry's resources; AssemblyError when the log does not describe it."""
+    found = parse_resources(log).get(entry)
+    if not found or "registers" not in found:
+        raise AssemblyError(f"ptxas -v printed no resource usage for entry {entry!r}:\n{log}")
+    found.setdefault("stack_bytes", 0)
+    found.setdefault("spill_store_bytes", 0)
+    found.setdefault("spill_load_bytes", 0)
+    return found
+
+
+DISASSEMBLE_TIMEOUT_S = 120.0
+
+_INSTRUCTION = re.compile(
+    r"^\s*/\*(?P<address>[0-9a-fA-F]{4,})\*/\s+"
+    r"(?:(?P<guard>@!?U?P(?:T|\d+))\s+)?"
+    r"(?P<opcode>[A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)"
+    r"(?P<operands>[^;]*);"
+)
+_CUOBJDUMP_FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)\s*$")
+_NVDISASM_FUNCTION = re.compile(r"^\s*\.text\.(\S+):\s*$")
+_LABEL = re.compile(r"^\s*([.$A-Za-z_][.$A-Za-z0-9_]*):\s*$")
+_HEX_TARGET = re.compile(r"^\s*(?:U?P\d+,\s*)?(?:!?U?PT?\d*,\s*)?(0x[0-9a-fA-F]+)\s*$")
+_LABEL_TARGET = re.compile(r"`\(([^)]+)\)")
+BRANCHES = ("BRA", "BRX", "JMP", "JMX", "CALL", "RET", "EXIT", "BREAK", "CONT", "BPT")
+
+
+@dataclass(frozen=True)
+class Instruction:
+    address: int
+    opcode: str  # with modifiers, as printed: "LDG.E.64.CONSTANT"
+    operands: str
+    guard: str | None = None  # "@P0", "@!P1"; None when unpredicated (or @PT)
+    target: int | None = None  # the address a branch goes to, where the listing gives one
+
+    @property
+    def base(self) -> str:
+        """The opcode without modifiers: "LDG"."""
+        return self.opcode.split(".", 1)[0]
+
+
+@dataclass(frozen=True)
+class Listing:
+    tool: str  # "cuobjdump" or "nvdisasm"
+    command: list[str]
+    functions: dict[str, list[Instruction]]
+
+
+def disassemble(cubin: bytes) -> Listing:
+    """The SASS of every function in `cubin`, by the first disassembler found."""
+    name, path = disassembler()
+    with tempfile.TemporaryDirectory(prefix="kernelgap-sass-") as tmp:
+        file = Path(tmp) / "module.cubin"
+        file.write_bytes(cubin)
+        args = ["-sass"] if name == "cuobjdump" else ["-c"]
+        done = subprocess.run(
+            [path, *args, str(file)], capture_output=True, text=True, timeout=DISASSEMBLE_TIMEOUT_S
+        )
+    if done.returncode != 0:
+        raise DisassemblyError(f"{name} {' '.join(args)}: {(done.stderr or done.stdout).strip()}")
+    return Listing(name, [name, *args], parse_listing(done.stdout))
+
+
+def _target(opcode: str, operands: str, labels: dict[str, int]) -> int | None:
+    if opcode.split(".", 1)[0] not in ("BRA", "JMP", "CALL", "BRX", "JMX"):
+        return None
+    if m := _LABEL_TARGET.search(operands):
+        return labels.get(m.group(1))
+    if m := _HEX_TARGET.match(operands):
+        return int(m.group(1), 16)
+    return None
+
+
+def parse_listing(text: str) -> dict[str, list[Instruction]]:
+    """Instructions by function name from a cuobjdump -sass or nvdisasm listing."""
+    raw: dict[str, list[tuple]] = {}
+    labels: dict[str, dict[str, int]] = {}
+    pending: list[str] = []  # labels waiting for the address of the next instruction
+    current: str | None = None
+    for line in text.splitlines():
+        if m := _CUOBJDUMP_FUNCTION.match(line) or _NVDISASM_FUNCTION.match(line):
+            current = m.group(1)
+            raw.setdefault(current, [])
+            labels.setdefault(current, {})
+            pending = []
+            continue
+        if current is None:
+            continue
+        if m := _LABEL.match(line):
+            pending.append(m.group(1))
+            continue
+        m = _INSTRUCTION.match(line)
+        if m is None:
+            continue
+        address = int(m.group("address"), 16)
+        for label in pending:
+            labels[current][label] = address
+        pending = []
+        guard = m.group("guard")
+        if guard in ("@PT", "@UPT"):
+            guard = None
+        raw[current].append((address, m.group("opcode"), m.group("operands").strip(), guard))
+    return {
+        name: [
+            Instruction(a, op, ops, g, _target(op, ops, labels[name])) for a, op, ops, g in items
+        ]
+        for name, items in raw.items()
+    }
+
+
+def function(listing: Listing, entry: str) -> list[Instruction]:
+    found = listing.functions.get(entry)
+    if not found:
+        raise DisassemblyError(
+            f"{listing.tool}: no SASS for entry {entry!r} (functions: {', '.join(listing.functions) or 'none'})"
+        )
+    return found
+
 
 CLASSES: dict[str, tuple[str, ...]] = {
     "global_load": ("LDG",),
@@ -402,26 +731,26 @@ def analyze(
     `arch`, for blocks of `block_threads` threads with `dynamic_shared_bytes` of dynamic shared
     memory; SM limits from `device` (the environment's device block) when it has them."""
     try:
-        ptxas = tools.require("ptxas")
-        tools.disassembler()
-    except tools.ToolMissing as exc:
+        ptxas = require("ptxas")
+        disassembler()
+    except ToolMissing as exc:
         return unavailable(str(exc))
     try:
-        assembled = ptxas_resources.assemble(ptx_text, arch)
-        resources = ptxas_resources.resources(assembled.log, entry)
-        listing = sass.disassemble(assembled.cubin)
-        instructions = sass.function(listing, entry)
-    except (ptxas_resources.AssemblyError, sass.DisassemblyError) as exc:
+        assembled = assemble(ptx_text, arch)
+        usage = resources(assembled.log, entry)
+        listing = disassemble(assembled.cubin)
+        instructions = function(listing, entry)
+    except (AssemblyError, DisassemblyError) as exc:
         return {"status": "failed", "reason": str(exc)}
-    disassembler = tools.find(listing.tool)
+    disassembler_path = find(listing.tool)
     result = {
         "status": "ok",
         "arch": arch,
         "tools": {
-            "ptxas": {"command": assembled.command, "version": tools.version(ptxas)},
-            "disassembler": {"command": listing.command, "version": tools.version(disassembler)},
+            "ptxas": {"command": assembled.command, "version": version(ptxas)},
+            "disassembler": {"command": listing.command, "version": version(disassembler_path)},
         },
-        "resources": resources,
+        "resources": usage,
         "instructions": mix(instructions),
     }
     try:
@@ -429,8 +758,8 @@ def analyze(
     except UnknownArch as exc:
         result["occupancy"] = {"status": "unavailable", "reason": str(exc)}
     else:
-        shared = resources.get("shared_static_bytes", 0) + dynamic_shared_bytes
-        result["occupancy"] = theoretical(block_threads, resources["registers"], shared, limits)
+        shared = usage.get("shared_static_bytes", 0) + dynamic_shared_bytes
+        result["occupancy"] = theoretical(block_threads, usage["registers"], shared, limits)
     return result
 
 

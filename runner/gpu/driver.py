@@ -7,7 +7,26 @@ Every driver call goes through `check()`, which turns a failing return code into
 cuda-python is imported lazily (first use of `cu()`), so `--help`, `build` and `check`
 work on machines without a GPU or driver; numpy only where a numpy array is asked for, so a
 launch whose host data is bytes (`runner launch --no-service`) never imports it.
-"""
+
+`set_no_persisting_l2()`: the persisting-L2 limit of the current context, set to 0 once at setup
+and read back.
+
+An access-policy window can mark a kernel's data "persisting", which keeps it in the L2's
+set-aside part across launches, through a cold sample's flush. Resetting persisting lines
+before each launch (cuCtxResetPersistingL2Cache) is a host call, not a stream operation: it
+runs when the host reaches it, not in order with the launches queued before it, so it cannot
+sit between a queued launch and the next one's flush. With the limit at 0 there is no
+set-aside part, so no line persists across launches at all; the read-back is recorded
+(environment.persisting_l2) and the timing refuses a context whose read-back is not 0.
+
+`ModuleState`: the state a module keeps across launches, its `.global` variables, saved as loaded
+and restored.
+
+A kernel can keep a counter or a cache in a module-scope `.global` variable and so behave
+differently from one launch to the next (work on every k-th launch, return a result cached by
+the input's content). A snapshot of every such variable, taken right after the load and before
+any launch, lets cold mode put them back before each launch (device-to-device copies queued
+on the stream, outside any timing), so no launch sees what an earlier one left."""
 
 from __future__ import annotations
 
@@ -16,7 +35,7 @@ import time
 from dataclasses import dataclass
 
 from runner.errors import STICKY_ERRORS, CudaError, NoGpuError
-from runner.gpu import driver_start
+from runner.gpu import driver_start, ptx
 
 __all__ = [
     "STICKY_ERRORS",
@@ -28,10 +47,13 @@ __all__ = [
     "HostFlag",
     "KernelArgs",
     "Module",
+    "ModuleState",
     "NoGpuError",
     "Stream",
     "check",
     "cu",
+    "persisting_l2_bytes",
+    "set_no_persisting_l2",
 ]
 
 # Each command adds what to do instead (runner bench: harness run; runner run: ssh or the service).
@@ -418,3 +440,104 @@ class Graph:
             d.cuGraphExecDestroy(self.exec)
             d.cuGraphDestroy(self.graph)
             self.exec = None
+
+
+PERSISTING_L2_LIMIT = "CU_LIMIT_PERSISTING_L2_CACHE_SIZE"
+PERSISTING_L2_HOW = (
+    "cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0) once at context setup, read back with "
+    "cuCtxGetLimit: no L2 line persists across launches, so no per-launch host-side reset "
+    "(cuCtxResetPersistingL2Cache, outside stream order) is made"
+)
+
+
+def _persisting_l2_max_bytes(ctx: Context) -> int | None:
+    """The device's largest persisting set-aside (0: it has none, before sm_80), or None."""
+    try:
+        return ctx.attribute("MAX_PERSISTING_L2_CACHE_SIZE")
+    except (AttributeError, CudaError):
+        return None
+
+
+def set_no_persisting_l2(ctx: Context) -> dict:
+    """Set the current context's persisting-L2 limit to 0 and read it back.
+
+    {"limit_bytes": read back, "max_bytes": the device's maximum, "how": ...}, with "error"
+    where the driver refused the call (MPS fixes the limit at the server's start); a device
+    without a persisting L2 (max 0) records limit 0 and is not asked. A sticky error raises."""
+    d = cu()
+    max_bytes = _persisting_l2_max_bytes(ctx)
+    record: dict = {"limit_bytes": 0, "max_bytes": max_bytes, "how": PERSISTING_L2_HOW}
+    if max_bytes == 0:
+        record["how"] = "the device has no persisting L2 (its maximum set-aside is 0)"
+        return record
+    try:
+        check(
+            d.cuCtxSetLimit(getattr(d.CUlimit, PERSISTING_L2_LIMIT), 0),
+            f"cuCtxSetLimit({PERSISTING_L2_LIMIT}, 0)",
+        )
+    except CudaError as exc:
+        if exc.sticky:
+            raise
+        record["error"] = str(exc)
+    record["limit_bytes"] = persisting_l2_bytes()
+    return record
+
+
+def persisting_l2_bytes() -> int:
+    """The current context's persisting-L2 limit in bytes (cuCtxGetLimit)."""
+    d = cu()
+    return int(
+        check(
+            d.cuCtxGetLimit(getattr(d.CUlimit, PERSISTING_L2_LIMIT)),
+            f"cuCtxGetLimit({PERSISTING_L2_LIMIT})",
+        )
+    )
+
+
+class ModuleState:
+    """The `.global` variables of one loaded module and a device copy of each as loaded."""
+
+    def __init__(self, module: Module, names: list[str], stream: Stream):
+        """Saves every variable of `names`; one the driver does not find (a name the PTX
+        scan took for a variable that is not one) is listed in `missing` instead."""
+        self.label = module.label
+        self.variables: dict[str, Buffer] = {}
+        self.missing: list[str] = []
+        self._saved: list[tuple[Buffer, Buffer]] = []
+        try:
+            for name in names:
+                try:
+                    variable = module.global_variable(name)
+                except CudaError as exc:
+                    if exc.name != "CUDA_ERROR_NOT_FOUND":
+                        raise
+                    self.missing.append(name)
+                    continue
+                saved = Buffer(variable.nbytes)
+                saved.copy_from(variable, stream)
+                self.variables[name] = variable
+                self._saved.append((variable, saved))
+            stream.synchronize()  # the copies are taken before anything launches
+        except BaseException:
+            self.free()
+            raise
+
+    @classmethod
+    def of(cls, module: Module, text: str, stream: Stream) -> ModuleState | None:
+        """The state of `module` loaded from PTX `text`, or None when it declares no `.global`."""
+        names = list(ptx.module_globals(text))
+        return cls(module, names, stream) if names else None
+
+    @property
+    def nbytes(self) -> int:
+        return sum(v.nbytes for v in self.variables.values())
+
+    def restore(self, stream: Stream) -> None:
+        """Queue a copy of every variable's saved bytes back into it."""
+        for variable, saved in self._saved:
+            variable.copy_from(saved, stream)
+
+    def free(self) -> None:
+        for _, saved in self._saved:
+            saved.free()
+        self._saved.clear()

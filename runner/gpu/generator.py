@@ -30,7 +30,7 @@ import zlib
 
 import numpy as np
 
-from runner.definition.inputs import (
+from runner.definition.spec import (
     DISTRIBUTION_KINDS,
     DTYPES,
     Distribution,

@@ -288,7 +288,7 @@ def check_signature(
 def module_globals(text: str | bytes) -> dict[str, int | None]:
     """Every variable the module defines in the `.global` state space, with its declared size
     in bytes (None when a dimension is left open): state a kernel keeps from one launch to the
-    next, which cold mode restores before each launch (runner.gpu.module_state)."""
+    next, which cold mode restores before each launch (runner.gpu.driver.ModuleState)."""
     if isinstance(text, bytes | bytearray):
         text = bytes(text).decode("utf-8", errors="replace")
     found: dict[str, int | None] = {}

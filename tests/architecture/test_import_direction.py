@@ -50,14 +50,14 @@ RUNNER_MUST_NOT_IMPORT = {
 
 
 # runner's layers, lowest first (docs/architecture.md): a part imports only parts of the layers
-# below its own. cuda_bindings and cuda_programs are leaves (the driver's bindings; where NVIDIA's
-# programs are); explain reads those programs' output and knows no suite, so the definition (a
+# below its own. cuda_bindings is a leaf (the driver's bindings); explain finds NVIDIA's programs
+# and reads their output and knows no suite, so the definition (its toolchains find nvcc there; a
 # bundle records the static analysis) and the execution (--profile, --sanitize) both use it.
 # document is the one assembly of result documents, under both front ends (execution: the suite;
 # bench: the Python API), which stay apart; launch, the command lines and __main__ sit on top.
 RUNNER_LAYERS = [
     {"errors"},
-    {"cuda_bindings", "cuda_programs"},
+    {"cuda_bindings"},
     {"explain"},
     {"definition"},
     {"gpu"},

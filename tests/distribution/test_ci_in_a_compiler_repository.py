@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from runner import cuda_programs
+from runner.explain import static
 from tests.conftest import ROOT
 from tests.harness.test_ci_workflow import evaluate
 
@@ -184,7 +184,7 @@ def run_steps(workflow: dict, repo: Path, venv: Path, variables: dict) -> list:
 
 
 def test_the_workflow_installs_kernelgap_and_checks_the_teams_suite(tmp_path):
-    nvcc = cuda_programs.find("nvcc")
+    nvcc = static.find_program("nvcc")
     if nvcc is None:
         pytest.skip("no nvcc (pip install '.[nvcc]'): the fake compiler's back end")
     repo = compiler_repository(tmp_path / "mycompiler", nvcc)

@@ -137,7 +137,7 @@ def test_scipy_is_imported_only_where_a_significance_is_computed():
 
 
 def test_nvcc_and_ptxas_are_found_on_path_first_then_in_nvidias_wheels(monkeypatch, tmp_path):
-    from runner import cuda_programs
+    from runner.explain import static
 
     wheel_bin = tmp_path / "site" / "nvidia" / "cu13" / "bin"
     wheel_bin.mkdir(parents=True)
@@ -147,15 +147,15 @@ def test_nvcc_and_ptxas_are_found_on_path_first_then_in_nvidias_wheels(monkeypat
     (wheel_bin / "kg-not-executable").write_text("data")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    assert wheel_bin in cuda_programs.wheel_bin_dirs()
-    assert cuda_programs.find("ptxas") == str(wheel_bin / "ptxas")
-    assert cuda_programs.find("kg-not-executable") is None and cuda_programs.find("kg-no") is None
+    assert wheel_bin in static.wheel_bin_dirs()
+    assert static.find_program("ptxas") == str(wheel_bin / "ptxas")
+    assert static.find_program("kg-not-executable") is None and static.find_program("kg-no") is None
     on_path = tmp_path / "toolkit"
     on_path.mkdir()
     (on_path / "nvcc").write_text("#!/bin/sh\n")
     (on_path / "nvcc").chmod(0o755)
     monkeypatch.setenv("PATH", str(on_path))
-    assert cuda_programs.find("nvcc") == str(on_path / "nvcc")
+    assert static.find_program("nvcc") == str(on_path / "nvcc")
 
 
 def test_the_readmes_first_command_writes_under_an_ignored_folder():

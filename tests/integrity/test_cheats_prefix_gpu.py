@@ -1,5 +1,5 @@
 """GPU: the runner's internal kernel prefix (issue 30, items 7e and 8). The runner's own kernels
-are known by the function launched (runner.measurement.timing.own_launches), never by name:
+are known by the function launched (runner.measurement.timing.cupti), never by name:
 
 - PTX, honest: an entry named kg_scale_f64 times in cold mode by CUPTI like the same body named
   scale_f64 (it used to fail: 'CUPTI recorded 0 kernel(s)');

@@ -1,4 +1,4 @@
-"""protocol.strict_integers: jsonschema-rs refuses 30.0 where a schema asks for an integer, as
+"""protocol.validation: jsonschema-rs refuses 30.0 where a schema asks for an integer, as
 jsonschema (protocol.validation.jsonschema_validator) does, with the rule checked by the roots'
 walks instead of a call per integer.
 
@@ -19,17 +19,15 @@ import pytest
 
 from protocol import decode
 from protocol.errors import DocumentError
-from protocol.strict_integers import (
+from protocol.validation import (
     STRICT_INTEGER,
     STRICT_MEMBERS,
     StrictMembers,
-    strict_integers,
-)
-from protocol.validation import (
     errors,
     is_valid,
     jsonschema_validator,
     rs_validator,
+    strict_integers,
     validate,
     validator,
 )

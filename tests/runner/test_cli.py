@@ -153,15 +153,15 @@ def test_check_without_any_compiler_counts_skips_as_skips(monkeypatch, tmp_path,
     """A first `runner check` after `pip install .` on a machine with no CUDA toolkit, clang or
     warpforthc: every implementation is skipped and named with its reason, none is a failure,
     and the check passes unless --require-all."""
-    from runner import cuda_programs
     from runner.definition import manifest
     from runner.definition.toolchains import clang, command, nvcc
     from runner.execution.checking import check_suite
+    from runner.explain import static
 
     empty = tmp_path / "bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
-    monkeypatch.setattr(cuda_programs, "wheel_bin_dirs", lambda: [])
+    monkeypatch.setattr(static, "wheel_bin_dirs", lambda: [])
     for cached in (clang.program, clang.version, command.version, nvcc.version):
         if hasattr(cached, "cache_clear"):
             cached.cache_clear()

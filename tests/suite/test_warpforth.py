@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from runner import cuda_programs
 from runner.definition import manifest, toolchains
 from runner.execution.checking import assemble
 from runner.execution.suite import obtain_ptx
+from runner.explain import static
 from runner.gpu import ptx
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +52,7 @@ def test_forth_kernel_compiles_assembles_and_matches_the_manifest_signature(case
     assert (module.version, module.target) == ("6.0", "sm_70")
     ptx.check_signature(module, impl.entry, case.signature(), where=case_id)
     assert build["command"] == [shutil.which("warpforthc"), str(impl.source)]  # PTX on stdout
-    if cuda_programs.find("ptxas") is None:
+    if static.find_program("ptxas") is None:
         pytest.skip("ptxas is not on PATH: compiled and signature-checked, not assembled")
     assert assemble(text, ARCH) is None
 

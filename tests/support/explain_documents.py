@@ -19,7 +19,7 @@ from runner.execution import suite as case_job
 from runner.execution import suite as suite_module
 from runner.execution.isolation import WorkerOutcome
 from runner.execution.suite import BenchOptions, run_suite
-from runner.explain import tools
+from runner.explain import static
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = orjson.loads((ROOT / "tests/fixtures/result-1.2.0-h200-warpforth.json").read_bytes())
@@ -90,16 +90,16 @@ def bench_document(monkeypatch, tmp_path: Path, case_ids: tuple[str, ...], profi
         bin_dir = tmp_path / "bin"
         fake_ncu(bin_dir)
         monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-        finder = tools._pathfinder  # only ncu must come from PATH: the stand-in
+        finder = static._pathfinder  # only ncu must come from PATH: the stand-in
         monkeypatch.setattr(
-            tools, "_pathfinder", lambda name: None if name == "ncu" else finder(name)
+            static, "_pathfinder", lambda name: None if name == "ncu" else finder(name)
         )
-        tools.find.cache_clear()
+        static.find.cache_clear()
     try:
         doc, _ = run_suite(
             ROOT / "benchmarks/cases.toml",
             BenchOptions(case_ids=case_ids, quiet=True, profile=profile),
         )
     finally:
-        tools.find.cache_clear()
+        static.find.cache_clear()
     return doc

@@ -1,6 +1,6 @@
 """A stand-in for cupti-python (`from cupti import cupti`): activity buffers flushed on demand
 and driver-API callbacks for cuLaunchKernel, as runner.measurement.timing.cupti and
-runner.measurement.timing.own_launches use them. `launch(function, name, stream)` plays one
+runner.measurement.timing.cupti use them. `launch(function, name, stream)` plays one
 cuLaunchKernel: it calls the subscriber at API_ENTER when the callback is enabled, and queues
 a kernel record with the launch's correlation id."""
 

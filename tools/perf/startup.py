@@ -24,7 +24,7 @@ STEPS = {
         "_, c = d.cuDevicePrimaryCtxRetain(dev)\nd.cuCtxSetCurrent(c)"
     ),
     "bench worker: import + ready context": (
-        "import runner.execution.worker\nfrom runner.gpu import driver\ndriver.Context(0)"
+        "import runner.execution.isolation\nfrom runner.gpu import driver\ndriver.Context(0)"
     ),
     "one-shot launcher: import + ready context": (
         "import runner.launch.oneshot\nfrom runner.gpu import driver\ndriver.Context(0)"

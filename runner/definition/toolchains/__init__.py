@@ -20,9 +20,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner import cuda_programs
 from runner.definition.toolchains import clang, command, nvcc, nvrtc, prebuilt
 from runner.errors import BuildError, ToolchainMissing
+from runner.explain import static
 
 __all__ = [
     "TOOLCHAINS",
@@ -47,7 +47,7 @@ def cuda_roots() -> list[Path]:
     """
     given = [Path(os.environ[var]) for var in ("CUDA_PATH", "CUDA_HOME") if os.environ.get(var)]
     guessed = [Path("/usr/local/cuda")]
-    nvcc_path = cuda_programs.find("nvcc")
+    nvcc_path = static.find_program("nvcc")
     if nvcc_path:
         guessed.insert(0, Path(nvcc_path).resolve().parent.parent)
     guessed += sorted(Path("/usr/local").glob("cuda-*"), key=_version_key, reverse=True)

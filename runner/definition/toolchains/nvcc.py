@@ -12,10 +12,10 @@ FIXED_FLAGS = ["-O3", "-std=c++17"]
 
 
 def program(template: str | None = None) -> str:
-    from runner import cuda_programs
     from runner.definition.toolchains import ToolchainMissing
+    from runner.explain import static
 
-    path = cuda_programs.find("nvcc")
+    path = static.find_program("nvcc")
     if path is None:
         raise ToolchainMissing(
             "nvcc is not on PATH (install the CUDA toolkit or `pip install 'kernelgap[nvcc]'`, "

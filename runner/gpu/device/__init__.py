@@ -6,7 +6,7 @@ the SHA-256 of the source it was built from, its second the nvcc command. Rebuil
 
 Entries: kg_fill_random (device twin of runner/gpu/generator.py), kg_flush_l2, kg_spin, kg_compare,
 kg_poison_shared, kg_poison_heap and kg_free_heap (the gate's poisons of scratch), and
-kg_stream_read, kg_stream_write, kg_stream_copy (the device's bandwidth, runner.measurement.peaks).
+kg_stream_read, kg_stream_write, kg_stream_copy (the device's bandwidth, runner.measurement.environment).
 """
 
 from __future__ import annotations

@@ -419,7 +419,7 @@ extern "C" __global__ void kg_flush_l2(const kg_u64* buf, kg_u64 n_words, kg_u64
 
 // Stream kernels (after BabelStream): the device's read-only, write-only and copy bandwidth,
 // 16-byte accesses in a grid-stride loop over buffers several times the L2
-// (runner.measurement.peaks.measure_stream_bandwidth). The read's store is never taken.
+// (runner.measurement.environment.measure_stream_bandwidth). The read's store is never taken.
 extern "C" __global__ void kg_stream_read(const ulonglong2* buf, kg_u64 n_pairs, kg_u64* sink) {
     kg_u64 acc = 0;
     kg_u64 step = (kg_u64)gridDim.x * blockDim.x;

@@ -31,7 +31,7 @@ from runner.definition.spec import CaseSpec, Geometry
 from runner.gpu import driver, generator
 from runner.measurement.gate import correctness as gate
 from runner.measurement.gate import elements
-from runner.measurement.timing import own_launches
+from runner.measurement.timing import cupti
 
 # the accumulator's words (KG_CMP_* in kernels.cu)
 MISMATCHES, NONFINITE, MAX_ABS, MAX_REL, FIRST, FINITE_ABS, FINITE_REL, BITS_DIFFER = range(8)
@@ -50,7 +50,7 @@ class DeviceCompare:
         self.kernel = internal.module.kernel(
             "kg_compare", (internal.sm_count * 8, 1, 1), (BLOCK, 1, 1)
         )
-        own_launches.register([self.kernel.function])
+        cupti.register([self.kernel.function])
         self.acc = driver.Buffer(8 * WORDS)
 
     def compare(
@@ -78,7 +78,7 @@ class DeviceCompare:
             ]
         )
         if count:
-            with own_launches.launching():
+            with cupti.launching():
                 self.kernel.launch(self.stream, args)
         self.stream.synchronize()
         words = self.acc.download(np.uint64, WORDS)
@@ -87,7 +87,7 @@ class DeviceCompare:
         )
 
     def close(self) -> None:
-        own_launches.forget([self.kernel.function])
+        cupti.forget([self.kernel.function])
         self.acc.free()
 
 

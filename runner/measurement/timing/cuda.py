@@ -14,10 +14,10 @@ import os
 from dataclasses import dataclass, field
 
 from runner.errors import TimingError
-from runner.gpu import driver, l2_persistence
+from runner.gpu import driver
 from runner.gpu.driver import Graph
 from runner.measurement.gate.launch_audit import poison_of
-from runner.measurement.timing import own_launches
+from runner.measurement.timing import cupti
 from runner.measurement.timing.base import CopyTurns, copy_turn
 from runner.measurement.timing.cupti import span_s, union_s
 
@@ -57,10 +57,10 @@ class LaunchAuditHooks:
 class InternalKernels:
     """The runner's own kernels (runner/gpu/device/kernels.cu): generator, L2 flush, blocking spin.
 
-    Their functions are registered with own_launches and each launch is made inside
-    own_launches.launching(), so CUPTI windows leave their records out by the function launched.
+    Their functions are registered with cupti.register and each launch is made inside
+    cupti.launching(), so CUPTI windows leave their records out by the function launched.
     Made once per timing context, they set its persisting-L2 limit to 0 first (`persisting_l2`,
-    runner.gpu.l2_persistence), so no line outlives a cold launch's flush."""
+    runner.gpu.driver.set_no_persisting_l2), so no line outlives a cold launch's flush."""
 
     SPIN_TIMEOUT_NS = 10_000_000_000  # a blocker never outlives a dead host by more than this
     ENTRIES = (
@@ -77,7 +77,7 @@ class InternalKernels:
     def __init__(self, ctx: driver.Context):
         from runner.gpu.device import load_ptx
 
-        self.persisting_l2 = l2_persistence.set_none(ctx)
+        self.persisting_l2 = driver.set_no_persisting_l2(ctx)
         if self.persisting_l2["limit_bytes"] != 0:
             raise TimingError(
                 f"the persisting-L2 limit reads {self.persisting_l2['limit_bytes']} bytes after "
@@ -88,7 +88,7 @@ class InternalKernels:
         self._functions = [
             self.module.kernel(e, (1, 1, 1), (1, 1, 1)).function for e in self.ENTRIES
         ]
-        own_launches.register(self._functions)
+        cupti.register(self._functions)
         self.sm_count = ctx.attribute("MULTIPROCESSOR_COUNT")
         self.l2_bytes = ctx.attribute("L2_CACHE_SIZE")
         self._flush_buffer: driver.Buffer | None = None
@@ -106,7 +106,7 @@ class InternalKernels:
         grid = min(math.ceil(n / 256), self.sm_count * 16)
         kernel = self.module.kernel("kg_fill_random", (grid, 1, 1), (256, 1, 1))
         args = driver.KernelArgs([("ptr", buffer.ptr), *tail_args])
-        with own_launches.launching():
+        with cupti.launching():
             kernel.launch(stream, args)
 
     def flush_l2(self, stream: driver.Stream) -> None:
@@ -128,7 +128,7 @@ class InternalKernels:
                     ("ptr", self._flush_sink.ptr),
                 ]
             )
-        with own_launches.launching():
+        with cupti.launching():
             self._flush_kernel.launch(stream, self._flush_args)
 
     def poison_shared(self, stream: driver.Stream) -> None:
@@ -139,7 +139,7 @@ class InternalKernels:
         kernel = self.module.kernel(
             "kg_poison_shared", (self.sm_count * 8, 1, 1), (256, 1, 1), self.SHARED_POISON_BYTES
         )
-        with own_launches.launching():
+        with cupti.launching():
             kernel.launch(stream, driver.KernelArgs([("u32", words)]))
 
     def poison_heap(self, stream: driver.Stream) -> None:
@@ -167,7 +167,7 @@ class InternalKernels:
                 driver.KernelArgs([("ptr", heads.ptr)]),
             )
         _heads, poison, poison_args, free, free_args = self._heap
-        with own_launches.launching():
+        with cupti.launching():
             poison.launch(stream, poison_args)
             free.launch(stream, free_args)
 
@@ -188,7 +188,7 @@ class InternalKernels:
                 [("ptr", self._flag.device_ptr), ("u64", timeout_ns), ("ptr", self._status.ptr)]
             )
         self._flag.set(0)
-        with own_launches.launching():
+        with cupti.launching():
             self._spin.launch(stream, self._spin_args[timeout_ns])
 
     def blocker_timed_out(self) -> bool:
@@ -215,7 +215,7 @@ class InternalKernels:
         ):
             if thing is not None:
                 thing.free()
-        own_launches.forget(self._functions)
+        cupti.forget(self._functions)
         self.module.unload()
 
 
@@ -396,7 +396,7 @@ class CudaBackend(CudaBase):
 
     def reset(self, name: str) -> None:
         """Restore the inout buffers and the `.global` variables of the load of `name` that
-        its next launch takes (as loaded: runner.gpu.module_state)."""
+        its next launch takes (as loaded: runner.gpu.driver.ModuleState)."""
         for destination, pristine in self.resets:
             destination.copy_from(pristine, self.stream)
         states = self.audit.states.get(name) if self.audit is not None else None

@@ -7,7 +7,7 @@ This module owns the process's one CUPTI subscription (registration is process-w
 window over it: `begin()` before the timed work, `end()` after the work has finished, and the
 records of what ran on the window's stream in between. The runner's own kernels (the blocker,
 the flush, the generator) never count: they are told apart by the function each launch ran
-(runner.measurement.timing.own_launches), never by name, so a user's kernel named kg_* counts.
+(`register`, `launching`, `is_own`), never by name, so a user's kernel named kg_* counts.
 
 What a figure is, per timer and mode (docs/method.md, Timers):
 - cold: the duration of one launch, end - start of its record (the union of the intervals
@@ -18,24 +18,57 @@ What a figure is, per timer and mode (docs/method.md, Timers):
   events also includes, and leaves out the start event's latency to the first kernel and the
   end event after the last one. It does not read under the event figure, though: tracing puts
   a cost of its own on every launch, and short launches spread (docs/method/timers.md); hot
-  mode's default is graph replay between events (timer_choice).
-"""
+  mode's default is graph replay between events (`choose_timer`).
+
+The runner's own launches (generator, L2 flush, blocking spin) are told apart from the measured
+work by the function launched, never by a kernel's name: a user can name a kernel anything,
+kg_* included, and a kernel left out of CUPTI's records by its name is work nobody times.
+
+CUPTI's kernel records carry no function handle, but each carries the correlation id of the API
+call that launched it. While an activity window is open, the runner subscribes to CUPTI's driver-API callbacks; around each of its own launches
+(`launching()`) it turns on the callback for cuLaunchKernel, which notes the correlation id of a
+launch whose CUfunction is one of the runner's own module (`register`). A record with such a
+correlation id is the runner's; every other record counts, whatever its name. The callback is
+on only during the runner's own launches, so measured launches pay nothing for it; a launch
+another thread makes meanwhile is told apart by its function.
+
+`choose_timer()`: which timer reads a mode's samples, and why, the same rule for both front ends.
+Cold mode is timed by CUPTI's kernel timestamps: CUDA events add their own overhead to one
+short launch, which compresses cold gaps toward 1, so "auto" never falls back to events in cold
+mode: without a usable cupti-python the run is refused, naming the fix. Events in cold mode
+are only ever the user's explicit choice (`--timer events`, `timer="events"`,
+`--bench-timer events`), and that choice is warned about, recorded in every row
+(`timing.timer_reason`) and is a series of its own (harness.series: `cold-mean`, never
+`cold-mean/cupti`). Hot mode's "auto" is events (graph replay between events), since CUPTI's
+tracing costs every launch something. The figures: docs/method/timers.md."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from typing import ClassVar
 
-from runner.measurement.timing import own_launches
+from runner.errors import OwnLaunchError, TimerUnavailable
 
 __all__ = [
     "SPAN",
     "ActivityWindow",
+    "OwnLaunchError",
     "Record",
+    "TimerUnavailable",
+    "choose_timer",
+    "cold_events_warning",
+    "forget",
     "is_copy",
+    "is_own",
+    "launching",
     "now_ns",
+    "register",
     "span_s",
+    "subscribe",
     "unavailable_reason",
     "union_s",
+    "unsubscribe",
 ]
 
 # What a CUPTI figure is, in both modes and both front ends (a timing block's `cupti_span`):
@@ -96,7 +129,7 @@ def unavailable_reason() -> str | None:
         from cupti import cupti
     except Exception as exc:  # not installed, or its libcupti could not be loaded
         return f"cupti-python is not usable: {type(exc).__name__}: {exc}"
-    missing = own_launches.missing_api(cupti)
+    missing = missing_api(cupti)
     if missing:  # the runner's own launches could not be told apart from the measured ones
         return f"cupti-python lacks the callback API the runner needs ({', '.join(missing)})"
     return None
@@ -121,7 +154,7 @@ class _Collector:
     @classmethod
     def _completed(cls, activities) -> None:
         for a in activities:
-            if own_launches.is_own(getattr(a, "correlation_id", None)):
+            if is_own(getattr(a, "correlation_id", None)):
                 continue  # the runner's own kernel, known by the function it launched
             stream = getattr(a, "stream_id", None)
             cls.records.append((int(a.start), int(a.end), _name(a), stream))
@@ -158,7 +191,7 @@ class ActivityWindow:
         self.subscribed = False
         _Collector.register(cupti)
         try:
-            own_launches.subscribe()  # before any record: the runner's own launches are known
+            subscribe()  # before any record: the runner's own launches are known
             self.subscribed = True
             for kind in kinds:
                 cupti.activity_enable(kind)
@@ -177,7 +210,7 @@ class ActivityWindow:
 
     def end_records(self) -> list[Record]:
         """Every record that started since begin() (or has no timestamps yet: still running),
-        the runner's own launches left out (by the function launched, see own_launches)."""
+        the runner's own launches left out (by the function launched, see is_own)."""
         self.cupti.activity_flush_all(1)
         records = [r for r in _Collector.records if r[0] <= 0 or r[0] >= self.begun_ns]
         _Collector.records.clear()
@@ -198,5 +231,166 @@ class ActivityWindow:
         self.kinds = []
         _Collector.records.clear()
         if self.subscribed:
-            own_launches.unsubscribe()
+            unsubscribe()
             self.subscribed = False
+
+
+LAUNCH_APIS = ("cuLaunchKernel", "cuLaunchKernel_ptsz")
+
+
+class _State:
+    functions: ClassVar[set[int]] = (
+        set()
+    )  # CUfunction handles (as ints) of the runner's own kernels
+    correlation_ids: ClassVar[set[int]] = (
+        set()
+    )  # of own launches whose records have not arrived yet
+    noted = 0  # own launches the callback has seen, ever
+    subscriber = None
+    users = 0
+    cupti = None
+    cbids: tuple = ()
+    errors: ClassVar[list[str]] = []
+    lock = threading.Lock()
+
+
+def register(functions) -> None:
+    """The runner's own kernels (CUfunction handles, or anything int() turns into one)."""
+    _State.functions.update(int(f) for f in functions)
+
+
+def forget(functions) -> None:
+    _State.functions.difference_update(int(f) for f in functions)
+
+
+def is_own(correlation_id) -> bool:
+    """Whether a record with this correlation id came from one of the runner's own launches
+    (each id answers True once: a record is delivered once)."""
+    if correlation_id is None:
+        return False
+    cid = int(correlation_id)
+    with _State.lock:
+        if cid in _State.correlation_ids:
+            _State.correlation_ids.discard(cid)
+            return True
+    return False
+
+
+def _callback(userdata, domain, cbid, data) -> None:
+    cupti = _State.cupti
+    try:
+        if not hasattr(data, "function_params"):  # a raw pointer in some cupti-python releases
+            data = cupti.CallbackData.from_ptr(int(data))
+        if int(data.callback_site) != int(cupti.ApiCallbackSite.API_ENTER):
+            return
+        # cuLaunchKernel and its _ptsz twin share one parameter layout
+        params = cupti.CuLaunchKernelParams.from_ptr(int(data.function_params), owner=data)
+        if int(params.f) in _State.functions:
+            with _State.lock:
+                _State.correlation_ids.add(int(data.correlation_id))
+                _State.noted += 1
+    except BaseException as exc:  # never raise into the driver: report at the launch instead
+        _State.errors.append(f"{type(exc).__name__}: {exc}")
+
+
+def missing_api(cupti) -> list[str]:
+    """What of the callback API used here this cupti-python lacks (empty when nothing)."""
+    needed = ["subscribe", "unsubscribe", "enable_callback", "CallbackDomain", "ApiCallbackSite"]
+    needed += ["DriverApiTraceCbid", "CuLaunchKernelParams"]
+    missing = [name for name in needed if not hasattr(cupti, name)]
+    cbids = getattr(cupti, "DriverApiTraceCbid", None)
+    if cbids is not None:
+        missing += [f"DriverApiTraceCbid.{api}" for api in LAUNCH_APIS if not hasattr(cbids, api)]
+    return missing
+
+
+def subscribe() -> None:
+    """Subscribe to CUPTI's callbacks (once per process, counted: unsubscribe() as often)."""
+    if _State.users == 0:
+        from cupti import cupti
+
+        _State.cupti = cupti
+        _State.cbids = tuple(int(getattr(cupti.DriverApiTraceCbid, api)) for api in LAUNCH_APIS)
+        _State.subscriber = cupti.subscribe(_callback, None)
+    _State.users += 1
+
+
+def unsubscribe() -> None:
+    if _State.users == 0:
+        return
+    _State.users -= 1
+    if _State.users == 0 and _State.subscriber is not None:
+        _State.cupti.unsubscribe(_State.subscriber)
+        _State.subscriber = None
+        with _State.lock:
+            _State.correlation_ids.clear()
+
+
+def _enable(on: int) -> None:
+    cupti = _State.cupti
+    for cbid in _State.cbids:
+        cupti.enable_callback(on, _State.subscriber, cupti.CallbackDomain.DRIVER_API, cbid)
+
+
+@contextlib.contextmanager
+def launching():
+    """Around one of the runner's own launches: its correlation id is noted (no-op while no
+    window is open). OwnLaunchError when CUPTI did not report it, so its record would count."""
+    if _State.subscriber is None:
+        yield
+        return
+    before = _State.noted
+    _enable(1)
+    try:
+        yield
+    finally:
+        _enable(0)
+    if _State.noted == before:
+        said = f" (the callback said: {_State.errors[-1]})" if _State.errors else ""
+        raise OwnLaunchError(
+            "CUPTI's driver-API callback did not report the runner's own kernel launch, so its "
+            "activity record cannot be told apart from the measured kernels'" + said + "; time "
+            "with --timer events"
+        )
+
+
+# How each front end spells the explicit choice of events (for messages)
+EVENTS_CHOICE = (
+    '`--timer events` (runner bench), `TimingOptions(timer="events")` (runner.bench) or '
+    "`--bench-timer events` (pytest)"
+)
+COLD_EVENTS_COST = (
+    "CUDA events add their own overhead to one short cold launch (3 times CUPTI's figure for a "
+    "1 us kernel: docs/method/timers.md), which compresses cold gaps toward 1"
+)
+
+
+def choose_timer(timer: str, mode: str, cupti_reason: str | None) -> tuple[str, str]:
+    """(timer, why) for a `mode` measurement asked to use `timer` (auto, events or cupti) where
+    CUPTI is usable when `cupti_reason` is None (else it says why not).
+
+    Raises TimerUnavailable for cupti, or auto in cold mode, without CUPTI, naming the fix."""
+    if cupti_reason is not None and (timer == "cupti" or (timer == "auto" and mode == "cold")):
+        needs = "cold mode is" if timer == "auto" else "timer cupti was asked for:"
+        raise TimerUnavailable(
+            f"{needs} timed by CUPTI's kernel timestamps, and CUPTI cannot be used here "
+            f"({cupti_reason}). Install cupti-python (`pip install cupti-python`, the `cupti` "
+            "extra; `harness run --install` installs it on the GPU box), or choose CUDA events "
+            f"explicitly with {EVENTS_CHOICE}; in cold mode {COLD_EVENTS_COST}, and such "
+            "results are a series of their own"
+        )
+    if timer != "auto":
+        if mode == "cold" and timer == "events":
+            return timer, f"chosen: events in cold mode, asked for explicitly; {COLD_EVENTS_COST}"
+        return timer, f"chosen: {timer}, asked for explicitly"
+    if mode == "cold":
+        return "cupti", "auto: CUPTI's kernel timestamps in cold mode"
+    return "events", "auto: CUDA events (graph replay between events) in hot mode"
+
+
+def cold_events_warning(what: str) -> str:
+    """The stderr warning for an explicit choice of events in cold mode (`what` is timed)."""
+    return (
+        f"WARNING: {what} cold by CUDA events, as asked: {COLD_EVENTS_COST}; recorded in every "
+        "row (timing.timer_reason) and a series apart from CUPTI's"
+    )

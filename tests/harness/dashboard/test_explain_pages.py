@@ -11,13 +11,13 @@ import pytest
 from harness.dashboard import build_site
 from harness.dashboard.explain_pages import file_stem
 from harness.history.store import Store
-from runner.explain import tools
+from runner.explain import static
 from tests.support.explain_documents import bench_document
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    if tools.find("ptxas") is None or tools.find("cuobjdump") is None:
+    if static.find("ptxas") is None or static.find("cuobjdump") is None:
         pytest.skip("ptxas or cuobjdump is not installed (pip install -e '.[test]')")
     mp = pytest.MonkeyPatch()
     try:

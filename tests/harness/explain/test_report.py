@@ -19,7 +19,7 @@ from protocol.validation import validate
 from protocol.version import RESULT_SCHEMA_VERSION
 from runner.definition import manifest
 from runner.definition.bundle import write_bundle
-from runner.explain import tools
+from runner.explain import static
 from tests.support.explain_documents import bench_document
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -27,7 +27,7 @@ FIXTURES = ROOT / "tests" / "fixtures"
 
 
 def need_tools() -> None:
-    if tools.find("ptxas") is None or tools.find("cuobjdump") is None:
+    if static.find("ptxas") is None or static.find("cuobjdump") is None:
         pytest.skip("ptxas or cuobjdump is not installed (pip install -e '.[test]')")
 
 

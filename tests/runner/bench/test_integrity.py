@@ -199,20 +199,20 @@ def test_a_window_keeps_what_started_after_it_began_without_flushing_at_begin(mo
     """begin() takes a host stamp and does not flush; end_records() flushes once and keeps the
     records that started at or after the stamp (or have no timestamps yet), not the runner's
     own launches (known by their function: tests/runner/measurement/timing/test_own_launches.py)."""
-    from runner.measurement.timing import own_launches
+    from runner.measurement.timing import cupti
     from tests.support.fake_cupti import FakeCupti
 
     fake = FakeCupti(TS)
     monkeypatch.setitem(sys.modules, "cupti", types.SimpleNamespace(cupti=fake))
     monkeypatch.setattr(cupti._Collector, "registered", False)
     monkeypatch.setattr(cupti._Collector, "records", [])
-    monkeypatch.setattr(own_launches._State, "functions", {0xF00D})
+    monkeypatch.setattr(cupti._State, "functions", {0xF00D})
     window = cupti.ActivityWindow(1, 2)
     fake.launch(0xBEEF, K, start=900)  # before: a warm-up
     window.begin()
     assert fake.flushes == 0 and window.begun_ns == 1_000
     fake.launch(0xBEEF, K, start=1_200)  # the window's launch
-    with own_launches.launching():
+    with cupti.launching():
         fake.launch(0xF00D, "kg_flush_l2", start=1_100)  # the runner's own
     fake.launch(0xBEEF, K, start=0)  # still running when flushed: kept
     fake.pending[-1].end = 0

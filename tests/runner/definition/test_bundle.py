@@ -9,13 +9,13 @@ import sys
 import orjson
 import pytest
 
-from runner import cuda_programs
 from runner.definition import manifest
 from runner.definition.bundle import Bundle, write_bundle
 from runner.errors import BundleError
+from runner.explain import static
 from tests.conftest import ROOT
 
-pytestmark = pytest.mark.skipif(cuda_programs.find("nvcc") is None, reason="nvcc is not installed")
+pytestmark = pytest.mark.skipif(static.find_program("nvcc") is None, reason="nvcc is not installed")
 
 
 @pytest.fixture

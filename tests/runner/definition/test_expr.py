@@ -1,4 +1,4 @@
-"""Tests for runner.definition.expr: the safe evaluator of manifest expressions."""
+"""Tests for runner.definition.spec: the safe evaluator of manifest expressions."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from runner.definition.expr import MAX_EXPR_CHARS, evaluate, evaluate_int, names_used
+from runner.definition.spec import MAX_EXPR_CHARS, evaluate, evaluate_int, names_used
 from runner.errors import ExprError
 
 WHERE = "benchmarks/cases.toml: case axpy_f64: buffers[0].length"

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from runner import cuda_programs
 from runner.definition import manifest, toolchains
 from runner.definition.toolchains import (
     BuildError,
@@ -27,6 +26,7 @@ from runner.definition.toolchains import (
     nvrtc,
 )
 from runner.execution import checking
+from runner.explain import static
 from runner.gpu import ptx
 
 ARCH = "sm_90"
@@ -110,7 +110,7 @@ if "--no-output" not in args:
 
 def require(toolchain: str) -> None:
     """Skip the test, with the reason, when `toolchain`'s compiler is not installed here."""
-    if toolchain == "nvcc" and cuda_programs.find("nvcc") is None:
+    if toolchain == "nvcc" and static.find_program("nvcc") is None:
         pytest.skip("nvcc is not on PATH (install the CUDA toolkit)")
     if toolchain == "nvrtc":
         try:
@@ -126,7 +126,7 @@ def require(toolchain: str) -> None:
 
 def assemble(ptx_text: str, tmp_path: Path) -> None:
     """ptxas -arch=sm_90 on the PTX; fails the test with ptxas's message."""
-    ptxas = cuda_programs.find("ptxas")
+    ptxas = static.find_program("ptxas")
     if ptxas is None:
         pytest.skip("ptxas is not on PATH (install the CUDA toolkit)")
     src = tmp_path / "assembled.ptx"
@@ -539,7 +539,7 @@ params = [
     )
 
 
-@pytest.mark.skipif(cuda_programs.find("nvcc") is None, reason="nvcc is not installed")
+@pytest.mark.skipif(static.find_program("nvcc") is None, reason="nvcc is not installed")
 def test_nvcc_never_lets_a_path_reach_its_shell(tmp_path):
     # nvcc passes file names through a shell: a folder named like this once ran `touch`.
     folder = tmp_path / "a $(touch canary) `touch canary2`; b"

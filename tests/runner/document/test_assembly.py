@@ -401,7 +401,7 @@ def test_a_time_above_the_devices_bandwidth_fails_the_case_naming_both_figures()
     assert f"is above the device's measured (cuMemcpyDtoD copy) {measured:.0f} GB/s" in message
     assert "cuda:" not in message
     bound = doc["implementations"]["handptx"]["throughput"]["bound"]
-    # every access to the resident share of the footprint (runner.measurement.peaks.l2_allowance)
+    # every access to the resident share of the footprint (runner.measurement.environment.l2_allowance)
     allowed = GEOMETRY.bytes * min(1.0, 50 * 2**20 / big)
     assert bound["exceeded"] and bound["l2_allowance_bytes"] == pytest.approx(allowed)
     assert doc["implementations"]["cuda"]["throughput"]["bound"]["exceeded"] is False

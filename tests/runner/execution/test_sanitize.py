@@ -241,7 +241,7 @@ def test_a_clean_implementation_passes(tmp_path):
 
 
 def test_compute_sanitizer_is_found_in_cuda_home(tmp_path, monkeypatch):
-    from runner.explain import tools
+    from runner.explain import static
 
     (tmp_path / "bin").mkdir()
     program = tmp_path / "bin" / "compute-sanitizer"
@@ -249,19 +249,19 @@ def test_compute_sanitizer_is_found_in_cuda_home(tmp_path, monkeypatch):
     program.chmod(0o755)
     monkeypatch.setenv("CUDA_HOME", str(tmp_path))
     monkeypatch.setenv("PATH", os.defpath if "compute-sanitizer" not in os.defpath else "")
-    monkeypatch.setattr(tools, "_pathfinder", lambda name: None)
-    tools.find.cache_clear()
+    monkeypatch.setattr(static, "_pathfinder", lambda name: None)
+    static.find.cache_clear()
     try:
-        assert tools.find("compute-sanitizer") == str(program)
+        assert static.find("compute-sanitizer") == str(program)
     finally:
-        tools.find.cache_clear()
+        static.find.cache_clear()
 
 
 def test_check_refuses_out_without_sanitize_and_names_a_missing_sanitizer(monkeypatch):
     from click.testing import CliRunner
 
     from runner.cli import main
-    from runner.explain import tools
+    from runner.explain import static
 
     done = CliRunner().invoke(main, ["check", "benchmarks/cases.toml", "-o", "x.json"])
     assert done.exit_code == 2 and "it needs --sanitize" in done.output
@@ -269,7 +269,7 @@ def test_check_refuses_out_without_sanitize_and_names_a_missing_sanitizer(monkey
         main, ["check", "benchmarks/cases.toml", "--sanitize", "--sanitize-tools", "leak"]
     )
     assert done.exit_code == 2 and "--sanitize-tools: leak is not" in done.output
-    monkeypatch.setattr(tools, "find", lambda name: None)
+    monkeypatch.setattr(static, "find", lambda name: None)
     done = CliRunner().invoke(main, ["check", "benchmarks/cases.toml", "--sanitize"])
     assert done.exit_code == 2
     assert "compute-sanitizer not found: install the CUDA toolkit" in done.output
@@ -312,7 +312,7 @@ def test_runner_check_sanitize_end_to_end_with_a_stand_in(tmp_path, monkeypatch)
     from click.testing import CliRunner
 
     from runner.cli import main
-    from runner.explain import tools
+    from runner.explain import static
     from runner.gpu import driver
 
     if shutil.which("nvcc") is None:
@@ -348,11 +348,11 @@ def test_runner_check_sanitize_end_to_end_with_a_stand_in(tmp_path, monkeypatch)
             return False
 
     monkeypatch.setattr(
-        tools,
+        static,
         "find",
         lambda name: str(script) if name == "compute-sanitizer" else shutil.which(name),
     )
-    monkeypatch.setattr(tools, "version", lambda path: "Version 2025.3.0.0 (stand-in)")
+    monkeypatch.setattr(static, "version", lambda path: "Version 2025.3.0.0 (stand-in)")
     monkeypatch.setattr(driver, "Context", NoContext)
     out = tmp_path / "sanitize.json"
     suite = "tests/sanitize/cases.toml"

@@ -25,9 +25,9 @@ SUITE = ROOT / "tests" / "sanitize" / "cases.toml"
 
 
 def _sanitize(cases, tmp_path, *extra, timeout_s=1800):
-    from runner.explain import tools
+    from runner.explain import static
 
-    if tools.find("compute-sanitizer") is None:
+    if static.find("compute-sanitizer") is None:
         pytest.skip("compute-sanitizer is not installed here (it comes with the CUDA toolkit)")
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH (the sanitize suite's kernels are CUDA C++)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.explain import ptxas_resources, sass, static
+from runner.explain import static
 
 PTXAS_13 = """\
 ptxas info    : 0 bytes gmem
@@ -80,7 +80,7 @@ k:
 
 
 def test_ptxas_13_resources_with_shared_memory_and_barriers():
-    assert ptxas_resources.resources(PTXAS_13, "attention_f32_naive") == {
+    assert static.resources(PTXAS_13, "attention_f32_naive") == {
         "stack_bytes": 0,
         "spill_store_bytes": 0,
         "spill_load_bytes": 0,
@@ -91,7 +91,7 @@ def test_ptxas_13_resources_with_shared_memory_and_barriers():
 
 
 def test_older_ptxas_logs_with_spills_and_constant_banks_per_function():
-    found = ptxas_resources.parse(PTXAS_11)
+    found = static.parse_resources(PTXAS_11)
     assert found["k"] == {
         "stack_bytes": 48,
         "spill_store_bytes": 40,
@@ -102,12 +102,12 @@ def test_older_ptxas_logs_with_spills_and_constant_banks_per_function():
         "constant_bytes": {"bank0": 380, "bank2": 8},
     }
     assert found["other"]["registers"] == 8
-    with pytest.raises(ptxas_resources.AssemblyError, match="no resource usage for entry 'nope'"):
-        ptxas_resources.resources(PTXAS_11, "nope")
+    with pytest.raises(static.AssemblyError, match="no resource usage for entry 'nope'"):
+        static.resources(PTXAS_11, "nope")
 
 
 def test_cuobjdump_listing_per_function_with_guards_and_targets():
-    functions = sass.parse(CUOBJDUMP)
+    functions = static.parse_listing(CUOBJDUMP)
     assert list(functions) == ["k", "j"] and [i.opcode for i in functions["j"]] == ["EXIT"]
     k = functions["k"]
     assert len(k) == 13 and k[1].opcode == "LDG.E.64.CONSTANT" and k[1].base == "LDG"
@@ -117,15 +117,15 @@ def test_cuobjdump_listing_per_function_with_guards_and_targets():
 
 
 def test_nvdisasm_labels_resolve_to_the_same_instructions():
-    via_labels = sass.parse(NVDISASM)["k"]
-    via_addresses = sass.parse(CUOBJDUMP)["k"]
+    via_labels = static.parse_listing(NVDISASM)["k"]
+    via_addresses = static.parse_listing(CUOBJDUMP)["k"]
     assert [(i.address, i.opcode, i.guard, i.target) for i in via_labels] == [
         (i.address, i.opcode, i.guard, i.target) for i in via_addresses
     ]
 
 
 def test_classes_widths_qualifiers_and_the_padding_left_out():
-    mix = static.mix(sass.parse(CUOBJDUMP)["k"])
+    mix = static.mix(static.parse_listing(CUOBJDUMP)["k"])
     assert mix["total"] == 11  # 13 less the NOP and the trailing BRA to itself
     c = mix["classes"]
     assert (c["global_load"], c["generic_load"], c["shared_load"], c["global_store"]) == (
@@ -144,7 +144,7 @@ def test_classes_widths_qualifiers_and_the_padding_left_out():
 
 
 def test_loops_nest_and_the_inner_one_is_innermost():
-    found = static.loops(sass.parse(CUOBJDUMP)["k"])
+    found = static.loops(static.parse_listing(CUOBJDUMP)["k"])
     spans = [(lp["start"], lp["end"], lp["innermost"]) for lp in found]
     assert spans == [(0x10, 0x80, False), (0x20, 0x40, True)]
     inner = found[1]

@@ -14,7 +14,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from protocol.validation import validator
-from runner.explain import profiling, tools
+from runner.explain import profiling, static
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLES = ROOT / "tests" / "fixtures" / "ncu"
@@ -114,10 +114,10 @@ def fake_ncu(tmp_path, monkeypatch):
     program.chmod(program.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_NCU_ARGS", str(tmp_path / "args.txt"))
-    monkeypatch.setattr(tools, "_pathfinder", lambda name: None)
-    tools.find.cache_clear()
+    monkeypatch.setattr(static, "_pathfinder", lambda name: None)
+    static.find.cache_clear()
     yield tmp_path
-    tools.find.cache_clear()
+    static.find.cache_clear()
 
 
 def profile(monkeypatch, sample_name: str, status: int = 0) -> dict:
@@ -151,9 +151,13 @@ def test_ncu_that_fails_leaves_a_failed_block_with_its_words(fake_ncu, monkeypat
 
 
 def test_without_ncu_the_block_says_how_to_get_it(monkeypatch):
-    monkeypatch.setattr(tools, "find", lambda name: None)
+    monkeypatch.setattr(static, "find", lambda name: None)
     block = profiling.profile_impl(ROOT / "x.toml", "c", "i", "e", ".ptx")
-    assert block == {"status": "unavailable", "profiled": True, "reason": tools.INSTALL_HINT["ncu"]}
+    assert block == {
+        "status": "unavailable",
+        "profiled": True,
+        "reason": static.INSTALL_HINT["ncu"],
+    }
 
 
 def test_profile_case_profiles_every_built_implementation_until_the_budget(monkeypatch):

@@ -13,7 +13,7 @@ import pytest
 
 from runner.definition import manifest, toolchains
 from runner.execution import profile_launch
-from runner.explain import profiling, tools
+from runner.explain import profiling, static
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[3]
@@ -66,8 +66,8 @@ def test_the_tools_program_launches_once_as_a_module_below_the_command_line(tmp_
 
 
 def test_ncu_profiles_one_launch_with_plausible_counters():
-    if tools.find("ncu") is None:
-        pytest.skip(f"ncu is not installed: {tools.INSTALL_HINT['ncu']}")
+    if static.find("ncu") is None:
+        pytest.skip(f"ncu is not installed: {static.INSTALL_HINT['ncu']}")
     block = profiling.profile_impl(
         SUITE, "polynomial_f64", "cuda", "polynomial_f64", cuda_ptx("polynomial_f64")
     )

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from runner.definition import manifest, toolchains
-from runner.explain import ptxas_resources, sass, static, tools
+from runner.explain import static
 
 ROOT = Path(__file__).resolve().parents[3]
 SUITE = ROOT / "benchmarks" / "cases.toml"
@@ -23,9 +23,9 @@ CASE = "polynomial_f64"
 
 
 def need_tools() -> None:
-    if tools.find("ptxas") is None:
+    if static.find("ptxas") is None:
         pytest.skip("ptxas is not installed (the CUDA toolkit)")
-    if tools.find("cuobjdump") is None:
+    if static.find("cuobjdump") is None:
         pytest.skip("cuobjdump is not installed: pip install -e '.[test]' brings its wheel")
 
 
@@ -51,13 +51,13 @@ def tool_output(ptx_text: str, tmp_path: Path, name: str) -> tuple[str, str]:
     src, cubin = tmp_path / f"{name}.ptx", tmp_path / f"{name}.cubin"
     src.write_text(ptx_text.rstrip("\0"))
     log = subprocess.run(
-        [tools.find("ptxas"), "-v", f"-arch={ARCH}", str(src), "-o", str(cubin)],
+        [static.find("ptxas"), "-v", f"-arch={ARCH}", str(src), "-o", str(cubin)],
         capture_output=True,
         text=True,
         check=True,
     )
     listing = subprocess.run(
-        [tools.find("cuobjdump"), "-sass", str(cubin)], capture_output=True, text=True, check=True
+        [static.find("cuobjdump"), "-sass", str(cubin)], capture_output=True, text=True, check=True
     )
     return log.stdout + log.stderr, listing.stdout
 
@@ -132,16 +132,16 @@ def test_one_more_f_plus_shows_one_more_dadd(ptx, tmp_path):
 
 
 def test_nvdisasm_and_cuobjdump_give_the_same_instructions(ptx, tmp_path):
-    if tools.find("nvdisasm") is None:
+    if static.find("nvdisasm") is None:
         pytest.skip("nvdisasm is not installed: pip install -e '.[test]' brings its wheel")
-    assembled = ptxas_resources.assemble(ptx["warpforth"], ARCH)
-    via_cuobjdump = sass.function(sass.disassemble(assembled.cubin), CASE)
+    assembled = static.assemble(ptx["warpforth"], ARCH)
+    via_cuobjdump = static.function(static.disassemble(assembled.cubin), CASE)
     cubin = tmp_path / "module.cubin"
     cubin.write_bytes(assembled.cubin)
     listing = subprocess.run(
-        [tools.find("nvdisasm"), "-c", str(cubin)], capture_output=True, text=True, check=True
+        [static.find("nvdisasm"), "-c", str(cubin)], capture_output=True, text=True, check=True
     )
-    via_nvdisasm = sass.parse(listing.stdout)[CASE]
+    via_nvdisasm = static.parse_listing(listing.stdout)[CASE]
     assert [(i.address, i.opcode, i.guard, i.target) for i in via_cuobjdump] == [
         (i.address, i.opcode, i.guard, i.target) for i in via_nvdisasm
     ]
@@ -149,8 +149,8 @@ def test_nvdisasm_and_cuobjdump_give_the_same_instructions(ptx, tmp_path):
 
 
 def test_a_missing_disassembler_is_reported_with_how_to_install(monkeypatch, ptx):
-    monkeypatch.setattr(tools, "disassembler", lambda: (_ for _ in ()).throw(
-        tools.ToolMissing("neither cuobjdump nor nvdisasm was found: pip install -e '.[explain]'")
+    monkeypatch.setattr(static, "disassembler", lambda: (_ for _ in ()).throw(
+        static.ToolMissing("neither cuobjdump nor nvdisasm was found: pip install -e '.[explain]'")
     ))  # fmt: skip
     result = static.analyze(ptx["cuda"], CASE, ARCH, 256)
     assert result == {
@@ -168,17 +168,16 @@ def test_ptx_that_ptxas_refuses_is_a_failed_analysis_with_its_message():
 def test_the_wheels_tools_are_found_without_cuda_pathfinder(monkeypatch):
     """cuda-python 12.6.x (the floor) has no cuda.pathfinder: ptxas, cuobjdump and nvdisasm from
     NVIDIA's wheels are still found, through the wheels' bin/ folders."""
-    from runner import cuda_programs
-    from runner.explain import tools
+    from runner.explain import static
 
-    if not cuda_programs.wheel_bin_dirs():
+    if not static.wheel_bin_dirs():
         pytest.skip("NVIDIA's CUDA wheels are not installed here (the test extra brings them)")
-    monkeypatch.setattr(tools, "_pathfinder", lambda name: None)
+    monkeypatch.setattr(static, "_pathfinder", lambda name: None)
     monkeypatch.setenv("PATH", "/nonexistent")
-    tools.find.cache_clear()
+    static.find.cache_clear()
     try:
         for name in ("ptxas", "cuobjdump", "nvdisasm"):
-            found = tools.find(name)
-            assert found is not None and Path(found).parent in cuda_programs.wheel_bin_dirs(), name
+            found = static.find(name)
+            assert found is not None and Path(found).parent in static.wheel_bin_dirs(), name
     finally:
-        tools.find.cache_clear()
+        static.find.cache_clear()

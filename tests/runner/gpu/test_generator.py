@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import runner.gpu.device as device
-from runner import cuda_programs
+from runner.explain import static
 from runner.gpu import generator
 from runner.gpu.generator import Distribution, generate, launch_args, stream_id
 
@@ -316,7 +316,7 @@ HOST_BUILDS = {
 @pytest.fixture(scope="module", params=list(HOST_BUILDS))
 def host_fill(request, tmp_path_factory):
     compiler = request.param
-    program = cuda_programs.find(compiler) if compiler == "nvcc" else shutil.which(compiler)
+    program = static.find_program(compiler) if compiler == "nvcc" else shutil.which(compiler)
     if program is None:
         pytest.skip(f"{compiler} not on PATH: cannot build the CUDA generator as host code")
     build = tmp_path_factory.mktemp(f"host_{compiler.replace('+', 'x')}")
@@ -438,7 +438,7 @@ def test_committed_ptx_entries_and_parameter_sizes():
 
 
 def test_committed_ptx_assembles_for_sm_90(tmp_path):
-    ptxas = cuda_programs.find("ptxas")
+    ptxas = static.find_program("ptxas")
     if ptxas is None:
         pytest.skip("ptxas not on PATH (CUDA toolkit absent): cannot assemble kernels.ptx")
     command = [ptxas, "-arch=sm_90", str(device.KERNELS_PTX), "-o", str(tmp_path / "k.cubin")]
@@ -470,7 +470,7 @@ def device_copy(tmp_path, monkeypatch):
 
 
 def test_regenerate_reproduces_the_committed_ptx(device_copy):
-    nvcc = cuda_programs.find("nvcc")
+    nvcc = static.find_program("nvcc")
     if nvcc is None:
         pytest.skip("nvcc not on PATH (CUDA toolkit absent): cannot regenerate kernels.ptx")
     committed = device.KERNELS_PTX.read_text()

@@ -8,7 +8,7 @@ import types
 
 import pytest
 
-from runner.gpu import driver, l2_persistence
+from runner.gpu import driver
 from runner.measurement.timing import cuda
 from tests.conftest import ROOT
 from tests.runner.bench import test_api as test_bench_api
@@ -61,7 +61,7 @@ def fake_driver(monkeypatch):
 
 def test_the_limit_is_set_to_zero_and_the_read_back_is_recorded(fake_driver):
     fake = fake_driver()
-    record = l2_persistence.set_none(fake_context(78 << 20))
+    record = driver.set_no_persisting_l2(fake_context(78 << 20))
     assert fake.calls == [("set", "persisting", 0), ("get", "persisting")]
     assert record["limit_bytes"] == 0 and record["max_bytes"] == 78 << 20
     assert "cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0)" in record["how"]
@@ -70,7 +70,7 @@ def test_the_limit_is_set_to_zero_and_the_read_back_is_recorded(fake_driver):
 
 def test_a_refused_set_is_recorded_with_what_the_limit_reads(fake_driver):
     fake = fake_driver(refuse=True)  # MPS fixes the limit at the server's start
-    record = l2_persistence.set_none(fake_context(78 << 20))
+    record = driver.set_no_persisting_l2(fake_context(78 << 20))
     assert record["limit_bytes"] == 4 << 20
     assert record["error"].startswith("cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0): ")
     assert fake.calls[-1] == ("get", "persisting")
@@ -78,7 +78,7 @@ def test_a_refused_set_is_recorded_with_what_the_limit_reads(fake_driver):
 
 def test_a_device_without_a_persisting_l2_is_not_asked(fake_driver):
     fake = fake_driver()
-    record = l2_persistence.set_none(fake_context(0))
+    record = driver.set_no_persisting_l2(fake_context(0))
     assert fake.calls == [] and record["limit_bytes"] == 0 and record["max_bytes"] == 0
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from runner.gpu import driver, module_state, ptx
+from runner.gpu import driver, ptx
 from runner.measurement.timing import cuda
 from runner.measurement.timing.base import copy_turn
 
@@ -116,7 +116,7 @@ def fake_cu(monkeypatch):
 
 
 def test_the_state_as_loaded_is_put_back_by_restore(fake_cu):
-    state = module_state.ModuleState(FakeModule(), ["counts", "key"], FakeStream())
+    state = driver.ModuleState(FakeModule(), ["counts", "key"], FakeStream())
     assert state.nbytes == 24 and list(state.variables) == ["counts", "key"]
     counts_ptr = fake_cu.globals["counts"][0]
     fake_cu._write(counts_ptr, b"\x07" * 16)  # launches counted, a cache filled
@@ -128,8 +128,8 @@ def test_the_state_as_loaded_is_put_back_by_restore(fake_cu):
 
 def test_a_module_without_globals_has_no_state_and_a_name_not_found_is_listed(fake_cu):
     text = ".version 8.7\n.target sm_90\n.visible .entry k()\n{\n ret;\n}\n"
-    assert module_state.ModuleState.of(FakeModule(), text, FakeStream()) is None
-    state = module_state.ModuleState(FakeModule(), ["key", "missing"], FakeStream())
+    assert driver.ModuleState.of(FakeModule(), text, FakeStream()) is None
+    state = driver.ModuleState(FakeModule(), ["key", "missing"], FakeStream())
     assert list(state.variables) == ["key"] and state.missing == ["missing"]
     with pytest.raises(driver.CudaError, match=r"cuModuleGetGlobal\(case/cand: missing\)"):
         FakeModule().global_variable("missing")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from runner import cuda_programs
 from runner.errors import PtxError, SignatureError
+from runner.explain import static
 from runner.gpu.ptx import KIND_BYTES, check_signature, describe, parse
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "ptx"
@@ -67,7 +67,7 @@ CLANG_STYLE = """
 
 def nvcc_ptx(tmp_path: Path) -> str:
     """PTX that the real nvcc emits for CUDA_SOURCE (sm_90, -O3)."""
-    nvcc = cuda_programs.find("nvcc")
+    nvcc = static.find_program("nvcc")
     if nvcc is None:
         pytest.skip("nvcc not found on PATH (install the CUDA toolkit to run this test)")
     source = tmp_path / "kernels.cu"
@@ -365,7 +365,7 @@ def test_check_signature_rejects_unknown_kind():
 
 
 def test_ptxas_assembles_legacy_fixture(tmp_path):
-    ptxas = cuda_programs.find("ptxas")
+    ptxas = static.find_program("ptxas")
     if ptxas is None:
         pytest.skip("ptxas not found on PATH (install the CUDA toolkit to run this test)")
     # Only the plain file: ptxas (13.0) stops at a trailing NUL ("Unexpected EOF"); the driver's

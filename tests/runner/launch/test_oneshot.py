@@ -15,7 +15,7 @@ import pytest
 
 from protocol import decode, encode, validate
 from protocol.validation import errors
-from runner import cuda_programs
+from runner.explain import static
 from runner.launch import oneshot
 from runner.launch.oneshot import RequestError
 from tests.conftest import gpu_unavailable_reason
@@ -371,7 +371,7 @@ def test_integer_extremes_are_exact():
 
 @pytest.mark.parametrize("name", ["axpy", "oob", "spin"])
 def test_embedded_ptx_assembles(name, tmp_path):
-    ptxas = cuda_programs.find("ptxas")
+    ptxas = static.find_program("ptxas")
     if ptxas is None:
         pytest.skip("ptxas not found on PATH (install the CUDA toolkit to run this test)")
     source = tmp_path / f"{name}.ptx"
@@ -544,7 +544,7 @@ def test_hanging_kernel_times_out():
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(cuda_programs.find("nvcc") is None, reason="nvcc is not installed")
+@pytest.mark.skipif(static.find_program("nvcc") is None, reason="nvcc is not installed")
 def test_kernel_printf_never_reaches_the_json_answer(tmp_path):
     source = tmp_path / "hello.cu"
     source.write_text(

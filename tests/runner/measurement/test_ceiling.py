@@ -1,4 +1,4 @@
-"""The physically sound rate ceiling (issue 30, item 8; runner.measurement.peaks): bandwidth by
+"""The physically sound rate ceiling (issue 30, item 8; runner.measurement.environment): bandwidth by
 kind of access from the runner's stream kernels, an allowance of the L2's size, a margin; on the
 CPU with figures of the size the H200 gives."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.measurement import peaks as ceiling
+from runner.measurement import environment as ceiling
 
 L2 = 50 * 2**20
 STREAM = {

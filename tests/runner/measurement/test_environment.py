@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from runner.definition import provenance
+from runner.definition import bundle
 from runner.measurement import environment
-from runner.measurement import peaks as peak_figures
+from runner.measurement import environment as peak_figures
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -215,10 +215,10 @@ def test_git_commit_reports_head_and_dirtiness(tmp_path):
     git(tmp_path, "commit", "-q", "-m", "suite")
     sha = git(tmp_path, "rev-parse", "HEAD").strip()
     assert re.fullmatch(r"[0-9a-f]{40}", sha)
-    assert provenance.git_commit(suite) == {"commit": sha, "dirty": False}
+    assert bundle.git_commit(suite) == {"commit": sha, "dirty": False}
     suite.write_text("version = 2\n")
-    assert provenance.git_commit(suite) == {"commit": sha, "dirty": True}
-    assert provenance.git_commit(tmp_path) == {"commit": sha, "dirty": True}
+    assert bundle.git_commit(suite) == {"commit": sha, "dirty": True}
+    assert bundle.git_commit(tmp_path) == {"commit": sha, "dirty": True}
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -226,8 +226,8 @@ def test_git_commit_outside_a_checkout_is_unknown(tmp_path, monkeypatch):
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
     suite = tmp_path / "cases.toml"
     suite.write_text("version = 1\n")
-    assert provenance.git_commit(suite) == {"commit": None, "dirty": None}
-    assert provenance.git_commit(tmp_path / "missing" / "cases.toml") == {
+    assert bundle.git_commit(suite) == {"commit": None, "dirty": None}
+    assert bundle.git_commit(tmp_path / "missing" / "cases.toml") == {
         "commit": None,
         "dirty": None,
     }
@@ -276,7 +276,7 @@ def test_nominal_peaks_drops_an_implausible_memory_bandwidth():
 
 
 def test_utc_now_is_iso8601_utc_with_microseconds():
-    stamp = provenance.utc_now()
+    stamp = bundle.utc_now()
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", stamp)
     parsed = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
     assert abs((datetime.now(UTC) - parsed).total_seconds()) < 60

@@ -1,6 +1,6 @@
 """A shared GPU is noticed: other compute contexts, MPS, MIG or a vGPU, read through NVML when
 none of the run's own workers holds a context, recorded in the document and refused by a trusted
-ingest (runner.measurement.sharing, harness.running.trust)."""
+ingest (runner.measurement.environment, harness.running.trust)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from harness.errors import TrustError
 from harness.running.trust import Canon, check
 from protocol.validation import validate
-from runner.measurement import sharing
+from runner.measurement import environment
 from tests.support.harness_docs import small_run
 
 
@@ -34,12 +34,14 @@ def fake_nvml(monkeypatch, pids=(), mig=0, virtualization=0, compute_mode=0, fai
     if fail:
         module.nvmlInit = fail
     monkeypatch.setitem(sys.modules, "pynvml", module)
-    monkeypatch.setattr(sharing, "_mps_running", lambda: False)
+    monkeypatch.setattr(environment, "_mps_running", lambda: False)
 
 
 def test_a_gpu_of_its_own_is_not_shared(monkeypatch):
     fake_nvml(monkeypatch)
-    found = sharing.verdict([sharing.observe("GPU-x"), sharing.observe("GPU-x")])
+    found = environment.sharing_verdict(
+        [environment.observe_sharing("GPU-x"), environment.observe_sharing("GPU-x")]
+    )
     assert found["checked"] and found["shared"] is False and found["other_pids"] == []
 
 
@@ -47,9 +49,9 @@ def test_the_reading_processs_own_context_is_not_another_process(monkeypatch):
     """A process that made a context before the run (pytest after other GPU tests, a Python API
     caller) lists itself: it is not sharing the GPU with itself; a second pid still is."""
     fake_nvml(monkeypatch, pids=(os.getpid(),))
-    assert sharing.verdict([sharing.observe()])["shared"] is False
+    assert environment.sharing_verdict([environment.observe_sharing()])["shared"] is False
     fake_nvml(monkeypatch, pids=(os.getpid(), os.getpid() + 1))
-    found = sharing.verdict([sharing.observe()])
+    found = environment.sharing_verdict([environment.observe_sharing()])
     assert found["shared"] is True and found["other_pids"] == [os.getpid() + 1]
 
 
@@ -63,14 +65,14 @@ def test_the_reading_processs_own_context_is_not_another_process(monkeypatch):
 )
 def test_other_contexts_mig_and_vgpu_are_named(monkeypatch, settings, words):
     fake_nvml(monkeypatch, **settings)
-    found = sharing.verdict([sharing.observe("GPU-x")])
+    found = environment.sharing_verdict([environment.observe_sharing("GPU-x")])
     assert found["shared"] is True and words in found["why"]
 
 
 def test_mps_is_named(monkeypatch):
     fake_nvml(monkeypatch)
-    monkeypatch.setattr(sharing, "_mps_running", lambda: True)
-    assert "MPS" in sharing.verdict([sharing.observe()])["why"]
+    monkeypatch.setattr(environment, "_mps_running", lambda: True)
+    assert "MPS" in environment.sharing_verdict([environment.observe_sharing()])["why"]
 
 
 def test_without_nvml_the_verdict_says_the_check_was_not_made(monkeypatch):
@@ -78,7 +80,7 @@ def test_without_nvml_the_verdict_says_the_check_was_not_made(monkeypatch):
         raise RuntimeError("no driver")
 
     fake_nvml(monkeypatch, fail=broken)
-    found = sharing.verdict([sharing.observe()])
+    found = environment.sharing_verdict([environment.observe_sharing()])
     assert found == {"checked": False, "shared": None, "why": found["why"]}
     assert "NVML could not be read: RuntimeError: no driver" in found["why"]
 
@@ -86,7 +88,9 @@ def test_without_nvml_the_verdict_says_the_check_was_not_made(monkeypatch):
 def test_a_shared_run_is_recorded_and_refused_for_the_canonical_history(monkeypatch):
     fake_nvml(monkeypatch, pids=(77,))
     document = small_run(0, suite_gpu="NVIDIA H200")
-    document["environment"]["sharing"] = sharing.verdict([sharing.observe("GPU-x")])
+    document["environment"]["sharing"] = environment.sharing_verdict(
+        [environment.observe_sharing("GPU-x")]
+    )
     validate(document, "result", "a shared run")
     canon = Canon("benchmarks/cases.toml", "NVIDIA H200")
     with pytest.raises(TrustError, match=r"the GPU was shared while it ran \(1 other process"):
@@ -115,7 +119,7 @@ def test_on_the_gpu_another_process_with_a_context_is_seen_and_none_is_not():
 
     if (why := gpu_unavailable_reason()) is not None:
         pytest.skip(why)
-    alone = sharing.verdict([sharing.observe()])
+    alone = environment.sharing_verdict([environment.observe_sharing()])
     holder = subprocess.Popen(
         [sys.executable, "-c", "from runner.gpu import driver; driver.Context(); "
          "import sys; print('up', flush=True); sys.stdin.read()"],
@@ -124,7 +128,7 @@ def test_on_the_gpu_another_process_with_a_context_is_seen_and_none_is_not():
     try:
         assert holder.stdout.readline().strip() == "up"
         time.sleep(0.5)
-        busy = sharing.verdict([sharing.observe()])
+        busy = environment.sharing_verdict([environment.observe_sharing()])
     finally:
         holder.stdin.close()
         holder.wait(timeout=60)

@@ -16,7 +16,7 @@ from runner import document as document_clocks
 from runner.cli import main
 from runner.cli_suite import Percent
 from runner.measurement import stats
-from runner.measurement.timing import TimingSettings, base, clocks, cupti, measure, timer_choice
+from runner.measurement.timing import TimingSettings, base, clocks, cupti, measure
 from tests.support.fake_device import FakeBackend
 from tests.support.harness_docs import make_document, samples
 
@@ -323,7 +323,7 @@ def test_cold_is_the_union_and_hot_the_span_per_launch():
     ],
 )
 def test_the_timer_and_why(timer, mode, usable, resolved, why):
-    chosen, reason = timer_choice.choose_timer(timer, mode, None if usable else "not installed")
+    chosen, reason = cupti.choose_timer(timer, mode, None if usable else "not installed")
     assert chosen == resolved and reason.startswith(why)
     if mode == "cold" and chosen == "events":  # what events cost a short cold launch, said
         assert "compresses cold gaps toward 1" in reason
@@ -332,8 +332,8 @@ def test_the_timer_and_why(timer, mode, usable, resolved, why):
 @pytest.mark.parametrize(("timer", "mode"), [("auto", "cold"), ("cupti", "cold"), ("cupti", "hot")])
 def test_cold_auto_and_cupti_without_cupti_are_refused_naming_the_fix(timer, mode):
     """Cold mode never falls back to events silently: auto without CUPTI is refused."""
-    with pytest.raises(timer_choice.TimerUnavailable) as caught:
-        timer_choice.choose_timer(timer, mode, "cupti-python is not usable: ModuleNotFoundError")
+    with pytest.raises(cupti.TimerUnavailable) as caught:
+        cupti.choose_timer(timer, mode, "cupti-python is not usable: ModuleNotFoundError")
     message = str(caught.value)
     assert "cupti-python is not usable: ModuleNotFoundError" in message
     assert "pip install cupti-python" in message and "harness run --install" in message
