@@ -27,8 +27,8 @@ from runner.definition.spec import (
     Suite,
     full_range,
     inside_suite,
-    loosest_default_tolerance,
     is_float,
+    loosest_default_tolerance,
     resolve,
 )
 from runner.definition.sweep import parse_sweep
