@@ -11,7 +11,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from runner import cuda_programs
+from runner.explain import static
 from runner.gpu import driver
 
 pytestmark = pytest.mark.gpu
@@ -41,7 +41,7 @@ extern "C" __global__ void read_heap(unsigned long long* out, unsigned long long
 
 @pytest.fixture(scope="module")
 def reader_ptx(tmp_path_factory) -> str:
-    nvcc = cuda_programs.find("nvcc")
+    nvcc = static.find_program("nvcc")
     if nvcc is None:
         pytest.skip("nvcc not found (the heap reader is CUDA C++)")
     folder = tmp_path_factory.mktemp("heap")
