@@ -118,10 +118,13 @@ def rate_bound(
     peaks: dict,
     working_set_bytes: float | None,
     split: tuple[float, float] | None = None,
+    footprint_known: bool = True,
 ) -> dict | None:
     """The `throughput.bound` block (runner.measurement.environment.judge_rate) of a row with these
     rates; `split` is (bytes read, bytes written) a call where known. None when there is nothing
-    to judge, or when the working set fits in the L2 (no measured L2 figure to judge it by)."""
+    to judge, or when the working set fits in the L2 (no measured L2 figure to judge it by).
+    `footprint_known`: whether the working set is the row's distinct footprint (a suite case's
+    buffers) or only its declared traffic (runner.bench: an in-place op counts its buffer twice)."""
     l2 = peaks.get("l2_bytes")
     if working_set_bytes is not None and l2 and working_set_bytes <= l2:
         return None
@@ -129,7 +132,8 @@ def rate_bound(
         return None
     read, write = split if split is not None else (None, None)
     median_s = rates["bytes"] / rates["bytes_per_s"]
-    return judge_rate(rates["bytes"], median_s, peaks, read, write, working_set_bytes)
+    footprint = working_set_bytes if footprint_known else None
+    return judge_rate(rates["bytes"], median_s, peaks, read, write, footprint)
 
 
 def impossible(
@@ -137,10 +141,11 @@ def impossible(
     peaks: dict,
     working_set_bytes: float | None,
     split: tuple[float, float] | None = None,
+    footprint_known: bool = True,
 ) -> str | None:
     """Why a result is physically impossible on this device, naming both figures, or None: its
     memory rate beyond the L2 above the ceiling (rate_bound), or its FLOP rate above nominal."""
-    bound = rate_bound(rates, peaks, working_set_bytes, split)
+    bound = rate_bound(rates, peaks, working_set_bytes, split, footprint_known)
     if bound is not None and bound["exceeded"]:
         return bound["message"]
     fraction = rates.get("fraction_of_peak_flops")

@@ -494,7 +494,8 @@ def judge(doc: dict, info: dict, peaks: dict, case) -> list[str]:
     """Flag the document's timed rows (see the module docstring); returns the "name: why" lines
     that fail the case (work outside the window, a refused graph; a rate above the device's
     ceiling only flags its row). `peaks` are the device's, with its
-    `l2_bytes`; the case's bytes a call stand for its working set."""
+    `l2_bytes`; the case's bytes a call are its declared traffic, not its distinct footprint
+    (an in-place op counts its buffer twice), so the L2 may serve twice its size."""
     failing, flagged = [], []
     for name, entry in doc["implementations"].items():
         if "timing" not in entry:
@@ -509,10 +510,10 @@ def judge(doc: dict, info: dict, peaks: dict, case) -> list[str]:
         # a noncomparable row computes something else: the case's bytes and FLOPs are not its own
         comparable = entry["verification"]["kind"] != "noncomparable"
         rates = entry.get("throughput", {})
-        bound = comparable and rate_bound(rates, peaks, case.bytes)
+        bound = comparable and rate_bound(rates, peaks, case.bytes, footprint_known=False)
         if bound:
             rates["bound"] = bound
-        why = comparable and impossible(rates, peaks, case.bytes)
+        why = comparable and impossible(rates, peaks, case.bytes, footprint_known=False)
         if why:
             flags.append(
                 "physically impossible timing (the work was not all done, or not all timed): " + why

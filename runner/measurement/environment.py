@@ -591,10 +591,12 @@ def bandwidth_ceiling(
 def l2_allowance(nbytes: float, l2_bytes: float, footprint_bytes: float | None = None) -> float:
     """Bytes of `nbytes` a call that may be served by the L2 and never reach DRAM: every access
     to the share of its distinct `footprint_bytes` the L2 can hold (all of them where it fits),
-    or, with the footprint unknown, the L2's size once."""
+    or, with the footprint unknown, twice the L2's size: at most its size of reads left from
+    before and as much written into it and not yet written back (an in-place buffer that fits
+    does both), so no honest row is refused whatever its footprint."""
     if footprint_bytes and footprint_bytes > 0:
         return float(nbytes) * min(1.0, float(l2_bytes) / float(footprint_bytes))
-    return min(float(l2_bytes), float(nbytes))
+    return min(2.0 * float(l2_bytes), float(nbytes))
 
 
 def judge_rate(
@@ -630,7 +632,11 @@ def judge_rate(
         "exceeded": achieved > limit,
         "method": (
             "(bytes - what the L2 may serve: "
-            + ("bytes x L2 / footprint" if footprint_bytes else "the L2's size once")
+            + (
+                "bytes x L2 / footprint"
+                if footprint_bytes
+                else "twice the L2's size, the footprint unknown"
+            )
             + ") / median time against the bandwidth x margin; bandwidth: "
             + ceiling["bandwidth_source"]
         ),
