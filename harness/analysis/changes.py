@@ -28,6 +28,7 @@ import functools
 import itertools
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -35,6 +36,7 @@ __all__ = [
     "ChangePolicy",
     "Step",
     "candidates",
+    "pelt_linear",
     "robust_sigma",
     "steps",
     "u_test",
@@ -135,8 +137,6 @@ def candidates(y: np.ndarray, policy: ChangePolicy = ChangePolicy()) -> list[int
     """Proposed change points of the series `y` (log values), sorted: each is the index of the
     first point of a new segment. PELT on windows of policy.window points overlapping by half;
     proposals closer than min_size to an earlier one are dropped."""
-    import ruptures  # 1-2 s to import: only when a search runs, never for `harness --help`
-
     n = int(y.size)
     if n < 2 * policy.min_size:
         return []
@@ -153,8 +153,7 @@ def candidates(y: np.ndarray, policy: ChangePolicy = ChangePolicy()) -> list[int
     found: set[int] = set()
     for w in np.flatnonzero(cusum >= QUIET_CUSUM):
         pen = policy.penalty * float(sigma[w]) ** 2 * math.log(size)
-        algo = ruptures.KernelCPD(kernel="linear", min_size=policy.min_size).fit(parts[w])
-        found.update(int(starts[w]) + int(b) for b in algo.predict(pen=pen)[:-1])
+        found.update(int(starts[w]) + b for b in pelt_linear(parts[w], pen, policy.min_size))
     kept: list[int] = []
     for index in sorted(found):
         if policy.min_size <= index <= n - policy.min_size and (
@@ -162,6 +161,44 @@ def candidates(y: np.ndarray, policy: ChangePolicy = ChangePolicy()) -> list[int
         ):
             kept.append(index)
     return kept
+
+
+def pelt_linear(signal: np.ndarray, pen: float, min_size: int) -> list[int]:
+    """The change points (each the index of a new segment's first value) of
+    ruptures.KernelCPD(kernel="linear", min_size=min_size).fit(signal).predict(pen=pen), less
+    the end it appends: the same compiled PELT (ekcpd_pelt_L2) and the same walk back along
+    its path. Called directly: `import ruptures` imports scipy.stats and scipy.signal for its
+    other methods, most of a dashboard build's start (benchmarks/perf/RESULTS.md)."""
+    path = _ekcpd().ekcpd_pelt_L2(signal.astype(np.double).reshape(-1, 1), pen, max(min_size, 1))
+    found, index = [], signal.shape[0]
+    while index > 0:
+        index = int(path[index])
+        found.append(index)
+    return found[-2::-1]
+
+
+@functools.cache
+def _ekcpd():
+    """ruptures' compiled kernel change point module, loaded from its file without importing
+    the ruptures package (whose __init__ imports every method); the package's own import where
+    the file is not where ruptures keeps it."""
+    import importlib.machinery
+    import importlib.util
+
+    spec = importlib.util.find_spec("ruptures")
+    if spec is None:  # the [harness] extra is missing: the same error `import ruptures` gives
+        raise ModuleNotFoundError("No module named 'ruptures'", name="ruptures")
+    folder = Path(spec.submodule_search_locations[0]) / "detection" / "_detection"
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        if (folder / f"ekcpd{suffix}").is_file():
+            name = "ruptures.detection._detection.ekcpd"  # its own name, as the package gives it
+            module_spec = importlib.util.spec_from_file_location(name, folder / f"ekcpd{suffix}")
+            module = importlib.util.module_from_spec(module_spec)
+            module_spec.loader.exec_module(module)
+            return module
+    from ruptures.detection._detection import ekcpd
+
+    return ekcpd
 
 
 def _test(values: np.ndarray, start: int, index: int, stop: int, reach: int) -> Step:

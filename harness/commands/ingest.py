@@ -10,9 +10,7 @@ a kernelgap history or is newer than this tool).
 from __future__ import annotations
 
 import functools
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import click
@@ -156,12 +154,13 @@ def _in_order(plan, results: tuple[Path, ...]):
     PARALLEL_FROM files or more, where reading, validating and planning each file is most of
     the time; in this process for fewer, for stdin, or where fork() is not available."""
     workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-    if (
-        len(results) < PARALLEL_FROM
-        or workers < 2
-        or "fork" not in multiprocessing.get_all_start_methods()
-        or any(str(r) == "-" for r in results)
-    ):
+    if len(results) < PARALLEL_FROM or workers < 2 or any(str(r) == "-" for r in results):
+        yield from map(plan, results)
+        return
+    import multiprocessing  # here: a call of a few files need not import it
+    from concurrent.futures import ProcessPoolExecutor
+
+    if "fork" not in multiprocessing.get_all_start_methods():
         yield from map(plan, results)
         return
     # fork: the workers need nothing imported again, and run no `python -m harness` main.

@@ -110,14 +110,16 @@ def findings(
     values_of: dict[str, SeriesValues] | None = None,
     between: dict[str, float] | None = None,
     every_of: dict[str, dict[str, np.ndarray]] | None = None,
+    runs: list[dict] | None = None,
 ) -> tuple[list[dict], dict[str, list]]:
     """(open alerts, {case_id: [mark, ...]}) for the history in `store`; slower alerts first.
     values_of: every series' points (series_values(), or as the dashboard read them), when the
     caller has them already: the search then reads no points. between: the between-card SD
     per GPU model (between_cards()), when the caller has it. every_of: each series' columns
-    as the dashboard read them (Series.every): the regression review then reads no points."""
+    as the dashboard read them (Series.every): the regression review then reads no points.
+    runs: store.runs(), when the caller has read them."""
     policy = policy or Policy()
-    runs = store.runs()
+    runs = store.runs() if runs is None else runs
     run_index = {r["run_id"]: i for i, r in enumerate(runs)}
     series = store.list_series()
     info_of = {s["series_id"]: s for s in series}  # each alert and mark names its mode and GPU

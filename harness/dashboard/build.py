@@ -197,7 +197,11 @@ def _write_history_pages(
     values = {s.info["series_id"]: s.values for s in series or ()}
     every = {s.info["series_id"]: s.every for s in series or ()}
     between = between_cards(series) if runs else None
-    marked = findings(store, values_of=values, between=between, every_of=every) if runs else None
+    marked = (
+        findings(store, values_of=values, between=between, every_of=every, runs=runs)
+        if runs
+        else None
+    )
     data = collect(
         store,
         repo_url=repo_url,
@@ -205,6 +209,7 @@ def _write_history_pages(
         title=title,
         marked=marked,
         series=series,
+        runs=runs or None,
     )
     out.mkdir(parents=True, exist_ok=True)
     written = _publish_runs(store, data, out, raw_runs)
@@ -215,7 +220,9 @@ def _write_history_pages(
         for row in view["table"]:
             row["explain"] = pages.get(row["case"])
     gab = (
-        github_action_benchmark_data(store, repo_url, series, data["primary"]) if formats else None
+        github_action_benchmark_data(store, repo_url, series, data["primary"], runs)
+        if formats
+        else None
     )
     return data, written, gab
 

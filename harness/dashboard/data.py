@@ -53,17 +53,19 @@ def collect(
     title: str | None = None,
     marked: tuple[list[dict], dict[str, list]] | None = None,
     series: list[Series] | None = None,
+    runs: list[dict] | None = None,
 ) -> dict:
     """The dashboard's data (what data.js holds) from the history in `store`.
 
     marked: (open alerts, {case_id: change marks}) from harness.dashboard.alerts.findings, with
     runs as indices into store.runs(); they become data["alerts"] and each case's "changes".
-    series: read_series(store, store.runs()) when the caller has read it already.
+    series: read_series(store, store.runs()) when the caller has read it already; runs:
+    store.runs(), likewise (each read walks every run's stored document).
 
     Every run in data["runs"] is one that a drawn point, the headline or the table refers to;
     its "raw" flags and "raw_runs" are 0 here (build_site sets them when it publishes documents).
     """
-    runs = _stored_runs(store)
+    runs = _stored_runs(store) if runs is None else runs
     all_series = read_series(store, runs) if series is None else series
     mode_of = run_modes(all_series)
     gpu_of = {r: s.info["gpu"] for s in all_series for r in [*s.run.tolist(), *s.failed]}

@@ -109,6 +109,7 @@ def github_action_benchmark_data(
     repo_url: str | None = None,
     series: list[Series] | None = None,
     primary: str | None = None,
+    runs: list[dict] | None = None,
 ) -> dict:
     """Every run of the history in github-action-benchmark's data.js layout.
 
@@ -118,10 +119,11 @@ def github_action_benchmark_data(
     knows no commit message, author or commit time: message names the run and its raw
     document, author and committer are "unknown" (that action's page shows
     committer.username) and timestamp is the run's start. series: read_series(store,
-    store.runs()) when the caller has read it; primary: the candidate whose geomean leads.
+    store.runs()) when the caller has read it; primary: the candidate whose geomean leads;
+    runs: store.runs(), when the caller has read them.
     """
     repo = (repo_url or "").rstrip("/")
-    runs = store.runs()
+    runs = store.runs() if runs is None else runs
     series = read_series(store, runs) if series is None else series
     benches = _benches_by_run(series, primary)
     modes = run_modes(series)

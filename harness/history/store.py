@@ -32,9 +32,8 @@ import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
-import numpy as np
 import orjson
 
 from harness.errors import GpuMismatchError
@@ -69,6 +68,9 @@ from harness.history.store_schema import (
 from protocol.points import as_rows
 from protocol.validation import validate
 from protocol.version import RESULT_SCHEMA_VERSION, check_version
+
+if TYPE_CHECKING:  # numpy is imported by the whole-history reads: an ingest does not need it
+    import numpy as np
 
 __all__ = [
     "LOW_SPACE_BYTES",
@@ -1088,6 +1090,8 @@ class SeriesValues:
 
     def metric(self, value: str, flag: str) -> tuple[np.ndarray, np.ndarray]:
         """(positions, values) of the points whose `value` exists, is > 0 and whose `flag` is set."""
+        import numpy as np
+
         values, flags = getattr(self, value), getattr(self, flag)
         keep = np.flatnonzero(flags & (values > 0))
         return keep, values[keep]
@@ -1107,6 +1111,8 @@ COLUMNS = (
 
 
 def _as_series_values(part: np.ndarray) -> SeriesValues:
+    import numpy as np
+
     flags = part[:, 5].astype(np.int64)
     return SeriesValues(
         run=part[:, 2].astype(np.int64),
@@ -1122,6 +1128,8 @@ def series_values(
 ) -> dict[str, SeriesValues]:
     """The points of every series in `series_ids` (unknown ids are left out); with `last`, only
     each one's newest `last` points (one indexed query per series)."""
+    import numpy as np
+
     rowids = store._series_rowids()
     wanted = {rowids[s]: s for s in series_ids if s in rowids}
     if not wanted:
@@ -1157,6 +1165,8 @@ def series_columns(
     (object arrays, None where NULL) and the `numbers` columns (float64, NaN where NULL).
     Compiler columns of a version 1 file, read before its migration, are all None. One scan of
     the table, as series_values."""
+    import numpy as np
+
     rowids = store._series_rowids()
     wanted = {rowids[s]: s for s in series_ids if s in rowids}
     if not wanted:

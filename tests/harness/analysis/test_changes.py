@@ -216,6 +216,53 @@ def test_the_drift_screen_drops_only_what_the_tests_would_drop(monkeypatch):
     assert sum(d is not None for d in screened) >= 50  # trends are there to be found
 
 
+def test_kendall_and_theil_sen_are_scipys_to_the_last_bit():
+    """drift's Kendall p-value and Theil-Sen fit, computed without scipy.stats, against
+    scipy.stats.kendalltau and theilslopes: 5 to 60 points (exact and asymptotic), trends and
+    flat noise, rounded values with ties."""
+    from scipy.stats import kendalltau, theilslopes
+
+    from harness.analysis.drift import kendall_p, theil_sen
+
+    rng = np.random.default_rng(5)
+    kinds = set()
+    for k in range(1500):
+        n = int(rng.integers(5, 61))
+        y = np.exp(rng.normal(0, 0.01, n) + np.arange(n) * [0.0, 0.001, -0.003][k % 3])
+        if k % 4 == 0:
+            y = np.round(y, int(rng.integers(1, 4)))
+        if np.all(y == y[0]):
+            continue
+        x = np.arange(n, dtype=np.float64)
+        want = float(kendalltau(x, y).pvalue)
+        assert kendall_p(y) == want or (np.isnan(want) and np.isnan(kendall_p(y))), (n, k)
+        fit = theilslopes(y, x, alpha=0.95)
+        assert theil_sen(y) == (fit.slope, fit.intercept, fit.low_slope, fit.high_slope), (n, k)
+        kinds.add((n <= 33, np.unique(y).size < n))
+    assert kinds == {(True, True), (True, False), (False, True), (False, False)}
+
+
+def test_pelt_linear_is_ruptures_kernel_cpd():
+    """changes.pelt_linear (ruptures' compiled PELT called without importing ruptures) against
+    ruptures.KernelCPD(kernel="linear").predict(pen=...): windows with and without steps,
+    min_size 1 to 5, penalties small and large."""
+    import ruptures
+
+    from harness.analysis.changes import pelt_linear
+
+    rng = np.random.default_rng(3)
+    found = 0
+    for k in range(600):
+        n, min_size = int(rng.integers(12, 120)), int(rng.integers(1, 6))
+        y = rng.normal(0, 0.01, n)
+        y[int(rng.integers(min_size, n - min_size)) :] += [0.0, 0.02, -0.05][k % 3]
+        pen = float(10 ** rng.uniform(-5, -2))
+        want = ruptures.KernelCPD(kernel="linear", min_size=min_size).fit(y).predict(pen=pen)
+        assert pelt_linear(y, pen, min_size) == want[:-1], (n, min_size, pen)
+        found += len(want) > 1
+    assert found > 100
+
+
 def test_drift_policy_rejects_bad_settings():
     with pytest.raises(ValueError, match=r"DriftPolicy\.window"):
         DriftPolicy(window=3)

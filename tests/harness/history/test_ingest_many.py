@@ -4,6 +4,8 @@ transaction (Store.ingest_many), or none of them."""
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 
 import orjson
 import pytest
@@ -306,3 +308,21 @@ def test_a_prerendered_report_reads_as_one_rendered_at_the_end(tmp_path):
         a.stored = b.stored = True
         assert a.text() == b.text()
     assert "\\x1b[31m\\u202e" in early[9].text()
+
+
+def test_one_file_imports_neither_numpy_nor_multiprocessing(tmp_path):
+    # A backfill of one `harness ingest` call per file pays for neither (numpy is for the
+    # whole-history reads, the worker pool for PARALLEL_FROM files or more).
+    cases, paths = written(tmp_path, [small_run(0)])
+    db = tmp_path / "h.sqlite"
+    code = (
+        "import sys\nfrom harness.cli import main\n"
+        f"main(['ingest', {str(paths[0])!r}, '--db', {str(db)!r}, '--trusted', '--cases', "
+        f"{str(cases)!r}], standalone_mode=False)\n"
+        "print(sorted({'numpy', 'multiprocessing', 'scipy'} & set(sys.modules)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    with Store(db, readonly=True) as store:
+        assert len(store.runs()) == 1
