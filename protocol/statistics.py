@@ -45,6 +45,7 @@ __all__ = [
     "sigma_mad",
     "significance",
     "summarize",
+    "variance_component",
     "widen",
     "z_of",
 ]
@@ -144,6 +145,49 @@ def pair_variance(differences: np.ndarray) -> np.ndarray:
     d = np.abs(np.asarray(differences, dtype=np.float64))
     clipped = np.minimum(d, _CLIP * np.median(d, axis=-1, keepdims=True))
     return np.mean(clipped**2, axis=-1) / (2 * _CLIPPED_SECOND_MOMENT)
+
+
+_COMPONENT_GRID = 129  # points of the likelihood's first scan; a golden section refines the best
+_GOLDEN = (math.sqrt(5) - 1) / 2
+
+
+def variance_component(mean_squares, dfs, coefficients, noise) -> np.ndarray:
+    """The maximum-likelihood variance component v >= 0, per row, from independent mean squares
+    m_i ~ (c_i v + e_i) chi^2(df_i) / df_i (the last axis holds the pieces i; `dfs` and
+    `coefficients` c_i > 0 broadcast against it, `noise` e_i >= 0 is the part the rounds'
+    noise puts in each): the v that maximises -sum df_i / 2 (log(c_i v + e_i) + m_i / (c_i v +
+    e_i)) (Searle, Casella & McCulloch, Variance Components, 1992, ch. 6). With one piece it
+    is max((m - e) / c, 0), the method of moments; with pieces of one c and e, their
+    df-weighted mean less e, over c. The maximum lies between the pieces' own estimates, so a
+    scan of [0, largest] and a golden section around its best point find it."""
+    m = np.atleast_2d(np.asarray(mean_squares, dtype=np.float64))
+    df, c, e = (
+        np.broadcast_to(np.asarray(a, dtype=np.float64), m.shape)
+        for a in (dfs, coefficients, noise)
+    )
+    upper = np.max(np.maximum(m - e, 0.0) / c, axis=-1)
+
+    def loglik(v):  # v: (rows, points)
+        scale = c[:, None, :] * v[..., None] + e[:, None, :]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = df[:, None, :] * (np.log(scale) + m[:, None, :] / scale)
+        return -0.5 * np.nan_to_num(terms, nan=np.inf).sum(axis=-1)
+
+    grid = upper[:, None] * np.linspace(0.0, 1.0, _COMPONENT_GRID)[None, :]
+    best = np.argmax(loglik(grid), axis=1)
+    step = upper / (_COMPONENT_GRID - 1)
+    lo = np.maximum(grid[np.arange(grid.shape[0]), best] - step, 0.0)
+    hi = np.minimum(lo + 2 * step, upper)
+    for _ in range(40):
+        a = hi - _GOLDEN * (hi - lo)
+        b = lo + _GOLDEN * (hi - lo)
+        f = loglik(np.stack([a, b], axis=1))
+        left = f[:, 0] >= f[:, 1]
+        hi = np.where(left, b, hi)
+        lo = np.where(left, lo, a)
+    found = (lo + hi) / 2
+    at_zero = loglik(np.zeros((grid.shape[0], 1)))[:, 0] >= loglik(found[:, None])[:, 0]
+    return np.where((upper > 0) & ~at_zero, found, 0.0)
 
 
 def sigma_mad(values: Samples) -> float:

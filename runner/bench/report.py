@@ -216,7 +216,8 @@ def _ratios(doc: dict, runner, measurement, info: dict) -> None:
 CONTROL_METHOD = (
     "the op timed again as a hidden side in the same rounds, from graphs of its own; sample k "
     "on {what} copy_turn(k, {{loads}}); systematic = sqrt(2 / {{per_side}}) x sd of the "
-    "per-{unit} medians of log(control / op) x t({{df}}) / z (runner.measurement.aa_control)"
+    "per-{unit} medians of log(control / op) (graph instances: pooled with the square of "
+    "their mean) x t({{df}}) / z (runner.measurement.aa_control)"
 )
 
 
@@ -239,6 +240,7 @@ def _control(doc: dict, runner, measurement, info: dict) -> dict | None:
         timing.loads,
         instances,
         method=CONTROL_METHOD.format(what=what, unit=unit),
+        offset=instances > 1,  # places: the op's samples span every place the control's do
     )
     if block is not None:
         block["clusters"] = "graph_instances" if instances > 1 else "places"

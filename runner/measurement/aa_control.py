@@ -6,10 +6,12 @@ fixed for the run, so no resampling of rounds can see it. The control is the bas
 loaded CONTROL_LOADS more times, timed in the same interleaved rounds as every side; sample k of
 the control takes load copy_turn(k, CONTROL_LOADS), so its per-round log ratios to the baseline
 fall into one cluster per load.
-The between-load variance of the cluster medians, less what the rounds' own noise puts in each
-(load_sd: a variance component, read once every load has MIN_PER_LOAD samples), is the
-per-load variance sd^2. A side made of L loads (hot: one; cold: COLD_LOADS, its launches taking
-them in turn) carries sd / sqrt(L), a gap two sides: sqrt(2 / L) sd. That is scaled from the
+The per-load variance sd^2 is a variance component (load_sd, read once every load has
+MIN_PER_LOAD samples): the spread of the cluster medians and the control's offset from the
+baseline's own load, each less what the rounds' own noise puts in it, pooled by maximum
+likelihood. A side made of L loads (hot: one; cold: COLD_LOADS, its launches taking them in
+turn) carries sd / sqrt(L), and a gap two sides, the baseline's loads and the candidate's
+alike: sqrt(2 / L) sd. That is scaled from the
 normal to Student's t quantile on CONTROL_LOADS - 1 degrees of freedom, since sd comes from
 that many loads only; tests/coverage/test_schedules.py checks A/A coverage with it and that
 without it intervals undercover (docs/method/aa-control.md).
@@ -62,15 +64,29 @@ MIN_PER_LOAD = 3
 aside, where a median of 2 is their mean (docs/method/aa-control.md)."""
 
 
-def load_sd(baseline: np.ndarray, control: np.ndarray, loads: np.ndarray) -> np.ndarray:
+def load_sd(
+    baseline: np.ndarray,
+    control: np.ndarray,
+    loads: np.ndarray,
+    per_side_loads: int = 1,
+    group: int = 1,
+    offset: bool = True,
+) -> np.ndarray:
     """Per row of paired rounds (shapes (rows, n), or (n,)), the relative sd one load adds, as a
     variance component of the per-round log ratios x = log(control / baseline), loads labelled
-    by `loads` (n labels): the variance of the per-load medians of x, less what the rounds'
-    own noise puts in each median (sigma_w^2 x Var(median of n_g) / sigma^2, sigma_w^2 from the
-    differences of a load's consecutive samples, statistics.pair_variance), at least 0. Medians and clipped pairs keep one
-    stray round from making a load look different.
+    by `loads` (n labels). Two independent readings of it, pooled by maximum likelihood
+    (statistics.variance_component):
+    - the variance of the L per-load medians of x (L - 1 degrees of freedom): sd^2 plus what
+      the rounds' noise puts in each median, w = sigma_w^2 x Var(median of n_g) / sigma^2
+      (sigma_w^2 from the differences of a load's consecutive samples,
+      statistics.pair_variance);
+    - the square of their mean (1 degree of freedom): the control's L loads against the
+      baseline's own, sd^2 (group / per_side_loads + 1 / L) plus w / L.
+    Medians and clipped pairs keep one stray round from making a load look different.
     NaN where fewer than two loads were sampled or a load has fewer than MIN_PER_LOAD samples
-    (a median of two is their mean)."""
+    (a median of two is their mean). `per_side_loads`, `group`: as gap_term's. `offset`
+    False: the spread alone (document_block judges with it whether the control reads apart,
+    an offset that spread does not describe)."""
     x = np.log(np.atleast_2d(control) / np.atleast_2d(baseline))
     labels, counts = np.unique(loads, return_counts=True)
     if labels.size < 2 or counts.min() < MIN_PER_LOAD:
@@ -81,7 +97,14 @@ def load_sd(baseline: np.ndarray, control: np.ndarray, loads: np.ndarray) -> np.
     second = np.concatenate([np.flatnonzero(loads == g)[1:] for g in labels])
     sigma_w2 = statistics.pair_variance(x[:, first] - x[:, second])
     within = sigma_w2 * float(np.mean(statistics.median_variance(counts)))
-    return np.sqrt(np.maximum(centres.var(axis=1, ddof=1) - within, 0.0))
+    count = labels.size
+    spread = centres.var(axis=1, ddof=1)
+    if not offset:
+        return np.sqrt(np.maximum(spread - within, 0.0))
+    pieces = np.stack([spread, centres.mean(axis=1) ** 2], axis=1)
+    noise = np.stack([within, within / count], axis=1)
+    share = group / per_side_loads + 1 / count
+    return np.sqrt(statistics.variance_component(pieces, [count - 1, 1], [1.0, share], noise))
 
 
 def gap_term(
@@ -117,15 +140,17 @@ def with_offset(term: float, ratio: float, ci_low: float, ci_high: float) -> flo
 METHOD = (
     "the baseline's PTX loaded {loads} more times as a hidden side, timed in the same rounds; "
     "sample k on load copy_turn(k, {loads}); systematic = sqrt(2 / {per_side}) x sd between "
-    "loads (the variance of the per-load medians of log(control / baseline) less the rounds' "
-    "noise in them) x t({df}) / z (runner.measurement.aa_control)"
+    "loads (the variance of the per-load medians of log(control / baseline) and the square of "
+    "their mean, each less the rounds' noise in it, pooled by maximum likelihood) x t({df}) / z "
+    "(runner.measurement.aa_control)"
 )
 METHOD_GROUPS = (
     "the baseline's PTX loaded {loads} x {group} more times as a hidden side, timed in the same "
     "rounds; sample k on group copy_turn(k, {loads}), its launches taking the group's {group} "
     "loads in turn; systematic = sqrt(2 x {group} / {per_side}) x sd between groups (the "
-    "variance of the per-group medians of log(control / baseline) less the rounds' noise in "
-    "them) x t({df}) / z (runner.measurement.aa_control)"
+    "variance of the per-group medians of log(control / baseline) and the square of their "
+    "mean, each less the rounds' noise in it, pooled by maximum likelihood) x t({df}) / z "
+    "(runner.measurement.aa_control)"
 )
 APART = (
     "; the control's interval excludes 1, so the term is at least its offset |log(ratio)| "
@@ -139,17 +164,21 @@ def term_of(
     sample_loads: list[int],
     per_side_loads: int,
     group: int = 1,
+    offset: bool = True,
 ) -> tuple[float, float, int] | None:
     """(systematic term, per-load sd, loads) the control's samples give, the term at least
     stats.INSTANCE_SD (what many hot A/A runs put between loads: one run's 8 loads cannot read
     a spread that small against the rounds' noise), or None when they span
     fewer than 3 loads, a load has fewer than MIN_PER_LOAD samples, or the two sides differ in
     samples. `group`: loads in each of the control's groups (cold: as many as a side's cold
-    loads; a sample's label names a group)."""
+    loads; a sample's label names a group). `offset`: whether the control's offset from the
+    baseline's own load is read too (load_sd; not where the labels are places in the run,
+    which every side's samples span alike)."""
     loads = np.asarray(sample_loads, dtype=np.int64)
     if len(control_s) != len(baseline_s) or len(loads) != len(control_s) or not decided(loads):
         return None
-    sd = float(load_sd(np.asarray(baseline_s), np.asarray(control_s), loads)[0])
+    baseline, control = np.asarray(baseline_s), np.asarray(control_s)
+    sd = float(load_sd(baseline, control, loads, per_side_loads, group, offset)[0])
     count = int(np.unique(loads).size)
     return max(gap_term(sd, count, per_side_loads, group=group), stats.INSTANCE_SD), sd, count
 
@@ -190,18 +219,27 @@ def document_block(
     per_side_loads: int,
     group: int = 1,
     method: str | None = None,
+    offset: bool = True,
 ) -> dict | None:
     """The result document's `aa_control` of a case: the control's samples and loads, its own
-    gap against the baseline (a gap block's keys, with the term it sets), the per-load sd and
-    the term every gap of the case takes (systematic, systematic_source "control"). None when
-    the control's samples span fewer than 3 loads (too few samples). `group`: loads in each of
-    the control's groups (term_of). `method` says what a load is (by default a PTX load, alone
-    or in groups; runner.bench: a graph instance or a place in the run)."""
-    found = term_of(baseline_s, control_s, sample_loads, per_side_loads, group)
+    gap against the baseline (a gap block's keys, widened by the term the loads' spread alone
+    sets: an interval that then excludes 1 reads `apart`, an offset that spread does not
+    describe), the per-load sd and the term every gap of the case takes (systematic, the
+    spread and the offset pooled, at least the offset where apart; systematic_source
+    "control"). None when the control's samples span fewer than 3 loads (too few samples).
+    `group`: loads in each of the control's groups (term_of). `method` says what a load is (by
+    default a PTX load, alone or in groups; runner.bench: a graph instance or a place in the
+    run; its places: `offset` False, as term_of's)."""
+    found = term_of(baseline_s, control_s, sample_loads, per_side_loads, group, offset)
     if found is None:
         return None
     term, sd, count = found
-    g = stats.gap(baseline_s, control_s, systematic=term)
+    loads = np.asarray(sample_loads, dtype=np.int64)
+    spread_sd = float(
+        load_sd(np.asarray(baseline_s), np.asarray(control_s), loads, offset=False)[0]
+    )
+    spread = max(gap_term(spread_sd, count, per_side_loads, group=group), stats.INSTANCE_SD)
+    g = stats.gap(baseline_s, control_s, systematic=spread)
     ratio, low, high = g["ratio_of_medians"], g["ci_low"], g["ci_high"]
     apart = not low <= 1.0 <= high
     text = method or (METHOD_GROUPS if group > 1 else METHOD)

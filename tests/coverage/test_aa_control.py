@@ -45,8 +45,8 @@ def simulate(mode: str, schedule: str, sides: int, model: str, seed: int):
 def coverage(mode: str, schedule: str, sides: int, model: str, seed: int, widened=True):
     """Fraction of the simulated candidates whose interval holds 1.0."""
     baseline, candidates, control = simulate(mode, schedule, sides, model, seed)
-    sd = aa_control.load_sd(baseline, control, aa_control.loads_of_samples(ROUNDS))
     per_side, group = MODES[mode][2:]
+    sd = aa_control.load_sd(baseline, control, aa_control.loads_of_samples(ROUNDS), per_side, group)
     term = np.array(
         [aa_control.gap_term(float(s), per_side_loads=per_side, group=group) for s in sd]
     )

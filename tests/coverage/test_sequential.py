@@ -51,7 +51,7 @@ def judged(
     loads = aa_control.loads_of_samples(n)
     if not aa_control.decided(loads):  # the control's term not yet read: the rule goes on
         return np.zeros(runs, dtype=bool), np.zeros((runs, k - 1), dtype=bool)
-    sd = aa_control.load_sd(baseline, times[:, -1, :n], loads)
+    sd = aa_control.load_sd(baseline, times[:, -1, :n], loads, per_side, group)
     term = np.array(
         [aa_control.gap_term(float(s), per_side_loads=per_side, group=group) for s in sd]
     )
