@@ -15,7 +15,7 @@ the baseline are loaded into the one context of the case and timed in the same i
 paired rounds. So each variant gets its gap against the baseline as any candidate does, and the
 case gets a `pairs` block (runner.document.pair_blocks): each later revision against the first
 (head against base) as the ratio of medians with the same paired bootstrap interval as a gap
-(runner.measurement.stats.gap, with the first revision in the baseline's place). The baseline comes from the first labelled bundle that
+(protocol.statistics.gap, with the first revision in the baseline's place). The baseline comes from the first labelled bundle that
 holds it, else it is built here; a candidate no labelled bundle holds is built here under its
 own name.
 

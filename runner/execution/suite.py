@@ -22,7 +22,7 @@ time follow in suite order. A GPU whose case fails in a way that says the device
 loses only that in-flight case, and the others go on with the rest.
 
 A second measurement of a case whose first one could not be used, after a cool-down, with
-shorter samples: a gap whose samples are noisier than stats.UNSTABLE_NOISE is usually the GPU, not the kernel: a
+shorter samples: a gap whose samples are noisier than statistics.UNSTABLE_NOISE is usually the GPU, not the kernel: a
 long hot sample at the power cap throttles in every sample (benchmarks/perf/RESULTS.md). The
 headline keeps such a case in its fixed set either way (protocol.headline); measuring it again
 first gives it a chance to be shown stable. The second measurement replaces
@@ -41,6 +41,7 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from protocol import statistics
 from protocol.codec import encode
 from protocol.progress import PARTIAL_DOCUMENT_PREFIX, visible
 from protocol.validation import DocumentError, validate
@@ -63,7 +64,7 @@ from runner.execution.sweep_run import Built, settings_for_point
 from runner.explain import profiling
 from runner.explain.static import record_static
 from runner.gpu import driver, generator, ptx
-from runner.measurement import aa_control, environment, stats
+from runner.measurement import aa_control, environment
 from runner.measurement.timing import clocks, cupti
 
 __all__ = [
@@ -313,7 +314,7 @@ def needs_remeasure(case_doc: dict) -> str | None:
     if case_doc.get("clocks", {}).get("unstable"):
         why = "clocks held down in most samples"
     else:
-        why = f"noise above {stats.UNSTABLE_NOISE:.0%}"
+        why = f"noise above {statistics.UNSTABLE_NOISE:.0%}"
     return f"unstable gap of {', '.join(noisy)} ({why})"
 
 
