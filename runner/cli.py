@@ -7,10 +7,11 @@ from pathlib import Path
 
 import click
 
+from harness.errors import BadInput
 from protocol.input_files import os_error_line
 from protocol.progress import visible
 from runner.cli_suite import bench, output_path
-from runner.errors import BAD_INPUT, BadInput
+from runner.errors import BAD_INPUT, NoGpuError, ToolMissing
 
 
 def _print_version(ctx, param, value) -> None:
@@ -339,7 +340,7 @@ def _sanitize_setup(tool_text: str, device: int) -> tuple[str, tuple[str, ...]]:
         path = static.require("compute-sanitizer")
         with driver.Context(device):
             pass
-    except (ValueError, static.ToolMissing, driver.NoGpuError) as exc:
+    except (ValueError, ToolMissing, NoGpuError) as exc:
         raise BadInput(f"runner check --sanitize: {exc}") from exc
     return path, tool_names
 

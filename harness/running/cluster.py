@@ -36,7 +36,7 @@ from pathlib import Path
 
 import click
 
-from harness.errors import ClusterError
+from harness.errors import ClusterError, SuiteTomlError
 from harness.history.series import gpu_model
 from harness.running import manifest_check, model_documents, result_files, shipping
 from protocol.codec import encode
@@ -44,7 +44,6 @@ from protocol.points import as_rows, point_case_id, split_id
 
 __all__ = [
     "GPU_RESOURCE",
-    "ClusterError",
     "GpuWorker",
     "Plan",
     "connect",
@@ -824,7 +823,7 @@ def run(address: str, cases: Path, shipment: shipping.Shipment, runner_args: lis
 
     try:
         raw, toml = manifest_check.read(cases)
-    except manifest_check.SuiteTomlError as exc:
+    except SuiteTomlError as exc:
         raise ClusterError(str(exc)) from None
     case_ids = [
         c["id"]
@@ -890,7 +889,7 @@ def _per_point(plan: Plan, skeleton_cases: dict, deal_by: str, workers: int, say
 
 
 def _write(sink: model_documents.CaseDocuments, workers: list[GpuWorker]) -> int:
-    from protocol.validation import DocumentError
+    from protocol.errors import DocumentError
 
     try:
         written = sink.write(workers)

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from harness.errors import ShippingError
+from harness.errors import ShippingError, SuiteTomlError
 from harness.running import manifest_check
 
 # The folder holding the packages: a checkout's root, or site-packages for an installed wheel.
@@ -228,7 +228,7 @@ def referenced_files(cases: Path) -> list[str]:
     """
     try:
         _, doc = manifest_check.read(cases)
-    except manifest_check.SuiteTomlError as exc:
+    except SuiteTomlError as exc:
         raise ShippingError(str(exc)) from None
     found = []
     for case in doc.get("case", []) if isinstance(doc.get("case"), list) else []:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runner.bench.verification import DeclarationError
+from runner.errors import DeclarationError
 
 __all__ = ["SCHEDULE", "TimingOptions"]
 

@@ -33,10 +33,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from protocol.codec import decode, encode
-from protocol.validation import DocumentError, validate
+from protocol.errors import DocumentError
+from protocol.validation import validate
 from runner.definition import toolchains
 from runner.definition.manifest import CaseSpec, ImplSpec, Suite
-from runner.errors import BundleError
+from runner.errors import BuildError, BundleError, ToolchainMissing
 from runner.explain.static import analyze, block_threads
 
 GIT_TIMEOUT_S = 10.0
@@ -100,11 +101,11 @@ def write_bundle(
     for case, impl in _builds(suite):
         try:
             b = toolchains.build_impl(impl, arch)
-        except toolchains.ToolchainMissing as exc:
+        except ToolchainMissing as exc:
             manifest["skipped"].append({"case": case.id, "impl": impl.name, "reason": str(exc)})
             say(f"skip  {case.id}/{impl.name}: {exc}")
             continue
-        except toolchains.BuildError as exc:
+        except BuildError as exc:
             failures += 1
             manifest["skipped"].append(
                 {"case": case.id, "impl": impl.name, "reason": f"build failed: {exc}"}

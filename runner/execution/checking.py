@@ -14,9 +14,17 @@ from pathlib import Path
 import click
 
 from protocol.progress import visible
-from runner.definition import manifest, sweep, toolchains
-from runner.definition.bundle import BundleError
-from runner.definition.spec import LaunchLimitError, check_launch
+from runner.definition import manifest, sweep
+from runner.definition.spec import check_launch
+from runner.errors import (
+    BuildError,
+    BundleError,
+    LaunchLimitError,
+    ManifestError,
+    PtxError,
+    SignatureError,
+    ToolchainMissing,
+)
 from runner.execution.result import case_skeleton
 from runner.execution.suite import build_case, obtain_ptx
 from runner.explain import static
@@ -67,11 +75,11 @@ def _reference_checks(suite: manifest.Suite, case: manifest.CaseSpec) -> tuple:
     hung, wrong shape; the problems of its outputs on the edges of the inputs' valid ranges)."""
     try:
         admitted: list[str] | str = passing_null_models(suite, case)
-    except manifest.ManifestError as exc:
+    except ManifestError as exc:
         admitted = str(exc)
     try:
         edges = edges_problems(suite, case)
-    except manifest.ManifestError as exc:
+    except ManifestError as exc:
         edges = [f"(the reference could not run on the edges inputs: {exc})"]
     return admitted, edges
 
@@ -142,11 +150,11 @@ def _check_options(case: manifest.CaseSpec, arch: str, bundle, skipped: dict) ->
             text, build = obtain_ptx(case, impl, arch, bundle)
             module = ptx.parse(text)
             ptx.check_signature(module, impl.entry, case.signature(), where=where)
-        except toolchains.ToolchainMissing as exc:
+        except ToolchainMissing as exc:
             skipped.setdefault(str(exc), []).append(where)
             _say(f"skip  {where}: {exc}")
             continue
-        except (toolchains.BuildError, BundleError, ptx.PtxError, ptx.SignatureError) as exc:
+        except (BuildError, BundleError, PtxError, SignatureError) as exc:
             failures += 1
             _say(f"FAIL  {where}: build: {exc}")
             continue

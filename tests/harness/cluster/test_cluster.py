@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import ClusterError, TrustError
 from harness.running import cluster as engine
 from harness.running import trust
 from protocol.validation import load_result
@@ -128,9 +129,7 @@ def test_a_run_over_two_gpu_models_writes_one_document_per_model(cluster, stand_
     # the trusted ingest's rule, unchanged: the suite pins the H100; the A100 run is refused
     canon = trust.Canon.from_manifest(stand_in[0])
     trust.check(documents[H100], canon, "the H100 document")
-    with pytest.raises(
-        trust.TrustError, match=f"ran on '{A100}' but .* pins the GPU model '{H100}'"
-    ):
+    with pytest.raises(TrustError, match=f"ran on '{A100}' but .* pins the GPU model '{H100}'"):
         trust.check(documents[A100], canon, "the A100 document")
 
 
@@ -321,7 +320,7 @@ def test_auto_deals_per_point_only_where_whole_cases_would_leave_gpus_idle():
     assert not engine.deals_points("auto", plan, set(), workers=8)  # nothing swept
     assert engine.deals_points("point", plan, set(), workers=1)
     assert not engine.deals_points("case", plan, {"a"}, workers=8)
-    with pytest.raises(engine.ClusterError, match="--deal 'pts': expected one of auto, case"):
+    with pytest.raises(ClusterError, match="--deal 'pts': expected one of auto, case"):
         engine.deals_points("pts", plan, set(), workers=1)
     skeleton = {"point": "n=4", "error": {"phase": "setup"},
                 "points": [{"point": "n=2"}, {"point": "n=4", "headline": True}]}  # fmt: skip
@@ -356,7 +355,7 @@ def test_a_worker_with_an_older_kernelgap_is_refused_naming_both_versions(
     extra = cluster.add("old", "7", H100, PYTHONPATH=str(old))
     try:
         cluster.wait_for(4)
-        with pytest.raises(engine.ClusterError) as refused:
+        with pytest.raises(ClusterError) as refused:
             _run(cluster, stand_in, tmp_path)
     finally:
         cluster.stop(extra)
@@ -452,11 +451,11 @@ def test_the_plan_takes_selectors_budget_and_an_earlier_runs_times(tmp_path):
     assert plan.budget_s == 90.0 and plan.runner_args == ["--mode", "cold"]
     chosen = engine.plan_cases(ids, ["--case", "c[n=2^20]", "--case", "?"])
     assert chosen.cases == ids and chosen.selectors["c"] == ["c[n=2^20]", "?"]
-    with pytest.raises(engine.ClusterError, match=r"--case 'x\*': no case of the suite matches"):
+    with pytest.raises(ClusterError, match=r"--case 'x\*': no case of the suite matches"):
         engine.plan_cases(ids, ["--case", "x*"])
-    with pytest.raises(engine.ClusterError, match="--budget-s 'soon': expected seconds"):
+    with pytest.raises(ClusterError, match="--budget-s 'soon': expected seconds"):
         engine.plan_cases(ids, ["--budget-s", "soon"])
-    with pytest.raises(engine.ClusterError, match=r"--previous .*: not a result document"):
+    with pytest.raises(ClusterError, match=r"--previous .*: not a result document"):
         engine.plan_cases(ids, ["--previous", str(tmp_path / "missing.json")])
 
 
