@@ -87,11 +87,6 @@ class Shipment:
         it is read, so the tree is never whole in memory."""
         return io.BufferedReader(_ChunkReader(self.chunks()), CHUNK_BYTES)
 
-    def tar(self) -> bytes:
-        """The tar stream as bytes, for what must hold it whole (a Dask scatter): at most
-        MAX_TREE_BYTES and its headers."""
-        return b"".join(self.chunks())
-
 
 class _ChunkReader(io.RawIOBase):
     """A readable binary stream over an iterator of byte strings."""

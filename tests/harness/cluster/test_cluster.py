@@ -184,23 +184,24 @@ def test_a_task_submitted_after_the_shipped_tree_was_lost_with_its_worker_sends_
 
     suite, shipment = stand_in
     cluster.set_control()
-    tree, said = shipment.tar(), []
+    said = []
     with Client(cluster.address, timeout=30) as client:
-        workers = engine.gpu_workers(client, tree, package_version(), said.append)
+        workers, tree = engine.gpu_workers(client, shipment, package_version(), said.append)
         sink = model_documents.CaseDocuments(
             tmp_path, manifest_check.read(suite)[1], {}, {}, said.append
         )
         settings = {"cases": shipment.cases, "bench_args": [], "job_timeout_s": 120.0}
         plan = engine.plan_cases(list(CASES), [])
         dealing = engine._Dealing(client, workers, plan, settings, sink, said.append)
-        dealing.share(tree)
+        dealing.share(shipment, tree)
+        (piece,) = dealing.shared  # the stand-in's tree is one piece
         deadline = time.monotonic() + 60
-        while len(holders := client.who_has(dealing.shared)[dealing.shared.key]) != 1:
+        while len(holders := client.who_has(piece)[piece.key]) != 1:
             assert time.monotonic() < deadline, f"the tree stayed on {holders}"
             time.sleep(0.2)
         (holder,) = holders
         os.kill(client.run(os.getpid, workers=[holder])[holder], signal.SIGKILL)
-        while dealing.shared.status == "finished":
+        while piece.status == "finished":
             assert time.monotonic() < deadline, "the scheduler did not notice the lost tree"
             time.sleep(0.2)
         future = dealing.submit("axpy_f64", engine._Attempt("axpy_f64", 1))
@@ -471,3 +472,22 @@ def test_without_the_cluster_extra_the_run_names_it():
     helped = subprocess.run([sys.executable, "-c", blocked + run, "--help"],
                             cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert helped.returncode == 0 and "--cluster ADDRESS" in helped.stdout
+
+
+def test_the_tree_goes_to_the_workers_in_pieces_and_runs_whole(
+    cluster, stand_in, tmp_path, monkeypatch
+):
+    from distributed import Client
+
+    cluster.set_control()
+    _, shipment = stand_in
+    whole = b"".join(shipment.chunks())
+    monkeypatch.setattr(engine, "PIECE_BYTES", 4096)
+    with Client(cluster.address, timeout=30) as client:
+        futures = engine._scatter_tree(client, shipment)
+        pieces = client.gather(futures)
+    assert len(pieces) > 1 and b"".join(pieces) == whole
+    assert all(len(piece) >= 4096 for piece in pieces[:-1])
+    # the workers put the pieces back together: every case runs from the unpacked tree
+    status, documents, _said, _ = _run(cluster, stand_in, tmp_path)
+    assert status == 0 and documents[H100]["summary"]["ok"] == len(CASES)
