@@ -261,7 +261,7 @@ class _RunCommand(click.Command):
     "-q",
     "--quiet",
     is_flag=True,
-    help="No progress on stderr (the runner's bench runs with -q); errors still show.",
+    help="No progress on stderr (the runner's bench or check runs with -q); errors still show.",
 )
 @click.option(
     "--pytest-gpu",
@@ -320,7 +320,7 @@ def run(ctx, target, cluster, identity, known_hosts, suite, cases_option, bundle
     """
     runner_args = ctx.meta.get("runner_args", [])
     quiet = settings.pop("quiet")
-    if quiet and not settings["check_only"]:
+    if quiet:
         runner_args = [*runner_args, "-q"]
     if (target is None) == (cluster is None):
         raise RunFailed("give one of --target (one GPU box) and --cluster (a Dask cluster's GPUs)")
