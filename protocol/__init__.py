@@ -14,7 +14,7 @@ _WHERE = {
     "encode": "protocol.codec",
     "load_result": "protocol.validation",
     "SCHEMA_DIR": "protocol.validation",
-    "DocumentError": "protocol.validation",
+    "DocumentError": "protocol.errors",
     "validate": "protocol.validation",
     "RESULT_SCHEMA_VERSION": "protocol.version",
     "RUN_PROTOCOL_VERSION": "protocol.version",

@@ -6,7 +6,7 @@ feels it more than the other, consecutive per-round ratios are correlated and th
 bootstrap interval is too narrow: simulated A/A gaps of 30 rounds whose log ratios follow an
 AR(1) process cover 1.0 in about 80% of 95% intervals at rho 0.5 and 56% at rho 0.8
 (tests/coverage/test_schedules.py). These are pure functions over rows of log ratios (numpy only), so
-stats.gap and the coverage simulations run the same code.
+statistics.gap and the coverage simulations run the same code.
 """
 
 from __future__ import annotations

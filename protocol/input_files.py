@@ -23,7 +23,6 @@ from protocol.errors import InputFileError
 __all__ = [
     "MAX_DOCUMENT_BYTES",
     "MAX_MANIFEST_BYTES",
-    "InputFileError",
     "os_error_line",
     "output_problem",
     "read_bounded",

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import click
 
+from harness.errors import BadInput
 from protocol.input_files import os_error_line
 from protocol.progress import visible
 from runner.cli_suite import bench, output_path
-from runner.errors import BAD_INPUT, BadInput
+from runner.errors import BAD_INPUT, NoGpuError, ToolMissing
 
 
 def _print_version(ctx, param, value) -> None:
@@ -262,6 +263,7 @@ def info(device, no_bandwidth):
     help="Only load and validate the manifest (schema, sizes, expressions, files): nothing is "
     "compiled and no reference is imported. `harness run` runs this before reaching a target.",
 )
+@click.option("-q", "--quiet", is_flag=True, help="Report only failures and the summary.")
 def check(
     cases,
     arch,
@@ -273,6 +275,7 @@ def check(
     device,
     bundle,
     manifest_only,
+    quiet,
 ):
     """Validate the manifest and build every implementation it can (no GPU needed); ptxas where present.
 
@@ -319,13 +322,22 @@ def check(
     if sanitize:
         from runner.execution.sanitize import Sanitizer
 
-        sanitizer = Sanitizer(
-            suite, tool_names, sanitizer_path, device, lambda text: click.echo(text, err=True)
-        )
-    status = check_suite(suite, arch, require_all, sanitizer, built)
+        sanitizer = Sanitizer(suite, tool_names, sanitizer_path, device, _report(quiet))
+    status = check_suite(suite, arch, require_all, sanitizer, built, _report(quiet))
     if sanitizer is not None:
         _write_sanitize_document(sanitizer.document(), out)
     sys.exit(1 if problems else status)
+
+
+def _report(quiet: bool):
+    """The report line writer of `runner build` and `runner check`: stderr, control characters
+    made visible; with -q only the failures (FAIL lines), the summary being written apart."""
+
+    def say(text: str) -> None:
+        if not quiet or text.startswith("FAIL"):
+            click.echo(visible(text, lines=True), err=True)
+
+    return say
 
 
 def _sanitize_setup(tool_text: str, device: int) -> tuple[str, tuple[str, ...]]:
@@ -339,7 +351,7 @@ def _sanitize_setup(tool_text: str, device: int) -> tuple[str, tuple[str, ...]]:
         path = static.require("compute-sanitizer")
         with driver.Context(device):
             pass
-    except (ValueError, static.ToolMissing, driver.NoGpuError) as exc:
+    except (ValueError, ToolMissing, NoGpuError) as exc:
         raise BadInput(f"runner check --sanitize: {exc}") from exc
     return path, tool_names
 
@@ -397,12 +409,7 @@ def build(cases, out, arch, static, quiet):
     from runner.definition.bundle import write_bundle
 
     suite = manifest.load(cases)
-
-    def say(text: str) -> None:
-        if not quiet or text.startswith("FAIL"):
-            click.echo(visible(text, lines=True), err=True)
-
-    result = write_bundle(suite, arch, out, say, static)
+    result = write_bundle(suite, arch, out, _report(quiet), static)
     click.echo(
         f"{out}/bundle.json: {len(result['implementations'])} built, "
         f"{len(result['skipped'])} skipped or failed",

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import click
 
+from harness.errors import BadInput
 from protocol.input_files import output_problem
 from protocol.progress import Live
-from runner.errors import BadInput
+from runner.errors import NoGpuError
 
 
 def output_path(folder: bool):
@@ -214,10 +215,9 @@ def bench(cases, case_ids, point_ids, **settings):
       python -m runner bench benchmarks/cases.toml --point 'axpy_f64[n=2^21]' -o results/p.json
     """
     from protocol.codec import encode
-    from protocol.validation import DocumentError
+    from protocol.errors import DocumentError
     from runner.document import write_atomic
     from runner.execution.suite import BenchOptions, run_suite
-    from runner.gpu import driver
 
     def emit(doc) -> None:
         data = encode(doc, pretty=True)
@@ -247,7 +247,7 @@ def bench(cases, case_ids, point_ids, **settings):
     try:
         with Live("runner bench", quiet=options.quiet):  # a status line on a terminal
             doc, status = run_suite(cases, options)
-    except driver.NoGpuError as exc:
+    except NoGpuError as exc:
         suite = shlex.quote(str(cases))
         raise BadInput(
             f"{exc}; from this machine, run the suite on a GPU box with `python -m harness run "

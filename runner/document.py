@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from protocol import statistics
 from protocol.points import NEAR_PARITY, curve, point_block, sweep_block
 from protocol.validation import point_counts, summary
 from protocol.version import RESULT_SCHEMA_VERSION
@@ -64,7 +65,7 @@ def timing_block(timing: dict, measurement: dict) -> dict:
         "warmup": measurement["warmup"],
         "calibration_s": timing["calibration_s"],
         "samples_s": samples,
-        "stats": stats.summarize(samples),
+        "stats": statistics.summarize(samples),
     }
     if timing.get("timer_reason"):  # why this timer (runner.measurement.timing.cupti.choose_timer)
         block["timer_reason"] = timing["timer_reason"]
@@ -171,8 +172,8 @@ def gap_block(
     systematic: float = stats.INSTANCE_SD,
     source: str = "default",
 ) -> dict:
-    """A `gap` block (stats.gap: ratio of medians, paired bootstrap interval) of the two rows."""
-    g = stats.gap(baseline_samples, candidate_samples, systematic=systematic)
+    """A `gap` block (statistics.gap: ratio of medians, paired bootstrap interval) of the two rows."""
+    g = statistics.gap(baseline_samples, candidate_samples, systematic=systematic)
     return {
         "ratio_of_medians": g["ratio_of_medians"],
         "median_of_round_ratios": g["median_of_round_ratios"],

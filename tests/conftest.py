@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from runner.errors import NoGpuError
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -24,7 +26,7 @@ def gpu_unavailable_reason() -> str | None:
 
     try:
         driver.init()
-    except driver.NoGpuError as exc:
+    except NoGpuError as exc:
         return f"no usable NVIDIA GPU: {str(exc).split(';')[0]}"
     return None
 

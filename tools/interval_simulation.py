@@ -1,5 +1,5 @@
 """Coverage and width of a gap's 95% interval under the sequential rule, simulated on the CPU
-through the project's own functions (the A/A control's term, the stopping rule, stats.gap), one
+through the project's own functions (the A/A control's term, the stopping rule, statistics.gap), one
 row per noise model; stdout: a markdown table, progress on stderr.
 
 Each simulated run is an A/A case of runner bench's hot mode: a baseline and a candidate of one
@@ -20,6 +20,7 @@ import sys
 
 import numpy as np
 
+from protocol import statistics
 from runner.execution.suite import FIRST_SAMPLES  # the rule's first look, as each version has it
 from runner.measurement import aa_control, stats
 from runner.measurement.timing import stopping
@@ -101,7 +102,7 @@ def judged_run(times: np.ndarray) -> tuple[int, str, bool, float]:
             break
     block = aa_control.document_block(list(times[0, :n]), list(times[2, :n]), loads[:n], 1)
     term = block["systematic"] if block else stats.systematic("hot", float(np.median(times[0])))
-    g = stats.gap(times[0, :n], times[1, :n], resamples=RESAMPLES, systematic=term)
+    g = statistics.gap(times[0, :n], times[1, :n], resamples=RESAMPLES, systematic=term)
     ratio, low, high = g["ratio_of_medians"], g["ci_low"], g["ci_high"]
     return n, outcome["stopped_by"] or "samples", low <= 1.0 <= high, (high - low) / 2 / ratio
 

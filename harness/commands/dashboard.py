@@ -11,9 +11,8 @@ from pathlib import Path
 import click
 
 from harness.commands.document_files import out_folder
-from harness.dashboard.build import GAB_DATA, MAX_POINTS, RAW_RUNS, DashboardError, build_site
-from harness.errors import BadInput
-from harness.history.store import StoreError
+from harness.dashboard.build import GAB_DATA, MAX_POINTS, RAW_RUNS, build_site
+from harness.errors import BadInput, DashboardError, StoreError
 from protocol.progress import Live
 
 __all__ = ["dashboard"]

@@ -15,16 +15,12 @@ from pathlib import Path
 
 import click
 
-from harness.errors import BadInput
-from harness.history.store import Store, StoreError
+from harness.errors import BadInput, StoreError
+from harness.history.store import Store
 from protocol import validation
 from protocol.codec import decode
-from protocol.input_files import (
-    MAX_DOCUMENT_BYTES,
-    InputFileError,
-    output_problem,
-    read_bounded,
-)
+from protocol.errors import InputFileError
+from protocol.input_files import MAX_DOCUMENT_BYTES, output_problem, read_bounded
 from protocol.validation import validate
 
 __all__ = [

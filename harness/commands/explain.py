@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from harness.errors import BadInput
+from harness.errors import BadInput, SourceError
 from harness.explain import report, sources
 
 __all__ = ["explain"]
@@ -65,7 +65,7 @@ def explain(source, other, case_ids, candidates, bundle, fmt):
                 sources.attach_bundle(second, sources.load(bundle))
             loaded = sources.across(loaded, second)
             candidates = tuple(f"{c}@{sources.SIDES[1]}" for c in candidates)
-    except sources.SourceError as exc:
+    except SourceError as exc:
         raise BadInput(str(exc)) from None
     known = {c.id for c in loaded.cases}
     unknown = [c for c in case_ids if c not in known]

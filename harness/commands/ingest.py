@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 
 from harness.commands.document_files import DB_OPTION, RESULT, load_bundle, load_result, opened
-from harness.errors import BadInput
+from harness.errors import BadInput, TrustError
 from harness.history.store import prepared
 from harness.running import trust
 from protocol.progress import Live
@@ -133,7 +133,7 @@ def _checked(result: Path, cases: Path | None, gpu_pin: str | None, trusted: boo
         canon = trust.canon_for(document, cases, gpu_pin, trusted)
         if canon is not None:
             trust.check(document, canon, what)
-    except trust.TrustError as exc:
+    except TrustError as exc:
         raise BadInput(str(exc)) from None
     return document, what
 

@@ -28,17 +28,17 @@ from pathlib import Path
 import click
 
 from harness.commands.document_files import out_folder
-from harness.errors import Terminated
+from harness.errors import RevisionBuildError, RunFailed, SshTargetError, Terminated, TransportError
 from harness.running import cluster as cluster_run
 from harness.running import manifest_check, revision_build, shipping
-from harness.running.session import INSTALL_TIMEOUT_S, RunFailed, Session
-from harness.running.transport.base import Transport, TransportError
+from harness.running.session import INSTALL_TIMEOUT_S, Session
+from harness.running.transport.base import Transport
 from harness.running.transport.local import LocalTransport
-from harness.running.transport.ssh import SshTarget, SshTargetError, SshTransport
+from harness.running.transport.ssh import SshTarget, SshTransport
 from harness.running.transport.vast import DEFAULT_IMAGE, VastTransport
 from protocol.progress import Live
 
-__all__ = ["Terminated", "local_commit", "make_transport", "run", "signals_interrupt"]
+__all__ = ["local_commit", "make_transport", "run", "signals_interrupt"]
 
 GIT_TIMEOUT_S = 10.0
 RENTAL_GRACE_S = 3600.0  # a rental's lifetime beyond its steps' limits: waiting for it, SSH, slack
@@ -261,7 +261,7 @@ class _RunCommand(click.Command):
     "-q",
     "--quiet",
     is_flag=True,
-    help="No progress on stderr (the runner's bench runs with -q); errors still show.",
+    help="No progress on stderr (the runner's bench or check runs with -q); errors still show.",
 )
 @click.option(
     "--pytest-gpu",
@@ -320,7 +320,7 @@ def run(ctx, target, cluster, identity, known_hosts, suite, cases_option, bundle
     """
     runner_args = ctx.meta.get("runner_args", [])
     quiet = settings.pop("quiet")
-    if quiet and not settings["check_only"]:
+    if quiet:
         runner_args = [*runner_args, "-q"]
     if (target is None) == (cluster is None):
         raise RunFailed("give one of --target (one GPU box) and --cluster (a Dask cluster's GPUs)")
@@ -349,7 +349,7 @@ def run(ctx, target, cluster, identity, known_hosts, suite, cases_option, bundle
             if cluster is not None:
                 _cluster(cluster, cases, bundle, built or revisions, runner_args, settings)
             _run(target, identity, known_hosts, cases, bundle, built or revisions, runner_args, settings)  # fmt: skip
-    except revision_build.RevisionBuildError as exc:
+    except RevisionBuildError as exc:
         raise RunFailed(str(exc)) from None
 
 

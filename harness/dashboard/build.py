@@ -38,8 +38,9 @@ import orjson
 from harness.dashboard import case_pages, explain_pages
 from harness.dashboard.alerts import between_cards, findings
 from harness.dashboard.case_charts import MAX_POINTS, TAIL_POINTS, display_indices, read_series
-from harness.dashboard.data import DATA_FORMAT_VERSION, DashboardError, collect
+from harness.dashboard.data import DATA_FORMAT_VERSION, collect
 from harness.dashboard.gab import GAB_DATA, gab_key, github_action_benchmark_data
+from harness.errors import DashboardError
 from harness.history.store import Store
 
 __all__ = [
@@ -49,7 +50,6 @@ __all__ = [
     "RAW_RUNS",
     "TAIL_POINTS",
     "BuildReport",
-    "DashboardError",
     "build_site",
     "collect",
     "display_indices",

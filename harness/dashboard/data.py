@@ -40,7 +40,7 @@ from harness.reporting.table import primary_candidate
 from protocol.modes import describe
 from protocol.points import is_point_row, split_id
 
-__all__ = ["DATA_FORMAT_VERSION", "DashboardError", "collect"]
+__all__ = ["DATA_FORMAT_VERSION", "collect"]
 
 DATA_FORMAT_VERSION = 3  # 3: data["sweeps"] per mode ({mode: {case id: curves}})
 

@@ -11,8 +11,9 @@ from pathlib import Path
 from harness.errors import SourceError
 from protocol import validation
 from protocol.codec import decode
-from protocol.input_files import MAX_DOCUMENT_BYTES, InputFileError, read_bounded
-from protocol.validation import DocumentError, _schema, jsonschema_validator, validate
+from protocol.errors import DocumentError, InputFileError
+from protocol.input_files import MAX_DOCUMENT_BYTES, read_bounded
+from protocol.validation import _schema, jsonschema_validator, validate
 
 HOW_TO_GET_STATIC = (
     "record it with `python -m runner bench` (it records `static` where ptxas and cuobjdump or "

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Self
 
 import orjson
 
-from harness.errors import GpuMismatchError
+from harness.errors import GpuMismatchError, StoreError
 from harness.escaping import terminal
 from harness.history.series import (
     COMPILER_FIELDS,
@@ -51,7 +51,6 @@ from harness.history.store_schema import (
     APPLICATION_ID,
     MIGRATIONS,
     STORE_SCHEMA_VERSION,
-    StoreError,
     canonical_json,
     counter_blobs,
     counter_set,
@@ -76,14 +75,12 @@ __all__ = [
     "LOW_SPACE_BYTES",
     "STORE_SCHEMA_VERSION",
     "VALUE_COLUMNS",
-    "GpuMismatchError",
     "HistoryFile",
     "IngestReport",
     "PlannedPoint",
     "RunInfo",
     "SeriesValues",
     "Store",
-    "StoreError",
     "cause",
     "corruption",
     "integrity_problems",

@@ -61,7 +61,6 @@ __all__ = [
     "MAX_INTEGER",
     "MIGRATIONS",
     "STORE_SCHEMA_VERSION",
-    "StoreError",
     "canonical_json",
     "counter_blobs",
     "counter_set",

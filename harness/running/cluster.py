@@ -36,7 +36,7 @@ from pathlib import Path
 
 import click
 
-from harness.errors import ClusterError
+from harness.errors import ClusterError, SuiteTomlError
 from harness.history.series import gpu_model
 from harness.running import manifest_check, model_documents, result_files, shipping
 from protocol.codec import encode
@@ -44,7 +44,6 @@ from protocol.points import as_rows, point_case_id, split_id
 
 __all__ = [
     "GPU_RESOURCE",
-    "ClusterError",
     "GpuWorker",
     "Plan",
     "connect",
@@ -59,6 +58,7 @@ GPU_RESOURCE = "GPU"  # the worker resource that says a worker owns one GPU
 TOPIC = "kernelgap"  # the event topic on which tasks say where each case started
 PROBE_TIMEOUT_S = 300.0
 CONNECT_TIMEOUT_S = 30.0
+PIECE_BYTES = 16 * 2**20  # the shipped tree goes to the workers in pieces of this size
 POLL_S = 0.2  # how often the dealing looks for finished tasks
 MAX_RESENT = 3  # a task cancelled for want of the shipped tree is submitted again this often
 STRANDED_S = 120.0  # with no GPU worker left this long, the cases still waiting are failed
@@ -395,16 +395,52 @@ def _refuse_versions(client, facts: dict, ours: str) -> None:
         )
 
 
-def _probe_task(tree: bytes, timeout_s: float) -> dict:
+def _scatter_tree(client, shipment: shipping.Shipment) -> list:
+    """The shipped tree's tar stream (shipping.Shipment.chunks) scattered to every worker in
+    pieces of at most PIECE_BYTES, one piece at a time, so this process never holds the tree
+    whole. The futures of the pieces, in order: what _probe_task and _case_task take as
+    `tree`."""
+    futures, piece, size = [], [], 0
+
+    def send() -> None:
+        futures.append(client.scatter(b"".join(piece), broadcast=True, hash=False))
+        piece.clear()
+
+    for chunk in shipment.chunks():
+        piece.append(chunk)
+        size += len(chunk)
+        if size >= PIECE_BYTES:
+            send()
+            size = 0
+    if piece:
+        send()
+    return futures
+
+
+@contextlib.contextmanager
+def _spooled(tree: list[bytes]):
+    """On a worker: the tree's pieces in one temporary file, at its start, for a command's
+    stdin (the pieces stay where Dask keeps them; no second copy in memory)."""
+    import tempfile
+
+    with tempfile.TemporaryFile(prefix="kernelgap-tree-") as spool:
+        for piece in tree:
+            spool.write(piece)
+        spool.seek(0)
+        yield spool
+
+
+def _probe_task(tree: list[bytes], timeout_s: float) -> dict:
     """Runs on a GPU worker: the shipped runner's `info` for the worker's one GPU."""
-    done = subprocess.run(
-        shipping.in_shipped_tree(
-            sys.executable, [sys.executable, "-m", "runner", "info", "--no-bandwidth"]
-        ),
-        input=tree,
-        capture_output=True,
-        timeout=timeout_s,
-    )
+    with _spooled(tree) as stdin:
+        done = subprocess.run(
+            shipping.in_shipped_tree(
+                sys.executable, [sys.executable, "-m", "runner", "info", "--no-bandwidth"]
+            ),
+            stdin=stdin,
+            capture_output=True,
+            timeout=timeout_s,
+        )
     return {
         "returncode": done.returncode,
         "stdout": done.stdout,
@@ -454,9 +490,10 @@ def _workers_info(client) -> dict:
         return client.scheduler_info()["workers"]
 
 
-def gpu_workers(client, tree, ours: str, say) -> list[GpuWorker]:
+def gpu_workers(client, shipment: shipping.Shipment, ours: str, say) -> tuple[list[GpuWorker], list]:  # fmt: skip
     """Every worker with a GPU resource, version-checked and probed; listed on stderr before
-    anything runs. ClusterError when there is none, a worker is refused, or two share a GPU."""
+    anything runs; and the shipped tree, scattered (_scatter_tree). ClusterError when there is
+    none, a worker is refused, or two share a GPU."""
     from distributed import wait
 
     info = _workers_info(client)
@@ -472,6 +509,7 @@ def gpu_workers(client, tree, ours: str, say) -> list[GpuWorker]:
         )
     facts = client.run(_worker_facts, workers=list(gpu), on_error="return")
     _refuse_versions(client, facts, ours)
+    tree = _scatter_tree(client, shipment)
     futures = {
         a: client.submit(
             _probe_task,
@@ -505,13 +543,13 @@ def gpu_workers(client, tree, ours: str, say) -> list[GpuWorker]:
             )
     models = sorted({w.model for w in workers})
     say(f"harness: GPU models: {', '.join(models)} (one document per model)")
-    return workers
+    return workers, tree
 
 
 # ------------------------------------------------------------------------------ the dealing
 
 
-def _case_task(tree: bytes, case_id: str, argv: list[str], deadline: float | None, timeout_s):
+def _case_task(tree: list[bytes], case_id: str, argv: list[str], deadline: float | None, timeout_s):
     """Runs on a GPU worker: `runner bench` for one case in a fresh copy of the shipped tree.
     Skipped when the run's deadline (wall clock) has passed; else given what is left of it."""
     from distributed import get_worker
@@ -527,12 +565,13 @@ def _case_task(tree: bytes, case_id: str, argv: list[str], deadline: float | Non
     command = [python, "-m", "runner", "bench", *argv, "--device", "0", *left]
     started = time.monotonic()
     try:
-        done = subprocess.run(
-            shipping.in_shipped_tree(python, command),
-            input=tree,
-            capture_output=True,
-            timeout=timeout_s,
-        )
+        with _spooled(tree) as stdin:
+            done = subprocess.run(
+                shipping.in_shipped_tree(python, command),
+                stdin=stdin,
+                capture_output=True,
+                timeout=timeout_s,
+            )
     except subprocess.TimeoutExpired as exc:
         tail = (exc.stderr or b"").decode(errors="replace")[-4000:]
         return {**base, "returncode": None, "stdout": b"", "stderr": tail, "timed_out": True}
@@ -607,15 +646,17 @@ def _lost_where(exc, workers: dict[str, GpuWorker], progress: Progress, case: st
     return next((w for w in workers.values() if w.name == name), None)
 
 
-def deal(client, workers: list[GpuWorker], tree: bytes, plan: Plan, settings: dict, sink, say):
+def deal(client, workers: list[GpuWorker], shipment: shipping.Shipment, tree: list, plan: Plan, settings: dict, sink, say) -> list:  # fmt: skip
     """One task per case over the GPU workers; each outcome to `sink.arrived(case, outcome,
-    worker, lost_on)`, a case that could not be run to `sink.failed(case, why, worker)`."""
+    worker, lost_on)`, a case that could not be run to `sink.failed(case, why, worker)`.
+    `tree`: the shipment's pieces as scattered (_scatter_tree); returns them as they are at the
+    end (scattered again where they were lost), for what runs after."""
     from distributed import as_completed
 
     dealing = _Dealing(client, workers, plan, settings, sink, say)
     client.subscribe_topic(TOPIC, dealing.progress.started)
     try:
-        dealing.share(tree)
+        dealing.share(shipment, tree)
         pending = as_completed([dealing.submit(case, _Attempt(case, 1)) for case in plan.cases])
         stranded_since = None
         while not pending.is_empty():
@@ -631,6 +672,7 @@ def deal(client, workers: list[GpuWorker], tree: bytes, plan: Plan, settings: di
             time.sleep(POLL_S)
     finally:
         client.unsubscribe_topic(TOPIC)
+    return dealing.shared
 
 
 class _Dealing:
@@ -646,18 +688,18 @@ class _Dealing:
         self.token = f"{os.getpid()}-{time.monotonic_ns()}"
         self.shared = None
 
-    def share(self, tree: bytes) -> None:
-        """The shipped tree on every worker, once, for the tasks to take. The scheduler keeps
-        one copy only (its memory manager drops the others), so a worker lost with it takes
-        it: submit sends it again."""
-        self.tree = tree
-        self.shared = self.client.scatter(tree, broadcast=True, hash=False)
+    def share(self, shipment: shipping.Shipment, tree: list | None = None) -> None:
+        """The shipped tree on every worker (its pieces, `tree` where already scattered), for
+        the tasks to take. The scheduler keeps one copy of a piece only (its memory manager
+        drops the others), so a worker lost with it takes it: submit sends the tree again."""
+        self.shipment = shipment
+        self.shared = tree if tree is not None else _scatter_tree(self.client, shipment)
 
     def submit(self, case: str, attempt: _Attempt, only: list[str] | None = None):
         attempt.only = only
-        if self.shared.status != "finished":  # lost with the worker that held it
+        if any(piece.status != "finished" for piece in self.shared):  # lost with its worker
             self.say("harness: the shipped tree was lost with its worker; sending it again")
-            self.share(self.tree)
+            self.share(self.shipment)
         argv = [
             self.settings["cases"],
             *[a for s in self.plan.selectors[case] for a in ("--case", s)],
@@ -793,7 +835,7 @@ def bench_args(plan: shipping.Shipment, commit: str | None) -> list[str]:
     return args
 
 
-def skeletons(client, tree: bytes, plan: Plan, settings: dict, say) -> dict[str, dict]:
+def skeletons(client, tree: list, plan: Plan, settings: dict, say) -> dict[str, dict]:
     """Every selected case as the runner records one that did not run (ids, sources, launch
     geometry; a swept case's selected points), from one `runner bench --budget-s` with the
     run's arguments that starts past its budget on a GPU worker: what a case lost with its
@@ -824,7 +866,7 @@ def run(address: str, cases: Path, shipment: shipping.Shipment, runner_args: lis
 
     try:
         raw, toml = manifest_check.read(cases)
-    except manifest_check.SuiteTomlError as exc:
+    except SuiteTomlError as exc:
         raise ClusterError(str(exc)) from None
     case_ids = [
         c["id"]
@@ -845,9 +887,8 @@ def run(address: str, cases: Path, shipment: shipping.Shipment, runner_args: lis
         {**options, "cluster": address},
         say,
     )
-    tree = shipment.tar()
     with connect(address, say, settings.get("connect_timeout_s", CONNECT_TIMEOUT_S)) as client:
-        workers = gpu_workers(client, tree, package_version(), say)
+        workers, tree = gpu_workers(client, shipment, package_version(), say)
         deal_settings = {
             "cases": shipment.cases,
             "bench_args": bench_args(shipment, settings.get("commit")),
@@ -861,7 +902,7 @@ def run(address: str, cases: Path, shipment: shipping.Shipment, runner_args: lis
         else:
             say(f"harness: {len(plan.cases)} case(s) over {len(workers)} GPU worker(s)")
         sink.options["deal"] = "point" if any(split_id(u)[1] for u in plan.cases) else "case"
-        deal(client, workers, tree, plan, deal_settings, sink, say)
+        tree = deal(client, workers, shipment, tree, plan, deal_settings, sink, say)
         if sink.unrun:
             if skeleton_cases is None:
                 skeleton_cases = skeletons(client, tree, plan, deal_settings, say)
@@ -890,7 +931,7 @@ def _per_point(plan: Plan, skeleton_cases: dict, deal_by: str, workers: int, say
 
 
 def _write(sink: model_documents.CaseDocuments, workers: list[GpuWorker]) -> int:
-    from protocol.validation import DocumentError
+    from protocol.errors import DocumentError
 
     try:
         written = sink.write(workers)

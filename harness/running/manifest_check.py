@@ -24,11 +24,12 @@ import tomllib
 from pathlib import Path
 
 from harness.errors import ManifestRefused, SuiteTomlError
-from protocol.input_files import MAX_MANIFEST_BYTES, InputFileError, read_bounded
+from protocol.errors import InputFileError
+from protocol.input_files import MAX_MANIFEST_BYTES, read_bounded
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # the tree `harness run` ships
 
-__all__ = ["CHECK_TIMEOUT_S", "ManifestRefused", "SuiteTomlError", "check_manifest", "read"]
+__all__ = ["CHECK_TIMEOUT_S", "check_manifest", "read"]
 
 
 def read(path: Path) -> tuple[bytes, dict]:

@@ -24,8 +24,9 @@ from pathlib import Path
 from harness.running.result_files import keep
 from harness.running.session import result_name
 from protocol.codec import decode, encode
+from protocol.errors import DocumentError
 from protocol.points import measured_at, merge_points, split_id
-from protocol.validation import DocumentError, summary, validate
+from protocol.validation import summary, validate
 from protocol.version import RESULT_SCHEMA_VERSION, check_version
 
 __all__ = ["CaseDocuments", "skeleton", "suite_block"]

@@ -32,7 +32,6 @@ from harness.errors import RevisionBuildError
 
 __all__ = [
     "PLACEHOLDERS",
-    "RevisionBuildError",
     "build_revisions",
     "check_ref",
     "environment",

@@ -27,14 +27,14 @@ from pathlib import Path
 
 import click
 
-from harness.errors import RunFailed
+from harness.errors import RunFailed, ShippingError, TransportError
 from harness.history.store_schema import normalize_utc
 from harness.running import shipping
 from harness.running.result_files import keep
-from harness.running.transport.base import Completed, StderrTail, Transport, TransportError
+from harness.running.transport.base import Completed, StderrTail, Transport
 from protocol.validation import load_result
 
-__all__ = ["INSTALL_TIMEOUT_S", "RunFailed", "Session", "result_name"]
+__all__ = ["INSTALL_TIMEOUT_S", "Session", "result_name"]
 
 
 READY = "kernelgap-venv "  # the line's prefix, so whatever a login shell prints before is skipped
@@ -172,7 +172,7 @@ class Session:
         python = self.options["python"]
         try:
             requirements = shipping.runner_requirements(self.options["pytest_gpu"])
-        except shipping.ShippingError as exc:
+        except ShippingError as exc:
             raise RunFailed(str(exc)) from None
         made = self.step(
             "preparing kernelgap's virtual environment",

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from harness.errors import ShippingError
+from harness.errors import ShippingError, SuiteTomlError
 from harness.running import manifest_check
 
 # The folder holding the packages: a checkout's root, or site-packages for an installed wheel.
@@ -86,11 +86,6 @@ class Shipment:
         """The tar stream as a binary file to read (what a transport sends as stdin): made as
         it is read, so the tree is never whole in memory."""
         return io.BufferedReader(_ChunkReader(self.chunks()), CHUNK_BYTES)
-
-    def tar(self) -> bytes:
-        """The tar stream as bytes, for what must hold it whole (a Dask scatter): at most
-        MAX_TREE_BYTES and its headers."""
-        return b"".join(self.chunks())
 
 
 class _ChunkReader(io.RawIOBase):
@@ -228,7 +223,7 @@ def referenced_files(cases: Path) -> list[str]:
     """
     try:
         _, doc = manifest_check.read(cases)
-    except manifest_check.SuiteTomlError as exc:
+    except SuiteTomlError as exc:
         raise ShippingError(str(exc)) from None
     found = []
     for case in doc.get("case", []) if isinstance(doc.get("case"), list) else []:

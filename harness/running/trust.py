@@ -16,11 +16,11 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import TrustError
+from harness.errors import SuiteTomlError, TrustError
 from harness.history.series import gpu_model
 from harness.running import manifest_check
 
-__all__ = ["DEFAULT_CASES", "Canon", "TrustError", "canon_for", "check"]
+__all__ = ["DEFAULT_CASES", "Canon", "canon_for", "check"]
 
 DEFAULT_CASES = Path("benchmarks/cases.toml")
 
@@ -40,7 +40,7 @@ class Canon:
     def from_manifest(cls, path: Path) -> Canon:
         try:
             raw, doc = manifest_check.read(path)
-        except manifest_check.SuiteTomlError as exc:
+        except SuiteTomlError as exc:
             raise TrustError(f"{exc} (a trusted ingest takes the GPU pin from it)") from None
         suite = doc.get("suite")
         name = suite.get("name") if isinstance(suite, dict) else None

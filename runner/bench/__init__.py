@@ -11,19 +11,15 @@ implementations of the same operation, case by case, on the runner's timing engi
 See README.md ("Comparing Python callables") and examples/ops/bench_matmul.py, a file to copy.
 """
 
-from runner.bench.comparison import CheckFailed, InputsModified, Runner
+from runner.bench.comparison import Runner
 from runner.bench.implementation import Implementation
-from runner.bench.integrity import IntegrityFailed
 from runner.bench.options import TimingOptions
-from runner.bench.recheck import RecheckFailed
 from runner.bench.report import Comparison, ReportRow
-from runner.bench.reset_probe import ResetRefused
 from runner.bench.session import Session, current, reset
 from runner.bench.verification import (
     DEFAULT_TOLERANCES,
     Control,
     Custom,
-    DeclarationError,
     Exact,
     Noncomparable,
     Partial,
@@ -34,6 +30,14 @@ from runner.bench.verification import (
     zeroed_input,
 )
 from runner.bench.workload import Case, ReferenceUnavailable, Row, Workload, cases, params
+from runner.errors import (
+    CheckFailed,
+    DeclarationError,
+    InputsModified,
+    IntegrityFailed,
+    RecheckFailed,
+    ResetRefused,
+)
 
 __all__ = [
     "DEFAULT_TOLERANCES",

@@ -20,26 +20,27 @@ from runner.bench import integrity, report, reset_probe, watch
 from runner.bench import session as session_module
 from runner.bench.implementation import Implementation, normalize
 from runner.bench.options import SCHEDULE, TimingOptions
-from runner.bench.recheck import RecheckFailed
 from runner.bench.report import Comparison, ReportRow
-from runner.bench.reset_probe import ResetRefused
-from runner.bench.verification import DeclarationError, comparison_changed, reject_controls
+from runner.bench.verification import comparison_changed, reject_controls
 from runner.bench.workload import Case, ReferenceUnavailable
-from runner.errors import CheckFailed, InputsModified
+from runner.errors import (
+    CheckFailed,
+    DeclarationError,
+    InputsModified,
+    IntegrityFailed,
+    NoKernelTimed,
+    PhaseError,
+    RecheckFailed,
+    ResetRefused,
+    TimerUnavailable,
+)
 from runner.measurement import aa_control, timing
-from runner.measurement.gate import PhaseError, arrays
+from runner.measurement.gate import arrays
 from runner.measurement.timing import cold as cold_timing
 from runner.measurement.timing import cupti
 from runner.measurement.timing.hot import SharedBatchHot
 
-__all__ = [
-    "CheckFailed",
-    "Comparison",
-    "InputsModified",
-    "ReportRow",
-    "Runner",
-    "TimingOptions",
-]
+__all__ = ["Comparison", "ReportRow", "Runner", "TimingOptions"]
 
 
 @contextlib.contextmanager
@@ -142,7 +143,7 @@ class Runner:
         asked = self.options.timer
         try:
             timer, why = cupti.choose_timer(asked, self.options.mode, watch.unavailable_reason())
-        except cupti.TimerUnavailable as exc:
+        except TimerUnavailable as exc:
             if not self.options.verify_only:
                 raise DeclarationError(str(exc)) from None
             timer, why = "events", "verify only: nothing was timed"
@@ -326,9 +327,7 @@ class Runner:
         rows = report.rows(doc, self.name)
         comparison = Comparison(self.name, self.case, rows, doc, timed=timed is not None)
         if doc["status"] == "failed":  # integrity.judge flagged a timed row
-            raise integrity.IntegrityFailed(
-                f"case {self.case.id}: {doc['error']['message']}", comparison
-            )
+            raise IntegrityFailed(f"case {self.case.id}: {doc['error']['message']}", comparison)
         return comparison
 
     def _time(self, impls: dict[str, Implementation], phases: dict, statuses: dict) -> tuple:
@@ -337,7 +336,7 @@ class Runner:
         events instead, every row alike, and the rows say why."""
         try:
             return self._timed(impls, phases, statuses)
-        except integrity.NoKernelTimed as exc:
+        except NoKernelTimed as exc:
             if not (self._auto_timer and self.options.timer == "cupti"):
                 raise
             self.options = dataclasses.replace(self.options, timer="events")

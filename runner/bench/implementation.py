@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.bench.verification import DeclarationError
+from runner.errors import DeclarationError
 from runner.measurement.aa_control import control_name
 from runner.measurement.environment import package_version
 

@@ -22,10 +22,10 @@ from typing import Protocol
 
 from runner.bench import watch
 from runner.bench.recheck import Recheck
-from runner.bench.verification import COMPARISON_GUARD, DeclarationError, comparison_changed
+from runner.bench.verification import COMPARISON_GUARD, comparison_changed
 from runner.bench.workload import ReferenceUnavailable
 from runner.document import impossible, rate_bound
-from runner.errors import IntegrityFailed, NoKernelTimed
+from runner.errors import DeclarationError, NoKernelTimed
 from runner.measurement import aa_control
 from runner.measurement.gate import arrays
 from runner.measurement.timing import cold
@@ -96,7 +96,6 @@ class L2Sized(Protocol):
 
 __all__ = [
     "CallableSides",
-    "IntegrityFailed",
     "WatchedBackend",
     "check_outputs",
     "copies_disabled",

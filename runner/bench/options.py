@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runner.bench.verification import DeclarationError
+from runner.errors import DeclarationError
 
 __all__ = ["SCHEDULE", "TimingOptions"]
 
 # One sample of every implementation per round, the rounds in the PTX engine's balanced order
-# (timing.round_order): stats.gap pairs sample r of each side as one round, which only a
+# (timing.round_order): statistics.gap pairs sample r of each side as one round, which only a
 # schedule of rounds makes true (two passes A..A B..B | B..B A..A broke the pairing: simulated
 # A/A coverage of the 95% interval fell to 0.84 under drift; tests/coverage/test_bench_schedule.py).
 SCHEDULE = "rounds"

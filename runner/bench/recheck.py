@@ -26,11 +26,10 @@ import time
 
 import numpy as np
 
-from runner.bench.verification import DeclarationError
-from runner.errors import RecheckFailed
+from runner.errors import DeclarationError, RecheckFailed
 from runner.measurement.gate import arrays
 
-__all__ = ["Recheck", "RecheckFailed", "sample_seed", "write_inputs"]
+__all__ = ["Recheck", "sample_seed", "write_inputs"]
 
 GOLDEN = 0x9E3779B9  # a new seed per sample: seed + k * golden ratio, mod 2^32
 CHEAP_SHARE = 0.25  # auto: every sample is rechecked when fresh inputs cost at most this share

@@ -10,6 +10,7 @@ from __future__ import annotations
 import platform
 from dataclasses import dataclass, field
 
+from protocol import statistics
 from runner.bench import integrity
 from runner.bench import workload as workload_module
 from runner.bench.implementation import callable_identity
@@ -436,7 +437,7 @@ def markdown(document: dict) -> str:
         if i.get("timing") and not i["timing"]["stats"]["stable"]
     ]
     if noisy:
-        out += ["", f"Unstable (noise above {stats.UNSTABLE_NOISE:.0%}): " + ", ".join(noisy)]
+        out += ["", f"Unstable (noise above {statistics.UNSTABLE_NOISE:.0%}): " + ", ".join(noisy)]
     unwatched = {
         i["integrity"]["window"]["reason"]
         for c in document["cases"]

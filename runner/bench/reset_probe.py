@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from runner.bench.recheck import RecheckFailed, sample_seed, write_inputs
-from runner.bench.verification import DeclarationError
-from runner.errors import ResetRefused
+from runner.bench.recheck import sample_seed, write_inputs
+from runner.errors import DeclarationError, RecheckFailed, ResetRefused
 from runner.measurement.gate import arrays
 
-__all__ = ["ResetRefused", "probe_reset"]
+__all__ = ["probe_reset"]
 
 PROBE_SAMPLE = 0xBEEF  # the probe's inputs: sample_seed(case seed, PROBE_SAMPLE), no sample's
 

@@ -22,7 +22,6 @@ __all__ = [
     "DEFAULT_TOLERANCES",
     "Control",
     "Custom",
-    "DeclarationError",
     "Exact",
     "Noncomparable",
     "Partial",

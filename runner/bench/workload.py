@@ -15,7 +15,8 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from runner.bench.verification import DeclarationError, Exact, Verification
+from runner.bench.verification import Exact, Verification
+from runner.errors import DeclarationError
 
 __all__ = ["Case", "ReferenceUnavailable", "Row", "Workload", "cases", "params"]
 

@@ -64,7 +64,6 @@ from runner.errors import InputError
 __all__ = [
     "BENCHMARK_FILE_PATTERNS",
     "Finding",
-    "InputError",
     "benchmark_files",
     "is_benchmark_file",
     "lint_file",

@@ -15,7 +15,7 @@ the baseline are loaded into the one context of the case and timed in the same i
 paired rounds. So each variant gets its gap against the baseline as any candidate does, and the
 case gets a `pairs` block (runner.document.pair_blocks): each later revision against the first
 (head against base) as the ratio of medians with the same paired bootstrap interval as a gap
-(runner.measurement.stats.gap, with the first revision in the baseline's place). The baseline comes from the first labelled bundle that
+(protocol.statistics.gap, with the first revision in the baseline's place). The baseline comes from the first labelled bundle that
 holds it, else it is built here; a candidate no labelled bundle holds is built here under its
 own name.
 
@@ -33,10 +33,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from protocol.codec import decode, encode
-from protocol.validation import DocumentError, validate
+from protocol.errors import DocumentError
+from protocol.validation import validate
 from runner.definition import toolchains
 from runner.definition.manifest import CaseSpec, ImplSpec, Suite
-from runner.errors import BundleError
+from runner.errors import BuildError, BundleError, ToolchainMissing
 from runner.explain.static import analyze, block_threads
 
 GIT_TIMEOUT_S = 10.0
@@ -100,11 +101,11 @@ def write_bundle(
     for case, impl in _builds(suite):
         try:
             b = toolchains.build_impl(impl, arch)
-        except toolchains.ToolchainMissing as exc:
+        except ToolchainMissing as exc:
             manifest["skipped"].append({"case": case.id, "impl": impl.name, "reason": str(exc)})
             say(f"skip  {case.id}/{impl.name}: {exc}")
             continue
-        except toolchains.BuildError as exc:
+        except BuildError as exc:
             failures += 1
             manifest["skipped"].append(
                 {"case": case.id, "impl": impl.name, "reason": f"build failed: {exc}"}

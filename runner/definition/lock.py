@@ -19,9 +19,10 @@ from pathlib import Path
 
 import orjson
 
-from protocol.input_files import MAX_MANIFEST_BYTES, InputFileError, read_bounded
-from runner.definition.manifest import CaseSpec, ManifestError, Suite
-from runner.errors import LockError
+from protocol.errors import InputFileError
+from protocol.input_files import MAX_MANIFEST_BYTES, read_bounded
+from runner.definition.manifest import CaseSpec, Suite
+from runner.errors import LockError, ManifestError
 
 HEADER = (
     "# Content hashes of every published (case, version) of the suite; append-only.\n"

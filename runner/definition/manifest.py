@@ -13,7 +13,8 @@ import hashlib
 import tomllib
 from pathlib import Path
 
-from protocol.input_files import MAX_MANIFEST_BYTES, InputFileError, read_bounded
+from protocol.errors import InputFileError
+from protocol.input_files import MAX_MANIFEST_BYTES, read_bounded
 from protocol.validation import validator
 from runner.definition.spec import (
     DEFAULT_SETTINGS,
@@ -21,7 +22,6 @@ from runner.definition.spec import (
     CaseSpec,
     Distribution,
     ImplSpec,
-    ManifestError,
     ParamSpec,
     Settings,
     Suite,
@@ -32,7 +32,8 @@ from runner.definition.spec import (
     resolve,
 )
 from runner.definition.sweep import parse_sweep
-from runner.definition.toolchains import BuildError, command
+from runner.definition.toolchains import command
+from runner.errors import BuildError, ManifestError
 
 
 def _schema_location(doc: dict, error) -> str:

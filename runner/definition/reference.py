@@ -14,10 +14,10 @@ import signal
 import threading
 import time
 
-from runner.definition.spec import CaseSpec, Geometry, ManifestError, Suite, inside_suite
-from runner.errors import ReferenceTimeout
+from runner.definition.spec import CaseSpec, Geometry, Suite, inside_suite
+from runner.errors import ManifestError, ReferenceTimeout
 
-__all__ = ["ReferenceTimeout", "call_reference", "load_reference", "time_limit"]
+__all__ = ["call_reference", "load_reference", "time_limit"]
 
 
 @contextlib.contextmanager

@@ -22,7 +22,8 @@ import re
 from dataclasses import dataclass
 
 from runner.definition import spec
-from runner.definition.spec import CaseSpec, ManifestError, buffer_bytes, resolve
+from runner.definition.spec import CaseSpec, buffer_bytes, resolve
+from runner.errors import ExprError, ManifestError
 
 __all__ = [
     "MAX_POINTS",
@@ -105,7 +106,7 @@ def _value(raw, where: str) -> int:
     text = raw.replace("^", "**") if isinstance(raw, str) else raw
     try:
         return spec.evaluate_int(text, {}, where=where, minimum=1)
-    except spec.ExprError as exc:
+    except ExprError as exc:
         raise ManifestError(str(exc)) from None
 
 

@@ -13,11 +13,12 @@ import time
 
 from runner.definition import manifest, spec, sweep
 from runner.definition.reference import load_reference
+from runner.errors import CudaError, PhaseError
 from runner.gpu import driver, generator, ptx
 from runner.gpu.driver import ModuleState
 from runner.measurement import aa_control
-from runner.measurement.gate import PhaseError, launch_audit, output_dependence
 from runner.measurement.gate import correctness as gate
+from runner.measurement.gate import launch_audit, output_dependence
 from runner.measurement.gate import timed_size as reference_sample
 from runner.measurement.gate.timed_size import TimedOutputs
 from runner.measurement.timing import TimingSettings, clocks, cupti, load_order, measure
@@ -43,7 +44,7 @@ CHECK_GUARD_BYTES = 64 * 1024  # canary bands around every buffer at the correct
 
 def error_record(phase: str, exc: BaseException) -> dict:
     record = {"phase": phase, "message": str(exc) or type(exc).__name__}
-    if isinstance(exc, driver.CudaError):
+    if isinstance(exc, CudaError):
         record["cuda_error"] = exc.name
     elif isinstance(exc, PhaseError) and exc.cuda_error:
         record["cuda_error"] = exc.cuda_error
@@ -185,7 +186,7 @@ class CaseRun:
                         sets,
                         tol,
                     )
-                except driver.CudaError as exc:
+                except CudaError as exc:
                     impls[name]["check"] = {"status": "failed", "problems": [str(exc)]}
                     raise PhaseError("check", f"implementation {name}: {exc}", exc.name) from exc
                 if name != baseline:
@@ -578,9 +579,7 @@ def run_case(job: dict, emit) -> dict:
     except Exception as exc:
         run.record["status"] = "failed"
         run.record["error"] = error_record(getattr(exc, "phase", run.phase), exc)
-        cuda_error = (
-            exc.name if isinstance(exc, driver.CudaError) else getattr(exc, "cuda_error", None)
-        )
+        cuda_error = exc.name if isinstance(exc, CudaError) else getattr(exc, "cuda_error", None)
         run.record["sticky"] = cuda_error in driver.STICKY_ERRORS
     finally:
         with run.clock("teardown_s"):

@@ -14,9 +14,17 @@ from pathlib import Path
 import click
 
 from protocol.progress import visible
-from runner.definition import manifest, sweep, toolchains
-from runner.definition.bundle import BundleError
-from runner.definition.spec import LaunchLimitError, check_launch
+from runner.definition import manifest, sweep
+from runner.definition.spec import check_launch
+from runner.errors import (
+    BuildError,
+    BundleError,
+    LaunchLimitError,
+    ManifestError,
+    PtxError,
+    SignatureError,
+    ToolchainMissing,
+)
 from runner.execution.result import case_skeleton
 from runner.execution.suite import build_case, obtain_ptx
 from runner.explain import static
@@ -67,11 +75,11 @@ def _reference_checks(suite: manifest.Suite, case: manifest.CaseSpec) -> tuple:
     hung, wrong shape; the problems of its outputs on the edges of the inputs' valid ranges)."""
     try:
         admitted: list[str] | str = passing_null_models(suite, case)
-    except manifest.ManifestError as exc:
+    except ManifestError as exc:
         admitted = str(exc)
     try:
         edges = edges_problems(suite, case)
-    except manifest.ManifestError as exc:
+    except ManifestError as exc:
         edges = [f"(the reference could not run on the edges inputs: {exc})"]
     return admitted, edges
 
@@ -108,7 +116,7 @@ def _send_checks(suite: manifest.Suite, case: manifest.CaseSpec, send) -> None:
         send.send((f"{case.where}: reference {case.reference} failed: {exc!r}", []))
 
 
-def _tolerance_problems(suite: manifest.Suite, case: manifest.CaseSpec) -> int:
+def _tolerance_problems(suite: manifest.Suite, case: manifest.CaseSpec, say=_say) -> int:
     """Fail a case whose tolerance admits a null model (or whose reference cannot run); note
     where the reference gives non-finite values on the edges of the inputs' valid ranges.
     Returns the failures (0 or 1)."""
@@ -116,19 +124,19 @@ def _tolerance_problems(suite: manifest.Suite, case: manifest.CaseSpec) -> int:
     admitted, edges = _bounded_reference_checks(suite, case)
     if isinstance(admitted, str):  # raised, hung, wrong shape: named, no traceback
         failures += 1
-        _say(f"FAIL  {case.id}: reference: {admitted}")
+        say(f"FAIL  {case.id}: reference: {admitted}")
     elif admitted:
         failures += 1
-        _say(
+        say(
             f"FAIL  {case.id}: tolerance: outputs that did not do the work pass it at the check "
             f"size: {'; '.join(admitted)} (tighten the tolerance or make the data less degenerate)"
         )
     for problem in edges:  # a note: the gate still compares those outputs (inf == inf)
-        _say(f"note  {case.id}: valid ranges: {problem}")
+        say(f"note  {case.id}: valid ranges: {problem}")
     return failures
 
 
-def _check_options(case: manifest.CaseSpec, arch: str, bundle, skipped: dict) -> int:
+def _check_options(case: manifest.CaseSpec, arch: str, bundle, skipped: dict, say=_say) -> int:
     """Build, signature-check and assemble the implementation of each option point of `case`
     as that point builds it; the failures."""
     options = case.sweep.options if case.sweep is not None else None
@@ -142,18 +150,18 @@ def _check_options(case: manifest.CaseSpec, arch: str, bundle, skipped: dict) ->
             text, build = obtain_ptx(case, impl, arch, bundle)
             module = ptx.parse(text)
             ptx.check_signature(module, impl.entry, case.signature(), where=where)
-        except toolchains.ToolchainMissing as exc:
+        except ToolchainMissing as exc:
             skipped.setdefault(str(exc), []).append(where)
-            _say(f"skip  {where}: {exc}")
+            say(f"skip  {where}: {exc}")
             continue
-        except (toolchains.BuildError, BundleError, ptx.PtxError, ptx.SignatureError) as exc:
+        except (BuildError, BundleError, PtxError, SignatureError) as exc:
             failures += 1
-            _say(f"FAIL  {where}: build: {exc}")
+            say(f"FAIL  {where}: build: {exc}")
             continue
         problem = assemble(text, arch)
         failures += problem is not None
         how = f"ptxas -arch={arch} ok" if static.find_program("ptxas") else "not assembled"
-        _say(
+        say(
             f"FAIL  {where}: ptxas -arch={arch}: {problem}" if problem else
             f"ok    {where}: flags {' '.join(build['flags']) or '(none)'}, PTX {module.target}, {how}"
         )  # fmt: skip
@@ -161,9 +169,15 @@ def _check_options(case: manifest.CaseSpec, arch: str, bundle, skipped: dict) ->
 
 
 def check_suite(
-    suite: manifest.Suite, arch: str, require_all: bool = False, sanitizer=None, bundle=None
+    suite: manifest.Suite,
+    arch: str,
+    require_all: bool = False,
+    sanitizer=None,
+    bundle=None,
+    say=_say,
 ) -> int:
-    """Print one line per implementation, then a summary that counts the skipped ones by reason;
+    """Print one line per implementation (through `say`: `runner check -q` keeps the failures),
+    then a summary that counts the skipped ones by reason;
     0 when every buildable implementation assembles (and, with `require_all`, none was skipped).
     With `sanitizer` (runner.execution.sanitize.Sanitizer), each one that assembles is then
     launched once under compute-sanitizer; any error it reports (or a run that fails) fails.
@@ -175,7 +189,7 @@ def check_suite(
         problem = _launch_problem(case, arch)
         if problem:
             failures += 1
-            _say(f"FAIL  {case.id}: launch: {problem}")
+            say(f"FAIL  {case.id}: launch: {problem}")
             continue
         doc = case_skeleton(case)
         notes: list[str] = []
@@ -189,35 +203,35 @@ def check_suite(
                     f"its baseline {case.baseline.name} could not be built here"
                 )
                 skipped.setdefault(reason, []).append(f"{case.id}/{name}")
-                _say(f"skip  {case.id}/{name}: {reason}")
+                say(f"skip  {case.id}/{name}: {reason}")
             continue
         if doc["status"] == "failed":
             failures += 1
-            _say(f"FAIL  {case.id}: {doc['error']['phase']}: {doc['error']['message']}")
+            say(f"FAIL  {case.id}: {doc['error']['phase']}: {doc['error']['message']}")
             for note in notes:  # e.g. why the baseline was skipped
-                _say(f"      {note.strip()}")
+                say(f"      {note.strip()}")
             continue
-        failures += _tolerance_problems(suite, case)
+        failures += _tolerance_problems(suite, case, say)
         for name, impl in doc["implementations"].items():
             if name not in built:
                 reason = impl.get("skip_reason", "not built")
                 skipped.setdefault(reason, []).append(f"{case.id}/{name}")
-                _say(f"skip  {case.id}/{name}: {reason}")
+                say(f"skip  {case.id}/{name}: {reason}")
                 continue
             problem = assemble(built[name], arch)
             if problem:
                 failures += 1
-                _say(f"FAIL  {case.id}/{name}: ptxas -arch={arch}: {problem}")
+                say(f"FAIL  {case.id}/{name}: ptxas -arch={arch}: {problem}")
             else:
                 how = f"ptxas -arch={arch} ok" if have_ptxas else "ptxas not found: not assembled"
-                _say(
+                say(
                     f"ok    {case.id}/{name}: {impl['toolchain']}, PTX {impl['ptx']['version']} {impl['ptx']['target']}, {how}"
                 )
                 if sanitizer is not None and not sanitizer.implementation(
                     case, name, impl["entry"], built[name]
                 ):
                     failures += 1
-        failures += _check_options(case, arch, bundle, skipped)
+        failures += _check_options(case, arch, bundle, skipped, say)
     count = sum(len(v) for v in skipped.values())
     _say(
         f"{suite.path}: {len(suite.cases)} case(s), {failures} failure(s), {count} skipped"

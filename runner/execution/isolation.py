@@ -34,6 +34,7 @@ from typing import ClassVar
 
 from protocol.codec import decode, encode
 from protocol.progress import visible
+from runner.errors import NoGpuError
 
 # The folder holding the runner package: a checkout's root, or site-packages for a wheel. A
 # worker starts there (and has it on its path) so it imports this very runner, never a `runner/`
@@ -277,7 +278,6 @@ def run_job(job: dict) -> dict:
 
 
 def main() -> int:
-    from runner.gpu import driver
 
     # before the job arrives: a worker started ahead imports while another case runs (a failed
     # import is reported with the job, where it is needed)
@@ -286,7 +286,7 @@ def main() -> int:
     try:
         job = decode(sys.stdin.buffer.read(), "worker job (stdin)")
         record = run_job(job)
-    except driver.NoGpuError as exc:
+    except NoGpuError as exc:
         record = {
             "status": "failed",
             "error": {"phase": "environment", "message": str(exc)},

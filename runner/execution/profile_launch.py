@@ -15,6 +15,7 @@ tracks uninitialised reads sees them written).
 from __future__ import annotations
 
 from protocol.codec import decode
+from runner.errors import ManifestError, NoGpuError
 
 
 def launch_once(job: dict) -> dict:
@@ -76,12 +77,10 @@ def main(job_path: str) -> dict:
 def run_job(job_path: str) -> tuple[dict | None, str | None]:
     """(what ran, None), or (None, why not) for a job that cannot run: no GPU, a bad suite or
     job (the error names the file and what it lacks)."""
-    from runner.definition import manifest
-    from runner.gpu import driver
 
     try:
         return main(job_path), None
-    except (driver.NoGpuError, manifest.ManifestError, ValueError) as exc:
+    except (NoGpuError, ManifestError, ValueError) as exc:
         return None, str(exc)
     except KeyError as exc:
         return None, f"{job_path}: the job lacks {exc} (it needs manifest, case, impl and ptx)"

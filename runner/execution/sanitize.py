@@ -15,6 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from runner.errors import SanitizerOutputError
 from runner.explain import compute_sanitizer, profiling, static
 
 __all__ = ["Sanitizer", "parse_tools"]
@@ -56,7 +57,7 @@ def run_tool(path: str, tool: str, job: dict, timeout_s: float = TIMEOUT_S) -> d
     entry["exit_status"] = done.returncode
     try:
         found = compute_sanitizer.parse(log or done.stdout)
-    except compute_sanitizer.SanitizerOutputError as exc:
+    except SanitizerOutputError as exc:
         said = (done.stderr or done.stdout).strip()[-REASON_CHARS:]
         return {**entry, "status": "failed", "reason": f"{exc}; the program said: {said}"}
     entry.update(found)

@@ -22,7 +22,7 @@ time follow in suite order. A GPU whose case fails in a way that says the device
 loses only that in-flight case, and the others go on with the rest.
 
 A second measurement of a case whose first one could not be used, after a cool-down, with
-shorter samples: a gap whose samples are noisier than stats.UNSTABLE_NOISE is usually the GPU, not the kernel: a
+shorter samples: a gap whose samples are noisier than statistics.UNSTABLE_NOISE is usually the GPU, not the kernel: a
 long hot sample at the power cap throttles in every sample (benchmarks/perf/RESULTS.md). The
 headline keeps such a case in its fixed set either way (protocol.headline); measuring it again
 first gives it a chance to be shown stable. The second measurement replaces
@@ -41,14 +41,25 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from protocol import statistics
 from protocol.codec import encode
+from protocol.errors import DocumentError
 from protocol.progress import PARTIAL_DOCUMENT_PREFIX, visible
-from protocol.validation import DocumentError, validate
+from protocol.validation import validate
 from runner import document
 from runner.definition import manifest, sweep, toolchains
-from runner.definition.bundle import Bundle, BundleError, git_commit, utc_now, variants
-from runner.definition.spec import CaseSpec, ManifestError, Suite
+from runner.definition.bundle import Bundle, git_commit, utc_now, variants
+from runner.definition.spec import CaseSpec, Suite
 from runner.document import write_atomic
+from runner.errors import (
+    BuildError,
+    BundleError,
+    ManifestError,
+    NoGpuError,
+    PtxError,
+    SignatureError,
+    ToolchainMissing,
+)
 from runner.execution import sweep_run
 from runner.execution.isolation import keep_ahead, run_worker, stop_ahead
 from runner.execution.result import (
@@ -62,8 +73,8 @@ from runner.execution.result import (
 from runner.execution.sweep_run import Built, settings_for_point
 from runner.explain import profiling
 from runner.explain.static import record_static
-from runner.gpu import driver, generator, ptx
-from runner.measurement import aa_control, environment, stats
+from runner.gpu import generator, ptx
+from runner.measurement import aa_control, environment
 from runner.measurement.timing import clocks, cupti
 
 __all__ = [
@@ -313,7 +324,7 @@ def needs_remeasure(case_doc: dict) -> str | None:
     if case_doc.get("clocks", {}).get("unstable"):
         why = "clocks held down in most samples"
     else:
-        why = f"noise above {stats.UNSTABLE_NOISE:.0%}"
+        why = f"noise above {statistics.UNSTABLE_NOISE:.0%}"
     return f"unstable gap of {', '.join(noisy)} ({why})"
 
 
@@ -492,12 +503,12 @@ def build_case(
         except BundleError as exc:
             record_failure(case_doc, "build", f"{where}: {exc}")
             return {}
-        except toolchains.ToolchainMissing as exc:
+        except ToolchainMissing as exc:
             docs[impl.name]["status"] = "skipped"
             docs[impl.name]["skip_reason"] = str(exc)
             say(f"  {impl.name}: skipped: {exc}")
             continue
-        except toolchains.BuildError as exc:
+        except BuildError as exc:
             record_failure(case_doc, "build", f"{where}: {exc}")
             return {}
     case_doc["implementations"] = docs
@@ -507,7 +518,7 @@ def build_case(
         try:
             module = ptx.parse(text)
             ptx.check_signature(module, impl.entry, case.signature(), where=where)
-        except (ptx.PtxError, ptx.SignatureError) as exc:
+        except (PtxError, SignatureError) as exc:
             record_failure(case_doc, "signature", str(exc))
             return {}
         docs[name]["ptx"] = ptx.describe(module, text)
@@ -693,12 +704,12 @@ def probe_environment(options: BenchOptions) -> dict:
     )
     record = outcome.record or {}
     if record.get("no_gpu"):
-        raise driver.NoGpuError(record["error"]["message"])
+        raise NoGpuError(record["error"]["message"])
     if record.get("status") != "ok":
         why = record.get("error", {}).get("message") or (
             "timed out" if outcome.timed_out else "\n".join(outcome.stderr_tail)
         )
-        raise driver.NoGpuError(f"the environment probe failed: {why}")
+        raise NoGpuError(f"the environment probe failed: {why}")
     return {**record["environment"], "device_count": record.get("device_count")}
 
 
@@ -715,14 +726,14 @@ def probe_devices(options: BenchOptions, env: dict) -> dict[int, dict]:
     try:
         gpus = parse_gpus(options.gpus, env.get("device_count"))
     except ValueError as exc:
-        raise manifest.ManifestError(str(exc)) from None
+        raise ManifestError(str(exc)) from None
     found = {options.device: env["device"]}  # the run's first GPU, probed already
     errors: dict[int, str] = {}
 
     def probe(d: int) -> None:
         try:
             found[d] = probe_environment(dataclasses.replace(options, device=d))["device"]
-        except driver.NoGpuError as exc:
+        except NoGpuError as exc:
             errors[d] = str(exc)
 
     threads = [threading.Thread(target=probe, args=(d,)) for d in gpus if d not in found]
@@ -731,7 +742,7 @@ def probe_devices(options: BenchOptions, env: dict) -> dict[int, dict]:
     for thread in threads:
         thread.join()
     if errors:
-        raise driver.NoGpuError("; ".join(f"GPU {d}: {e}" for d, e in sorted(errors.items())))
+        raise NoGpuError("; ".join(f"GPU {d}: {e}" for d, e in sorted(errors.items())))
     return {d: found[d] for d in gpus}
 
 
@@ -830,14 +841,14 @@ def _load_inputs(manifest_path: str | Path, options: BenchOptions):
         try:
             first = parse_gpus(options.gpus)[0]
         except ValueError as exc:
-            raise manifest.ManifestError(str(exc)) from None
+            raise ManifestError(str(exc)) from None
         options = dataclasses.replace(options, device=first)  # the probe's is the run's first
     if options.input_seed is None:  # drawn per run, recorded so the run can be replayed
         options = dataclasses.replace(options, input_seed=generator.draw_input_seed())
     try:
         expected_s = load_previous(options.previous)
     except (OSError, ValueError) as exc:
-        raise manifest.ManifestError(
+        raise ManifestError(
             f"--previous {options.previous}: not a result document to deal cases by ({exc})"
         ) from None
     return suite, (cases, points_of), bundle, revisions, options, expected_s

@@ -25,7 +25,7 @@ import re
 
 from runner.errors import SanitizerOutputError
 
-__all__ = ["TOOLS", "SanitizerOutputError", "command", "parse"]
+__all__ = ["TOOLS", "command", "parse"]
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 # initcheck too: scratch read before it is written passes wherever it happens to hold zeros

@@ -19,9 +19,9 @@ from collections.abc import Callable
 from typing import BinaryIO
 
 from protocol.version import RUN_PROTOCOL_VERSION
+from runner.errors import CudaError, NoGpuError, PhaseError, PtxError, SignatureError
 from runner.launch import launch_plan
 from runner.launch.launch_plan import Output, Param, Request, signature
-from runner.measurement.gate import PhaseError
 
 __all__ = [
     "LAUNCH_ELSEWHERE",
@@ -179,9 +179,9 @@ def _execute(request: Request, on_timeout: Callable[[dict], None] | None) -> dic
 
     try:
         context = driver.Context()
-    except driver.NoGpuError as exc:
+    except NoGpuError as exc:
         return error_document("environment", f"{exc}; {LAUNCH_ELSEWHERE}")
-    except driver.CudaError as exc:
+    except CudaError as exc:
         return cuda_failure("environment", exc)
     try:
         return _run_in_context(request, driver, ptx, on_timeout)
@@ -194,7 +194,7 @@ def _execute(request: Request, on_timeout: Callable[[dict], None] | None) -> dic
 def _run_in_context(request: Request, driver, ptx, on_timeout) -> dict:
     try:
         module = driver.Module(request.ptx, label="request")
-    except driver.CudaError as exc:
+    except CudaError as exc:
         raise _phase(cuda_failure("load", exc)) from None
     cleanup = [module.unload]
     try:
@@ -204,13 +204,13 @@ def _run_in_context(request: Request, driver, ptx, on_timeout) -> dict:
             kernel = module.kernel(
                 request.kernel, request.grid, request.block, request.shared_bytes
             )
-        except (ptx.PtxError, ptx.SignatureError) as exc:
+        except (PtxError, SignatureError) as exc:
             raise _phase(error_document("signature", str(exc))) from None
-        except driver.CudaError as exc:
+        except CudaError as exc:
             raise _phase(cuda_failure("signature", exc)) from None
         try:
             elapsed_ms, outputs = _launch(request, kernel, driver, cleanup, on_timeout)
-        except driver.CudaError as exc:
+        except CudaError as exc:
             raise _phase(cuda_failure("launch", exc)) from None
         return {
             "status": "ok",

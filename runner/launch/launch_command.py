@@ -29,7 +29,7 @@ import sys
 from dataclasses import dataclass, field
 
 from protocol.progress import visible
-from runner.errors import FileRefused, LaunchArgumentError, Refused
+from runner.errors import FileRefused, LaunchArgumentError, Refused, Unavailable
 from runner.launch.launch_plan import encode_float
 
 # ---- the C++ runner's values and answers --------------------------------------------------------
@@ -265,7 +265,7 @@ def main(argv: list[str]) -> int:
 
         try:
             answer = local_service.ask(document)
-        except local_service.Unavailable as exc:
+        except Unavailable as exc:
             print(f"kernelgap: launch service unavailable ({exc}); launching here", file=sys.stderr)
         else:
             return report(answer, sys.stdout)
@@ -306,7 +306,7 @@ def _through_service(request: dict) -> dict | None:
 
     try:
         answer = local_service.ask_line(orjson.dumps(request), local_service.deadline_s(request))
-    except local_service.Unavailable as exc:
+    except Unavailable as exc:
         print(f"kernelgap: launch service unavailable ({exc}); launching here", file=sys.stderr)
         return None
     except (TypeError, ValueError):  # not encodable again: the full check here words why

@@ -22,6 +22,7 @@ from typing import BinaryIO
 
 from protocol import validate
 from protocol.input_files import MAX_REQUEST_BYTES
+from runner.errors import RequestError
 from runner.launch.fresh_context import (
     PHASES,
     SingleAnswer,
@@ -35,7 +36,6 @@ from runner.launch.fresh_context import (
 from runner.launch.launch_plan import Output
 from runner.launch.run_request import (
     DTYPES,
-    RequestError,
     decode_float,
     decode_json,
     decode_values,
@@ -50,7 +50,6 @@ __all__ = [
     "DTYPES",
     "PHASES",
     "Output",
-    "RequestError",
     "decode_float",
     "decode_values",
     "encode_float",

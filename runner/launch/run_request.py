@@ -38,7 +38,6 @@ __all__ = [
     "Output",
     "Param",
     "Request",
-    "RequestError",
     "decode_float",
     "decode_json",
     "decode_values",

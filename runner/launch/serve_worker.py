@@ -31,6 +31,7 @@ if __name__ == "__main__":
     driver_start.start()
 
 from protocol import RUN_PROTOCOL_VERSION, decode, encode
+from runner.errors import CudaError, NoGpuError, PtxError, RequestError, SignatureError
 from runner.gpu import driver
 from runner.launch import oneshot
 from runner.launch.fresh_context import (
@@ -42,7 +43,6 @@ from runner.launch.fresh_context import (
     unexpected,
 )
 from runner.launch.launch_plan import Request, signature
-from runner.launch.oneshot import RequestError
 
 MODULE_CACHE = 64
 BROKEN_EXIT = 3  # the context is broken (sticky error): start a fresh worker
@@ -117,22 +117,22 @@ class Service:
         d, ptx = self.driver, self.ptx
         try:
             (module, parsed), load_s = self.module(request.ptx)
-        except d.CudaError as exc:
+        except CudaError as exc:
             return cuda_failure("load", exc)
-        except ptx.PtxError as exc:
+        except PtxError as exc:
             return error_document("signature", str(exc))
         try:
             ptx.check_signature(parsed, request.kernel, signature(request), where="request")
             kernel = module.kernel(
                 request.kernel, request.grid, request.block, request.shared_bytes
             )
-        except (ptx.PtxError, ptx.SignatureError) as exc:
+        except (PtxError, SignatureError) as exc:
             return error_document("signature", str(exc))
-        except d.CudaError as exc:
+        except CudaError as exc:
             return cuda_failure("signature", exc)
         try:
             return self._launch(request, kernel, parsed, load_s, identity)
-        except d.CudaError as exc:
+        except CudaError as exc:
             self.broken = d.cu().cuCtxSynchronize()[0] != 0  # sticky: every later call fails
             return cuda_failure("launch", exc)
         finally:
@@ -182,9 +182,9 @@ def main() -> int:
     service, unusable = None, None
     try:
         service = Service(answers)
-    except driver.NoGpuError as exc:
+    except NoGpuError as exc:
         unusable = error_document("environment", f"{exc}; {LAUNCH_ELSEWHERE}")
-    except driver.CudaError as exc:
+    except CudaError as exc:
         unusable = cuda_failure("environment", exc)
     answers.write({"ready": True, "gpu": unusable is None})
     for raw in sys.stdin.buffer:

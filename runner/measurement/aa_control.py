@@ -114,7 +114,7 @@ def gap_term(
     confidence: float = 0.95,
     group: int = 1,
 ) -> float:
-    """The relative standard uncertainty (stats.gap's `systematic`) a gap adds for two sides of
+    """The relative standard uncertainty (statistics.gap's `systematic`) a gap adds for two sides of
     `per_side_loads` loads each, from the sd of `loads` control loads (or groups of `group`
     loads each: a per-load sd of sd x sqrt(group)): sqrt(2 group / L) sd x t(loads - 1) / z, at
     most MAX_SYSTEMATIC / 2."""
@@ -125,7 +125,7 @@ def gap_term(
     p = (1 + confidence) / 2
     t_over_z = autocorrelation.student_t_quantile(p, loads - 1) / normal.NormalDist().inv_cdf(p)
     term = math.sqrt(2 * group / per_side_loads) * sd * t_over_z
-    return min(term, stats.MAX_SYSTEMATIC / 2)
+    return min(term, statistics.MAX_SYSTEMATIC / 2)
 
 
 def with_offset(term: float, ratio: float, ci_low: float, ci_high: float) -> float:
@@ -134,7 +134,7 @@ def with_offset(term: float, ratio: float, ci_low: float, ci_high: float) -> flo
     per-load sd does not describe, so every gap of the case is at least that uncertain."""
     if ci_low <= 1.0 <= ci_high:
         return term
-    return min(max(term, abs(math.log(ratio))), stats.MAX_SYSTEMATIC / 2)
+    return min(max(term, abs(math.log(ratio))), statistics.MAX_SYSTEMATIC / 2)
 
 
 METHOD = (
@@ -239,7 +239,7 @@ def document_block(
         load_sd(np.asarray(baseline_s), np.asarray(control_s), loads, offset=False)[0]
     )
     spread = max(gap_term(spread_sd, count, per_side_loads, group=group), stats.INSTANCE_SD)
-    g = stats.gap(baseline_s, control_s, systematic=spread)
+    g = statistics.gap(baseline_s, control_s, systematic=spread)
     ratio, low, high = g["ratio_of_medians"], g["ci_low"], g["ci_high"]
     apart = not low <= 1.0 <= high
     text = method or (METHOD_GROUPS if group > 1 else METHOD)

@@ -31,6 +31,7 @@ import socket
 import sys
 from pathlib import Path
 
+from runner.errors import CudaError
 from runner.gpu import driver
 
 __all__ = [
@@ -68,7 +69,7 @@ def _optional_attribute(ctx: driver.Context, name: str) -> int | None:
     """The attribute, or None where this driver/bindings version no longer has or answers it."""
     try:
         return ctx.attribute(name)
-    except (AttributeError, driver.CudaError):
+    except (AttributeError, CudaError):
         return None
 
 
@@ -275,8 +276,8 @@ def _stream_peaks(ctx: driver.Context) -> dict:
     (runner.measurement.environment); the error instead where they could not run."""
     try:
         stream = measure_stream_bandwidth(ctx)
-    except (driver.CudaError, ValueError) as exc:
-        if isinstance(exc, driver.CudaError) and exc.sticky:
+    except (CudaError, ValueError) as exc:
+        if isinstance(exc, CudaError) and exc.sticky:
             raise
         return {"measured_stream_error": str(exc)}
     return {
@@ -304,7 +305,7 @@ def capture(ctx: driver.Context, *, measure_bandwidth: bool = True) -> dict:
             measured = measure_peak_bandwidth(ctx)
             peaks["measured_memory_bytes_per_s"] = measured["bytes_per_s"]
             peaks["measured_memory_method"] = measured["method"]
-        except driver.CudaError as exc:
+        except CudaError as exc:
             if exc.sticky:  # the context is gone: nothing after this can run in it
                 raise
             peaks["measured_memory_error"] = str(exc)

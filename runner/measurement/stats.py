@@ -7,37 +7,15 @@ from __future__ import annotations
 
 import math
 
-from protocol.statistics import (
-    MAX_SYSTEMATIC,
-    UNSTABLE_NOISE,
-    bootstrap_rows,
-    gap,
-    geometric_mean,
-    mad,
-    median,
-    percentile,
-    summarize,
-    widen,
-    z_of,
-)
+from protocol.statistics import MAX_SYSTEMATIC, z_of
 
 __all__ = [
     "COLD_GRAPH_NODE_S",
     "COLD_PLACEMENT_S",
     "INSTANCE_SD",
-    "MAX_SYSTEMATIC",
     "TORCH_GRAPH_NODE_S",
-    "UNSTABLE_NOISE",
-    "bootstrap_rows",
     "floor_half_width",
-    "gap",
-    "geometric_mean",
-    "mad",
-    "median",
-    "percentile",
-    "summarize",
     "systematic",
-    "widen",
 ]
 
 INSTANCE_SD = 3e-4
@@ -70,7 +48,7 @@ case leaves out; docs/method/intervals-and-headline.md, section 6)."""
 
 def systematic(mode: str, baseline_median_s: float | None, per_call_s: float = 0.0) -> float:
     """The relative standard uncertainty a gap's interval adds for what stays fixed within a
-    run (stats.gap's `systematic`): INSTANCE_SD, with, over the baseline's median and in
+    run (protocol.statistics.gap's `systematic`): INSTANCE_SD, with, over the baseline's median and in
     quadrature, COLD_PLACEMENT_S in cold mode and `per_call_s` (runner.bench's graphs:
     TORCH_GRAPH_NODE_S hot, COLD_GRAPH_NODE_S cold); at most MAX_SYSTEMATIC / 2."""
     s = INSTANCE_SD

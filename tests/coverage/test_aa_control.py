@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from protocol import statistics
 from runner.execution.case import COLD_LOADS
-from runner.measurement import aa_control, stats
+from runner.measurement import aa_control
 from runner.measurement.timing import SCHEDULES
 from tests.coverage.test_schedules import MODELS, RESAMPLES, ROUNDS, SIGMA, log_times, sample_places
 
@@ -53,11 +54,11 @@ def coverage(mode: str, schedule: str, sides: int, model: str, seed: int, widene
     base = np.repeat(baseline[:, None], sides - 1, axis=1).reshape(-1, ROUNDS)
     cand = candidates.reshape(-1, ROUNDS)
     rng = np.random.default_rng(seed + 1)
-    rows = stats.bootstrap_rows(base, cand, RESAMPLES, 0.95, rng)
+    rows = statistics.bootstrap_rows(base, cand, RESAMPLES, 0.95, rng)
     lo, hi = rows["ci_low"], rows["ci_high"]
     if widened:
         ratio = np.median(cand, axis=1) / np.median(base, axis=1)
-        lo, hi = stats.widen(ratio, lo, hi, np.repeat(term, sides - 1), 0.95)
+        lo, hi = statistics.widen(ratio, lo, hi, np.repeat(term, sides - 1), 0.95)
     return float(np.mean((lo <= 1.0) & (hi >= 1.0)))
 
 
@@ -105,7 +106,7 @@ def test_gap_term_scales_by_the_loads_a_side_and_students_t():
     term = aa_control.gap_term(3e-4)
     assert term == pytest.approx(np.sqrt(2) * 3e-4 * 2.3646 / 1.95996, rel=2e-3)
     assert aa_control.gap_term(3e-4, per_side_loads=32) == pytest.approx(term / np.sqrt(32))
-    assert aa_control.gap_term(1.0) == stats.MAX_SYSTEMATIC / 2
+    assert aa_control.gap_term(1.0) == statistics.MAX_SYSTEMATIC / 2
     # groups of 4 loads: their sd is a load's over 2, so the same per-load term needs 2 x it
     assert aa_control.gap_term(1.5e-4, per_side_loads=32, group=4) == pytest.approx(
         term / np.sqrt(32)
@@ -137,7 +138,7 @@ def test_a_control_that_reads_apart_sets_the_term_to_at_least_its_offset():
     assert aa_control.with_offset(1e-4, 1.0003, 0.9998, 1.0009) == 1e-4  # holds 1: unchanged
     apart = aa_control.with_offset(1e-4, 0.97, 0.96, 0.98)
     assert apart == pytest.approx(abs(np.log(0.97)))
-    assert aa_control.with_offset(1e-4, 0.5, 0.4, 0.6) == stats.MAX_SYSTEMATIC / 2
+    assert aa_control.with_offset(1e-4, 0.5, 0.4, 0.6) == statistics.MAX_SYSTEMATIC / 2
 
 
 def test_the_document_block_marks_a_control_apart_and_names_its_groups():

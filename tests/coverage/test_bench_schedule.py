@@ -1,4 +1,4 @@
-"""The Python API's schedule keeps stats.gap's pairing true: an A/A comparison's 95% interval
+"""The Python API's schedule keeps statistics.gap's pairing true: an A/A comparison's 95% interval
 covers 1.0 about 95% of the time under drift and correlated noise (simulated on the CPU)."""
 
 from __future__ import annotations
@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from protocol import statistics
 from runner.bench.options import SCHEDULE
-from runner.measurement import stats, timing
+from runner.measurement import timing
 from tests.support.fake_device import FakeBackend
 
 TRIALS = 200
@@ -51,7 +52,9 @@ def coverage(schedule: str, *, drift: float, rho: float, wander: float) -> float
             drift_per_call=drift,
         )
         m = timing.measure(backend, ["A", "B"], settings)
-        g = stats.gap(m.impls["A"].samples_s, m.impls["B"].samples_s, resamples=1000, seed=trial)
+        g = statistics.gap(
+            m.impls["A"].samples_s, m.impls["B"].samples_s, resamples=1000, seed=trial
+        )
         covered += g["ci_low"] <= 1.0 <= g["ci_high"]
     return covered / TRIALS
 
@@ -72,7 +75,7 @@ def test_the_api_schedule_covers_an_a_a_gap_at_its_confidence(drift, rho, wander
 def test_two_passes_break_the_pairing_the_interval_assumes():
     """The schedule the API used before (A..A B..B | B..B A..A) under the same correlated noise:
     sample r of each side is not one round, and the interval misses far more often than with
-    rounds (stats.gap's autocorrelation widening recovers some of it, not the pairing)."""
+    rounds (statistics.gap's autocorrelation widening recovers some of it, not the pairing)."""
     passes = coverage("passes", drift=0.0, rho=0.98, wander=0.01)
     rounds = coverage("rounds", drift=0.0, rho=0.98, wander=0.01)
     assert passes < 0.93 <= rounds and rounds - passes >= 0.05, (passes, rounds)

@@ -1,8 +1,8 @@
 """A/A coverage of the gap's interval, simulated on the CPU: the same implementation against
 itself, sampled in each schedule's real order (timing.sample_plan) under independent noise,
 a linear drift, and AR(0.8) noise, for 2 to 9 sides. A 95% interval must contain 1.0 in at
-least 93% of the simulated runs. The intervals come from stats.bootstrap_rows, the code
-stats.gap runs, vectorised over the simulated runs.
+least 93% of the simulated runs. The intervals come from statistics.bootstrap_rows, the code
+statistics.gap runs, vectorised over the simulated runs.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from protocol import autocorrelation, statistics
-from runner.measurement import stats
 from runner.measurement.timing import SCHEDULES, TimingSettings, sample_plan
 
 ROUNDS = 30  # TimingSettings' default samples
@@ -76,7 +75,7 @@ def coverage(schedule: str, sides: int, model: str, seed: int, plain: bool = Fal
         idx = rng.integers(0, ROUNDS, size=(baseline.shape[0], RESAMPLES, ROUNDS))
         lo, hi = statistics._percentile_interval(baseline, candidate, idx, 0.95)
     else:
-        rows = stats.bootstrap_rows(baseline, candidate, RESAMPLES, 0.95, rng)
+        rows = statistics.bootstrap_rows(baseline, candidate, RESAMPLES, 0.95, rng)
         lo, hi = rows["ci_low"], rows["ci_high"]
     return float(np.mean((lo <= 1.0) & (hi >= 1.0)))
 
@@ -117,16 +116,16 @@ def test_independent_rounds_keep_the_single_round_bootstrap():
 def test_gap_records_which_bootstrap_it_used():
     rng = np.random.default_rng(11)
     baseline = np.exp(rng.normal(0, SIGMA, 60)) * 1e-3
-    independent = stats.gap(baseline, np.exp(rng.normal(0, SIGMA, 60)) * 1e-3, resamples=2000)
+    independent = statistics.gap(baseline, np.exp(rng.normal(0, SIGMA, 60)) * 1e-3, resamples=2000)
     assert independent["bootstrap"] == "rounds" and "block_rounds" not in independent
     assert -1 <= independent["lag1_autocorrelation"] < 0.3
     slow = np.exp(ar1(rng, (60,), 0.9)) * 1e-3
-    blocked = stats.gap(baseline, slow, resamples=2000)
+    blocked = statistics.gap(baseline, slow, resamples=2000)
     assert blocked["bootstrap"] == "circular_blocks" and blocked["block_rounds"] >= 2
     plain_idx = np.random.default_rng(0).integers(0, 60, size=(1, 2000, 60))
     lo, hi = statistics._percentile_interval(baseline[None], slow[None], plain_idx, 0.95)
     assert blocked["ci_high"] - blocked["ci_low"] > 1.5 * float(hi[0] - lo[0])
-    too_few = stats.gap(baseline[:8], slow[:8], resamples=200)  # under MIN_ROUNDS: no test
+    too_few = statistics.gap(baseline[:8], slow[:8], resamples=200)  # under MIN_ROUNDS: no test
     assert too_few["bootstrap"] == "rounds"
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from protocol import statistics
 from runner.execution.suite import FIRST_SAMPLES
 from runner.measurement import aa_control, stats
 from runner.measurement.timing import stopping
@@ -57,9 +58,9 @@ def judged(
     )
     base = np.repeat(baseline[:, None], k, axis=1).reshape(-1, n)
     other = others.reshape(-1, n)
-    rows = stats.bootstrap_rows(base, other, RESAMPLES, 0.95, rng)
+    rows = statistics.bootstrap_rows(base, other, RESAMPLES, 0.95, rng)
     ratio = np.median(other, axis=1) / np.median(base, axis=1)
-    lo, hi = stats.widen(ratio, rows["ci_low"], rows["ci_high"], np.repeat(term, k), 0.95)
+    lo, hi = statistics.widen(ratio, rows["ci_low"], rows["ci_high"], np.repeat(term, k), 0.95)
     target = stopping.SEQUENTIAL_TARGET
     widest = ((hi - lo) / 2 / ratio).reshape(runs, k).max(axis=1)
     rounds = ((rows["ci_high"] - rows["ci_low"]) / 2 / ratio).reshape(runs, k).max(axis=1)

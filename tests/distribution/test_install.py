@@ -10,6 +10,7 @@ import tomllib
 
 import pytest
 
+from harness.errors import ShippingError
 from harness.running import shipping
 from tests.conftest import ROOT
 from tests.harness.running.test_run import FakeRunner, fixture_document, harness
@@ -79,7 +80,7 @@ def test_an_installed_tree_ships_its_runner_and_protocol_and_the_suite_under_sui
         "suite/cases.toml",
     }
     assert plan.cases == "suite/cases.toml"
-    with pytest.raises(shipping.ShippingError, match="--pytest-gpu ships the tests"):
+    with pytest.raises(ShippingError, match="--pytest-gpu ships the tests"):
         shipping.plan(suite / "cases.toml", root=site, tests=True)
 
 

@@ -23,7 +23,8 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.history.store import Store, StoreError
+from harness.errors import ShippingError, StoreError
+from harness.history.store import Store
 from harness.running import result_files, shipping
 from tests.conftest import ROOT
 from tests.harness.running.test_run import FIXTURE, FakeRunner
@@ -299,7 +300,7 @@ def test_a_link_out_of_the_suite_folder_is_refused_naming_it(tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("not for the GPU box")
     (cases.parent / "kernels" / "notes.txt").symlink_to(secret)  # never referenced by a case
-    with pytest.raises(shipping.ShippingError, match="outside") as caught:
+    with pytest.raises(ShippingError, match="outside") as caught:
         shipping.plan(cases)
     assert str(cases.parent / "kernels" / "notes.txt") in str(caught.value)
     (cases.parent / "kernels" / "notes.txt").unlink()
@@ -358,7 +359,7 @@ def test_a_tree_past_the_total_limit_is_refused_naming_its_largest_files(tmp_pat
         with (cases.parent / name).open("wb") as file:
             file.truncate(size)
     monkeypatch.setattr(shipping, "MAX_TREE_BYTES", 2 * 2**20)
-    with pytest.raises(shipping.ShippingError, match=r"past the 2\.0 MiB a shipment may have") as e:
+    with pytest.raises(ShippingError, match=r"past the 2\.0 MiB a shipment may have") as e:
         shipping.plan(cases)
     assert f"its largest files: {cases.parent / 'a.bin'} (3.0 MiB), " in str(e.value)
 
@@ -372,7 +373,7 @@ def test_an_unreadable_file_in_the_suite_folder_is_refused_before_shipping(tmp_p
     locked.chmod(0)
     real = os.access
     monkeypatch.setattr(os, "access", lambda p, mode: real(p, mode) and Path(p) != locked)
-    with pytest.raises(shipping.ShippingError, match="cannot be read") as caught:
+    with pytest.raises(ShippingError, match="cannot be read") as caught:
         shipping.plan(cases)
     assert str(locked) in str(caught.value)
 

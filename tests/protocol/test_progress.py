@@ -93,7 +93,7 @@ def test_every_long_command_takes_q_and_keeps_only_what_matters(tmp_path):
     from runner.cli import main as runner_main
     from tests.harness.running.test_run import FakeRunner, fixture_document, harness
 
-    long = [runner_main.commands[n] for n in ("bench", "build")]
+    long = [runner_main.commands[n] for n in ("bench", "build", "check")]
     long += [harness_main.commands[n] for n in ("run", "ingest", "dashboard")]
     assert all("-q" in {o for p in c.params for o in p.opts} for c in long)
     # harness run -q: the runner's bench runs with -q too
@@ -112,14 +112,9 @@ def test_every_long_command_takes_q_and_keeps_only_what_matters(tmp_path):
     assert (
         site.returncode == 0 and site.stderr == "" and (tmp_path / "site" / "index.html").exists()
     )
-    (tmp_path / "suite" / "kernels").mkdir(parents=True)
-    (tmp_path / "suite" / "kernels" / "scale.cu").write_text(KERNEL)
-    (tmp_path / "suite" / "cases.toml").write_text(TWO_BUILDS)
-    (tmp_path / "suite" / "reference.py").write_text(
-        "def scale(x, a):\n    return {'out': a * x}\n"
-    )
+    suite = two_builds(tmp_path / "suite")
     out = tmp_path / "bundle"
-    built = subprocess.run([*run, "runner", "build", str(tmp_path / "suite" / "cases.toml"), "--out", str(out), "--no-static", "-q"],
+    built = subprocess.run([*run, "runner", "build", str(suite), "--out", str(out), "--no-static", "-q"],
                            cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert built.returncode == 0 and built.stderr == f"{out}/bundle.json: 2 built, 0 skipped or failed\n", built.stderr  # fmt: skip
 
@@ -129,3 +124,35 @@ TWO_BUILDS = SUITE.replace(
     'toolchain = "command"\ncommand = "mycc {source}"\nsource = "kernels/scale.mc"',
     'toolchain = "nvcc"\nsource = "kernels/scale.cu"',
 )
+
+
+def two_builds(folder, kernel: str = KERNEL):
+    """TWO_BUILDS in `folder` with its kernel and reference; the suite file's path."""
+    (folder / "kernels").mkdir(parents=True)
+    (folder / "kernels" / "scale.cu").write_text(kernel)
+    (folder / "cases.toml").write_text(TWO_BUILDS)
+    (folder / "reference.py").write_text("def scale(x, a):\n    return {'out': a * x}\n")
+    return folder / "cases.toml"
+
+
+def test_runner_check_q_keeps_only_the_failures_and_the_summary(tmp_path):
+    from tests.harness.running.test_run import harness
+
+    check = [sys.executable, "-m", "runner", "check"]
+    for name, kernel in (("good", KERNEL), ("bad", KERNEL + "\nthis is not CUDA;\n")):
+        suite = str(two_builds(tmp_path / name, kernel))
+        full = subprocess.run([*check, suite], cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
+        quiet = subprocess.run([*check, suite, "-q"], cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert quiet.returncode == full.returncode == (0 if name == "good" else 1), full.stderr
+        lines = full.stderr.splitlines()
+        assert any(line.startswith("ok    ") for line in lines) == (name == "good"), full.stderr
+        kept = quiet.stderr.splitlines()
+        assert kept and all(line in lines for line in kept), quiet.stderr
+        assert not any(line.startswith(("ok    ", "skip  ", "note  ")) for line in kept)
+        assert any(line.startswith("FAIL") for line in kept) == (name == "bad"), quiet.stderr
+        assert kept[-1] == lines[-1] and kept[-1].startswith(f"{suite}: 1 case(s)")
+    # harness run -q --check-only: the runner's check there runs with -q too
+    done = harness("--target", "local", "--python", sys.executable, "--out", tmp_path / "r",
+                   "--check-only", tmp_path / "good" / "cases.toml", "-q")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "0 failure(s)" in done.stderr and "ok    " not in done.stderr, done.stderr

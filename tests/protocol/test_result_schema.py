@@ -15,8 +15,8 @@ import orjson
 import pytest
 from jsonschema import Draft202012Validator
 
-from protocol import RESULT_SCHEMA_VERSION, SCHEMA_DIR, DocumentError, check_version, decode
-from protocol.errors import VersionError
+from protocol import RESULT_SCHEMA_VERSION, SCHEMA_DIR, check_version, decode
+from protocol.errors import DocumentError, VersionError
 from protocol.validation import errors, validate
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "result-1.0.0-h200-axpy.json"

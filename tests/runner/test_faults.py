@@ -19,7 +19,7 @@ import orjson
 import pytest
 
 from runner.definition import manifest, toolchains
-from runner.definition.manifest import ManifestError
+from runner.errors import BuildError, ManifestError, PtxError
 from runner.launch import oneshot, run_request
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -205,7 +205,7 @@ def test_an_absurd_size_is_refused_at_load_naming_the_buffer_and_its_expression(
 def test_a_format_spec_in_a_command_template_is_refused_before_it_runs(tmp_path):
     source = tmp_path / "k.forth"
     source.write_text("\\! kernel k\n")
-    with pytest.raises(toolchains.BuildError, match=r"\{arch\} has a format spec"):
+    with pytest.raises(BuildError, match=r"\{arch\} has a format spec"):
         toolchains.build("command", source, "sm_90", (), "true {arch:>999999999999} {source}")
 
 
@@ -372,7 +372,7 @@ def test_ptx_over_the_size_limit_is_refused(monkeypatch):
     from runner.gpu import ptx
 
     monkeypatch.setattr(ptx, "MAX_PTX_CHARS", 1000)
-    with pytest.raises(ptx.PtxError, match="over the 1000"):
+    with pytest.raises(PtxError, match="over the 1000"):
         ptx.parse(".version 8.7\n" + " " * 1000)
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from runner.definition import lock, manifest
 from runner.definition.reference import call_reference, load_reference
+from runner.errors import LockError
 from runner.gpu import generator
 from tests.conftest import ROOT
 
@@ -52,7 +53,7 @@ def test_an_edit_without_a_version_bump_fails_and_a_bump_passes(suite_copy):
         and "implementation 'cuda'" in problems[0]
         and "bump its version" in problems[0]
     )
-    with pytest.raises(lock.LockError, match="bump the case's version"):
+    with pytest.raises(LockError, match="bump the case's version"):
         lock.record(manifest.load(suite_copy))
     text = suite_copy.read_text()
     start = text.index('id = "transpose_f32"')
@@ -140,7 +141,7 @@ def test_a_version_recorded_twice_is_refused(tmp_path):
     path = tmp_path / "cases.lock"
     entry = '[[version]]\ncase = "a"\nversion = 1\nsha256 = "00"\nimpls = {}\n'
     path.write_text(entry + entry)
-    with pytest.raises(lock.LockError, match="recorded twice"):
+    with pytest.raises(LockError, match="recorded twice"):
         lock.read_lock(path)
 
 

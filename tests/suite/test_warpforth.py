@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from runner.definition import manifest, toolchains
+from runner.errors import BuildError
 from runner.execution.checking import assemble
 from runner.execution.suite import obtain_ptx
 from runner.explain import static
@@ -91,9 +92,7 @@ def test_a_forth_error_is_a_build_error_with_the_compilers_message(tmp_path):
     need("warpforthc")
     bad = tmp_path / "bad.forth"
     bad.write_text("\\! kernel k\n\\! param X i64[]\n0 CELLS X + @ DROP\n")
-    with pytest.raises(
-        toolchains.BuildError, match=r"bad\.forth: warpforthc exited with 1:\n.*size"
-    ):
+    with pytest.raises(BuildError, match=r"bad\.forth: warpforthc exited with 1:\n.*size"):
         toolchains.build("command", bad, ARCH, (), "warpforthc {source}")
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import orjson
 
+from protocol import statistics
 from runner import document as document_run
-from runner.measurement import stats
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "result-1.0.0-h200-axpy.json"
 COMMIT = "c0ffee" + "0" * 34
@@ -134,7 +134,7 @@ def _case(template, case_id, impls, mode, case_version, source_sha, marks, faile
     case["status"] = "ok"
     for name, impl in built.items():
         samples = [float(s) for s in impls[name]]
-        summary = stats.summarize(samples)
+        summary = statistics.summarize(samples)
         if _marked(unstable, case_id, name):
             summary["stable"] = False
         impl["timing"] = {
@@ -150,7 +150,7 @@ def _case(template, case_id, impls, mode, case_version, source_sha, marks, faile
             impl["gap"] = None
             impl["gap_note"] = "not checked: no gap is given for an unchecked result"
             continue
-        g = stats.gap(base["samples_s"], impl["timing"]["samples_s"], resamples=resamples)
+        g = statistics.gap(base["samples_s"], impl["timing"]["samples_s"], resamples=resamples)
         impl["gap"] = {
             **g,
             "stable": impl["timing"]["stats"]["stable"] and base["stats"]["stable"],

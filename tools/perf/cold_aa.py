@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+from protocol import statistics
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 import fidelity  # tools/perf, on the path above
@@ -23,7 +25,6 @@ import fidelity_torch
 
 def ptx_line(ptx: str, label: str, loads=None, hot_first=False, order=("A", "A'"), log2n=10):
     from runner.execution.case import COLD_LOADS
-    from runner.measurement import stats
     from runner.measurement.timing import TimingSettings, cupti, measure
     from runner.measurement.timing.cuda import CudaBackend
 
@@ -43,7 +44,7 @@ def ptx_line(ptx: str, label: str, loads=None, hot_first=False, order=("A", "A'"
     t = time.perf_counter()
     settings = TimingSettings(mode="cold", samples=samples, max_samples=samples, timer="cupti")
     m = measure(b, list(order), settings)
-    g = stats.gap(m.impls["A"].samples_s, m.impls["A'"].samples_s)
+    g = statistics.gap(m.impls["A"].samples_s, m.impls["A'"].samples_s)
     a = sorted(m.impls["A"].samples_s)
     print(
         f"{label:38s} 2^{log2n} {a[len(a) // 2] * 1e6:.3f} us batch {m.impls['A'].batch} "

@@ -117,8 +117,8 @@ def spread(ptx: str, log2n: int, loads: int = 16, windows: int = 600) -> None:
 
 
 def rounds(ptx: str, log2n: int, repeated: bool, samples: int = 2000) -> None:
+    from protocol import statistics as pstats
     from runner.execution.case import COLD_LOADS
-    from runner.measurement import stats
     from runner.measurement.timing import TimingSettings, base, cupti, measure
     from runner.measurement.timing.cuda import CudaBackend
 
@@ -149,7 +149,7 @@ def rounds(ptx: str, log2n: int, repeated: bool, samples: int = 2000) -> None:
     t0 = time.perf_counter()
     settings = TimingSettings(mode="cold", samples=samples, max_samples=samples, timer="cupti")
     m = measure(b, ["A", "A'"], settings)
-    g = stats.gap(m.impls["A"].samples_s, m.impls["A'"].samples_s)
+    g = pstats.gap(m.impls["A"].samples_s, m.impls["A'"].samples_s)
     mean = tmean([s for _, _, s in timed])
 
     def by(key, k):

@@ -148,12 +148,13 @@ def aa_fields(m, mode: str, timer: str) -> dict:
     for the systematic term), and both sides' samples."""
     import statistics
 
+    from protocol import statistics as pstats
     from runner.measurement import stats
 
     a, b = m.impls["A"].samples_s, m.impls["A'"].samples_s
     systematic = stats.systematic(mode, statistics.median(a))  # as in the result
-    g = stats.gap(a, b, systematic=systematic)
-    raw = stats.gap(a, b)
+    g = pstats.gap(a, b, systematic=systematic)
+    raw = pstats.gap(a, b)
     key = f"{mode}_{timer}"
     return {
         f"{key}_aa_bootstrap": [raw["ci_low"], raw["ci_high"]],

@@ -22,8 +22,9 @@ from pathlib import Path
 import orjson
 
 from harness.history import cards
+from protocol.errors import DocumentError
 from protocol.headline import log_standard_error
-from protocol.validation import DocumentError, validate
+from protocol.validation import validate
 
 Z95 = 1.959964
 

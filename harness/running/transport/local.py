@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import BinaryIO
 
+from harness.errors import JobTimeout, TransportError
 from harness.running.transport.base import (
     Completed,
     GuardedProcess,
-    JobTimeout,
     StderrSink,
-    TransportError,
     guard_deadline_s,
     guarded,
 )

@@ -20,15 +20,11 @@ from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import urlsplit
 
-from harness.errors import SshTargetError
+from harness.errors import ConnectError, ConnectionLost, JobTimeout, SshTargetError, TransportError
 from harness.running.transport.base import (
     Completed,
-    ConnectError,
-    ConnectionLost,
     GuardedProcess,
-    JobTimeout,
     StderrSink,
-    TransportError,
     deadline_note,
     guard_deadline_s,
     guarded,

@@ -34,8 +34,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from harness.errors import VastError
-from harness.running.transport.base import Completed, ConnectError, StderrSink
+from harness.errors import ConnectError, VastError
+from harness.running.transport.base import Completed, StderrSink
 from harness.running.transport.ssh import SshTarget, SshTransport
 
 VENDOR = "nvidia"  # the first word of CUDA's device names, never of Vast's model names

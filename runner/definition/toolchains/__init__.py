@@ -21,19 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.definition.toolchains import clang, command, nvcc, nvrtc, prebuilt
-from runner.errors import BuildError, ToolchainMissing
+from runner.errors import BuildError
 from runner.explain import static
 
-__all__ = [
-    "TOOLCHAINS",
-    "Build",
-    "BuildError",
-    "ToolchainMissing",
-    "build",
-    "build_impl",
-    "compiler_sha256",
-    "cuda_roots",
-]
+__all__ = ["TOOLCHAINS", "Build", "build", "build_impl", "compiler_sha256", "cuda_roots"]
 
 
 def cuda_roots() -> list[Path]:

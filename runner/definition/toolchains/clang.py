@@ -38,7 +38,7 @@ _UNDEFINED_LIBDEVICE = re.compile(r"^\.extern\s+\.func\b[^\n]*?\b(__nv_\w+)", re
 @functools.cache
 def program(template: str | None = None) -> str:
     """The first of PROGRAMS on PATH whose LLVM has the NVPTX back end."""
-    from runner.definition.toolchains import ToolchainMissing
+    from runner.errors import ToolchainMissing
 
     for name in PROGRAMS:
         path = shutil.which(name)
@@ -87,7 +87,8 @@ def find_libdevice() -> Path | None:
 def build(
     source: Path, arch: str, flags: list[str], template: str | None = None
 ) -> tuple[str, list[str]]:
-    from runner.definition.toolchains import BuildError, ToolchainMissing, cuda_roots
+    from runner.definition.toolchains import cuda_roots
+    from runner.errors import BuildError, ToolchainMissing
 
     libdevice = find_libdevice()
     link = ["-Xclang", "-mlink-builtin-bitcode", "-Xclang", str(libdevice)] if libdevice else []

@@ -31,7 +31,7 @@ VERSION_TIMEOUT_S = 10.0
 
 def words(template: str | None) -> list[str]:
     """The template's words, unsubstituted; BuildError when it is empty or unbalanced."""
-    from runner.definition.toolchains import BuildError
+    from runner.errors import BuildError
 
     if not template or not template.strip():
         raise BuildError(
@@ -47,7 +47,7 @@ def words(template: str | None) -> list[str]:
 def substitute(word: str, values: dict[str, str], template: str) -> str:
     """One word with its placeholders ({arch}, {source}, {output} and the implementation's
     declared variables, the keys of `values`) filled in; BuildError naming an unknown one."""
-    from runner.definition.toolchains import BuildError
+    from runner.errors import BuildError
 
     try:
         fields = [
@@ -103,7 +103,7 @@ WHERE_FROM = {
 
 def program(template: str | None) -> str:
     """Full path of the template's program; ToolchainMissing when it is not installed."""
-    from runner.definition.toolchains import ToolchainMissing
+    from runner.errors import ToolchainMissing
 
     program = words(template)[0]
     path = shutil.which(program)
@@ -140,7 +140,7 @@ def build(
     variables: dict[str, str] | None = None,
 ) -> tuple[str, list[str]]:
     """`variables`: values of the variables the template declares beside the placeholders."""
-    from runner.definition.toolchains import BuildError
+    from runner.errors import BuildError
 
     template_words = words(template)
     path = program(template)

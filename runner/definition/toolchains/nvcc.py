@@ -12,7 +12,7 @@ FIXED_FLAGS = ["-O3", "-std=c++17"]
 
 
 def program(template: str | None = None) -> str:
-    from runner.definition.toolchains import ToolchainMissing
+    from runner.errors import ToolchainMissing
     from runner.explain import static
 
     path = static.find_program("nvcc")
@@ -39,7 +39,7 @@ def build(
     """PTX of `source`. nvcc hands file names to a shell, so it only ever sees safe ones: the
     source is copied to `kernel.cu` in a temporary folder, and its own folder (for #include)
     is reached through a symbolic link named `src`."""
-    from runner.definition.toolchains import BuildError
+    from runner.errors import BuildError
 
     with tempfile.TemporaryDirectory(prefix="kernelgap-nvcc-") as tmp:
         work = Path(tmp)

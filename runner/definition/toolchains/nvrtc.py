@@ -26,7 +26,7 @@ _ARCH = re.compile(r"(?:sm|compute)_(\d+[a-z]?)")
 @functools.cache
 def _nvrtc():
     """The cuda.bindings.nvrtc module with libnvrtc loaded; ToolchainMissing if it cannot be."""
-    from runner.definition.toolchains import ToolchainMissing
+    from runner.errors import ToolchainMissing
 
     try:
         from cuda.bindings import nvrtc
@@ -75,7 +75,7 @@ def _toolkit_libnvrtc() -> Path | None:
 
 
 def _check(result, call: str, source: Path) -> None:
-    from runner.definition.toolchains import BuildError
+    from runner.errors import BuildError
 
     if int(result) != 0:  # NVRTC_SUCCESS
         nvrtc = _nvrtc()
@@ -92,7 +92,7 @@ def version(template: str | None = None) -> str:
 
 def options(source: Path, arch: str, flags: list[str]) -> list[str]:
     """NVRTC options for `arch` ("sm_90" -> --gpu-architecture=compute_90), fixed flags, then `flags`."""
-    from runner.definition.toolchains import BuildError
+    from runner.errors import BuildError
 
     match = _ARCH.fullmatch(arch)
     if match is None:
@@ -108,7 +108,7 @@ def options(source: Path, arch: str, flags: list[str]) -> list[str]:
 def build(
     source: Path, arch: str, flags: list[str], template: str | None = None
 ) -> tuple[str, list[str]]:
-    from runner.definition.toolchains import BuildError
+    from runner.errors import BuildError
 
     opts = options(source, arch, flags)
     nvrtc = _nvrtc()

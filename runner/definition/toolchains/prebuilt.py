@@ -12,7 +12,7 @@ def version(template: str | None = None) -> str:
 def build(
     source: Path, arch: str, flags: list[str], template: str | None = None
 ) -> tuple[str, list[str]]:
-    from runner.definition.toolchains import BuildError
+    from runner.errors import BuildError
 
     data = source.read_bytes().rstrip(b"\0")  # a trailing NUL or none: both load
     try:

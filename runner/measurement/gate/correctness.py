@@ -22,6 +22,7 @@ import numpy as np
 from runner.definition import manifest
 from runner.definition.reference import call_reference, load_reference
 from runner.definition.spec import INPUT_SETS, CaseSpec, Geometry
+from runner.errors import ManifestError
 from runner.gpu import driver, generator
 from runner.measurement.gate import null_models
 from runner.measurement.gate.elements import Tolerance, compare
@@ -182,12 +183,12 @@ def expected_outputs(
         if not b.written:
             continue
         if b.name not in result:
-            raise manifest.ManifestError(
+            raise ManifestError(
                 f"{case.where}: reference {case.reference}: returned no array for output {b.name!r}"
             )
         array = np.asarray(result[b.name]).reshape(-1)
         if array.size != geometry.lengths[b.name]:
-            raise manifest.ManifestError(
+            raise ManifestError(
                 f"{case.where}: reference {case.reference}: output {b.name!r} has {array.size} elements, "
                 f"expected {geometry.lengths[b.name]}"
             )

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from runner.definition.spec import CaseSpec, Geometry
+from runner.errors import CudaError
 from runner.gpu import driver, generator
 from runner.measurement.gate import correctness as gate
 from runner.measurement.gate import elements
@@ -160,7 +161,7 @@ class TimedOutputs:
         if scratch is None or scratch.nbytes < array.nbytes:
             try:
                 scratch = driver.Buffer(array.nbytes)
-            except driver.CudaError as exc:
+            except CudaError as exc:
                 if exc.name != "CUDA_ERROR_OUT_OF_MEMORY":
                     raise
                 return None

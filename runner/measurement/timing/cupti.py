@@ -53,9 +53,7 @@ from runner.errors import OwnLaunchError, TimerUnavailable
 __all__ = [
     "SPAN",
     "ActivityWindow",
-    "OwnLaunchError",
     "Record",
-    "TimerUnavailable",
     "choose_timer",
     "cold_events_warning",
     "forget",

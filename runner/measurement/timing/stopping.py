@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from protocol import statistics
 from runner.measurement import stats
 
 __all__ = [
@@ -46,7 +47,7 @@ ControlTerm = Callable[[dict], "float | None"]
 def default_systematic(baseline, mode: str) -> float:
     """The documented default run-fixed term of every gap against `baseline` (an ImplTiming;
     stats.systematic)."""
-    return stats.systematic(mode, stats.median(baseline.samples_s))
+    return stats.systematic(mode, statistics.median(baseline.samples_s))
 
 
 def run_systematic(
@@ -73,9 +74,9 @@ def half_widths(timings: dict, baseline: str, systematic: float) -> tuple[float,
     for name, timing in timings.items():
         if name == baseline:
             continue
-        g = stats.gap(base, timing.samples_s, resamples=2000, systematic=0.0)
+        g = statistics.gap(base, timing.samples_s, resamples=2000, systematic=0.0)
         ratio = g["ratio_of_medians"]
-        lo, hi = stats.widen(ratio, g["ci_low"], g["ci_high"], systematic)
+        lo, hi = statistics.widen(ratio, g["ci_low"], g["ci_high"], systematic)
         widened = max(widened, float((hi - lo) / 2 / ratio))
         rounds = max(rounds, float((g["ci_high"] - g["ci_low"]) / 2 / ratio))
     return widened, rounds

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import ClusterError, TrustError
 from harness.running import cluster as engine
 from harness.running import trust
 from protocol.validation import load_result
@@ -128,9 +129,7 @@ def test_a_run_over_two_gpu_models_writes_one_document_per_model(cluster, stand_
     # the trusted ingest's rule, unchanged: the suite pins the H100; the A100 run is refused
     canon = trust.Canon.from_manifest(stand_in[0])
     trust.check(documents[H100], canon, "the H100 document")
-    with pytest.raises(
-        trust.TrustError, match=f"ran on '{A100}' but .* pins the GPU model '{H100}'"
-    ):
+    with pytest.raises(TrustError, match=f"ran on '{A100}' but .* pins the GPU model '{H100}'"):
         trust.check(documents[A100], canon, "the A100 document")
 
 
@@ -185,23 +184,24 @@ def test_a_task_submitted_after_the_shipped_tree_was_lost_with_its_worker_sends_
 
     suite, shipment = stand_in
     cluster.set_control()
-    tree, said = shipment.tar(), []
+    said = []
     with Client(cluster.address, timeout=30) as client:
-        workers = engine.gpu_workers(client, tree, package_version(), said.append)
+        workers, tree = engine.gpu_workers(client, shipment, package_version(), said.append)
         sink = model_documents.CaseDocuments(
             tmp_path, manifest_check.read(suite)[1], {}, {}, said.append
         )
         settings = {"cases": shipment.cases, "bench_args": [], "job_timeout_s": 120.0}
         plan = engine.plan_cases(list(CASES), [])
         dealing = engine._Dealing(client, workers, plan, settings, sink, said.append)
-        dealing.share(tree)
+        dealing.share(shipment, tree)
+        (piece,) = dealing.shared  # the stand-in's tree is one piece
         deadline = time.monotonic() + 60
-        while len(holders := client.who_has(dealing.shared)[dealing.shared.key]) != 1:
+        while len(holders := client.who_has(piece)[piece.key]) != 1:
             assert time.monotonic() < deadline, f"the tree stayed on {holders}"
             time.sleep(0.2)
         (holder,) = holders
         os.kill(client.run(os.getpid, workers=[holder])[holder], signal.SIGKILL)
-        while dealing.shared.status == "finished":
+        while piece.status == "finished":
             assert time.monotonic() < deadline, "the scheduler did not notice the lost tree"
             time.sleep(0.2)
         future = dealing.submit("axpy_f64", engine._Attempt("axpy_f64", 1))
@@ -321,7 +321,7 @@ def test_auto_deals_per_point_only_where_whole_cases_would_leave_gpus_idle():
     assert not engine.deals_points("auto", plan, set(), workers=8)  # nothing swept
     assert engine.deals_points("point", plan, set(), workers=1)
     assert not engine.deals_points("case", plan, {"a"}, workers=8)
-    with pytest.raises(engine.ClusterError, match="--deal 'pts': expected one of auto, case"):
+    with pytest.raises(ClusterError, match="--deal 'pts': expected one of auto, case"):
         engine.deals_points("pts", plan, set(), workers=1)
     skeleton = {"point": "n=4", "error": {"phase": "setup"},
                 "points": [{"point": "n=2"}, {"point": "n=4", "headline": True}]}  # fmt: skip
@@ -356,7 +356,7 @@ def test_a_worker_with_an_older_kernelgap_is_refused_naming_both_versions(
     extra = cluster.add("old", "7", H100, PYTHONPATH=str(old))
     try:
         cluster.wait_for(4)
-        with pytest.raises(engine.ClusterError) as refused:
+        with pytest.raises(ClusterError) as refused:
             _run(cluster, stand_in, tmp_path)
     finally:
         cluster.stop(extra)
@@ -452,11 +452,11 @@ def test_the_plan_takes_selectors_budget_and_an_earlier_runs_times(tmp_path):
     assert plan.budget_s == 90.0 and plan.runner_args == ["--mode", "cold"]
     chosen = engine.plan_cases(ids, ["--case", "c[n=2^20]", "--case", "?"])
     assert chosen.cases == ids and chosen.selectors["c"] == ["c[n=2^20]", "?"]
-    with pytest.raises(engine.ClusterError, match=r"--case 'x\*': no case of the suite matches"):
+    with pytest.raises(ClusterError, match=r"--case 'x\*': no case of the suite matches"):
         engine.plan_cases(ids, ["--case", "x*"])
-    with pytest.raises(engine.ClusterError, match="--budget-s 'soon': expected seconds"):
+    with pytest.raises(ClusterError, match="--budget-s 'soon': expected seconds"):
         engine.plan_cases(ids, ["--budget-s", "soon"])
-    with pytest.raises(engine.ClusterError, match=r"--previous .*: not a result document"):
+    with pytest.raises(ClusterError, match=r"--previous .*: not a result document"):
         engine.plan_cases(ids, ["--previous", str(tmp_path / "missing.json")])
 
 
@@ -472,3 +472,22 @@ def test_without_the_cluster_extra_the_run_names_it():
     helped = subprocess.run([sys.executable, "-c", blocked + run, "--help"],
                             cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert helped.returncode == 0 and "--cluster ADDRESS" in helped.stdout
+
+
+def test_the_tree_goes_to_the_workers_in_pieces_and_runs_whole(
+    cluster, stand_in, tmp_path, monkeypatch
+):
+    from distributed import Client
+
+    cluster.set_control()
+    _, shipment = stand_in
+    whole = b"".join(shipment.chunks())
+    monkeypatch.setattr(engine, "PIECE_BYTES", 4096)
+    with Client(cluster.address, timeout=30) as client:
+        futures = engine._scatter_tree(client, shipment)
+        pieces = client.gather(futures)
+    assert len(pieces) > 1 and b"".join(pieces) == whole
+    assert all(len(piece) >= 4096 for piece in pieces[:-1])
+    # the workers put the pieces back together: every case runs from the unpacked tree
+    status, documents, _said, _ = _run(cluster, stand_in, tmp_path)
+    assert status == 0 and documents[H100]["summary"]["ok"] == len(CASES)

@@ -17,8 +17,9 @@ import orjson
 import pytest
 
 from harness.dashboard import build_site, collect
+from harness.errors import StoreError
 from harness.history.series import COMPILER_FIELDS, series_id, series_key
-from harness.history.store import STORE_SCHEMA_VERSION, Store, StoreError
+from harness.history.store import STORE_SCHEMA_VERSION, Store
 from harness.reporting.export import github_action_benchmark
 from harness.reporting.summary import markdown as summary_markdown
 from harness.reporting.summary import signature

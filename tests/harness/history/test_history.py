@@ -22,8 +22,9 @@ from harness.analysis.regressions import (
     threshold,
 )
 from harness.cli import main
+from harness.errors import GpuMismatchError, StoreError
 from harness.history.series import KEY_FIELDS, series_id, series_key
-from harness.history.store import STORE_SCHEMA_VERSION, GpuMismatchError, Store, StoreError, run_id
+from harness.history.store import STORE_SCHEMA_VERSION, Store, run_id
 from protocol.validation import validate
 from tests.support.harness_docs import make_document, samples, suite_manifest
 

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 
 from harness.cli import main
 from harness.commands.ingest import EVERY_POINT_UP_TO, PARALLEL_FROM
-from harness.history.store import Store, StoreError, prepared
+from harness.errors import StoreError
+from harness.history.store import Store, prepared
 from tests.conftest import ROOT
 from tests.support.harness_docs import small_run, suite_manifest
 

@@ -22,7 +22,7 @@ import orjson
 import pytest
 
 from harness.commands.run import local_commit, signals_interrupt
-from harness.errors import Terminated
+from harness.errors import ShippingError, Terminated
 from harness.running import shipping
 from harness.running.session import result_name
 from tests.conftest import ROOT, gpu_unavailable_reason
@@ -247,7 +247,7 @@ def test_a_reference_outside_the_suite_folder_is_shipped_or_refused(tmp_path):
     assert "shared/kernel.cu" in {name for _, name in plan.files}
 
     (suite / "cases.toml").write_text(text + f'[[case.impl]]\nsource = "{FIXTURE}"\n')
-    with pytest.raises(shipping.ShippingError, match="outside the suite's folder"):
+    with pytest.raises(ShippingError, match="outside the suite's folder"):
         shipping.plan(suite / "cases.toml", root=root)
 
 

@@ -20,6 +20,7 @@ from runner import bench
 from runner.bench import integrity, watch
 from runner.bench.report import markdown
 from runner.bench.watch import Bracket, Classifier, KernelSpanTimer
+from runner.errors import NoKernelTimed
 from runner.measurement.gate import null_models
 from runner.measurement.timing import cupti
 from tests.runner.bench import test_api as test_bench_api
@@ -736,5 +737,5 @@ def test_timer_auto_falls_back_to_events_when_cupti_finds_no_kernel_in_a_row(
     assert "WARNING: case" in capsys.readouterr().err  # loud, as an explicit choice would be
     assert not c.document_case["id"].endswith("/cupti")
     session.configure(timer="cupti")
-    with pytest.raises(integrity.NoKernelTimed, match="'copy only': CUPTI recorded no kernel"):
+    with pytest.raises(NoKernelTimed, match="'copy only': CUPTI recorded no kernel"):
         bench.Runner(double, case).compare({"copy only": double})

@@ -12,14 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from runner.bench_lint import (
-    Finding,
-    InputError,
-    benchmark_files,
-    lint_file,
-    lint_paths,
-    main,
-)
+from runner.bench_lint import Finding, benchmark_files, lint_file, lint_paths, main
+from runner.errors import InputError
 from tests.conftest import ROOT
 
 CLEAN = """\

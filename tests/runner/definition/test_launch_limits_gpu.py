@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from runner.definition import spec
+from runner.errors import LaunchLimitError
 
 pytestmark = pytest.mark.gpu
 
@@ -28,5 +29,5 @@ def test_the_launch_limits_table_matches_the_device():
     assert arch in what, f"{arch} is not in SHARED_BYTES_PER_BLOCK: add {shared} bytes"
     assert limit == shared, (arch, limit, shared)
     spec.check_launch(grid, (threads, 1, 1), shared, where="device", arch=arch)
-    with pytest.raises(spec.LaunchLimitError, match="shared_bytes"):
+    with pytest.raises(LaunchLimitError, match="shared_bytes"):
         spec.check_launch((1, 1, 1), (1, 1, 1), shared + 1, where="device", arch=arch)

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from runner.definition import manifest
-from runner.definition.manifest import DEFAULT_SETTINGS, ManifestError, Settings
+from runner.definition.manifest import DEFAULT_SETTINGS, Settings
 from runner.definition.reference import call_reference, load_reference
+from runner.errors import ManifestError
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from runner.definition import lock, manifest, sweep
-from runner.definition.manifest import ManifestError
+from runner.errors import LockError, ManifestError
 from tests.runner.definition.test_manifest import rejection, write_suite
 
 DIMS = "dims = { n = 1000 }"
@@ -164,7 +164,7 @@ def test_lock_takes_new_points_without_a_version_and_refuses_a_changed_one(tmp_p
     problems = lock.verify(edited)
     assert len(problems) == 1 and "point n=2^12 (its dims or where its gate runs)" in problems[0]
     assert "bump its version" in problems[0]
-    with pytest.raises(lock.LockError, match="point n=2\\^12"):
+    with pytest.raises(LockError, match="point n=2\\^12"):
         lock.record(edited)
 
 

@@ -18,13 +18,8 @@ from pathlib import Path
 import pytest
 
 from runner.definition import manifest, toolchains
-from runner.definition.toolchains import (
-    BuildError,
-    ToolchainMissing,
-    clang,
-    command,
-    nvrtc,
-)
+from runner.definition.toolchains import clang, command, nvrtc
+from runner.errors import BuildError, ToolchainMissing
 from runner.execution import checking
 from runner.explain import static
 from runner.gpu import ptx

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from protocol import statistics
 from protocol.errors import DocumentError
 from protocol.validation import validate
 from runner import document as document_gaps
@@ -368,7 +369,7 @@ def test_the_frozen_fixture_is_recomputed_from_its_raw_samples():
     impls = FIXTURE["cases"][0]["implementations"]
     base, cand = impls["cuda"]["timing"], impls["handptx"]["timing"]
     for t in (base, cand):
-        recomputed = stats.summarize(t["samples_s"])  # 1.1.0 added p10_s and p90_s
+        recomputed = statistics.summarize(t["samples_s"])  # 1.1.0 added p10_s and p90_s
         assert {k: recomputed[k] for k in t["stats"]} == pytest.approx(t["stats"])
         assert recomputed["p10_s"] <= recomputed["median_s"] <= recomputed["p90_s"]
     # 1.0.0 added nothing for what stays fixed within a run (gap.systematic, since 1.6.0)

@@ -13,7 +13,9 @@ import types
 import orjson
 import pytest
 
-from protocol.validation import DocumentError, validate
+from protocol.errors import DocumentError
+from protocol.validation import validate
+from runner.errors import SanitizerOutputError
 from runner.execution import sanitize
 from runner.explain import compute_sanitizer
 
@@ -120,9 +122,9 @@ def test_a_clean_report_has_no_findings():
 
 
 def test_a_report_without_a_summary_is_not_trusted():
-    with pytest.raises(compute_sanitizer.SanitizerOutputError, match="no ERROR SUMMARY"):
+    with pytest.raises(SanitizerOutputError, match="no ERROR SUMMARY"):
         compute_sanitizer.parse("========= COMPUTE-SANITIZER\n========= Invalid __global__ read\n")
-    with pytest.raises(compute_sanitizer.SanitizerOutputError, match=r"\(empty\)"):
+    with pytest.raises(SanitizerOutputError, match=r"\(empty\)"):
         compute_sanitizer.parse("")
 
 

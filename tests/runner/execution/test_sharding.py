@@ -12,8 +12,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harness.history.store import GpuMismatchError, Store
+from harness.errors import GpuMismatchError
+from harness.history.store import Store
 from protocol.validation import validate
+from runner.errors import ManifestError
 from runner.execution import suite as suite_module
 from runner.execution.result import case_skeleton, record_failure
 from runner.execution.suite import BenchOptions, run_suite
@@ -153,7 +155,7 @@ def test_the_merged_document_names_each_cases_gpu_in_suite_order(monkeypatch):
 
 def test_bad_gpus_are_refused_before_any_case_runs(monkeypatch):
     devices = stand_ins(monkeypatch, {0: "NVIDIA H200"})
-    with pytest.raises(suite_module.manifest.ManifestError, match=r"this host has 1 CUDA device"):
+    with pytest.raises(ManifestError, match=r"this host has 1 CUDA device"):
         run_suite(SUITE, BenchOptions(gpus="0,1", quiet=True))
     assert devices == []
 
@@ -174,12 +176,10 @@ def test_a_run_over_two_gpu_models_is_refused_for_the_canonical_history(monkeypa
 def test_a_malformed_gpus_or_previous_is_refused_before_the_gpu_is_probed(monkeypatch, tmp_path):
     probed = []
     monkeypatch.setattr(suite_module, "probe_environment", lambda options: probed.append(1))
-    with pytest.raises(
-        suite_module.manifest.ManifestError, match="expected 'all' or CUDA ordinals"
-    ):
+    with pytest.raises(ManifestError, match="expected 'all' or CUDA ordinals"):
         run_suite(SUITE, BenchOptions(gpus="0,one", quiet=True))
     bad = tmp_path / "previous.json"
     bad.write_text("{not json")
-    with pytest.raises(suite_module.manifest.ManifestError, match=r"--previous .*previous\.json"):
+    with pytest.raises(ManifestError, match=r"--previous .*previous\.json"):
         run_suite(SUITE, BenchOptions(gpus="all", previous=bad, quiet=True))
     assert probed == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from runner.errors import AssemblyError, UnknownArch
 from runner.explain import static
 
 PTXAS_13 = """\
@@ -102,7 +103,7 @@ def test_older_ptxas_logs_with_spills_and_constant_banks_per_function():
         "constant_bytes": {"bank0": 380, "bank2": 8},
     }
     assert found["other"]["registers"] == 8
-    with pytest.raises(static.AssemblyError, match="no resource usage for entry 'nope'"):
+    with pytest.raises(AssemblyError, match="no resource usage for entry 'nope'"):
         static.resources(PTXAS_11, "nope")
 
 
@@ -192,5 +193,5 @@ def test_limits_name_their_source_and_the_device_wins_when_it_has_them():
     assert static.limits_for("sm_89", {**device, "max_blocks_per_sm": None})["source"] == (
         table["source"].replace("9.0", "8.9")
     )
-    with pytest.raises(static.UnknownArch, match="sm_52"):
+    with pytest.raises(UnknownArch, match="sm_52"):
         static.limits_for("sm_52")

@@ -14,6 +14,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from protocol.validation import validator
+from runner.errors import NcuOutputError
 from runner.explain import profiling, static
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -67,12 +68,12 @@ def test_rows_are_read_by_header_name_so_older_column_sets_work():
 
 def test_another_kernel_in_the_table_is_not_taken_for_ours():
     text = sample("polynomial_f64-cuda.csv").replace('"polynomial_f64"', '"kernelgap_fill_f64"')
-    with pytest.raises(profiling.NcuOutputError, match="kernels it profiled: kernelgap_fill_f64"):
+    with pytest.raises(NcuOutputError, match="kernels it profiled: kernelgap_fill_f64"):
         profiling.parse(text, "polynomial_f64")
 
 
 def test_output_without_a_metric_table_quotes_what_ncu_said():
-    with pytest.raises(profiling.NcuOutputError, match="ERR_NVGPUCTRPERM"):
+    with pytest.raises(NcuOutputError, match="ERR_NVGPUCTRPERM"):
         profiling.parse(sample("no-permission.txt"), "polynomial_f64")
 
 

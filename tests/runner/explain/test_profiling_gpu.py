@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from runner.definition import manifest, toolchains
+from runner.errors import ToolchainMissing
 from runner.execution import profile_launch
 from runner.explain import profiling, static
 
@@ -29,7 +30,7 @@ def cuda_ptx(case_id: str) -> str:
     for toolchain in ("nvcc", "nvrtc"):
         try:
             return toolchains.build(toolchain, impl.source, arch, impl.flags, None).ptx
-        except toolchains.ToolchainMissing:
+        except ToolchainMissing:
             continue
     pytest.skip("neither nvcc nor NVRTC is available to build the baseline")
 

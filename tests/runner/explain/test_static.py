@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from runner.definition import manifest, toolchains
+from runner.errors import ToolchainMissing, ToolMissing
 from runner.explain import static
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -36,7 +37,7 @@ def build(impl_name: str, source: Path | None = None) -> str:
         return toolchains.build(
             impl.toolchain, source or impl.source, ARCH, impl.flags, impl.command
         ).ptx
-    except toolchains.ToolchainMissing as exc:
+    except ToolchainMissing as exc:
         pytest.skip(f"{impl_name}: {exc}")
 
 
@@ -150,7 +151,7 @@ def test_nvdisasm_and_cuobjdump_give_the_same_instructions(ptx, tmp_path):
 
 def test_a_missing_disassembler_is_reported_with_how_to_install(monkeypatch, ptx):
     monkeypatch.setattr(static, "disassembler", lambda: (_ for _ in ()).throw(
-        static.ToolMissing("neither cuobjdump nor nvdisasm was found: pip install -e '.[explain]'")
+        ToolMissing("neither cuobjdump nor nvdisasm was found: pip install -e '.[explain]'")
     ))  # fmt: skip
     result = static.analyze(ptx["cuda"], CASE, ARCH, 256)
     assert result == {

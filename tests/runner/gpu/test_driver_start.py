@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from runner.errors import NoGpuError
 from runner.gpu import driver, driver_start
 from tests.runner.launch.test_local_service import PTX, launch
 from tests.runner.launch.test_quick import modules_of_launch
@@ -111,7 +112,7 @@ def test_the_driver_waits_for_it_before_its_own_cuinit(fresh):
     fresh.setattr(ctypes, "CDLL", lambda name: library)
     fresh.setattr(driver, "cu", Bindings)
     driver_start.start()
-    with pytest.raises(driver.NoGpuError, match="no NVIDIA driver found"):
+    with pytest.raises(NoGpuError, match="no NVIDIA driver found"):
         driver.init()
     assert order == ["early cuInit", "driver cuInit"]
 

@@ -8,6 +8,7 @@ import types
 
 import pytest
 
+from runner.errors import TimingError
 from runner.gpu import driver
 from runner.measurement.timing import cuda
 from tests.conftest import ROOT
@@ -84,7 +85,7 @@ def test_a_device_without_a_persisting_l2_is_not_asked(fake_driver):
 
 def test_the_timing_refuses_a_context_whose_limit_is_not_zero(fake_driver):
     fake_driver(kept=1 << 20)
-    with pytest.raises(cuda.TimingError, match="persisting-L2 limit reads 1048576 bytes"):
+    with pytest.raises(TimingError, match="persisting-L2 limit reads 1048576 bytes"):
         cuda.InternalKernels(fake_context(78 << 20))
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from runner.errors import CudaError
 from runner.gpu import driver, ptx
 from runner.measurement.timing import cuda
 from runner.measurement.timing.base import copy_turn
@@ -131,7 +132,7 @@ def test_a_module_without_globals_has_no_state_and_a_name_not_found_is_listed(fa
     assert driver.ModuleState.of(FakeModule(), text, FakeStream()) is None
     state = driver.ModuleState(FakeModule(), ["key", "missing"], FakeStream())
     assert list(state.variables) == ["key"] and state.missing == ["missing"]
-    with pytest.raises(driver.CudaError, match=r"cuModuleGetGlobal\(case/cand: missing\)"):
+    with pytest.raises(CudaError, match=r"cuModuleGetGlobal\(case/cand: missing\)"):
         FakeModule().global_variable("missing")
 
 

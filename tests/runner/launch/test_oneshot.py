@@ -15,9 +15,9 @@ import pytest
 
 from protocol import decode, encode, validate
 from protocol.validation import errors
+from runner.errors import RequestError
 from runner.explain import static
 from runner.launch import oneshot
-from runner.launch.oneshot import RequestError
 from tests.conftest import gpu_unavailable_reason
 
 ROOT = Path(__file__).parents[3]

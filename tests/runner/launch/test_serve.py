@@ -18,6 +18,7 @@ from harness.client import KernelClient, _array, _param
 from harness.errors import KernelError, ServiceLost
 from harness.running.transport.ssh import SshTarget, SshTransport
 from protocol.validation import validate
+from runner.errors import LaunchArgumentError, Refused, RequestError
 from runner.launch import launch_command as launch
 from runner.launch import oneshot
 from tests.conftest import ROOT, gpu_unavailable_reason
@@ -107,7 +108,7 @@ def test_the_bytes_form_round_trips_exactly_both_ways():
     ],
 )
 def test_a_bad_bytes_form_is_refused_naming_the_field(param, message):
-    with pytest.raises(oneshot.RequestError) as caught:
+    with pytest.raises(RequestError) as caught:
         oneshot._prepare({**REQUEST, "params": [param]})
     assert message in str(caught.value)
 
@@ -130,15 +131,15 @@ def test_launch_command_line_parses_as_the_cpp_runner_does():
         ("f64[]:1,x", "invalid float value 'x' in --param f64[]:1,x"),
         ("i64[]:1.5", "invalid integer value '1.5'"),
     ]:
-        with pytest.raises(launch.LaunchArgumentError) as caught:
+        with pytest.raises(LaunchArgumentError) as caught:
             launch.parse_param(bad)
         assert message in str(caught.value)
-    with pytest.raises(launch.LaunchArgumentError, match="expected 3 comma-separated values"):
+    with pytest.raises(LaunchArgumentError, match="expected 3 comma-separated values"):
         launch.parse_dims("4,1", "--grid")
     # the one reading of a command line (the second, cli_compat.request, went with the merge)
-    with pytest.raises(launch.Refused, match="is a scalar"):
+    with pytest.raises(Refused, match="is a scalar"):
         launch.parse(["k.ptx", "--kernel", "k", "--param", "i64:1"])
-    with pytest.raises(launch.Refused, match="out of range"):
+    with pytest.raises(Refused, match="out of range"):
         launch.parse(["k.ptx", "--kernel", "k", "--param", "i64[]:1", "--output-param", "3"])
 
 

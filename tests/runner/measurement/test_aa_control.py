@@ -105,11 +105,11 @@ def test_the_term_covers_the_candidates_load_as_well_as_the_baselines():
     control = rng.normal(0, noise, (runs, n)) + offsets[:, loads]
     sd = aa_control.load_sd(np.exp(base), np.exp(control), loads)
     term = np.array([aa_control.gap_term(float(s)) for s in sd])
-    rows = stats.bootstrap_rows(np.exp(base), np.exp(cand), 1000, 0.95, rng)
+    rows = statistics.bootstrap_rows(np.exp(base), np.exp(cand), 1000, 0.95, rng)
     ratio = np.median(np.exp(cand), axis=1) / np.median(np.exp(base), axis=1)
 
     def coverage(t):
-        lo, hi = stats.widen(ratio, rows["ci_low"], rows["ci_high"], t)
+        lo, hi = statistics.widen(ratio, rows["ci_low"], rows["ci_high"], t)
         return float(np.mean((lo <= 1.0) & (hi >= 1.0)))
 
     both, baseline_only = coverage(term), coverage(term / math.sqrt(2))

@@ -7,11 +7,10 @@ from typing import ClassVar
 
 import pytest
 
-from harness.errors import ConnectError
+from harness.errors import ConnectError, VastError
 from harness.running.transport.base import Completed
 from harness.running.transport.vast import (
     LABEL,
-    VastError,
     VastSdk,
     VastTransport,
     choose_offer,

@@ -13,7 +13,8 @@ import sys
 
 import pytest
 
-from harness.running.transport.vast import VastError, choose_offer
+from harness.errors import VastError
+from harness.running.transport.vast import choose_offer
 from tests.conftest import ROOT
 from tests.harness.running.test_run import FAKE_VASTAI
 from tests.harness.running.transport.test_vast import FakeSsh, FakeVast, provider

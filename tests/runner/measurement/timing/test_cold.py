@@ -8,7 +8,7 @@ import statistics
 import numpy as np
 import pytest
 
-from runner.measurement import stats
+from protocol import statistics as pstats
 from runner.measurement.timing import ColdMode, TimingSettings, base, cold, measure
 from runner.measurement.timing.base import load_order, round_order
 from tests.support.fake_device import FakeBackend, timed_names
@@ -257,7 +257,7 @@ def test_single_cold_launches_in_ticks_cannot_see_a_one_percent_gap_and_batches_
         backend = Ticks({"A": 0.87e-6, "B": 0.87e-6 * 1.01}, noise=0.06, seed=1)
         settings = TimingSettings(mode="cold", samples=500, warmup=0, cold_launches=launches)
         m = measure(backend, ["A", "B"], settings)
-        return stats.gap(m.impls["A"].samples_s, m.impls["B"].samples_s, resamples=2000)
+        return pstats.gap(m.impls["A"].samples_s, m.impls["B"].samples_s, resamples=2000)
 
     single, batched = gap(1), gap(16)
     assert single["ratio_of_medians"] == pytest.approx(1.0)

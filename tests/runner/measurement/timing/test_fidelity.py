@@ -15,6 +15,7 @@ from protocol.validation import validate
 from runner import document as document_clocks
 from runner.cli import main
 from runner.cli_suite import Percent
+from runner.errors import TimerUnavailable
 from runner.measurement import stats
 from runner.measurement.timing import TimingSettings, base, clocks, cupti, measure
 from tests.support.fake_device import FakeBackend
@@ -332,7 +333,7 @@ def test_the_timer_and_why(timer, mode, usable, resolved, why):
 @pytest.mark.parametrize(("timer", "mode"), [("auto", "cold"), ("cupti", "cold"), ("cupti", "hot")])
 def test_cold_auto_and_cupti_without_cupti_are_refused_naming_the_fix(timer, mode):
     """Cold mode never falls back to events silently: auto without CUPTI is refused."""
-    with pytest.raises(cupti.TimerUnavailable) as caught:
+    with pytest.raises(TimerUnavailable) as caught:
         cupti.choose_timer(timer, mode, "cupti-python is not usable: ModuleNotFoundError")
     message = str(caught.value)
     assert "cupti-python is not usable: ModuleNotFoundError" in message

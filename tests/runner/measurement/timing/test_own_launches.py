@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from runner.errors import OwnLaunchError
 from runner.measurement.timing import cupti
 from tests.support.fake_cupti import FakeCupti
 
@@ -71,7 +72,7 @@ def test_an_own_launch_cupti_did_not_report_is_an_error_not_a_silent_count(fake)
     window = cupti.ActivityWindow(1, 2)
     fake.enable_callback = lambda *a: None  # a cupti-python whose callbacks never fire
     with (
-        pytest.raises(cupti.OwnLaunchError, match="did not report the runner's own"),
+        pytest.raises(OwnLaunchError, match="did not report the runner's own"),
         cupti.launching(),
     ):
         fake.launch(OWN, "kg_flush_l2")

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from runner.measurement import stats
+from protocol import statistics
 from runner.measurement.timing import MODES, ColdMode, HotMode, TimingSettings, base, measure
 from runner.measurement.timing.base import copy_turn, quantize_batch, round_order
 from runner.measurement.timing.hot import calibrate
@@ -158,7 +158,7 @@ def drifting_gap(candidate_factor: float, mode: str, drift: float = 0.01) -> dic
         {"base": 1e-4, "cand": 1e-4 * candidate_factor}, drift_per_call=drift, overhead_s=0.0
     )
     m = measure(backend, ["base", "cand"], TimingSettings(mode=mode, samples=30))
-    return stats.gap(m.impls["base"].samples_s, m.impls["cand"].samples_s)
+    return statistics.gap(m.impls["base"].samples_s, m.impls["cand"].samples_s)
 
 
 @pytest.mark.parametrize("mode", ["hot", "cold"])
@@ -185,10 +185,10 @@ def test_a_twice_slower_candidate_has_gap_two(mode):
 def test_noisy_candidate_gap():
     backend = FakeBackend({"base": 1e-5, "cand": 2e-5}, noise=0.01, seed=3)
     m = measure(backend, ["base", "cand"], TimingSettings(samples=40))
-    g = stats.gap(m.impls["base"].samples_s, m.impls["cand"].samples_s)
+    g = statistics.gap(m.impls["base"].samples_s, m.impls["cand"].samples_s)
     assert g["ratio_of_medians"] == pytest.approx(2.0, rel=0.02)
     assert g["ci_low"] < g["ratio_of_medians"] < g["ci_high"]
-    assert stats.summarize(m.impls["cand"].samples_s)["stable"]
+    assert statistics.summarize(m.impls["cand"].samples_s)["stable"]
 
 
 # --- settings and dispatch -----------------------------------------------------------------
@@ -248,7 +248,7 @@ def test_passes_schedule_runs_a_b_c_c_b_a_with_samples_split(mode):
 def test_passes_schedule_cancels_linear_drift():
     backend = FakeBackend({"A": 1e-5, "B": 1e-5}, drift_per_call=1e-3)
     m = measure(backend, ["A", "B"], TimingSettings(mode="cold", samples=30, schedule="passes"))
-    ratio = stats.median(m.impls["B"].samples_s) / stats.median(m.impls["A"].samples_s)
+    ratio = statistics.median(m.impls["B"].samples_s) / statistics.median(m.impls["A"].samples_s)
     assert ratio == pytest.approx(1.0, abs=2e-3)
 
 
