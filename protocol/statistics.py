@@ -40,6 +40,7 @@ __all__ = [
     "mad",
     "median",
     "median_variance",
+    "middle",
     "pair_variance",
     "percentile",
     "sigma_mad",
@@ -101,7 +102,21 @@ def percentile(values: Samples, q: float) -> float:
 
 def median(values: Samples) -> float:
     """Sample median: the middle order statistic, or the mean of the two middle ones for even n."""
-    return float(np.median(_as_samples(values)))
+    return middle(_as_samples(values))
+
+
+def middle(values) -> float:
+    """float(np.median(values)) of a flat sequence, to the last bit, without np.median's
+    per-call overhead (about 10 us; an analysis of a history takes thousands of medians of a few
+    dozen values): the middle order statistic, or the two middle ones' sum halved, as numpy's
+    mean of them is. Empty, with a NaN, or a zero (whose sign depends on which of equal values
+    lands in the middle): np.median's own answer."""
+    ordered = np.sort(np.asarray(values, dtype=np.float64), axis=None)
+    n = ordered.size
+    if not n or math.isnan(ordered[-1]):
+        return float(np.median(values))
+    found = ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+    return float(found) if found else float(np.median(values))
 
 
 def mad(values: Samples) -> float:
@@ -111,7 +126,7 @@ def mad(values: Samples) -> float:
     standard deviation; noise = MAD / median uses it as is.
     """
     array = _as_samples(values)
-    return float(np.median(np.abs(array - np.median(array))))
+    return middle(np.abs(array - middle(array)))
 
 
 MAD_SIGMA = 1.4826
@@ -194,8 +209,8 @@ def sigma_mad(values: Samples) -> float:
     """The SIGMA-SCALED relative spread MAD_SIGMA x MAD / median: the standard deviation a
     normal sample with this MAD would have, over the median (0 when the median is 0)."""
     array = _as_samples(values)
-    centre = float(np.median(array))
-    spread = MAD_SIGMA * float(np.median(np.abs(array - centre)))
+    centre = middle(array)
+    spread = MAD_SIGMA * middle(np.abs(array - centre))
     return spread / centre if centre else 0.0
 
 

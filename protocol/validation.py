@@ -60,6 +60,7 @@ SCHEMA_MAPS = frozenset(
 )
 _NOT_INTEGERS = (float, decimal.Decimal)
 _PLAIN = frozenset({int, bool, str, type(None), dict, list})  # JSON's types but numbers
+_ARRAY = (list, tuple)  # a name, not `list | tuple`: that builds a union at every test
 _LOCAL_DEF = "#/$defs/"
 
 
@@ -100,7 +101,7 @@ def _finder(walk: dict):
     lines = _block(walk, "x0", functions, itertools.count(1), 0)
     done = "return not _PLAIN.issuperset(map(type, c)) and _has_non_integer(c)"
     functions.append(_function("found(x0)", ["c = []", *lines, done]))
-    namespace = {"_PLAIN": _PLAIN, "_has_non_integer": _has_non_integer}
+    namespace = {"_PLAIN": _PLAIN, "_ARRAY": _ARRAY, "_has_non_integer": _has_non_integer}
     exec(compile("\n\n".join(functions), "<strict-integer walk>", "exec"), namespace)
     return namespace["found"]
 
@@ -148,7 +149,7 @@ def _block(walk: dict, var: str, functions: list[str], numbers, depth: int) -> l
     lines = []
     for test, body in (
         (f"isinstance({var}, dict)", in_dict),
-        (f"isinstance({var}, list | tuple)", in_list),
+        (f"isinstance({var}, _ARRAY)", in_list),
     ):
         if body:
             lines.append(f"{'elif' if lines else 'if'} {test}:")

@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from protocol.statistics import middle
+
 __all__ = [
     "ChangePolicy",
     "Step",
@@ -204,7 +206,7 @@ def _ekcpd():
 def _test(values: np.ndarray, start: int, index: int, stop: int, reach: int) -> Step:
     left = values[max(start, index - reach) : index]
     right = values[index : min(stop, index + reach)]
-    before, after = float(np.median(left)), float(np.median(right))
+    before, after = middle(left), middle(right)
     # scipy's exact distribution costs O(n1 n2 min(n1, n2)): the normal approximation (with
     # its tie and continuity corrections) is as good beyond a few dozen points a side
     if left.size * right.size <= EXACT_U_PRODUCT:

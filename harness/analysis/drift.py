@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from protocol.statistics import middle
+
 __all__ = ["Drift", "DriftPolicy", "drift"]
 
 SCREEN = 0.999
@@ -72,13 +74,13 @@ def drift(values, policy: DriftPolicy = DriftPolicy()) -> Drift | None:
     x = np.arange(y.size, dtype=np.float64)
     if np.all(y == y[0]):
         return None  # Kendall's tau is undefined for a constant series: no trend
-    if abs(_theil_sen_slope(x, y) * (y.size - 1) / np.median(y)) < policy.min_total * SCREEN:
+    if abs(_theil_sen_slope(x, y) * (y.size - 1) / middle(y)) < policy.min_total * SCREEN:
         return None  # far too small a trend to report, whatever its p-value: no scipy calls
     p = kendall_p(y)
     if not p < policy.alpha:  # NaN (ties everywhere) is no evidence either
         return None
     slope, first, low, high = theil_sen(y)
-    median = float(np.median(y))
+    median = middle(y)
     total = slope * (y.size - 1) / median
     if not abs(total) >= policy.min_total or not math.isfinite(total):
         return None
@@ -166,7 +168,7 @@ def theil_sen(y: np.ndarray) -> tuple[float, float, float, float]:
 
 def _theil_sen_slope(x: np.ndarray, y: np.ndarray) -> float:
     """The median of the pairwise slopes (scipy.stats.theilslopes' slope, computed the same way)."""
-    return float(np.median(_pairwise_slopes(x, y)))
+    return middle(_pairwise_slopes(x, y))
 
 
 def _pairwise_slopes(x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -171,7 +171,7 @@ def pooled_change(values: list[float], policy: Policy, between_cards: float = 0.
         history = values[:-k]
         if len(history) < policy.min_history:
             break
-        found = change(history, float(np.median(values[-k:])))
+        found = change(history, statistics_core.middle(values[-k:]))
         se = standard_error(found.spread, k, history)
         spread = max(factor(policy, len(history)), policy.at_once if k == 1 else 0.0) * se
         if between_cards > 0:

@@ -95,7 +95,7 @@ def ingest(
       python -m harness ingest results/*.json --trusted
     """
     manifest = load_bundle(bundle) if bundle is not None else None
-    check = functools.partial(_checked, cases=cases, gpu_pin=gpu_pin, trusted=trusted)
+    check = functools.partial(_checked, cases=cases, gpu_pin=gpu_pin, trusted=trusted, manifests={})
     every_point = verbose or len(results) <= EVERY_POINT_UP_TO
     # Untrusted: an existing file is opened read-only; a missing one is never created.
     live = Live("harness ingest", unit="files", quiet=quiet)  # a status line on a terminal
@@ -124,13 +124,19 @@ def _counted(live: Live, items, results: tuple[Path, ...]):
         yield item
 
 
-def _checked(result: Path, cases: Path | None, gpu_pin: str | None, trusted: bool):
-    """(document, what) of one file, read, validated and checked against the suite manifest;
-    BadInput naming the file if not."""
+def _checked(
+    result: Path,
+    cases: Path | None,
+    gpu_pin: str | None,
+    trusted: bool,
+    manifests: dict | None = None,
+):
+    """(document, what) of one file, read, validated and checked against the suite manifest
+    (read once per call and process: `manifests` keeps it); BadInput naming the file if not."""
     document = load_result(result)
     what = "stdin" if str(result) == "-" else str(result)
     try:
-        canon = trust.canon_for(document, cases, gpu_pin, trusted)
+        canon = trust.canon_for(document, cases, gpu_pin, trusted, manifests)
         if canon is not None:
             trust.check(document, canon, what)
     except TrustError as exc:

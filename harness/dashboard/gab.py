@@ -25,6 +25,7 @@ provenance (`extra`) that this file never carries.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import defaultdict
 from datetime import UTC, datetime
@@ -33,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.dashboard.case_charts import Series, read_series, rounded, run_modes
-from harness.dashboard.geomeans import gaps_by_run
+from harness.dashboard.geomeans import SUITE_FIELDS
 from harness.history.series import run_mode
 from harness.history.store import Store
 from harness.reporting.table import lead_first
@@ -52,7 +53,7 @@ def _benches_by_run(all_series: list[Series], primary: str | None) -> dict[int, 
     harness.reporting.export.github_action_benchmark names them; the primary's geomean first."""
     gaps: dict[int, list[dict]] = defaultdict(list)
     baselines: dict[int, set] = defaultdict(set)
-    swept: dict[tuple, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    swept: dict[tuple, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)  # (runs, gaps)
     for s in all_series:
         if s.info["role"] != "candidate":
             continue
@@ -60,27 +61,24 @@ def _benches_by_run(all_series: list[Series], primary: str | None) -> dict[int, 
         case_id, point = split_id(info["case_id"])
         shown = s.stable & s.gap_stable & ~np.isnan(s.gap)
         if point:  # summarised below: one entry per swept case, candidate and run
-            key = (case_id, info["case_version"], info["impl"], info["baseline"])
-            for run, gap in zip(s.run[shown].tolist(), s.gap[shown].tolist(), strict=True):
-                swept[key][run].append(math.log(gap))
+            if shown.any():
+                key = (case_id, info["case_version"], info["impl"], info["baseline"])
+                swept[key].append((s.run[shown], s.gap[shown]))
             continue
         name = f"{info['case_id']}/v{info['case_version']}/gap/{info['impl']}"
         unit = f"x {info['baseline']}"
         for run, gap in zip(s.run[shown].tolist(), rounded(s.gap[shown], DIGITS), strict=True):
             gaps[run].append({"name": name, "unit": unit, "value": gap})
             baselines[run].add(info["baseline"])
-    for (case_id, version, impl, baseline), per_run in swept.items():
+    for (case_id, version, impl, baseline), parts in swept.items():
         name = f"{case_id}/v{version}/sweep_geomean_gap/{impl}"
-        for run, logs in per_run.items():
+        for run, values in _by_run(parts):
+            logs = list(map(math.log, values))
             value = _digits(math.exp(math.fsum(logs) / len(logs)))
             unit = f"x {baseline}, {len(logs)} points"
             gaps[run].append({"name": name, "unit": unit, "value": value})
-    suites: dict[int, dict[str, float]] = defaultdict(dict)
-    logs = gaps_by_run(all_series)[0]
-    for key, per_run in logs.items():
-        for run, cases in per_run.items():
-            suites[run][key[3]] = math.exp(math.fsum(v[0] for v in cases.values()) / len(cases))
     out = {}
+    suites = _suite_geomeans(all_series)
     for run in gaps.keys() | suites.keys():
         names = baselines[run]
         unit = f"x {next(iter(names))}" if len(names) == 1 else "x baseline"
@@ -91,6 +89,49 @@ def _benches_by_run(all_series: list[Series], primary: str | None) -> dict[int, 
         lead = suite[:1] if suite and suite[0]["name"].endswith(f"/{primary}") else []
         out[run] = [*lead, *gaps[run], *suite[len(lead) :]]
     return out
+
+
+def _by_run(parts: list[tuple[np.ndarray, np.ndarray]]):
+    """(run, its values as a list) of (runs, values) arrays joined, each run once, in order."""
+    runs = np.concatenate([r for r, _ in parts])
+    values = np.concatenate([v for _, v in parts])
+    order = np.argsort(runs, kind="stable")
+    runs, values = runs[order], values[order]
+    if not runs.size:
+        return
+    edges = [0, *(np.flatnonzero(np.diff(runs)) + 1).tolist(), runs.size]
+    for start, stop in itertools.pairwise(edges):
+        yield int(runs[start]), values[start:stop].tolist()
+
+
+def _suite_geomeans(all_series: list[Series]) -> dict[int, dict[str, float]]:
+    """run -> {candidate: its suite geomean gap}: the mean ln gap over the run's cases in
+    geomeans.gaps_by_run's logs, the same ln values grouped with numpy rather than a dict per
+    point (math.fsum is exact: the order of the sum does not matter). Where two series of a
+    key give a run the same case, the later one counts, as in gaps_by_run's dict."""
+    parts: dict[tuple, list] = defaultdict(list)  # key -> [(runs, ln gaps, case)]
+    for s in all_series:
+        if s.info["role"] != "candidate":
+            continue
+        key = (*(s.info[f] for f in SUITE_FIELDS), s.info["impl"])
+        has_gap = ~np.isnan(s.gap)
+        ln_gap = np.log(np.where(has_gap, s.gap, 1.0))  # as gaps_by_run computes it
+        case = (s.info["case_id"], s.info["case_version"])
+        parts[key].append((s.run[has_gap], ln_gap[has_gap], case))
+    suites: dict[int, dict[str, float]] = defaultdict(dict)
+    for key, found in parts.items():
+        codes = {case: k for k, case in enumerate(dict.fromkeys(c for _, _, c in found))}
+        runs = np.concatenate([r for r, _, _ in found])
+        logs = np.concatenate([ln for _, ln, _ in found])
+        pair = runs * len(codes) + np.concatenate(
+            [np.full(r.size, codes[c], dtype=np.int64) for r, _, c in found]
+        )
+        last = pair.size - 1 - np.unique(pair[::-1], return_index=True)[1]  # the later series'
+        if last.size < pair.size:
+            runs, logs = runs[np.sort(last)], logs[np.sort(last)]
+        for run, values in _by_run([(runs, logs)]):
+            suites[run][key[3]] = math.exp(math.fsum(values) / len(values))
+    return suites
 
 
 def _thinned(benches: list[dict], age: int) -> list[dict]:

@@ -72,8 +72,14 @@ def _cold_mean(document: dict) -> bool:
     """Whether the document's cold samples are means of `timing.batch` launches (result schema
     1.7.0 on); before, each was one launch, whose median is a different figure for a short
     kernel (the mean of a launch's skewed spread sits above its median)."""
+    return _cold_mean_since(str(document.get("schema_version")))
+
+
+@functools.lru_cache(maxsize=16)
+def _cold_mean_since(version: str) -> bool:
+    """_cold_mean by the version's text: asked for every point of a run, parsed once."""
     try:
-        return version_tuple(document.get("schema_version"))[:2] >= COLD_MEAN_SINCE
+        return version_tuple(version)[:2] >= COLD_MEAN_SINCE
     except ValueError:
         return False
 

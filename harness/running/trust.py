@@ -63,10 +63,17 @@ def _python_frontend(document: dict) -> bool:
     return (document.get("options") or {}).get("frontend") == "python"
 
 
-def canon_for(document: dict, cases: Path | None, gpu: str | None, trusted: bool) -> Canon | None:
+def canon_for(
+    document: dict,
+    cases: Path | None,
+    gpu: str | None,
+    trusted: bool,
+    read: dict[Path, Canon] | None = None,
+) -> Canon | None:
     """The repository's word for `document`: from `--gpu` for a runner.bench document, else
     from the manifest (`cases`, or DEFAULT_CASES when trusted). None for an untrusted ingest
-    given neither (it writes nothing, so it needs none)."""
+    given neither (it writes nothing, so it needs none). `read` keeps each manifest's Canon
+    once it is read: one ingest call of thousands of files reads its manifest once."""
     if gpu is not None and cases is not None:
         raise TrustError("--gpu and --cases: give one (--gpu for runner.bench documents only)")
     python = _python_frontend(document)
@@ -86,7 +93,12 @@ def canon_for(document: dict, cases: Path | None, gpu: str | None, trusted: bool
         return None
     if cases is None and not DEFAULT_CASES.is_file():
         raise TrustError(_which_manifest(document))
-    return Canon.from_manifest(cases if cases is not None else DEFAULT_CASES)
+    path = cases if cases is not None else DEFAULT_CASES
+    if read is None:
+        return Canon.from_manifest(path)
+    if path not in read:
+        read[path] = Canon.from_manifest(path)
+    return read[path]
 
 
 def _which_manifest(document: dict) -> str:

@@ -239,3 +239,41 @@ def test_a_point_id_that_gives_no_size_has_no_position(tmp_path):
     charts = text.split('aria-label="gap by size"')[1].split("</svg>")[0]
     assert ">2^11</text>" in charts and ">2^15</text>" in charts
     assert "2^13" not in charts and charts.count("<circle") == 3 * 8  # 3 candidates, 8 points
+
+
+def test_gab_suite_geomeans_are_gaps_by_runs_over_every_series(tmp_path):
+    """gab's suite geomeans (grouped with numpy) equal the mean ln gap of each run's cases in
+    geomeans.gaps_by_run, also where a source change splits a case into two series and where
+    two series give one run the same case (the later one counts, as in its dict)."""
+    import dataclasses
+
+    import numpy as np
+
+    from harness.dashboard import gab
+    from harness.dashboard.case_charts import read_series
+    from harness.dashboard.geomeans import gaps_by_run
+
+    db = tmp_path / "history.sqlite"
+    with Store(db) as store:
+        for k in range(5):
+            document = swept_document(earlier if k % 2 else falling, run_id=str(k))
+            if k >= 3:  # a new source: new series of every point of the swept case
+                for case in document["cases"]:
+                    for impl in case["implementations"].values():
+                        if impl.get("build"):
+                            impl["build"]["source_sha256"] = "e" * 64
+            store.ingest(document, trusted=True)
+    with Store(db, readonly=True) as store:
+        series = read_series(store, store.runs())
+    candidate = next(s for s in series if s.info["role"] == "candidate" and s.run.size > 1)
+    twice = dataclasses.replace(candidate, gap=candidate.gap * 1.5)  # the same runs and case
+    for every in (series, [*series, twice]):
+        expected: dict[int, dict[str, float]] = {}
+        for key, per_run in gaps_by_run(every)[0].items():
+            for run, cases in per_run.items():
+                mean = math.fsum(v[0] for v in cases.values()) / len(cases)
+                expected.setdefault(run, {})[key[3]] = math.exp(mean)
+        assert gab._suite_geomeans(every) == expected
+    split = [(s.info["case_id"], s.info["impl"]) for s in series if s.info["role"] == "candidate"]
+    assert len(split) > len(set(split))  # a case in two series of a key
+    assert not np.array_equal(twice.gap, candidate.gap)

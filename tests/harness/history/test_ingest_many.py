@@ -327,3 +327,28 @@ def test_one_file_imports_neither_numpy_nor_multiprocessing(tmp_path):
     assert done.stdout.strip() == "[]"
     with Store(db, readonly=True) as store:
         assert len(store.runs()) == 1
+
+
+def test_one_call_reads_its_manifest_once_and_still_refuses_another_suite(tmp_path, monkeypatch):
+    """The manifest is read once per call (not once per file); each document is still
+    checked against it: a run of another suite version is refused, naming its file."""
+    from harness.running import trust
+
+    reads = []
+    original = trust.Canon.from_manifest.__func__
+
+    def counted(cls, path):
+        reads.append(path)
+        return original(cls, path)
+
+    monkeypatch.setattr(trust.Canon, "from_manifest", classmethod(counted))
+    db = tmp_path / "h.sqlite"
+    cases, paths = written(tmp_path, [small_run(k) for k in range(4)])
+    done = invoke("ingest", *paths, "--db", db, "--trusted", "--cases", cases)
+    assert done.exit_code == 0, done.output
+    assert "4 of 4 runs stored" in done.stderr and reads == [cases]
+    other = small_run(9)
+    other["suite"]["version"] += 1
+    paths[2].write_bytes(orjson.dumps(other))
+    refused = invoke("ingest", *paths, "--db", tmp_path / "o.sqlite", "--trusted", "--cases", cases)
+    assert refused.exit_code == 2 and str(paths[2]) in refused.stderr

@@ -347,3 +347,23 @@ def test_geometric_mean_rejects_non_positive():
         geometric_mean([-2.0, 1.0])
     with pytest.raises(ValueError, match="no samples"):
         geometric_mean([])
+
+
+def test_middle_is_numpys_median_to_the_last_bit():
+    """statistics.middle (the analyses' quick median) gives np.median's float bit for bit:
+    odd and even sizes, ties, lists and arrays, signed zeros, a NaN, an empty input."""
+    import warnings
+
+    rng = np.random.default_rng(7)
+    for k in range(6000):
+        n = 0 if k % 500 == 0 else int(rng.integers(1, 90))
+        values = rng.standard_normal(n) * 10.0 ** float(rng.integers(-8, 8))
+        if k % 3 == 0:
+            values = np.round(values, 1)  # ties, and -0.0 beside 0.0
+        if k % 97 == 1:
+            values[int(rng.integers(0, n))] = np.nan
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # numpy's warning for an empty input
+            expected = np.float64(np.median(values)).tobytes()
+            found = statistics.middle(values if k % 2 else values.tolist())
+        assert np.float64(found).tobytes() == expected
