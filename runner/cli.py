@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from harness.errors import BadInput
+from runner.errors import BadInput
 from protocol.input_files import os_error_line
 from protocol.progress import visible
 from runner.cli_suite import bench, output_path

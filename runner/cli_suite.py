@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from harness.errors import BadInput
+from runner.errors import BadInput
 from protocol.input_files import output_problem
 from protocol.progress import Live
 from runner.errors import NoGpuError

@@ -144,6 +144,21 @@ def test_harness_never_imports_the_runner():
     assert wrong == []
 
 
+@pytest.mark.parametrize(
+    ("package", "above"), [("runner", {"harness"}), ("protocol", {"harness", "runner"})]
+)
+def test_the_lower_packages_never_import_the_ones_above(package, above):
+    # The runner ships alone to a GPU box or a Dask worker (harness.running.shipping: runner/ and
+    # protocol/ only), so an import of harness there fails only on the box.
+    wrong = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in (ROOT / package).rglob("*.py")
+        for name in sorted(imports(path))
+        if name.split(".")[0] in above
+    ]
+    assert wrong == []
+
+
 @pytest.mark.parametrize("part", sorted(RUNNER_MUST_NOT_IMPORT), ids=lambda part: f"runner.{part}")
 def test_runner_part_stays_below(part):
     wrong = [
