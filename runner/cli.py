@@ -7,11 +7,10 @@ from pathlib import Path
 
 import click
 
-from runner.errors import BadInput
 from protocol.input_files import os_error_line
 from protocol.progress import visible
 from runner.cli_suite import bench, output_path
-from runner.errors import BAD_INPUT, NoGpuError, ToolMissing
+from runner.errors import BAD_INPUT, BadInput, NoGpuError, ToolMissing
 
 
 def _print_version(ctx, param, value) -> None:

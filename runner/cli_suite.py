@@ -11,10 +11,9 @@ from pathlib import Path
 
 import click
 
-from runner.errors import BadInput
 from protocol.input_files import output_problem
 from protocol.progress import Live
-from runner.errors import NoGpuError
+from runner.errors import BadInput, NoGpuError
 
 
 def output_path(folder: bool):

@@ -475,7 +475,8 @@ class CaseRun:
                 continue
             # against the reference too, at the declared tolerance: the baseline's outputs are
             # compared at twice it (issue 50 class 5), so an error between 1x and 2x passed
-            self.sample_reference(name, {b: buffers.buffers[b] for b in self.timed_outputs.written})
+            written = {b: buffers.buffers[b] for b in self.timed_outputs.written}
+            self.sample_reference(name, written, poison)
             check = impls[name].setdefault("check", {"status": "passed", "problems": []})
             for b in self.timed_outputs.written:
                 found = self.timed_outputs.compare(b, buffers.buffers[b], reference[b])
@@ -497,11 +498,13 @@ class CaseRun:
             )
         return reference
 
-    def sample_reference(self, name: str, outputs: dict) -> None:
+    def sample_reference(self, name: str, outputs: dict, poison: int | None = None) -> None:
         """`name`'s outputs at the timed size (`outputs`, snapshots or its live buffers) against
         the reference on sampled windows at the declared tolerance (runner.measurement.gate.
         timed_size; the same windows for every implementation of the run), or its check saying
-        why the reference cannot be sampled; raises PhaseError where they differ."""
+        why the reference cannot be sampled; raises PhaseError where they differ. `poison`: the
+        byte its outputs held before the launch, named in a problem (an element left unwritten
+        reads as it)."""
         case = self.case
         check = self.record["impls"][name].setdefault("check", {"status": "passed", "problems": []})
         if self._sampling is None:
@@ -524,10 +527,13 @@ class CaseRun:
             check["timed_reference"] = f"sampled: {record['sampled']}"
             if record["mismatches"]:
                 check["status"] = "failed"
+                first = record["first_mismatch"]
+                poisoned = "" if poison is None else f"; outputs poisoned with 0x{poison:02X}"
                 check["problems"].append(
                     f"{b}: at the timed size {record['mismatches']} of {record['elements']} "
                     f"sampled elements differ from the reference (first at index "
-                    f"{record['first_mismatch']['index']}; {record['sampled']})"
+                    f"{first['index']}: expected {first['expected']}, got {first['got']}"
+                    f"{poisoned}; {record['sampled']})"
                 )
         if check["status"] == "failed":
             raise PhaseError("check", f"at the timed size, {name} disagrees with the reference")

@@ -212,6 +212,23 @@ def running_term(baseline: str, control: str, per_side_loads: int, group: int = 
     return term
 
 
+def coarsened(sample_loads: list[int]) -> tuple[np.ndarray, int] | None:
+    """The control's sample labels (0..L-1) merged g at a time, label % (L / g), for
+    the smallest g that leaves 3 or more groups of MIN_PER_LOAD samples each (decided), with g;
+    None where no merge does. A run that ends before each load has MIN_PER_LOAD samples
+    (runner.bench's 30 samples over 16 graph instances) still reads a term, from fewer groups
+    and with fewer degrees of freedom, instead of none."""
+    loads = np.asarray(sample_loads, dtype=np.int64)
+    labels = int(loads.max()) + 1 if loads.size else 0
+    for g in range(1, labels + 1):
+        if labels % g or labels // g < 3:
+            continue
+        merged = loads % (labels // g)
+        if decided(merged):
+            return merged, g
+    return None
+
+
 def document_block(
     baseline_s: list[float],
     control_s: list[float],
@@ -226,15 +243,18 @@ def document_block(
     sets: an interval that then excludes 1 reads `apart`, an offset that spread does not
     describe), the per-load sd and the term every gap of the case takes (systematic, the
     spread and the offset pooled, at least the offset where apart; systematic_source
-    "control"). None when the control's samples span fewer than 3 loads (too few samples).
+    "control"). Where a load has fewer than MIN_PER_LOAD samples, loads are merged into groups
+    (coarsened); None when no grouping leaves 3 with enough samples.
     `group`: loads in each of the control's groups (term_of). `method` says what a load is (by
     default a PTX load, alone or in groups; runner.bench: a graph instance or a place in the
     run; its places: `offset` False, as term_of's)."""
-    found = term_of(baseline_s, control_s, sample_loads, per_side_loads, group, offset)
+    loads = np.asarray(sample_loads, dtype=np.int64)
+    if not decided(loads) and (merged := coarsened(loads)) is not None:
+        loads, group = merged[0], group * merged[1]  # too few samples a load: groups of them
+    found = term_of(baseline_s, control_s, loads, per_side_loads, group, offset)
     if found is None:
         return None
     term, sd, count = found
-    loads = np.asarray(sample_loads, dtype=np.int64)
     spread_sd = float(
         load_sd(np.asarray(baseline_s), np.asarray(control_s), loads, offset=False)[0]
     )
@@ -256,5 +276,5 @@ def document_block(
         "method": text.format(loads=count, group=group, per_side=per_side_loads, df=count - 1)
         + (APART if apart else ""),
         "samples_s": list(control_s),
-        "sample_loads": [int(v) for v in sample_loads],
+        "sample_loads": [int(v) for v in loads],
     }

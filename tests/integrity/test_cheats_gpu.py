@@ -100,6 +100,25 @@ def ptx_verdict(case: dict) -> str:
     return case["status"] if case["status"] == "ok" else f"failed ({case['error']['phase']})"
 
 
+def caught_at_the_timed_size(case: dict, name: str) -> str | None:
+    """Where the timed size's check caught `name` (each launch there has a finite poison byte of
+    its own, drawn per run, so a kernel that skips what looks written or poisoned leaves it
+    unwritten there): assert the case failed in the check naming `name`, the problem naming
+    the first element's expected and got and the poison, and return the message. None where
+    the check passed (the cheat got past the gate; the caller asserts the later defence)."""
+    check = case["implementations"][name]["check"]
+    if check["status"] == "passed":
+        return None
+    assert case["status"] == "failed" and case["error"]["phase"] == "check", case.get("error")
+    message = case["error"]["message"]
+    assert f"at the timed size, {name} disagrees" in message, message
+    timed = [p for p in check["problems"] if "at the timed size" in p]
+    assert timed and "expected" in timed[0] and "got" in timed[0], check["problems"]
+    assert "outputs poisoned with 0x" in timed[0], timed[0]
+    assert_honest_untouched(case)
+    return f"{message}: {timed[0]}"
+
+
 def assert_honest_untouched(case: dict, honest=("cuda", "cuda_again")) -> None:
     message = case.get("error", {}).get("message", "")
     for name in honest:
@@ -121,7 +140,9 @@ def test_ptx_honest_copies_are_at_parity_within_0_2_percent(ptx_run):
 
 def test_ptx_skip_if_output_already_right_is_output_dependent(ptx_run):
     case = ptx_run["skip_settled"]
-    assert case["implementations"]["skip"]["check"]["status"] == "passed"  # the gate is fooled
+    if message := caught_at_the_timed_size(case, "skip"):
+        record("skip if the output is already right", "PTX", ptx_verdict(case), message)
+        return
     assert case["status"] == "failed" and case["error"]["phase"] == "timing", case.get("error")
     assert "output-dependent timing" in case["error"]["message"]
     assert "skip: " in case["error"]["message"]

@@ -18,6 +18,7 @@ from tests.integrity.test_cheats_gpu import (
     TABLE,
     assert_honest_untouched,
     bench_cheats,
+    caught_at_the_timed_size,
     ptx_verdict,
     record,
     write_table,
@@ -57,8 +58,9 @@ def cold_run(tmp_path_factory):
 def caught(case: dict, name: str, mode: str, where: str) -> str:
     """Assert `name` failed the case in the timing phase, named, with an audited launch's
     element, expected and got; the honest copies untouched. Returns the message."""
+    if message := caught_at_the_timed_size(case, name):
+        return message
     impl = case["implementations"][name]
-    assert impl["check"]["status"] == "passed", impl["check"]  # the gate is fooled
     assert case["status"] == "failed" and case["error"]["phase"] == "timing", case.get("error")
     message = case["error"]["message"]
     assert f"{name}: " in message, message
@@ -123,7 +125,8 @@ def test_hot_work_on_every_8th_launch_is_caught_by_the_audits(hot_run):
 
 def test_cold_work_on_every_8th_launch_is_caught_by_the_audits(cold_run):
     case = cold_run["state_every_kth"]
-    assert module_state(case, "kth")["restored"] is True
+    if "timing" in case["implementations"]["kth"]:  # past the gate: its state restored per launch
+        assert module_state(case, "kth")["restored"] is True
     message = caught(case, "kth", "cold", "cold launch ")
     record("work on every 8th launch (1b)", "PTX cold", ptx_verdict(case), message)
 
@@ -131,16 +134,23 @@ def test_cold_work_on_every_8th_launch_is_caught_by_the_audits(cold_run):
 # -- class 2: telling the timing poison from real data -----------------------------------------
 
 
-def test_hot_a_poison_sniffer_sees_real_data_and_does_the_work(hot_run):
+def test_hot_a_poison_sniffer_is_caught_or_does_the_work(hot_run):
+    """The timed size's check poisons each launch's outputs with a byte of its own: a sniffer of
+    memset patterns skips there and is caught; one that got past it does the work hot (real
+    data in the output)."""
     case = hot_run["poison_sniffer"]
+    if message := caught_at_the_timed_size(case, "sniffer"):
+        record("skips where it sees a timing poison (2)", "PTX hot", ptx_verdict(case), message)
+        return
     gap = does_the_work(case, "sniffer")
     record("skips where it sees a timing poison (2)", "PTX hot", "ok (works)", f"gap x{gap:.3f}")
 
 
 def test_cold_a_poison_sniffer_is_caught_by_random_poisons_and_audits(cold_run):
     case = cold_run["poison_sniffer"]
-    audit = case["implementations"]["sniffer"]["timing"]["audit"]
-    assert audit["poison"].startswith("a byte drawn per (k, j)")
+    if "timing" in case["implementations"]["sniffer"]:  # past the gate: the cold audits
+        audit = case["implementations"]["sniffer"]["timing"]["audit"]
+        assert audit["poison"].startswith("a byte drawn per (k, j)")
     message = caught(case, "sniffer", "cold", "cold launch ")
     record("skips where it sees a timing poison (2)", "PTX cold", ptx_verdict(case), message)
 
@@ -182,7 +192,9 @@ def test_cold_honest_copies_stay_at_parity_with_audits_and_fresh_inputs(cold_run
     assert case["status"] == "ok", case.get("error")
     assert_honest_untouched(case)
     gap = case["implementations"]["cuda_again"]["gap"]
-    assert abs(gap["ratio_of_medians"] - 1.0) < 0.005, gap
+    # 30 cold samples of two placements (42.0 and 42.8 us on an H100) put the medians up to 1%
+    # apart: honest is an interval that holds 1, and a point within that spread
+    assert gap["ci_low"] <= 1.0 <= gap["ci_high"] and abs(gap["ratio_of_medians"] - 1) < 0.015, gap
     audit = case["implementations"]["cuda_again"]["timing"]["audit"]
     assert audit["inputs"].startswith("generated from a seed drawn per (k, j)")
     assert audit["audited"] == case["implementations"]["cuda"]["timing"]["audit"]["audited"]

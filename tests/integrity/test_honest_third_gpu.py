@@ -24,7 +24,10 @@ import pytest
 from protocol.validation import validate
 from tests.conftest import ROOT
 from tests.integrity import test_cheats_gpu as cheats
-from tests.integrity.test_cheats_bench_gpu import defaults  # noqa: F401 (a fixture)
+from tests.integrity.test_cheats_bench_gpu import (
+    bmm_case,
+    defaults,  # noqa: F401 (a fixture)
+)
 from tests.integrity.test_cheats_gpu import (
     ALPHA,
     artifacts,
@@ -43,6 +46,7 @@ CHEATS = ROOT / "tests" / "cheats"
 IN_PLACE_SHARE = 0.85  # of the L2: issue 50 item 11's 0.8-0.9
 IN_PLACE_DIMS = "dims = { n = 5570560 }"  # 0.85 of a 50 MiB L2, replaced by the device's own
 TWICE_TOLERANCE = 0.03  # issue 50 item 9: cold "twice the work" within 3% of 2.0x
+HOST_GAP_S = 2e-6  # between the kernels of a device-paced call: well under one host dispatch
 
 
 def device_l2_bytes() -> int:
@@ -188,9 +192,12 @@ def test_an_in_place_kernel_near_the_l2_size_is_not_refused_by_the_ceiling(hones
 
 
 def test_a_multi_kernel_callable_cold_is_accepted_at_twice_the_work(session, defaults):  # noqa: F811
-    """Issue 50 item 9: a callable of two kernels against one, cold: device-paced samples (its
-    graph replayed), no flag, and "twice the work" within 3% of 2.0x (host dispatch between the
-    kernels once read x2.06-x2.46); a three-kernel composite is accepted too."""
+    """Issue 50 item 9: callables of two and three kernels against one, cold: device-paced
+    samples (the call's graph replayed), no flag, and no host dispatch between the kernels (it
+    once put 25-70 us there: x2.06-x2.46 for twice the work). Memory-bound, twice the work is
+    not 2.0x cold: the first kernel's writes stay in the L2 past its end and the second pays
+    for them (a 64 MiB multiply: about 40 us after a flush, 46 us after another); compute-bound
+    (torch.bmm, 30 us, inputs from the L2 or DRAM alike) it is, within 3%."""
     torch = torch_module()
     from runner import bench
 
@@ -204,22 +211,31 @@ def test_a_multi_kernel_callable_cold_is_accepted_at_twice_the_work(session, def
     def composite(y):  # three kernels, exactly 3 y in float32 (a doubling commutes with rounding)
         return torch.add(torch.mul(torch.mul(y, ALPHA / 2), 2.0), 0.0)
 
+    def bmm_twice(a, b):
+        torch.bmm(a, b)
+        return torch.bmm(a, b)
+
     defaults(mode="cold", budget_s=1.0)
     c = bench.Runner(once, scale_case(), name="once").compare(
         {"twice": twice, "composite": composite}
     )
-    rows = c.document_case["implementations"]
-    for name in ("twice", "composite"):
-        assert c[name].flags == [] and c[name].verified and c[name].ratio is not None, c[name]
-        assert "CUDA graph (device-paced)" in rows[name]["timing"]["method"], rows[name]["timing"]
-    held = rows["twice"]["integrity"].get("cold_sample")
+    defaults(mode="cold", budget_s=2.0)
+    m = bench.Runner(torch.bmm, bmm_case(), name="bmm").compare({"bmm twice": bmm_twice})
+    for result, name in ((c, "twice"), (c, "composite"), (m, "bmm twice")):
+        row, doc = result[name], result.document_case["implementations"][name]
+        assert row.flags == [] and row.verified and row.ratio is not None, row
+        assert "CUDA graph (device-paced)" in doc["timing"]["method"], doc["timing"]
+        held = doc["integrity"]["cold_sample"]
+        assert held["kernels"] >= 2 and held["gap_s"] < HOST_GAP_S, held  # no host dispatch
     record(
         "honest: multi-kernel callable (item 9)",
         "python cold",
         "ok",
-        f"twice x{c['twice'].ratio:.3f}, composite x{c['composite'].ratio:.3f}, {held}",
+        f"bmm twice x{m['bmm twice'].ratio:.3f}; y*a twice x{c['twice'].ratio:.3f}, composite "
+        f"x{c['composite'].ratio:.3f}; kernels "
+        + str(c.document_case["implementations"]["twice"]["integrity"]["cold_sample"]),
     )
-    assert c["twice"].ratio == pytest.approx(2.0, rel=TWICE_TOLERANCE), c["twice"]
+    assert m["bmm twice"].ratio == pytest.approx(2.0, rel=TWICE_TOLERANCE), m["bmm twice"]
 
 
 def test_an_in_place_callable_near_the_l2_size_is_not_refused_by_the_ceiling(session, defaults):  # noqa: F811
@@ -234,7 +250,7 @@ def test_an_in_place_callable_near_the_l2_size_is_not_refused_by_the_ceiling(ses
 
     class Negate(bench.Workload):
         name = "honest-in-place"
-        rows = (bench.Row("0.85 of the L2", n=n),)
+        rows = (bench.Row("l2-share-0.85", n=n),)
         dtypes = ("float32",)
 
         def gen_inputs(self, params, dtype, seed):

@@ -275,7 +275,11 @@ def _compare_outputs(
             )
         for what, model in inputs.shortcuts.items() if shortcuts else ():
             seen = null_models.resemblance(
-                run[b.name], inputs.expected[b.name], model.outputs[b.name], model.precision
+                run[b.name],
+                inputs.expected[b.name],
+                model.outputs[b.name],
+                model.precision,
+                atol=tol.atol,
             )
             if seen is None:
                 continue

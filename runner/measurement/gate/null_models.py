@@ -151,13 +151,16 @@ def _relative(a: np.ndarray, b: np.ndarray, scale: np.ndarray) -> np.ndarray:
     return np.abs(a - b) / scale
 
 
-def resemblance(out: np.ndarray, exact: np.ndarray, model: np.ndarray, to: str) -> dict | None:
+def resemblance(
+    out: np.ndarray, exact: np.ndarray, model: np.ndarray, to: str, atol: float = 0.0
+) -> dict | None:
     """How `out` stands between the exact reference and a rounding model to precision `to`,
     where it resembles the model; None where it does not, or where there is too little evidence.
 
     Judged on the elements where the model moves the result by at least an eighth of a unit
     of `to` and by more than 16 units of out's own precision (an honest output is closer than
-    that to the reference), by
+    that to the reference), and whose reference is above the case's `atol` in magnitude
+    (below it the tolerance calls a value noise: a denormal flushed to zero is no evidence), by
     median relative distances: out resembles the model when it is no farther from the model
     than from the reference, or when its error is at least a quarter of the model's (only where
     `to` has 8 or more fewer significand bits than out's precision).
@@ -174,7 +177,7 @@ def resemblance(out: np.ndarray, exact: np.ndarray, model: np.ndarray, to: str) 
     with np.errstate(all="ignore"):
         got, want, low = (a.astype(np.float64) for a in (out, exact, model))
         scale = np.abs(want)
-        usable = np.isfinite(want) & np.isfinite(low) & (scale > 0)
+        usable = np.isfinite(want) & np.isfinite(low) & (scale > max(atol, 0.0))
         moved = np.zeros(out.shape, dtype=bool)
         moved[usable] = _relative(low[usable], want[usable], scale[usable]) > threshold
         if np.count_nonzero(moved) < MIN_EVIDENCE:

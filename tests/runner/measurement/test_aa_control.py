@@ -115,3 +115,26 @@ def test_the_term_covers_the_candidates_load_as_well_as_the_baselines():
     both, baseline_only = coverage(term), coverage(term / math.sqrt(2))
     assert both >= 0.93, both
     assert baseline_only < 0.90, baseline_only
+
+
+def test_a_control_with_too_few_samples_a_load_reads_its_term_from_groups_of_loads():
+    """runner.bench hot: 30 samples over 16 graph instances (1-2 each, fewer than MIN_PER_LOAD):
+    the instances merge two at a time into 8 groups of 3-4 samples, and the block says so; with
+    the instances read alike the control sits at parity. Too few samples for even 3 groups:
+    no block."""
+    from runner.measurement.timing.base import copy_turn
+
+    rng = np.random.default_rng(11)
+    labels = [copy_turn(k, 16) for k in range(30)]
+    assert not aa_control.decided(labels)
+    merged, g = aa_control.coarsened(labels)
+    assert g == 2 and np.unique(merged).size == 8 and aa_control.decided(merged)
+    baseline = 1e-3 * np.exp(rng.normal(0, 0.002, 30))
+    control = 1e-3 * np.exp(rng.normal(0, 0.002, 30))
+    block = aa_control.document_block(list(baseline), list(control), labels, 16)
+    assert block["loads"] == 8 and block["loads_per_group"] == 2 and block["per_side_loads"] == 16
+    assert block["degrees_of_freedom"] == 7 and block["sample_loads"] == [int(v) for v in merged]
+    assert block["ci_low"] <= 1.0 <= block["ci_high"] and block["systematic"] >= stats.INSTANCE_SD
+    assert "8 x 2 more times" in block["method"]
+    assert aa_control.coarsened(labels[:8]) is None
+    assert aa_control.document_block(list(baseline[:8]), list(control[:8]), labels[:8], 16) is None

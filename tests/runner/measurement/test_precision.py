@@ -127,3 +127,21 @@ def test_an_honest_long_f32_sum_resembles_no_lower_precision():
     assert np.median(np.abs(honest - exact) / np.abs(exact)) > 2.0**-22  # really lossy
     for p in ("f16", "bf16"):
         assert rounding_models.resemblance(honest, exact, round_to(exact, p), p) is None
+
+
+def test_values_under_the_atol_are_no_evidence_of_a_lower_precision():
+    """Issue 50's honest fast-math control: on the edge inputs, results of 1e-37 come out 0 (its
+    denormals flushed), as the f16 model's do (underflow) and 100% from the reference (bf16's
+    0.4%): relative distances there say nothing the tolerance (atol 1e-4) does not call noise.
+    The same output through f16 where the values are above the atol is still caught."""
+    rng = np.random.default_rng(7)
+    tiny = rng.uniform(1e-37, 1e-36, 4096)
+    flushed = np.zeros(4096, dtype=np.float32)
+    for p in ("f16", "bf16"):
+        model = round_to(tiny, p)
+        assert rounding_models.resemblance(flushed, tiny, model, p) is not None  # without atol
+        assert rounding_models.resemblance(flushed, tiny, model, p, atol=1e-4) is None
+    exact = rng.uniform(-4, 4, 4096)
+    model = round_to(exact, "f16")
+    found = rounding_models.resemblance(model.astype(np.float32), exact, model, "f16", atol=1e-2)
+    assert found is not None and found["elements"] > 3000
