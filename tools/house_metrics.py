@@ -80,6 +80,22 @@ def part_edges(root: Path) -> set[tuple[str, str]]:
     return edges
 
 
+# the packages, lowest first: each imports only those before it (the runner ships alone)
+PACKAGES = ("protocol", "runner", "harness")
+
+
+def package_arrows(root: Path) -> list[str]:
+    """'module -> import' for every import of a package above the module's own (PACKAGES)."""
+    found = []
+    for level, package in enumerate(PACKAGES):
+        above = set(PACKAGES[level + 1 :])
+        for name, path in sorted(modules(root, package).items()):
+            for target in sorted(imports(path, root=root)):
+                if target.split(".")[0] in above:
+                    found.append(f"{name} -> {target}")
+    return found
+
+
 def back_arrows(edges: set[tuple[str, str]]) -> list[tuple[str, str]]:
     """Edges whose target reaches back to their source."""
     graph: dict[str, set[str]] = {}
@@ -381,6 +397,9 @@ def main(argv: list[str]) -> int:
     print(f"arrows running back up: {len(arrows)}")
     for a, b in arrows:
         print(f"  {a} -> {b}")
+    upward = package_arrows(root)
+    print(f"imports of a package above (protocol < runner < harness): {len(upward)}")
+    print("\n".join(f"  {line}" for line in upward))
     print(f"functions over {LONG_LINES} lines: {len(long)}")
     for length, where in long:
         print(f"  {length:4d}  {where}")
