@@ -1,7 +1,9 @@
-"""GPU: cheats are caught (issue 13). A kernel that skips the work when its output already holds
-the answer passes the gate (which poisons outputs first) and the timed-size cross-check, but
-not the hot-mode output-dependence check or the physical-limit check; an honest copy of the
-baseline (A/A) is flagged by neither."""
+"""GPU: cheats that skip settled outputs are caught (issue 13), an honest copy of the baseline
+(A/A) is flagged by nothing. Two cheats: one skips where its output is not one of the gate's old
+poison patterns (the timed size's check, each launch's outputs poisoned with a finite byte of
+their own, now catches it before any timing); one computes the answer and skips the store where
+the output already holds it, which every check launch (poisoned first) writes in full and only
+hot replays skip: the output-dependence check catches that one."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import pytest
 
 from protocol.validation import validate
 from tests.conftest import ROOT
+from tests.integrity.test_cheats_gpu import caught_at_the_timed_size, ptx_verdict, record
 
 pytestmark = pytest.mark.gpu
 
@@ -36,11 +39,32 @@ extern "C" __global__ void scale_i64(const long long* __restrict__ x, long long*
 """
 
 
+# Computes the answer and skips the store where y[i] already holds it: every launch the gate
+# checks (its outputs poisoned first) writes all of y; hot replays only read.
+SETTLED = """\
+extern "C" __global__ void scale_i64(const long long* __restrict__ x, long long* __restrict__ y,
+                                     long long k, long long c, long long n)
+{
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        long long want = k * x[i] + c;
+        if (y[i] == want) continue;
+        y[i] = want;
+    }
+}
+"""
+
+IMPL = '[[case.impl]]\nname = "{name}"\nrole = "{role}"\ntoolchain = "nvcc"\nsource = "kernels/{source}"\nentry = "scale_i64"\n\n'
+
+
 def suite(tmp_path: Path) -> Path:
+    """The bundled suite's scale_i64 at one size, twice: case scale_i64 with the pattern cheat,
+    case scale_i64_settled with the settled one, each beside the baseline and a copy of it."""
     shutil.copytree(
         ROOT / "benchmarks", tmp_path / "s", ignore=shutil.ignore_patterns("perf", "ops")
     )
     (tmp_path / "s" / "kernels" / "scale_i64_cheat.cu").write_text(CHEAT)
+    (tmp_path / "s" / "kernels" / "scale_i64_settled.cu").write_text(SETTLED)
     cases = tmp_path / "s" / "cases.toml"
     text = cases.read_text()
     start = text.index('[[case]]\nid = "scale_i64"')
@@ -49,14 +73,31 @@ def suite(tmp_path: Path) -> Path:
         "dims = { n = 134217728, blocks = 4224 }", "dims = { n = 33554432, blocks = 4224 }"
     )
     case = re.sub(r"(?m)^axes = .*\n", "", case)  # one size, not the suite's sweep
-    case = case[: case.index("[[case.impl]]")] + (
-        '[[case.impl]]\nname = "cuda"\nrole = "baseline"\ntoolchain = "nvcc"\nsource = "kernels/scale_i64.cu"\nentry = "scale_i64"\n\n'
-        '[[case.impl]]\nname = "cuda_again"\nrole = "candidate"\ntoolchain = "nvcc"\nsource = "kernels/scale_i64.cu"\nentry = "scale_i64"\n\n'
-        '[[case.impl]]\nname = "cheat"\nrole = "candidate"\ntoolchain = "nvcc"\nsource = "kernels/scale_i64_cheat.cu"\nentry = "scale_i64"\n'
+    case = case[: case.index("[[case.impl]]")]
+    honest = IMPL.format(name="cuda", role="baseline", source="scale_i64.cu") + IMPL.format(
+        name="cuda_again", role="candidate", source="scale_i64.cu"
     )
+    pattern = (
+        case + honest + IMPL.format(name="cheat", role="candidate", source="scale_i64_cheat.cu")
+    )
+    settled = case.replace('id = "scale_i64"', 'id = "scale_i64_settled"', 1) + honest
+    settled += IMPL.format(name="settled", role="candidate", source="scale_i64_settled.cu")
     head = text[: text.index("[[case]]")].replace('primary = "warpforth"', "")
-    cases.write_text(head + case)
+    cases.write_text(head + pattern + settled)
     return cases
+
+
+def assert_honest_at_parity(case: dict) -> None:
+    impls = case["implementations"]
+    for honest in ("cuda", "cuda_again"):
+        assert impls[honest]["check"]["status"] == "passed", impls[honest]["check"]
+        assert f"{honest}:" not in case["error"]["message"], case["error"]
+        if "integrity" in impls[honest]:
+            assert impls[honest]["integrity"]["output_dependent"] is False
+            assert 0.9 < impls[honest]["integrity"]["ratio"] < 1.1, impls[honest]["integrity"]
+    if impls["cuda_again"].get("gap"):  # timed: the honest copy keeps its gap, at parity
+        gap = impls["cuda_again"]["gap"]
+        assert 0.98 < gap["ratio_of_medians"] < 1.02, gap
 
 
 def test_a_kernel_that_skips_settled_outputs_is_caught_and_an_honest_copy_is_not(tmp_path):
@@ -75,19 +116,28 @@ def test_a_kernel_that_skips_settled_outputs_is_caught_and_an_honest_copy_is_not
     validate(doc, "result", "cheat run")
     if os.environ.get("KERNELGAP_TEST_ARTIFACTS"):
         shutil.copy(out, Path(os.environ["KERNELGAP_TEST_ARTIFACTS"]) / "integrity-cheat.json")
-    (case,) = doc["cases"]
+    cases = {c["id"]: c for c in doc["cases"]}
+    case = cases["scale_i64"]
+    if message := caught_at_the_timed_size(case, "cheat"):
+        record("skips outputs that are no old poison", "PTX hot", ptx_verdict(case), message)
+    else:  # past the gate: the output-dependence and physics checks
+        assert case["status"] == "failed" and case["error"]["phase"] == "timing", case["error"]
+        message = case["error"]["message"]
+        assert "physically impossible timing" in message and "cheat: " in message
+        assert "output-dependent timing" in message
+        assert case["implementations"]["cheat"]["integrity"]["output_dependent"] is True
+        assert case["implementations"]["cheat"]["gap"] is None
+    assert_honest_at_parity(case)
+
+    case = cases["scale_i64_settled"]
     impls = case["implementations"]
     assert all(impls[n]["check"]["status"] == "passed" for n in impls)  # the gate is fooled
     assert case["status"] == "failed" and case["error"]["phase"] == "timing", case.get("error")
     message = case["error"]["message"]
-    assert "physically impossible timing" in message and "cheat: " in message
-    assert "output-dependent timing" in message
-    assert "cuda_again" not in message and "cuda:" not in message
-    assert impls["cheat"]["integrity"]["output_dependent"] is True
-    for honest in ("cuda", "cuda_again"):
-        assert impls[honest]["integrity"]["output_dependent"] is False
-        assert 0.9 < impls[honest]["integrity"]["ratio"] < 1.1, impls[honest]["integrity"]
+    assert "output-dependent timing" in message and "settled: " in message, message
+    assert impls["settled"]["integrity"]["output_dependent"] is True, impls["settled"]["integrity"]
     # the untrusted row loses its gap, naming why; the honest copy keeps its own (at parity)
-    assert impls["cheat"]["gap"] is None
-    assert "cannot be trusted" in impls["cheat"]["gap_note"]
-    assert 0.98 < impls["cuda_again"]["gap"]["ratio_of_medians"] < 1.02, impls["cuda_again"]["gap"]
+    assert impls["settled"]["gap"] is None
+    assert "cannot be trusted" in impls["settled"]["gap_note"]
+    assert_honest_at_parity(case)
+    record("skips the store where the answer is there", "PTX hot", ptx_verdict(case), message)
