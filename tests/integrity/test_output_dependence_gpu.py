@@ -1,9 +1,9 @@
 """GPU: cheats that skip settled outputs are caught (issue 13), an honest copy of the baseline
 (A/A) is flagged by nothing. Two cheats: one skips where its output is not one of the gate's old
 poison patterns (the timed size's check, each launch's outputs poisoned with a finite byte of
-their own, now catches it before any timing); one computes the answer and skips the store where
-the output already holds it, which every check launch (poisoned first) writes in full and only
-hot replays skip: the output-dependence check catches that one."""
+their own, now catches it before any timing); one skips a thread's work when its first output
+already holds the answer, which every check launch (poisoned first) computes in full and only hot
+replays skip: the output-dependence and physics checks catch that one."""
 
 from __future__ import annotations
 
@@ -39,18 +39,18 @@ extern "C" __global__ void scale_i64(const long long* __restrict__ x, long long*
 """
 
 
-# Computes the answer and skips the store where y[i] already holds it: every launch the gate
-# checks (its outputs poisoned first) writes all of y; hot replays only read.
+# Skips all of a thread's elements when its first one already holds the answer: every launch the
+# gate checks (its outputs poisoned first, a byte of their own) computes everything; a hot replay,
+# its outputs settled, reads two elements a thread. (Skipping only the settled stores saves
+# nothing: on an H100 the read of y costs what the store did, 1.47x the baseline either way.)
 SETTLED = """\
 extern "C" __global__ void scale_i64(const long long* __restrict__ x, long long* __restrict__ y,
                                      long long k, long long c, long long n)
 {
     long long stride = (long long)gridDim.x * blockDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        long long want = k * x[i] + c;
-        if (y[i] == want) continue;
-        y[i] = want;
-    }
+    long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (first < n && y[first] == k * x[first] + c) return;
+    for (long long i = first; i < n; i += stride) y[i] = k * x[i] + c;
 }
 """
 
@@ -135,6 +135,7 @@ def test_a_kernel_that_skips_settled_outputs_is_caught_and_an_honest_copy_is_not
     assert case["status"] == "failed" and case["error"]["phase"] == "timing", case.get("error")
     message = case["error"]["message"]
     assert "output-dependent timing" in message and "settled: " in message, message
+    assert "physically impossible timing" in message, message
     assert impls["settled"]["integrity"]["output_dependent"] is True, impls["settled"]["integrity"]
     # the untrusted row loses its gap, naming why; the honest copy keeps its own (at parity)
     assert impls["settled"]["gap"] is None
