@@ -64,6 +64,13 @@ def z_of(confidence: float) -> float:
     return statistics.NormalDist().inv_cdf((1 + confidence) / 2)
 
 
+def normal_cdf(x: float) -> float:
+    """The standard normal CDF (scipy.special.ndtr, within a few ulp) as 0.5 erfc(-x / sqrt 2):
+    the rank tests' p-values need no scipy, whose import is a third of a second. Not
+    NormalDist().cdf, whose 1 + erf form loses the lower tail (7e-9 relative at x = -5.8)."""
+    return 0.5 * math.erfc(-x / math.sqrt(2.0))
+
+
 Samples = Sequence[float] | np.ndarray
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from protocol.statistics import middle
+from protocol.statistics import middle, normal_cdf
 
 __all__ = [
     "ChangePolicy",
@@ -248,9 +248,7 @@ def _u_counts(m: int, n: int) -> np.ndarray:
 
 
 def _binomial(n: int, k: int) -> float:
-    from scipy.special import binom  # as scipy's _MWU divides by it
-
-    return float(binom(n, k))
+    return float(math.comb(n, k))  # scipy's _MWU divides by binom(n, k): exact here
 
 
 def u_test_asymptotic(left: np.ndarray, right: np.ndarray) -> float:
@@ -258,8 +256,6 @@ def u_test_asymptotic(left: np.ndarray, right: np.ndarray) -> float:
     (average ranks, tie and continuity corrections; the same formula, equal to 1e-12 in the
     tests), without its per-call array-API and signature handling, which cost ~2 ms a call: a
     dashboard build tests thousands of proposed steps (benchmarks/perf/RESULTS.md)."""
-    from scipy.special import ndtr
-
     n1, n2 = left.size, right.size
     n = n1 + n2
     _, inverse, counts = np.unique(
@@ -273,7 +269,7 @@ def u_test_asymptotic(left: np.ndarray, right: np.ndarray) -> float:
     if s == 0:
         return 1.0  # every value the same: no evidence of a shift
     z = (u - n1 * n2 / 2 - 0.5) / s
-    return float(min(1.0, max(0.0, 2 * ndtr(-z))))
+    return float(min(1.0, max(0.0, 2 * normal_cdf(-z))))
 
 
 def _merge(values: np.ndarray, proposed: list[int], policy: ChangePolicy) -> list[Step]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocol.statistics import middle
+from protocol.statistics import middle, normal_cdf, z_of
 
 __all__ = ["Drift", "DriftPolicy", "drift"]
 
@@ -101,9 +101,7 @@ def kendall_p(y: np.ndarray) -> float:
     computed as scipy computes it where the order has no ties: exact (Kendall, "Rank
     Correlation Methods", 1970) without ties in y and with n <= 33 or at most one discordant
     (or concordant) pair, else asymptotic with y's tie correction. Here, not through scipy:
-    scipy.stats takes most of a second to import, scipy.special a quarter of it."""
-    from scipy.special import ndtr
-
+    scipy.stats takes most of a second to import, scipy.special a third of it."""
     n = int(y.size)
     total = n * (n - 1) // 2
     discordant = int(np.count_nonzero(np.triu(y[:, np.newaxis] > y, k=1)))
@@ -117,7 +115,7 @@ def kendall_p(y: np.ndarray) -> float:
     spread = int((counts * (counts - 1.0) * (2 * counts + 5)).sum())
     m = n * (n - 1.0)
     z = (total - ties - 2 * discordant) / np.sqrt((m * (2 * n + 5) - spread) / 18)
-    return float(2 * ndtr(-abs(z)))
+    return float(2 * normal_cdf(-abs(float(z))))
 
 
 def _kendall_p_exact(n: int, concordant: int) -> float:
@@ -142,14 +140,12 @@ def _kendall_p_exact(n: int, concordant: int) -> float:
 def theil_sen(y: np.ndarray) -> tuple[float, float, float, float]:
     """(slope, intercept, low, high) of scipy.stats.theilslopes(y, order, alpha=0.95), computed
     as it does (Sen 1968: the 95% interval from the sorted pairwise slopes, with y's ties)."""
-    from scipy.special import ndtri
-
     x = np.arange(y.size, dtype=np.float64)
     slopes = _pairwise_slopes(x, y)
     slopes.sort()
     slope = np.median(slopes)
     intercept = np.median(y) - slope * np.median(x)
-    z = ndtri((1.0 - 0.95) / 2.0)  # scipy.stats.norm.ppf(alpha / 2)
+    z = -z_of(0.95)  # scipy.stats.norm.ppf(alpha / 2)
     counts = np.unique(y, return_counts=True)[1]
     ny = y.size
     sigsq = (
