@@ -44,7 +44,21 @@ GROUPS: dict[str, list[str]] = {
         "tests/runner/definition/test_launch_limits_gpu.py",
         "tests/runner/test_faults_gpu.py",
     ],
-    "integrity": ["tests/integrity"],
+    # the PTX sets (whole suites run hot and cold) and the callables' apart: together they take
+    # about 440 s on an H100, most of one call
+    "integrity": [
+        "tests/integrity/test_cheats_gpu.py",
+        "tests/integrity/test_cheats_gate_gpu.py",
+        "tests/integrity/test_cheats_state_gpu.py",
+        "tests/integrity/test_cheats_third_gpu.py",
+        "tests/integrity/test_cheats_prefix_gpu.py",
+        "tests/integrity/test_cheats_method_gpu.py",
+        "tests/integrity/test_output_dependence_gpu.py",
+    ],
+    "integrity_callable": [
+        "tests/integrity/test_cheats_bench_gpu.py",
+        "tests/integrity/test_honest_third_gpu.py",
+    ],
     "bench": ["tests/runner/bench"],
     "sanitize": ["tests/runner/execution/test_sanitize_gpu.py"],
     "warpforth": ["tests/suite/test_warpforth_gpu.py"],
@@ -72,7 +86,8 @@ def run_group(name: str, paths: list[str], left_s: float, out: Path) -> tuple[st
         "pytest",
         "-m",
         "gpu",
-        "-q",
+        "-v",  # a line a test: a group cut short still says which passed
+        "--tb=short",
         "-p",
         "no:cacheprovider",
         *present,
@@ -85,7 +100,12 @@ def run_group(name: str, paths: list[str], left_s: float, out: Path) -> tuple[st
     except subprocess.TimeoutExpired as exc:
         text = (exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
         (out / f"{name}.log").write_text(text)
-        return f"{name}: cut at {left_s:.0f} s (the budget ran out)", False
+        reached = {w: text.count(f" {w}") for w in ("PASSED", "FAILED", "ERROR", "SKIPPED")}
+        seen = ", ".join(f"{n} {w.lower()}" for w, n in reached.items() if n)
+        return (
+            f"{name}: cut at {left_s:.0f} s (the budget ran out; {seen or 'no test ended'})",
+            False,
+        )
     (out / f"{name}.log").write_text(done.stdout + done.stderr)
     took = time.monotonic() - started
     ok = done.returncode in (0, 5)  # 5: every test in the group deselected or skipped

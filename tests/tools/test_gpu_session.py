@@ -60,3 +60,22 @@ def test_summary_line_takes_pytests_closing_line():
     out = "....\n=== 3 passed, 1 skipped in 2.50s ===\n"
     assert gpu_session.summary_line(out) == "3 passed, 1 skipped in 2.50s"
     assert gpu_session.summary_line("") == "(no output)"
+
+
+def test_a_group_cut_short_says_which_tests_ended(tmp_path, monkeypatch):
+    """The call's budget ends a group mid-run: its report line counts the tests pytest -v had
+    reported by then (pytest's own output, as subprocess.run hands it back on a timeout)."""
+    partial = (
+        "tests/a_gpu.py::test_one PASSED [ 10%]\n"
+        "tests/a_gpu.py::test_two FAILED [ 20%]\n"
+        "tests/a_gpu.py::test_three PASSED [ 30%]\n"
+    )
+
+    def cut(command, **kwargs):
+        raise subprocess.TimeoutExpired(command, kwargs["timeout"], output=partial.encode())
+
+    monkeypatch.setattr(gpu_session.subprocess, "run", cut)
+    line, ok = gpu_session.run_group("launch", gpu_session.GROUPS["launch"], 30.0, tmp_path)
+    assert not ok
+    assert line == "launch: cut at 30 s (the budget ran out; 2 passed, 1 failed)"
+    assert (tmp_path / "launch.log").read_text() == partial
