@@ -14,6 +14,7 @@ that names the outcome, in one vocabulary (VERDICTS).
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Sequence
@@ -567,17 +568,72 @@ def detect_gap(base_pair: tuple, head_pair: tuple, bootstrap: Bootstrap = Bootst
 
 
 def significance(base_s, head_s) -> float:
-    """Two-sided Mann-Whitney U test (scipy.stats.mannwhitneyu) p-value of base vs head.
+    """Two-sided Mann-Whitney U test p-value of base vs head (u_test: scipy.stats.mannwhitneyu's
+    default "auto" method, without scipy).
 
     Rank-based, so it needs no normality and one outlier moves it little. Identical samples
-    give 1.0; a NaN p-value (degenerate input) is reported as 1.0, i.e. no evidence.
+    give 1.0; a degenerate input (a NaN, an empty side) gives 1.0, i.e. no evidence.
     """
-    # Imported here: scipy.stats takes about 0.9 s to import, most of `harness compare`'s start,
-    # and no other command needs it.
-    from scipy.stats import mannwhitneyu
+    base, head = np.asarray(base_s, dtype=np.float64), np.asarray(head_s, dtype=np.float64)
+    if not (base.size and head.size and np.isfinite(base).all() and np.isfinite(head).all()):
+        return 1.0
+    return u_test(base, head)
 
-    p_value = float(mannwhitneyu(base_s, head_s, alternative="two-sided").pvalue)
-    return 1.0 if math.isnan(p_value) else p_value
+
+def u_test(left: np.ndarray, right: np.ndarray) -> float:
+    """The two-sided p-value of scipy.stats.mannwhitneyu(left, right, method="auto"), computed
+    as it does (exact where one side has at most 8 points and no value repeats, else
+    asymptotic), without its per-call wrapper: ~2 ms a call, a fifth of a dashboard build."""
+    n1, n2 = left.size, right.size
+    both = np.concatenate((left, right))
+    if (n1 > 8 and n2 > 8) or np.unique(both).size < both.size:
+        return u_test_asymptotic(left, right)
+    ranks = np.empty(both.size)
+    ranks[np.argsort(both, kind="stable")] = np.arange(1, both.size + 1)
+    u1 = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2
+    u = int(max(u1, n1 * n2 - u1))
+    # scipy's _MWU.sf for U >= n1 n2 / 2: the CDF at its complement, summed from the left
+    pmf = _u_counts(min(n1, n2), max(n1, n2))[: n1 * n2 - u + 1] / _binomial(n1 + n2, n1)
+    return float(np.clip(2 * np.cumsum(pmf)[-1], 0.0, 1.0))
+
+
+@functools.cache
+def _u_counts(m: int, n: int) -> np.ndarray:
+    """How many orderings of m and n distinct values give each U = 0 .. m n (exact integers,
+    as float64): U(m, n) counts come from U(m - 1, n) shifted by n and U(m, n - 1)."""
+    if m == 0 or n == 0:
+        return np.ones(1)
+    counts = [0] * (m * n + 1)
+    for u, c in enumerate(_u_counts(m - 1, n).tolist()):
+        counts[u + n] += int(c)
+    for u, c in enumerate(_u_counts(m, n - 1).tolist()):
+        counts[u] += int(c)
+    return np.array(counts, dtype=np.float64)
+
+
+def _binomial(n: int, k: int) -> float:
+    return float(math.comb(n, k))  # scipy's _MWU divides by binom(n, k): exact here
+
+
+def u_test_asymptotic(left: np.ndarray, right: np.ndarray) -> float:
+    """The two-sided p-value of scipy.stats.mannwhitneyu(left, right, method="asymptotic")
+    (average ranks, tie and continuity corrections; the same formula, equal to 1e-12 in the
+    tests), without its per-call array-API and signature handling, which cost ~2 ms a call: a
+    dashboard build tests thousands of proposed steps (benchmarks/perf/RESULTS.md)."""
+    n1, n2 = left.size, right.size
+    n = n1 + n2
+    _, inverse, counts = np.unique(
+        np.concatenate((left, right)), return_inverse=True, return_counts=True
+    )
+    average_rank = np.cumsum(counts) - (counts - 1) / 2.0  # 1-based, ties share the mean
+    u1 = float(np.sum(average_rank[inverse.ravel()[:n1]])) - n1 * (n1 + 1) / 2
+    u = max(u1, n1 * n2 - u1)
+    tie_term = float(np.sum(counts.astype(np.float64) ** 3 - counts))
+    s = math.sqrt(n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1))))
+    if s == 0:
+        return 1.0  # every value the same: no evidence of a shift
+    z = (u - n1 * n2 / 2 - 0.5) / s
+    return float(min(1.0, max(0.0, 2 * normal_cdf(-z))))
 
 
 # --- policy ------------------------------------------------------------------------------

@@ -9,9 +9,8 @@ Detection to Hunt for Performance Regressions", ICPE 2023, the method of Apache 
   liberal penalty: it proposes, it does not decide;
 - significance (`_test`): a two-sided Mann-Whitney U test between the points on either side of a
   candidate, up to its neighbours and at most `window` points each way (scipy.stats.mannwhitneyu's
-  "auto" p-value computed without its per-call wrapper, `u_test`;
-  for large levels its asymptotic form, `u_test_asymptotic`), and the relative change of their
-  medians;
+  "auto" p-value computed without scipy, `protocol.statistics.u_test`; for large levels its
+  asymptotic form, `u_test_asymptotic`), and the relative change of their medians;
 - policy (`ChangePolicy`, `steps`): Hunter's merge step: the weakest candidate (largest p, else
   the smallest change) is dropped and its neighbours re-tested, until every one left has
   p < alpha and |change| >= min_effect. A level that lasts fewer than `min_level` points between
@@ -32,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from protocol.statistics import middle, normal_cdf
+from protocol.statistics import middle, u_test, u_test_asymptotic
 
 __all__ = [
     "ChangePolicy",
@@ -41,8 +40,6 @@ __all__ = [
     "pelt_linear",
     "robust_sigma",
     "steps",
-    "u_test",
-    "u_test_asymptotic",
 ]
 
 # sigma of log values below this is taken as this (a series of identical values still gets a
@@ -50,7 +47,7 @@ __all__ = [
 SIGMA_FLOOR = 1e-6
 NORMAL_MAD = 1.4826  # MAD x this estimates a normal distribution's standard deviation
 QUIET_CUSUM = 1.0  # windows whose normalized CUSUM stays under this are not searched
-EXACT_U_PRODUCT = 400  # n1 x n2 up to which Mann-Whitney U's exact p-value is computed
+EXACT_U_PRODUCT = 400  # n1 x n2 up to which Mann-Whitney U's "auto" p-value is computed
 
 
 @dataclass(frozen=True)
@@ -214,62 +211,6 @@ def _test(values: np.ndarray, start: int, index: int, stop: int, reach: int) -> 
     else:
         p = u_test_asymptotic(left, right)
     return Step(index, before, after, after / before - 1, p, int(left.size), int(right.size))
-
-
-def u_test(left: np.ndarray, right: np.ndarray) -> float:
-    """The two-sided p-value of scipy.stats.mannwhitneyu(left, right, method="auto"), computed
-    as it does (exact where one side has at most 8 points and no value repeats, else
-    asymptotic), without its per-call wrapper: ~2 ms a call, a fifth of a dashboard build."""
-    n1, n2 = left.size, right.size
-    both = np.concatenate((left, right))
-    if (n1 > 8 and n2 > 8) or np.unique(both).size < both.size:
-        return u_test_asymptotic(left, right)
-    ranks = np.empty(both.size)
-    ranks[np.argsort(both, kind="stable")] = np.arange(1, both.size + 1)
-    u1 = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2
-    u = int(max(u1, n1 * n2 - u1))
-    # scipy's _MWU.sf for U >= n1 n2 / 2: the CDF at its complement, summed from the left
-    pmf = _u_counts(min(n1, n2), max(n1, n2))[: n1 * n2 - u + 1] / _binomial(n1 + n2, n1)
-    return float(np.clip(2 * np.cumsum(pmf)[-1], 0.0, 1.0))
-
-
-@functools.cache
-def _u_counts(m: int, n: int) -> np.ndarray:
-    """How many orderings of m and n distinct values give each U = 0 .. m n (exact integers,
-    as float64): U(m, n) counts come from U(m - 1, n) shifted by n and U(m, n - 1)."""
-    if m == 0 or n == 0:
-        return np.ones(1)
-    counts = [0] * (m * n + 1)
-    for u, c in enumerate(_u_counts(m - 1, n).tolist()):
-        counts[u + n] += int(c)
-    for u, c in enumerate(_u_counts(m, n - 1).tolist()):
-        counts[u] += int(c)
-    return np.array(counts, dtype=np.float64)
-
-
-def _binomial(n: int, k: int) -> float:
-    return float(math.comb(n, k))  # scipy's _MWU divides by binom(n, k): exact here
-
-
-def u_test_asymptotic(left: np.ndarray, right: np.ndarray) -> float:
-    """The two-sided p-value of scipy.stats.mannwhitneyu(left, right, method="asymptotic")
-    (average ranks, tie and continuity corrections; the same formula, equal to 1e-12 in the
-    tests), without its per-call array-API and signature handling, which cost ~2 ms a call: a
-    dashboard build tests thousands of proposed steps (benchmarks/perf/RESULTS.md)."""
-    n1, n2 = left.size, right.size
-    n = n1 + n2
-    _, inverse, counts = np.unique(
-        np.concatenate((left, right)), return_inverse=True, return_counts=True
-    )
-    average_rank = np.cumsum(counts) - (counts - 1) / 2.0  # 1-based, ties share the mean
-    u1 = float(np.sum(average_rank[inverse.ravel()[:n1]])) - n1 * (n1 + 1) / 2
-    u = max(u1, n1 * n2 - u1)
-    tie_term = float(np.sum(counts.astype(np.float64) ** 3 - counts))
-    s = math.sqrt(n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1))))
-    if s == 0:
-        return 1.0  # every value the same: no evidence of a shift
-    z = (u - n1 * n2 / 2 - 0.5) / s
-    return float(min(1.0, max(0.0, 2 * normal_cdf(-z))))
 
 
 def _merge(values: np.ndarray, proposed: list[int], policy: ChangePolicy) -> list[Step]:

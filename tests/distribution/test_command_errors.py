@@ -35,7 +35,7 @@ sys.meta_path.insert(0, _Missing())
 """
 # What the extras' packages are needed for: these end at once in the extra's line. regressions and
 # changes import them only for a history with series to search, so on this one-run history they work.
-NEEDS_HARNESS_EXTRA = {"compare", "dashboard"}
+NEEDS_HARNESS_EXTRA = {"dashboard"}  # compare computes its U test without scipy
 
 
 def cli(program: str, *argv: str, cwd: Path, blocked: Path | None = None):

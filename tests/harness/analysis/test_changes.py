@@ -18,17 +18,11 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from harness.analysis.changes import (
-    ChangePolicy,
-    candidates,
-    robust_sigma,
-    steps,
-    u_test,
-    u_test_asymptotic,
-)
+from harness.analysis.changes import ChangePolicy, candidates, robust_sigma, steps
 from harness.analysis.drift import DriftPolicy, drift
 from harness.cli import main
 from harness.history.store import Store
+from protocol.statistics import u_test, u_test_asymptotic
 from tests.support.harness_docs import make_document, samples
 
 SEEDS = range(50)
