@@ -176,7 +176,8 @@ class Percent(click.ParamType):
 @click.option(
     "--min-samples",
     type=click.IntRange(min=16),
-    help="The sequential rule's first rounds (default 16): from there a case stops as soon as "
+    help="The sequential rule's first rounds (default 24: three a load of the A/A control's "
+    "8, the fewest its term is read from): from there a case stops as soon as "
     "every gap's 95% interval, the A/A control's included, is within +-0.25%, else goes on up "
     "to --samples; equal to --samples, every case takes --samples. Not with --precision.",
 )
