@@ -417,6 +417,15 @@ def _scatter_tree(client, shipment: shipping.Shipment) -> list:
     return futures
 
 
+def _live_tree(client, shipment: shipping.Shipment, tree: list, say) -> list:
+    """`tree`'s scattered pieces, or the tree scattered again where a worker lost since took a
+    piece with it (the scheduler keeps one copy of a piece only)."""
+    if all(piece.status == "finished" for piece in tree):
+        return tree
+    say("harness: the shipped tree was lost with its worker; sending it again")
+    return _scatter_tree(client, shipment)
+
+
 @contextlib.contextmanager
 def _spooled(tree: list[bytes]):
     """On a worker: the tree's pieces in one temporary file, at its start, for a command's
@@ -634,6 +643,7 @@ class _Attempt:
     lost_on: list[str] = field(default_factory=list)  # names of the workers it was lost on
     only: list[str] | None = None  # the addresses it may run on (a re-run: its model's others)
     resent: int = 0  # times submitted again because the shipped tree was lost with a worker
+    tree: int = 0  # the generation of the shipped tree its task took (_Dealing.generation)
 
 
 def _lost_where(exc, workers: dict[str, GpuWorker], progress: Progress, case: str) -> GpuWorker:
@@ -687,6 +697,7 @@ class _Dealing:
         self.attempts: dict[str, tuple[_Attempt, object]] = {}  # key: (attempt, future)
         self.token = f"{os.getpid()}-{time.monotonic_ns()}"
         self.shared = None
+        self.generation = 0  # how often the shipped tree was scattered again
 
     def share(self, shipment: shipping.Shipment, tree: list | None = None) -> None:
         """The shipped tree on every worker (its pieces, `tree` where already scattered), for
@@ -695,11 +706,24 @@ class _Dealing:
         self.shipment = shipment
         self.shared = tree if tree is not None else _scatter_tree(self.client, shipment)
 
+    def resend(self, attempt: _Attempt):
+        """`attempt`'s task again after it lost its input (the shipped tree went with a worker):
+        the tree scattered again once per loss (the first of the tasks it took to report it;
+        the others take the new one), under a key of its own (a cancelled key submitted again
+        can come back cancelled)."""
+        attempt.resent += 1
+        if attempt.tree == self.generation:
+            self.say("harness: the shipped tree was lost with its worker; sending it again")
+            self.shared = _scatter_tree(self.client, self.shipment)
+            self.generation += 1
+        return self.submit(attempt.case, attempt, attempt.only)
+
     def submit(self, case: str, attempt: _Attempt, only: list[str] | None = None):
         attempt.only = only
-        if any(piece.status != "finished" for piece in self.shared):  # lost with its worker
-            self.say("harness: the shipped tree was lost with its worker; sending it again")
-            self.share(self.shipment)
+        fresh = _live_tree(self.client, self.shipment, self.shared, self.say)
+        if fresh is not self.shared:
+            self.shared, self.generation = fresh, self.generation + 1
+        attempt.tree = self.generation
         argv = [
             self.settings["cases"],
             *[a for s in self.plan.selectors[case] for a in ("--case", s)],
@@ -712,7 +736,7 @@ class _Dealing:
             [*argv, *self.settings["bench_args"], *self.plan.runner_args],
             self.deadline,
             self.settings["job_timeout_s"],
-            key=f"kernelgap-{case}-{attempt.number}-{self.token}",
+            key=f"kernelgap-{case}-{attempt.number}-{attempt.resent}-{self.token}",
             resources={GPU_RESOURCE: 1},
             pure=False,
             priority=int(self.plan.expected_s.get(case, 0)),
@@ -733,8 +757,7 @@ class _Dealing:
             outcome = future.result()
         except CancelledError:  # the shipped tree was lost before the task started: again
             if attempt.resent < MAX_RESENT:
-                attempt.resent += 1
-                return self.submit(case, attempt, attempt.only)
+                return self.resend(attempt)
             why = (
                 f"its task was cancelled {MAX_RESENT + 1} times (the shipped tree kept being lost)"
             )
@@ -750,6 +773,9 @@ class _Dealing:
             again = _Attempt(case, attempt.number + 1, attempt.lost_on, resent=attempt.resent)
             return self.submit(case, again, others)
         except Exception as exc:  # the task itself failed: the case, not the run
+            lost_tree = any(piece.status != "finished" for piece in self.shared)
+            if lost_tree and attempt.resent < MAX_RESENT:  # its input went with a lost worker
+                return self.resend(attempt)
             worker = next(
                 (w for w in self.workers if w.name == self.progress.running.get(case)), None
             )
@@ -835,27 +861,34 @@ def bench_args(plan: shipping.Shipment, commit: str | None) -> list[str]:
     return args
 
 
-def skeletons(client, tree: list, plan: Plan, settings: dict, say) -> dict[str, dict]:
+def skeletons(client, shipment: shipping.Shipment, tree: list, plan: Plan, settings: dict, say) -> dict[str, dict]:  # fmt: skip
     """Every selected case as the runner records one that did not run (ids, sources, launch
     geometry; a swept case's selected points), from one `runner bench --budget-s` with the
     run's arguments that starts past its budget on a GPU worker: what a case lost with its
-    workers, or skipped, is recorded as, and the points a sweep is dealt as. {} when that gives
-    no document."""
+    workers, or skipped, is recorded as, and the points a sweep is dealt as. Tried twice, the
+    tree sent again where a lost worker took a piece of it (after the dealing's last loss, or
+    during the first try); {} when neither gives a document."""
     from protocol.codec import decode
 
     selected = [a for c in plan.cases for s in plan.selectors[c] for a in ("--case", s)]
     argv = [settings["cases"], *selected, *settings["bench_args"], *plan.runner_args,
             "--budget-s", "0.000001"]  # fmt: skip
-    future = client.submit(
-        _case_task, tree, "", argv, None, PROBE_TIMEOUT_S,
-        resources={GPU_RESOURCE: 1}, pure=False, key=f"kernelgap-skeletons-{time.monotonic_ns()}",
-    )  # fmt: skip
-    try:
-        outcome = future.result(timeout=PROBE_TIMEOUT_S + 60)
-        return {c["id"]: c for c in decode(outcome["stdout"], "the runner's skeletons")["cases"]}
-    except Exception as exc:  # the cases then fall back to what the manifest says
-        say(f"harness: the runner's case skeletons could not be read ({exc})")
-        return {}
+    why = None
+    for _ in range(2):
+        tree = _live_tree(client, shipment, tree, say)
+        future = client.submit(
+            _case_task, tree, "", argv, None, PROBE_TIMEOUT_S,
+            resources={GPU_RESOURCE: 1}, pure=False, key=f"kernelgap-skeletons-{time.monotonic_ns()}",
+        )  # fmt: skip
+        try:
+            outcome = future.result(timeout=PROBE_TIMEOUT_S + 60)
+            return {
+                c["id"]: c for c in decode(outcome["stdout"], "the runner's skeletons")["cases"]
+            }
+        except Exception as exc:  # the cases then fall back to what the manifest says
+            why = exc
+    say(f"harness: the runner's case skeletons could not be read ({why})")
+    return {}
 
 
 def run(address: str, cases: Path, shipment: shipping.Shipment, runner_args: list[str], settings: dict, say) -> int:  # fmt: skip
@@ -896,7 +929,7 @@ def run(address: str, cases: Path, shipment: shipping.Shipment, runner_args: lis
         }
         skeleton_cases = None  # one runner start on a worker, a few seconds: only when needed
         if deals_points(deal_by, plan, swept_tables(toml), len(workers)):
-            skeleton_cases = skeletons(client, tree, plan, deal_settings, say)
+            skeleton_cases = skeletons(client, shipment, tree, plan, deal_settings, say)
             plan = _per_point(plan, skeleton_cases, deal_by, len(workers), say)
             sink.skeletons = skeleton_cases
         else:
@@ -905,7 +938,7 @@ def run(address: str, cases: Path, shipment: shipping.Shipment, runner_args: lis
         tree = deal(client, workers, shipment, tree, plan, deal_settings, sink, say)
         if sink.unrun:
             if skeleton_cases is None:
-                skeleton_cases = skeletons(client, tree, plan, deal_settings, say)
+                skeleton_cases = skeletons(client, shipment, tree, plan, deal_settings, say)
             sink.use_skeletons(skeleton_cases)
     say(f"harness: each case's document is kept in {sink.folder}")
     return _write(sink, workers)

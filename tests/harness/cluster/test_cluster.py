@@ -88,7 +88,10 @@ def test_a_case_whose_workers_keep_dying_is_recorded_as_failed_with_the_reason(
     lost = cases["reduce_sum_f64"]
     assert lost["status"] == "failed" and lost["error"]["phase"] == "worker"
     assert "lost mid-case twice" in lost["error"]["message"]
-    assert all(cases[c]["status"] == "ok" for c in CASES if c != "reduce_sum_f64")
+    others = {
+        c: (cases[c]["status"], cases[c].get("error")) for c in CASES if c != "reduce_sum_f64"
+    }
+    assert all(status == "ok" for status, _ in others.values()), (others, _said)
     assert documents[H100]["summary"]["failed"] == 1
     assert (next(out.glob("*-cluster")) / "reduce_sum_f64.failed.json").is_file()
     cluster.wait_for(3)
@@ -269,8 +272,9 @@ def test_a_point_whose_workers_keep_dying_is_failed_and_the_other_points_are_kep
     assert (
         f"case {lost}: its workers were lost mid-case twice" in points["n=512"]["error"]["message"]
     )
-    assert swept["status"] == "ok"  # the headline, n=1024
-    assert all(points[p]["status"] == "ok" for p in ("n=256", "n=2048"))
+    seen = {p: (points[p].get("status"), points[p].get("error")) for p in points}
+    assert swept["status"] == "ok", (swept.get("error"), seen, said)  # the headline, n=1024
+    assert all(points[p]["status"] == "ok" for p in ("n=256", "n=2048")), (seen, said)
     assert document["summary"]["points"] == {
         "cases": 1,
         "points": 4,
