@@ -373,9 +373,8 @@ def trace(root: Path, suite: Path, case: str | None) -> int:
         f"case {case}), from `runner bench` to the written document, runner and its worker:"
     )
     print(f"files entered: {len(files)}")
-    print(f"calls back into a file already left: {len(backs)}")
     print("\n".join(f"  {short(f)}" for f in files))
-    print("calls back (caller -> file):")
+    print(f"calls back into a file already left: {len(backs)} (caller -> file):")
     print("\n".join(f"  {short(a)} -> {short(b)}" for a, b in sorted(backs, key=str)))
     return 0
 
