@@ -593,7 +593,8 @@ def u_test(left: np.ndarray, right: np.ndarray) -> float:
     u1 = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2
     u = int(max(u1, n1 * n2 - u1))
     # scipy's _MWU.sf for U >= n1 n2 / 2: the CDF at its complement, summed from the left
-    pmf = _u_counts(min(n1, n2), max(n1, n2))[: n1 * n2 - u + 1] / _binomial(n1 + n2, n1)
+    # divided by C(n1 + n2, n1) exactly, where scipy's binom rounds (a few ulp)
+    pmf = _u_counts(min(n1, n2), max(n1, n2))[: n1 * n2 - u + 1] / float(math.comb(n1 + n2, n1))
     return float(np.clip(2 * np.cumsum(pmf)[-1], 0.0, 1.0))
 
 
@@ -609,10 +610,6 @@ def _u_counts(m: int, n: int) -> np.ndarray:
     for u, c in enumerate(_u_counts(m, n - 1).tolist()):
         counts[u] += int(c)
     return np.array(counts, dtype=np.float64)
-
-
-def _binomial(n: int, k: int) -> float:
-    return float(math.comb(n, k))  # scipy's _MWU divides by binom(n, k): exact here
 
 
 def u_test_asymptotic(left: np.ndarray, right: np.ndarray) -> float:

@@ -115,7 +115,7 @@ def kendall_p(y: np.ndarray) -> float:
     spread = int((counts * (counts - 1.0) * (2 * counts + 5)).sum())
     m = n * (n - 1.0)
     z = (total - ties - 2 * discordant) / np.sqrt((m * (2 * n + 5) - spread) / 18)
-    return float(2 * normal_cdf(-abs(float(z))))
+    return 2 * normal_cdf(-abs(float(z)))
 
 
 def _kendall_p_exact(n: int, concordant: int) -> float:

@@ -417,11 +417,13 @@ def _scatter_tree(client, shipment: shipping.Shipment) -> list:
     return futures
 
 
-def _live_tree(client, shipment: shipping.Shipment, tree: list, say) -> list:
-    """`tree`'s scattered pieces, or the tree scattered again where a worker lost since took a
-    piece with it (the scheduler keeps one copy of a piece only)."""
-    if all(piece.status == "finished" for piece in tree):
-        return tree
+def _tree_lost(tree: list) -> bool:
+    """Whether a worker lost since took a piece of the scattered tree with it (the scheduler
+    keeps one copy of a piece only)."""
+    return any(piece.status != "finished" for piece in tree)
+
+
+def _scatter_again(client, shipment: shipping.Shipment, say) -> list:
     say("harness: the shipped tree was lost with its worker; sending it again")
     return _scatter_tree(client, shipment)
 
@@ -713,16 +715,17 @@ class _Dealing:
         can come back cancelled)."""
         attempt.resent += 1
         if attempt.tree == self.generation:
-            self.say("harness: the shipped tree was lost with its worker; sending it again")
-            self.shared = _scatter_tree(self.client, self.shipment)
-            self.generation += 1
+            self._scatter_again()
         return self.submit(attempt.case, attempt, attempt.only)
+
+    def _scatter_again(self) -> None:
+        self.shared = _scatter_again(self.client, self.shipment, self.say)
+        self.generation += 1
 
     def submit(self, case: str, attempt: _Attempt, only: list[str] | None = None):
         attempt.only = only
-        fresh = _live_tree(self.client, self.shipment, self.shared, self.say)
-        if fresh is not self.shared:
-            self.shared, self.generation = fresh, self.generation + 1
+        if _tree_lost(self.shared):
+            self._scatter_again()
         attempt.tree = self.generation
         argv = [
             self.settings["cases"],
@@ -773,8 +776,8 @@ class _Dealing:
             again = _Attempt(case, attempt.number + 1, attempt.lost_on, resent=attempt.resent)
             return self.submit(case, again, others)
         except Exception as exc:  # the task itself failed: the case, not the run
-            lost_tree = any(piece.status != "finished" for piece in self.shared)
-            if lost_tree and attempt.resent < MAX_RESENT:  # its input went with a lost worker
+            # its input, the shipped tree, went with a lost worker: not the case's failure
+            if _tree_lost(self.shared) and attempt.resent < MAX_RESENT:
                 return self.resend(attempt)
             worker = next(
                 (w for w in self.workers if w.name == self.progress.running.get(case)), None
@@ -875,7 +878,7 @@ def skeletons(client, shipment: shipping.Shipment, tree: list, plan: Plan, setti
             "--budget-s", "0.000001"]  # fmt: skip
     why = None
     for _ in range(2):
-        tree = _live_tree(client, shipment, tree, say)
+        tree = _scatter_again(client, shipment, say) if _tree_lost(tree) else tree
         future = client.submit(
             _case_task, tree, "", argv, None, PROBE_TIMEOUT_S,
             resources={GPU_RESOURCE: 1}, pure=False, key=f"kernelgap-skeletons-{time.monotonic_ns()}",

@@ -214,8 +214,8 @@ def running_term(baseline: str, control: str, per_side_loads: int, group: int = 
 
 def coarsened(sample_loads: list[int]) -> tuple[np.ndarray, int] | None:
     """The control's sample labels (0..L-1) merged g at a time, label % (L / g), for
-    the smallest g that leaves 3 or more groups of MIN_PER_LOAD samples each (decided), with g;
-    None where no merge does. A run that ends before each load has MIN_PER_LOAD samples
+    the smallest g that leaves 3 or more groups of MIN_PER_LOAD samples each (decided), with g
+    (1, the labels as they are, where they already are); None where no merge does. A run that ends before each load has MIN_PER_LOAD samples
     (runner.bench's 30 samples over 16 graph instances) still reads a term, from fewer groups
     and with fewer degrees of freedom, instead of none."""
     loads = np.asarray(sample_loads, dtype=np.int64)
@@ -249,8 +249,8 @@ def document_block(
     default a PTX load, alone or in groups; runner.bench: a graph instance or a place in the
     run; its places: `offset` False, as term_of's)."""
     loads = np.asarray(sample_loads, dtype=np.int64)
-    if not decided(loads) and (merged := coarsened(loads)) is not None:
-        loads, group = merged[0], group * merged[1]  # too few samples a load: groups of them
+    if (merged := coarsened(loads)) is not None:  # g = 1: the loads as they are
+        loads, group = merged[0], group * merged[1]
     found = term_of(baseline_s, control_s, loads, per_side_loads, group, offset)
     if found is None:
         return None

@@ -177,7 +177,7 @@ def resemblance(
     with np.errstate(all="ignore"):
         got, want, low = (a.astype(np.float64) for a in (out, exact, model))
         scale = np.abs(want)
-        usable = np.isfinite(want) & np.isfinite(low) & (scale > max(atol, 0.0))
+        usable = np.isfinite(want) & np.isfinite(low) & (scale > atol)
         moved = np.zeros(out.shape, dtype=bool)
         moved[usable] = _relative(low[usable], want[usable], scale[usable]) > threshold
         if np.count_nonzero(moved) < MIN_EVIDENCE:
