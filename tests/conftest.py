@@ -58,6 +58,20 @@ def services(marker: str) -> list[int]:
     return found
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _private_launch_services(tmp_path_factory):
+    """Every `runner launch`/`run` a test starts without its own `runtime` finds its launch
+    service under this session's folder, never the user's, and that service (a process holding a
+    CUDA context for 10 idle minutes) is ended with the session: a later GPU test that counts the
+    processes sharing the GPU must not see one."""
+    folder = tmp_path_factory.mktemp("runtime")
+    folder.chmod(0o700)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_RUNTIME_DIR", str(folder))
+        yield folder
+    end_services(folder)
+
+
 @pytest.fixture
 def runtime(tmp_path):
     """A private XDG_RUNTIME_DIR for `runner launch`; every service started under it is ended

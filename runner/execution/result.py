@@ -53,6 +53,10 @@ def dependence(integrity: dict) -> str:
             f", {integrity['disturbed_s'] * 1e6:.2f} us after the same traffic with the answer "
             f"left in place (x{integrity['ratio_disturbed']:.2f})"
         )
+    if "method_bias" in integrity:
+        said += (
+            f"; the case's other rows x{integrity['method_bias']:.2f} at least, so judged over that"
+        )
     if "disturbed_vs_baseline" in integrity:
         said += (
             f"; disturbed, x{integrity['disturbed_vs_baseline']:.2f} the baseline's time beyond "

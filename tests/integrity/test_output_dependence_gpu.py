@@ -39,18 +39,22 @@ extern "C" __global__ void scale_i64(const long long* __restrict__ x, long long*
 """
 
 
-# Skips all of a thread's elements when its first one already holds the answer: every launch the
-# gate checks (its outputs poisoned first, a byte of their own) computes everything; a hot replay,
-# its outputs settled, reads two elements a thread. (Skipping only the settled stores saves
-# nothing: on an H100 the read of y costs what the store did, 1.47x the baseline either way.)
+# Skips all of a thread's elements when its first two already hold their answers and those differ:
+# a uniform poison (every byte the same, as the gate's are) can hold two equal answers but never two
+# different ones, so every launch the gate checks computes everything, even where an answer equals
+# the poison; a hot replay, its outputs settled, reads four elements a thread. (Skipping only the
+# settled stores saves nothing: on an H100 the read of y costs what the store did.)
 SETTLED = """\
 extern "C" __global__ void scale_i64(const long long* __restrict__ x, long long* __restrict__ y,
                                      long long k, long long c, long long n)
 {
     long long stride = (long long)gridDim.x * blockDim.x;
-    long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (first < n && y[first] == k * x[first] + c) return;
-    for (long long i = first; i < n; i += stride) y[i] = k * x[i] + c;
+    long long a = (long long)blockIdx.x * blockDim.x + threadIdx.x, b = a + stride;
+    if (b < n) {
+        long long want_a = k * x[a] + c, want_b = k * x[b] + c;
+        if (want_a != want_b && y[a] == want_a && y[b] == want_b) return;
+    }
+    for (long long i = a; i < n; i += stride) y[i] = k * x[i] + c;
 }
 """
 
@@ -131,7 +135,19 @@ def test_a_kernel_that_skips_settled_outputs_is_caught_and_an_honest_copy_is_not
 
     case = cases["scale_i64_settled"]
     impls = case["implementations"]
-    assert all(impls[n]["check"]["status"] == "passed" for n in impls)  # the gate is fooled
+    if impls["settled"]["check"]["status"] != "passed":
+        # caught before timing (a first version, keyed on one element, skipped where its answer
+        # equalled the poison: on an H100, 319 of 100,003 elements wrong on the edge inputs)
+        assert case["status"] == "failed" and case["error"]["phase"] == "check", case["error"]
+        assert "settled" in case["error"]["message"]
+        assert all(impls[n]["check"]["status"] == "passed" for n in ("cuda", "cuda_again"))
+        record(
+            "skips the store where the answer is there",
+            "PTX hot",
+            ptx_verdict(case),
+            case["error"]["message"],
+        )
+        return
     assert case["status"] == "failed" and case["error"]["phase"] == "timing", case.get("error")
     message = case["error"]["message"]
     assert "output-dependent timing" in message and "settled: " in message, message

@@ -57,7 +57,7 @@ def check(
     """Per implementation: plain and poisoned per-launch seconds, their ratio and the verdict;
     `verify(name)` -> None or what is wrong with the outputs the last launch left. `baseline`
     (default names[0]) is the reference for the disturbed control's excuse (module doc)."""
-    found, alone_of, batch_of = {}, {}, {}
+    found, alone_of, batch_of, wrong = {}, {}, {}, set()
     can = Capabilities.of(backend)
     graphs = can.graph_batches.graph_launches if can.graph_batches is not None else None
     for name in names:
@@ -81,20 +81,41 @@ def check(
             "poisoned_s": poisoned_s,
             "ratio": ratio,
             "limit": limit,
-            "output_dependent": ratio > limit or problem is not None,
             "method": "hot replay with a poison of the outputs before every launch, minus the "
             f"poison replayed alone; time / {batch} launches (output_dependence.check_batch)",
         }
         if ratio > limit and can.disturbed is not None:
             found[name].update(disturbed(backend, name, batch, alone, found[name]))
-            found[name]["output_dependent"] = (
-                found[name]["ratio_disturbed"] > limit or problem is not None
-            )
         if verify is not None:
             found[name]["outputs_after_replay"] = problem or "match the baseline's"
+        if problem is not None:
+            wrong.add(name)
+    _verdicts(found, wrong)
     _against_baseline(backend, found, baseline or names[0], alone_of, batch_of)
     backend.reset(names[0])
     return found
+
+
+def judged(found: dict) -> float:
+    """The ratio a row is judged by: poisoned over its disturbed control where one ran, else
+    poisoned over plain."""
+    return found.get("ratio_disturbed", found["ratio"])
+
+
+def _verdicts(found: dict, wrong: set[str]) -> None:
+    """Flag each row whose judged ratio, over the method's own bias at this case and size,
+    exceeds its limit (or whose outputs after a poisoned replay are wrong). The bias is the
+    smallest judged ratio among the case's other rows (floored at 1): a poison before every
+    launch costs a small kernel its graph's overlap whoever wrote it (on an H100 every row of
+    axpy_f64 at 2^11, 1.1 us a launch, was x1.06-1.08), while a row that skips work cannot slow
+    the others. A row alone has no excuse; two rows skipping alike would excuse each other only
+    where they agree, and a case's baseline is the suite's hand-written kernel."""
+    for name, row in found.items():
+        others = [judged(r) for n, r in found.items() if n != name]
+        bias = max(min(others), 1.0) if others else 1.0
+        row["output_dependent"] = judged(row) / bias > row["limit"] or name in wrong
+        if bias > 1.0:
+            row["method_bias"] = bias
 
 
 def limit_for(samples_s: list[float], replays_s: list[float]) -> float:

@@ -15,6 +15,7 @@ import orjson
 import pytest
 
 from protocol.validation import validate
+from runner.execution import suite
 from runner.execution.case import COLD_LOADS
 from runner.measurement.timing.cold import launches_for
 from tests.conftest import ROOT
@@ -70,9 +71,12 @@ def test_document_is_valid_and_exit_status_reports_failures(hot_run):
 def test_end_to_end_case_is_checked_timed_and_summarised(hot_run):
     case = _case(hot_run[0], "scale_aa")
     assert case["status"] == "ok", case.get("error")
-    # the sequential rule: 16 rounds first, then on to 30 unless every interval is precise
+    # the sequential rule: FIRST_SAMPLES rounds first (3 a control load), then on to 30 unless
+    # every interval is precise
     rounds = case["sequential"]["samples"]
-    assert 16 <= rounds <= 30 and case["sequential"]["first"] == 16
+    assert (
+        suite.FIRST_SAMPLES <= rounds <= 30 and case["sequential"]["first"] == suite.FIRST_SAMPLES
+    )
     for impl in case["implementations"].values():
         assert impl["check"]["status"] == "passed"
         assert impl["check"]["unwritten_elements"] == 0

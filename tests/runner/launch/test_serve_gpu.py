@@ -4,6 +4,7 @@ kernel's printf kept off stdout, and the launch command line's output."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -109,7 +110,9 @@ def test_nothing_a_kernel_prints_reaches_stdout(tmp_path):
     assert b"forged" in done.stderr and b"forged" not in done.stdout
 
 
-def test_launch_command_line_prints_the_output_as_the_cpp_runner_does(tmp_path):
+def test_launch_command_line_prints_the_output_as_the_cpp_runner_does(tmp_path, runtime):
+    """Through the launch service (the default), under a private runtime folder: the service
+    it starts is ended after the test, with its worker's CUDA context."""
     ptx = tmp_path / "axpy.ptx"
     ptx.write_text(AXPY)
     done = subprocess.run(
@@ -118,6 +121,7 @@ def test_launch_command_line_prints_the_output_as_the_cpp_runner_does(tmp_path):
          "--param", "u64:4", "--grid", "1,1,1", "--block", "32,1,1", "--output-param", "1",
          "--output-count", "4"],
         capture_output=True, text=True, cwd=ROOT, timeout=120,
+        env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout == "3,5.5,8,0.25\n"

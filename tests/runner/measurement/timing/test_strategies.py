@@ -401,6 +401,53 @@ def test_a_kernel_slower_than_the_baseline_under_the_same_traffic_is_flagged():
     assert "cuda" in backend.controls and found["cuda"]["output_dependent"] is False
 
 
+def test_a_poison_that_slows_every_row_of_a_small_case_alike_flags_none():
+    """axpy_f64 at 2^11 on an H100 (session 42): every row about 1.1 us a launch, x1.06-1.08
+    poisoned, and as fast as plain under the disturbed control (the traffic elsewhere costs
+    nothing): the method's bias, since every row pays it, not a skipped store."""
+    from runner.execution.result import dependence
+    from runner.measurement.gate import output_dependence
+
+    kernels = {
+        "cuda": (1.13e-6, 1.21e-6, 1.13e-6),
+        "llvm": (1.02e-6, 1.10e-6, 1.02e-6),
+        "warpforth": (1.01e-6, 1.10e-6, 1.02e-6),
+    }
+    found = output_dependence.check(
+        KernelsBackend(kernels), list(kernels), measured_kernels(kernels), None, "cuda"
+    )
+    assert not any(f["output_dependent"] for f in found.values()), found
+    assert found["cuda"]["method_bias"] == pytest.approx(1.10 / 1.02, rel=1e-3)
+    assert "judged over that" in dependence(found["cuda"])
+
+
+def test_a_row_that_skips_work_is_flagged_beside_rows_the_poison_slows():
+    """The same small case with a row that skips its work on settled outputs (x2): the others'
+    bias (x1.07) excuses only that much of it."""
+    from runner.measurement.gate import output_dependence
+
+    kernels = {
+        "cuda": (1.13e-6, 1.21e-6, 1.13e-6),
+        "honest": (1.12e-6, 1.20e-6, 1.12e-6),
+        "skips": (0.60e-6, 1.22e-6, 0.61e-6),
+    }
+    found = output_dependence.check(
+        KernelsBackend(kernels), list(kernels), measured_kernels(kernels), None, "cuda"
+    )
+    assert found["skips"]["output_dependent"] is True
+    assert not found["cuda"]["output_dependent"] and not found["honest"]["output_dependent"]
+
+
+def test_a_row_alone_has_no_bias_to_lean_on():
+    from runner.measurement.gate import output_dependence
+
+    kernels = {"alone": (1.13e-6, 1.21e-6, 1.13e-6)}
+    found = output_dependence.check(
+        KernelsBackend(kernels), list(kernels), measured_kernels(kernels), None, "alone"
+    )
+    assert found["alone"]["output_dependent"] is True and "method_bias" not in found["alone"]
+
+
 @pytest.mark.parametrize("faster", [0.10, 0.20, 0.35])
 def test_an_honest_candidate_faster_at_an_l2_resident_size_keeps_its_gap(faster):
     """Issue 50 item 10: both DRAM-bound once the L2 is disturbed (the same disturbed time),
