@@ -17,7 +17,9 @@ compared directly (a candidate slower disturbed than the baseline, beyond its pl
 flagged). Comparing slowdowns instead (disturbed / plain against the baseline's) reduced to
 1 / gap where both turn DRAM-bound, so it flagged every honest candidate more than 10% faster
 at an L2-resident size (issue 50 item 10). The limit is the samples' own: their median's 95%
-interval and the spread of the check's replays, never below MIN_TOLERANCE.
+interval and the spread of the check's replays, never below MIN_TOLERANCE, applied to a row's
+ratio over the smallest ratio among the case's other rows: what the poison costs every row of a
+small case alike is the method's, not the kernel's (_verdicts).
 """
 
 from __future__ import annotations
