@@ -401,21 +401,30 @@ def test_a_kernel_slower_than_the_baseline_under_the_same_traffic_is_flagged():
     assert "cuda" in backend.controls and found["cuda"]["output_dependent"] is False
 
 
-def test_a_poison_that_slows_every_row_of_a_small_case_alike_flags_none():
-    """axpy_f64 at 2^11 on an H100 (session 42): every row about 1.1 us a launch, x1.06-1.08
-    poisoned, and as fast as plain under the disturbed control (the traffic elsewhere costs
-    nothing): the method's bias, since every row pays it, not a skipped store."""
-    from runner.execution.result import dependence
+# axpy_f64 at 2^11 on an H100 (session 42): (plain, poisoned, disturbed) seconds a launch
+SMALL_CASE = {
+    "cuda": (1.13e-6, 1.21e-6, 1.13e-6),
+    "llvm": (1.02e-6, 1.10e-6, 1.02e-6),
+    "warpforth": (1.01e-6, 1.10e-6, 1.02e-6),
+}
+
+
+def checked(kernels: dict, baseline: str = "cuda") -> dict:
     from runner.measurement.gate import output_dependence
 
-    kernels = {
-        "cuda": (1.13e-6, 1.21e-6, 1.13e-6),
-        "llvm": (1.02e-6, 1.10e-6, 1.02e-6),
-        "warpforth": (1.01e-6, 1.10e-6, 1.02e-6),
-    }
-    found = output_dependence.check(
-        KernelsBackend(kernels), list(kernels), measured_kernels(kernels), None, "cuda"
+    backend = KernelsBackend(kernels)
+    return output_dependence.check(
+        backend, list(kernels), measured_kernels(kernels), None, baseline
     )
+
+
+def test_a_poison_that_slows_every_row_of_a_small_case_alike_flags_none():
+    """Every row about 1.1 us a launch, x1.06-1.08 poisoned, and as fast as plain under the
+    disturbed control (the traffic elsewhere costs nothing): the method's bias, since every row
+    pays it, not a skipped store."""
+    from runner.execution.result import dependence
+
+    found = checked(SMALL_CASE)
     assert not any(f["output_dependent"] for f in found.values()), found
     assert found["cuda"]["method_bias"] == pytest.approx(1.10 / 1.02, rel=1e-3)
     assert "judged over that" in dependence(found["cuda"])
@@ -424,27 +433,13 @@ def test_a_poison_that_slows_every_row_of_a_small_case_alike_flags_none():
 def test_a_row_that_skips_work_is_flagged_beside_rows_the_poison_slows():
     """The same small case with a row that skips its work on settled outputs (x2): the others'
     bias (x1.07) excuses only that much of it."""
-    from runner.measurement.gate import output_dependence
-
-    kernels = {
-        "cuda": (1.13e-6, 1.21e-6, 1.13e-6),
-        "honest": (1.12e-6, 1.20e-6, 1.12e-6),
-        "skips": (0.60e-6, 1.22e-6, 0.61e-6),
-    }
-    found = output_dependence.check(
-        KernelsBackend(kernels), list(kernels), measured_kernels(kernels), None, "cuda"
-    )
+    found = checked({**SMALL_CASE, "skips": (0.60e-6, 1.22e-6, 0.61e-6)})
     assert found["skips"]["output_dependent"] is True
-    assert not found["cuda"]["output_dependent"] and not found["honest"]["output_dependent"]
+    assert not any(found[n]["output_dependent"] for n in SMALL_CASE), found
 
 
 def test_a_row_alone_has_no_bias_to_lean_on():
-    from runner.measurement.gate import output_dependence
-
-    kernels = {"alone": (1.13e-6, 1.21e-6, 1.13e-6)}
-    found = output_dependence.check(
-        KernelsBackend(kernels), list(kernels), measured_kernels(kernels), None, "alone"
-    )
+    found = checked({"alone": SMALL_CASE["cuda"]}, "alone")
     assert found["alone"]["output_dependent"] is True and "method_bias" not in found["alone"]
 
 
