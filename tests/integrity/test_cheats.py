@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -58,3 +59,14 @@ def test_runner_check_builds_every_cheat_and_fails_only_the_loose_case():
     built = [line for line in lines if line.startswith("ok    ")]
     assert len(built) == sum(len(c.impls) for c in manifest.load(SUITE).cases), lines
     assert "19 case(s), 2 failure(s), 0 skipped" in done.stderr
+
+
+def test_each_gpu_module_keeps_its_own_verdict_table():
+    """cheats.md and cheats-state.md keep their names; every other module gets its own."""
+    from tests.integrity.conftest import table_name
+
+    assert table_name("tests.integrity.test_cheats_gpu") == "cheats.md"
+    assert table_name("tests.integrity.test_cheats_state_gpu") == "cheats-state.md"
+    assert table_name("tests.integrity.test_honest_third_gpu") == "cheats-honest-third.md"
+    names = {table_name(p.stem) for p in Path(__file__).parent.glob("test_*_gpu.py")}
+    assert len(names) == len(list(Path(__file__).parent.glob("test_*_gpu.py")))

@@ -22,7 +22,7 @@ from tests.integrity.test_cheats_gpu import (
 
 pytestmark = pytest.mark.gpu
 # the cheats suite's fixtures: its CUDA session, per-test options, the verdict table at the end
-session, options, verdict_table = cheats.session, cheats.options, cheats.verdict_table
+session, options = cheats.session, cheats.options
 
 
 @pytest.fixture

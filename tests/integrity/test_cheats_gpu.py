@@ -5,7 +5,8 @@ cases still pass (A/A within 0.2 %).
 PTX: tests/cheats/ (cases.toml, kernels/*.cu built by nvcc at test time) through `runner bench`
 and `runner check`. Callables: torch (and, for one cheat, Triton) through runner.bench on the
 runner's CUDA device. At the end the table cheat | front end | verdict | message goes to stderr
-and, when $KERNELGAP_TEST_ARTIFACTS is set, to cheats.md there (with both result documents).
+and, when $KERNELGAP_TEST_ARTIFACTS is set, to cheats.md there (tests/integrity/conftest.py),
+with both result documents.
 Run on the GPU box: `pytest -m gpu tests/integrity/test_cheats_gpu.py`.
 """
 
@@ -42,23 +43,23 @@ def artifacts() -> Path | None:
     return Path(keep) if keep else None
 
 
-def write_table(rows: list[tuple[str, str, str, str]], name: str) -> None:
-    """The rows as a markdown table on stderr and, with $KERNELGAP_TEST_ARTIFACTS, in `name`."""
-    if not rows:
-        return
+def table_text(rows: list[tuple[str, str, str, str]]) -> str:
+    """The rows as a markdown table."""
     cell = lambda s: s.replace("|", "\\|")  # noqa: E731
     lines = ["| cheat | front end | verdict | message |", "| --- | --- | --- | --- |"]
     lines += [f"| {' | '.join(cell(c) for c in row)} |" for row in rows]
-    text = "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n"
+
+
+def write_table(rows: list[tuple[str, str, str, str]], name: str) -> None:
+    """The rows as a markdown table on stderr and, with $KERNELGAP_TEST_ARTIFACTS, in `name`
+    (tests/integrity/conftest.py calls it at the end of every module that recorded rows)."""
+    if not rows:
+        return
+    text = table_text(rows)
     sys.__stderr__.write("\n" + text)
     if artifacts():
         (artifacts() / name).write_text(text)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def verdict_table():
-    yield
-    write_table(TABLE, "cheats.md")
 
 
 # -- PTX: runner bench and runner check on tests/cheats ------------------------------------------

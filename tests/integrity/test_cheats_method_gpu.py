@@ -16,7 +16,7 @@ import pytest
 from harness.analysis.robust import robust_gaps
 from runner.measurement.aa_control import control_name
 from tests.conftest import ROOT
-from tests.integrity.test_cheats_gpu import bench_cheats, record, verdict_table  # noqa: F401
+from tests.integrity.test_cheats_gpu import bench_cheats, record
 
 pytestmark = pytest.mark.gpu
 

@@ -34,7 +34,7 @@ from tests.integrity.test_cheats_gpu import (
 )
 
 # the cheats' fixtures: one session on the runner's CUDA device, its options, the verdict table
-session, options, verdict_table = cheats.session, cheats.options, cheats.verdict_table
+session, options = cheats.session, cheats.options
 
 pytestmark = pytest.mark.gpu
 

@@ -15,26 +15,17 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.integrity.test_cheats_gpu import (
-    TABLE,
     assert_honest_untouched,
     bench_cheats,
     caught_at_the_timed_size,
     ptx_verdict,
     record,
-    write_table,
 )
 
 pytestmark = pytest.mark.gpu
 
 SUITE = ROOT / "tests" / "cheats" / "cases.toml"
 CASES = ("state_content_cache", "state_every_kth", "poison_sniffer", "state_honest")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def state_verdict_table():
-    first = len(TABLE)
-    yield
-    write_table(TABLE[first:], "cheats-state.md")
 
 
 def bench(tmp_path_factory, mode: str, cases: tuple[str, ...]) -> dict:

@@ -24,7 +24,6 @@ from tests.integrity.test_cheats_gpu import (
     needs_nvcc,
     ptx_verdict,
     record,
-    verdict_table,  # noqa: F401 (autouse: prints the verdict table)
 )
 
 pytestmark = pytest.mark.gpu

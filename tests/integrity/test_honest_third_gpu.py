@@ -40,7 +40,7 @@ from tests.integrity.test_cheats_gpu import (
 
 pytestmark = pytest.mark.gpu
 # the cheats suite's fixtures: its CUDA session, per-test options, the verdict table at the end
-session, options, verdict_table = cheats.session, cheats.options, cheats.verdict_table
+session, options = cheats.session, cheats.options
 
 CHEATS = ROOT / "tests" / "cheats"
 IN_PLACE_SHARE = 0.85  # of the L2: issue 50 item 11's 0.8-0.9
