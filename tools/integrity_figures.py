@@ -6,9 +6,9 @@ before and after a revision, with each run's A/A control.
     python tools/integrity_figures.py [--skip-l2] [--skip-twice] [--cost [--before REV]]
 
 Progress goes to stderr, the figures to stdout (one block a section). Needs torch with CUDA for
-the first two sections; --cost runs `python -m runner bench benchmarks/cases.toml` four times
-(hot and cold, at REV in a scratch worktree and here; $KERNELGAP_BUNDLE passes --bundle), so
-give it 10-20 minutes.
+the first two sections; --cost runs `python -m runner bench benchmarks/cases.toml` over the
+headline suite four times (hot and cold, at REV in a scratch worktree and here; $KERNELGAP_BUNDLE
+passes --bundle).
 """
 
 from __future__ import annotations
@@ -175,12 +175,20 @@ def twice_figures(runs: int = 2) -> list[dict]:
 # -- cost: the headline suite, hot and cold, before and after -------------------------------------
 
 
+def headline_selectors() -> tuple[str, ...]:
+    sys.path.insert(0, str(ROOT))
+    from runner.definition import manifest
+
+    return manifest.load(ROOT / "benchmarks" / "cases.toml").headline_selectors()
+
+
 def suite_run(tree: Path, mode: str, out: Path) -> dict:
-    """Wall time of `runner bench benchmarks/cases.toml --mode MODE` in `tree`, and each case's
-    A/A control (ratio of medians and its interval)."""
+    """Wall time of `runner bench benchmarks/cases.toml --mode MODE` over the headline suite
+    (every case once, a swept one at its headline point) in `tree`, and each case's A/A control
+    (ratio of medians and its interval)."""
     say(f"cost: {tree.name} {mode}")
     command = [sys.executable, "-m", "runner", "bench", "benchmarks/cases.toml", "--mode", mode]
-    command += ["-o", str(out), "-q"]
+    command += [a for s in headline_selectors() for a in ("--case", s)] + ["-o", str(out), "-q"]
     if os.environ.get("KERNELGAP_BUNDLE"):  # PTX built elsewhere (warpforthc missing here)
         command += ["--bundle", os.environ["KERNELGAP_BUNDLE"]]
     t0 = time.perf_counter()

@@ -4,7 +4,10 @@ control (its gap, interval, whether it holds 1.0, its term) and where the sequen
 stopped. Run it on one card before and after a change to the statistics and compare.
 
     python tools/interval_widths.py [--cases benchmarks/cases.toml] [--out results/widths]
-        [--bundle DIR] [--documents hot.json cold.json]
+        [--bundle DIR] [--tree DIR] [--every-point] [--documents hot.json cold.json]
+
+The headline suite (every case once, a swept one at its headline point) unless --every-point;
+--tree runs another checkout's runner (a `git worktree` of the revision before a change).
 
 With --documents it reads result documents already written instead of running the suite.
 stdout: the markdown tables; progress and the runner's stderr on stderr.
@@ -22,14 +25,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_suite(cases: Path, mode: str, out: Path, bundle: Path | None) -> Path:
-    """`runner bench` over the suite in `mode`; the document's path (kept on failure too)."""
-    out.mkdir(parents=True, exist_ok=True)
-    document = out / f"{mode}.json"
-    command = [sys.executable, "-m", "runner", "bench", str(cases), "--mode", mode]
-    command += ["-o", str(document)] + (["--bundle", str(bundle)] if bundle else [])
-    print(f"interval_widths: {' '.join(command)}", file=sys.stderr)
-    subprocess.run(command, cwd=ROOT, check=False)
+def run_suite(args: argparse.Namespace, mode: str) -> Path:
+    """`runner bench` over the suite in `mode` with the runner of `args.tree` (the headline suite
+    unless `args.every_point`); the document's path (kept on failure too)."""
+    args.out.mkdir(parents=True, exist_ok=True)
+    document = args.out / f"{mode}.json"
+    command = [sys.executable, "-m", "runner", "bench", str(args.cases.resolve()), "--mode", mode]
+    if not args.every_point:
+        sys.path.insert(0, str(ROOT))
+        from runner.definition import manifest
+
+        selectors = manifest.load(args.cases).headline_selectors()
+        command += [a for s in selectors for a in ("--case", s)]
+    command += ["-o", str(document.resolve())]
+    command += ["--bundle", str(args.bundle.resolve())] if args.bundle else []
+    print(f"interval_widths: {' '.join(command)} (in {args.tree})", file=sys.stderr)
+    subprocess.run(command, cwd=args.tree, check=False)
     return document
 
 
@@ -113,11 +124,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "widths")
     parser.add_argument("--bundle", type=Path, default=None)
     parser.add_argument("--documents", nargs="*", type=Path, help="hot and cold documents")
+    parser.add_argument("--tree", type=Path, default=ROOT, help="run that checkout's runner")
+    parser.add_argument("--every-point", action="store_true", help="every point of a sweep")
     args = parser.parse_args(argv)
     if args.documents:
         documents = {path.stem: path for path in args.documents}
     else:
-        documents = {m: run_suite(args.cases, m, args.out, args.bundle) for m in ("hot", "cold")}
+        documents = {m: run_suite(args, m) for m in ("hot", "cold")}
     for mode, path in documents.items():
         try:
             document = json.loads(path.read_text(encoding="utf-8"))

@@ -785,6 +785,11 @@ class Suite:
             f"{self.path}: no case with id {case_id!r} (cases: {', '.join(c.id for c in self.cases)})"
         )
 
+    def headline_selectors(self) -> tuple[str, ...]:
+        """`runner bench --case` selectors of the headline suite: every case once, a swept one
+        at its headline point (what the headline and the tools' before/after runs measure)."""
+        return tuple(f"{c.id}[{c.sweep.headline}]" if c.sweep else c.id for c in self.cases)
+
 
 def _dim3(value, where: str, names: dict, minimum: int = 1) -> tuple[int, int, int]:
     items = list(value) if isinstance(value, list | tuple) else [value]

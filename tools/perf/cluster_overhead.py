@@ -25,11 +25,11 @@ ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "benchmarks" / "cases.toml"
 
 
-def headline_selectors() -> list[str]:
+def headline_selectors() -> tuple[str, ...]:
     sys.path.insert(0, str(ROOT))
     from runner.definition import manifest
 
-    return [f"{c.id}[{c.sweep.headline}]" if c.sweep else c.id for c in manifest.load(SUITE).cases]
+    return manifest.load(SUITE).headline_selectors()
 
 
 def timed(command: list[str]) -> tuple[float, subprocess.CompletedProcess]:
