@@ -88,7 +88,8 @@ def run_group(name: str, paths: list[str], left_s: float, out: Path) -> tuple[st
         "gpu",
         "-v",  # a line a test: a group cut short still says which passed
         "--tb=short",
-        "--durations=10",  # where a group's minutes go, for the next plan
+        "--durations=0",  # where a group's minutes go, for the next plan: every phase
+        "--durations-min=1.0",  # of a second or more
         "-p",
         "no:cacheprovider",
         *present,
