@@ -108,10 +108,10 @@ def _verdicts(found: dict, wrong: set[str]) -> None:
     """Flag each row whose judged ratio, over the method's own bias at this case and size,
     exceeds its limit (or whose outputs after a poisoned replay are wrong). The bias is the
     smallest judged ratio among the case's other rows (floored at 1): a poison before every
-    launch costs a small kernel its graph's overlap whoever wrote it (on an H100 every row of
-    axpy_f64 at 2^11, 1.1 us a launch, was x1.06-1.08), while a row that skips work cannot slow
-    the others. A row alone has no excuse; two rows skipping alike would excuse each other only
-    where they agree, and a case's baseline is the suite's hand-written kernel."""
+    launch costs a small kernel its graph's overlap whoever wrote it (docs/method/
+    output-dependence.md has the figures), while a row that skips work cannot slow the others.
+    A row alone has no excuse; two rows skipping alike would excuse each other only where they
+    agree, and a case's baseline is the suite's hand-written kernel."""
     for name, row in found.items():
         others = [judged(r) for n, r in found.items() if n != name]
         bias = max(min(others), 1.0) if others else 1.0
