@@ -59,11 +59,12 @@ def services(marker: str) -> list[int]:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _private_launch_services(tmp_path_factory):
-    """Every `runner launch`/`run` a test starts without its own `runtime` finds its launch
-    service under this session's folder, never the user's, and that service (a process holding a
-    CUDA context for 10 idle minutes) is ended with the session: a later GPU test that counts the
-    processes sharing the GPU must not see one."""
+def session_runtime(tmp_path_factory):
+    """The session's XDG_RUNTIME_DIR: every `runner launch`/`run` a test starts without its own
+    `runtime` finds its launch service here, never the user's (one service for the session, as on
+    WarpForth's rental), and that service (a process holding a CUDA context for 10 idle minutes)
+    is ended with the session: a later GPU test that counts the processes sharing the GPU must
+    not see one."""
     folder = tmp_path_factory.mktemp("runtime")
     folder.chmod(0o700)
     with pytest.MonkeyPatch.context() as patch:

@@ -182,13 +182,13 @@ def headline_selectors() -> tuple[str, ...]:
     return manifest.load(ROOT / "benchmarks" / "cases.toml").headline_selectors()
 
 
-def suite_run(tree: Path, mode: str, out: Path) -> dict:
+def suite_run(tree: Path, mode: str, out: Path, selectors: tuple[str, ...]) -> dict:
     """Wall time of `runner bench benchmarks/cases.toml --mode MODE` over the headline suite
     (every case once, a swept one at its headline point) in `tree`, and each case's A/A control
     (ratio of medians and its interval)."""
     say(f"cost: {tree.name} {mode}")
     command = [sys.executable, "-m", "runner", "bench", "benchmarks/cases.toml", "--mode", mode]
-    command += [a for s in headline_selectors() for a in ("--case", s)] + ["-o", str(out), "-q"]
+    command += [a for s in selectors for a in ("--case", s)] + ["-o", str(out), "-q"]
     if os.environ.get("KERNELGAP_BUNDLE"):  # PTX built elsewhere (warpforthc missing here)
         command += ["--bundle", os.environ["KERNELGAP_BUNDLE"]]
     t0 = time.perf_counter()
@@ -207,7 +207,7 @@ def suite_run(tree: Path, mode: str, out: Path) -> dict:
 
 
 def cost_figures(before: str) -> dict:
-    found = {}
+    found, selectors = {}, headline_selectors()
     with tempfile.TemporaryDirectory() as scratch:
         old = Path(scratch) / "before"
         subprocess.run(
@@ -215,8 +215,12 @@ def cost_figures(before: str) -> dict:
         )
         try:
             for mode in ("hot", "cold"):
-                found[f"before_{mode}"] = suite_run(old, mode, Path(scratch) / f"b-{mode}.json")
-                found[f"after_{mode}"] = suite_run(ROOT, mode, Path(scratch) / f"a-{mode}.json")
+                found[f"before_{mode}"] = suite_run(
+                    old, mode, Path(scratch) / f"b-{mode}.json", selectors
+                )
+                found[f"after_{mode}"] = suite_run(
+                    ROOT, mode, Path(scratch) / f"a-{mode}.json", selectors
+                )
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(old)], cwd=ROOT)
     return found

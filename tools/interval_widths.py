@@ -25,18 +25,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_suite(args: argparse.Namespace, mode: str) -> Path:
-    """`runner bench` over the suite in `mode` with the runner of `args.tree` (the headline suite
-    unless `args.every_point`); the document's path (kept on failure too)."""
+def headline_selectors(cases: Path) -> tuple[str, ...]:
+    sys.path.insert(0, str(ROOT))
+    from runner.definition import manifest
+
+    return manifest.load(cases).headline_selectors()
+
+
+def run_suite(args: argparse.Namespace, mode: str, selectors: tuple[str, ...]) -> Path:
+    """`runner bench` over the suite in `mode` with the runner of `args.tree`, only the cases
+    `selectors` name (all where empty); the document's path (kept on failure too)."""
     args.out.mkdir(parents=True, exist_ok=True)
     document = args.out / f"{mode}.json"
     command = [sys.executable, "-m", "runner", "bench", str(args.cases.resolve()), "--mode", mode]
-    if not args.every_point:
-        sys.path.insert(0, str(ROOT))
-        from runner.definition import manifest
-
-        selectors = manifest.load(args.cases).headline_selectors()
-        command += [a for s in selectors for a in ("--case", s)]
+    command += [a for s in selectors for a in ("--case", s)]
     command += ["-o", str(document.resolve())]
     command += ["--bundle", str(args.bundle.resolve())] if args.bundle else []
     print(f"interval_widths: {' '.join(command)} (in {args.tree})", file=sys.stderr)
@@ -130,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.documents:
         documents = {path.stem: path for path in args.documents}
     else:
-        documents = {m: run_suite(args, m) for m in ("hot", "cold")}
+        selectors = () if args.every_point else headline_selectors(args.cases)
+        documents = {m: run_suite(args, m, selectors) for m in ("hot", "cold")}
     for mode, path in documents.items():
         try:
             document = json.loads(path.read_text(encoding="utf-8"))

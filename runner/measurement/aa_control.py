@@ -213,11 +213,12 @@ def running_term(baseline: str, control: str, per_side_loads: int, group: int = 
 
 
 def coarsened(sample_loads: list[int]) -> tuple[np.ndarray, int] | None:
-    """The control's sample labels (0..L-1) merged g at a time, label % (L / g), for
-    the smallest g that leaves 3 or more groups of MIN_PER_LOAD samples each (decided), with g
-    (1, the labels as they are, where they already are); None where no merge does. A run that ends before each load has MIN_PER_LOAD samples
-    (runner.bench's 30 samples over 16 graph instances) still reads a term, from fewer groups
-    and with fewer degrees of freedom, instead of none."""
+    """The control's sample labels (0..L-1) merged g at a time, label % (L / g), for the
+    smallest g that leaves 3 or more groups of MIN_PER_LOAD samples each (decided), with g (1,
+    the labels as they are, where they already are); None where no merge does. A run that ends
+    before each load has MIN_PER_LOAD samples (runner.bench's 30 samples over 16 graph
+    instances) still reads a term, from fewer groups and with fewer degrees of freedom, instead
+    of none."""
     loads = np.asarray(sample_loads, dtype=np.int64)
     labels = int(loads.max()) + 1 if loads.size else 0
     for g in range(1, labels + 1):

@@ -112,10 +112,11 @@ def _verdicts(found: dict, wrong: set[str]) -> None:
     output-dependence.md has the figures), while a row that skips work cannot slow the others.
     A row alone has no excuse; two rows skipping alike would excuse each other only where they
     agree, and a case's baseline is the suite's hand-written kernel."""
+    ratios = {name: judged(row) for name, row in found.items()}
     for name, row in found.items():
-        others = [judged(r) for n, r in found.items() if n != name]
+        others = [r for n, r in ratios.items() if n != name]
         bias = max(min(others), 1.0) if others else 1.0
-        row["output_dependent"] = judged(row) / bias > row["limit"] or name in wrong
+        row["output_dependent"] = ratios[name] / bias > row["limit"] or name in wrong
         if bias > 1.0:
             row["method_bias"] = bias
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, end_services
+from tests.conftest import ROOT
 
 REQUESTS = ROOT / "tests" / "fixtures" / "warpforth-83c30d0-requests.json"
 SWITCHES = ("launch", "run", "files")
@@ -133,19 +133,9 @@ def service(request) -> bool:
     return request.param
 
 
-@pytest.fixture(scope="session")
-def session_runtime(tmp_path_factory):
-    """One XDG_RUNTIME_DIR for the session, so one launch service serves every test (as on
-    WarpForth's rental); the service is ended afterwards."""
-    folder = tmp_path_factory.mktemp("runtime")
-    folder.chmod(0o700)
-    yield folder
-    end_services(folder)
-
-
 @pytest.fixture
 def kernel_runner(switch, tmp_path, session_runtime) -> KernelRunner:
-    """The switch through the launch service."""
+    """The switch through the launch service (tests/conftest.py's session_runtime)."""
     return KernelRunner(switch, tmp_path, True, session_runtime)
 
 
