@@ -60,7 +60,7 @@ def collect(
     marked: (open alerts, {case_id: change marks}) from harness.dashboard.alerts.findings, with
     runs as indices into store.runs(); they become data["alerts"] and each case's "changes".
     series: read_series(store, store.runs()) when the caller has read it already; runs:
-    store.runs(), likewise (each read walks every run's stored document).
+    store.runs(), likewise.
 
     Every run in data["runs"] is one that a drawn point, the headline or the table refers to;
     its "raw" flags and "raw_runs" are 0 here (build_site sets them when it publishes documents).

@@ -657,8 +657,8 @@ RECENT_LOOKBACK = 5  # recent() reads 5 x window points back: 1 in 5 stable fill
 
 RUN_FIELDS = (
     *("run_id", "started_utc", "finished_utc", "commit_sha", "dirty", "gpu", "suite_name"),
-    *("suite_version", "suite_sha256", "suite_gpu", "schema_version", "ingested_utc"),
-)
+    *("suite_version", "suite_sha256", "suite_gpu", "schema_version"),
+)  # not ingested_utc: it lies after the two blobs, so reading it walks every stored document
 
 
 @contextlib.contextmanager
@@ -1043,7 +1043,7 @@ class Store(HistoryFile):
 
     def runs(self) -> list[dict]:
         """Every run, oldest first: run_id, started_utc, finished_utc, commit_sha, dirty, gpu,
-        suite_name, suite_version, suite_sha256, suite_gpu, schema_version, ingested_utc."""
+        suite_name, suite_version, suite_sha256, suite_gpu, schema_version."""
         rows = self._query(f"SELECT {', '.join(RUN_FIELDS)} FROM runs ORDER BY started_utc, run")
         return [dict(zip(RUN_FIELDS, r, strict=True)) for r in rows]
 
