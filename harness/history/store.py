@@ -835,10 +835,11 @@ class Store(HistoryFile):
         """After a failed ingest into a file it created: the file removed, unless another
         writer stored a run in it meanwhile."""
         try:
-            if self._query("SELECT 1 FROM runs LIMIT 1"):
-                return
+            used = bool(self._query("SELECT 1 FROM runs LIMIT 1"))
         except StoreError:
-            pass  # unreadable: ours, and never held a run of anyone's
+            used = False  # unreadable: ours, and never held a run of anyone's
+        if used:
+            return
         self._series_cache, self._counter_sets = {}, {}
         self._remove()
 
