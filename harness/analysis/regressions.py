@@ -28,6 +28,7 @@ from protocol import autocorrelation
 from protocol import statistics as statistics_core
 
 __all__ = [
+    "READ_FIELDS",
     "Change",
     "Finding",
     "Policy",
@@ -202,6 +203,12 @@ CARD_Z = 1.959963984540054  # the two-sided 95% normal quantile
 
 # metric name -> (point field holding the value, point field saying it is stable)
 METRICS = {"gap": ("gap", "gap_stable"), "time": ("median_s", "stable")}
+# what the review reads of a point (Store.recent's dicts hold more): a caller that has the
+# points as columns already (the dashboard) builds just these
+READ_FIELDS = (
+    *("run_id", "commit_sha", "started_utc", "median_s", "stable", "gap", "gap_stable"),
+    *("gpu_uuid", "error_message", "check_status"),
+)
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ import statistics
 import numpy as np
 
 from harness.analysis.change_review import ChangeFinding, find_changes, review_changes
-from harness.analysis.regressions import Policy, current_series, review
-from harness.dashboard.case_charts import EVERY_WINDOW, NUMBERS, TEXT, Series
+from harness.analysis.regressions import READ_FIELDS, Policy, current_series, review
+from harness.dashboard.case_charts import EVERY_WINDOW, NUMBERS, Series
 from harness.history import cards
 from harness.history.store import BOOL_FIELDS, RECENT_LOOKBACK, SeriesValues, Store, run_info
 from protocol.points import split_id
@@ -214,9 +214,9 @@ def _change_alerts(
 
 def recent(every: dict[str, np.ndarray], runs: dict[str, dict], window: int) -> list[dict]:
     """Store.recent(series, window) from a series' columns as read (Series.every; `runs`:
-    run_id -> its store.runs() row): the same points, each with the columns the dashboard
-    read, so the review of every current series costs no query of its own (one each was
-    most of a swept history's build)."""
+    run_id -> its store.runs() row): the same points, each with what the review reads of one
+    (regressions.READ_FIELDS), so the review of every current series costs no query of its
+    own (one each was most of a swept history's build)."""
     n = len(every["run"])
     if not n:
         return []
@@ -229,14 +229,16 @@ def recent(every: dict[str, np.ndarray], runs: dict[str, dict], window: int) -> 
     columns = {"run_id": run_ids}
     columns["started_utc"] = [runs[r]["started_utc"] for r in run_ids]
     columns["commit_sha"] = [runs[r]["commit_sha"] for r in run_ids]
-    columns.update((name, every[name][at].tolist()) for name in TEXT)
-    for name in NUMBERS:
-        values = [None if v != v else v for v in every[name][at].tolist()]  # NaN: NULL
-        columns[name] = (
-            [None if v is None else bool(v) for v in values] if name in BOOL_FIELDS else values
-        )
-    names = list(columns)
-    return [dict(zip(names, row, strict=True)) for row in zip(*columns.values(), strict=True)]
+    for name in READ_FIELDS:
+        if name in columns:
+            continue
+        values = every[name][at].tolist()
+        if name in NUMBERS:
+            values = [None if v != v else v for v in values]  # NaN: NULL
+        if name in BOOL_FIELDS:
+            values = [None if v is None else bool(v) for v in values]
+        columns[name] = values
+    return [dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)]
 
 
 def _point_tails(series: list[dict], values_of: dict[str, SeriesValues]) -> dict:

@@ -159,7 +159,7 @@ def _series(info: dict, c: dict[str, np.ndarray], run_index: dict[str, int]) -> 
     }
     return Series(
         info,
-        np.array([run_index[r] for r in c["run_id"][ok].tolist()], dtype=np.int64),
+        np.fromiter(map(run_index.__getitem__, c["run_id"][ok].tolist()), dtype=np.int64),
         c["median_s"][ok],
         c["mad_s"][ok],
         c["noise"][ok],

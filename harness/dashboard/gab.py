@@ -48,11 +48,15 @@ FULL_RUNS = 500  # the newest runs with every case entry
 THIN = 100  # older runs: every THIN-th keeps its case entries, every one its suite geomeans
 
 
-def _benches_by_run(all_series: list[Series], primary: str | None) -> dict[int, list[dict]]:
+def _benches_by_run(
+    all_series: list[Series], primary: str | None, full: np.ndarray
+) -> dict[int, list[dict]]:
     """Run index -> its gap entries and suite geomean entries ({name, unit, value}), named as
-    harness.reporting.export.github_action_benchmark names them; the primary's geomean first."""
+    harness.reporting.export.github_action_benchmark names them; the primary's geomean first.
+    full[run index]: whether the run keeps its case entries (module doc: FULL_RUNS, THIN); the
+    others keep their suite geomeans only, and no entry is made for them to be dropped."""
     gaps: dict[int, list[dict]] = defaultdict(list)
-    baselines: dict[int, set] = defaultdict(set)
+    runs_of: dict[str, list[np.ndarray]] = defaultdict(list)  # baseline -> runs with its gaps
     swept: dict[tuple, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)  # (runs, gaps)
     for s in all_series:
         if s.info["role"] != "candidate":
@@ -60,16 +64,21 @@ def _benches_by_run(all_series: list[Series], primary: str | None) -> dict[int, 
         info = s.info
         case_id, point = split_id(info["case_id"])
         shown = s.stable & s.gap_stable & ~np.isnan(s.gap)
+        kept = shown & full[s.run]
         if point:  # summarised below: one entry per swept case, candidate and run
-            if shown.any():
+            if kept.any():
                 key = (case_id, info["case_version"], info["impl"], info["baseline"])
-                swept[key].append((s.run[shown], s.gap[shown]))
+                swept[key].append((s.run[kept], s.gap[kept]))
             continue
+        runs_of[info["baseline"]].append(s.run[shown])
         name = f"{info['case_id']}/v{info['case_version']}/gap/{info['impl']}"
         unit = f"x {info['baseline']}"
-        for run, gap in zip(s.run[shown].tolist(), rounded(s.gap[shown], DIGITS), strict=True):
+        for run, gap in zip(s.run[kept].tolist(), rounded(s.gap[kept], DIGITS), strict=True):
             gaps[run].append({"name": name, "unit": unit, "value": gap})
-            baselines[run].add(info["baseline"])
+    baselines: dict[int, set] = defaultdict(set)  # the suite entries' unit: x <its baseline>
+    for baseline, parts in runs_of.items():
+        for run in np.unique(np.concatenate(parts)).tolist():
+            baselines[run].add(baseline)
     for (case_id, version, impl, baseline), parts in swept.items():
         name = f"{case_id}/v{version}/sweep_geomean_gap/{impl}"
         for run, values in _by_run(parts):
@@ -134,13 +143,6 @@ def _suite_geomeans(all_series: list[Series]) -> dict[int, dict[str, float]]:
     return suites
 
 
-def _thinned(benches: list[dict], age: int) -> list[dict]:
-    """A run's entries as kept at `age` runs before the newest (module doc: FULL_RUNS, THIN)."""
-    if age < FULL_RUNS or age % THIN == 0:
-        return benches
-    return [b for b in benches if b["name"].startswith("suite/")]
-
-
 def _digits(value: float) -> float:
     return float(f"{value:.{DIGITS}g}")
 
@@ -166,7 +168,8 @@ def github_action_benchmark_data(
     repo = (repo_url or "").rstrip("/")
     runs = store.runs() if runs is None else runs
     series = read_series(store, runs) if series is None else series
-    benches = _benches_by_run(series, primary)
+    age = len(runs) - 1 - np.arange(len(runs))  # runs before the newest
+    benches = _benches_by_run(series, primary, (age < FULL_RUNS) | (age % THIN == 0))
     modes = run_modes(series)
     entries: dict[str, list[dict]] = {}
     person = {"name": "unknown", "email": "", "username": "unknown"}
@@ -187,7 +190,7 @@ def github_action_benchmark_data(
                 },
                 "date": int(started.timestamp() * 1000),
                 "tool": "customSmallerIsBetter",
-                "benches": _thinned(benches.get(index, []), len(runs) - 1 - index),
+                "benches": benches.get(index, []),
             }
         )
     return {

@@ -177,8 +177,9 @@ def _codes(labels: np.ndarray) -> np.ndarray:
     an object array of 400,000 UUIDs costs a second; hashing them, a few tens of ms)."""
     if labels.dtype != object:
         return np.unique(labels, return_inverse=True)[1].ravel()
-    index: dict = {}
-    return np.array([index.setdefault(v, len(index)) for v in labels.tolist()], dtype=np.int64)
+    values = labels.tolist()
+    index = {v: k for k, v in enumerate(dict.fromkeys(values))}  # in order of first appearance
+    return np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values))
 
 
 def from_store(store, gpu: str | None = None) -> BetweenCards:
