@@ -10,19 +10,25 @@ manifests through this, so they refuse the same files with the same words.
 Bounds of a run request that the runner, the host's client and schemas/run-request.schema.json
 share: a number past them is refused as input, never carried into a timer or a deadline, and
 nesting past them is refused before anything (a schema check, an error message's repr) recurses
-into it."""
+into it.
+
+`checkout_commit()`: the git commit (and whether it is dirty) of the checkout a named file lies
+in, which a result document records and the harness names its result files by."""
 
 from __future__ import annotations
 
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 from protocol.errors import InputFileError
 
 __all__ = [
+    "GIT_TIMEOUT_S",
     "MAX_DOCUMENT_BYTES",
     "MAX_MANIFEST_BYTES",
+    "checkout_commit",
     "os_error_line",
     "output_problem",
     "read_bounded",
@@ -143,3 +149,31 @@ def os_error_line(exc: OSError) -> str | None:
     if exc.filename is None:
         return None
     return f"{exc.filename}: {exc.strerror or exc}"
+
+
+GIT_TIMEOUT_S = 10.0
+
+
+def checkout_commit(path: str | Path) -> dict:
+    """{"commit": sha, "dirty": bool} of the git checkout holding `path` (a file or a folder),
+    else both None: where a suite named on a command line comes from, for the runner's
+    document (provenance) and the harness's result file names alike."""
+    target = Path(path)
+    directory = target if target.is_dir() else target.parent
+    unknown = {"commit": None, "dirty": None}
+    try:
+        head, status = (
+            subprocess.run(
+                ["git", "-C", str(directory), *args],
+                capture_output=True,
+                text=True,
+                timeout=GIT_TIMEOUT_S,
+            )
+            for args in (["rev-parse", "HEAD"], ["status", "--porcelain"])
+        )
+    except (OSError, subprocess.SubprocessError):
+        return unknown
+    sha = head.stdout.strip()
+    if head.returncode != 0 or status.returncode != 0 or not sha:
+        return unknown
+    return {"commit": sha, "dirty": bool(status.stdout.strip())}

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -36,11 +35,11 @@ from harness.running.transport.base import Transport
 from harness.running.transport.local import LocalTransport
 from harness.running.transport.ssh import SshTarget, SshTransport
 from harness.running.transport.vast import DEFAULT_IMAGE, VastTransport
+from protocol.input_files import checkout_commit
 from protocol.progress import Live
 
 __all__ = ["local_commit", "make_transport", "run", "signals_interrupt"]
 
-GIT_TIMEOUT_S = 10.0
 RENTAL_GRACE_S = 3600.0  # a rental's lifetime beyond its steps' limits: waiting for it, SSH, slack
 
 
@@ -71,25 +70,12 @@ def signals_interrupt(signums=(signal.SIGTERM, signal.SIGHUP)):
 
 
 def local_commit(path: Path) -> str | None:
-    """`git rev-parse HEAD` of the checkout holding `path`, with "-dirty" when it has changes."""
-    try:
-        head = subprocess.run(
-            ["git", "-C", str(path), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_S,
-        )
-        status = subprocess.run(
-            ["git", "-C", str(path), "status", "--porcelain"],
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_S,
-        )
-    except (OSError, subprocess.SubprocessError):
+    """The commit of the checkout holding `path`, with "-dirty" when it has changes (a result
+    file's name and the run's settings); None outside a checkout."""
+    found = checkout_commit(path)
+    if found["commit"] is None:
         return None
-    if head.returncode != 0 or status.returncode != 0 or not head.stdout.strip():
-        return None
-    return head.stdout.strip() + ("-dirty" if status.stdout.strip() else "")
+    return found["commit"] + ("-dirty" if found["dirty"] else "")
 
 
 def make_transport(

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from protocol.codec import encode
+from protocol.input_files import checkout_commit
 from protocol.validation import validate
 from runner.bench.options import TimingOptions
 from runner.definition import bundle
@@ -105,7 +106,7 @@ class Session:
             "path": str(self.root),
             "sha256": self.content_sha256(),
             "gpu": None,
-            **bundle.git_commit(self.root),
+            **checkout_commit(self.root),
         }
         options = {**dataclasses.asdict(self.options), "frontend": "python"}
         cases = group_rows(self.cases)  # a swept workload's rows: points of one case

@@ -19,15 +19,14 @@ case gets a `pairs` block (runner.document.pair_blocks): each later revision aga
 holds it, else it is built here; a candidate no labelled bundle holds is built here under its
 own name.
 
-`utc_now()`, `git_commit()`: when and from which checkout a document was made (the bundle's, and
-the result document's `provenance`), with no GPU."""
+`utc_now()`: when a document was made (the bundle's, and the result document's `provenance`,
+beside protocol.input_files.checkout_commit's checkout), with no GPU."""
 
 from __future__ import annotations
 
 import hashlib
 import re
 import socket
-import subprocess
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,34 +38,6 @@ from runner.definition import toolchains
 from runner.definition.manifest import CaseSpec, ImplSpec, Suite
 from runner.errors import BuildError, BundleError, ToolchainMissing
 from runner.explain.static import analyze, block_threads
-
-GIT_TIMEOUT_S = 10.0
-
-
-def git_commit(path: str | Path) -> dict:
-    """{"commit": sha, "dirty": bool} of the git checkout holding `path`, else both None."""
-    target = Path(path)
-    directory = target if target.is_dir() else target.parent
-    unknown = {"commit": None, "dirty": None}
-    try:
-        head = subprocess.run(
-            ["git", "-C", str(directory), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_S,
-        )
-        status = subprocess.run(
-            ["git", "-C", str(directory), "status", "--porcelain"],
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_S,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return unknown
-    sha = head.stdout.strip()
-    if head.returncode != 0 or status.returncode != 0 or not sha:
-        return unknown
-    return {"commit": sha, "dirty": bool(status.stdout.strip())}
 
 
 def utc_now() -> str:

@@ -44,11 +44,12 @@ from pathlib import Path
 from protocol import statistics
 from protocol.codec import encode
 from protocol.errors import DocumentError
+from protocol.input_files import checkout_commit
 from protocol.progress import PARTIAL_DOCUMENT_PREFIX, visible
 from protocol.validation import validate
 from runner import document
 from runner.definition import manifest, sweep, toolchains
-from runner.definition.bundle import Bundle, git_commit, utc_now, variants
+from runner.definition.bundle import Bundle, utc_now, variants
 from runner.definition.spec import CaseSpec, Suite
 from runner.document import write_atomic
 from runner.errors import (
@@ -873,7 +874,7 @@ def _suite_block(suite: manifest.Suite, options: BenchOptions) -> dict:
         "path": str(suite.path),
         "sha256": suite.sha256,
         "gpu": suite.gpu,
-        **git_commit(suite.root),
+        **checkout_commit(suite.root),
     }
     if suite.primary:
         block["primary"] = suite.primary

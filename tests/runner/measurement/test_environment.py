@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from protocol.input_files import checkout_commit
 from runner.definition import bundle
 from runner.measurement import environment
 from runner.measurement import environment as peak_figures
@@ -198,7 +199,7 @@ def test_software_lists_versions_and_host():
     assert isinstance(info["hostname"], str) and info["hostname"]
 
 
-# ---- git_commit -----------------------------------------------------------------------------
+# ---- checkout_commit ---------------------------------------------------------------------------
 
 
 def git(cwd, *args) -> str:
@@ -207,7 +208,7 @@ def git(cwd, *args) -> str:
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-def test_git_commit_reports_head_and_dirtiness(tmp_path):
+def test_checkout_commit_reports_head_and_dirtiness(tmp_path):
     git(tmp_path, "init", "-q")
     suite = tmp_path / "cases.toml"
     suite.write_text("version = 1\n")
@@ -215,19 +216,19 @@ def test_git_commit_reports_head_and_dirtiness(tmp_path):
     git(tmp_path, "commit", "-q", "-m", "suite")
     sha = git(tmp_path, "rev-parse", "HEAD").strip()
     assert re.fullmatch(r"[0-9a-f]{40}", sha)
-    assert bundle.git_commit(suite) == {"commit": sha, "dirty": False}
+    assert checkout_commit(suite) == {"commit": sha, "dirty": False}
     suite.write_text("version = 2\n")
-    assert bundle.git_commit(suite) == {"commit": sha, "dirty": True}
-    assert bundle.git_commit(tmp_path) == {"commit": sha, "dirty": True}
+    assert checkout_commit(suite) == {"commit": sha, "dirty": True}
+    assert checkout_commit(tmp_path) == {"commit": sha, "dirty": True}
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-def test_git_commit_outside_a_checkout_is_unknown(tmp_path, monkeypatch):
+def test_checkout_commit_outside_a_checkout_is_unknown(tmp_path, monkeypatch):
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
     suite = tmp_path / "cases.toml"
     suite.write_text("version = 1\n")
-    assert bundle.git_commit(suite) == {"commit": None, "dirty": None}
-    assert bundle.git_commit(tmp_path / "missing" / "cases.toml") == {
+    assert checkout_commit(suite) == {"commit": None, "dirty": None}
+    assert checkout_commit(tmp_path / "missing" / "cases.toml") == {
         "commit": None,
         "dirty": None,
     }
