@@ -13,6 +13,7 @@ import click
 
 from protocol.input_files import os_error_line
 from protocol.progress import visible
+from protocol.version import version_option
 
 # (module under harness.commands, click command names it defines); written by area.
 COMMANDS = {
@@ -94,24 +95,8 @@ class LazyGroup(click.Group):
         return sorted({*self._loaded, *present})
 
 
-def _print_version(ctx, param, value) -> None:
-    if not value or ctx.resilient_parsing:
-        return
-    from protocol.version import RESULT_SCHEMA_VERSION, package_version
-
-    click.echo(f"kernelgap harness {package_version()} (result schema {RESULT_SCHEMA_VERSION})")
-    ctx.exit()
-
-
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--version",
-    is_flag=True,
-    expose_value=False,
-    is_eager=True,
-    callback=_print_version,
-    help="Print the version and exit.",
-)
+@version_option("harness")
 def main():
     """kernelgap harness: host side of the benchmark (never touches CUDA).
 

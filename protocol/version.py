@@ -79,6 +79,31 @@ def package_version() -> str:
         return "unknown"
 
 
+def version_option(tool: str):
+    """The --version flag of kernelgap's `tool` command group ("runner" or "harness"): prints
+    `kernelgap <tool> <version> (result schema ...)`, the runner with the run protocol it
+    speaks, and exits."""
+    import click
+
+    def show(ctx, param, value) -> None:
+        if not value or ctx.resilient_parsing:
+            return
+        speaks = f"result schema {RESULT_SCHEMA_VERSION}"
+        if tool == "runner":
+            speaks += f", run protocol {RUN_PROTOCOL_VERSION}"
+        click.echo(f"kernelgap {tool} {package_version()} ({speaks})")
+        ctx.exit()
+
+    return click.option(
+        "--version",
+        is_flag=True,
+        expose_value=False,
+        is_eager=True,
+        callback=show,
+        help="Print the version and exit.",
+    )
+
+
 SANITIZE_SCHEMA_VERSION = (
     "1.0.0"  # `runner check --sanitize -o FILE` (schemas/sanitize.schema.json)
 )

@@ -9,20 +9,9 @@ import click
 
 from protocol.input_files import os_error_line
 from protocol.progress import visible
+from protocol.version import version_option
 from runner.cli_suite import bench, output_path
 from runner.errors import BAD_INPUT, BadInput, NoGpuError, ToolMissing
-
-
-def _print_version(ctx, param, value) -> None:
-    if not value or ctx.resilient_parsing:
-        return
-    from protocol.version import RESULT_SCHEMA_VERSION, RUN_PROTOCOL_VERSION, package_version
-
-    click.echo(
-        f"kernelgap runner {package_version()} (result schema {RESULT_SCHEMA_VERSION}, "
-        f"run protocol {RUN_PROTOCOL_VERSION})"
-    )
-    ctx.exit()
 
 
 def _die(message: str) -> None:
@@ -47,14 +36,7 @@ class Commands(click.Group):
 
 
 @click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--version",
-    is_flag=True,
-    expose_value=False,
-    is_eager=True,
-    callback=_print_version,
-    help="Print the version and exit.",
-)
+@version_option("runner")
 def main():
     """kernelgap runner: correctness-gated, paired GPU kernel timing.
 
