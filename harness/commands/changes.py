@@ -16,7 +16,7 @@ from harness.analysis.change_counters import annotate
 from harness.analysis.change_review import find_changes, tripped
 from harness.analysis.changes import ChangePolicy
 from harness.analysis.drift import DriftPolicy
-from harness.commands.document_files import DB_OPTION, opened
+from harness.commands.document_files import DB_OPTION, format_option, opened
 from harness.commands.history import _echo_json
 from harness.errors import BadInput
 from harness.history.store_schema import normalize_utc
@@ -49,12 +49,11 @@ def _since(text: str | None) -> str | None:
     help="Only changes whose first point after the change started at or after DATE "
     "(2026-01-31, or an ISO time; UTC). The whole history is still searched.",
 )
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["text", "markdown", "json"]),
-    default="text",
-    show_default=True,
+@format_option(
+    "text",
+    "markdown",
+    "json",
+    help="text for a terminal; markdown for a job summary; json for tools.",
 )
 @failing.option(default="never")
 @click.option(

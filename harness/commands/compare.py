@@ -13,7 +13,12 @@ from pathlib import Path
 import click
 
 from harness.analysis import fail_on as failing
-from harness.commands.document_files import RESULT, load_result, write_stdout
+from harness.commands.document_files import (
+    RESULT,
+    format_option,
+    load_result,
+    write_stdout,
+)
 from harness.errors import BadInput
 from harness.escaping import terminal
 from protocol.codec import encode
@@ -32,13 +37,8 @@ EXPORT_FORMATS = {
 @click.command()
 @click.argument("base", type=RESULT)
 @click.argument("head", type=RESULT)
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["markdown", "json"]),
-    default="markdown",
-    show_default=True,
-    help="markdown for a pull-request comment or job summary; json for tools.",
+@format_option(
+    "markdown", "json", help="markdown for a pull-request comment or job summary; json for tools."
 )
 @failing.option(default="never")
 @click.option(

@@ -27,6 +27,7 @@ __all__ = [
     "DB_OPTION",
     "DEFAULT_DB",
     "RESULT",
+    "format_option",
     "load_bundle",
     "load_result",
     "opened",
@@ -58,6 +59,19 @@ def opened(db: Path, readonly: bool = True):
 
 
 RESULT = click.Path(dir_okay=False, allow_dash=True, path_type=Path)
+
+
+def format_option(*choices: str, help: str):
+    """A command's --format (its `output_format` argument): one of `choices`, the first by
+    default."""
+    return click.option(
+        "--format",
+        "output_format",
+        type=click.Choice(list(choices)),
+        default=choices[0],
+        show_default=True,
+        help=help,
+    )
 
 
 def out_folder(ctx, param, value: Path | None) -> Path | None:

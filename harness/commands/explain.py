@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from harness.commands.document_files import format_option
 from harness.errors import BadInput, SourceError
 from harness.explain import report, sources
 
@@ -34,15 +35,12 @@ __all__ = ["explain"]
     help="A bundle (runner build) whose static analysis fills in implementations of a result "
     "document that lack it, where the PTX is the same (same sha256).",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["markdown", "text"]),
-    default="markdown",
-    show_default=True,
+@format_option(
+    "markdown",
+    "text",
     help="markdown for a pull request or $GITHUB_STEP_SUMMARY; text for a terminal.",
 )
-def explain(source, other, case_ids, candidates, bundle, fmt):
+def explain(source, other, case_ids, candidates, bundle, output_format):
     """Explain each case's gap from SOURCE: a result document (runner bench; its `static` and,
     with --profile, `profile` blocks) or a bundle folder (runner build; static only).
 
@@ -73,5 +71,7 @@ def explain(source, other, case_ids, candidates, bundle, fmt):
         raise BadInput(
             f"{loaded.what}: no case {', '.join(unknown)} (cases: {', '.join(sorted(known))})"
         )
-    text = report.render(loaded, tuple(case_ids), tuple(candidates), markdown=fmt == "markdown")
+    text = report.render(
+        loaded, tuple(case_ids), tuple(candidates), markdown=output_format == "markdown"
+    )
     sys.stdout.write(text)

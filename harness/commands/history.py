@@ -18,7 +18,7 @@ from harness.analysis.change_review import tripped as changes_tripped
 from harness.analysis.changes import ChangePolicy
 from harness.analysis.drift import DriftPolicy
 from harness.analysis.regressions import Finding, Policy, current_series, review
-from harness.commands.document_files import DB_OPTION, opened
+from harness.commands.document_files import DB_OPTION, format_option, opened
 from harness.errors import BadInput
 from harness.escaping import markdown as md
 from harness.escaping import terminal
@@ -159,7 +159,7 @@ def _points_table(points: list[dict]) -> list[str]:
     show_default=True,
     help="Points shown per series (newest ones; 0 = all) when --case or --series is given.",
 )
-@click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table")
+@format_option("table", "json", help="table for a terminal; json for tools.")
 def history(db: Path, case_id: str | None, wanted: str | None, last: int, output_format: str):
     """List the history's series; with --case or --series, their points too (oldest first).
 
@@ -259,13 +259,7 @@ def _verdict(finding: Finding) -> str:
     help="Previous stable points the newest one is compared with.",
 )
 @click.option("--case", "case_id", help="Only the series of this case id.")
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["markdown", "json"]),
-    default="markdown",
-    show_default=True,
-)
+@format_option("markdown", "json", help="markdown for a job summary; json for tools.")
 @failing.option(default="slower")
 def regressions(db: Path, window: int, case_id: str | None, output_format: str, fail_on: str):
     """Check the newest point of every current series against its recent history.

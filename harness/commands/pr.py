@@ -12,7 +12,13 @@ from pathlib import Path
 import click
 
 from harness.analysis import fail_on as failing
-from harness.commands.document_files import RESULT, load_bundle, load_result, write_stdout
+from harness.commands.document_files import (
+    RESULT,
+    format_option,
+    load_bundle,
+    load_result,
+    write_stdout,
+)
 from harness.errors import BadInput
 from protocol.codec import encode
 
@@ -29,13 +35,8 @@ __all__ = ["pr"]
     help="The base and head bundles (runner build): their static counters, with RESULT where "
     "it lacks them, or alone (no RESULT: counters only, untimed, no GPU).",
 )
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["markdown", "json"]),
-    default="markdown",
-    show_default=True,
-    help="markdown for the pull-request comment or job summary; json for tools.",
+@format_option(
+    "markdown", "json", help="markdown for the pull-request comment or job summary; json for tools."
 )
 @failing.counter_option(default="never")
 @click.option(

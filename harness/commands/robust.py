@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from harness.commands.document_files import RESULT, load_result, write_stdout
+from harness.commands.document_files import RESULT, format_option, load_result, write_stdout
 from harness.errors import BadInput
 from harness.escaping import markdown as md
 from protocol.codec import encode
@@ -20,14 +20,7 @@ __all__ = ["robust"]
 
 @click.command()
 @click.argument("results", type=RESULT, nargs=-1, required=True)
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["markdown", "json"]),
-    default="markdown",
-    show_default=True,
-    help="markdown for a job summary; json for tools.",
-)
+@format_option("markdown", "json", help="markdown for a job summary; json for tools.")
 def robust(results, output_format):
     """Robust verdict per gap over RESULTS (two documents or more of one suite on one GPU
     model, measured by different methods: hot and cold, events and CUPTI).
