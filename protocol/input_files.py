@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import tomllib
 from pathlib import Path
 
 from protocol.errors import InputFileError
@@ -32,6 +33,7 @@ __all__ = [
     "os_error_line",
     "output_problem",
     "read_bounded",
+    "read_toml",
 ]
 
 
@@ -149,6 +151,21 @@ def os_error_line(exc: OSError) -> str | None:
     if exc.filename is None:
         return None
     return f"{exc.filename}: {exc.strerror or exc}"
+
+
+def read_toml(path: Path, what: str) -> tuple[bytes, dict]:
+    """The bytes of the TOML file `path` (a suite manifest, a lock file: at most
+    MAX_MANIFEST_BYTES; a manifest's sha256 is taken of them) and what they parse to;
+    InputFileError naming the file and `what` it is where it cannot be read or is not TOML."""
+    raw = read_bounded(path, MAX_MANIFEST_BYTES, what)
+    try:
+        return raw, tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputFileError(f"{path}: malformed TOML: {exc}") from None
+    except RecursionError:
+        raise InputFileError(
+            f"{path}: malformed TOML: arrays or tables nested too deeply to parse"
+        ) from None
 
 
 GIT_TIMEOUT_S = 10.0

@@ -20,12 +20,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 from harness.errors import ManifestRefused, SuiteTomlError
 from protocol.errors import InputFileError
-from protocol.input_files import MAX_MANIFEST_BYTES, read_bounded
+from protocol.input_files import read_toml
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # the tree `harness run` ships
 
@@ -35,17 +34,9 @@ __all__ = ["CHECK_TIMEOUT_S", "check_manifest", "read"]
 def read(path: Path) -> tuple[bytes, dict]:
     """The manifest's bytes (what its sha256 is taken of) and its parsed TOML."""
     try:
-        raw = read_bounded(path, MAX_MANIFEST_BYTES, "suite manifest")
+        return read_toml(path, "suite manifest")
     except InputFileError as exc:
         raise SuiteTomlError(str(exc)) from None
-    try:
-        return raw, tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise SuiteTomlError(f"{path}: malformed TOML: {exc}") from None
-    except RecursionError:
-        raise SuiteTomlError(
-            f"{path}: malformed TOML: arrays or tables nested too deeply to parse"
-        ) from None
 
 
 CHECK_TIMEOUT_S = 120.0

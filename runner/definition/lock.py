@@ -13,14 +13,13 @@ from __future__ import annotations
 import ast
 import dataclasses
 import hashlib
-import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import orjson
 
 from protocol.errors import InputFileError
-from protocol.input_files import MAX_MANIFEST_BYTES, read_bounded
+from protocol.input_files import read_toml
 from runner.definition.manifest import CaseSpec, Suite
 from runner.errors import LockError, ManifestError
 
@@ -142,11 +141,9 @@ def read_lock(path: Path) -> dict[tuple[str, int], Recorded]:
     if not path.exists():
         return {}
     try:
-        doc = tomllib.loads(read_bounded(path, MAX_MANIFEST_BYTES, "lock file").decode("utf-8"))
+        doc = read_toml(path, "lock file")[1]
     except InputFileError as exc:
         raise LockError(str(exc)) from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
-        raise LockError(f"{path}: malformed TOML: {exc!s}") from None
     recorded: dict[tuple[str, int], Recorded] = {}
     for i, entry in enumerate(doc.get("version", [])):
         if not {"case", "version", "sha256", "impls"} <= set(entry) <= _ENTRY_KEYS:

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import tomllib
 from pathlib import Path
 
 from protocol.errors import InputFileError
-from protocol.input_files import MAX_MANIFEST_BYTES, read_bounded
+from protocol.input_files import read_toml
 from protocol.validation import validator
 from runner.definition.spec import (
     DEFAULT_SETTINGS,
@@ -82,17 +81,9 @@ def load(path: str | Path) -> Suite:
     """Parse and validate a suite manifest."""
     path = Path(path)
     try:
-        raw = read_bounded(path, MAX_MANIFEST_BYTES, "manifest")
+        raw, doc = read_toml(path, "manifest")
     except InputFileError as exc:
         raise ManifestError(str(exc)) from None
-    try:
-        doc = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ManifestError(f"{path}: malformed TOML: {exc}") from None
-    except RecursionError:
-        raise ManifestError(
-            f"{path}: malformed TOML: arrays or tables nested too deeply to parse"
-        ) from None
     _schema_check(doc, path)
     root = path.resolve().parent
     defaults = {**DEFAULT_SETTINGS, **doc.get("defaults", {})}
