@@ -6,7 +6,6 @@ level for `llvm`), assembled by the runner's own runner.document.sweep_block."""
 
 from __future__ import annotations
 
-import copy
 import re
 
 from harness.dashboard.sweep_charts import curves
@@ -14,30 +13,7 @@ from harness.history.series import series_id, series_key
 from harness.reporting.summary import markdown
 from harness.reporting.sweep_table import sweep_tables
 from protocol.points import as_rows, is_option_point
-from runner.definition import manifest
-from runner.document import summary, sweep_block
-from tests.support.sweep_documents import RECORDED, ROOT, _at
-
-SCALE = manifest.load(ROOT / "benchmarks/cases.toml").case("scale_i64")
-LLVM_GAP = {"clang_O=O1": 1.30, "clang_O=O2": 1.05}
-
-
-def option_document() -> dict:
-    doc = copy.deepcopy(RECORDED)
-    doc["schema_version"] = "1.10.0"
-    index = next(i for i, c in enumerate(doc["cases"]) if c["id"] == "scale_i64")
-    block = doc["cases"][index]
-    sweep = SCALE.sweep
-    points = [
-        (p.id, p.dims, _at(block, p.dims, {"llvm": LLVM_GAP.get(p.id, 0.98)})) for p in sweep.points
-    ]
-    headline = next(d for pid, _, d in points if pid == sweep.headline)
-    doc["cases"][index] = {
-        **sweep_block(sweep.headline, headline, list(sweep.axes), points),
-        "options": sweep.options.block(),
-    }
-    doc["summary"] = summary(doc["cases"])
-    return doc
+from tests.support.sweep_documents import SCALE, option_document
 
 
 def test_the_bundled_suite_sweeps_clangs_optimisation_level_for_llvm():

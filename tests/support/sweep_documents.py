@@ -66,3 +66,28 @@ def falling(pid: str) -> dict[str, float]:
     """Gaps that fall toward parity as n grows: warpforth 2.0x at 2^11 to 1.0x at 2^27."""
     k = int(pid.split("^")[1])
     return {"warpforth": 1.0 + (27 - k) / 16, "llvm": 1.0, "handptx": 1.02}
+
+
+SCALE = manifest.load(ROOT / "benchmarks/cases.toml").case("scale_i64")
+LLVM_GAP = {"clang_O=O1": 1.30, "clang_O=O2": 1.05}
+
+
+def option_document() -> dict:
+    """The recorded H200 run with scale_i64 swept as the bundled suite sweeps it (dims and
+    clang's -O level for `llvm`, LLVM_GAP at the option points), assembled by the runner's own
+    runner.document.sweep_block."""
+    doc = copy.deepcopy(RECORDED)
+    doc["schema_version"] = "1.10.0"
+    index = next(i for i, c in enumerate(doc["cases"]) if c["id"] == "scale_i64")
+    block = doc["cases"][index]
+    sweep = SCALE.sweep
+    points = [
+        (p.id, p.dims, _at(block, p.dims, {"llvm": LLVM_GAP.get(p.id, 0.98)})) for p in sweep.points
+    ]
+    headline = next(d for pid, _, d in points if pid == sweep.headline)
+    doc["cases"][index] = {
+        **sweep_block(sweep.headline, headline, list(sweep.axes), points),
+        "options": sweep.options.block(),
+    }
+    doc["summary"] = summary(doc["cases"])
+    return doc

@@ -60,7 +60,7 @@ def test_chart_ingests_a_run_of_the_pinned_copy_and_draws_its_option_case(tmp_pa
 
     import orjson
 
-    from tests.harness.test_option_tables import option_document
+    from tests.support.sweep_documents import option_document
 
     doc = option_document()
     manifest = option_chart.pinned_copy(
