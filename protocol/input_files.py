@@ -12,8 +12,10 @@ share: a number past them is refused as input, never carried into a timer or a d
 nesting past them is refused before anything (a schema check, an error message's repr) recurses
 into it.
 
-`checkout_commit()`: the git commit (and whether it is dirty) of the checkout a named file lies
-in, which a result document records and the harness names its result files by."""
+`read_toml()`: a suite manifest or lock file read within those bounds and parsed, one refusal for
+the runner and the harness alike. `checkout_commit()`: the git commit (and whether it is dirty)
+of the checkout a named file lies in, which a result document records and the harness names its
+result files by."""
 
 from __future__ import annotations
 
