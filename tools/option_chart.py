@@ -84,13 +84,14 @@ def measure(args) -> int:
     ]
     command += [word for case in cases for word in ("--case", case)]
     if args.bundle:
-        command += ["--bundle", str(args.bundle)]
+        command += ["--bundle", str(args.bundle.resolve())]
     return subprocess.run(command, cwd=ROOT).returncode
 
 
 def chart(args) -> int:
-    manifest = args.dir / "suite" / "cases.toml"
-    result = args.dir / "option.json"
+    manifest = args.dir.resolve() / "suite" / "cases.toml"
+    result = args.dir.resolve() / "option.json"
+    args.out = args.out.resolve()
     db = args.out.parent / f"{args.out.name}.sqlite"
     db.unlink(missing_ok=True)
     harness = [sys.executable, "-m", "harness"]
