@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.perf_script import run_tool
+
 ROOT = Path(__file__).resolve().parents[2]
 GPU_MARK = re.compile(r"^(pytestmark\s*=.*pytest\.mark\.gpu|\s*@pytest\.mark\.gpu)", re.MULTILINE)
 sys.path.insert(0, str(ROOT / "tools"))
@@ -34,23 +36,8 @@ def test_every_gpu_test_file_is_in_a_group():
 
 
 def test_a_group_with_no_time_left_is_reported_not_run(tmp_path):
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "tools" / "gpu_session.py"),
-            "--budget-s",
-            "1",
-            "--out",
-            str(tmp_path),
-            "--only",
-            "launch",
-            "suite",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    args = ("--budget-s", "1", "--out", str(tmp_path), "--only", "launch", "suite")
+    done = run_tool(ROOT / "tools" / "gpu_session.py", *args, timeout_s=60)
     assert done.returncode == 1
     report = (tmp_path / "gpu-session.txt").read_text().splitlines()
     assert report == ["launch: not run (1 s left)", "suite: not run (1 s left)"]

@@ -3,11 +3,11 @@ clear stop where there is no GPU to pin."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
 from runner.definition.manifest import load
 from tests.conftest import ROOT
+from tests.support.perf_script import run_tool
 
 sys.path.insert(0, str(ROOT / "tools"))
 import option_chart
@@ -36,19 +36,7 @@ def test_the_option_cases_are_the_suites_cases_with_an_option_axis():
 
 
 def test_measure_without_a_gpu_stops_naming_what_is_missing(tmp_path):
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "tools" / "option_chart.py"),
-            "measure",
-            "--out",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
+    done = run_tool(ROOT / "tools" / "option_chart.py", "measure", "--out", str(tmp_path))
     assert done.returncode != 0
     assert "runner info` found no GPU to pin" in done.stderr, done.stderr[-2000:]
 

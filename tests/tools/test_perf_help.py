@@ -3,12 +3,10 @@ it says what it prints (the figures docs/ and benchmarks/perf/RESULTS.md cite)."
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from tests.conftest import ROOT
+from tests.support.perf_script import run_tool
 
 PERF = ROOT / "tools" / "perf"
 # scripts, not the modules fidelity.py and warpforth_dropin.py import
@@ -21,13 +19,7 @@ def test_there_are_scripts_to_run():
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
 def test_help_exits_0_and_says_what_it_measures(script):
-    done = subprocess.run(
-        [sys.executable, str(script), "--help"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
+    done = run_tool(script, "--help")
     assert done.returncode == 0, done.stderr[-2000:]
     said = done.stdout + done.stderr
     assert len(said.split()) >= 5, said
