@@ -664,9 +664,9 @@ RUN_FIELDS = (
 
 @contextlib.contextmanager
 def collection_paused():
-    """Python's cyclic garbage collector off for a bulk pass that makes no cycles: an ingest's
-    plans (its full passes over the growing batch cost a quarter of a 10,000-run ingest) and a
-    dashboard build's arrays of every point (about 5% of the build)."""
+    """Python's cyclic garbage collector off for a bulk pass that makes no cycles (an ingest's
+    plans, a dashboard build's arrays of every point), whose full passes over all it holds are
+    only cost (their share: benchmarks/perf/RESULTS.md)."""
     was_on = gc.isenabled()
     gc.disable()
     try:
