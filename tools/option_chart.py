@@ -91,16 +91,16 @@ def measure(args) -> int:
 def chart(args) -> int:
     manifest = args.dir.resolve() / "suite" / "cases.toml"
     result = args.dir.resolve() / "option.json"
-    args.out = args.out.resolve()
-    db = args.out.parent / f"{args.out.name}.sqlite"
+    site = args.out.resolve()
+    db = site.parent / f"{site.name}.sqlite"
     db.unlink(missing_ok=True)
     harness = [sys.executable, "-m", "harness"]
     ingest = [*harness, "ingest", "--trusted", "--cases", str(manifest), "--db", str(db)]
     subprocess.run([*ingest, str(result)], cwd=ROOT, check=True)
-    dashboard = [*harness, "dashboard", "--db", str(db), "--out", str(args.out)]
+    dashboard = [*harness, "dashboard", "--db", str(db), "--out", str(site)]
     subprocess.run(dashboard, cwd=ROOT, check=True)
     if args.shots:
-        for path in shots(args.out, set(option_cases(manifest)), args.shots):
+        for path in shots(site, set(option_cases(manifest)), args.shots):
             print(path)
     return 0
 
@@ -108,12 +108,10 @@ def chart(args) -> int:
 def shots(site: Path, cases: set[str], folder: Path) -> list[Path]:
     """A screenshot of each of `cases`' pages in the built site `site`."""
     from tests.support.browser import Browser
+    from tests.support.dashboard_page import read_js_json
 
-    data = (site / "data.js").read_text()
-    pages = {
-        c["id"]: c["page"]
-        for c in orjson.loads(data[data.index("{") : data.rstrip().rindex("}") + 1])["cases"]
-    }
+    data = read_js_json(site / "data.js", "window.KERNELGAP_DATA = ")
+    pages = {c["id"]: c["page"] for c in data["cases"]}
     folder.mkdir(parents=True, exist_ok=True)
     out = []
     with Browser(width=1400, height=1000) as browser:
