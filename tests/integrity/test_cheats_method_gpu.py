@@ -11,6 +11,8 @@ one case, about a minute).
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from harness.analysis.robust import robust_gaps
@@ -64,8 +66,17 @@ def test_four_copies_timed_cold_read_alike(runs):
         f"x{aa['ratio_of_medians']:.4f} [{aa['ci_low']:.4f}, {aa['ci_high']:.4f}], "
         f"{aa['loads']} groups of {aa['loads_per_group']}",
     )
-    assert aa["loads_per_group"] > 1 and not aa["apart"], aa["method"]
+    assert aa["loads_per_group"] > 1, aa["method"]
     gaps = {name: case["implementations"][name]["gap"] for name in SIDES[1:]}
+    if aa["apart"]:
+        # the baseline's own loads read apart from its control's (seen on one H100: RESULTS.md):
+        # every gap of the case then takes at least that offset as its term
+        # (aa_control.with_offset), so no copy reads apart
+        offset = abs(math.log(aa["ratio_of_medians"]))
+        assert aa["systematic"] >= offset and "excludes 1" in aa["method"], aa
+        for name, gap in gaps.items():
+            assert gap["systematic_source"] == "control", (name, gap)
+            assert gap["systematic"] >= offset, (name, gap["systematic"], offset)
     text = ", ".join(
         f"{n} x{g['ratio_of_medians']:.4f} [{g['ci_low']:.4f}, {g['ci_high']:.4f}] "
         f"({g.get('bootstrap', '?')})"

@@ -96,7 +96,7 @@ def assert_honest_at_parity(case: dict) -> None:
     impls = case["implementations"]
     for honest in ("cuda", "cuda_again"):
         assert impls[honest]["check"]["status"] == "passed", impls[honest]["check"]
-        assert f"{honest}:" not in case["error"]["message"], case["error"]
+        assert f"{honest}:" not in (case.get("error") or {}).get("message", ""), case.get("error")
         if "integrity" in impls[honest]:
             assert impls[honest]["integrity"]["output_dependent"] is False
             assert 0.9 < impls[honest]["integrity"]["ratio"] < 1.1, impls[honest]["integrity"]
