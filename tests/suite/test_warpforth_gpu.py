@@ -3,7 +3,8 @@
 The Forth kernels are compiled where warpforthc lives: this test builds a bundle when warpforthc
 is on PATH, else takes the bundle that $KERNELGAP_BUNDLE names (`python -m runner build
 benchmarks/cases.toml --out bundle/` on the host, carried to the GPU box), else skips saying so.
-Timing is shortened (2 ms samples): this checks the path, not the numbers.
+Every case runs once (a swept one at its headline point) and timing is shortened (2 ms
+samples): this checks the path, not the numbers.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ def bundle(tmp_path_factory) -> Path:
 def suite_run(bundle, tmp_path_factory):
     out = tmp_path_factory.mktemp("bench") / "result.json"
     command = [sys.executable, "-m", "runner", "bench", str(SUITE), "--bundle", str(bundle)]
+    # every case once, a swept one at its headline point: every sweep point of the suite is
+    # more than one device call (10 minutes) holds
+    command += [a for s in manifest.load(SUITE).headline_selectors() for a in ("--case", s)]
     done = subprocess.run(
         [*command, "--target-sample-ms", "2", "-o", str(out)],
         cwd=ROOT,
