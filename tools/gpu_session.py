@@ -44,8 +44,8 @@ GROUPS: dict[str, list[str]] = {
         "tests/runner/definition/test_launch_limits_gpu.py",
         "tests/runner/test_faults_gpu.py",
     ],
-    # the PTX sets (whole suites run hot and cold) and the callables' apart: together they take
-    # about 440 s on an H100, most of one call
+    # the PTX sets (whole suites run hot and cold) and the callables' apart: the PTX group alone
+    # fills most of one call (each group's time on each card: benchmarks/perf/RESULTS.md)
     "integrity": [
         "tests/integrity/test_cheats_gpu.py",
         "tests/integrity/test_cheats_gate_gpu.py",
