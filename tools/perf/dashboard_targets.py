@@ -108,7 +108,7 @@ def site_rows(rows: dict[str, list[float]], db: Path, site: Path, out: Path) -> 
 
 def ingest_files(n: int, folder: Path, static: bool = True) -> tuple[Path, list[str]]:
     """(the suite manifest, n result files): history_ingest.py's documents, as a backfill has,
-    each implementation with its static counters (`static`)."""
+    each implementation with its static counters (`static`), written through to the disk."""
     variants = Variants(30, 30, n, static=static)
     docs = [variants.document(k) for k in range(n)]
     manifest = suite_manifest(folder, *docs)  # the repository's word on the suite (--cases)
@@ -117,6 +117,7 @@ def ingest_files(n: int, folder: Path, static: bool = True) -> tuple[Path, list[
         path = folder / f"run-{k}.json"
         path.write_bytes(orjson.dumps(doc))
         files.append(str(path))
+    os.sync()  # flushed now (4 GB at 10,000 files), not during the ingest timed next
     return manifest, files
 
 
@@ -234,7 +235,6 @@ def main() -> int:
     rows: dict[str, list[float]] = {}
     TARGETS["ingest (s)"] = 60.0 * args.ingest_runs / 10_000
     manifest, files = (None, []) if args.no_ingest else ingest_files(args.ingest_runs, tmp)
-    os.sync()  # the files just written (4 GB at 10,000) flushed now, not during a timed ingest
     for k in range(args.repeat):
         if not args.ingest_only:
             site_rows(rows, db, site, tmp / str(k))
